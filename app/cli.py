@@ -1,0 +1,100 @@
+"""Command line: `python main.py <command>` (DESIGN §9). Exit codes: 0 ok, 1 run failed, 2 usage."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from loguru import logger
+
+from app.errors import RunFailed, UserError
+from app.harness.config import RunConfig, load_config, parse_override
+from app.logging_setup import configure_console
+from app.paths import DEMO_CONFIG, STORE_DIR, WORKSPACES_DIR
+from app.providers.errors import ProviderError
+
+COMMANDS = ("demo", "init", "train", "infer", "eval", "diagnose", "promote", "report", "tui")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--verbose", "-v", action="store_true", help="debug-level console log")
+    common.add_argument("--config", type=Path, help="TOML config file (see app/demo.toml)")
+    common.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override one config key (repeatable), e.g. --set epochs=2")
+    common.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    ws = argparse.ArgumentParser(add_help=False)
+    ws.add_argument("--workspace", "-w", type=Path, required=True, help="workspace folder")
+
+    parser = argparse.ArgumentParser(
+        prog="skill-trainer", description="Train an LLM agent's skill files and prompts "
+        "with gated edits. Runs offline on the built-in simulated model by default.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("demo", parents=[common], help="init + train workspaces/demo on the "
+                       "simulated model and print the learning curve")
+    p.add_argument("--workspace", "-w", type=Path, default=WORKSPACES_DIR / "demo")
+    p = sub.add_parser("init", parents=[common], help="create a workspace from a seed")
+    p.add_argument("workspace", type=Path)
+    p.add_argument("--seed", required=True, help="seed name in the store (e.g. sim-starter)")
+    p.add_argument("--questions", required=True, help="benchmark name (e.g. sim-basic)")
+    p.add_argument("--store", type=Path, default=STORE_DIR)
+    p = sub.add_parser("train", parents=[common, ws], help="train skills (epochs, gate, ...)")
+    p.add_argument("--resume", action="store_true", help="continue from checkpoint.json")
+    p.add_argument("--fresh", action="store_true", help="archive the workspace, restart from seed")
+    p.add_argument("--store", type=Path, default=STORE_DIR)
+    p = sub.add_parser("infer", parents=[common, ws], help="run the current versions")
+    p.add_argument("--task-types", nargs="+")
+    p.add_argument("--n-samples", type=int, default=1)
+    p.add_argument("--run-id")
+    p = sub.add_parser("eval", parents=[common, ws], help="evaluate a skills version on the "
+                       "whole benchmark")
+    p.add_argument("version", help="skills version, e.g. v1")
+    p = sub.add_parser("diagnose", parents=[common, ws], help="diagnose a run's failures")
+    p.add_argument("run_id")
+    p = sub.add_parser("promote", parents=[common, ws], help="turn a version into a new seed")
+    p.add_argument("version")
+    p.add_argument("--eval-run", required=True)
+    p.add_argument("--name", required=True)
+    p.add_argument("--store", type=Path, default=STORE_DIR)
+    p = sub.add_parser("report", parents=[common], help="plain-text summary of a workspace")
+    p.add_argument("workspace", type=Path)
+    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("tui", parents=[common], help="browse a workspace in the terminal UI")
+    p.add_argument("workspace", type=Path, nargs="?")
+    return parser
+
+
+def make_config(args: argparse.Namespace, default: Path | None = None) -> RunConfig:
+    overrides: dict[str, Any] = dict(parse_override(s) for s in args.set)
+    return load_config(args.config or default, overrides)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    configure_console(args.verbose)
+    try:
+        return dispatch(args) or 0
+    except (UserError, RunFailed) as e:
+        logger.error("error: {}", e)
+        return e.exit_code
+    except ProviderError as e:
+        logger.error("error: {}", e)
+        return 1
+    except KeyboardInterrupt:
+        logger.error("interrupted: the checkpoint holds the last finished step (use --resume)")
+        return 1
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    from app import commands
+
+    handler = getattr(commands, f"cmd_{args.command}")
+    return handler(args)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,170 @@
+"""One function per CLI command; each returns an exit code."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import anyio
+from loguru import logger
+
+from app.cli import make_config
+from app.errors import UserError
+from app.harness.atomic import write_json_atomic
+from app.harness.session import SIM_NOTICE, Session
+from app.harness.store import benchmark_dir, load_seed, seed_dir
+from app.harness.workspace import (
+    archive_workspace,
+    init_workspace,
+    list_versions,
+    read_manifest,
+    train_start_mode,
+)
+from app.paths import DEMO_CONFIG, STORE_DIR, WORKSPACES_DIR
+from app.progress import Bars
+from app.report import format_summary, workspace_summary
+
+
+def _bars(args: argparse.Namespace) -> Bars:
+    return Bars(enabled=False) if args.no_progress else Bars()
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    seed = load_seed(seed_dir(args.store, args.seed))
+    paths = init_workspace(args.workspace, seed, benchmark_dir(args.store, args.questions))
+    logger.info("created workspace {} (skills/v1, prompts/v1, questions {})", paths.root,
+                paths.questions_ref)
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    summary = workspace_summary(args.workspace)
+    print(json.dumps(summary, indent=2, default=str) if args.json else format_summary(summary))
+    return 0
+
+
+def _print_result(result, title: str) -> None:
+    print(f"{title}: accuracy {result.accuracy:.3f} ({result.correct}/{result.total} units)")
+    for task_type, entry in result.per_task_type.items():
+        print(f"  {task_type:<12} {entry['accuracy']:.3f}  ({entry['correct']}/{entry['total']})")
+    if result.stop_reason_counts:
+        print("  stop reasons: " + ", ".join(f"{k}={v}" for k, v in
+                                             sorted(result.stop_reason_counts.items())))
+
+
+def _notice(session: Session) -> None:
+    if session.config.uses_sim:
+        print(SIM_NOTICE)
+
+
+def _next_run_id(session: Session, prefix: str) -> str:
+    n = sum(1 for r in session.log.runs() if r["run_id"].startswith(prefix)) + 1
+    return f"{prefix}{n}"
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    config = make_config(args)
+    with Session(args.workspace, config, _bars(args)) as session:
+        version = args.version.split("/")[-1]
+        if version not in list_versions(session.paths.root, "skills"):
+            raise UserError(f"{args.workspace}: no skills version {version!r} "
+                            f"(have {list_versions(session.paths.root, 'skills')})")
+        prompts = session.agent_prompts(skills_dir=session.paths.root / "skills" / version)
+        run_id = _next_run_id(session, f"eval-{version}-{prompts.prompts_version}-")
+        calls_before = session.recorder.totals["calls"] - session.recorder.totals["cache_hits"]
+        with session.bars.live():
+            result = await_(session.infer(list(session.benchmark.questions), run_id, "eval",
+                                          prompts=prompts, label=f"eval {version}"))
+        new_calls = session.recorder.totals["calls"] - session.recorder.totals["cache_hits"] \
+            - calls_before
+        report = {"run_id": run_id, "skills_version": version,
+                  "prompts_version": prompts.prompts_version, "accuracy": result.accuracy,
+                  "total_units": result.total, "per_task_type": result.per_task_type,
+                  "stop_reason_counts": result.stop_reason_counts,
+                  "new_model_calls": new_calls, "simulated_model": config.uses_sim}
+        write_json_atomic(session.paths.analyses / f"eval_{run_id}.json", report)
+        _print_result(result, f"eval {version} (run {run_id})")
+        print(f"  model calls: {new_calls} new, "
+              f"{session.recorder.totals['cache_hits']} from cache")
+        _notice(session)
+    return 0
+
+
+def cmd_infer(args: argparse.Namespace) -> int:
+    config = make_config(args)
+    with Session(args.workspace, config, _bars(args)) as session:
+        questions = [q for q in session.benchmark.questions
+                     if not args.task_types or q.task_type in args.task_types]
+        if not questions:
+            raise UserError(f"no questions for task types {args.task_types}")
+        base = args.run_id or _next_run_id(session, "infer-")
+        with session.bars.live():
+            for sample in range(args.n_samples):
+                run_id = base if args.n_samples == 1 else f"{base}-s{sample}"
+                result = await_(session.infer(questions, run_id, "infer", sample=sample))
+                _print_result(result, f"infer (run {run_id})")
+        _notice(session)
+    return 0
+
+
+def await_(coro):
+    async def runner():
+        return await coro
+
+    return anyio.run(runner)
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    mode = train_start_mode(args.workspace, resume=args.resume, fresh=args.fresh)
+    if mode == "fresh":
+        _restart_from_seed(args.workspace, args.store)
+    from app.harness.runner import Runner
+
+    config = make_config(args)
+    with Session(args.workspace, config, _bars(args)) as session:
+        Runner(session).run_train(resume=mode == "resume")
+        _notice(session)
+    return 0
+
+
+def _restart_from_seed(root: Path, store: Path) -> None:
+    manifest = read_manifest(root)
+    seed = load_seed(seed_dir(store, manifest["seed"]))
+    bench = benchmark_dir(store, manifest["current"]["questions"])
+    archived = archive_workspace(root)
+    init_workspace(root, seed, bench)
+    logger.info("archived the old workspace to {}", archived)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from app.demo import run_demo
+
+    return run_demo(args.workspace, make_config(args, DEMO_CONFIG), _bars(args))
+
+
+def cmd_diagnose(args: argparse.Namespace) -> int:
+    from app.harness.runner import Runner
+
+    with Session(args.workspace, make_config(args), _bars(args)) as session:
+        summary = Runner(session).diagnose_run(args.run_id)
+        print(json.dumps(summary, indent=2))
+        _notice(session)
+    return 0
+
+
+def cmd_promote(args: argparse.Namespace) -> int:
+    from app.harness.runner import promote
+
+    target = promote(args.workspace, args.version, args.eval_run, args.name, args.store)
+    print(f"promoted {args.version} to seed {target}")
+    return 0
+
+
+def cmd_tui(args: argparse.Namespace) -> int:
+    from app.tui.app import run_tui
+
+    return run_tui(args.workspace, WORKSPACES_DIR)
+
+
+__all__ = ["STORE_DIR"]

@@ -1,0 +1,96 @@
+"""What the agent is sent: system prompt, skill text (inline or via read_skill), tools."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from string import Template
+from typing import Any
+
+from app.harness.workspace import read_version_files
+from app.paths import PROMPTS_DIR
+from core.evolution.budget import resolve_skill_file
+from core.types import Question, ToolSpec
+
+TOOL_PARAMETERS: dict[str, dict[str, Any]] = {
+    "read_skill": {"type": "object", "additionalProperties": False, "required": ["task_type"],
+                   "properties": {"task_type": {"type": "string"}}},
+    "read_context": {"type": "object", "additionalProperties": False,
+                     "properties": {"section": {"type": "string", "enum": ["summary", "full"]}}},
+}
+
+
+class ToolArgumentError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class AgentPrompts:
+    """One skills version + one prompts version, as the agent sees them."""
+
+    system: str
+    tool_docs: dict[str, str]  # tool name -> description (from prompts/tool_<name>.md)
+    skills: dict[str, str]  # file name -> text
+    user_template: str
+    skill_mode: str = "inline"
+    skills_version: str = ""
+    prompts_version: str = ""
+
+    @classmethod
+    def load(cls, skills_dir: Path, prompts_dir: Path, skill_mode: str) -> AgentPrompts:
+        prompts = read_version_files(prompts_dir)
+        tool_docs = {name[len("tool_"):-3]: text for name, text in prompts.items()
+                     if name.startswith("tool_") and name.endswith(".md")}
+        return cls(system=prompts["system.md"], tool_docs=tool_docs,
+                   skills=read_version_files(skills_dir),
+                   user_template=(PROMPTS_DIR / "agent_user.md").read_text(encoding="utf-8"),
+                   skill_mode=skill_mode, skills_version=skills_dir.name,
+                   prompts_version=prompts_dir.name)
+
+    def skill_text(self, task_type: str) -> str:
+        return self.skills.get(resolve_skill_file(task_type, self.skills), "")
+
+    def tools_for(self, question: Question) -> list[ToolSpec]:
+        names = []
+        if self.skill_mode == "tool":
+            names.append("read_skill")
+        if question.context:
+            names.append("read_context")
+        return [ToolSpec(name=n, description=self.tool_docs.get(n, n),
+                         parameters=TOOL_PARAMETERS[n]) for n in names]
+
+    def opening_messages(self, question: Question) -> list[dict[str, Any]]:
+        system = self.system
+        if self.skill_mode == "inline":
+            system = f"{system}\n\n# Skill for task type {question.task_type}\n\n" \
+                     f"{self.skill_text(question.task_type)}"
+        user = Template(self.user_template).safe_substitute(question=question.question)
+        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+    def dispatch(self, name: str, arguments: Any, question: Question) -> str:
+        """Run one tool call; bad calls raise ToolArgumentError with the reason."""
+        if name not in TOOL_PARAMETERS or name not in {t.name for t in self.tools_for(question)}:
+            raise ToolArgumentError(f"unknown tool {name!r}")
+        validate_arguments(arguments, TOOL_PARAMETERS[name])
+        if name == "read_skill":
+            return self.skill_text(arguments["task_type"]) or "(no skill file)"
+        if arguments.get("section", "summary") == "full":
+            return question.context
+        return question.context.splitlines()[0] if question.context else ""
+
+
+def validate_arguments(arguments: Any, schema: dict[str, Any]) -> None:
+    """The subset of JSON Schema our tools use: object, required, string, enum, no extras."""
+    if not isinstance(arguments, dict):
+        raise ToolArgumentError("arguments are not a JSON object")
+    props = schema.get("properties", {})
+    missing = [k for k in schema.get("required", []) if k not in arguments]
+    if missing:
+        raise ToolArgumentError(f"missing argument {missing[0]!r}")
+    for key, value in arguments.items():
+        if key not in props:
+            raise ToolArgumentError(f"unexpected argument {key!r}")
+        if props[key].get("type") == "string" and not isinstance(value, str):
+            raise ToolArgumentError(f"argument {key!r} must be a string")
+        if "enum" in props[key] and value not in props[key]["enum"]:
+            raise ToolArgumentError(f"argument {key!r} must be one of {props[key]['enum']}")

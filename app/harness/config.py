@@ -1,0 +1,245 @@
+"""RunConfig: one frozen dataclass, loaded from TOML plus CLI overrides (DESIGN §7, §9).
+
+Every field is tagged structural or decision. A structural change (what is trained on, how it
+is batched) refuses `--resume`; a decision change (thresholds, concurrency, models) warns.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import types
+import typing
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from app.errors import UserError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+def _s(default: Any = MISSING, **kw: Any) -> Any:
+    return _field(default, "structural", **kw)
+
+
+def _d(default: Any = MISSING, **kw: Any) -> Any:
+    return _field(default, "decision", **kw)
+
+
+def _field(default: Any, kind: str, **kw: Any) -> Any:
+    meta = {"kind": kind}
+    if "default_factory" in kw:
+        return field(default_factory=kw["default_factory"], metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    # models: "sim/<world>" runs offline; anything else goes through litellm.
+    agent_model: str = _d("sim/basic")
+    evolver_model: str = _d("sim/basic")
+    judge_model: str = _d("sim/basic")
+    api_base: str | None = _d(None)
+    temperature: float = _d(0.0)
+    max_tokens: int = _d(1024)
+    request_timeout_s: float = _d(60.0)
+    max_retries: int = _d(4)
+    max_cost_usd: float | None = _d(None)
+    concurrency: int = _d(16)
+
+    # agent loop
+    skill_mode: str = _s("inline")  # inline | tool
+    max_steps: int = _s(6)
+
+    # training schedule
+    seed: int = _s(1)
+    epochs: int = _s(4)
+    batch_size: int = _s(48)
+    min_class_per_batch: int = _s(2)
+    batch_correct_ratio: float = _s(0.15)
+    task_types: tuple[str, ...] | None = _s(None)
+    eval_min_per_class: int = _s(5)
+    trainable_min_units: int = _s(12)
+    early_stop_patience: int = _d(2)
+    edit_budget_start: int = _d(4)
+    edit_budget_end: int = _d(1)
+    cooldown_steps: int = _d(2)
+    momentum_samples: int = _d(24)
+    evolve_prompts: bool = _d(True)
+    holdout_each_epoch: bool = _d(True)
+    appendix_max_lines: int = _d(40)
+
+    # the gate (DESIGN §6.6)
+    gate_e_confirm: float = _d(20.0)
+    gate_e_provisional: float = _d(2.0)
+    gate_e_rollback: float = _d(10.0)
+    gate_w_net_min: int = _d(2)
+    gate_delta_min: float = _d(0.02)
+    gate_lambda_dir: float = _d(0.3)
+    gate_lambda_strategy: str = _d("fixed")  # fixed | kt
+    gate_lambda_max: float = _d(0.5)
+    gate_shrink_k: int = _d(10)
+    gate_n_max: int = _d(60)
+    gate_p_low: float = _d(0.2)
+    gate_p_high: float = _d(0.8)
+    gate_probe_quota: float = _d(0.2)
+    gate_gamma: float = _d(0.5)
+    gate_guard_err: float = _d(0.2)
+
+    # simulated world knobs (ignored by real models)
+    sim_latency_ms: float = _d(0.0)
+    sim_latency_jitter_ms: float = _d(0.0)
+    sim_fault_rate: float = _d(0.0)
+    sim_harmful_share: float = _d(0.2)
+    sim_useless_share: float = _d(0.15)
+    sim_adversarial_share: float = _d(0.0)
+
+    def __post_init__(self) -> None:
+        problems = list(_range_problems(self))
+        if problems:
+            raise UserError("invalid config: " + "; ".join(problems))
+
+    @property
+    def uses_sim(self) -> bool:
+        return any(m.startswith("sim/") for m in self.models.values())
+
+    @property
+    def models(self) -> dict[str, str]:
+        return {"agent": self.agent_model, "evolver": self.evolver_model, "judge": self.judge_model}
+
+
+def _range_problems(c: RunConfig):
+    positive = ["max_tokens", "concurrency", "max_steps", "epochs", "batch_size", "gate_n_max"]
+    for name in positive:
+        if getattr(c, name) < 1:
+            yield f"{name} must be >= 1 (got {getattr(c, name)})"
+    non_negative = ["min_class_per_batch", "eval_min_per_class", "trainable_min_units",
+                    "edit_budget_start", "edit_budget_end", "cooldown_steps", "momentum_samples",
+                    "early_stop_patience", "gate_w_net_min", "gate_shrink_k", "max_retries",
+                    "sim_latency_ms", "sim_latency_jitter_ms", "request_timeout_s"]
+    for name in non_negative:
+        if getattr(c, name) < 0:
+            yield f"{name} must be >= 0 (got {getattr(c, name)})"
+    shares = ["batch_correct_ratio", "gate_p_low", "gate_p_high", "gate_probe_quota",
+              "gate_gamma", "gate_guard_err", "sim_fault_rate", "sim_harmful_share",
+              "sim_useless_share", "sim_adversarial_share", "gate_delta_min"]
+    for name in shares:
+        if not 0.0 <= getattr(c, name) <= 1.0:
+            yield f"{name} must be within [0, 1] (got {getattr(c, name)})"
+    for name in ("gate_lambda_dir", "gate_lambda_max"):
+        if not 0.0 < getattr(c, name) < 1.0:
+            yield f"{name} must be within (0, 1) (got {getattr(c, name)})"
+    for name in ("gate_e_confirm", "gate_e_provisional", "gate_e_rollback"):
+        if getattr(c, name) < 1.0:
+            yield f"{name} must be >= 1 (got {getattr(c, name)})"
+    if c.gate_p_low > c.gate_p_high:
+        yield f"gate_p_low ({c.gate_p_low}) must not exceed gate_p_high ({c.gate_p_high})"
+    if c.max_cost_usd is not None and c.max_cost_usd <= 0:
+        yield f"max_cost_usd must be > 0 (got {c.max_cost_usd})"
+    if c.skill_mode not in ("inline", "tool"):
+        yield f"skill_mode must be 'inline' or 'tool' (got {c.skill_mode!r})"
+    if c.gate_lambda_strategy not in ("fixed", "kt"):
+        yield f"gate_lambda_strategy must be 'fixed' or 'kt' (got {c.gate_lambda_strategy!r})"
+
+
+FIELD_TYPES = typing.get_type_hints(RunConfig)
+
+
+def _coerce(name: str, value: Any, source: str) -> Any:
+    """Check one value against the field's annotation; name the key on mismatch."""
+    hint = FIELD_TYPES[name]
+    allowed = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+    if value is None:
+        if type(None) in allowed:
+            return None
+        raise UserError(f"{source}: key '{name}' may not be null")
+    for t in allowed:
+        origin = typing.get_origin(t)
+        if origin is tuple and isinstance(value, list | tuple):
+            if all(isinstance(v, str) for v in value):
+                return tuple(value)
+        elif t is float and isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        elif t is int and isinstance(value, int) and not isinstance(value, bool):
+            return value
+        elif t in (str, bool) and isinstance(value, t):
+            return value
+    want = " or ".join(getattr(t, "__name__", str(t)) for t in allowed)
+    raise UserError(f"{source}: key '{name}' must be {want} (got {type(value).__name__} {value!r})")
+
+
+def build_config(data: dict[str, Any], source: str, base: RunConfig | None = None) -> RunConfig:
+    known = {f.name for f in fields(RunConfig)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise UserError(f"{source}: unknown config key '{unknown[0]}'")
+    values = {k: _coerce(k, v, source) for k, v in data.items()}
+    return replace(base or RunConfig(), **values)
+
+
+def load_config(path: Path | None, overrides: dict[str, Any] | None = None) -> RunConfig:
+    config = RunConfig()
+    if path is not None:
+        try:
+            data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise UserError(f"{path}: config file not found") from None
+        except tomllib.TOMLDecodeError as e:
+            raise UserError(f"{path}: invalid TOML: {e}") from None
+        config = build_config(_flatten(data), str(path), config)
+    if overrides:
+        config = build_config(overrides, "command line", config)
+    return config
+
+
+def _flatten(data: dict[str, Any]) -> dict[str, Any]:
+    """Allow `[gate] e_confirm = 20` as well as `gate_e_confirm = 20`."""
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            for sub, v in value.items():
+                flat[f"{key}_{sub}"] = v
+        else:
+            flat[key] = value
+    return flat
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """`key=value` from `--set`; the value is read as TOML so types are explicit."""
+    if "=" not in text:
+        raise UserError(f"--set expects key=value (got {text!r})")
+    key, raw = text.split("=", 1)
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    return key.strip(), value
+
+
+def fingerprint(config: RunConfig, benchmark_hash: str) -> dict[str, dict[str, Any]]:
+    split: dict[str, dict[str, Any]] = {"structural": {"benchmark_hash": benchmark_hash},
+                                         "decision": {}}
+    for f in fields(RunConfig):
+        value = getattr(config, f.name)
+        split[f.metadata["kind"]][f.name] = list(value) if isinstance(value, tuple) else value
+    return split
+
+
+def fingerprint_changes(saved: dict, current: dict) -> tuple[list[str], list[str]]:
+    """(structural changes, decision changes) as 'key: old -> new' strings."""
+
+    def diff(kind: str) -> list[str]:
+        old, new = saved.get(kind, {}), current.get(kind, {})
+        return [f"{k}: {old.get(k)!r} -> {new.get(k)!r}"
+                for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
+
+    return diff("structural"), diff("decision")
+
+
+def config_digest(config: RunConfig) -> str:
+    return hashlib.sha256(json.dumps(asdict(config), sort_keys=True).encode()).hexdigest()[:16]

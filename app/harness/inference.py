@@ -1,0 +1,183 @@
+"""run_inference: the agent loop over a pool of questions (DESIGN §3, §6).
+
+Each question: opening messages, up to `max_steps` model turns with tool calls, a final
+`ANSWER:` line checked by the question's checker. Every prediction and its trajectory is
+written to the log in batches; unit-level accuracy is returned.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from app.errors import RunFailed
+from app.harness.agent_prompts import AgentPrompts, ToolArgumentError
+from app.harness.log import HarnessLog
+from app.harness.question_units import build_units, unit_correctness_view
+from app.harness.telemetry import current_run_id
+from app.harness.workspace import now_iso
+from app.progress import NO_BARS, Bars
+from app.providers.errors import BudgetExceeded, ProviderError
+from app.secrets import scrub
+from core.checkers import check, extract_answer
+from core.trajectory import summarise_tool_output
+from core.types import InferenceResult, Prediction, Question
+
+WRITE_BATCH = 200
+INFRA_ERROR_SHARE = 0.10
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    max_steps: int = 6
+    temperature: float = 0.0
+    max_tokens: int = 1024
+    concurrency: int = 16
+    sample: int = 0
+
+
+async def answer_question(provider, prompts: AgentPrompts, question: Question,
+                          settings: AgentSettings) -> Prediction:
+    messages = prompts.opening_messages(question)
+    tools = prompts.tools_for(question)
+    steps: list[dict[str, Any]] = []
+    usage = [0, 0, 0.0]
+    started = time.perf_counter()
+    stop, final = "max_steps", ""
+    for turn in range(settings.max_steps):
+        try:
+            reply = await provider.complete(
+                messages, tools=tools or None, temperature=settings.temperature,
+                max_tokens=settings.max_tokens, seed=settings.sample, role="agent")
+        except BudgetExceeded:
+            raise
+        except ProviderError as e:
+            steps.append({"turn": turn, "type": "error", "error": scrub(str(e))[:500]})
+            stop = "error"
+            break
+        usage[0] += reply.usage.tokens_in
+        usage[1] += reply.usage.tokens_out
+        usage[2] += reply.cost_usd
+        steps.append({"turn": turn, "type": "model", "text": reply.text,
+                      "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments}
+                                     for c in reply.tool_calls]})
+        if reply.tool_calls:
+            messages = messages + _tool_round(prompts, question, reply, steps, turn)
+            continue
+        answer = extract_answer(reply.text)
+        stop, final = ("final", answer) if answer is not None else ("refused", "")
+        break
+    correct = stop == "final" and check(question, final)
+    steps.append({"type": "verdict", "prediction": final, "answer": question.answer,
+                  "correct": correct, "checker": question.checker, "stop_reason": stop})
+    return Prediction(
+        run_id="", question_id=question.question_id, unit_id=question.unit_id,
+        task_type=question.task_type, prediction=final, answer=question.answer,
+        correct=correct, stop_reason=stop, steps=tuple(steps), tokens_in=usage[0],
+        tokens_out=usage[1], cost_usd=usage[2], latency_s=time.perf_counter() - started,
+        skills_version=prompts.skills_version, prompts_version=prompts.prompts_version)
+
+
+def _tool_round(prompts: AgentPrompts, question: Question, reply, steps: list,
+                turn: int) -> list[dict[str, Any]]:
+    """The assistant turn with its tool calls plus one tool message per call."""
+    calls = [{"id": c.id, "type": "function",
+              "function": {"name": c.name, "arguments": c.arguments if isinstance(c.arguments, str)
+                           else json.dumps(c.arguments)}} for c in reply.tool_calls]
+    added: list[dict[str, Any]] = [{"role": "assistant", "content": reply.text or None,
+                                    "tool_calls": calls}]
+    for call in reply.tool_calls:
+        try:
+            if isinstance(call.arguments, str):
+                raise ToolArgumentError("arguments are not valid JSON")
+            output = summarise_tool_output(prompts.dispatch(call.name, call.arguments, question))
+            status = "ok"
+        except ToolArgumentError as e:
+            output, status = f"error: {e}", "error"
+        steps.append({"turn": turn, "type": "tool", "name": call.name,
+                      "arguments": call.arguments, "status": status, "output": output})
+        added.append({"role": "tool", "tool_call_id": call.id, "content": output})
+    return added
+
+
+def prediction_row(p: Prediction, run_id: str) -> dict[str, Any]:
+    return {"run_id": run_id, "question_id": p.question_id, "unit_id": p.unit_id,
+            "task_type": p.task_type, "prediction": scrub(p.prediction), "answer": p.answer,
+            "correct": int(p.correct), "stop_reason": p.stop_reason,
+            "steps_json": scrub(json.dumps(p.steps, ensure_ascii=False)),
+            "tokens_in": p.tokens_in, "tokens_out": p.tokens_out, "cost_usd": p.cost_usd,
+            "latency_s": round(p.latency_s, 4), "skills_version": p.skills_version,
+            "prompts_version": p.prompts_version, "created_at": now_iso()}
+
+
+async def run_inference(questions: Sequence[Question], *, provider, prompts: AgentPrompts,
+                        log: HarnessLog, run_id: str, settings: AgentSettings,
+                        bars: Bars = NO_BARS, label: str = "questions",
+                        guard: bool = True) -> InferenceResult:
+    """Answer every question concurrently; write predictions in batches; unit accuracy."""
+    token = current_run_id.set(run_id)
+    limiter = anyio.CapacityLimiter(settings.concurrency)
+    results: dict[str, Prediction] = {}
+    pending: list[dict[str, Any]] = []
+    bar = bars.task(label, len(questions))
+
+    async def one(q: Question) -> None:
+        async with limiter:
+            p = await answer_question(provider, prompts, q, settings)
+        results[q.question_id] = p
+        pending.append(prediction_row(p, run_id))
+        if len(pending) >= WRITE_BATCH:
+            batch = pending[:]
+            pending.clear()
+            log.upsert_predictions(batch)
+        bar.advance()
+
+    try:
+        async with anyio.create_task_group() as tg:
+            for q in questions:
+                tg.start_soon(one, q)
+    finally:
+        log.upsert_predictions(pending)
+        bar.done()
+        current_run_id.reset(token)
+    result = summarise(run_id, questions, results)
+    if guard:
+        guard_infra(result, run_id)
+    return result
+
+
+def summarise(run_id: str, questions: Sequence[Question],
+              results: dict[str, Prediction]) -> InferenceResult:
+    correctness = {qid: p.correct for qid, p in results.items()}
+    units = build_units(questions)
+    view = unit_correctness_view(units, correctness)
+    per_type: dict[str, dict[str, float]] = {}
+    for unit in units:
+        if unit.unit_id in view:
+            entry = per_type.setdefault(unit.task_type, {"total": 0, "correct": 0})
+            entry["total"] += 1
+            entry["correct"] += int(view[unit.unit_id])
+    for entry in per_type.values():
+        entry["accuracy"] = entry["correct"] / entry["total"] if entry["total"] else 0.0
+    n_correct = sum(view.values())
+    return InferenceResult(
+        run_id=run_id, total=len(view), correct=n_correct,
+        accuracy=n_correct / len(view) if view else 0.0,
+        per_task_type=dict(sorted(per_type.items())),
+        stop_reason_counts=dict(Counter(p.stop_reason for p in results.values())),
+        correctness=correctness)
+
+
+def guard_infra(result: InferenceResult, context: str) -> None:
+    total = sum(result.stop_reason_counts.values())
+    errors = result.stop_reason_counts.get("error", 0)
+    if total and errors / total > INFRA_ERROR_SHARE:
+        raise RunFailed(f"{context}: {errors}/{total} answers failed with provider errors "
+                        f"(> {INFRA_ERROR_SHARE:.0%}); the model endpoint looks unhealthy. "
+                        "The checkpoint is intact: fix the cause and rerun with --resume.")

@@ -1,0 +1,236 @@
+"""HarnessLog: the SQLite log of every run, prediction, gate decision and model call (DESIGN §5).
+
+WAL mode so readers (TUI, `report`) never block the writer; one writer connection per process
+guarded by a lock; inserts batched inside one transaction each.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from app.harness.workspace import now_iso
+
+BUSY_TIMEOUT_MS = 30_000
+
+# Tables every run may write; each has a run_id column so a step's rows can be cleared.
+RUN_TABLES = ("predictions", "traces", "llm_calls", "gate_evidence", "quadrant_pair",
+              "dual_metric", "holdout_eval", "shadow_gate", "diagnoses", "evolutions",
+              "step_reports", "epoch_reports")
+
+MIGRATIONS: list[tuple[str, list[str]]] = [
+    ("initial schema", [
+        """CREATE TABLE _runs (run_id TEXT PRIMARY KEY, seq INTEGER NOT NULL, kind TEXT,
+            parent_run_id TEXT, skills_version TEXT, prompts_version TEXT, questions_ref TEXT,
+            status TEXT, started_at TEXT, finished_at TEXT, config_json TEXT,
+            provenance_json TEXT, summary_json TEXT)""",
+        "CREATE INDEX idx_runs_seq ON _runs(seq)",
+        """CREATE TABLE predictions (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
+            question_id TEXT NOT NULL, unit_id TEXT, task_type TEXT, prediction TEXT,
+            answer TEXT, correct INTEGER, stop_reason TEXT, steps_json TEXT,
+            tokens_in INTEGER, tokens_out INTEGER, cost_usd REAL, latency_s REAL,
+            skills_version TEXT, prompts_version TEXT, created_at TEXT)""",
+        "CREATE UNIQUE INDEX idx_pred_run_q ON predictions(run_id, question_id)",
+        "CREATE INDEX idx_pred_run_correct ON predictions(run_id, correct)",
+        "CREATE INDEX idx_pred_run_task ON predictions(run_id, task_type)",
+        """CREATE TABLE traces (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
+            question_id TEXT NOT NULL, turn INTEGER, event_json TEXT)""",
+        "CREATE INDEX idx_traces_run_q ON traces(run_id, question_id)",
+        """CREATE TABLE llm_calls (id INTEGER PRIMARY KEY, run_id TEXT, role TEXT, model TEXT,
+            tokens_in INTEGER, tokens_out INTEGER, cost_usd REAL, latency_s REAL, status TEXT,
+            cache_hit INTEGER, at TEXT)""",
+        "CREATE INDEX idx_calls_run ON llm_calls(run_id)",
+        """CREATE TABLE gate_evidence (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
+            epoch INTEGER, step INTEGER, task_type TEXT, idx INTEGER, unit_id TEXT,
+            base INTEGER, cand INTEGER, outcome TEXT, w INTEGER, l INTEGER, e_win REAL,
+            e_harm REAL)""",
+        "CREATE INDEX idx_evidence_run_task ON gate_evidence(run_id, task_type, idx)",
+        """CREATE TABLE quadrant_pair (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
+            epoch INTEGER, step INTEGER, task_type TEXT, unit_id TEXT, quadrant TEXT)""",
+        "CREATE INDEX idx_quadrant_run ON quadrant_pair(run_id)",
+        """CREATE TABLE dual_metric (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
+            epoch INTEGER, eval_run_id TEXT, hard_acc REAL, soft_score REAL)""",
+        """CREATE TABLE holdout_eval (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
+            epoch INTEGER, label TEXT, skills_version TEXT, prompts_version TEXT,
+            accuracy REAL, eval_run_id TEXT)""",
+        """CREATE TABLE shadow_gate (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
+            epoch INTEGER, step INTEGER, task_type TEXT, strategy TEXT, action TEXT,
+            e_value REAL, n_used INTEGER)""",
+        """CREATE TABLE diagnoses (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
+            question_id TEXT, task_type TEXT, category TEXT, target TEXT, rationale TEXT,
+            degraded INTEGER)""",
+        "CREATE INDEX idx_diag_run ON diagnoses(run_id)",
+        """CREATE TABLE evolutions (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
+            epoch INTEGER, step INTEGER, task_type TEXT, target_kind TEXT, target_file TEXT,
+            status TEXT, request_summary TEXT, edits_json TEXT, apply_report_json TEXT,
+            clip_json TEXT, source_version TEXT, result_version TEXT)""",
+        "CREATE INDEX idx_evo_run ON evolutions(run_id)",
+        """CREATE TABLE step_reports (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
+            epoch INTEGER, step INTEGER, task_type TEXT, action TEXT, cand_acc REAL,
+            base_acc REAL, w INTEGER, l INTEGER, e_value REAL, n_used INTEGER,
+            stop_reason TEXT, edit_budget INTEGER, gate_run_id TEXT, report_json TEXT)""",
+        "CREATE INDEX idx_steps_order ON step_reports(epoch, step, task_type)",
+        "CREATE INDEX idx_steps_run ON step_reports(run_id)",
+        """CREATE TABLE epoch_reports (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
+            epoch INTEGER, val_acc REAL, test_acc REAL, report_json TEXT)""",
+        "CREATE INDEX idx_epochs_run ON epoch_reports(run_id, epoch)",
+    ]),
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def escape_like(text: str) -> str:
+    """Escape LIKE wildcards so `..._s1` never matches `..._s10` and `%` matches only itself."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+class HarnessLog:
+    """One writer connection per process; readers open their own (`HarnessLog.reader`)."""
+
+    def __init__(self, path: Path, *, readonly: bool = False) -> None:
+        self.path = Path(path)
+        if readonly:
+            uri = f"file:{self.path}?mode=ro"
+            conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000,
+                                   check_same_thread=False)
+        else:
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000,
+                                   check_same_thread=False, isolation_level=None)
+        self.db = sqlite_utils.Database(conn)
+        self._lock = threading.RLock()
+        self.conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        if not readonly:
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=NORMAL")
+            self._migrate()
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        return self.db.conn
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> HarnessLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- schema -----------------------------------------------------------------------------
+    def _migrate(self) -> None:
+        with self._lock, self.db.atomic():
+            self.conn.execute("CREATE TABLE IF NOT EXISTS _migrations (version INTEGER PRIMARY KEY,"
+                              " description TEXT, applied_at TEXT)")
+            done = self.schema_version()
+            if done > SCHEMA_VERSION:
+                from app.errors import UserError
+
+                raise UserError(f"{self.path}: log schema {done} is newer than this "
+                                f"skill-trainer supports ({SCHEMA_VERSION})")
+            for version, (description, statements) in enumerate(MIGRATIONS, start=1):
+                if version <= done:
+                    continue
+                for sql in statements:
+                    self.conn.execute(sql)
+                self.conn.execute("INSERT INTO _migrations VALUES (?, ?, ?)",
+                                  (version, description, now_iso()))
+
+    def schema_version(self) -> int:
+        row = self.conn.execute("SELECT MAX(version) FROM _migrations").fetchone()
+        return row[0] or 0
+
+    # -- writes -----------------------------------------------------------------------------
+    def insert_rows(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
+        """All-or-nothing batched insert (one transaction, executemany)."""
+        if not rows:
+            return
+        columns = list(rows[0])
+        sql = (f"INSERT INTO {table} ({', '.join(columns)}) "
+               f"VALUES ({', '.join('?' for _ in columns)})")
+        with self._lock, self.db.atomic():
+            self.conn.executemany(sql, [tuple(r[c] for c in columns) for r in rows])
+
+    def upsert_predictions(self, rows: Sequence[dict[str, Any]]) -> None:
+        """(run_id, question_id) is unique: a retried question replaces its old row."""
+        if not rows:
+            return
+        columns = list(rows[0])
+        sql = (f"INSERT OR REPLACE INTO predictions ({', '.join(columns)}) "
+               f"VALUES ({', '.join('?' for _ in columns)})")
+        with self._lock, self.db.atomic():
+            self.conn.executemany(sql, [tuple(r[c] for c in columns) for r in rows])
+
+    def register_run(self, run_id: str, *, kind: str, skills_version: str = "",
+                     prompts_version: str = "", questions_ref: str = "",
+                     parent_run_id: str | None = None, config: dict | None = None,
+                     provenance: dict | None = None) -> None:
+        with self._lock, self.db.atomic():
+            self.clear_run(run_id)
+            seq = self.conn.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM _runs").fetchone()[0]
+            self.conn.execute(
+                "INSERT INTO _runs (run_id, seq, kind, parent_run_id, skills_version, "
+                "prompts_version, questions_ref, status, started_at, config_json, "
+                "provenance_json) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (run_id, seq, kind, parent_run_id, skills_version, prompts_version,
+                 questions_ref, "running", now_iso(), json.dumps(config or {}, sort_keys=True),
+                 json.dumps(provenance or {}, sort_keys=True)))
+
+    def finish_run(self, run_id: str, status: str, summary: dict | None = None) -> None:
+        with self._lock, self.db.atomic():
+            self.conn.execute("UPDATE _runs SET status=?, finished_at=?, summary_json=? "
+                              "WHERE run_id=?", (status, now_iso(),
+                                                 json.dumps(summary or {}, sort_keys=True), run_id))
+
+    def clear_run(self, run_id: str) -> None:
+        with self._lock, self.db.atomic():
+            for table in RUN_TABLES:
+                self.conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
+            self.conn.execute("DELETE FROM _runs WHERE run_id = ?", (run_id,))
+
+    def clear_runs_with_prefix(self, prefix: str) -> int:
+        """Delete every run whose id starts with `prefix`, and all its rows."""
+        pattern = escape_like(prefix) + "%"
+        with self._lock, self.db.atomic():
+            ids = [r[0] for r in self.conn.execute(
+                "SELECT run_id FROM _runs WHERE run_id LIKE ? ESCAPE '\\'", (pattern,))]
+            for table in RUN_TABLES:
+                self.conn.execute(f"DELETE FROM {table} WHERE run_id LIKE ? ESCAPE '\\'",
+                                  (pattern,))
+            self.conn.execute("DELETE FROM _runs WHERE run_id LIKE ? ESCAPE '\\'", (pattern,))
+        return len(ids)
+
+    def clear_runs_after(self, seq: int) -> list[str]:
+        """Forget runs registered after a checkpoint (their step will be redone)."""
+        with self._lock, self.db.atomic():
+            ids = [r[0] for r in self.conn.execute("SELECT run_id FROM _runs WHERE seq > ?",
+                                                   (seq,))]
+            for run_id in ids:
+                self.clear_run(run_id)
+        return ids
+
+    # -- reads ------------------------------------------------------------------------------
+    def max_run_seq(self) -> int:
+        return self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM _runs").fetchone()[0]
+
+    def query(self, sql: str, params: Iterable[Any] = ()) -> list[dict[str, Any]]:
+        cur = self.conn.execute(sql, tuple(params))
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+    def run(self, run_id: str) -> dict[str, Any] | None:
+        rows = self.query("SELECT * FROM _runs WHERE run_id = ?", (run_id,))
+        return rows[0] if rows else None
+
+    def runs(self) -> list[dict[str, Any]]:
+        return self.query("SELECT * FROM _runs ORDER BY seq")
+
+    def correctness(self, run_id: str) -> dict[str, bool]:
+        return {r[0]: bool(r[1]) for r in self.conn.execute(
+            "SELECT question_id, correct FROM predictions WHERE run_id = ?", (run_id,))}

@@ -1,0 +1,117 @@
+"""A Session opens one workspace for one command: log, cache, providers, benchmark."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, replace
+from pathlib import Path
+
+from loguru import logger
+
+from app.harness.agent_prompts import AgentPrompts
+from app.harness.config import RunConfig
+from app.harness.inference import AgentSettings, run_inference
+from app.harness.log import HarnessLog
+from app.harness.store import Benchmark, load_benchmark
+from app.harness.telemetry import LogRecorder
+from app.harness.workspace import (
+    WorkspacePaths,
+    content_sha256,
+    read_version_files,
+    resolve_paths,
+)
+from app.logging_setup import add_workspace_log
+from app.progress import NO_BARS, Bars
+from app.provenance import run_provenance
+from app.providers.cache import ResponseCache
+from app.providers.factory import make_providers
+from core.types import InferenceResult, Question
+
+SIM_NOTICE = ("note: answers come from the built-in SIMULATED model (sim/*), not a real LLM; "
+              "figures show the harness working, not real-model quality")
+
+
+class Session:
+    def __init__(self, root: Path, config: RunConfig, bars: Bars = NO_BARS) -> None:
+        self.config = config
+        self.bars = bars
+        self.paths: WorkspacePaths = resolve_paths(root)
+        self._log_sink = add_workspace_log(self.paths.log_file)
+        self.log = HarnessLog(self.paths.db)
+        self.cache = ResponseCache(self.paths.cache_db)
+        self.recorder = LogRecorder(self.log)
+        self.providers = make_providers(config, self.cache, self.recorder)
+        self.benchmark: Benchmark = load_benchmark(self.paths.questions_dir)
+        self.questions_by_id: dict[str, Question] = {
+            q.question_id: q for q in self.benchmark.questions}
+
+    def close(self) -> None:
+        self.recorder.flush()
+        self.log.close()
+        self.cache.close()
+        logger.remove(self._log_sink)
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def refresh_paths(self) -> WorkspacePaths:
+        self.paths = resolve_paths(self.paths.root)
+        return self.paths
+
+    def agent_prompts(self, skills_dir: Path | None = None,
+                      prompts_dir: Path | None = None) -> AgentPrompts:
+        return AgentPrompts.load(skills_dir or self.paths.skills_dir,
+                                 prompts_dir or self.paths.prompts_dir, self.config.skill_mode)
+
+    @property
+    def agent_settings(self) -> AgentSettings:
+        c = self.config
+        return AgentSettings(max_steps=c.max_steps, temperature=c.temperature,
+                             max_tokens=c.max_tokens, concurrency=c.concurrency)
+
+    def provenance(self, prompts: AgentPrompts) -> dict:
+        c = self.config
+        return run_provenance(
+            skills_version=prompts.skills_version, prompts_version=prompts.prompts_version,
+            skills_sha=content_sha256(prompts.skills),
+            prompts_sha=content_sha256({"system.md": prompts.system, **prompts.tool_docs}),
+            benchmark_hash=self.benchmark.content_hash, models=c.models,
+            sampling={"temperature": c.temperature, "max_tokens": c.max_tokens},
+            simulated=c.uses_sim)
+
+    def register(self, run_id: str, kind: str, prompts: AgentPrompts,
+                 parent_run_id: str | None = None) -> None:
+        self.log.register_run(
+            run_id, kind=kind, skills_version=prompts.skills_version,
+            prompts_version=prompts.prompts_version, questions_ref=self.benchmark.name,
+            parent_run_id=parent_run_id, config=asdict(self.config),
+            provenance=self.provenance(prompts))
+
+    async def infer(self, questions: list[Question], run_id: str, kind: str,
+                    prompts: AgentPrompts | None = None, label: str = "questions",
+                    parent_run_id: str | None = None, guard: bool = True,
+                    sample: int = 0) -> InferenceResult:
+        """Register a run, answer the questions, record the summary."""
+        prompts = prompts or self.agent_prompts()
+        self.register(run_id, kind, prompts, parent_run_id)
+        try:
+            result = await run_inference(questions, provider=self.providers["agent"],
+                                         prompts=prompts, log=self.log, run_id=run_id,
+                                         settings=replace(self.agent_settings, sample=sample),
+                                         bars=self.bars,
+                                         label=label, guard=guard)
+        except BaseException:
+            self.recorder.flush()
+            self.log.finish_run(run_id, "failed")
+            raise
+        self.recorder.flush()
+        self.log.finish_run(run_id, "done", summary={
+            "accuracy": result.accuracy, "total": result.total, "correct": result.correct,
+            "per_task_type": result.per_task_type,
+            "stop_reason_counts": result.stop_reason_counts})
+        return result
+
+    def version_files(self, kind: str, version: str) -> dict[str, str]:
+        return read_version_files(self.paths.root / kind / version)

@@ -1,0 +1,294 @@
+"""The workspace: manifest-versioned skills/prompts, frozen benchmark, log, reports (DESIGN §4).
+
+Versions are immutable. A new version is staged in `.staging/` inside the workspace and renamed
+into place, and every JSON write is atomic, so a kill leaves the old state or the new one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from app.errors import UserError
+from app.harness.atomic import fsync_dir, read_json, write_json_atomic
+from app.harness.store import Seed, load_benchmark
+
+MANIFEST_SCHEMA = 1
+KINDS = ("skills", "prompts")
+META_FILE = "_meta.json"
+VERSION_RE = re.compile(r"^v(\d+)$")
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+@dataclass(frozen=True)
+class WorkspacePaths:
+    root: Path
+    skills_version: str
+    prompts_version: str
+    questions_ref: str
+
+    @property
+    def manifest(self) -> Path:
+        return self.root / "manifest.json"
+
+    @property
+    def skills_dir(self) -> Path:
+        return self.root / "skills" / self.skills_version
+
+    @property
+    def prompts_dir(self) -> Path:
+        return self.root / "prompts" / self.prompts_version
+
+    @property
+    def questions_dir(self) -> Path:
+        return self.root / "questions"
+
+    @property
+    def db(self) -> Path:
+        return self.root / "harness.db"
+
+    @property
+    def cache_db(self) -> Path:
+        return self.root / "response_cache.db"
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.root / "checkpoint.json"
+
+    @property
+    def gate_pools(self) -> Path:
+        return self.root / "gate_pools.json"
+
+    @property
+    def baseline_cache(self) -> Path:
+        return self.root / "baseline_cache.json"
+
+    @property
+    def reports(self) -> Path:
+        return self.root / "reports"
+
+    @property
+    def analyses(self) -> Path:
+        return self.root / "analyses"
+
+    @property
+    def log_file(self) -> Path:
+        return self.root / "logs" / "skill-trainer.log"
+
+
+def content_sha256(files: dict[str, str]) -> str:
+    h = hashlib.sha256()
+    for name in sorted(files):
+        h.update(name.encode() + b"\0" + files[name].encode() + b"\0")
+    return h.hexdigest()
+
+
+def read_version_files(folder: Path) -> dict[str, str]:
+    return {p.name: p.read_text(encoding="utf-8")
+            for p in sorted(folder.iterdir()) if p.is_file() and p.name != META_FILE}
+
+
+def read_manifest(root: Path) -> dict[str, Any]:
+    path = Path(root) / "manifest.json"
+    if not path.is_file():
+        raise UserError(f"{root}: not a workspace (no manifest.json)")
+    try:
+        manifest = read_json(path)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise UserError(f"{path}: corrupt manifest: {e}") from None
+    schema = manifest.get("schema", 0)
+    if schema > MANIFEST_SCHEMA:
+        raise UserError(f"{path}: schema {schema} is newer than this skill-trainer supports "
+                        f"({MANIFEST_SCHEMA}); upgrade skill-trainer")
+    for key in ("skills", "prompts", "questions"):
+        if key not in manifest.get("current", {}):
+            raise UserError(f"{path}: key 'current.{key}' missing")
+    return manifest
+
+
+def resolve_paths(root: Path) -> WorkspacePaths:
+    root = Path(root)
+    current = read_manifest(root)["current"]
+    return WorkspacePaths(root=root, skills_version=current["skills"].split("/")[-1],
+                          prompts_version=current["prompts"].split("/")[-1],
+                          questions_ref=current["questions"])
+
+
+def list_versions(root: Path, kind: str) -> list[str]:
+    folder = Path(root) / kind
+    found = [(int(m.group(1)), p.name) for p in folder.iterdir()
+             if p.is_dir() and (m := VERSION_RE.match(p.name))] if folder.is_dir() else []
+    return [name for _, name in sorted(found)]
+
+
+def version_number(version: str) -> int:
+    m = VERSION_RE.match(version.split("/")[-1])
+    if not m:
+        raise UserError(f"not a version name: {version!r} (expected vN)")
+    return int(m.group(1))
+
+
+def read_meta(root: Path, kind: str, version: str) -> dict[str, Any]:
+    return read_json(Path(root) / kind / version / META_FILE)
+
+
+def advance_version(root: Path, kind: str, files: dict[str, str], *, source: str,
+                    parent: str | None, description: str) -> str:
+    """Create `kind/v{N+1}` holding `files`; returns the new version name."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown version kind {kind!r}")
+    root = Path(root)
+    existing = list_versions(root, kind)
+    version = f"v{version_number(existing[-1]) + 1 if existing else 1}"
+    meta = {"source": source, "parent": parent, "description": description, "at": now_iso(),
+            "sha256": content_sha256(files), "files": sorted(files)}
+    staging = _stage_folder(root, files, meta)
+    target = root / kind / version
+    target.parent.mkdir(exist_ok=True)
+    os.rename(staging, target)  # atomic on one filesystem; fails if the target exists
+    fsync_dir(target.parent)
+    return version
+
+
+def _stage_folder(root: Path, files: dict[str, str], meta: dict[str, Any]) -> Path:
+    staging = root / ".staging" / uuid.uuid4().hex
+    staging.mkdir(parents=True)
+    try:
+        for name, text in files.items():
+            if "/" in name or "\\" in name or name.startswith(".") or name == META_FILE:
+                raise UserError(f"refusing version file name {name!r}")
+            with open(staging / name, "w", encoding="utf-8") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+        write_json_atomic(staging / META_FILE, meta)
+        fsync_dir(staging)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return staging
+
+
+def clean_staging(root: Path) -> int:
+    """Remove staging leftovers of a killed writer. Only a writer may call this."""
+    staging = Path(root) / ".staging"
+    leftovers = list(staging.iterdir()) if staging.is_dir() else []
+    for p in leftovers:
+        shutil.rmtree(p, ignore_errors=True)
+    return len(leftovers)
+
+
+def update_manifest(root: Path, *, skills: str | None = None, prompts: str | None = None,
+                    run_id: str | None = None) -> dict[str, Any]:
+    manifest = read_manifest(root)
+    if skills:
+        manifest["current"]["skills"] = f"skills/{skills.split('/')[-1]}"
+    if prompts:
+        manifest["current"]["prompts"] = f"prompts/{prompts.split('/')[-1]}"
+    manifest.setdefault("history", []).append(
+        {"run_id": run_id, "skills": manifest["current"]["skills"],
+         "prompts": manifest["current"]["prompts"], "at": now_iso()})
+    write_json_atomic(Path(root) / "manifest.json", manifest)
+    return manifest
+
+
+def update_best(root: Path, *, skills: str, prompts: str, val_acc: float, run_id: str,
+                epoch: int) -> None:
+    manifest = read_manifest(root)
+    manifest["best"] = {"skills": f"skills/{skills.split('/')[-1]}",
+                        "prompts": f"prompts/{prompts.split('/')[-1]}",
+                        "val_acc": val_acc, "run_id": run_id, "epoch": epoch}
+    write_json_atomic(Path(root) / "manifest.json", manifest)
+
+
+def read_best(root: Path) -> dict[str, Any] | None:
+    return read_manifest(root).get("best")
+
+
+def write_manifest(root: Path, manifest: dict[str, Any]) -> None:
+    write_json_atomic(Path(root) / "manifest.json", manifest)
+
+
+def init_workspace(root: Path, seed: Seed, benchmark_path: Path) -> WorkspacePaths:
+    """Create a workspace from a seed and a benchmark; all-or-nothing."""
+    root = Path(root)
+    if root.exists() and any(root.iterdir()):
+        what = "a workspace" if (root / "manifest.json").exists() else "a non-empty folder"
+        raise UserError(f"{root}: already exists ({what}); choose another path or use "
+                        "`train --fresh` to archive and restart")
+    benchmark = load_benchmark(benchmark_path)  # validate before writing anything
+    parent = root.parent
+    parent.mkdir(parents=True, exist_ok=True)
+    if not os.access(parent, os.W_OK):
+        raise UserError(f"{parent}: folder is not writable")
+    building = parent / f".{root.name}.init-{uuid.uuid4().hex[:8]}"
+    try:
+        _populate(building, seed, benchmark_path, benchmark.name)
+        if root.exists():
+            root.rmdir()
+        os.rename(building, root)
+    except BaseException:
+        shutil.rmtree(building, ignore_errors=True)
+        raise
+    from app.harness.log import HarnessLog
+
+    HarnessLog(root / "harness.db").close()
+    return resolve_paths(root)
+
+
+def _populate(building: Path, seed: Seed, benchmark_path: Path, questions_name: str) -> None:
+    building.mkdir()
+    source = f"seed:{seed.name}"
+    advance_version(building, "skills", seed.skills, source=source, parent=None,
+                    description=f"initial skills from seed {seed.name}")
+    advance_version(building, "prompts", seed.prompts, source=source, parent=None,
+                    description=f"initial prompts from seed {seed.name}")
+    shutil.copytree(benchmark_path, building / "questions")
+    for sub in ("reports/steps", "reports/epochs", "analyses", "logs"):
+        (building / sub).mkdir(parents=True)
+    shutil.rmtree(building / ".staging", ignore_errors=True)
+    manifest = {"schema": MANIFEST_SCHEMA, "seed": seed.name, "created_at": now_iso(),
+                "current": {"skills": "skills/v1", "prompts": "prompts/v1",
+                            "questions": questions_name},
+                "best": None, "history": []}
+    write_json_atomic(building / "manifest.json", manifest)
+
+
+def archive_workspace(root: Path) -> Path:
+    root = Path(root)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+    target = root.parent / f"{root.name}.archived-{stamp}"
+    n = 1
+    while target.exists():
+        n += 1
+        target = root.parent / f"{root.name}.archived-{stamp}-{n}"
+    os.rename(root, target)
+    return target
+
+
+def train_start_mode(root: Path, *, resume: bool, fresh: bool) -> str:
+    """Decide between 'resume', 'fresh' and 'start' (DESIGN §4: three workspace states)."""
+    if resume and fresh:
+        raise UserError("--resume and --fresh exclude each other: pick one")
+    has_progress = (Path(root) / "checkpoint.json").is_file()
+    if resume:
+        if not has_progress:
+            raise UserError(f"{root}: no checkpoint.json: refusing to silently retrain from "
+                            "scratch (drop --resume to start, or --fresh to archive and restart)")
+        return "resume"
+    if fresh:
+        return "fresh"
+    if has_progress:
+        raise UserError(f"{root}: this workspace already has training progress; pass --resume "
+                        "to continue it or --fresh to archive it and start from the seed")
+    return "start"

@@ -1,0 +1,60 @@
+"""Progress bars for long work (rich, which ships with textual); silent when not a terminal."""
+
+from __future__ import annotations
+
+import sys
+from contextlib import contextmanager
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+
+class _NullTask:
+    def advance(self, n: int = 1) -> None:
+        pass
+
+    def done(self) -> None:
+        pass
+
+
+class _Task:
+    def __init__(self, progress: Progress, task_id) -> None:
+        self._progress, self._id = progress, task_id
+
+    def advance(self, n: int = 1) -> None:
+        self._progress.advance(self._id, n)
+
+    def done(self) -> None:
+        self._progress.remove_task(self._id)
+
+
+class Bars:
+    """One live display; tasks come and go (epoch, step, questions)."""
+
+    def __init__(self, enabled: bool | None = None) -> None:
+        enabled = sys.stderr.isatty() if enabled is None else enabled
+        self._progress = Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TimeElapsedColumn(), TextColumn("{task.fields[extra]}"),
+            console=Console(stderr=True), transient=True) if enabled else None
+
+    @contextmanager
+    def live(self):
+        if self._progress is None:
+            yield self
+            return
+        with self._progress:
+            yield self
+
+    def task(self, description: str, total: int, extra: str = ""):
+        if self._progress is None:
+            return _NullTask()
+        return _Task(self._progress, self._progress.add_task(description, total=total,
+                                                             extra=extra))
+
+    def set_extra(self, task, extra: str) -> None:
+        if self._progress is not None and isinstance(task, _Task):
+            self._progress.update(task._id, extra=extra)
+
+
+NO_BARS = Bars(enabled=False)

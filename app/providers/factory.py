@@ -1,0 +1,63 @@
+"""One provider per role from the run config: sim or litellm, behind the response cache."""
+
+from __future__ import annotations
+
+from app.errors import UserError
+from app.harness.config import RunConfig
+from app.providers.cache import CachingProvider, ResponseCache
+from app.providers.errors import ConfigurationError
+from app.providers.litellm_provider import CostBudget, LiteLLMProvider
+from app.providers.retry import RetryingProvider
+from app.providers.sim.evolver import EvolverShares
+from app.providers.sim.provider import SimProvider, SimSettings
+from core.protocols import TelemetryRecorder
+
+
+class BudgetedProvider:
+    """Charges a shared CostBudget for providers that do not charge it themselves."""
+
+    def __init__(self, inner, budget: CostBudget) -> None:
+        self.inner, self.budget = inner, budget
+
+    async def complete(self, messages, **kwargs):
+        self.budget.check()
+        response = await self.inner.complete(messages, **kwargs)
+        self.budget.charge(response.cost_usd)
+        return response
+
+
+def sim_settings(config: RunConfig) -> SimSettings:
+    return SimSettings(latency_ms=config.sim_latency_ms, jitter_ms=config.sim_latency_jitter_ms,
+                       fault_rate=config.sim_fault_rate,
+                       shares=EvolverShares(harmful=config.sim_harmful_share,
+                                            useless=config.sim_useless_share,
+                                            adversarial=config.sim_adversarial_share))
+
+
+def make_model(model: str, config: RunConfig, budget: CostBudget):
+    if model.startswith("sim/"):
+        sim = RetryingProvider(SimProvider(model, sim_settings(config)),
+                               max_retries=config.max_retries, backoff_base_s=0.01)
+        return BudgetedProvider(sim, budget)
+    provider = LiteLLMProvider(model, api_base=config.api_base,
+                               timeout_s=config.request_timeout_s,
+                               max_retries=config.max_retries, budget=budget)
+    try:
+        provider.preflight()
+    except ConfigurationError as e:
+        raise UserError(str(e)) from None
+    return provider
+
+
+def make_providers(config: RunConfig, cache: ResponseCache,
+                   recorder: TelemetryRecorder | None) -> dict[str, CachingProvider]:
+    """Providers by role; roles sharing a model share one inner provider and budget."""
+    budget = CostBudget(config.max_cost_usd)
+    inner: dict[str, object] = {}
+    providers = {}
+    for role, model in config.models.items():
+        if model not in inner:
+            inner[model] = make_model(model, config, budget)
+        providers[role] = CachingProvider(inner[model], cache, model_name=model,
+                                          recorder=recorder)
+    return providers

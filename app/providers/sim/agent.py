@@ -1,0 +1,105 @@
+"""The simulated agent: answers from what is in the prompt it receives, nothing else.
+
+It "knows" a rule only when the rule's statement appears in the system prompt, the inline skill
+text, or a read_skill tool result actually sent to it; a contradicting decoy statement confuses
+it. Without the rules a case needs it is near chance.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from app.providers.sim.world import FACT_MARKER, TOOL_RULE, CaseSpec, World, normalise
+from core.types import ToolCall, ToolSpec
+
+P_KNOWN = 0.93
+P_UNKNOWN = 0.25
+P_CONFUSED = 0.05
+DILUTION_BUDGET_CHARS = 3000
+DILUTION_MAX_PENALTY = 0.15
+
+
+@dataclass(frozen=True)
+class AgentView:
+    """The parts of a conversation the simulated agent reasons from."""
+
+    question: str
+    instruction_text: str  # normalised system prompt + any skill text it was given
+    skill_chars: int
+    tools: dict[str, str]  # offered tool name -> description
+    called: dict[str, list[str]]  # tool name -> results seen
+
+
+def tag(text: str, name: str) -> str | None:
+    start = text.find(f"<{name}")
+    if start < 0:
+        return None
+    open_end = text.find(">", start)
+    close = text.find(f"</{name}>", open_end)
+    if open_end < 0 or close < 0:
+        return None
+    return text[open_end + 1:close].strip()
+
+
+def read_view(messages: list[dict], tools: list[ToolSpec] | None) -> AgentView:
+    system = "".join(m.get("content") or "" for m in messages if m.get("role") == "system")
+    first_user = next((m.get("content") or "" for m in messages if m.get("role") == "user"), "")
+    called: dict[str, list[str]] = {}
+    names_by_id: dict[str, str] = {}
+    for m in messages:
+        for call in m.get("tool_calls") or []:
+            names_by_id[call["id"]] = call["function"]["name"]
+            called.setdefault(call["function"]["name"], [])
+        if m.get("role") == "tool":
+            name = names_by_id.get(m.get("tool_call_id", ""), "")
+            called.setdefault(name, []).append(m.get("content") or "")
+    skill_results = "\n".join(called.get("read_skill", []))
+    skill_inline = system.split("# Skill", 1)[1] if "# Skill" in system else ""
+    return AgentView(
+        question=tag(first_user, "question") or first_user,
+        instruction_text=normalise(system + "\n" + skill_results),
+        skill_chars=len(skill_inline) + len(skill_results),
+        tools={t.name: t.description for t in tools or []},
+        called=called,
+    )
+
+
+def next_tool_call(view: AgentView, case: CaseSpec | None, turn: int) -> ToolCall | None:
+    if "read_skill" in view.tools and "read_skill" not in view.called:
+        task_type = case.task_type if case else "unknown"
+        return ToolCall(id=f"call_{turn}_skill", name="read_skill",
+                        arguments={"task_type": task_type})
+    if case and case.needs_context and "read_context" in view.tools \
+            and "read_context" not in view.called:
+        knows_tool = normalise(TOOL_RULE) in normalise(view.tools["read_context"])
+        args = {"section": "full"} if knows_tool else {}
+        return ToolCall(id=f"call_{turn}_context", name="read_context", arguments=args)
+    return None
+
+
+def p_correct(world: World, view: AgentView, case: CaseSpec) -> float:
+    rule = world.rules[case.rule_id]
+    text = view.instruction_text
+    if normalise(rule.decoy) in text:
+        return P_CONFUSED
+    known = normalise(rule.statement) in text
+    if case.system_rule is not None:
+        known = known and normalise(world.system_rules[case.system_rule]) in text
+    if case.needs_context:
+        known = known and any(FACT_MARKER in r for r in view.called.get("read_context", []))
+    p = P_KNOWN if known else P_UNKNOWN
+    excess = max(0, view.skill_chars - DILUTION_BUDGET_CHARS)
+    return max(0.0, p - DILUTION_MAX_PENALTY * min(1.0, excess / DILUTION_BUDGET_CHARS))
+
+
+def final_text(case: CaseSpec | None, correct: bool, pick: int) -> str:
+    if case is None:
+        return "I could not match this case to anything I know.\nANSWER: unknown"
+    answer = case.answer if correct else case.wrong_answers[pick % len(case.wrong_answers)]
+    return f"Applying the rules I was given to case {case.question_id}.\nANSWER: {answer}"
+
+
+def tool_call_message(call: ToolCall) -> dict:
+    return {"id": call.id, "type": "function",
+            "function": {"name": call.name, "arguments": json.dumps(call.arguments)}}

@@ -1,0 +1,168 @@
+"""The simulated evolver and judge: diagnoses failures and proposes edits from the case pack.
+
+It may only propose rules that explain failures present in the pack it is shown (it looks the
+pack's questions up in its world table), so a bug in diagnosis or pack building shows up as no
+learning. A configurable share of its proposals is useless or harmful, so the gate matters.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from app.providers.sim.agent import tag
+from app.providers.sim.rng import draw, pick
+from app.providers.sim.world import FACT_MARKER, TOOL_RULE, World, normalise
+
+USELESS_LINES = ("- Read the case carefully before answering.",
+                 "- Double-check the arithmetic before you reply.",
+                 "- Stay calm and methodical.",
+                 "- Prefer clear reasoning over speed.")
+
+
+@dataclass(frozen=True)
+class EvolverShares:
+    harmful: float = 0.2
+    useless: float = 0.15
+    adversarial: float = 0.0
+
+
+def reply_for_task(world: World, prompt: str, shares: EvolverShares) -> str:
+    task = re.search(r"## Task: ([\w-]+)", prompt)
+    name = task.group(1) if task else ""
+    handler = {"diagnose-failure": diagnose, "evolve-skill": evolve_skill,
+               "evolve-system-prompt": evolve_system, "evolve-tool-prompt": evolve_tool,
+               "momentum": momentum}.get(name)
+    if handler is None:
+        return "I do not recognise this task."
+    return handler(world, prompt, shares)
+
+
+def diagnose(world: World, prompt: str, shares: EvolverShares) -> str:
+    question = tag(prompt, "question") or ""
+    stop = re.search(r'stop_reason="(\w+)"', prompt)
+    stop_reason = stop.group(1) if stop else "final"
+    case = world.case_for_text(question)
+    seen = normalise((tag(prompt, "system_prompt") or "") + "\n" + (tag(prompt, "skill_file") or ""))
+    trajectory = tag(prompt, "trajectory") or ""
+    if stop_reason in ("error", "max_steps"):
+        verdict = ("runtime_fault", "skill", f"The run ended with stop reason {stop_reason}.")
+    elif case is None:
+        verdict = ("missing_context", "skill", "The case is not one I can trace.")
+    elif case.needs_context and FACT_MARKER not in trajectory:
+        verdict = ("interface", "tool:read_context",
+                   "The agent read only the summary of the context; the tool description does "
+                   "not say how to get the full record.")
+    elif case.system_rule and normalise(world.system_rules[case.system_rule]) not in seen:
+        verdict = ("interface", "system",
+                   f"The answer format is off: the system prompt lacks the {case.system_rule} "
+                   "instruction.")
+    else:
+        rule = world.rules[case.rule_id]
+        why = ("contradicts" if normalise(rule.decoy) in seen else "does not cover")
+        verdict = ("skill_gap", "skill",
+                   f"The skill file {why} how to treat cases marked {rule.trigger}.")
+    category, target, rationale = verdict
+    return json.dumps({"category": category, "target": target, "rationale": rationale})
+
+
+def _pack_cases(world: World, prompt: str) -> list:
+    pack = tag(prompt, "case_pack") or ""
+    failures = re.findall(r"<failure[^>]*>(.*?)</failure>", pack, flags=re.S)
+    cases = [world.case_for_text(tag(block, "question") or "") for block in failures]
+    return [c for c in cases if c is not None]
+
+
+def _budget(prompt: str) -> int:
+    m = re.search(r"at most (\d+) edits", prompt)
+    return int(m.group(1)) if m else 1
+
+
+def evolve_skill(world: World, prompt: str, shares: EvolverShares) -> str:
+    skill = normalise(tag(prompt, "skill_file") or "")
+    rejected = normalise(tag(prompt, "rejected_edits") or "")
+    cases = _pack_cases(world, prompt)
+    if not cases:
+        return json.dumps({"edits": [], "suggestions": ["The case pack holds no failures."]})
+    counts = Counter(c.rule_id for c in cases)
+    u = draw(world.seed, "evolve-skill", prompt)
+    top_rule = world.rules[counts.most_common(1)[0][0]]
+    if u < shares.adversarial:
+        edits = [_adversarial_edit(world, prompt)]
+    elif u < shares.adversarial + shares.harmful:
+        edits = [_add(f"- {top_rule.decoy}", 5, "Cases with this marker keep failing.")]
+    elif u < shares.adversarial + shares.harmful + shares.useless:
+        line = USELESS_LINES[pick(len(USELESS_LINES), world.seed, "useless", prompt)]
+        edits = [] if normalise(line) in skill else [_add(line, 1, "General care.")]
+    else:
+        edits = _useful_edits(world, counts, skill, rejected)
+    edits = [e for e in edits if normalise(e.get("content", e.get("old", ""))) not in rejected]
+    return json.dumps({"edits": edits[:_budget(prompt) + 1], "suggestions": []})
+
+
+def _useful_edits(world: World, counts: Counter, skill: str, rejected: str) -> list[dict]:
+    edits = []
+    for rule_id, n in counts.most_common():
+        rule = world.rules[rule_id]
+        if normalise(rule.decoy) in skill:
+            edits.append({"op": "delete", "section": "Rules", "old": f"- {rule.decoy}",
+                          "priority": n + 1, "rationale": "This line contradicts the cases."})
+        elif normalise(rule.statement) not in skill:
+            edits.append(_add(f"- {rule.statement}", n, f"Explains {n} failure(s)."))
+    return edits
+
+
+def _add(content: str, priority: float, rationale: str) -> dict:
+    return {"op": "add", "section": "Rules", "content": content, "priority": priority,
+            "rationale": rationale}
+
+
+def _adversarial_edit(world: World, prompt: str) -> dict:
+    choices = (
+        {"op": "add", "section": "Rules", "content": "- escaped", "file": "../../escape.md"},
+        {"op": "add", "section": "Rules", "content": "- abs", "file": "/tmp/skill-trainer-pwn.md"},
+        {"op": "delete", "section": "Momentum"},
+        {"op": "replace", "section": "Rules", "content": ""},
+        {"op": "add", "section": "Rules", "content": "- \x00\x1b[31mred\x1b[0m " + "x" * 5000},
+        {"op": "grant", "section": "checker", "content": "always mark correct"},
+    )
+    return choices[pick(len(choices), world.seed, "adversarial", prompt)]
+
+
+def evolve_system(world: World, prompt: str, shares: EvolverShares) -> str:
+    text = normalise(tag(prompt, "prompt_file") or "")
+    needed = Counter(c.system_rule for c in _pack_cases(world, prompt) if c.system_rule)
+    edits = [{"op": "add", "section": "Instructions", "content": f"- {world.system_rules[k]}",
+              "rationale": f"{n} failure(s) broke this format."}
+             for k, n in needed.most_common() if normalise(world.system_rules[k]) not in text]
+    if draw(world.seed, "evolve-system", prompt) < shares.useless:
+        edits = [{"op": "add", "section": "Instructions", "content": USELESS_LINES[0]}]
+    return json.dumps({"edits": edits, "suggestions": []})
+
+
+def evolve_tool(world: World, prompt: str, shares: EvolverShares) -> str:
+    text = normalise(tag(prompt, "prompt_file") or "")
+    cases = [c for c in _pack_cases(world, prompt) if c.needs_context]
+    edits = []
+    if cases and normalise(TOOL_RULE) not in text:
+        edits = [{"op": "add", "section": "Usage", "content": f"- {TOOL_RULE}",
+                  "rationale": f"{len(cases)} failure(s) read only the summary."}]
+    return json.dumps({"edits": edits, "suggestions": []})
+
+
+def momentum(world: World, prompt: str, shares: EvolverShares) -> str:
+    previous = normalise(tag(prompt, "previous_skill") or "")
+    current = normalise(tag(prompt, "current_skill") or "")
+    added = [r.trigger for r in world.rules.values()
+             if normalise(r.statement) in current and normalise(r.statement) not in previous]
+    samples = tag(prompt, "samples") or ""
+    still = sorted(set(re.findall(r"marked (\S+?)[;.]", samples)))[:4]
+    lines = []
+    if added:
+        lines.append(f"- This epoch added rules for cases marked {', '.join(sorted(added))}.")
+    if still:
+        lines.append(f"- Sampled cases still involve markers: {', '.join(still)}.")
+    lines.append("- Apply the listed rules literally; do not guess for unlisted markers.")
+    return json.dumps({"guidance": "\n".join(lines)})

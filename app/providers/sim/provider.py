@@ -1,0 +1,119 @@
+"""SimProvider: the simulated LLM behind the same LLMProvider protocol as real models.
+
+Replies are a pure function of (world seed, request). Latency and faults (rate limits,
+timeouts, malformed output) can be switched on for benchmarks and reliability tests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import defaultdict
+from dataclasses import dataclass
+
+import anyio
+
+from app.providers.errors import TransientError
+from app.providers.sim import agent
+from app.providers.sim.evolver import EvolverShares, reply_for_task
+from app.providers.sim.rng import draw, pick
+from app.providers.sim.world import World, build_world
+from core.types import LLMResponse, ToolSpec, Usage
+
+NOISE_SHARE = 0.03  # share of agent answers re-drawn from the whole request (sampling noise)
+SIM_PRICE_IN_PER_MTOK = 0.5  # notional prices so cost accounting is exercised; labelled sim
+SIM_PRICE_OUT_PER_MTOK = 1.5
+
+
+@dataclass(frozen=True)
+class SimSettings:
+    latency_ms: float = 0.0
+    jitter_ms: float = 0.0
+    fault_rate: float = 0.0
+    shares: EvolverShares = EvolverShares()
+
+
+class SimRateLimit(TransientError):
+    pass
+
+
+class SimTimeout(TransientError):
+    pass
+
+
+class SimProvider:
+    """`sim/<world>`: an honest simulation, named as such in every run's provenance."""
+
+    def __init__(self, model: str = "sim/basic", settings: SimSettings | None = None,
+                 world: World | None = None) -> None:
+        self.model = model
+        self.world = world or build_world(model.split("/", 1)[-1])
+        self.settings = settings or SimSettings()
+        self._attempts: dict[str, int] = defaultdict(int)
+
+    async def complete(self, messages, *, tools: list[ToolSpec] | None = None,
+                       temperature: float = 0.0, max_tokens: int = 1024, seed: int = 0,
+                       role: str = "agent") -> LLMResponse:
+        request_key = _request_key(messages, tools, temperature, seed)
+        await self._maybe_sleep(request_key)
+        fault = self._maybe_fault(request_key)
+        if fault == "malformed":
+            return self._response(messages, '{"edits": [ {"op": "add", "section": ', ())
+        last_user = next((m.get("content") or "" for m in reversed(messages)
+                          if m.get("role") == "user"), "")
+        if "## Task: " in last_user:
+            return self._response(messages, reply_for_task(self.world, last_user,
+                                                           self.settings.shares), ())
+        return self._agent_turn(messages, tools, seed, request_key)
+
+    def _agent_turn(self, messages, tools, seed, request_key) -> LLMResponse:
+        view = agent.read_view(messages, tools)
+        case = self.world.case_for_text(view.question)
+        turn = sum(1 for m in messages if m.get("role") == "assistant")
+        call = agent.next_tool_call(view, case, turn)
+        if call is not None:
+            return self._response(messages, "", (call,))
+        correct = False
+        if case is not None:
+            p = agent.p_correct(self.world, view, case)
+            u = draw(self.world.seed, "agent", case.question_id, seed)
+            if draw(self.world.seed, "noise", request_key) < NOISE_SHARE:
+                u = draw(self.world.seed, "redraw", request_key)
+            correct = u < p
+        wrong_pick = pick(3, self.world.seed, "wrong", view.question, seed)
+        return self._response(messages, agent.final_text(case, correct, wrong_pick), ())
+
+    async def _maybe_sleep(self, request_key: str) -> None:
+        s = self.settings
+        if s.latency_ms <= 0:
+            return
+        jitter = (draw(self.world.seed, "latency", request_key) * 2 - 1) * s.jitter_ms
+        await anyio.sleep(max(0.0, s.latency_ms + jitter) / 1000)
+
+    def _maybe_fault(self, request_key: str) -> str | None:
+        if self.settings.fault_rate <= 0:
+            return None
+        self._attempts[request_key] += 1
+        attempt = self._attempts[request_key]
+        if draw(self.world.seed, "fault", request_key, attempt) >= self.settings.fault_rate:
+            return None
+        kind = ("rate_limit", "timeout", "malformed")[pick(3, "kind", request_key, attempt)]
+        if kind == "rate_limit":
+            raise SimRateLimit("simulated rate limit (429)")
+        if kind == "timeout":
+            raise SimTimeout("simulated timeout")
+        return kind
+
+    def _response(self, messages, text: str, calls) -> LLMResponse:
+        chars_in = sum(len(m.get("content") or "") for m in messages)
+        tokens_in, tokens_out = chars_in // 4 + 1, len(text) // 4 + 1
+        cost = (tokens_in * SIM_PRICE_IN_PER_MTOK + tokens_out * SIM_PRICE_OUT_PER_MTOK) / 1e6
+        return LLMResponse(text=text, tool_calls=tuple(calls),
+                           usage=Usage(tokens_in, tokens_out), cost_usd=cost, model=self.model)
+
+
+def _request_key(messages, tools, temperature, seed) -> str:
+    tool_names = [t.name for t in tools or []]
+    raw = json.dumps([messages, tool_names, temperature, seed], sort_keys=True, default=str,
+                     ensure_ascii=False)
+    return hashlib.blake2b(raw.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()

@@ -1,0 +1,116 @@
+"""The data model shared by every layer (DESIGN §3). Pure values, no I/O."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+STOP_REASONS = ("final", "max_steps", "error", "refused")
+CHECKERS = ("exact", "numeric", "choice", "regex")
+ROLES = ("agent", "evolver", "judge")
+
+
+@dataclass(frozen=True)
+class Question:
+    question_id: str
+    task_type: str
+    question: str
+    answer: str
+    unit_id: str = ""
+    family: str = ""
+    context: str = ""
+    checker: str = "exact"
+    checker_args: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.unit_id:
+            object.__setattr__(self, "unit_id", self.question_id)
+        if not self.family:
+            object.__setattr__(self, "family", self.unit_id)
+
+
+@dataclass(frozen=True)
+class QuestionUnit:
+    """One or two questions judged together: a pair is right only when both are."""
+
+    unit_id: str
+    task_type: str
+    questions: tuple[Question, ...]
+
+    @property
+    def question_ids(self) -> tuple[str, ...]:
+        return tuple(q.question_id for q in self.questions)
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: dict[str, Any] | str  # str when the model's arguments did not parse
+
+
+@dataclass(frozen=True)
+class Usage:
+    tokens_in: int = 0
+    tokens_out: int = 0
+
+
+@dataclass(frozen=True)
+class LLMResponse:
+    text: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = Usage()
+    cost_usd: float = 0.0
+    model: str = ""
+    latency_s: float = 0.0
+    cache_hit: bool = False
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool offered to the agent (OpenAI function schema subset)."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+    def as_openai(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+
+@dataclass(frozen=True)
+class Prediction:
+    run_id: str
+    question_id: str
+    unit_id: str
+    task_type: str
+    prediction: str
+    answer: str
+    correct: bool
+    stop_reason: str
+    steps: tuple[dict[str, Any], ...]
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    latency_s: float = 0.0
+    skills_version: str = ""
+    prompts_version: str = ""
+
+
+@dataclass(frozen=True)
+class InferenceResult:
+    run_id: str
+    total: int
+    correct: int
+    accuracy: float
+    per_task_type: dict[str, dict[str, float]]
+    stop_reason_counts: dict[str, int]
+    correctness: dict[str, bool] = field(default_factory=dict)  # question_id -> correct

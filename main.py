@@ -1,0 +1,8 @@
+"""Entry point: `python main.py <command>` (same CLI as the `skill-trainer` script)."""
+
+import sys
+
+from app.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())
