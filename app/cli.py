@@ -12,7 +12,7 @@ from loguru import logger
 from app.errors import RunFailed, UserError
 from app.harness.config import RunConfig, load_config, parse_override
 from app.logging_setup import configure_console
-from app.paths import DEMO_CONFIG, STORE_DIR, WORKSPACES_DIR
+from app.paths import STORE_DIR, WORKSPACES_DIR
 from app.providers.errors import ProviderError
 
 COMMANDS = ("demo", "init", "train", "infer", "eval", "diagnose", "promote", "report", "tui")
@@ -96,5 +96,16 @@ def dispatch(args: argparse.Namespace) -> int:
     return handler(args)
 
 
+def entry() -> int:
+    """Process entry point (main.py, the `skill-trainer` script).
+
+    sqlite-utils imports pandas when it is installed (dev extras pull it in), which costs
+    about 1.5 s of start-up that no command here needs. Only a fresh process may do this.
+    """
+    for name in ("pandas", "numpy"):
+        sys.modules.setdefault(name, None)  # type: ignore[arg-type]
+    return main()
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    sys.exit(entry())

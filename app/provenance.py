@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import platform
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from app.paths import PROJECT_ROOT
 
 
+@lru_cache(maxsize=4)  # git status costs subprocesses; the code does not change mid-process
 def code_provenance(root: Path = PROJECT_ROOT) -> dict[str, Any]:
     try:
         import git
@@ -24,7 +26,7 @@ def run_provenance(*, skills_version: str, prompts_version: str, skills_sha: str
                    prompts_sha: str, benchmark_hash: str, models: dict[str, str],
                    sampling: dict[str, Any], simulated: bool) -> dict[str, Any]:
     return {
-        **code_provenance(),
+        **dict(code_provenance()),
         "python": platform.python_version(),
         "skills_version": skills_version, "skills_sha256": skills_sha,
         "prompts_version": prompts_version, "prompts_sha256": prompts_sha,

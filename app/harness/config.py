@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 import types
 import typing
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
@@ -16,11 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from app.errors import UserError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from app.toml_compat import tomllib
 
 
 def _s(default: Any = MISSING, **kw: Any) -> Any:
@@ -165,9 +160,7 @@ def _coerce(name: str, value: Any, source: str) -> Any:
                 return tuple(value)
         elif t is float and isinstance(value, int | float) and not isinstance(value, bool):
             return float(value)
-        elif t is int and isinstance(value, int) and not isinstance(value, bool):
-            return value
-        elif t in (str, bool) and isinstance(value, t):
+        elif t is int and isinstance(value, int) and not isinstance(value, bool) or t in (str, bool) and isinstance(value, t):
             return value
     want = " or ".join(getattr(t, "__name__", str(t)) for t in allowed)
     raise UserError(f"{source}: key '{name}' must be {want} (got {type(value).__name__} {value!r})")

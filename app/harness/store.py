@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -17,12 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from app.errors import UserError
+from app.toml_compat import tomllib
 from core.types import CHECKERS, Question
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 REQUIRED_FIELDS = ("question_id", "task_type", "question", "answer")
 OPTIONAL_STR_FIELDS = ("unit_id", "family", "context", "checker")

@@ -14,11 +14,12 @@ from functools import lru_cache
 TASK_TYPES = ("ledger", "units", "dates", "routing", "tagging", "pricing")
 CHECKER_BY_TYPE = {"ledger": "numeric", "units": "numeric", "dates": "exact",
                    "routing": "choice", "tagging": "exact", "pricing": "regex"}
-RULES_PER_TYPE = 4
+RULES_PER_TYPE = 6
 TRIGGERS = ("VOID", "REFUND", "carryover", "leap-day", "overtime", "backorder", "duplicate",
             "pending", "legacy", "priority", "split", "reversal", "holiday", "bulk", "escrow",
             "rollover", "overflow", "manual", "foreign", "draft", "expired", "partial", "tiered",
-            "capped", "offset", "shadow", "merged", "archived", "flagged", "interim")
+            "capped", "offset", "shadow", "merged", "archived", "flagged", "interim",
+            "deferred", "seasonal", "bundled", "prorated", "disputed", "frozen")
 ACTIONS = ("leave that entry out entirely", "count that entry twice",
            "use the earlier of the two values", "use the later of the two values",
            "round the result down to a whole number", "round the result up to a whole number",

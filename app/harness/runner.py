@@ -1,0 +1,372 @@
+"""Runner: the thin orchestrator of `train`, `diagnose` and `promote` (DESIGN §6).
+
+The work lives in module functions (step, slow_update, momentum); the state of one train()
+is a TrainState passed explicitly and checkpointed after every step and every epoch.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+import anyio
+from loguru import logger
+
+from app.errors import RunFailed, UserError
+from app.harness.atomic import read_json, write_json_atomic
+from app.harness.batching import build_batches
+from app.harness.checkpoint import (
+    check_resume_config,
+    load_checkpoint,
+    restore_workspace,
+    write_checkpoint,
+)
+from app.harness.gate_ladder import BaselineCache, GatePools
+from app.harness.pools import Pools, filter_trainable, split_pools
+from app.harness.question_units import build_units, unit_accuracy, unit_correctness_view
+from app.harness.session import Session
+from app.harness.slow_update import run_slow_update
+from app.harness.step import diagnose_batch, run_step
+from app.harness.store import promote_to_seed
+from app.harness.train_state import TrainContext, TrainState, gate_params_from
+from app.harness.workspace import (
+    clean_staging,
+    now_iso,
+    read_manifest,
+    resolve_paths,
+    update_best,
+    update_manifest,
+)
+from app.paths import PROMPTS_DIR
+from app.providers.errors import BudgetExceeded
+from core.evolution.budget import resolve_skill_file
+from core.types import Question
+
+TEMPLATES = ("diagnose_failure", "evolve_skill", "evolve_system", "evolve_tool", "momentum")
+BASELINE_RUN = "baseline"
+
+
+def load_templates() -> dict[str, str]:
+    return {name: (PROMPTS_DIR / f"{name}.md").read_text(encoding="utf-8") for name in TEMPLATES}
+
+
+class Runner:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.config = session.config
+
+    # -- train ----------------------------------------------------------------------------
+    def run_train(self, *, resume: bool) -> None:
+        lock = self.session.paths.root / "train.lock"
+        write_json_atomic(lock, {"pid": os.getpid(), "host": socket.gethostname(),
+                                 "started_at": now_iso()})
+        try:
+            anyio.run(self._train, resume)
+        except BudgetExceeded as e:
+            self._mark_train("stopped")
+            raise RunFailed(f"{e}. The checkpoint is intact: raise max_cost_usd and --resume.") \
+                from None
+        except BaseException:
+            self._mark_train("failed")
+            raise
+        finally:
+            lock.unlink(missing_ok=True)
+
+    def _mark_train(self, status: str) -> None:
+        train_id = getattr(self, "_train_id", None)
+        if train_id:
+            self.session.recorder.flush()
+            self.session.log.finish_run(train_id, status)
+
+    async def _train(self, resume: bool) -> None:
+        session = self.session
+        with session.bars.live():
+            ctx, state, plan = await self._setup(resume)
+            if plan["phase"] == "finished":
+                logger.info("training already finished; nothing to resume")
+                return
+            for epoch in range(plan["first_epoch"], self.config.epochs + 1):
+                batches_ids = plan["batches"] if epoch == plan["resume_epoch"] else None
+                step_from = plan["step_from"] if epoch == plan["resume_epoch"] else 0
+                await self._epoch(ctx, state, epoch, batches_ids, step_from)
+                if self._early_stop(state, epoch):
+                    logger.info("early stop after epoch {}: no new best for {} epoch(s)", epoch,
+                                state.epochs_since_best)
+                    break
+            await self._finish(ctx, state)
+
+    async def _epoch(self, ctx: TrainContext, state: TrainState, epoch: int,
+                     batches_ids: list[list[str]] | None, step_from: int) -> None:
+        if batches_ids is None:
+            state.system_packs, state.tool_packs = [], []
+            state.changed_this_epoch, state.epoch_counts = [], {}
+            state.epoch_start_skills = self.session.version_files(
+                "skills", self.session.paths.skills_version)
+            batches, _ = build_batches(ctx.pools.diagnosis, state.correctness,
+                                       self.config.batch_size, self.config.min_class_per_batch,
+                                       seed=self.config.seed * 1000 + epoch,
+                                       correct_ratio=self.config.batch_correct_ratio)
+            batches_ids = [list(dict.fromkeys(q.unit_id for q in b)) for b in batches]
+            self._checkpoint(ctx, state, epoch, "in_epoch", -1, batches_ids)
+        logger.info("epoch {}/{}: {} step(s)", epoch, self.config.epochs, len(batches_ids))
+        bar = self.session.bars.task(f"epoch {epoch} steps", len(batches_ids))
+        bar.advance(step_from)
+        for step in range(step_from, len(batches_ids)):
+            batch = [q for uid in batches_ids[step] for q in ctx.units[uid].questions]
+            await run_step(ctx, state, epoch, step, batch)
+            state.global_step += 1
+            self._checkpoint(ctx, state, epoch, "in_epoch", step, batches_ids)
+            bar.advance()
+        bar.done()
+        await run_slow_update(ctx, state, epoch)
+        self._checkpoint(ctx, state, epoch, "epoch_done", len(batches_ids) - 1, None)
+
+    def _early_stop(self, state: TrainState, epoch: int) -> bool:
+        if state.best.get("epoch") == epoch:
+            state.epochs_since_best = 0
+            return False
+        state.epochs_since_best += 1
+        return state.epochs_since_best >= self.config.early_stop_patience
+
+    async def _finish(self, ctx: TrainContext, state: TrainState) -> None:
+        best = state.best
+        update_manifest(ctx.root, skills=best["skills"], prompts=best["prompts"],
+                        run_id=state.train_id)
+        self.session.refresh_paths()
+        await final_test_eval(ctx, state)
+        self._checkpoint(ctx, state, self.config.epochs, "finished", -1, None)
+        self.session.recorder.flush()
+        self.session.log.finish_run(state.train_id, "done", {"best": best,
+                                                              "curve": state.curve})
+
+    def _checkpoint(self, ctx: TrainContext, state: TrainState, epoch: int, phase: str,
+                    step_completed: int, batches: list[list[str]] | None) -> None:
+        state.gate_pools = ctx.gate_pools.to_dict()
+        self.session.recorder.flush()
+        write_checkpoint(ctx.root, progress={
+            "epoch": epoch, "phase": phase, "step_completed": step_completed,
+            "global_step": state.global_step, "total_steps": ctx.total_steps,
+            "train_id": state.train_id, "at": now_iso()},
+            state=state.to_dict(), epoch_batches=batches, config=self.config,
+            benchmark_hash=self.session.benchmark.content_hash)
+
+    # -- setup and resume -------------------------------------------------------------------
+    async def _setup(self, resume: bool) -> tuple[TrainContext, TrainState, dict[str, Any]]:
+        session = self.session
+        removed = clean_staging(session.paths.root)
+        if removed:
+            logger.info("removed {} staging leftover(s) of an interrupted writer", removed)
+        ckpt = load_checkpoint(session.paths.root) if resume else None
+        if ckpt:
+            check_resume_config(ckpt, self.config, session.benchmark.content_hash)
+            orphans = restore_workspace(session.paths.root, ckpt)
+            if orphans:
+                logger.info("removed versions written after the checkpoint: {}", orphans)
+            session.refresh_paths()
+        pools, task_types = self._pools()
+        units = {u.unit_id: u for u in build_units(session.benchmark.questions)}
+        if ckpt and ckpt["progress"]["phase"] != "setup":
+            state = TrainState.from_dict(ckpt["state"])
+            self._train_id = state.train_id
+            ctx = self._context(pools, task_types, units, state, ckpt["progress"]["total_steps"])
+            logger.info("resuming {} from epoch {} ({}, step {})", state.train_id,
+                        ckpt["progress"]["epoch"], ckpt["progress"]["phase"],
+                        ckpt["progress"]["step_completed"])
+            session.log.finish_run(state.train_id, "running")
+            return ctx, state, resume_plan(ckpt)
+        train_id = ckpt["progress"]["train_id"] if ckpt else self._new_train_id()
+        self._train_id = train_id
+        return await self._fresh_setup(train_id, pools, task_types, units)
+
+    def _new_train_id(self) -> str:
+        n = sum(1 for r in self.session.log.runs() if r["kind"] == "train") + 1
+        return f"train{n}"
+
+    def _pools(self) -> tuple[Pools, tuple[str, ...]]:
+        b = self.session.benchmark
+        pools = split_pools(b.questions, b.split, b.seed)
+        pools, kept, dropped = filter_trainable(pools, self.config.task_types,
+                                                self.config.eval_min_per_class,
+                                                self.config.trainable_min_units)
+        for task_type, why in dropped:
+            logger.warning("not training task type {}: {}", task_type, why)
+        self._check_disjoint_files(kept)
+        return pools, kept
+
+    def _check_disjoint_files(self, task_types: tuple[str, ...]) -> None:
+        files = self.session.version_files("skills", self.session.paths.skills_version)
+        by_file: dict[str, list[str]] = {}
+        for t in task_types:
+            by_file.setdefault(resolve_skill_file(t, files), []).append(t)
+        shared = {f: ts for f, ts in by_file.items() if len(ts) > 1}
+        if shared:
+            detail = "; ".join(f"{f}: {', '.join(ts)}" for f, ts in shared.items())
+            raise UserError("task types would share a skill file, so their edits could collide "
+                            f"within a step ({detail}); add one skill file per task type")
+
+    def _context(self, pools: Pools, task_types: tuple[str, ...], units: dict,
+                 state: TrainState, total_steps: int) -> TrainContext:
+        paths = self.session.paths
+        gate_pools = GatePools.from_dict(state.gate_pools)
+        return TrainContext(session=self.session, config=self.config, pools=pools,
+                            task_types=task_types, units=units, gate_pools=gate_pools,
+                            baseline_cache=BaselineCache.load(paths.baseline_cache),
+                            gate_params=gate_params_from(self.config), templates=load_templates(),
+                            total_steps=total_steps)
+
+    async def _fresh_setup(self, train_id: str, pools: Pools, task_types: tuple[str, ...],
+                           units: dict) -> tuple[TrainContext, TrainState, dict[str, Any]]:
+        session = self.session
+        prompts = session.agent_prompts()
+        session.register(train_id, "train", prompts)
+        write_checkpoint(session.paths.root, progress={
+            "epoch": 0, "phase": "setup", "step_completed": -1, "global_step": 0,
+            "total_steps": 0, "train_id": train_id, "at": now_iso()}, state={},
+            epoch_batches=None, config=self.config,
+            benchmark_hash=session.benchmark.content_hash)
+        baseline = await self._baseline(prompts)
+        val_units = build_units(pools.validation)
+        baseline_val = unit_accuracy(val_units, baseline)
+        trainable = {q.question_id for q in (*pools.diagnosis, *pools.validation)}
+        correctness = {qid: ok for qid, ok in baseline.items() if qid in trainable}
+        gate_units = [u for u in units.values() if u.task_type in task_types]
+        test_units = {q.unit_id for q in pools.test}
+        unit_view = unit_correctness_view(gate_units, baseline)
+        gate_pools = GatePools.build(gate_units, test_units, unit_view, seed=1)
+        gate_pools.save(session.paths.gate_pools)
+        cache = BaselineCache.load(session.paths.baseline_cache)
+        cache.put_many(prompts.skills_version, prompts.prompts_version, unit_view)
+        cache.save(session.paths.baseline_cache)
+        versions = {"skills": prompts.skills_version, "prompts": prompts.prompts_version}
+        best = {"skills": f"skills/{versions['skills']}", "prompts": f"prompts/{versions['prompts']}",
+                "val_acc": baseline_val, "run_id": BASELINE_RUN, "epoch": 0}
+        update_best(session.paths.root, skills=versions["skills"], prompts=versions["prompts"],
+                    val_acc=baseline_val, run_id=BASELINE_RUN, epoch=0)
+        state = TrainState(train_id=train_id, correctness=correctness, best=best,
+                           baseline_val_acc=baseline_val, baseline_versions=versions,
+                           gate_pools=gate_pools.to_dict())
+        _, selected = build_batches(pools.diagnosis, correctness, self.config.batch_size,
+                                    self.config.min_class_per_batch, seed=1,
+                                    correct_ratio=self.config.batch_correct_ratio)
+        total_steps = self.config.epochs * max(1, math.ceil(selected / self.config.batch_size))
+        ctx = self._context(pools, task_types, units, state, total_steps)
+        logger.info("{}: {} task types, pools diagnosis/validation/test = {}/{}/{} questions, "
+                    "baseline validation accuracy {:.3f}", train_id, len(task_types),
+                    len(pools.diagnosis), len(pools.validation), len(pools.test), baseline_val)
+        plan = {"phase": "start", "first_epoch": 1, "resume_epoch": None, "batches": None,
+                "step_from": 0}
+        return ctx, state, plan
+
+    async def _baseline(self, prompts) -> dict[str, bool]:
+        """The seed versions on the whole benchmark, run once per workspace and reused."""
+        log = self.session.log
+        run = log.run(BASELINE_RUN)
+        if run and run["status"] == "done" and run["skills_version"] == prompts.skills_version \
+                and run["prompts_version"] == prompts.prompts_version:
+            return log.correctness(BASELINE_RUN)
+        result = await self.session.infer(list(self.session.benchmark.questions), BASELINE_RUN,
+                                          "baseline", prompts=prompts, label="baseline")
+        return result.correctness
+
+    # -- other modes ------------------------------------------------------------------------
+    def diagnose_run(self, run_id: str) -> dict[str, Any]:
+        return anyio.run(self._diagnose_run, run_id)
+
+    async def _diagnose_run(self, run_id: str) -> dict[str, Any]:
+        session = self.session
+        run = session.log.run(run_id)
+        if run is None:
+            raise UserError(f"no run {run_id!r} in {session.paths.db}")
+        skills_dir = session.paths.root / "skills" / run["skills_version"].split("+")[0]
+        prompts_dir = session.paths.root / "prompts" / run["prompts_version"]
+        prompts = session.agent_prompts(skills_dir, prompts_dir)
+        ids = [r["question_id"] for r in session.log.query(
+            "SELECT question_id FROM predictions WHERE run_id = ? ORDER BY id", (run_id,))]
+        batch = [session.questions_by_id[i] for i in ids if i in session.questions_by_id]
+        ctx = _DiagnoseContext(session, load_templates())
+        session.log.clear_runs_with_prefix(f"{run_id}-diagnose-")
+        result = await diagnose_batch(ctx, prompts, batch, f"{run_id}-diagnose-",
+                                      rollout_run_id=run_id)
+        session.recorder.flush()
+        by_cat: dict[str, int] = {}
+        for d in result.diagnoses:
+            by_cat[d.category] = by_cat.get(d.category, 0) + 1
+        return {"run_id": run_id, "failures": len(result.diagnoses), "by_category": by_cat,
+                "degraded": result.degraded_count,
+                "skill_packs": {t: len(p.failures) for t, p in result.skill_packs.items()},
+                "system_pack": len(result.system_pack.failures) if result.system_pack else 0,
+                "tool_packs": {t: len(p.failures) for t, p in result.tool_packs.items()}}
+
+
+class _DiagnoseContext:
+    """The slice of TrainContext that diagnosis needs, for `diagnose RUN_ID`."""
+
+    def __init__(self, session: Session, templates: dict[str, str]) -> None:
+        self.session, self.templates, self.config = session, templates, session.config
+
+    @property
+    def log(self):
+        return self.session.log
+
+
+def resume_plan(ckpt: dict[str, Any]) -> dict[str, Any]:
+    p = ckpt["progress"]
+    if p["phase"] == "finished":
+        return {"phase": "finished"}
+    if p["phase"] == "epoch_done":
+        return {"phase": "resume", "first_epoch": p["epoch"] + 1, "resume_epoch": None,
+                "batches": None, "step_from": 0}
+    return {"phase": "resume", "first_epoch": p["epoch"], "resume_epoch": p["epoch"],
+            "batches": ckpt["epoch_batches"], "step_from": p["step_completed"] + 1}
+
+
+async def final_test_eval(ctx: TrainContext, state: TrainState) -> dict[str, Any]:
+    session = ctx.session
+    run_id = f"{state.train_id}-final-test"
+    ctx.log.clear_runs_with_prefix(run_id)
+    test: list[Question] = list(ctx.pools.test)
+    result = await session.infer(test, run_id, "test", label="final test",
+                                 parent_run_id=state.train_id)
+    baseline_acc = unit_accuracy(build_units(test), ctx.log.correctness(ctx.baseline_run_id))
+    report = {"run_id": run_id, "train_id": state.train_id,
+              "skills_version": session.paths.skills_version,
+              "prompts_version": session.paths.prompts_version,
+              "test_accuracy": result.accuracy, "baseline_test_accuracy": baseline_acc,
+              "improvement": result.accuracy - baseline_acc, "units": result.total,
+              "per_task_type": result.per_task_type, "best": state.best,
+              "curve": state.curve, "simulated_model": ctx.config.uses_sim}
+    write_json_atomic(ctx.root / "analyses" / "final_test_eval.json", report)
+    return report
+
+
+def promote(root: Path, version: str, eval_run_id: str, name: str, store: Path) -> Path:
+    """Copy a skills version (with the prompts its eval used) into a new store seed."""
+    from app.harness.log import HarnessLog
+
+    paths = resolve_paths(root)
+    version = version.split("/")[-1]
+    with HarnessLog(paths.db, readonly=True) as log:
+        run = log.run(eval_run_id)
+    if run is None or run["status"] != "done":
+        raise UserError(f"no finished run {eval_run_id!r} in {paths.db} to justify the promotion")
+    if run["skills_version"] != version:
+        raise UserError(f"run {eval_run_id} evaluated skills {run['skills_version']}, "
+                        f"not {version}")
+    skills_dir = paths.root / "skills" / version
+    prompts_dir = paths.root / "prompts" / run["prompts_version"]
+    summary = json.loads(run["summary_json"] or "{}")
+    manifest = read_manifest(root)
+    provenance = {"workspace": str(paths.root), "skills_version": version,
+                  "prompts_version": run["prompts_version"], "eval_run_id": eval_run_id,
+                  "eval_accuracy": summary.get("accuracy"), "seed": manifest.get("seed"),
+                  "questions": manifest["current"]["questions"]}
+    return promote_to_seed(store, name, skills_dir, prompts_dir, provenance)
+
+
+def read_final(root: Path) -> dict[str, Any] | None:
+    path = Path(root) / "analyses" / "final_test_eval.json"
+    return read_json(path) if path.exists() else None

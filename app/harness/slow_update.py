@@ -1,0 +1,269 @@
+"""The end-of-epoch slow update: ten ordered phases (DESIGN §6.4).
+
+The test pool never feeds the gate, best, early stop or any tuning: it is only evaluated and
+reported (phase 9).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loguru import logger
+
+from app.harness.agent_prompts import AgentPrompts
+from app.harness.momentum import run_slow_momentum
+from app.harness.observation import write_epoch_report
+from app.harness.question_units import build_units, unit_accuracy, unit_correctness_view
+from app.harness.telemetry import current_run_id
+from app.harness.train_state import Probation, TrainContext, TrainState
+from app.harness.workspace import advance_version, update_best, update_manifest
+from core.evolution.budget import edit_budget_at
+from core.evolution.diagnose import CasePack, merge_packs
+from core.evolution.evolve import evolve, prompt_file_prompt
+from core.evolution.gate import pair_block, probation_verdict
+from core.types import InferenceResult
+
+
+def slow_prefix(train_id: str, epoch: int) -> str:
+    return f"{train_id}-e{epoch}-slow-"
+
+
+async def run_slow_update(ctx: TrainContext, state: TrainState, epoch: int) -> None:
+    prefix = slow_prefix(state.train_id, epoch)
+    ctx.log.clear_runs_with_prefix(prefix)
+    session = ctx.session
+    val = list(ctx.pools.validation)
+    # 1. full validation re-run R with the current versions
+    r_prompts = session.agent_prompts()
+    r = await session.infer(val, prefix + "val", "validation", prompts=r_prompts,
+                            label=f"e{epoch} validation", parent_run_id=state.train_id)
+    # 2. dual metric (the soft score is optional and not computed by this harness yet)
+    ctx.log.insert_rows("dual_metric", [{"run_id": prefix + "val", "epoch": epoch,
+                                         "eval_run_id": prefix + "val", "hard_acc": r.accuracy,
+                                         "soft_score": None}])
+    # 3. write R's per-question correctness back
+    state.correctness.update(r.correctness)
+    # 4. settle probations against R
+    verdicts = settle_probations(ctx, state, r, epoch)
+    # 5. best = strict argmax of validation accuracy
+    consider_best(ctx, state, r, r_prompts, epoch, prefix + "val")
+    # 6. momentum for task types changed this epoch
+    await run_slow_momentum(ctx, state, epoch, prefix)
+    # 7. system and tool prompt evolution from the epoch's packs
+    before_prompts = session.paths.prompts_version
+    changed = await evolve_prompts(ctx, state, epoch, prefix) if ctx.config.evolve_prompts \
+        else False
+    # 8. R2 when prompts changed: revert if worse, else keep and consider for best
+    r2 = await settle_prompt_change(ctx, state, r, before_prompts, epoch, prefix) \
+        if changed else None
+    # 9. epoch report and held-out evaluation
+    holdout = await holdout_four_way(ctx, state, prefix) if ctx.config.holdout_each_epoch else {}
+    report_epoch(ctx, state, epoch, r, r2, holdout, verdicts, prefix)
+    # 10. refresh the ladder from this epoch's non-gate observations (the checkpoint follows)
+    refresh_ladder(ctx, state, epoch, r, r2)
+
+
+def settle_probations(ctx: TrainContext, state: TrainState, r: InferenceResult,
+                      epoch: int) -> list[dict[str, Any]]:
+    verdicts = []
+    for task_type in sorted(state.probations):
+        p = Probation(**state.probations.pop(task_type))
+        units = build_units(ctx.questions_of(ctx.pools.validation, task_type))
+        before = unit_correctness_view(units, p.snapshot)
+        after = unit_correctness_view(units, r.correctness)
+        order = sorted(before)
+        flips = pair_block(order, before, after)
+        outcomes = [int(after[u]) - int(before[u]) for u in order if u in after]
+        verdict = probation_verdict(flips.W, flips.L, outcomes, ctx.gate_params)
+        verdicts.append({"task_type": task_type, "verdict": verdict, "W": flips.W,
+                         "L": flips.L, "accepted_version": p.accepted_version})
+        logger.info("e{} probation {}: {} (W={} L={})", epoch, task_type, verdict, flips.W,
+                    flips.L)
+        if verdict == "rollback":
+            rollback(ctx, state, p, epoch)
+        else:
+            state.count("kept")
+    return verdicts
+
+
+def rollback(ctx: TrainContext, state: TrainState, p: Probation, epoch: int) -> None:
+    session = ctx.session
+    files = session.version_files("skills", session.paths.skills_version)
+    files[p.target_file] = p.anchor_text
+    version = advance_version(ctx.root, "skills", files, source="rollback",
+                              parent=session.paths.skills_version,
+                              description=f"e{epoch} rollback of {p.task_type} "
+                                          f"(accepted in {p.accepted_version})")
+    update_manifest(ctx.root, skills=version, run_id=state.train_id)
+    session.refresh_paths()
+    state.correctness.update(p.snapshot)
+    state.cooldown[p.task_type] = ctx.config.cooldown_steps
+    state.rejected.setdefault(p.task_type, []).extend(
+        {"task_type": p.task_type, "op": e.get("op", ""), "section": e.get("section", ""),
+         "text": e.get("content") or e.get("new") or e.get("old") or "",
+         "reason": "rolled back at epoch end", "epoch": epoch, "step": p.step}
+        for e in p.edits)
+    state.count("rolled_back")
+
+
+def consider_best(ctx: TrainContext, state: TrainState, result: InferenceResult,
+                  prompts: AgentPrompts, epoch: int, run_id: str) -> None:
+    if result.accuracy > state.best["val_acc"]:
+        state.best = {"skills": f"skills/{prompts.skills_version}",
+                      "prompts": f"prompts/{prompts.prompts_version}",
+                      "val_acc": result.accuracy, "run_id": run_id, "epoch": epoch}
+        update_best(ctx.root, skills=prompts.skills_version, prompts=prompts.prompts_version,
+                    val_acc=result.accuracy, run_id=run_id, epoch=epoch)
+
+
+async def evolve_prompts(ctx: TrainContext, state: TrainState, epoch: int, prefix: str) -> bool:
+    session = ctx.session
+    files = session.version_files("prompts", session.paths.prompts_version)
+    budget = edit_budget_at(state.global_step, ctx.total_steps, ctx.config.edit_budget_start,
+                            ctx.config.edit_budget_end)
+    targets: list[tuple[str, str, CasePack | None, str]] = [
+        ("system.md", "evolve_system",
+         merge_packs([CasePack.from_dict(p) for p in state.system_packs], "system"), "")]
+    tool_names = sorted({p["target"][5:] for p in state.tool_packs})
+    for name in tool_names:
+        packs = [CasePack.from_dict(p) for p in state.tool_packs if p["target"] == f"tool:{name}"]
+        targets.append((f"tool_{name}.md", "evolve_tool", merge_packs(packs, f"tool:{name}"),
+                        name))
+    changed = []
+    token = current_run_id.set(prefix + "prompts")
+    try:
+        for file, template, pack, tool in targets:
+            if pack is None or file not in files:
+                continue
+            prompt = prompt_file_prompt(ctx.templates[template], file=file, text=files[file],
+                                        pack=pack, budget=budget, tool=tool)
+            record = await evolve(session.providers["evolver"], prompt, original=files[file],
+                                  target_file=file, budget=budget,
+                                  target_kind="system" if not tool else "tool",
+                                  source_version=session.paths.prompts_version)
+            if record.changed:
+                files[file] = record.evolved
+                changed.append(file)
+    finally:
+        current_run_id.reset(token)
+    if not changed:
+        return False
+    version = advance_version(ctx.root, "prompts", files, source="slow_update",
+                              parent=session.paths.prompts_version,
+                              description=f"e{epoch} evolved {', '.join(changed)}")
+    update_manifest(ctx.root, prompts=version, run_id=state.train_id)
+    session.refresh_paths()
+    return True
+
+
+async def settle_prompt_change(ctx: TrainContext, state: TrainState, r: InferenceResult,
+                               before_prompts: str, epoch: int,
+                               prefix: str) -> InferenceResult | None:
+    session = ctx.session
+    prompts = session.agent_prompts()
+    r2 = await session.infer(list(ctx.pools.validation), prefix + "r2", "validation",
+                             prompts=prompts, label=f"e{epoch} validation (new prompts)",
+                             parent_run_id=state.train_id)
+    if r2.accuracy < r.accuracy:
+        logger.info("e{} prompts {} reverted: R2 {:.3f} < R {:.3f}", epoch,
+                    prompts.prompts_version, r2.accuracy, r.accuracy)
+        update_manifest(ctx.root, prompts=before_prompts, run_id=state.train_id)
+        session.refresh_paths()
+        state.count("prompts_reverted")
+        return None
+    logger.info("e{} prompts {} kept: R2 {:.3f} >= R {:.3f}", epoch, prompts.prompts_version,
+                r2.accuracy, r.accuracy)
+    state.correctness.update(r2.correctness)
+    state.count("prompts_kept")
+    consider_best(ctx, state, r2, prompts, epoch, prefix + "r2")
+    return r2
+
+
+async def holdout_four_way(ctx: TrainContext, state: TrainState,
+                           prefix: str) -> dict[str, dict[str, Any]]:
+    """baseline / best-hard / final / best-mixed on the test pool; one run per version pair."""
+    session = ctx.session
+    test = list(ctx.pools.test)
+    current = (session.paths.skills_version, session.paths.prompts_version)
+    best = (state.best["skills"].split("/")[-1], state.best["prompts"].split("/")[-1])
+    labels = {"baseline": (state.baseline_versions["skills"], state.baseline_versions["prompts"]),
+              "best_hard": best, "final": current, "best_mixed": (best[0], current[1])}
+    done: dict[tuple[str, str], float] = {}
+    out = {}
+    for label, versions in labels.items():
+        if versions not in done:
+            done[versions] = await _test_accuracy(ctx, state, versions, test, prefix)
+        out[label] = {"skills": versions[0], "prompts": versions[1], "accuracy": done[versions]}
+    ctx.log.insert_rows("holdout_eval", [
+        {"run_id": prefix + "holdout", "epoch": int(prefix.split("-e")[-1].split("-")[0]),
+         "label": label, "skills_version": v["skills"], "prompts_version": v["prompts"],
+         "accuracy": v["accuracy"], "eval_run_id": f"{prefix}holdout-{v['skills']}-{v['prompts']}"}
+        for label, v in out.items()])
+    return out
+
+
+async def _test_accuracy(ctx: TrainContext, state: TrainState, versions: tuple[str, str],
+                         test: list, prefix: str) -> float:
+    if versions == (state.baseline_versions["skills"], state.baseline_versions["prompts"]):
+        units = build_units(test)
+        return unit_accuracy(units, ctx.log.correctness(ctx.baseline_run_id))
+    session = ctx.session
+    prompts = session.agent_prompts(ctx.root / "skills" / versions[0],
+                                    ctx.root / "prompts" / versions[1])
+    result = await session.infer(test, f"{prefix}holdout-{versions[0]}-{versions[1]}", "holdout",
+                                 prompts=prompts, label=f"holdout {versions[0]}/{versions[1]}")
+    return result.accuracy
+
+
+def report_epoch(ctx: TrainContext, state: TrainState, epoch: int, r: InferenceResult,
+                 r2: InferenceResult | None, holdout: dict, verdicts: list,
+                 prefix: str) -> None:
+    val_acc = max(r.accuracy, r2.accuracy) if r2 else r.accuracy
+    test_acc = holdout.get("final", {}).get("accuracy")
+    counts = dict(state.epoch_counts)
+    report = {
+        "run_id": state.train_id, "epoch": epoch, "val_acc": val_acc, "r_acc": r.accuracy,
+        "r2_acc": r2.accuracy if r2 else None, "test_acc": test_acc,
+        "best": dict(state.best), "counts": {
+            "accepted": counts.get("accepted", 0), "provisional": counts.get("provisional", 0),
+            "rejected": counts.get("rejected", 0), "rolled_back": counts.get("rolled_back", 0),
+            "kept": counts.get("kept", 0), "skipped": counts.get("skipped", 0),
+            "cooldown": counts.get("cooldown", 0),
+            "prompts_kept": counts.get("prompts_kept", 0),
+            "prompts_reverted": counts.get("prompts_reverted", 0)},
+        "probations": verdicts, "holdout": {k: v["accuracy"] for k, v in holdout.items()},
+        "prompts_changed": r2 is not None,
+        "versions": {"skills": ctx.session.paths.skills_version,
+                     "prompts": ctx.session.paths.prompts_version},
+        "per_task_type": r.per_task_type,
+    }
+    write_epoch_report(ctx.root, ctx.log, report, prefix + "report")
+    state.curve.append({"epoch": epoch, "val_acc": val_acc, "test_acc": test_acc,
+                        **report["counts"]})
+    logger.info("epoch {}: validation {:.3f}{}  best {:.3f} ({})", epoch, val_acc,
+                f"  test {test_acc:.3f}" if test_acc is not None else "",
+                state.best["val_acc"], state.best["skills"])
+
+
+def refresh_ladder(ctx: TrainContext, state: TrainState, epoch: int, r: InferenceResult,
+                   r2: InferenceResult | None) -> None:
+    """Update p̂ from this epoch's non-gate observations: step rollouts, R and a kept R2."""
+    rollouts = ctx.log.query(
+        "SELECT p.question_id, p.correct FROM predictions p JOIN _runs r ON r.run_id = p.run_id "
+        "WHERE r.kind = 'rollout' AND r.parent_run_id = ? AND p.run_id LIKE ? ESCAPE '\\' "
+        "ORDER BY r.seq, p.question_id",
+        (state.train_id, _like_prefix(f"{state.train_id}-e{epoch}-s")))
+    observed = {row["question_id"]: bool(row["correct"]) for row in rollouts}
+    observed.update(r.correctness)  # the latest observation of a unit wins: one EMA step
+    if r2 is not None:
+        observed.update(r2.correctness)
+    view = unit_correctness_view(ctx.units.values(), observed)
+    ctx.gate_pools.update(view, ctx.config.gate_gamma)
+    ctx.gate_pools.save(ctx.session.paths.gate_pools)
+    state.gate_pools = ctx.gate_pools.to_dict()
+
+
+def _like_prefix(prefix: str) -> str:
+    from app.harness.log import escape_like
+
+    return escape_like(prefix) + "%"

@@ -1,0 +1,293 @@
+"""One training step (DESIGN §6.2, §6.3): rollout, diagnose, evolve, gate, settle."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+from loguru import logger
+
+from app.errors import RunFailed
+from app.harness.agent_prompts import AgentPrompts
+from app.harness.observation import (
+    evidence_rows,
+    quadrant_rows,
+    step_report,
+    write_step_report,
+)
+from app.harness.telemetry import current_run_id
+from app.harness.train_state import Probation, TrainContext, TrainState
+from app.harness.validate import GateSpec, ValidationOutcome, Validator, with_skill
+from app.harness.workspace import advance_version, update_manifest
+from core.evolution.budget import edit_budget_at, resolve_skill_file
+from core.evolution.diagnose import (
+    DiagnosisResult,
+    Failure,
+    build_packs,
+    diagnose_failures,
+)
+from core.evolution.edits import Edit, RejectedEdit, consolidate_appendix
+from core.evolution.evolve import EvolutionRecord, evolve, skill_prompt
+from core.evolution.gate import SequentialGate
+from core.types import Question
+
+DEGRADED_ABORT_SHARE = 0.5
+
+
+def step_prefix(train_id: str, epoch: int, step: int) -> str:
+    return f"{train_id}-e{epoch}-s{step}-"
+
+
+async def run_step(ctx: TrainContext, state: TrainState, epoch: int, step: int,
+                   batch: Sequence[Question]) -> None:
+    prefix = step_prefix(state.train_id, epoch, step)
+    ctx.log.clear_runs_with_prefix(prefix)  # a retried step never duplicates rows
+    prompts = ctx.session.agent_prompts()
+    result = await ctx.session.infer(list(batch), prefix + "rollout", "rollout", prompts=prompts,
+                                     label=f"e{epoch} s{step} rollout",
+                                     parent_run_id=state.train_id)
+    state.correctness.update(result.correctness)
+    diagnosis = await diagnose_batch(ctx, prompts, batch, prefix)
+    state.system_packs += [diagnosis.system_pack.to_dict()] if diagnosis.system_pack else []
+    state.tool_packs += [p.to_dict() for p in diagnosis.tool_packs.values()]
+    await gate_step(ctx, state, epoch, step, prompts, diagnosis, prefix)
+    state.cooldown = {t: n - 1 for t, n in sorted(state.cooldown.items()) if n > 1}
+    ctx.baseline_cache.save(ctx.session.paths.baseline_cache)
+
+
+# -- diagnosis -------------------------------------------------------------------------------
+async def diagnose_batch(ctx: TrainContext, prompts: AgentPrompts, batch: Sequence[Question],
+                         prefix: str, rollout_run_id: str | None = None) -> DiagnosisResult:
+    rows = {r["question_id"]: r for r in ctx.log.query(
+        "SELECT question_id, prediction, correct, stop_reason, steps_json FROM predictions "
+        "WHERE run_id = ?", (rollout_run_id or prefix + "rollout",))}
+    failures, successes = [], []
+    for q in batch:
+        row = rows[q.question_id]
+        if row["correct"]:
+            successes.append((q, row["prediction"]))
+            continue
+        tools = "\n".join(f"- {t.name}: {t.description}" for t in prompts.tools_for(q))
+        failures.append(Failure(question=q, prediction=row["prediction"] or "",
+                                stop_reason=row["stop_reason"],
+                                steps=tuple(json.loads(row["steps_json"])),
+                                system=prompts.system, skill=prompts.skill_text(q.task_type),
+                                tools=tools or "(none)"))
+    token = current_run_id.set(prefix + "diag")
+    try:
+        diagnoses = await diagnose_failures(
+            ctx.session.providers["evolver"], ctx.templates["diagnose_failure"], failures,
+            limiter=anyio.CapacityLimiter(ctx.config.concurrency))
+    finally:
+        current_run_id.reset(token)
+    ctx.log.insert_rows("diagnoses", [
+        {"run_id": prefix + "diag", "question_id": d.question_id, "task_type": d.task_type,
+         "category": d.category, "target": d.target, "rationale": d.rationale,
+         "degraded": int(d.degraded)} for d in diagnoses])
+    degraded = sum(d.degraded for d in diagnoses)
+    if failures and degraded / len(failures) > DEGRADED_ABORT_SHARE:
+        raise RunFailed(f"{degraded}/{len(failures)} diagnoses degraded (> 50%): the judge "
+                        "model looks broken, so its signals will not drive evolution. The "
+                        "checkpoint is intact: fix the model and rerun with --resume.")
+    return build_packs(diagnoses, failures, successes)
+
+
+# -- the four gate phases -------------------------------------------------------------------
+async def gate_step(ctx: TrainContext, state: TrainState, epoch: int, step: int,
+                    prompts: AgentPrompts, diagnosis: DiagnosisResult, prefix: str) -> None:
+    budget = edit_budget_at(state.global_step, ctx.total_steps, ctx.config.edit_budget_start,
+                            ctx.config.edit_budget_end)
+    records = await evolve_phase(ctx, state, epoch, step, prompts, diagnosis, budget, prefix)
+    if not records:
+        return
+    specs = [gate_spec(ctx, tt, rec, prompts, diagnosis, prefix) for tt, rec in records.items()]
+    for spec in specs:
+        ctx.session.register(spec.gate_run_id, "gate", spec.candidate,
+                             parent_run_id=state.train_id)
+    validator = Validator(provider=ctx.session.providers["agent"], base_prompts=prompts,
+                          units=ctx.units, log=ctx.log, settings=ctx.session.agent_settings,
+                          params=ctx.gate_params, baseline_cache=ctx.baseline_cache,
+                          guard_err=ctx.config.gate_guard_err)
+    outcomes = await validator.validate(specs, prefix + "gatebase")
+    for spec in specs:
+        ctx.log.finish_run(spec.gate_run_id, "done",
+                           {"action": outcomes[spec.task_type].decision.action})
+    ctx.session.recorder.flush()
+    for task_type in sorted(outcomes):  # phase D: alphabetical, the only writer of state
+        settle(ctx, state, epoch, step, records[task_type], outcomes[task_type], budget, prefix)
+
+
+async def evolve_phase(ctx: TrainContext, state: TrainState, epoch: int, step: int,
+                       prompts: AgentPrompts, diagnosis: DiagnosisResult, budget: int,
+                       prefix: str) -> dict[str, EvolutionRecord]:
+    """Phase A: evolve each eligible task type concurrently; report the skipped ones."""
+    eligible = []
+    for task_type in ctx.task_types:
+        if state.cooldown.get(task_type, 0) > 0:
+            _skip(ctx, state, epoch, step, task_type, "skip_cooldown", budget, prompts, prefix,
+                  f"cooling down for {state.cooldown[task_type]} more step(s)")
+        elif task_type not in diagnosis.skill_packs:
+            _skip(ctx, state, epoch, step, task_type, "skip_no_failures", budget, prompts, prefix,
+                  "no skill-gap failures in this batch")
+        else:
+            eligible.append(task_type)
+    records: dict[str, EvolutionRecord] = {}
+
+    async def one(task_type: str) -> None:
+        records[task_type] = await evolve_skill(ctx, state, task_type, prompts,
+                                                diagnosis, budget)
+
+    token = current_run_id.set(prefix + "evolve")
+    try:
+        async with anyio.create_task_group() as tg:
+            for task_type in eligible:
+                tg.start_soon(one, task_type)
+    finally:
+        current_run_id.reset(token)
+    kept = {}
+    for task_type in eligible:
+        record = records[task_type]
+        _log_evolution(ctx, record, epoch, step, prefix)
+        if record.changed:
+            kept[task_type] = record
+        else:
+            action = "skip_no_change" if record.status == "no_change" else "evolve_failed"
+            _skip(ctx, state, epoch, step, task_type, action, budget, prompts, prefix,
+                  f"evolver produced no applicable change ({record.status})", record)
+    return kept
+
+
+async def evolve_skill(ctx: TrainContext, state: TrainState, task_type: str,
+                       prompts: AgentPrompts, diagnosis: DiagnosisResult,
+                       budget: int) -> EvolutionRecord:
+    target = resolve_skill_file(task_type, prompts.skills)
+    original = prompts.skills.get(target, "")
+    pack = diagnosis.skill_packs[task_type]
+    prompt = skill_prompt(ctx.templates["evolve_skill"], task_type=task_type, file=target,
+                          skill=original, pack=pack, budget=budget,
+                          rejected=state.rejected_edits(task_type))
+    record = await evolve(ctx.session.providers["evolver"], prompt, original=original,
+                          target_file=target, budget=budget, target_kind="skill",
+                          task_type=task_type, source_version=prompts.skills_version,
+                          request_summary=f"{len(pack.failures)} failures, "
+                                          f"{len(pack.successes)} successes, budget {budget}")
+    if record.changed:
+        consolidated, _ = consolidate_appendix(record.evolved, ctx.config.appendix_max_lines)
+        if consolidated != record.evolved:
+            from dataclasses import replace
+
+            record = replace(record, evolved=consolidated)
+    return record
+
+
+def gate_spec(ctx: TrainContext, task_type: str, record: EvolutionRecord,
+              prompts: AgentPrompts, diagnosis: DiagnosisResult, prefix: str) -> GateSpec:
+    """Phase B: the ladder minus the case pack's units, truncated to n_max."""
+    c = ctx.config
+    ladder = ctx.gate_pools.ladder_for(task_type, set(diagnosis.skill_packs[task_type].unit_ids),
+                                       c.gate_p_low, c.gate_p_high, c.gate_probe_quota)
+    return GateSpec(task_type=task_type, target_file=record.target_file,
+                    candidate=with_skill(prompts, record.target_file, record.evolved),
+                    ladder=tuple(ladder[:c.gate_n_max]),
+                    gate_run_id=f"{prefix}gate-{task_type}")
+
+
+def settle(ctx: TrainContext, state: TrainState, epoch: int, step: int, record: EvolutionRecord,
+           outcome: ValidationOutcome, budget: int, prefix: str) -> None:
+    """Phase D for one task type: evidence, report, then accept or reject."""
+    d = outcome.decision
+    ctx.log.insert_rows("gate_evidence", evidence_rows(outcome, epoch, step))
+    ctx.log.insert_rows("quadrant_pair", quadrant_rows(outcome, prefix + "report", epoch, step))
+    ctx.log.insert_rows("shadow_gate", [shadow_row(ctx, outcome, prefix, epoch, step)])
+    paths = ctx.session.refresh_paths()
+    new_version = None
+    if d.accepted:
+        new_version = accept(ctx, state, epoch, step, record, outcome)
+    else:
+        state.rejected.setdefault(record.task_type, []).extend(
+            RejectedEdit.from_edit(record.task_type, Edit.from_dict(e),
+                                   f"gate {d.stop_reason} (W={d.W}, L={d.L})", epoch,
+                                   step).to_dict()
+            for e in record.applied())
+        state.count("rejected")
+    state.count({"accept": "accepted", "accept_provisional": "provisional"}.get(d.action,
+                                                                             "gate_rejected"))
+    summary = (f"{d.action}: W={d.W} L={d.L} e={d.e_value:.2f} over {d.n_used} units "
+               f"({d.stop_reason})")
+    logger.info("e{} s{} {:<10} {}", epoch, step, record.task_type, summary)
+    report = step_report(run_id=state.train_id, epoch=epoch, step=step,
+                         task_type=record.task_type, action=d.action, budget=budget,
+                         base_version=paths.skills_version, record=record, outcome=outcome,
+                         new_version=new_version, summary=summary)
+    write_step_report(ctx.root, ctx.log, report, prefix + "report")
+
+
+def accept(ctx: TrainContext, state: TrainState, epoch: int, step: int,
+           record: EvolutionRecord, outcome: ValidationOutcome) -> str:
+    session = ctx.session
+    files = session.version_files("skills", session.paths.skills_version)
+    files[record.target_file] = record.evolved
+    version = advance_version(
+        ctx.root, "skills", files, source=f"gate:{outcome.decision.action}",
+        parent=session.paths.skills_version,
+        description=f"e{epoch} s{step} {record.task_type}: {len(record.applied())} edit(s), "
+                    f"W={outcome.decision.W} L={outcome.decision.L}")
+    update_manifest(ctx.root, skills=version, run_id=state.train_id)
+    session.refresh_paths()
+    task_type = record.task_type
+    if outcome.decision.action == "accept_provisional":
+        val_ids = [q.question_id for q in ctx.questions_of(ctx.pools.validation, task_type)]
+        earlier = state.probations.get(task_type)
+        if earlier:  # keep the first anchor: a rollback undoes every provisional edit since
+            earlier["edits"] += record.applied()
+            earlier["accepted_version"] = version
+        else:
+            state.probations[task_type] = Probation(
+                task_type=task_type, target_file=record.target_file,
+                anchor_text=record.original, accepted_version=version,
+                snapshot={q: state.correctness[q] for q in val_ids if q in state.correctness},
+                edits=record.applied(), epoch=epoch, step=step).__dict__
+    state.correctness.update(outcome.candidate_questions)
+    state.rejected.pop(task_type, None)
+    state.mark_changed(task_type)
+    return version
+
+
+def shadow_row(ctx: TrainContext, outcome: ValidationOutcome, prefix: str, epoch: int,
+               step: int) -> dict[str, Any]:
+    """What the other bet strategy would have decided on the same evidence (analysis only)."""
+    from dataclasses import replace
+
+    other = "kt" if ctx.gate_params.lambda_strategy == "fixed" else "fixed"
+    gate = SequentialGate(replace(ctx.gate_params, lambda_strategy=other))
+    for e in outcome.decision.evidence:
+        gate.observe(e["unit_id"], e["base"], e["cand"])
+        if gate.done:
+            break
+    d = gate.finish(exhausted=not gate.done)
+    return {"run_id": prefix + "report", "epoch": epoch, "step": step,
+            "task_type": outcome.task_type, "strategy": other, "action": d.action,
+            "e_value": d.e_value, "n_used": d.n_used}
+
+
+def _skip(ctx: TrainContext, state: TrainState, epoch: int, step: int, task_type: str,
+          action: str, budget: int, prompts: AgentPrompts, prefix: str, summary: str,
+          record: EvolutionRecord | None = None) -> None:
+    state.count("skipped" if action != "skip_cooldown" else "cooldown")
+    report = step_report(run_id=state.train_id, epoch=epoch, step=step, task_type=task_type,
+                         action=action, budget=budget, base_version=prompts.skills_version,
+                         record=record, summary=summary)
+    write_step_report(ctx.root, ctx.log, report, prefix + "report")
+
+
+def _log_evolution(ctx: TrainContext, record: EvolutionRecord, epoch: int, step: int,
+                   prefix: str) -> None:
+    ctx.log.insert_rows("evolutions", [{
+        "run_id": prefix + "evolve", "epoch": epoch, "step": step,
+        "task_type": record.task_type, "target_kind": record.target_kind,
+        "target_file": record.target_file, "status": record.status,
+        "request_summary": record.request_summary, "edits_json": json.dumps(record.edits),
+        "apply_report_json": json.dumps(record.apply_report), "clip_json": json.dumps(record.clip),
+        "source_version": record.source_version, "result_version": None}])

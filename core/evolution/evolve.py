@@ -1,0 +1,114 @@
+"""Evolution calls: the evolver proposes structured edits, code applies them (DESIGN §6.3).
+
+The model's reply is untrusted: it is parsed defensively, clipped to the edit budget, and
+applied by `apply_edits`, which refuses any edit that targets another file or the protected
+momentum block. Nothing the model says is executed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from string import Template
+from typing import Any
+
+from core.evolution.diagnose import CasePack
+from core.evolution.edits import (
+    apply_edits,
+    format_blacklist,
+    parse_edits,
+    rank_clip,
+)
+from core.protocols import LLMProvider
+
+
+@dataclass(frozen=True)
+class EvolutionRecord:
+    status: str  # ok | no_change | parse_failed | provider_error
+    target_kind: str  # skill | system | tool
+    target_file: str
+    original: str
+    evolved: str
+    task_type: str = ""
+    edits: tuple[dict[str, Any], ...] = ()
+    apply_report: tuple[dict[str, Any], ...] = ()
+    suggestions: tuple[str, ...] = ()
+    clip: dict[str, Any] = field(default_factory=dict)
+    parse_errors: tuple[str, ...] = ()
+    source_version: str = ""
+    request_summary: str = ""
+
+    @property
+    def changed(self) -> bool:
+        return self.status == "ok"
+
+    def applied(self) -> list[dict[str, Any]]:
+        return [e for e, r in zip(self.edits, self.apply_report, strict=False) if r["applied"]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def skill_prompt(template: str, *, task_type: str, file: str, skill: str, pack: CasePack,
+                 budget: int, rejected) -> str:
+    return Template(template).safe_substitute(
+        task_type=task_type, file=file, skill=skill, cases=pack.render(), budget=budget,
+        rejected=format_blacklist(rejected) or "(none)")
+
+
+def prompt_file_prompt(template: str, *, file: str, text: str, pack: CasePack, budget: int,
+                       tool: str = "") -> str:
+    return Template(template).safe_substitute(file=file, prompt=text, cases=pack.render(),
+                                              budget=budget, tool=tool)
+
+
+def process_reply(reply: str, *, original: str, target_file: str, budget: int,
+                  target_kind: str, task_type: str = "", source_version: str = "",
+                  request_summary: str = "") -> EvolutionRecord:
+    parsed = parse_edits(reply)
+    kept, clip = rank_clip(parsed.edits, budget)
+    evolved, reports = apply_edits(original, kept, target_file)
+    if not parsed.edits and parsed.errors:
+        status = "parse_failed"
+    else:
+        status = "ok" if evolved != original else "no_change"
+    return EvolutionRecord(
+        status=status, target_kind=target_kind, target_file=target_file, original=original,
+        evolved=evolved, task_type=task_type, edits=tuple(e.to_dict() for e in kept),
+        apply_report=tuple(asdict(r) for r in reports), suggestions=parsed.suggestions,
+        clip=asdict(clip), parse_errors=parsed.errors, source_version=source_version,
+        request_summary=request_summary)
+
+
+async def evolve(provider: LLMProvider, prompt: str, *, original: str, target_file: str,
+                 budget: int, target_kind: str, task_type: str = "",
+                 source_version: str = "", request_summary: str = "") -> EvolutionRecord:
+    """One evolver call; provider failures become a record, never an exception."""
+    try:
+        reply = await provider.complete([{"role": "user", "content": prompt}], role="evolver")
+    except Exception as e:
+        if type(e).__name__ == "BudgetExceeded":
+            raise
+        return EvolutionRecord(status="provider_error", target_kind=target_kind,
+                               target_file=target_file, original=original, evolved=original,
+                               task_type=task_type, parse_errors=(f"{type(e).__name__}",),
+                               source_version=source_version, request_summary=request_summary)
+    return process_reply(reply.text, original=original, target_file=target_file, budget=budget,
+                         target_kind=target_kind, task_type=task_type,
+                         source_version=source_version, request_summary=request_summary)
+
+
+def momentum_guidance(reply: str, max_lines: int = 8, max_chars: int = 800) -> str | None:
+    """The guidance block from a momentum reply, sanitised; None when unusable."""
+    from core.evolution.edits import MOMENTUM_END, MOMENTUM_START, sanitize_text
+
+    try:
+        obj = json.loads(reply[reply.index("{"): reply.rindex("}") + 1])
+    except (ValueError, TypeError):
+        return None
+    text = obj.get("guidance") if isinstance(obj, dict) else None
+    if not isinstance(text, str) or not text.strip():
+        return None
+    text = sanitize_text(text).replace(MOMENTUM_START, "").replace(MOMENTUM_END, "")
+    lines = [ln.rstrip() for ln in text.strip().splitlines() if not ln.lstrip().startswith("#")]
+    return "\n".join(lines[:max_lines])[:max_chars] or None
