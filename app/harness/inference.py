@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 
 from app.errors import RunFailed
+from app.harness import killpoints
 from app.harness.agent_prompts import AgentPrompts, ToolArgumentError
 from app.harness.log import HarnessLog
 from app.harness.question_units import build_units, unit_correctness_view
@@ -136,6 +137,7 @@ async def run_inference(questions: Sequence[Question], *, provider, prompts: Age
             batch = pending[:]
             pending.clear()
             log.upsert_predictions(batch)
+        killpoints.reached("rollout")
         bar.advance()
 
     try:

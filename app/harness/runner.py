@@ -169,6 +169,8 @@ class Runner:
             session.refresh_paths()
         pools, task_types = self._pools()
         units = {u.unit_id: u for u in build_units(session.benchmark.questions)}
+        if ckpt and ckpt["progress"]["phase"] == "finished":
+            return None, None, {"phase": "finished"}
         if ckpt and ckpt["progress"]["phase"] != "setup":
             state = TrainState.from_dict(ckpt["state"])
             self._train_id = state.train_id

@@ -10,6 +10,7 @@ from typing import Any
 
 from loguru import logger
 
+from app.harness import killpoints
 from app.harness.agent_prompts import AgentPrompts
 from app.harness.momentum import run_slow_momentum
 from app.harness.observation import write_epoch_report
@@ -43,6 +44,7 @@ async def run_slow_update(ctx: TrainContext, state: TrainState, epoch: int) -> N
                                          "soft_score": None}])
     # 3. write R's per-question correctness back
     state.correctness.update(r.correctness)
+    killpoints.reached("slow")
     # 4. settle probations against R
     verdicts = settle_probations(ctx, state, r, epoch)
     # 5. best = strict argmax of validation accuracy

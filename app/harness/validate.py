@@ -13,6 +13,7 @@ from typing import Any
 import anyio
 
 from app.errors import RunFailed
+from app.harness import killpoints
 from app.harness.agent_prompts import AgentPrompts
 from app.harness.gate_ladder import BaselineCache
 from app.harness.inference import AgentSettings, answer_question, prediction_row
@@ -114,6 +115,7 @@ class Validator:
             chunk = spec.ladder[start:start + GATE_CHUNK]
             questions = [q for u in chunk for q in self.units[u].questions]
             preds = await self._answer(questions, spec.candidate, spec.gate_run_id)
+            killpoints.reached("gate")
             errors += sum(p.stop_reason == "error" for p in preds.values())
             total += len(preds)
             chunk_view = unit_correctness_view([self.units[u] for u in chunk],

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from app.errors import UserError
+from app.harness import killpoints
 from app.harness.atomic import fsync_dir, read_json, write_json_atomic
 from app.harness.store import Seed, load_benchmark
 
@@ -157,6 +158,7 @@ def advance_version(root: Path, kind: str, files: dict[str, str], *, source: str
     target.parent.mkdir(exist_ok=True)
     os.rename(staging, target)  # atomic on one filesystem; fails if the target exists
     fsync_dir(target.parent)
+    killpoints.reached("version")
     return version
 
 

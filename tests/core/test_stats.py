@@ -1,0 +1,362 @@
+"""core.stats against independent oracles (statsmodels, scipy, closed forms, exact enumeration)."""
+
+from __future__ import annotations
+
+import copy
+import math
+import random
+
+import numpy as np
+import pytest
+from scipy import optimize, special
+from scipy.stats import binom, binomtest, norm
+from statsmodels.stats.contingency_tables import mcnemar
+from statsmodels.stats.proportion import proportion_confint
+
+from core import stats
+from core.stats import (
+    EProcessPair,
+    bradley_terry,
+    kt_wealth_unclipped,
+    mcnemar_exact,
+    min_detectable_difference,
+    ville_threshold,
+    wilson_interval,
+)
+
+# --------------------------------------------------------------------------- Wilson
+
+
+@pytest.mark.parametrize(
+    ("successes", "n", "alpha"),
+    [(0, 1, 0.05), (1, 1, 0.05), (0, 10, 0.05), (10, 10, 0.05), (3, 10, 0.05), (7, 13, 0.1),
+     (50, 100, 0.01), (1, 200, 0.05), (199, 200, 0.2), (37, 61, 0.05)],
+)
+def test_wilson_matches_statsmodels(successes: int, n: int, alpha: float) -> None:
+    lo, hi = proportion_confint(successes, n, alpha=alpha, method="wilson")
+    assert wilson_interval(successes, n, alpha) == pytest.approx((lo, hi), abs=1e-12)
+
+
+def test_wilson_edges() -> None:
+    assert wilson_interval(0, 0) == (0.0, 1.0)
+    assert wilson_interval(0, 5)[0] == 0.0
+    assert wilson_interval(5, 5)[1] == 1.0
+    lo, hi = wilson_interval(4, 9)
+    assert 0.0 < lo < 4 / 9 < hi < 1.0
+    # More data narrows the interval; a smaller alpha widens it.
+    assert np.diff(wilson_interval(40, 90)) < np.diff(wilson_interval(4, 9))
+    assert np.diff(wilson_interval(4, 9, 0.01)) > np.diff(wilson_interval(4, 9, 0.05))
+
+
+@pytest.mark.parametrize(("successes", "n", "alpha"), [(3, 2, 0.05), (-1, 4, 0.05), (1, 4, 0.0),
+                                                       (1, 4, 1.0), (0, -1, 0.05)])
+def test_wilson_rejects_bad_input(successes: int, n: int, alpha: float) -> None:
+    with pytest.raises(ValueError):
+        wilson_interval(successes, n, alpha)
+
+
+# --------------------------------------------------------------------------- McNemar
+
+
+def test_mcnemar_two_sided_matches_statsmodels_grid() -> None:
+    for w in range(0, 26):
+        for l in range(0, 26):  # noqa: E741
+            # The concordant cells must not matter: only discordant units carry evidence.
+            table = [[7 + w, w], [l, 3 + l]]
+            expected = mcnemar(table, exact=True).pvalue
+            assert mcnemar_exact(w, l) == pytest.approx(expected, rel=1e-12, abs=1e-300), (w, l)
+
+
+@pytest.mark.parametrize(
+    ("w", "l"),
+    [(0, 0), (1, 0), (0, 1), (9, 2), (2, 9), (15, 15), (30, 12), (3, 40), (120, 95), (70, 1), (0, 90)],
+)
+def test_mcnemar_one_sided_matches_binomtest(w: int, l: int) -> None:  # noqa: E741
+    n = w + l
+    for alt in ("greater", "less"):
+        expected = binomtest(w, n, 0.5, alternative=alt).pvalue if n else 1.0
+        assert mcnemar_exact(w, l, alt) == pytest.approx(expected, rel=1e-12), (w, l, alt)
+
+
+def test_mcnemar_large_n_uses_log_path_and_stays_accurate() -> None:
+    # n = 10_200 is above the exact-integer cut-off; both tails reach far-out p-values.
+    for w, l in [(5_300, 4_900), (4_900, 5_300), (5_050, 5_150)]:  # noqa: E741
+        assert w + l > stats._EXACT_BINOM_MAX_N
+        for alt in ("greater", "less", "two-sided"):
+            expected = binomtest(w, w + l, 0.5, alternative=alt).pvalue
+            assert mcnemar_exact(w, l, alt) == pytest.approx(expected, rel=1e-8), (w, l, alt)
+
+
+def test_binom_log_path_agrees_with_exact_path() -> None:
+    for n, k in [(10, 3), (100, 40), (999, 480), (4000, 1900)]:
+        exact = stats._binom_half_cdf(k, n)
+        assert stats._binom_half_cdf_log(k, n) == pytest.approx(exact, rel=1e-9)
+        assert exact == pytest.approx(binom.cdf(k, n, 0.5), rel=1e-10)
+
+
+def test_mcnemar_rejects_bad_input() -> None:
+    with pytest.raises(ValueError):
+        mcnemar_exact(-1, 2)
+    with pytest.raises(ValueError):
+        mcnemar_exact(3, 2, alternative="bigger")
+
+
+# --------------------------------------------------------------------------- MDD
+
+
+def _approx_power(delta: float, n: int, psi: float, alpha: float) -> float:
+    """Connor's normal approximation, written independently of the implementation."""
+    za = norm.ppf(1 - alpha / 2)
+    return norm.cdf((delta * math.sqrt(n) - za * math.sqrt(psi)) / math.sqrt(psi - delta**2))
+
+
+def _exact_power(delta: float, n: int, psi: float, alpha: float) -> float:
+    """Exact power of the two-sided exact McNemar test (sum over the number of discordant)."""
+    p_w = (psi + delta) / 2
+    q = p_w / psi  # P(W | discordant)
+    power = 0.0
+    for d in range(n + 1):
+        w = np.arange(d + 1)
+        reject = np.minimum(1.0, 2 * binom.cdf(np.minimum(w, d - w), d, 0.5)) <= alpha
+        power += binom.pmf(d, n, psi) * binom.pmf(w, d, q)[reject].sum()
+    return power
+
+
+@pytest.mark.parametrize(("n", "psi", "alpha", "power"),
+                         [(60, 0.3, 0.05, 0.8), (200, 0.5, 0.05, 0.9), (1000, 0.1, 0.01, 0.8),
+                          (80, 0.3, 0.05, 0.3)])
+def test_mdd_solves_the_power_equation(n: int, psi: float, alpha: float, power: float) -> None:
+    delta = min_detectable_difference(n, psi, alpha, power)
+    assert 0 < delta <= psi
+    assert _approx_power(delta, n, psi, alpha) == pytest.approx(power, abs=1e-9)
+
+
+def test_mdd_close_to_exact_power_for_moderate_n() -> None:
+    delta = min_detectable_difference(400, 0.3, 0.05, 0.8)
+    assert _exact_power(delta, 400, 0.3, 0.05) == pytest.approx(0.8, abs=0.04)
+
+
+def test_mdd_shrinks_with_n_and_is_inf_when_unpowered() -> None:
+    values = [min_detectable_difference(n, 0.3) for n in (30, 60, 120, 480, 1920)]
+    assert all(a > b for a, b in zip(values, values[1:], strict=False))
+    # Quadrupling n roughly halves the MDD (the 1/√n law) once n is large.
+    assert values[-2] / values[-1] == pytest.approx(2.0, rel=0.05)
+    assert min_detectable_difference(5, 0.3) == math.inf
+    with pytest.raises(ValueError):
+        min_detectable_difference(0, 0.3)
+    with pytest.raises(ValueError):
+        min_detectable_difference(10, 0.0)
+
+
+# --------------------------------------------------------------------------- e-processes
+
+
+def _kt_closed_form(w: int, l: int) -> float:  # noqa: E741
+    log_value = (w + l) * math.log(2) + special.betaln(w + 0.5, l + 0.5) - special.betaln(0.5, 0.5)
+    return math.exp(log_value)
+
+
+def test_kt_unclipped_matches_closed_form_in_any_order() -> None:
+    rng = random.Random(7)
+    for wins, losses, ties in [(0, 0, 3), (1, 0, 0), (0, 1, 2), (5, 2, 4), (3, 11, 0),
+                               (20, 20, 10), (40, 7, 30)]:
+        base = [1] * wins + [-1] * losses + [0] * ties
+        for _ in range(5):
+            rng.shuffle(base)
+            expected = _kt_closed_form(wins, losses)
+            assert kt_wealth_unclipped(base) == pytest.approx(expected, rel=1e-10)
+
+
+def test_fixed_bet_wealth_closed_form() -> None:
+    outcomes = [1, 0, -1, 1, 1, 0, -1, 1, 0, 1]
+    eproc = EProcessPair("fixed", lambda_dir=0.3)
+    e_win, e_harm = eproc.update_many(outcomes)
+    w, l = outcomes.count(1), outcomes.count(-1)  # noqa: E741
+    assert e_win == pytest.approx(1.3**w * 0.7**l)
+    assert e_harm == pytest.approx(0.7**w * 1.3**l)
+    assert (eproc.wins, eproc.losses) == (w, l)
+
+
+def test_kt_bets_are_predictable_and_clipped() -> None:
+    eproc = EProcessPair("kt", lambda_max=0.5)
+    assert eproc.bets() == (0.0, 0.0)  # p̂ = ½ before any evidence: no bet either way
+    assert eproc.update(0) == (1.0, 1.0)  # ties move nothing, not even the plug-in
+    assert eproc.bets() == (0.0, 0.0)
+    assert eproc.update(1) == (1.0, 1.0)  # the first W was bet with λ = 0
+    assert eproc.bets() == pytest.approx((0.5, 0.0))  # p̂ = 1.5/2 -> 2p̂ − 1 = 0.5
+    eproc.update(1)
+    assert eproc.bets() == pytest.approx((0.5, 0.0))  # 2·(2.5/3) − 1 = 0.667, clipped to 0.5
+    eproc.update_many([-1, -1, -1, -1])  # p̂ = 2.5/7
+    assert eproc.bets() == pytest.approx((0.0, 1 - 2 * 2.5 / 7))
+
+
+def test_eprocess_rejects_bad_input() -> None:
+    with pytest.raises(ValueError, match="strategy"):
+        EProcessPair("kelly")
+    with pytest.raises(ValueError, match="lambda_dir"):
+        EProcessPair("fixed", lambda_dir=1.0)
+    with pytest.raises(ValueError, match="lambda_max"):
+        EProcessPair("kt", lambda_max=0.0)
+    with pytest.raises(ValueError):
+        EProcessPair().update(2)
+    assert ville_threshold(0.05) == pytest.approx(20.0)
+
+
+class _PeekingBet(EProcessPair):
+    """A cheating bettor that sees the outcome before betting: must fail the martingale check."""
+
+    def update(self, g: int) -> tuple[float, float]:
+        self.e_win *= 1.0 + 0.5 * max(g, 0)
+        return (self.e_win, self.e_harm)
+
+
+def _max_factor_bias(eproc: EProcessPair, depth: int, p_w: float, p_l: float) -> float:
+    """Largest |E[factor | past] − 1| over every history up to `depth`, for both processes."""
+    probs = {1: p_w, -1: p_l, 0: 1.0 - p_w - p_l}
+    worst = 0.0
+    children = {}
+    for g in probs:
+        child = copy.deepcopy(eproc)
+        child.update(g)
+        children[g] = child
+    for attr in ("e_win", "e_harm"):
+        mean = sum(p * getattr(children[g], attr) for g, p in probs.items()) / getattr(eproc, attr)
+        worst = max(worst, abs(mean - 1.0))
+    if depth > 1:
+        for child in children.values():
+            worst = max(worst, _max_factor_bias(child, depth - 1, p_w, p_l))
+    return worst
+
+
+@pytest.mark.parametrize("strategy", ["fixed", "kt"])
+@pytest.mark.parametrize("p_disc", [0.2, 0.6, 1.0])
+def test_martingale_property_under_null(strategy: str, p_disc: float) -> None:
+    eproc = EProcessPair(strategy, lambda_dir=0.4, lambda_max=0.6)
+    assert _max_factor_bias(eproc, 7, p_disc / 2, p_disc / 2) < 1e-12
+
+
+def test_martingale_check_can_fail() -> None:
+    # Under an alternative the improvement process must grow on average...
+    eproc = EProcessPair("fixed", lambda_dir=0.3)
+    assert _max_factor_bias(eproc, 3, 0.3, 0.1) > 0.05
+    # ...and a bettor who peeks at the outcome breaks the property even under the null.
+    assert _max_factor_bias(_PeekingBet(), 3, 0.25, 0.25) > 0.05
+
+
+# Monte Carlo check of Ville's inequality: the share of null paths whose wealth EVER reaches
+# 1/α within the horizon must not exceed α. Tolerance: 0.006 is ~3.5 binomial standard errors
+# at α = 0.05 with 20k paths (SE ≈ 0.0015); both bets actually sit well below α.
+N_PATHS, HORIZON, TOL = 20_000, 200, 0.006
+
+
+def _null_outcomes(rng: np.random.Generator, p_w: float, p_l: float) -> np.ndarray:
+    u = rng.random((N_PATHS, HORIZON))
+    return np.where(u < p_w, 1, np.where(u < p_w + p_l, -1, 0)).astype(np.int8)
+
+
+def _log_wealth_paths(g: np.ndarray, strategy: str, lam: float, lam_max: float) -> np.ndarray:
+    """Vectorised (win, harm) log-wealth paths; the bet at t uses outcomes before t only."""
+    if strategy == "fixed":
+        lam_t = mu_t = np.full(g.shape, lam)
+    else:
+        wins_before = np.cumsum(g == 1, axis=1) - (g == 1)
+        disc_before = np.cumsum(g != 0, axis=1) - (g != 0)
+        p_hat = (wins_before + 0.5) / (disc_before + 1.0)
+        lam_t = np.clip(2 * p_hat - 1, 0.0, lam_max)
+        mu_t = np.clip(1 - 2 * p_hat, 0.0, lam_max)
+    log_win = np.cumsum(np.log1p(lam_t * g), axis=1)
+    log_harm = np.cumsum(np.log1p(-mu_t * g), axis=1)
+    return np.stack([log_win, log_harm])
+
+
+@pytest.mark.parametrize("strategy", ["fixed", "kt"])
+def test_vectorised_paths_match_eprocess(strategy: str) -> None:
+    rng = np.random.default_rng(3)
+    u = rng.random((20, 60))
+    g = np.where(u < 0.2, 1, np.where(u < 0.4, -1, 0))
+    paths = np.exp(_log_wealth_paths(g, strategy, 0.3, 0.5))
+    for i in range(g.shape[0]):
+        eproc = EProcessPair(strategy, 0.3, 0.5)
+        for t in range(g.shape[1]):
+            e_win, e_harm = eproc.update(int(g[i, t]))
+            assert (e_win, e_harm) == pytest.approx((paths[0, i, t], paths[1, i, t]), rel=1e-9)
+
+
+@pytest.mark.parametrize("strategy", ["fixed", "kt"])
+def test_ville_crossing_rate_under_null(strategy: str) -> None:
+    rng = np.random.default_rng(20240611)
+    g = _null_outcomes(rng, 0.3, 0.3)  # 40% ties
+    log_paths = _log_wealth_paths(g, strategy, 0.3, 0.5)
+    for alpha in (0.05, 0.1):
+        ever = (log_paths.max(axis=2) >= math.log(ville_threshold(alpha))).mean(axis=1)
+        assert ever[0] <= alpha + TOL, ("win", alpha, ever[0])
+        assert ever[1] <= alpha + TOL, ("harm", alpha, ever[1])
+
+
+@pytest.mark.parametrize("strategy", ["fixed", "kt"])
+def test_ville_check_has_power_under_alternative(strategy: str) -> None:
+    # Guards the test above against a simulation that can never cross.
+    rng = np.random.default_rng(11)
+    g = _null_outcomes(rng, 0.4, 0.2)
+    log_paths = _log_wealth_paths(g, strategy, 0.3, 0.5)
+    crossed = (log_paths.max(axis=2) >= math.log(20.0)).mean(axis=1)
+    assert crossed[0] > 0.5
+    assert crossed[1] < 0.01
+
+
+# --------------------------------------------------------------------------- Bradley-Terry
+
+
+def _bt_brute_force(n_items: int, comparisons: list[tuple[int, int]], prior: float) -> np.ndarray:
+    """Maximise the (penalised) log-likelihood directly over log-strengths with scipy."""
+
+    def neg_log_lik(theta: np.ndarray) -> float:
+        total = sum(theta[w] - np.logaddexp(theta[w], theta[lo]) for w, lo in comparisons)
+        # `prior` virtual wins and `prior` virtual losses per item against a reference at θ = 0
+        total += prior * np.sum(theta - 2 * np.logaddexp(theta, 0.0))
+        return -total
+
+    res = optimize.minimize(neg_log_lik, np.zeros(n_items), method="BFGS",
+                            options={"gtol": 1e-10})
+    theta = res.x - res.x.mean()
+    return np.exp(theta)
+
+
+COMPARISONS = [(0, 1), (0, 1), (1, 0), (1, 2), (2, 1), (1, 2), (2, 3), (3, 2), (2, 3), (0, 3),
+               (3, 0), (0, 2), (2, 0), (3, 1), (1, 3), (0, 3)]
+
+
+def test_bradley_terry_matches_brute_force_mle() -> None:
+    scores = bradley_terry(4, COMPARISONS, prior=0.0)
+    assert scores == pytest.approx(list(_bt_brute_force(4, COMPARISONS, 0.0)), rel=1e-5)
+    assert math.prod(scores) == pytest.approx(1.0)
+
+
+def test_bradley_terry_with_prior_matches_brute_force_map() -> None:
+    comps = [*COMPARISONS, (0, 4), (1, 4)]  # item 4 never wins: the MLE would not exist
+    scores = bradley_terry(5, comps, prior=0.1)
+    assert scores == pytest.approx(list(_bt_brute_force(5, comps, 0.1)), rel=1e-5)
+    assert 0 < scores[4] < min(scores[:4])
+
+
+def test_bradley_terry_prior_edge_cases() -> None:
+    with pytest.raises(ValueError, match="MLE"):
+        bradley_terry(3, [(0, 1), (0, 2), (1, 2)], prior=0.0)
+    with pytest.raises(ValueError):
+        bradley_terry(2, [(0, 0)])
+    # An item with no comparisons sits at the reference; the others around it.
+    scores = bradley_terry(3, [(0, 1), (0, 1), (1, 0)], prior=0.1)
+    assert scores[0] > scores[2] > scores[1]
+
+
+def test_bradley_terry_recovers_known_strengths() -> None:
+    rng = random.Random(5)
+    truth = [4.0, 2.0, 1.0, 0.5]
+    comps = []
+    for _ in range(4000):
+        i, j = rng.sample(range(4), 2)
+        winner = i if rng.random() < truth[i] / (truth[i] + truth[j]) else j
+        comps.append((winner, j if winner == i else i))
+    scores = bradley_terry(4, comps, prior=0.1)
+    geo = math.prod(truth) ** 0.25
+    assert scores == pytest.approx([t / geo for t in truth], rel=0.12)
