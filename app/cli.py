@@ -84,6 +84,11 @@ def main(argv: list[str] | None = None) -> int:
     except ProviderError as e:
         logger.error("error: {}", e)
         return 1
+    except OSError as e:  # disk full, permissions: the writers leave the old state in place
+        where = f"{e.filename}: " if e.filename else ""
+        logger.error("error: {}{} (nothing was half-written; fix it and rerun, with --resume "
+                     "for training)", where, e.strerror or e)
+        return 1
     except KeyboardInterrupt:
         logger.error("interrupted: the checkpoint holds the last finished step (use --resume)")
         return 1

@@ -19,7 +19,10 @@ def configure_console(verbose: bool = False) -> None:
     logger.configure(patcher=_scrub_patch)
     level = "DEBUG" if verbose else "INFO"
     fmt = "<level>{level: <7}</level> {message}" if verbose else "{message}"
-    logger.add(sys.stderr, level=level, format=fmt, colorize=None)
+    # A callable sink looks sys.stderr up on every write, so rich's live progress display
+    # (which swaps sys.stderr for a proxy) keeps log lines above its bars.
+    logger.add(lambda message: sys.stderr.write(message), level=level, format=fmt,
+               colorize=sys.stderr.isatty())
 
 
 def add_workspace_log(path: Path) -> int:

@@ -121,6 +121,9 @@ class Runner:
             state.global_step += 1
             self._checkpoint(ctx, state, epoch, "in_epoch", step, batches_ids)
             bar.advance()
+            totals = self.session.recorder.totals
+            self.session.bars.set_extra(bar, f"{totals['calls']} calls, "
+                                             f"${totals['cost_usd']:.4f}")
         bar.done()
         await run_slow_update(ctx, state, epoch)
         self._checkpoint(ctx, state, epoch, "epoch_done", len(batches_ids) - 1, None)

@@ -177,6 +177,8 @@ def _read_md_folder(folder: Path) -> dict[str, str]:
         raise UserError(f"{folder}: missing folder")
     files = {}
     for p in sorted(folder.glob("*.md")):
+        if p.is_symlink():
+            raise UserError(f"{p}: symlinks are not allowed in a seed (copy the file instead)")
         try:
             files[p.name] = p.read_text(encoding="utf-8")
         except UnicodeDecodeError:

@@ -95,8 +95,8 @@ def content_sha256(files: dict[str, str]) -> str:
 
 
 def read_version_files(folder: Path) -> dict[str, str]:
-    return {p.name: p.read_text(encoding="utf-8")
-            for p in sorted(folder.iterdir()) if p.is_file() and p.name != META_FILE}
+    return {p.name: p.read_text(encoding="utf-8") for p in sorted(folder.iterdir())
+            if p.is_file() and not p.is_symlink() and p.name != META_FILE}
 
 
 def read_manifest(root: Path) -> dict[str, Any]:
@@ -255,7 +255,7 @@ def _populate(building: Path, seed: Seed, benchmark_path: Path, questions_name: 
                     description=f"initial skills from seed {seed.name}")
     advance_version(building, "prompts", seed.prompts, source=source, parent=None,
                     description=f"initial prompts from seed {seed.name}")
-    shutil.copytree(benchmark_path, building / "questions")
+    _freeze_benchmark(benchmark_path, building / "questions")
     for sub in ("reports/steps", "reports/epochs", "analyses", "logs"):
         (building / sub).mkdir(parents=True)
     shutil.rmtree(building / ".staging", ignore_errors=True)
@@ -264,6 +264,19 @@ def _populate(building: Path, seed: Seed, benchmark_path: Path, questions_name: 
                             "questions": questions_name},
                 "best": None, "history": []}
     write_json_atomic(building / "manifest.json", manifest)
+
+
+def _freeze_benchmark(source: Path, target: Path) -> None:
+    """Copy the benchmark; secret values from the environment become keyed placeholders."""
+    from app.secrets import scrub
+
+    shutil.copytree(source, target)
+    for path in target.rglob("*"):
+        if path.is_file() and path.suffix in (".jsonl", ".toml", ".json", ".md"):
+            text = path.read_text(encoding="utf-8")
+            clean = scrub(text)
+            if clean != text:
+                path.write_text(clean, encoding="utf-8")
 
 
 def archive_workspace(root: Path) -> Path:
