@@ -9,7 +9,7 @@ from typing import Any
 
 from loguru import logger
 
-from app.errors import RunFailed, UserError
+from app.errors import RunFailed, UserError, first_leaf
 from app.harness.config import RunConfig, load_config, parse_override
 from app.logging_setup import configure_console
 from app.paths import STORE_DIR, WORKSPACES_DIR
@@ -77,7 +77,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     configure_console(args.verbose)
     try:
-        return dispatch(args) or 0
+        try:
+            return dispatch(args) or 0
+        except BaseExceptionGroup as group:  # anyio task groups wrap what a task raised
+            raise first_leaf(group) from None
     except (UserError, RunFailed) as e:
         logger.error("error: {}", e)
         return e.exit_code

@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 from loguru import logger
 
-from app.errors import RunFailed, UserError
+from app.errors import RunFailed, UserError, first_leaf
 from app.harness.atomic import read_json, write_json_atomic
 from app.harness.batching import build_batches
 from app.harness.checkpoint import (
@@ -66,12 +66,15 @@ class Runner:
                                  "started_at": now_iso()})
         try:
             anyio.run(self._train, resume)
-        except BudgetExceeded as e:
-            self._mark_train("stopped")
-            raise RunFailed(f"{e}. The checkpoint is intact: raise max_cost_usd and --resume.") \
-                from None
-        except BaseException:
+        except BaseException as e:
+            leaf = first_leaf(e)
+            if isinstance(leaf, BudgetExceeded):
+                self._mark_train("stopped")
+                raise RunFailed(f"{leaf}. The checkpoint is intact: raise max_cost_usd and "
+                                "--resume.") from None
             self._mark_train("failed")
+            if leaf is not e:
+                raise leaf from None
             raise
         finally:
             lock.unlink(missing_ok=True)

@@ -194,3 +194,38 @@ def test_diagnose_and_promote(reference, tmp_path, capsys):
     assert repo.head.commit.message == "promote seed trained"
     assert main(["promote", best, "-w", str(ws), "--eval-run", "nope", "--name", "x",
                  "--store", str(store)]) == 2
+
+
+def test_cost_budget_stops_cleanly_and_resume_continues(fresh_ws, config_file, tmp_path):
+    ws = copy_fresh(fresh_ws, tmp_path)
+    stopped = run_cli("train", "-w", str(ws), "--config", str(config_file), "--no-progress",
+                      "--set", "max_cost_usd=0.15")
+    assert stopped.returncode == 1, stopped.stderr
+    assert "cost budget" in stopped.stderr and "Traceback" not in stopped.stderr
+    runs = sqlite3.connect(ws / "harness.db").execute(
+        "SELECT status FROM _runs WHERE kind = 'train'").fetchall()
+    assert runs == [("stopped",)]
+    resumed = run_cli("train", "-w", str(ws), "--config", str(config_file), "--no-progress",
+                      "--resume", "--set", "max_cost_usd=100")
+    assert resumed.returncode == 0, resumed.stderr
+    assert (ws / "analyses" / "final_test_eval.json").exists()
+
+
+def test_demo_command_prints_the_curve_and_the_sim_notice(tmp_path):
+    ws = tmp_path / "demo"
+    proc = run_cli("demo", "--workspace", str(ws), "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "learning curve" in out and "epoch 1: val" in out
+    assert "SIMULATED" in out and f"python main.py tui {ws}" in out
+    final = json.loads((ws / "analyses" / "final_test_eval.json").read_text())
+    assert final["test_accuracy"] - final["baseline_test_accuracy"] >= 0.25
+    steps = [json.loads(p.read_text()) for p in (ws / "reports" / "steps").glob("*.json")]
+    from app.providers.sim.world import build_world
+
+    decoys = [r.decoy for r in build_world().rules.values()]
+    assert any(s["action"] == "reject" and any(d in json.dumps(s["edits"]) for d in decoys)
+               for s in steps), "no harmful (decoy) edit was rejected"
+    proc = run_cli("demo", "--workspace", str(ws), "--no-progress")  # archives the old one
+    assert proc.returncode == 0
+    assert list(tmp_path.glob("demo.archived-*"))
