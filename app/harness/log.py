@@ -16,6 +16,8 @@ from typing import Any
 import sqlite_utils
 
 from app.harness.workspace import now_iso
+from app.secrets import process_secrets, scrub
+from core.redact import redact
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -83,6 +85,15 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
     ]),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def _row_values(rows: Sequence[dict[str, Any]], columns: list[str]) -> list[tuple]:
+    """Row tuples with secret values replaced: nothing secret is ever stored in the log."""
+    secrets = process_secrets()
+    if not secrets:
+        return [tuple(r[c] for c in columns) for r in rows]
+    return [tuple(redact(v, secrets) if isinstance(v, str) else v for v in (r[c] for c in columns))
+            for r in rows]
 
 
 def escape_like(text: str) -> str:
@@ -155,7 +166,7 @@ class HarnessLog:
         sql = (f"INSERT INTO {table} ({', '.join(columns)}) "
                f"VALUES ({', '.join('?' for _ in columns)})")
         with self._lock, self.db.atomic():
-            self.conn.executemany(sql, [tuple(r[c] for c in columns) for r in rows])
+            self.conn.executemany(sql, _row_values(rows, columns))
 
     def upsert_predictions(self, rows: Sequence[dict[str, Any]]) -> None:
         """(run_id, question_id) is unique: a retried question replaces its old row."""
@@ -165,7 +176,7 @@ class HarnessLog:
         sql = (f"INSERT OR REPLACE INTO predictions ({', '.join(columns)}) "
                f"VALUES ({', '.join('?' for _ in columns)})")
         with self._lock, self.db.atomic():
-            self.conn.executemany(sql, [tuple(r[c] for c in columns) for r in rows])
+            self.conn.executemany(sql, _row_values(rows, columns))
 
     def register_run(self, run_id: str, *, kind: str, skills_version: str = "",
                      prompts_version: str = "", questions_ref: str = "",
@@ -179,8 +190,9 @@ class HarnessLog:
                 "prompts_version, questions_ref, status, started_at, config_json, "
                 "provenance_json) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 (run_id, seq, kind, parent_run_id, skills_version, prompts_version,
-                 questions_ref, "running", now_iso(), json.dumps(config or {}, sort_keys=True),
-                 json.dumps(provenance or {}, sort_keys=True)))
+                 questions_ref, "running", now_iso(),
+                 scrub(json.dumps(config or {}, sort_keys=True)),
+                 scrub(json.dumps(provenance or {}, sort_keys=True))))
 
     def finish_run(self, run_id: str, status: str, summary: dict | None = None) -> None:
         with self._lock, self.db.atomic():

@@ -20,6 +20,7 @@ from app.errors import UserError
 from app.harness import killpoints
 from app.harness.atomic import fsync_dir, read_json, write_json_atomic
 from app.harness.store import Seed, load_benchmark
+from app.secrets import scrub
 
 MANIFEST_SCHEMA = 1
 KINDS = ("skills", "prompts")
@@ -151,6 +152,7 @@ def advance_version(root: Path, kind: str, files: dict[str, str], *, source: str
     root = Path(root)
     existing = list_versions(root, kind)
     version = f"v{version_number(existing[-1]) + 1 if existing else 1}"
+    files = {name: scrub(text) for name, text in files.items()}
     meta = {"source": source, "parent": parent, "description": description, "at": now_iso(),
             "sha256": content_sha256(files), "files": sorted(files)}
     staging = _stage_folder(root, files, meta)
