@@ -1,5 +1,7 @@
 """ResponseCache and CachingProvider: keys, hits, errors, telemetry, persistence, kill-safety."""
 
+# ruff: noqa: F811 - test arguments name the imported `fake_openai` fixture
+
 from __future__ import annotations
 
 import signal
@@ -180,7 +182,7 @@ async def test_hits_survive_a_new_process_instance(tmp_path: Path) -> None:
 
 async def test_real_litellm_behind_cache(
     cache: ResponseCache,
-    fake_openai: FakeOpenAI,  # noqa: F811
+    fake_openai: FakeOpenAI,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("FAKE_LLM_API_KEY", "sk-test")

@@ -1,5 +1,7 @@
 """LiteLLMProvider through the real litellm client against the fake OpenAI server (loopback)."""
 
+# ruff: noqa: F811 - test arguments name the imported `fake_openai` fixture
+
 from __future__ import annotations
 
 import logging
@@ -45,7 +47,7 @@ def sleeps() -> Sleeps:
 
 
 @pytest.fixture
-def make(fake_openai: FakeOpenAI, sleeps: Sleeps, monkeypatch: pytest.MonkeyPatch):  # noqa: F811
+def make(fake_openai: FakeOpenAI, sleeps: Sleeps, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv(KEY_ENV, "sk-test")
 
     def build(**overrides) -> LiteLLMProvider:
@@ -72,7 +74,7 @@ def loguru_lines():
     logger.remove(sink_id)
 
 
-async def test_canned_answer(make, fake_openai: FakeOpenAI) -> None:  # noqa: F811
+async def test_canned_answer(make, fake_openai: FakeOpenAI) -> None:
     fake_openai.push(Reply.ok("Paris is the capital."))
     provider = make()
     assert isinstance(provider, LLMProvider)
@@ -85,9 +87,10 @@ async def test_canned_answer(make, fake_openai: FakeOpenAI) -> None:  # noqa: F8
     sent = fake_openai.requests[-1]
     assert (sent["model"], sent["max_tokens"], sent["seed"]) == ("fake-model", 64, 7)
     assert sent["temperature"] == 0.2
+    assert not {"input_cost_per_token", "num_retries", "api_key"} & set(sent)  # client-side only
 
 
-async def test_tool_call_parsed_into_toolcall(make, fake_openai: FakeOpenAI) -> None:  # noqa: F811
+async def test_tool_call_parsed_into_toolcall(make, fake_openai: FakeOpenAI) -> None:
     fake_openai.push(Reply.tool("lookup", {"query": "rivers", "limit": 3}))
     response = await make().complete(USER, tools=[LOOKUP])
     assert response.tool_calls == (
@@ -96,13 +99,13 @@ async def test_tool_call_parsed_into_toolcall(make, fake_openai: FakeOpenAI) -> 
     assert fake_openai.requests[-1]["tools"][0]["function"]["name"] == "lookup"
 
 
-async def test_tool_arguments_that_are_not_json_stay_raw(make, fake_openai: FakeOpenAI) -> None:  # noqa: F811
+async def test_tool_arguments_that_are_not_json_stay_raw(make, fake_openai: FakeOpenAI) -> None:
     fake_openai.push(Reply.tool("lookup", "{not json"))
     response = await make().complete(USER, tools=[LOOKUP])
     assert response.tool_calls[0].arguments == "{not json"
 
 
-async def test_rate_limit_is_retried_then_succeeds(make, fake_openai, sleeps) -> None:  # noqa: F811
+async def test_rate_limit_is_retried_then_succeeds(make, fake_openai, sleeps) -> None:
     fake_openai.push(Reply.error(429), Reply.error(429), Reply.ok("finally"))
     provider = make()
     response = await provider.complete(USER)
@@ -112,7 +115,7 @@ async def test_rate_limit_is_retried_then_succeeds(make, fake_openai, sleeps) ->
     assert len(sleeps.delays) == 2
 
 
-async def test_server_errors_exhaust_retries(make, fake_openai, sleeps) -> None:  # noqa: F811
+async def test_server_errors_exhaust_retries(make, fake_openai, sleeps) -> None:
     fake_openai.push(*[Reply.error(500)] * 3)
     provider = make(max_retries=2)
     with pytest.raises(TransientError, match="after 3 attempts") as info:
@@ -122,7 +125,7 @@ async def test_server_errors_exhaust_retries(make, fake_openai, sleeps) -> None:
     assert all(0 <= d <= 0.001 * 2**i for i, d in enumerate(sleeps.delays))
 
 
-async def test_timeout_is_retried_then_transient(make, fake_openai) -> None:  # noqa: F811
+async def test_timeout_is_retried_then_transient(make, fake_openai) -> None:
     provider = make(timeout_s=0.3, max_retries=1)
     slow = [{"role": "user", "content": "[[fake:slow=3]]"}]
     with anyio.fail_after(4):  # 2 attempts x 0.3 s, not litellm's own 4 s of retries
@@ -131,7 +134,7 @@ async def test_timeout_is_retried_then_transient(make, fake_openai) -> None:  # 
     assert len(fake_openai.requests) == 2
 
 
-async def test_malformed_json_is_a_clear_error(make, fake_openai: FakeOpenAI) -> None:  # noqa: F811
+async def test_malformed_json_is_a_clear_error(make, fake_openai: FakeOpenAI) -> None:
     fake_openai.push(Reply.malformed())
     with pytest.raises(ProviderError, match="malformed") as info:
         await make().complete(USER)
@@ -139,7 +142,7 @@ async def test_malformed_json_is_a_clear_error(make, fake_openai: FakeOpenAI) ->
     assert len(fake_openai.requests) == 1  # a broken server is not retried
 
 
-async def test_bad_request_is_not_retried(make, fake_openai: FakeOpenAI) -> None:  # noqa: F811
+async def test_bad_request_is_not_retried(make, fake_openai: FakeOpenAI) -> None:
     fake_openai.push(Reply.error(400))
     with pytest.raises(ProviderError, match="BadRequestError 400") as info:
         await make().complete(USER)
@@ -147,7 +150,7 @@ async def test_bad_request_is_not_retried(make, fake_openai: FakeOpenAI) -> None
     assert len(fake_openai.requests) == 1
 
 
-async def test_budget_stops_before_further_calls(make, fake_openai: FakeOpenAI) -> None:  # noqa: F811
+async def test_budget_stops_before_further_calls(make, fake_openai: FakeOpenAI) -> None:
     budget = CostBudget(max_usd=0.000_01)
     agent = make(price_in_per_mtok=2.0, price_out_per_mtok=8.0, budget=budget)
     judge = make(price_in_per_mtok=2.0, price_out_per_mtok=8.0, budget=budget)
@@ -184,7 +187,7 @@ async def test_unpriced_model_warns_once(make, loguru_lines) -> None:
     assert len(warnings) == 1 and "fake-warn-once" in warnings[0]
 
 
-async def test_concurrent_calls_each_retry_their_own_429(make, fake_openai) -> None:  # noqa: F811
+async def test_concurrent_calls_each_retry_their_own_429(make, fake_openai) -> None:
     provider = make()
     results: list[str] = []
 
@@ -218,14 +221,14 @@ def test_unknown_model_is_named() -> None:
         LiteLLMProvider("no-such-model-xyz").preflight()
 
 
-async def test_local_server_needs_no_key(fake_openai, monkeypatch) -> None:  # noqa: F811
+async def test_local_server_needs_no_key(fake_openai, monkeypatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     provider = LiteLLMProvider(MODEL, api_base=fake_openai.base_url)
     assert (await provider.complete(USER)).text == "ok"
 
 
 async def test_canary_key_never_leaks(
-    fake_openai: FakeOpenAI,  # noqa: F811
+    fake_openai: FakeOpenAI,
     monkeypatch: pytest.MonkeyPatch,
     loguru_lines: list[str],
     caplog: pytest.LogCaptureFixture,
@@ -239,7 +242,7 @@ async def test_canary_key_never_leaks(
     with pytest.raises(ConfigurationError) as info:
         await provider.complete(USER)
     logger.opt(exception=info.value).error("call failed")  # as a caller would log it
-    assert provider.stats.retries == 1 and "***" in str(info.value)
+    assert provider.stats.retries == 1 and "[REDACTED:" in str(info.value)
     texts = [
         str(info.value),
         repr(info.value),
@@ -248,14 +251,17 @@ async def test_canary_key_never_leaks(
         caplog.text,
         *capfd.readouterr(),
     ]
-    assert any("key provided: ***" in line for line in loguru_lines)  # retry logged
+    assert any("key provided: Bearer [REDACTED:" in line for line in loguru_lines)  # retry logged
     assert not [text for text in texts if CANARY in text]
 
 
 def test_redact_hides_env_secrets_and_key_shapes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SOME_SERVICE_TOKEN", "tok-0123456789")
-    text = "t=tok-0123456789 k=sk-abcdefghijklmnop auth=Bearer xyz123 ok=short"
-    assert redact(text) == "t=*** k=*** auth=*** ok=short"
+    text = "t=tok-0123456789 k=sk-abcdefghijklmnop auth=Bearer xyz123 x=my-own-key ok=short"
+    out = redact(text, ["my-own-key"])
+    for secret in ("tok-0123456789", "sk-abcdefghijklmnop", "xyz123", "my-own-key"):
+        assert secret not in out
+    assert out.startswith("t=[REDACTED:") and out.endswith(" ok=short")
 
 
 def test_backoff_is_full_jitter_capped_and_honours_retry_after() -> None:

@@ -1,0 +1,267 @@
+"""Request-hash response cache used in front of every provider (DESIGN §8).
+
+A resumed or repeated request (same model, messages, tools, sampling params and seed, which is
+the sample index) is answered from SQLite and marked `cache_hit`. Every put commits at once, so
+a SIGKILL loses at most the call in flight. The simulated model goes through this too, so the
+hot path is one dict lookup, or one indexed SELECT plus one INSERT.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+from loguru import logger
+
+from core.protocols import LLMProvider, Message, TelemetryRecorder
+from core.types import LLMResponse, ToolCall, ToolSpec, Usage
+
+BUSY_TIMEOUT_S = 5.0
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, ToolSpec):
+        return value.as_openai()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    # No str() fallback: an object repr with an address would make keys unstable.
+    raise TypeError(f"cannot hash a {type(value).__name__} into a cache key")
+
+
+# Built once: json.dumps with options constructs a new encoder on every call. ASCII output
+# (the default) is canonical too and ~30 % faster to produce than ensure_ascii=False.
+_KEY_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=_json_default)
+_ROW_ENCODER = json.JSONEncoder(separators=(",", ":"))
+
+
+def key_for(
+    model: str,
+    messages: list[Message],
+    tools: list[ToolSpec] | None,
+    temperature: float,
+    max_tokens: int,
+    seed: int,
+    role: str,
+) -> str:
+    """sha256 of the canonical JSON of everything that determines the answer."""
+    payload = {
+        "model": model,
+        "messages": messages,
+        # None and [] ask the same thing; ToolSpecs are converted here, not via `default`.
+        "tools": [t.as_openai() if isinstance(t, ToolSpec) else t for t in tools or ()],
+        "temperature": float(temperature),  # 0 and 0.0 must not differ
+        "max_tokens": int(max_tokens),
+        "seed": int(seed),
+        "role": role,
+    }
+    canonical = _KEY_ENCODER.encode(payload)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def response_to_json(response: LLMResponse) -> str:
+    # Built by hand: dataclasses.asdict deep-copies and costs ~60 us a call on the hot path.
+    # `cache_hit` is left out: it is a property of serving, not of the answer.
+    data = {
+        "text": response.text,
+        "tool_calls": [
+            {"id": tc.id, "name": tc.name, "arguments": tc.arguments} for tc in response.tool_calls
+        ],
+        "usage": {"tokens_in": response.usage.tokens_in, "tokens_out": response.usage.tokens_out},
+        "cost_usd": response.cost_usd,
+        "model": response.model,
+        "latency_s": response.latency_s,
+    }
+    return _ROW_ENCODER.encode(data)
+
+
+def response_from_json(text: str) -> LLMResponse:
+    data = json.loads(text)
+    return LLMResponse(
+        text=data["text"],
+        tool_calls=tuple(ToolCall(**tc) for tc in data.get("tool_calls") or ()),
+        usage=Usage(**(data.get("usage") or {})),
+        cost_usd=data.get("cost_usd", 0.0),
+        model=data.get("model", ""),
+        latency_s=data.get("latency_s", 0.0),
+    )
+
+
+class ResponseCache:
+    """SQLite table `responses(key, response_json, created_at)` with a bounded dict in front."""
+
+    key_for = staticmethod(key_for)
+
+    def __init__(self, path: Path, *, memory_items: int = 50_000) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.db = self._open()
+        except sqlite3.DatabaseError as exc:  # e.g. torn by a power cut: it is only a cache
+            self._set_aside(exc)
+            self.db = self._open()
+        self._conn = self.db.conn
+        self._lock = threading.Lock()
+        self._memory: dict[str, LLMResponse] = {}
+        self._memory_items = memory_items
+
+    def _set_aside(self, exc: Exception) -> None:
+        stamp = int(time.time())
+        logger.warning(
+            "response cache {} unreadable ({}); set aside, starting empty", self.path, exc
+        )
+        for suffix in ("", "-wal", "-shm"):  # a stale WAL must not replay into the new file
+            part = Path(f"{self.path}{suffix}")
+            if part.exists():
+                part.rename(part.with_name(f"{part.name}.corrupt-{stamp}"))
+
+    def _open(self) -> sqlite_utils.Database:
+        # Autocommit (isolation_level=None): each INSERT is its own committed transaction.
+        conn = sqlite3.connect(
+            self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+        )
+        try:
+            return self._prepare(conn)
+        except sqlite3.DatabaseError:
+            conn.close()
+            raise
+
+    def _prepare(self, conn: sqlite3.Connection) -> sqlite_utils.Database:
+        db = sqlite_utils.Database(conn)
+        db.enable_wal()
+        conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+        # WAL + synchronous=OFF: a committed row survives a process kill (the OS has it);
+        # only an OS crash or power cut can lose or tear recent rows; a torn file is set aside
+        # when next opened. It halves the cost of a put (~80 -> ~35 us), which the sim needs.
+        conn.execute("PRAGMA synchronous=OFF")
+        db["responses"].create(
+            {"key": str, "response_json": str, "created_at": str}, pk="key", if_not_exists=True
+        )
+        return db
+
+    def get(self, key: str) -> LLMResponse | None:
+        with self._lock:
+            found = self._memory.get(key)
+            if found is not None:
+                return found
+            row = self._conn.execute(
+                "SELECT response_json FROM responses WHERE key = ?", (key,)
+            ).fetchone()
+            if row is None:
+                return None
+            response = response_from_json(row[0])
+            self._remember(key, response)
+            return response
+
+    def put(self, key: str, response: LLMResponse) -> None:
+        text = response_to_json(response)
+        created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())  # UTC, cheap
+        with self._lock:
+            self._conn.execute(
+                "INSERT OR REPLACE INTO responses (key, response_json, created_at) VALUES (?, ?, ?)",
+                (key, text, created),
+            )
+            if response.cache_hit:
+                response = dataclasses.replace(response, cache_hit=False)
+            self._remember(key, response)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return self._conn.execute("SELECT count(*) FROM responses").fetchone()[0]
+
+    def close(self) -> None:
+        with self._lock:
+            self._memory.clear()
+            self._conn.close()
+
+    def _remember(self, key: str, response: LLMResponse) -> None:
+        if len(self._memory) >= self._memory_items:
+            del self._memory[next(iter(self._memory))]  # drop the oldest insert: O(1), bounded
+        self._memory[key] = response
+
+
+class CachingProvider:
+    """`LLMProvider` that answers repeats from a `ResponseCache` and records every call."""
+
+    def __init__(
+        self,
+        inner: LLMProvider,
+        cache: ResponseCache,
+        *,
+        model_name: str,
+        recorder: TelemetryRecorder | None = None,
+    ) -> None:
+        self.inner = inner
+        self.cache = cache
+        self.model_name = model_name
+        self.recorder = recorder
+
+    async def complete(
+        self,
+        messages: list[Message],
+        *,
+        tools: list[ToolSpec] | None = None,
+        temperature: float = 0.0,
+        max_tokens: int = 1024,
+        seed: int = 0,
+        role: str = "agent",
+    ) -> LLMResponse:
+        key = key_for(self.model_name, messages, tools, temperature, max_tokens, seed, role)
+        cached = self._lookup(key)
+        if cached is not None:
+            # Served locally: nothing was spent and nothing was waited for.
+            hit = dataclasses.replace(cached, cache_hit=True, latency_s=0.0, cost_usd=0.0)
+            self._record(role, hit, "ok")
+            return hit
+        start = time.perf_counter()
+        try:
+            response = await self.inner.complete(
+                messages,
+                tools=tools,
+                temperature=temperature,
+                max_tokens=max_tokens,
+                seed=seed,
+                role=role,
+            )
+        except Exception as exc:  # recorded, never cached
+            failed = LLMResponse(text="", latency_s=time.perf_counter() - start)
+            self._record(role, failed, f"error:{type(exc).__name__}")
+            raise
+        self._store(key, response)
+        self._record(role, response, "ok")
+        return response
+
+    def _lookup(self, key: str) -> LLMResponse | None:
+        try:
+            return self.cache.get(key)
+        except sqlite3.Error as exc:  # a cache fault costs a call, never the run
+            logger.warning("response cache read failed ({}): {}", self.cache.path, exc)
+            return None
+
+    def _store(self, key: str, response: LLMResponse) -> None:
+        try:
+            self.cache.put(key, response)
+        except sqlite3.Error as exc:  # the answer is good and paid for: keep going
+            logger.warning("response cache write failed ({}): {}", self.cache.path, exc)
+
+    def _record(self, role: str, response: LLMResponse, status: str) -> None:
+        if self.recorder is None:
+            return
+        self.recorder.record_call(
+            {
+                "role": role,
+                "model": self.model_name,
+                "tokens_in": response.usage.tokens_in,
+                "tokens_out": response.usage.tokens_out,
+                "cost_usd": response.cost_usd,
+                "latency_s": response.latency_s,
+                "status": status,
+                "cache_hit": int(response.cache_hit),
+            }
+        )
