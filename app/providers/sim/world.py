@@ -35,6 +35,7 @@ FACT_MARKER = "FACT:"
 _WS = re.compile(r"\s+")
 
 
+@lru_cache(maxsize=8192)  # rule statements and prompts repeat across thousands of calls
 def normalise(text: str) -> str:
     return _WS.sub(" ", text.lower()).strip()
 
