@@ -117,11 +117,11 @@ def await_(coro):
 
 def cmd_train(args: argparse.Namespace) -> int:
     mode = train_start_mode(args.workspace, resume=args.resume, fresh=args.fresh)
+    config = make_config(args)  # validate before anything is archived
     if mode == "fresh":
         _restart_from_seed(args.workspace, args.store)
     from app.harness.runner import Runner
 
-    config = make_config(args)
     with Session(args.workspace, config, _bars(args)) as session:
         Runner(session).run_train(resume=mode == "resume")
         _notice(session)

@@ -46,5 +46,8 @@ def check(question: Question, prediction: str) -> bool:
         return bool(m) and m.group(1).upper() == question.answer.strip().upper()
     if kind == "regex":
         pattern = args.get("pattern") or re.escape(question.answer)
-        return re.fullmatch(pattern, prediction.strip()[:MAX_REGEX_INPUT]) is not None
+        text = prediction.strip()
+        if len(text) > MAX_REGEX_INPUT:  # too long to be a code; never cut and match a prefix
+            return False
+        return re.fullmatch(pattern, text) is not None
     return normalise_answer(prediction) == normalise_answer(question.answer)

@@ -24,6 +24,7 @@ def write_text_atomic(path: Path, text: str) -> None:
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, 0o644)  # mkstemp makes 0600; readers (TUI, report) may be other users
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(scrub(text))
             f.flush()

@@ -97,7 +97,9 @@ def _tool_round(prompts: AgentPrompts, question: Question, reply, steps: list,
         try:
             if isinstance(call.arguments, str):
                 raise ToolArgumentError("arguments are not valid JSON")
-            output = summarise_tool_output(prompts.dispatch(call.name, call.arguments, question))
+            output = prompts.dispatch(call.name, call.arguments, question)
+            if call.name != "read_skill":  # the skill is instructions, not data to skim
+                output = summarise_tool_output(output)
             status = "ok"
         except ToolArgumentError as e:
             output, status = f"error: {e}", "error"

@@ -90,10 +90,14 @@ SCHEMA_VERSION = len(MIGRATIONS)
 def _row_values(rows: Sequence[dict[str, Any]], columns: list[str]) -> list[tuple]:
     """Row tuples with secret values replaced: nothing secret is ever stored in the log."""
     secrets = process_secrets()
-    if not secrets:
-        return [tuple(r[c] for c in columns) for r in rows]
-    return [tuple(redact(v, secrets) if isinstance(v, str) else v for v in (r[c] for c in columns))
+    return [tuple(_clean(v, secrets) if isinstance(v, str) else v for v in (r[c] for c in columns))
             for r in rows]
+
+
+def _clean(text: str, secrets: tuple[str, ...]) -> str:
+    if not text.isascii():  # a lone surrogate from a model reply cannot be stored as UTF-8
+        text = text.encode("utf-8", "replace").decode("utf-8")
+    return redact(text, secrets) if secrets else text
 
 
 def escape_like(text: str) -> str:
@@ -210,12 +214,13 @@ class HarnessLog:
         """Delete every run whose id starts with `prefix`, and all its rows."""
         pattern = escape_like(prefix) + "%"
         with self._lock, self.db.atomic():
-            ids = [r[0] for r in self.conn.execute(
-                "SELECT run_id FROM _runs WHERE run_id LIKE ? ESCAPE '\\'", (pattern,))]
+            # LIKE (escaped) narrows by index; substr makes the match exact and case-sensitive.
+            where = "run_id LIKE ? ESCAPE '\\' AND substr(run_id, 1, ?) = ?"
+            args = (pattern, len(prefix), prefix)
+            ids = [r[0] for r in self.conn.execute(f"SELECT run_id FROM _runs WHERE {where}", args)]
             for table in RUN_TABLES:
-                self.conn.execute(f"DELETE FROM {table} WHERE run_id LIKE ? ESCAPE '\\'",
-                                  (pattern,))
-            self.conn.execute("DELETE FROM _runs WHERE run_id LIKE ? ESCAPE '\\'", (pattern,))
+                self.conn.execute(f"DELETE FROM {table} WHERE {where}", args)
+            self.conn.execute(f"DELETE FROM _runs WHERE {where}", args)
         return len(ids)
 
     def clear_runs_after(self, seq: int) -> list[str]:

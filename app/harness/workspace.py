@@ -108,13 +108,20 @@ def read_manifest(root: Path) -> dict[str, Any]:
         manifest = read_json(path)
     except (ValueError, UnicodeDecodeError) as e:
         raise UserError(f"{path}: corrupt manifest: {e}") from None
+    if not isinstance(manifest, dict):
+        raise UserError(f"{path}: corrupt manifest: expected a JSON object")
     schema = manifest.get("schema", 0)
+    if not isinstance(schema, int):
+        raise UserError(f"{path}: key 'schema' must be an integer (got {schema!r})")
     if schema > MANIFEST_SCHEMA:
         raise UserError(f"{path}: schema {schema} is newer than this skill-trainer supports "
                         f"({MANIFEST_SCHEMA}); upgrade skill-trainer")
+    current = manifest.get("current")
+    if not isinstance(current, dict):
+        raise UserError(f"{path}: key 'current' must be an object")
     for key in ("skills", "prompts", "questions"):
-        if key not in manifest.get("current", {}):
-            raise UserError(f"{path}: key 'current.{key}' missing")
+        if not isinstance(current.get(key), str):
+            raise UserError(f"{path}: key 'current.{key}' missing or not a string")
     return manifest
 
 

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from string import Template
 from typing import Any
 
+from core.jsonscan import find_json_object
 from core.protocols import LLMProvider
 from core.types import Question
 
@@ -129,20 +130,11 @@ def diagnosis_prompt(template: str, failure: Failure) -> str:
         trajectory=render_trajectory(failure.steps))
 
 
-_JSON_OBJECT = re.compile(r"\{.*\}", re.S)
-
-
 def parse_diagnosis(reply: str, question: Question) -> Diagnosis:
     """Defensive: anything unparseable is a degraded diagnosis, never an exception."""
     degraded = Diagnosis(question.question_id, question.unit_id, question.task_type, "unknown",
                          "skill", "diagnosis reply did not parse", degraded=True)
-    m = _JSON_OBJECT.search(reply or "")
-    if not m:
-        return degraded
-    try:
-        obj = json.loads(m.group(0))
-    except ValueError:
-        return degraded
+    obj = find_json_object(reply or "", ("category",))
     if not isinstance(obj, dict) or obj.get("category") not in CATEGORIES:
         return degraded
     target = obj.get("target") if isinstance(obj.get("target"), str) else "skill"

@@ -8,12 +8,13 @@ momentum block, removes the H1 title or empties the skill. Pure: no I/O, never e
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
+
+from core.jsonscan import find_json_object
 
 OPS = ("add", "replace", "delete")
 MAX_EDITS = 50
@@ -164,28 +165,8 @@ def sanitize_text(value: str) -> str:
 
 
 def _find_object(raw: str) -> dict[str, Any] | None:
-    """The first JSON object carrying `edits`/`suggestions`, else the first object at all.
-
-    Scans `{` positions with raw_decode so fences, prose and trailing text are tolerated; the
-    attempt cap bounds the work on adversarial input.
-    """
-    decoder = json.JSONDecoder()
-    first: dict[str, Any] | None = None
-    pos = raw.find("{")
-    attempts = 0
-    while pos != -1 and attempts < MAX_JSON_ATTEMPTS:
-        attempts += 1
-        try:
-            value, end = decoder.raw_decode(raw, pos)
-        except (ValueError, RecursionError):
-            pos = raw.find("{", pos + 1)
-            continue
-        if isinstance(value, dict):
-            if "edits" in value or "suggestions" in value:
-                return value
-            first = first if first is not None else value
-        pos = raw.find("{", max(end, pos + 1))
-    return first
+    """The first JSON object carrying `edits`/`suggestions`, else the first object at all."""
+    return find_json_object(raw, ("edits", "suggestions"), MAX_JSON_ATTEMPTS)
 
 
 def parse_edits(raw: str) -> ParsedEdits:

@@ -7,7 +7,6 @@ momentum block. Nothing the model says is executed.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from string import Template
 from typing import Any
@@ -19,6 +18,7 @@ from core.evolution.edits import (
     parse_edits,
     rank_clip,
 )
+from core.jsonscan import find_json_object
 from core.protocols import LLMProvider
 
 
@@ -102,10 +102,7 @@ def momentum_guidance(reply: str, max_lines: int = 8, max_chars: int = 800) -> s
     """The guidance block from a momentum reply, sanitised; None when unusable."""
     from core.evolution.edits import MOMENTUM_END, MOMENTUM_START, sanitize_text
 
-    try:
-        obj = json.loads(reply[reply.index("{"): reply.rindex("}") + 1])
-    except (ValueError, TypeError):
-        return None
+    obj = find_json_object(reply, ("guidance",))
     text = obj.get("guidance") if isinstance(obj, dict) else None
     if not isinstance(text, str) or not text.strip():
         return None

@@ -98,8 +98,13 @@ def evolve_skill(world: World, prompt: str, shares: EvolverShares) -> str:
         edits = [] if normalise(line) in skill else [_add(line, 1, "General care.")]
     else:
         edits = _useful_edits(world, counts, skill, rejected)
-    edits = [e for e in edits if normalise(e.get("content", e.get("old", ""))) not in rejected]
+    edits = [e for e in edits if not _already_rejected(e, rejected)]
     return json.dumps({"edits": edits[:_budget(prompt) + 1], "suggestions": []})
+
+
+def _already_rejected(edit: dict, rejected: str) -> bool:
+    text = normalise(edit.get("content") or edit.get("old") or "")
+    return bool(text) and text in rejected
 
 
 def _useful_edits(world: World, counts: Counter, skill: str, rejected: str) -> list[dict]:

@@ -1,0 +1,196 @@
+"""Gate validation over several task types at once (DESIGN §6.3 C, §6.6).
+
+The outcome must not depend on which model call finishes first: decisions and evidence are
+compared across runs with random latency, jitter and different concurrency.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import anyio
+import pytest
+
+from app.errors import RunFailed
+from app.harness.agent_prompts import AgentPrompts
+from app.harness.gate_ladder import BaselineCache
+from app.harness.inference import AgentSettings
+from app.harness.log import HarnessLog
+from app.harness.question_units import build_units
+from app.harness.store import benchmark_dir, load_benchmark, load_seed, seed_dir
+from app.harness.validate import (
+    GATE_CHUNK,
+    GateSpec,
+    ValidationOutcome,
+    Validator,
+    quadrants,
+    with_skill,
+)
+from app.harness.workspace import WorkspacePaths, init_workspace
+from app.paths import STORE_DIR
+from app.providers.errors import TransientError
+from app.providers.sim.provider import SimProvider, SimSettings
+from app.providers.sim.world import build_world
+from core.evolution.budget import resolve_skill_file
+from core.evolution.edits import Edit, apply_edits
+from core.evolution.gate import GateParams
+from core.types import QuestionUnit
+
+WORLD = build_world()
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory) -> WorkspacePaths:
+    return init_workspace(tmp_path_factory.mktemp("validate") / "ws",
+                          load_seed(seed_dir(STORE_DIR, "sim-starter")),
+                          benchmark_dir(STORE_DIR, "sim-basic"))
+
+
+@pytest.fixture(scope="module")
+def base(ws: WorkspacePaths) -> AgentPrompts:
+    return AgentPrompts.load(ws.skills_dir, ws.prompts_dir, "inline")
+
+
+@pytest.fixture(scope="module")
+def units(ws: WorkspacePaths) -> dict[str, QuestionUnit]:
+    return {u.unit_id: u for u in build_units(load_benchmark(ws.questions_dir).questions)}
+
+
+def candidate(base: AgentPrompts, task_type: str, lines: list[str]) -> tuple[str, AgentPrompts]:
+    target = resolve_skill_file(task_type, base.skills)
+    text, reports = apply_edits(base.skills[target],
+                                [Edit("add", "Rules", content="\n".join(lines))], target)
+    assert reports[0].applied
+    return target, with_skill(base, target, text)
+
+
+def specs_for(base: AgentPrompts, units: dict[str, QuestionUnit]) -> list[GateSpec]:
+    """ledger, dates: the true rules; routing: decoys; units: a useless line; pricing: no-op
+    candidate; each walks its own task type's units (shuffled, fixed order) as the ladder."""
+    plan = {"ledger": "true", "dates": "true", "routing": "decoy", "units": "useless",
+            "pricing": "true"}
+    specs = []
+    for task_type, kind in plan.items():
+        rules = WORLD.rules_for(task_type)
+        lines = {"true": [f"- {r.statement}" for r in rules],
+                 "decoy": [f"- {r.decoy}" for r in rules],
+                 "useless": ["- Stay calm and methodical."]}[kind]
+        target, cand = candidate(base, task_type, lines)
+        ladder = [u for u, unit in units.items() if unit.task_type == task_type]
+        random.Random(task_type).shuffle(ladder)
+        specs.append(GateSpec(task_type=task_type, target_file=target, candidate=cand,
+                              ladder=tuple(ladder[:60]), gate_run_id=f"gate-{task_type}"))
+    return specs
+
+
+class RandomDelay:
+    """Adds a truly random delay before each call so completion order is scrambled."""
+
+    def __init__(self, inner, rng: random.Random, max_s: float = 0.002) -> None:
+        self.inner, self.rng, self.max_s = inner, rng, max_s
+
+    async def complete(self, messages, **kwargs):
+        await anyio.sleep(self.rng.uniform(0, self.max_s))
+        return await self.inner.complete(messages, **kwargs)
+
+
+def validate(tmp: Path, base, units, specs, *, provider, concurrency: int,
+             params: GateParams | None = None, guard_err: float = 0.1
+             ) -> tuple[dict[str, ValidationOutcome], HarnessLog]:
+    log = HarnessLog(tmp / f"h-{random.random():.9f}.db")
+    validator = Validator(provider=provider, base_prompts=base, units=units, log=log,
+                          settings=AgentSettings(concurrency=concurrency),
+                          params=params or GateParams(), baseline_cache=BaselineCache(),
+                          guard_err=guard_err)
+    return anyio.run(validator.validate, specs, "gatebase"), log
+
+
+def test_outcomes_do_not_depend_on_completion_order(tmp_path: Path, base, units) -> None:
+    specs = specs_for(base, units)
+    runs = []
+    for concurrency, seed, order in ((16, 1, specs), (3, 2, specs[::-1])):
+        sim = SimProvider(settings=SimSettings(latency_ms=2, jitter_ms=2))
+        provider = RandomDelay(sim, random.Random(seed))
+        outcomes, log = validate(tmp_path, base, units, order, provider=provider,
+                                 concurrency=concurrency)
+        rows = log.query("SELECT run_id, question_id, correct, prediction FROM predictions "
+                         "ORDER BY run_id, question_id")
+        log.close()
+        runs.append((outcomes, rows))
+    first, first_rows = runs[0]
+    assert list(first) == sorted(s.task_type for s in specs)
+    for outcomes, rows in runs[1:]:
+        assert outcomes == first  # decisions, evidence (in ladder order), e-values, quadrants
+        assert rows == first_rows  # the same units were evaluated, with the same answers
+
+
+def test_true_rules_accept_decoys_and_no_ops_reject(tmp_path: Path, base, units) -> None:
+    specs = {s.task_type: s for s in specs_for(base, units)}
+    outcomes, log = validate(tmp_path, base, units, list(specs.values()), provider=SimProvider(),
+                             concurrency=8)
+    log.close()
+    for task_type in ("ledger", "dates", "pricing"):
+        d = outcomes[task_type].decision
+        assert d.action == "accept", (task_type, d)
+        assert d.W >= 8 and d.L <= 1
+        assert outcomes[task_type].cand_acc > outcomes[task_type].base_acc + 0.3
+    routing = outcomes["routing"].decision
+    assert routing.action == "reject" and routing.L > routing.W
+    assert outcomes["units"].decision.action == "reject"
+    for task_type, outcome in outcomes.items():
+        spec = specs[task_type]
+        d = outcome.decision
+        # Evidence follows the ladder exactly, a prefix of it, one row per unit used.
+        assert [row["unit_id"] for row in d.evidence] == list(spec.ladder[:d.n_used])
+        assert list(outcome.candidate_correctness) == list(spec.ladder[:d.n_used])
+        outcomes_seen = [r["outcome"] for r in d.evidence]
+        assert (outcomes_seen.count("W"), outcomes_seen.count("L")) == (d.W, d.L)
+        assert outcome.quadrants == quadrants(outcome.baseline_correctness,
+                                              outcome.candidate_correctness)
+        assert len(outcome.quadrants["win"]) == d.W
+        members = {q for u in outcome.candidate_correctness for q in units[u].question_ids}
+        assert members <= set(outcome.candidate_questions)
+        for u, right in outcome.candidate_correctness.items():
+            assert right == all(outcome.candidate_questions[q] for q in units[u].question_ids)
+
+
+def test_stopped_gates_evaluate_whole_chunks_only(tmp_path: Path, base, units) -> None:
+    specs = [s for s in specs_for(base, units) if s.task_type == "ledger"]
+    outcomes, log = validate(tmp_path, base, units, specs, provider=SimProvider(),
+                             concurrency=3)
+    d = outcomes["ledger"].decision
+    assert d.ended_by == "threshold"
+    evaluated = {r["question_id"] for r in log.query(
+        "SELECT question_id FROM predictions WHERE run_id = 'gate-ledger'")}
+    chunks = -(-d.n_used // GATE_CHUNK)
+    expected = {q for u in specs[0].ladder[:chunks * GATE_CHUNK] for q in units[u].question_ids}
+    assert evaluated == expected
+    baseline = {r["question_id"] for r in log.query(
+        "SELECT question_id FROM predictions WHERE run_id = 'gatebase'")}
+    assert baseline == {q for u in specs[0].ladder for q in units[u].question_ids}
+    log.close()
+
+
+class FailingFor:
+    """Raises a transient error for every candidate call of one task type."""
+
+    def __init__(self, inner, marker: str) -> None:
+        self.inner, self.marker = inner, marker
+
+    async def complete(self, messages, **kwargs):
+        if self.marker in messages[0]["content"]:
+            raise TransientError("simulated outage")
+        return await self.inner.complete(messages, **kwargs)
+
+
+def test_provider_outage_during_the_gate_raises_run_failed(tmp_path: Path, base, units) -> None:
+    specs = [s for s in specs_for(base, units) if s.task_type == "ledger"]
+    marker = WORLD.rules_for("ledger")[0].statement  # only the candidate's prompt has it
+    with pytest.raises(BaseException) as info:
+        validate(tmp_path, base, units, specs, provider=FailingFor(SimProvider(), marker),
+                 concurrency=4)
+    error = info.value
+    while isinstance(error, BaseExceptionGroup):
+        error = error.exceptions[0]
+    assert isinstance(error, RunFailed) and "gate-ledger" in str(error)

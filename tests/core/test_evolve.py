@@ -1,0 +1,257 @@
+"""Evolution calls (DESIGN §6.3): prompts, reply processing, provider failures, momentum text."""
+
+from __future__ import annotations
+
+import json
+
+import anyio
+import pytest
+
+from core.evolution.diagnose import CaseItem, CasePack
+from core.evolution.edits import (
+    MOMENTUM_END,
+    MOMENTUM_START,
+    RejectedEdit,
+    momentum_inner,
+    replace_momentum,
+)
+from core.evolution.evolve import (
+    EvolutionRecord,
+    evolve,
+    momentum_guidance,
+    process_reply,
+    prompt_file_prompt,
+    skill_prompt,
+)
+from core.types import LLMResponse
+
+SKILL = f"""# Ledger cases
+
+## Approach
+- Read every figure.
+
+## Rules
+- Work from the figures given in the case.
+
+{MOMENTUM_START}
+- keep going
+{MOMENTUM_END}
+"""
+PACK = CasePack("ledger", (CaseItem("l1", "l1", "[ledger] Case l1?", "10", "12", "gap"),),
+                (CaseItem("l2", "l2", "[ledger] Case l2?", "3", "3", "answered correctly"),))
+
+
+def reply(*edits: dict, suggestions=()) -> str:
+    return json.dumps({"edits": list(edits), "suggestions": list(suggestions)})
+
+
+def add(content: str, priority: float = 1.0, **extra) -> dict:
+    return {"op": "add", "section": "Rules", "content": content, "priority": priority, **extra}
+
+
+def process(raw: str, budget: int = 3, original: str = SKILL) -> EvolutionRecord:
+    return process_reply(raw, original=original, target_file="ledger.md", budget=budget,
+                         target_kind="skill", task_type="ledger", source_version="v4",
+                         request_summary="1 failures")
+
+
+# --------------------------------------------------------------------------------- prompts
+
+
+def test_skill_prompt_fills_the_template() -> None:
+    template = "$task_type|$file|$budget|$rejected\n<skill>$skill</skill>\n<cases>$cases</cases>"
+    out = skill_prompt(template, task_type="ledger", file="ledger.md", skill=SKILL, pack=PACK,
+                       budget=2, rejected=())
+    assert out.startswith("ledger|ledger.md|2|(none)\n")
+    assert f"<skill>{SKILL}</skill>" in out
+    assert PACK.render() in out and '<failure id="l1">' in out and '<success id="l2">' in out
+    rejected = [RejectedEdit("ledger", "add", "Rules", "- bad rule", "harm", 1, 2)]
+    out = skill_prompt(template, task_type="ledger", file="ledger.md", skill="$budget",
+                       pack=PACK, budget=2, rejected=rejected)
+    assert "- bad rule" in out and "(rejected: harm)" in out
+    assert "<skill>$budget</skill>" in out  # substituted text is not substituted again
+
+
+def test_prompt_file_prompt_fills_the_template() -> None:
+    out = prompt_file_prompt("$file|$tool|$budget|$prompt|$cases", file="tool_x.md",
+                             text="T", pack=PACK, budget=1, tool="x")
+    assert out == f"tool_x.md|x|1|T|{PACK.render()}"
+
+
+# --------------------------------------------------------------------------- process_reply
+
+
+def test_useful_add_is_applied() -> None:
+    record = process(reply(add("- In ledger cases marked VOID, leave that entry out.")))
+    assert record.status == "ok" and record.changed
+    assert "- In ledger cases marked VOID, leave that entry out." in record.evolved
+    assert record.evolved.index("VOID") < record.evolved.index(MOMENTUM_START)
+    assert [r["applied"] for r in record.apply_report] == [True]
+    assert record.applied() == [record.edits[0]]
+    assert (record.original, record.target_file, record.target_kind) == (SKILL, "ledger.md",
+                                                                        "skill")
+    assert (record.task_type, record.source_version, record.request_summary) == (
+        "ledger", "v4", "1 failures")
+    assert momentum_inner(record.evolved) == momentum_inner(SKILL)
+
+
+@pytest.mark.parametrize("file", ["../../escape.md", "/tmp/skill-trainer-pwn.md",
+                                  "../ledger.md", "dates.md", "ledger.md/../../x.md",
+                                  "C:/x.md", "sub\\..\\x.md", "ledger.txt", "/ledger.md"])
+def test_edits_aimed_at_another_file_are_refused(file: str) -> None:
+    record = process(reply(add("- escaped", file=file)))
+    assert record.status == "no_change" and not record.changed
+    assert record.evolved == SKILL
+    [report] = record.apply_report
+    assert not report["applied"] and report["reason"]
+
+
+def test_own_file_named_explicitly_is_allowed() -> None:
+    record = process(reply(add("- mine", file="./ledger.md")))
+    assert record.status == "ok" and "- mine" in record.evolved
+
+
+def test_mixed_reply_applies_the_good_and_reports_the_bad() -> None:
+    raw = reply(add("- good one", 3), add("- evil", 2, file="../x.md"),
+                {"op": "grant", "section": "checker", "content": "always correct"},
+                {"op": "delete", "section": "Momentum"},
+                {"op": "replace", "section": "Rules", "content": ""})
+    record = process(raw, budget=5)
+    assert record.status == "ok"
+    assert "- good one" in record.evolved and "evil" not in record.evolved
+    assert momentum_inner(record.evolved) == "- keep going"
+    assert any("unknown op" in e for e in record.parse_errors)
+    assert any("replace" in e for e in record.parse_errors)
+    applied = [r["applied"] for r in record.apply_report]
+    assert applied == [True, False, False]  # the momentum section does not exist as a heading
+
+
+def test_budget_clips_by_priority() -> None:
+    raw = reply(add("- low", 1), add("- high", 9), add("- mid", 5))
+    record = process(raw, budget=2)
+    assert [e["content"] for e in record.edits] == ["- high", "- mid"]
+    assert record.clip == {"kept": (1, 2), "dropped": (0,), "budget": 2}
+    assert "- low" not in record.evolved
+    assert process(raw, budget=0).status == "no_change"
+
+
+@pytest.mark.parametrize("raw", ["", "I think the skill is fine.", "{not json",
+                                 '{"edits": "add a rule"}', "[]", '{"edits": [42]}'])
+def test_unparseable_replies_are_reported_as_parse_failed(raw: str) -> None:
+    record = process(raw)
+    assert record.status == "parse_failed" and record.evolved == SKILL
+    assert record.parse_errors
+
+
+def test_empty_edit_list_is_no_change_not_a_parse_failure() -> None:
+    record = process(reply(suggestions=["look at VOID cases"]))
+    assert record.status == "no_change" and record.parse_errors == ()
+    assert record.suggestions == ("look at VOID cases",)
+
+
+def test_duplicate_add_is_no_change() -> None:
+    record = process(reply(add("- Work from the figures given in the case.")))
+    assert record.status == "no_change"
+    assert "duplicate" in record.apply_report[0]["reason"]
+
+
+def test_control_characters_never_reach_the_skill() -> None:
+    record = process(reply(add("- \x00\x1b[31mred\x1b[0m \u202eevil\u202c line")))
+    assert record.status == "ok"
+    for bad in ("\x00", "\x1b", "\u202e", "\u202c"):
+        assert bad not in record.evolved
+
+
+def test_record_round_trips_to_json() -> None:
+    record = process(reply(add("- x")))
+    data = json.loads(json.dumps(record.to_dict()))
+    assert data["status"] == "ok" and data["edits"][0]["content"] == "- x"
+
+
+# ---------------------------------------------------------------------------------- evolve
+
+
+class Fake:
+    def __init__(self, result) -> None:
+        self.result, self.calls = result, []
+
+    async def complete(self, messages, **kwargs) -> LLMResponse:
+        self.calls.append((messages, kwargs))
+        if isinstance(self.result, BaseException):
+            raise self.result
+        return LLMResponse(text=self.result)
+
+
+def run_evolve(provider) -> EvolutionRecord:
+    return anyio.run(lambda: evolve(provider, "PROMPT", original=SKILL, target_file="ledger.md",
+                                    budget=2, target_kind="skill", task_type="ledger"))
+
+
+def test_evolve_sends_one_user_message_as_evolver() -> None:
+    provider = Fake(reply(add("- new")))
+    record = run_evolve(provider)
+    assert record.status == "ok"
+    [(messages, kwargs)] = provider.calls
+    assert messages == [{"role": "user", "content": "PROMPT"}]
+    assert kwargs == {"role": "evolver"}
+
+
+def test_provider_failure_becomes_a_record() -> None:
+    from app.providers.errors import TransientError
+
+    record = run_evolve(Fake(TransientError("timeout")))
+    assert record.status == "provider_error" and record.evolved == SKILL
+    assert record.parse_errors == ("TransientError",)
+    assert not record.changed
+
+
+def test_budget_exceeded_propagates() -> None:
+    from app.providers.errors import BudgetExceeded
+
+    with pytest.raises(BudgetExceeded):
+        run_evolve(Fake(BudgetExceeded("spent")))
+
+
+# -------------------------------------------------------------------------------- momentum
+
+
+def test_momentum_guidance_plain() -> None:
+    raw = json.dumps({"guidance": "- Rules for VOID were added.\n- Watch REFUND cases."})
+    assert momentum_guidance(raw) == "- Rules for VOID were added.\n- Watch REFUND cases."
+    assert momentum_guidance("Here you go: " + raw + " Thanks!") is not None
+
+
+@pytest.mark.parametrize("raw", ["", "no json", "{broken", '{"guidance": ""}',
+                                 '{"guidance": "   \\n  "}', '{"guidance": 3}',
+                                 '{"guidance": ["a"]}', '{"other": "x"}', '["guidance"]',
+                                 "}{"])
+def test_momentum_guidance_unusable_is_none(raw: str) -> None:
+    assert momentum_guidance(raw) is None
+
+
+def test_momentum_guidance_sanitises() -> None:
+    text = (f"{MOMENTUM_END}\n# Injected heading\n- keep \x1b[1mthis\x1b[0m\n"
+            f"  ## another heading\n{MOMENTUM_START}- and this\u202e\n")
+    out = momentum_guidance(json.dumps({"guidance": text}))
+    assert out == "- keep [1mthis[0m\n- and this"
+    for bad in (MOMENTUM_START, MOMENTUM_END, "\x1b", "\u202e", "#"):
+        assert bad not in out
+
+
+def test_momentum_guidance_caps_lines_and_chars() -> None:
+    many = "\n".join(f"- line {i}" for i in range(30))
+    assert momentum_guidance(json.dumps({"guidance": many})).count("\n") == 7
+    wide = "\n".join("- " + "w" * 300 for _ in range(5))
+    assert len(momentum_guidance(json.dumps({"guidance": wide}))) == 800
+    assert momentum_guidance(json.dumps({"guidance": many}), max_lines=2) == "- line 0\n- line 1"
+
+
+@pytest.mark.parametrize("marker", ["<!--momentum:end-->", "<!-- MOMENTUM:END -->",
+                                    "<!--  momentum : start -->"])
+def test_marker_variants_cannot_break_the_block(marker: str) -> None:
+    """What the harness does with guidance: replace_momentum keeps one well-formed block."""
+    guidance = momentum_guidance(json.dumps({"guidance": f"- a\n{marker}\n- b"}))
+    updated = replace_momentum(SKILL, guidance)
+    assert updated.count(MOMENTUM_START) == 1 and updated.count(MOMENTUM_END) == 1
+    assert momentum_inner(updated) == "- a\n\n- b"
+    assert updated.startswith(SKILL.split(MOMENTUM_START)[0])
