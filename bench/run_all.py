@@ -1,0 +1,201 @@
+"""Run every benchmark under bench/ and write bench/RESULTS.md (`make bench`).
+
+Each `bench/*.py` (except this file and names starting with `_`) runs as its own child process
+with a timeout, from the project root, with this interpreter. Its output is kept verbatim.
+Benchmarks report figures as machine-readable lines:
+
+    RESULT <name> <value> <unit> [target <op><value>]      op: >=, <=, >, <, ==
+
+and the table is built from those lines only; a benchmark that prints none gets one row,
+"see output". RESULTS.md holds the table (benchmark, figure, target, met?, machine, date), the
+machine and commit, and each benchmark's raw output in a details section.
+
+    .venv/bin/python bench/run_all.py [--only log_write demo_cost] [--skip gate_efficiency]
+                                      [--timeout 600] [--output bench/RESULTS.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+RESULT = re.compile(r"^RESULT\s+(\S+)\s+(\S+)\s+(\S+)"
+                    r"(?:\s+target\s+(>=|<=|==|>|<)\s*([-+0-9.eE]+))?\s*$")
+OPS = {">=": lambda a, b: a >= b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
+       "<": lambda a, b: a < b, "==": lambda a, b: a == b}
+
+
+@dataclass
+class Figure:
+    name: str
+    value: str
+    unit: str
+    op: str | None = None
+    target: str | None = None
+
+    @property
+    def target_text(self) -> str:
+        return f"{self.op} {self.target}" if self.op else "—"
+
+    @property
+    def met(self) -> str:
+        if not self.op:
+            return "—"
+        try:
+            return "yes" if OPS[self.op](float(self.value), float(self.target)) else "**no**"
+        except ValueError:
+            return "?"
+
+
+@dataclass
+class Outcome:
+    name: str
+    status: str  # ok | exit N | timeout | error
+    seconds: float
+    output: str
+    date: str
+    figures: list[Figure] = field(default_factory=list)
+
+
+def discover() -> list[str]:
+    me = Path(__file__).name
+    return sorted(p.stem for p in BENCH.glob("*.py") if p.name != me and not p.name.startswith("_"))
+
+
+def parse(output: str) -> list[Figure]:
+    figures = []
+    for line in output.splitlines():
+        if m := RESULT.match(line.strip()):
+            figures.append(Figure(*m.groups()))
+    return figures
+
+
+def run_one(name: str, timeout: float) -> Outcome:
+    date = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, str(BENCH / f"{name}.py")], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                            start_new_session=True)  # its own group: a timeout ends helpers too
+    try:
+        output, _ = proc.communicate(timeout=timeout)
+        status = "ok" if proc.returncode == 0 else f"exit {proc.returncode}"
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # the group this script created, by its id
+        output, _ = proc.communicate()
+        status = f"timeout after {timeout:.0f} s"
+    seconds = time.perf_counter() - start
+    return Outcome(name, status, seconds, output or "", date, parse(output or ""))
+
+
+def machine() -> dict[str, str]:
+    ram = "?"
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                ram = f"{int(line.split()[1]) / 1024 / 1024:.1f} GB"
+    except OSError:
+        pass
+    try:
+        load = "{:.1f} / {:.1f} / {:.1f}".format(*os.getloadavg())
+    except OSError:
+        load = "?"
+    commit = _git("rev-parse", "--short", "HEAD") or "?"
+    dirty = _git("status", "--porcelain")
+    return {"nproc": str(os.cpu_count()), "ram": ram, "python": platform.python_version(),
+            "platform": platform.platform(terse=True), "load": load,
+            "commit": commit + (" (dirty tree)" if dirty else "")}
+
+
+def _git(*args: str) -> str:
+    try:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
+                              timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render(outcomes: list[Outcome], info: dict[str, str], skipped: list[str]) -> str:
+    short = f"{info['nproc']} CPU, {info['ram']}, Python {info['python']}"
+    lines = [
+        "# Benchmark results",
+        "",
+        "Written by `bench/run_all.py` (`make bench`); do not edit by hand. Figures are medians of "
+        "repeated runs on a shared machine, where single runs differ by 20-30 %: compare ratios "
+        "and orders of magnitude, not the last digit.",
+        "",
+        f"- machine: {info['nproc']} CPUs, {info['ram']} RAM, Python {info['python']}, "
+        f"{info['platform']}",
+        f"- load average at start (1 / 5 / 15 min): {info['load']}",
+        f"- commit: {info['commit']}",
+        f"- run: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}"
+        + (f"; not run this time: {', '.join(skipped)}" if skipped else ""),
+        "",
+        "| benchmark | figure | value | target | met? | machine | date |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for o in outcomes:
+        if o.status != "ok":
+            lines.append(f"| {o.name} | (run {cell(o.status)}) | see output | — | **no** | "
+                         f"{short} | {o.date} |")
+        for f in o.figures:
+            lines.append(f"| {o.name} | {cell(f.name)} | {cell(f.value)} {cell(f.unit)} | "
+                         f"{cell(f.target_text)} | {f.met} | {short} | {o.date} |")
+        if o.status == "ok" and not o.figures:
+            lines.append(f"| {o.name} | see output | — | — | — | {short} | {o.date} |")
+    lines += ["", "## Raw output", ""]
+    for o in outcomes:
+        lines += [f"<details><summary>{o.name}: {o.status}, {o.seconds:.0f} s</summary>", "",
+                  "```text", o.output.rstrip().replace("```", "'''"), "```", "", "</details>", ""]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="+", metavar="NAME", help="run only these benchmarks")
+    parser.add_argument("--skip", nargs="+", default=[], metavar="NAME",
+                        help="do not run these benchmarks")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds per benchmark")
+    parser.add_argument("--output", type=Path, default=BENCH / "RESULTS.md")
+    args = parser.parse_args()
+
+    available = discover()
+    unknown = [n for n in (args.only or []) + args.skip if n not in available]
+    if unknown:
+        parser.error(f"unknown benchmark(s) {unknown}; have {available}")
+    chosen = [n for n in available if (not args.only or n in args.only) and n not in args.skip]
+    skipped = [n for n in available if n not in chosen]
+    info = machine()
+    print(f"machine: {info['nproc']} CPUs, {info['ram']}, Python {info['python']}, load "
+          f"{info['load']}; running {', '.join(chosen)}", flush=True)
+    outcomes = []
+    for name in chosen:
+        print(f"== {name} ...", flush=True)
+        o = run_one(name, args.timeout)
+        outcomes.append(o)
+        print(f"   {o.status} in {o.seconds:.0f} s", flush=True)
+        for f in o.figures:
+            print(f"   {f.name} = {f.value} {f.unit}  target {f.target_text}  met {f.met}",
+                  flush=True)
+    args.output.write_text(render(outcomes, info, skipped), encoding="utf-8")
+    print(f"wrote {args.output}")
+    return 0 if all(o.status == "ok" for o in outcomes) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
