@@ -1,0 +1,148 @@
+"""One prediction's trajectory, turn by turn: model messages, tool calls, tool results as the
+model saw them, errors, and the checker's verdict."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.widgets import Header, Static
+
+from app.tui import format as fmt
+from app.tui.screens.base import BaseScreen
+from app.tui.widgets.key_bar import KeyBar
+from app.tui.widgets.nav import NavTabs
+
+MAX_EVENTS = 500
+MAX_TEXT = 20_000
+
+
+def _clip(text: Any) -> str:
+    s = "" if text is None else str(text)
+    return s if len(s) <= MAX_TEXT else s[:MAX_TEXT] + f"\n… ({len(s) - MAX_TEXT:,} more chars)"
+
+
+def event_widget(event: dict[str, Any]) -> Static:
+    """One trajectory event as a bordered block (class = its type, for the styles)."""
+    kind = event.get("type", "?")
+    turn = event.get("turn")
+    where = f"turn {turn}" if turn is not None else ""
+    if kind == "model":
+        parts: list[Any] = [Text(_clip(event.get("text")) or "(no text)")]
+        for call in event.get("tool_calls") or []:
+            line = Text("→ tool call ", style="bold magenta")
+            line.append(str(call.get("name")), style="bold")
+            line.append(f"({fmt.pretty_args(call.get('arguments'))})")
+            if call.get("id"):
+                line.append(f"  id={call['id']}", style="dim")
+            parts.append(line)
+        title = f"model · {where}"
+        body: Any = Group(*parts)
+    elif kind == "tool":
+        status = event.get("status") or "?"
+        head = Text(f"{event.get('name')}({fmt.pretty_args(event.get('arguments'))})",
+                    style="bold")
+        head.append(f"  [{status}]", style="green" if status == "ok" else "red")
+        body = Group(head, Text(_clip(event.get("output"))))
+        title = f"tool result · {where}"
+    elif kind == "error":
+        body = Text(_clip(event.get("error")), style="red")
+        title = f"error · {where}"
+    elif kind == "verdict":
+        t = Table.grid(padding=(0, 2))
+        t.add_column(style="bold")
+        t.add_column()
+        t.add_row("verdict", fmt.correct(event.get("correct")))
+        t.add_row("prediction", Text(_clip(event.get("prediction")) or "(none)"))
+        t.add_row("answer", Text(_clip(event.get("answer"))))
+        t.add_row("checker", Text(str(event.get("checker") or "–")))
+        t.add_row("stop reason", Text(str(event.get("stop_reason") or "–")))
+        body, title = t, "checker's verdict"
+    else:
+        body, title = Text(_clip(fmt.pretty_args(event))), f"{kind} · {where}"
+    widget = Static(body, classes=f"event event-{kind}")
+    widget.border_title = title
+    return widget
+
+
+class TrajectoryScreen(BaseScreen):
+    BINDINGS = [
+        Binding("n", "step(1)", "Next prediction"),
+        Binding("p", "step(-1)", "Prev prediction"),
+    ]
+
+    def __init__(self, pred_id: int, neighbours: list[int] | None = None) -> None:
+        super().__init__(id="trajectory")
+        self.pred_id = pred_id
+        self.neighbours = neighbours or [pred_id]
+        self.prediction: dict[str, Any] | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield NavTabs("runs")
+        yield Static("", markup=False, id="trajectory-title", classes="title")
+        yield VerticalScroll(id="turns")
+        yield KeyBar()
+
+    def on_mount(self) -> None:
+        self.query_one("#turns").focus()
+        super().on_mount()
+
+    def reload(self, live: bool = False) -> None:
+        pred_id = self.pred_id
+
+        def query() -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+            pred = self.data.prediction(pred_id)
+            question = self.data.question(pred["question_id"]) if pred else None
+            return pred, question
+
+        self.fetch(query, self._show, group="trajectory")
+
+    def _show(self, result: tuple[dict[str, Any] | None, dict[str, Any] | None]) -> None:
+        pred, question = result
+        self.prediction = pred
+        title = self.query_one("#trajectory-title", Static)
+        turns = self.query_one("#turns", VerticalScroll)
+        turns.remove_children()
+        if pred is None:
+            title.update(f"prediction {self.pred_id} is gone (its step was re-run)")
+            return
+        head = Text()
+        head.append(f"{pred['question_id']}", style="bold")
+        head.append(f"  {pred['task_type']}  unit {pred['unit_id']}  ")
+        head.append_text(fmt.correct(pred["correct"]))
+        head.append(f"  stop {pred['stop_reason']}  tokens {fmt.num(pred['tokens_in'])}/"
+                    f"{fmt.num(pred['tokens_out'])}  cost {fmt.cost(pred['cost_usd'])}  "
+                    f"run {pred['run_id']}  skills {pred['skills_version']} prompts "
+                    f"{pred['prompts_version']}")
+        if len(self.neighbours) > 1 and self.pred_id in self.neighbours:
+            head.append(f"  ({self.neighbours.index(self.pred_id) + 1}/{len(self.neighbours)})",
+                        style="dim")
+        title.update(head)
+        widgets: list[Static] = []
+        if question:
+            q = Static(Text(_clip(question.get("question"))), classes="event event-question")
+            q.border_title = "question (as asked)"
+            widgets.append(q)
+        steps = pred["steps"]
+        for event in steps[:MAX_EVENTS]:
+            widgets.append(event_widget(event if isinstance(event, dict) else
+                                        {"type": "?", "value": event}))
+        if len(steps) > MAX_EVENTS:
+            widgets.append(Static(f"… {len(steps) - MAX_EVENTS} more events not shown",
+                                  classes="event"))
+        turns.mount_all(widgets)
+        turns.scroll_home(animate=False)
+
+    def action_step(self, delta: int) -> None:
+        if self.pred_id not in self.neighbours:
+            return
+        i = self.neighbours.index(self.pred_id) + delta
+        if 0 <= i < len(self.neighbours):
+            self.pred_id = self.neighbours[i]
+            self.reload()

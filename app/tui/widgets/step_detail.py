@@ -1,0 +1,123 @@
+"""One step report: the gate's decision, its evidence in ladder order, and the proposed diff."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import DataTable, Static
+
+from app.tui import format as fmt
+from app.tui.widgets.charts import EvidenceChart
+from app.tui.widgets.diff_view import DiffView
+
+
+def step_summary(detail: dict[str, Any], *, full: bool = False) -> Group:
+    row, rep = detail["row"], detail["report"]
+    head = Text()
+    head.append(f"e{row['epoch']} s{row['step']} {row['task_type']}  ", style="bold")
+    head.append_text(fmt.action(row.get("action")))
+    target = rep.get("target_file")
+    if target:
+        head.append(f"  {target}  {rep.get('base_version') or '?'} → "
+                    f"{rep.get('new_version') or '(no new version)'}")
+    delta, shrunk = rep.get("delta_hat"), rep.get("delta_shrunk")
+    facts = [
+        f"cand {fmt.acc(row.get('cand_acc'))} vs base {fmt.acc(row.get('base_acc'))}",
+        (f"Δ {delta:+.3f}" if isinstance(delta, int | float) else "Δ –")
+        + (f" (shrunk {shrunk:+.3f})" if isinstance(shrunk, int | float) else ""),
+        f"W {fmt.num(row.get('w'))} L {fmt.num(row.get('l'))}",
+        f"e-value {fmt.evalue(row.get('e_value'))}",
+        f"e_harm {fmt.evalue(rep.get('e_harm'))}",
+        f"units {fmt.num(row.get('n_used'))}",
+        f"stop {row.get('stop_reason') or '–'}",
+        f"budget {fmt.num(row.get('edit_budget'))}",
+        f"gate {row.get('gate_run_id') or '–'}",
+    ]
+    t = Text("  ·  ".join(facts))  # wraps at word boundaries on narrow terminals
+    parts: list[Any] = [head, t]
+    if rep.get("summary"):
+        parts.append(Text(str(rep["summary"]), style="italic"))  # Text: never markup
+    if full:
+        edits = rep.get("edits") or []
+        if edits:
+            et = Table(title="edits", title_justify="left", expand=True, show_lines=False)
+            for col in ("#", "op", "section", "text"):
+                et.add_column(col)
+            for i, e in enumerate(edits):
+                et.add_row(*fmt.cells([str(i), str(e.get("op", "")), str(e.get("section", "")),
+                                       fmt.short(e.get("text") or e.get("content") or "", 80)]))
+            parts.append(et)
+        applied = rep.get("apply_report") or []
+        if applied:
+            at = Table(title="apply report", title_justify="left", expand=True)
+            for col in ("#", "op", "section", "applied", "reason"):
+                at.add_column(col)
+            for a in applied:
+                at.add_row(*fmt.cells([str(a.get("index", "")), str(a.get("op", "")),
+                                       str(a.get("section", "")),
+                                       Text("yes", style="green") if a.get("applied")
+                                       else Text("no", style="red"), str(a.get("reason") or "")]))
+            parts.append(at)
+        if rep.get("clip"):
+            parts.append(Text(f"clip: {rep['clip']}", style="yellow"))
+    return Group(*parts)
+
+
+class StepDetail(Horizontal):
+    """Summary + evidence table + e-value chart on the left, the skill-file diff on the right."""
+
+    def __init__(self, *, full: bool = False, id: str | None = None) -> None:  # noqa: A002
+        super().__init__(id=id, classes="step-detail")
+        self.full = full
+        self.detail: dict[str, Any] | None = None
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="evidence-pane"):
+            with VerticalScroll(classes="summary-scroll"):
+                yield Static("select a step", classes="step-summary")
+            yield DataTable(classes="evidence-table", cursor_type="row", zebra_stripes=True)
+            yield EvidenceChart(classes="evidence-chart")
+        yield DiffView(classes="step-diff")
+
+    def on_mount(self) -> None:
+        table = self.query_one(".evidence-table", DataTable)
+        for label, key in (("#", "idx"), ("unit", "unit"), ("base", "base"), ("cand", "cand"),
+                           ("outcome", "outcome"), ("W", "w"), ("L", "l"), ("e_win", "e_win"),
+                           ("e_harm", "e_harm")):
+            table.add_column(label, key=key)
+        table.border_title = "Gate evidence (ladder order)"
+        self.query_one(DiffView).border_title = "Proposed diff"
+
+    def show(self, detail: dict[str, Any] | None) -> None:
+        self.detail = detail
+        summary = self.query_one(".step-summary", Static)
+        table = self.query_one(".evidence-table", DataTable)
+        table.clear()
+        if detail is None:
+            summary.update("step report not found")
+            self.query_one(EvidenceChart).display = False
+            self.query_one(DiffView).show("")
+            return
+        summary.update(step_summary(detail, full=self.full))
+        for r in detail["evidence"]:
+            outcome = r.get("outcome") or ""
+            style = {"W": "green", "L": "red"}.get(outcome, "dim")
+            table.add_row(*fmt.cells([
+                str(r["idx"]), r.get("unit_id") or "", str(r.get("base")), str(r.get("cand")),
+                Text(outcome, style=style), str(r.get("w")), str(r.get("l")),
+                fmt.evalue(r.get("e_win")), fmt.evalue(r.get("e_harm"))]), key=str(r["idx"]))
+        n = len(detail["evidence"])
+        table.border_subtitle = f"{n} units" if n else "no gate ran for this step"
+        chart = self.query_one(EvidenceChart)
+        chart.display = bool(detail["evidence"])
+        chart.show(detail["evidence"])
+        rep = detail["report"]
+        target = rep.get("target_file") or "skill file"
+        diff = self.query_one(DiffView)
+        diff.border_title = f"Proposed diff: {target}"
+        diff.show(rep.get("diff") or "", empty="(this step proposed no change)")
