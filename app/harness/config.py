@@ -71,14 +71,16 @@ class RunConfig:
 
     # the gate (DESIGN §6.6)
     gate_e_confirm: float = _d(20.0)
-    gate_e_provisional: float = _d(2.0)
+    gate_e_provisional: float = _d(5.0)
     gate_e_rollback: float = _d(10.0)
     gate_w_net_min: int = _d(2)
     gate_delta_min: float = _d(0.02)
-    gate_lambda_dir: float = _d(0.3)
+    gate_lambda_dir: float = _d(0.35)
     gate_lambda_strategy: str = _d("fixed")  # fixed | kt
     gate_lambda_max: float = _d(0.5)
     gate_shrink_k: int = _d(10)
+    gate_e_futility: float | None = _d(1.3)  # stop early when evidence leans against the edit
+    gate_curtail: bool = _d(True)  # stop once no accept is reachable within n_max
     gate_n_max: int = _d(60)
     gate_p_low: float = _d(0.2)
     gate_p_high: float = _d(0.8)
@@ -132,6 +134,8 @@ def _range_problems(c: RunConfig):
     for name in ("gate_e_confirm", "gate_e_provisional", "gate_e_rollback"):
         if getattr(c, name) < 1.0:
             yield f"{name} must be >= 1 (got {getattr(c, name)})"
+    if c.gate_e_futility is not None and c.gate_e_futility <= 1.0:
+        yield f"gate_e_futility must be > 1 or unset (got {c.gate_e_futility})"
     if c.gate_p_low > c.gate_p_high:
         yield f"gate_p_low ({c.gate_p_low}) must not exceed gate_p_high ({c.gate_p_high})"
     if c.max_cost_usd is not None and c.max_cost_usd <= 0:

@@ -106,4 +106,5 @@ def gate_params_from(config: RunConfig) -> GateParams:
         e_provisional=config.gate_e_provisional, w_net_min=config.gate_w_net_min,
         delta_min=config.gate_delta_min, lambda_dir=config.gate_lambda_dir,
         lambda_strategy=config.gate_lambda_strategy, lambda_max=config.gate_lambda_max,
-        shrink_k=config.gate_shrink_k, n_max=config.gate_n_max)
+        shrink_k=config.gate_shrink_k, n_max=config.gate_n_max,
+        e_futility=config.gate_e_futility, curtail=config.gate_curtail)

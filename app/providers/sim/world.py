@@ -14,7 +14,7 @@ from functools import lru_cache
 TASK_TYPES = ("ledger", "units", "dates", "routing", "tagging", "pricing")
 CHECKER_BY_TYPE = {"ledger": "numeric", "units": "numeric", "dates": "exact",
                    "routing": "choice", "tagging": "exact", "pricing": "regex"}
-RULES_PER_TYPE = 6
+RULES_PER_TYPE = 5
 TRIGGERS = ("VOID", "REFUND", "carryover", "leap-day", "overtime", "backorder", "duplicate",
             "pending", "legacy", "priority", "split", "reversal", "holiday", "bulk", "escrow",
             "rollover", "overflow", "manual", "foreign", "draft", "expired", "partial", "tiered",
