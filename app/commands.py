@@ -12,6 +12,7 @@ from loguru import logger
 from app.cli import make_config
 from app.errors import UserError
 from app.harness.atomic import write_json_atomic
+from app.harness.checkpoint import load_checkpoint
 from app.harness.session import SIM_NOTICE, Session
 from app.harness.store import benchmark_dir, load_seed, seed_dir
 from app.harness.workspace import (
@@ -117,7 +118,9 @@ def await_(coro):
 
 def cmd_train(args: argparse.Namespace) -> int:
     mode = train_start_mode(args.workspace, resume=args.resume, fresh=args.fresh)
-    config = make_config(args)  # validate before anything is archived
+    config = make_config(args)  # validate before anything is archived or opened
+    if mode == "resume":
+        load_checkpoint(args.workspace)  # a corrupt or newer checkpoint refuses before any write
     if mode == "fresh":
         _restart_from_seed(args.workspace, args.store)
     from app.harness.runner import Runner

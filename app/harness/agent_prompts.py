@@ -70,7 +70,7 @@ class AgentPrompts:
     def dispatch(self, name: str, arguments: Any, question: Question) -> str:
         """Run one tool call; bad calls raise ToolArgumentError with the reason."""
         if name not in TOOL_PARAMETERS or name not in {t.name for t in self.tools_for(question)}:
-            raise ToolArgumentError(f"unknown tool {name!r}")
+            raise ToolArgumentError(f"unknown tool {str(name)[:80]!r}")
         validate_arguments(arguments, TOOL_PARAMETERS[name])
         if name == "read_skill":
             return self.skill_text(arguments["task_type"]) or "(no skill file)"
@@ -89,7 +89,7 @@ def validate_arguments(arguments: Any, schema: dict[str, Any]) -> None:
         raise ToolArgumentError(f"missing argument {missing[0]!r}")
     for key, value in arguments.items():
         if key not in props:
-            raise ToolArgumentError(f"unexpected argument {key!r}")
+            raise ToolArgumentError(f"unexpected argument {str(key)[:80]!r}")
         if props[key].get("type") == "string" and not isinstance(value, str):
             raise ToolArgumentError(f"argument {key!r} must be a string")
         if "enum" in props[key] and value not in props[key]["enum"]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import types
 import typing
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
@@ -111,6 +112,12 @@ class RunConfig:
 
 
 def _range_problems(c: RunConfig):
+    for f in fields(c):
+        value = getattr(c, f.name)
+        if isinstance(value, float) and not math.isfinite(value):
+            yield f"{f.name} must be a finite number (got {value})"
+    if not 0.0 <= c.temperature <= 2.0:
+        yield f"temperature must be within [0, 2] (got {c.temperature})"
     positive = ["max_tokens", "concurrency", "max_steps", "epochs", "batch_size", "gate_n_max"]
     for name in positive:
         if getattr(c, name) < 1:

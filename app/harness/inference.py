@@ -102,7 +102,7 @@ def _tool_round(prompts: AgentPrompts, question: Question, reply, steps: list,
                 output = summarise_tool_output(output)
             status = "ok"
         except ToolArgumentError as e:
-            output, status = f"error: {e}", "error"
+            output, status = summarise_tool_output(f"error: {e}"), "error"
         steps.append({"turn": turn, "type": "tool", "name": call.name,
                       "arguments": call.arguments, "status": status, "output": output})
         added.append({"role": "tool", "tool_call_id": call.id, "content": output})

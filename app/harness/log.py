@@ -83,6 +83,9 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             epoch INTEGER, val_acc REAL, test_acc REAL, report_json TEXT)""",
         "CREATE INDEX idx_epochs_run ON epoch_reports(run_id, epoch)",
     ]),
+    ("evolutions keep the evolver reply's parse errors", [
+        "ALTER TABLE evolutions ADD COLUMN parse_errors_json TEXT",
+    ]),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

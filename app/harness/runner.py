@@ -230,12 +230,13 @@ class Runner:
                            units: dict) -> tuple[TrainContext, TrainState, dict[str, Any]]:
         session = self.session
         prompts = session.agent_prompts()
-        session.register(train_id, "train", prompts)
+        # The checkpoint first: a run that dies after it resumes under the same train id.
         write_checkpoint(session.paths.root, progress={
             "epoch": 0, "phase": "setup", "step_completed": -1, "global_step": 0,
             "total_steps": 0, "train_id": train_id, "at": now_iso()}, state={},
             epoch_batches=None, config=self.config,
             benchmark_hash=session.benchmark.content_hash)
+        session.register(train_id, "train", prompts)
         baseline = await self._baseline(prompts)
         val_units = build_units(pools.validation)
         baseline_val = unit_accuracy(val_units, baseline)

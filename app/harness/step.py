@@ -290,4 +290,5 @@ def _log_evolution(ctx: TrainContext, record: EvolutionRecord, epoch: int, step:
         "target_file": record.target_file, "status": record.status,
         "request_summary": record.request_summary, "edits_json": json.dumps(record.edits),
         "apply_report_json": json.dumps(record.apply_report), "clip_json": json.dumps(record.clip),
-        "source_version": record.source_version, "result_version": None}])
+        "source_version": record.source_version, "result_version": None,
+        "parse_errors_json": json.dumps(record.parse_errors)}])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from app.toml_compat import tomllib
 from core.types import CHECKERS, Question
 
 REQUIRED_FIELDS = ("question_id", "task_type", "question", "answer")
+TASK_TYPE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 OPTIONAL_STR_FIELDS = ("unit_id", "family", "context", "checker")
 
 
@@ -134,6 +136,10 @@ def _parse_line(line: bytes, where: str) -> Question:
     for key in OPTIONAL_STR_FIELDS:
         if key in obj and not isinstance(obj[key], str):
             raise UserError(f"{where}: field '{key}' must be a string")
+    if not TASK_TYPE_RE.fullmatch(obj["task_type"]):
+        raise UserError(f"{where}: field 'task_type' {obj['task_type'][:80]!r} must be 1-64 "
+                        "letters, digits, '_', '-' or '.', starting with a letter or digit "
+                        "(it names files)")
     checker = obj.get("checker", "exact")
     if checker not in CHECKERS:
         raise UserError(f"{where}: unknown checker '{checker}' (known: {list(CHECKERS)})")
