@@ -187,6 +187,12 @@ def main() -> None:
         print(f"  {'MET    ' if v.met else 'NOT MET'} d={discordance:<5g} {name}: "
               f"{v.saved:6.1%} | {v.null:.3f} vs {v.fixed_null:.3f} | "
               f"{v.power:.3f} vs {v.fixed_power:.3f}")
+    for name, discordance, v in summary:
+        if name.startswith("DEFAULTS"):
+            tag = f"gate.d{discordance:g}.{name.split('seed ')[1].rstrip(')')}"
+            print(f"RESULT {tag}.units_saved {v.saved * 100:.1f} % target >=40")
+            print(f"RESULT {tag}.false_accept_minus_fixed {v.null - v.fixed_null:+.3f} "
+                  "rate target <=0")
     print(f"\n({time.perf_counter() - start:.1f} s)")
 
 

@@ -394,6 +394,11 @@ def main() -> int:
           f"{'ok' if peak_mb < TARGET_MB else 'OVER'}")
     print(f"load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores "
           "(other processes inflate wall time; CPU seconds are this process only)")
+    cost_sum = next((w for label, w, _ in runs["warm"] if label.startswith("  (+ cost")), None)
+    print(f"RESULT tui.worst_screen_paint_s {worst:.2f} s target <{TARGET_S}")
+    print(f"RESULT tui.peak_rss_mb {peak_mb:.0f} MB target <{TARGET_MB}")
+    if cost_sum is not None:
+        print(f"RESULT tui.cost_table_fill_s {cost_sum:.2f} s")
     return 0 if worst < TARGET_S and peak_mb < TARGET_MB else 1
 
 
