@@ -40,6 +40,19 @@ def write_json_atomic(path: Path, data: Any) -> None:
     write_text_atomic(path, json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
 
 
+def read_json_object(path: Path, what: str) -> dict[str, Any]:
+    """A JSON object from a workspace file, or a UserError naming the file."""
+    from app.errors import UserError
+
+    try:
+        data = read_json(path)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise UserError(f"{path}: corrupt {what}: {e}") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: corrupt {what}: expected a JSON object")
+    return data
+
+
 def read_json(path: Path) -> Any:
     with open(path, encoding="utf-8") as f:
         return json.load(f)

@@ -10,7 +10,7 @@ from typing import Any
 from loguru import logger
 
 from app.errors import UserError
-from app.harness.atomic import read_json, write_json_atomic
+from app.harness.atomic import read_json_object, write_json_atomic
 from app.harness.config import RunConfig, fingerprint, fingerprint_changes
 from app.harness.workspace import (
     KINDS,
@@ -53,11 +53,8 @@ def load_checkpoint(root: Path) -> dict[str, Any]:
     path = Path(root) / "checkpoint.json"
     if not path.is_file():
         raise UserError(f"{root}: no checkpoint.json: refusing to silently retrain from scratch")
-    try:
-        data = read_json(path)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise UserError(f"{path}: corrupt checkpoint: {e}") from None
-    if data.get("schema", 0) > SCHEMA:
+    data = read_json_object(path, "checkpoint")
+    if not isinstance(data.get("schema", 0), int) or data.get("schema", 0) > SCHEMA:
         raise UserError(f"{path}: checkpoint schema {data.get('schema')} is newer than this "
                         f"skill-trainer supports ({SCHEMA})")
     for key in ("progress", "state", "manifest", "versions_max", "config_fingerprint"):

@@ -13,7 +13,6 @@ from string import Template
 from app.harness.telemetry import current_run_id
 from app.harness.train_state import TrainContext, TrainState
 from app.harness.validate import with_skill
-from app.harness.workspace import advance_version, update_manifest
 from core.evolution.budget import resolve_skill_file
 from core.evolution.edits import replace_momentum
 from core.evolution.evolve import momentum_guidance
@@ -45,11 +44,8 @@ async def run_slow_momentum(ctx: TrainContext, state: TrainState, epoch: int,
             files[target] = new_text
             updated.append(task_type)
     if updated:
-        version = advance_version(ctx.root, "skills", files, source="momentum",
-                                  parent=session.paths.skills_version,
-                                  description=f"e{epoch} momentum for {', '.join(updated)}")
-        update_manifest(ctx.root, skills=version, run_id=state.train_id)
-        session.refresh_paths()
+        session.publish_version("skills", files, source="momentum", run_id=state.train_id,
+                                description=f"e{epoch} momentum for {', '.join(updated)}")
     return updated
 
 

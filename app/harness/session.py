@@ -15,9 +15,11 @@ from app.harness.store import Benchmark, load_benchmark
 from app.harness.telemetry import LogRecorder
 from app.harness.workspace import (
     WorkspacePaths,
+    advance_version,
     content_sha256,
     read_version_files,
     resolve_paths,
+    update_manifest,
 )
 from app.logging_setup import add_workspace_log
 from app.progress import NO_BARS, Bars
@@ -112,6 +114,16 @@ class Session:
             "per_task_type": result.per_task_type,
             "stop_reason_counts": result.stop_reason_counts})
         return result
+
+    def publish_version(self, kind: str, files: dict[str, str], *, source: str,
+                        description: str, run_id: str) -> str:
+        """A new immutable version as a child of the current one, made current."""
+        parent = self.paths.skills_version if kind == "skills" else self.paths.prompts_version
+        version = advance_version(self.paths.root, kind, files, source=source, parent=parent,
+                                  description=description)
+        update_manifest(self.paths.root, run_id=run_id, **{kind: version})
+        self.refresh_paths()
+        return version
 
     def version_files(self, kind: str, version: str) -> dict[str, str]:
         return read_version_files(self.paths.root / kind / version)

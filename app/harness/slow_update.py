@@ -17,7 +17,7 @@ from app.harness.observation import write_epoch_report
 from app.harness.question_units import build_units, unit_accuracy, unit_correctness_view
 from app.harness.telemetry import current_run_id
 from app.harness.train_state import Probation, TrainContext, TrainState
-from app.harness.workspace import advance_version, update_best, update_manifest
+from app.harness.workspace import update_best, update_manifest
 from core.evolution.budget import edit_budget_at
 from core.evolution.diagnose import CasePack, merge_packs
 from core.evolution.evolve import evolve, prompt_file_prompt
@@ -92,12 +92,9 @@ def rollback(ctx: TrainContext, state: TrainState, p: Probation, epoch: int) -> 
     session = ctx.session
     files = session.version_files("skills", session.paths.skills_version)
     files[p.target_file] = p.anchor_text
-    version = advance_version(ctx.root, "skills", files, source="rollback",
-                              parent=session.paths.skills_version,
-                              description=f"e{epoch} rollback of {p.task_type} "
-                                          f"(accepted in {p.accepted_version})")
-    update_manifest(ctx.root, skills=version, run_id=state.train_id)
-    session.refresh_paths()
+    session.publish_version("skills", files, source="rollback", run_id=state.train_id,
+                            description=f"e{epoch} rollback of {p.task_type} "
+                                        f"(accepted in {p.accepted_version})")
     state.correctness.update(p.snapshot)
     state.cooldown[p.task_type] = ctx.config.cooldown_steps
     state.rejected.setdefault(p.task_type, []).extend(
@@ -150,11 +147,8 @@ async def evolve_prompts(ctx: TrainContext, state: TrainState, epoch: int, prefi
         current_run_id.reset(token)
     if not changed:
         return False
-    version = advance_version(ctx.root, "prompts", files, source="slow_update",
-                              parent=session.paths.prompts_version,
-                              description=f"e{epoch} evolved {', '.join(changed)}")
-    update_manifest(ctx.root, prompts=version, run_id=state.train_id)
-    session.refresh_paths()
+    session.publish_version("prompts", files, source="slow_update", run_id=state.train_id,
+                            description=f"e{epoch} evolved {', '.join(changed)}")
     return True
 
 

@@ -20,7 +20,6 @@ from app.harness.observation import (
 from app.harness.telemetry import current_run_id
 from app.harness.train_state import Probation, TrainContext, TrainState
 from app.harness.validate import GateSpec, ValidationOutcome, Validator, with_skill
-from app.harness.workspace import advance_version, update_manifest
 from core.evolution.budget import edit_budget_at, resolve_skill_file
 from core.evolution.diagnose import (
     DiagnosisResult,
@@ -229,13 +228,10 @@ def accept(ctx: TrainContext, state: TrainState, epoch: int, step: int,
     session = ctx.session
     files = session.version_files("skills", session.paths.skills_version)
     files[record.target_file] = record.evolved
-    version = advance_version(
-        ctx.root, "skills", files, source=f"gate:{outcome.decision.action}",
-        parent=session.paths.skills_version,
+    version = session.publish_version(
+        "skills", files, source=f"gate:{outcome.decision.action}", run_id=state.train_id,
         description=f"e{epoch} s{step} {record.task_type}: {len(record.applied())} edit(s), "
                     f"W={outcome.decision.W} L={outcome.decision.L}")
-    update_manifest(ctx.root, skills=version, run_id=state.train_id)
-    session.refresh_paths()
     task_type = record.task_type
     if outcome.decision.action == "accept_provisional":
         val_ids = [q.question_id for q in ctx.questions_of(ctx.pools.validation, task_type)]

@@ -18,7 +18,7 @@ from typing import Any
 
 from app.errors import UserError
 from app.harness import killpoints
-from app.harness.atomic import fsync_dir, read_json, write_json_atomic
+from app.harness.atomic import fsync_dir, read_json, read_json_object, write_json_atomic
 from app.harness.store import Seed, load_benchmark
 from app.secrets import scrub
 
@@ -104,12 +104,7 @@ def read_manifest(root: Path) -> dict[str, Any]:
     path = Path(root) / "manifest.json"
     if not path.is_file():
         raise UserError(f"{root}: not a workspace (no manifest.json)")
-    try:
-        manifest = read_json(path)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise UserError(f"{path}: corrupt manifest: {e}") from None
-    if not isinstance(manifest, dict):
-        raise UserError(f"{path}: corrupt manifest: expected a JSON object")
+    manifest = read_json_object(path, "manifest")
     schema = manifest.get("schema", 0)
     if not isinstance(schema, int):
         raise UserError(f"{path}: key 'schema' must be an integer (got {schema!r})")
