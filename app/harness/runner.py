@@ -152,6 +152,7 @@ class Runner:
     def _checkpoint(self, ctx: TrainContext, state: TrainState, epoch: int, phase: str,
                     step_completed: int, batches: list[list[str]] | None) -> None:
         state.gate_pools = ctx.gate_pools.to_dict()
+        state.baseline_cache = dict(ctx.baseline_cache.entries)
         self.session.recorder.flush()
         write_checkpoint(ctx.root, progress={
             "epoch": epoch, "phase": phase, "step_completed": step_completed,
@@ -218,11 +219,10 @@ class Runner:
 
     def _context(self, pools: Pools, task_types: tuple[str, ...], units: dict,
                  state: TrainState, total_steps: int) -> TrainContext:
-        paths = self.session.paths
         gate_pools = GatePools.from_dict(state.gate_pools)
         return TrainContext(session=self.session, config=self.config, pools=pools,
                             task_types=task_types, units=units, gate_pools=gate_pools,
-                            baseline_cache=BaselineCache.load(paths.baseline_cache),
+                            baseline_cache=BaselineCache(state.baseline_cache),
                             gate_params=gate_params_from(self.config), templates=load_templates(),
                             total_steps=total_steps)
 
@@ -247,7 +247,7 @@ class Runner:
         unit_view = unit_correctness_view(gate_units, baseline)
         gate_pools = GatePools.build(gate_units, test_units, unit_view, seed=1)
         gate_pools.save(session.paths.gate_pools)
-        cache = BaselineCache.load(session.paths.baseline_cache)
+        cache = BaselineCache()  # the file is a mirror; the state comes from the checkpoint
         cache.put_many(prompts.skills_version, prompts.prompts_version, unit_view)
         cache.save(session.paths.baseline_cache)
         versions = {"skills": prompts.skills_version, "prompts": prompts.prompts_version}
@@ -257,7 +257,7 @@ class Runner:
                     val_acc=baseline_val, run_id=BASELINE_RUN, epoch=0)
         state = TrainState(train_id=train_id, correctness=correctness, best=best,
                            baseline_val_acc=baseline_val, baseline_versions=versions,
-                           gate_pools=gate_pools.to_dict())
+                           gate_pools=gate_pools.to_dict(), baseline_cache=dict(cache.entries))
         _, selected = build_batches(pools.diagnosis, correctness, self.config.batch_size,
                                     self.config.min_class_per_batch, seed=1,
                                     correct_ratio=self.config.batch_correct_ratio)

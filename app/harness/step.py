@@ -10,6 +10,7 @@ import anyio
 from loguru import logger
 
 from app.errors import RunFailed
+from app.harness import killpoints
 from app.harness.agent_prompts import AgentPrompts
 from app.harness.observation import (
     evidence_rows,
@@ -54,6 +55,7 @@ async def run_step(ctx: TrainContext, state: TrainState, epoch: int, step: int,
     await gate_step(ctx, state, epoch, step, prompts, diagnosis, prefix)
     state.cooldown = {t: n - 1 for t, n in sorted(state.cooldown.items()) if n > 1}
     ctx.baseline_cache.save(ctx.session.paths.baseline_cache)
+    killpoints.reached("step_end")  # after the step's writes, before its checkpoint
 
 
 # -- diagnosis -------------------------------------------------------------------------------

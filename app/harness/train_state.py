@@ -50,6 +50,7 @@ class TrainState:
     cooldown: dict[str, int] = field(default_factory=dict)
     epoch_counts: dict[str, int] = field(default_factory=dict)
     gate_pools: dict[str, Any] = field(default_factory=dict)
+    baseline_cache: dict[str, bool] = field(default_factory=dict)
     curve: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:

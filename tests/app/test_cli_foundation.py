@@ -100,8 +100,9 @@ def fake_runner(monkeypatch) -> type[FakeRunner]:
     return FakeRunner
 
 
-CHECKPOINT = {"progress": {"epoch": 1, "phase": "in_epoch", "step_completed": 2,
-                           "global_step": 2, "total_steps": 8}}
+CHECKPOINT = {"schema": 1, "progress": {"epoch": 1, "phase": "in_epoch", "step_completed": 2,
+                                        "global_step": 2, "total_steps": 8},
+              "state": {}, "manifest": {}, "versions_max": {}, "config_fingerprint": {}}
 
 
 def put_checkpoint(ws: Path) -> None:

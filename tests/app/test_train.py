@@ -99,7 +99,8 @@ def test_gate_evidence_shows_real_rule_accepted_and_harmful_rule_rejected(refere
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kill_at", ["rollout:150", "gate:9", "slow:1", "version:4"])
+@pytest.mark.parametrize("kill_at", ["rollout:150", "gate:9", "slow:1", "version:4",
+                                     "step_end:2"])
 def test_resume_after_sigkill_ends_in_the_reference_state(kill_at, reference, fresh_ws,
                                                            config_file, tmp_path):
     ws = copy_fresh(fresh_ws, tmp_path)
