@@ -13,9 +13,25 @@ from app.tui.widgets.paged_table import PagedTable
 from tests.tui.helpers import SIZE, settle
 
 
+async def settle_overview(pilot) -> None:
+    """The cost table fills from its own worker; under CPU load its rows (and the column widths
+    they imply) can land after the rest of the screen, so wait for them explicitly."""
+    from textual.widgets import DataTable
+
+    await settle(pilot)
+    table = pilot.app.screen.query_one("#calls-table", DataTable)
+    for _ in range(100):
+        if table.row_count:
+            break
+        await pilot.pause(0.05)
+    assert table.row_count, "the cost table never filled"
+    await settle(pilot)
+    await pilot.pause(0.1)
+
+
 def test_overview_snapshot(snap_compare, demo_ws):
     app = make_app(demo_ws.root, poll_interval=0, warm_up=False)
-    assert snap_compare(app, terminal_size=SIZE, run_before=settle)
+    assert snap_compare(app, terminal_size=SIZE, run_before=settle_overview)
 
 
 def test_steps_snapshot_with_accepted_step_selected(snap_compare, demo_ws):

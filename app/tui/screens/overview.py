@@ -59,15 +59,22 @@ class OverviewScreen(BaseScreen):
         self.query_one("#calls-table").border_title = "Tokens and cost by role"
         self.query_one("#sim-banner").display = False
         epochs = self.query_one("#epochs-table", DataTable)
-        for label, key in (("epoch", "epoch"), ("val", "val"), ("test", "test"),
-                           ("accepted", "acc"), ("prov.", "prov"), ("rejected", "rej"),
-                           ("rolled back", "rb"), ("skipped", "skip"), ("cooldown", "cool"),
-                           ("probations", "prob"), ("prompts", "prompts"), ("run", "run")):
-            epochs.add_column(label, key=key)
+        # fixed widths (as for the cost table below): under load the rows can arrive after
+        # Textual sized the columns from the headers, which cut "0.583" to "0.5"
+        for label, key, width in (("epoch", "epoch", 5), ("val", "val", 5), ("test", "test", 5),
+                                  ("accepted", "acc", 8), ("prov.", "prov", 5),
+                                  ("rejected", "rej", 8), ("rolled back", "rb", 11),
+                                  ("skipped", "skip", 7), ("cooldown", "cool", 8),
+                                  ("probations", "prob", 10), ("prompts", "prompts", 7),
+                                  ("run", "run", 24)):
+            epochs.add_column(label, key=key, width=width)
         calls = self.query_one("#calls-table", DataTable)
-        for label, key in (("role", "role"), ("calls", "calls"), ("cached", "cached"),
-                           ("tokens in", "tin"), ("tokens out", "tout"), ("cost", "cost")):
-            calls.add_column(label, key=key)
+        # fixed widths: the table fills from its own worker, and a layout that waits for the
+        # content would jump when the totals arrive
+        for label, key, width in (("role", "role", 9), ("calls", "calls", 12),
+                                  ("cached", "cached", 12), ("tokens in", "tin", 14),
+                                  ("tokens out", "tout", 14), ("cost", "cost", 12)):
+            calls.add_column(label, key=key, width=width)
         super().on_mount()
 
     def reload(self, live: bool = False) -> None:
