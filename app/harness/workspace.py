@@ -191,6 +191,9 @@ def clean_staging(root: Path) -> int:
     leftovers = list(staging.iterdir()) if staging.is_dir() else []
     for p in leftovers:
         shutil.rmtree(p, ignore_errors=True)
+    temps = list(Path(root).rglob(".*.tmp"))  # write_text_atomic's temp files of a killed run
+    for p in temps:
+        p.unlink(missing_ok=True)
     return len(leftovers)
 
 
