@@ -22,7 +22,7 @@ from app.harness.workspace import (
     read_manifest,
     train_start_mode,
 )
-from app.paths import DEMO_CONFIG, STORE_DIR, WORKSPACES_DIR
+from app.paths import DEMO_CONFIG, WORKSPACES_DIR
 from app.progress import Bars
 from app.report import format_summary, workspace_summary
 
@@ -169,5 +169,3 @@ def cmd_tui(args: argparse.Namespace) -> int:
 
     return run_tui(args.workspace, WORKSPACES_DIR)
 
-
-__all__ = ["STORE_DIR"]

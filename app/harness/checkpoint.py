@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -85,6 +84,3 @@ def restore_workspace(root: Path, ckpt: dict[str, Any]) -> list[str]:
     write_manifest(root, ckpt["manifest"])
     return removed
 
-
-def dumps_state(state: dict[str, Any]) -> str:
-    return json.dumps(state, sort_keys=True)
