@@ -15,6 +15,7 @@ Contents:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Sequence
 from statistics import NormalDist
@@ -317,3 +318,78 @@ def _normalise_geo(gamma: list[float]) -> list[float]:
     log_mean = math.fsum(math.log(g) for g in gamma) / len(gamma)
     scale = math.exp(log_mean)
     return [g / scale for g in gamma]
+
+
+# --------------------------------------------------------------------------- mixture e-values
+
+# The gate's default bet: a two-point mixture of fixed bets. The cautious bet (0.35) carries
+# moderate effects over long ladders; the bold one (0.9) lets a short ladder of clean wins
+# (no losses) reach a decision. Chosen with exact power computations in bench/gate_validity.py.
+MIXTURE_BETS: tuple[tuple[float, float], ...] = ((0.35, 0.85), (0.9, 0.15))  # (λ, weight)
+
+
+def mixture_e(wins: int, losses: int,
+              bets: Sequence[tuple[float, float]] = MIXTURE_BETS) -> float:
+    """E = Σ_k w_k (1 + λ_k)^W (1 − λ_k)^L: a mixture of test martingales on ±1 outcomes.
+
+    Under "no improvement" (P(W) ≤ P(L) given the past) each component is a test
+    supermartingale, so their weighted average is one too. It depends on the counts only, not
+    on their order, which is what makes `calibrated_threshold` an exact computation. The harm
+    side is `mixture_e(losses, wins)`.
+    """
+    total = math.fsum(w for _, w in bets)
+    return math.fsum(w * math.exp(wins * math.log1p(lam) + losses * math.log1p(-lam))
+                     for lam, w in bets) / total
+
+
+def _crossing_probability(horizon: int, crosses) -> float:
+    """P(some prefix of `horizon` fair ±1 steps reaches a (W, L) where `crosses(W, L)`)."""
+    alive = {(0, 0): 1.0}
+    hit = 0.0
+    for _ in range(horizon):
+        nxt: dict[tuple[int, int], float] = {}
+        for (wins, losses), p in alive.items():
+            for state in ((wins + 1, losses), (wins, losses + 1)):
+                if crosses(*state):
+                    hit += p / 2
+                else:
+                    nxt[state] = nxt.get(state, 0.0) + p / 2
+        alive = nxt
+    return hit
+
+
+CALIBRATION_MAX_HORIZON = 400
+
+
+@functools.lru_cache(maxsize=256)
+def calibrated_threshold(horizon: int, alpha: float,
+                         bets: tuple[tuple[float, float], ...] = MIXTURE_BETS) -> float:
+    """The smallest level c ≤ 1/α such that, under "no improvement", the probability that
+    `mixture_e` ever reaches c within `horizon` observations is ≤ α, computed exactly.
+
+    Why it is exact and valid: W and L only move on discordant observations; under the null
+    each discordant one is a W with probability ≤ ½ whatever happened before, and the crossing
+    event is monotone in W, so the worst case is a fair coin on every one of the `horizon`
+    observations (ties only shorten the walk). Ville's inequality gives 1/α for an unbounded
+    horizon; a known finite horizon allows a lower, still exact, level. Horizons above
+    CALIBRATION_MAX_HORIZON (slow to compute) use Ville's 1/α.
+    """
+    _check_alpha(alpha)
+    ville = 1.0 / alpha
+    if horizon < 1 or horizon > CALIBRATION_MAX_HORIZON:
+        return ville
+    levels = sorted({e for wins in range(horizon + 1) for losses in range(horizon + 1 - wins)
+                     if 1.0 < (e := mixture_e(wins, losses, bets)) <= ville} | {ville})
+    lo, hi, best = 0, len(levels) - 1, ville
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        level = levels[mid] * (1 - 1e-12)
+
+        def crosses(wins: int, losses: int, level: float = level) -> bool:
+            return mixture_e(wins, losses, bets) >= level
+
+        if _crossing_probability(horizon, crosses) <= alpha:
+            best, hi = levels[mid], mid - 1
+        else:
+            lo = mid + 1
+    return best

@@ -18,6 +18,8 @@ from typing import Any
 from app.errors import UserError
 from app.toml_compat import tomllib
 
+GATE_STRATEGIES = ("eprocess", "mcnemar", "minibatch", "accept_all")
+
 
 def _s(default: Any = MISSING, **kw: Any) -> Any:
     return _field(default, "structural", **kw)
@@ -70,23 +72,22 @@ class RunConfig:
     holdout_each_epoch: bool = _d(True)
     appendix_max_lines: int = _d(40)
 
-    # the gate (DESIGN §6.6)
+    # the gate: which acceptance rule, then the e-process gate's thresholds
+    gate_strategy: str = _d("eprocess")  # eprocess | mcnemar | minibatch | accept_all
+    gate_minibatch_k: int = _d(3)  # units the "minibatch" rule (GEPA's) compares
     gate_e_confirm: float = _d(20.0)
     gate_e_provisional: float = _d(5.0)
     gate_e_rollback: float = _d(10.0)
     gate_w_net_min: int = _d(2)
     gate_delta_min: float = _d(0.02)
     gate_lambda_dir: float = _d(0.35)
-    gate_lambda_strategy: str = _d("fixed")  # fixed | kt
+    gate_lambda_strategy: str = _d("mixture")  # mixture | fixed | kt
     gate_lambda_max: float = _d(0.5)
     gate_shrink_k: int = _d(10)
-    gate_e_futility: float | None = _d(1.3)  # stop early when evidence leans against the edit
+    gate_e_futility: float | None = _d(None)  # reject once E_harm >= this (caps power)
     gate_curtail: bool = _d(True)  # stop once no accept is reachable within n_max
-    gate_n_max: int = _d(60)
-    gate_p_low: float = _d(0.2)
-    gate_p_high: float = _d(0.8)
-    gate_probe_quota: float = _d(0.2)
-    gate_gamma: float = _d(0.5)
+    gate_calibrate: bool = _d(True)  # exact finite-horizon accept level (<= e_confirm)
+    gate_n_max: int = _d(200)  # families per test at most; the pool usually ends first
     gate_guard_err: float = _d(0.2)
 
     # simulated world knobs (ignored by real models)
@@ -96,6 +97,8 @@ class RunConfig:
     sim_harmful_share: float = _d(0.2)
     sim_useless_share: float = _d(0.15)
     sim_adversarial_share: float = _d(0.0)
+    sim_world_seed: int = _s(7)  # which simulated world; its benchmark: app.providers.sim.generate
+    sim_units_per_type: int = _s(72)
 
     def __post_init__(self) -> None:
         problems = list(_range_problems(self))
@@ -129,8 +132,7 @@ def _range_problems(c: RunConfig):
     for name in non_negative:
         if getattr(c, name) < 0:
             yield f"{name} must be >= 0 (got {getattr(c, name)})"
-    shares = ["batch_correct_ratio", "gate_p_low", "gate_p_high", "gate_probe_quota",
-              "gate_gamma", "gate_guard_err", "sim_fault_rate", "sim_harmful_share",
+    shares = ["batch_correct_ratio", "gate_guard_err", "sim_fault_rate", "sim_harmful_share",
               "sim_useless_share", "sim_adversarial_share", "gate_delta_min"]
     for name in shares:
         if not 0.0 <= getattr(c, name) <= 1.0:
@@ -143,14 +145,18 @@ def _range_problems(c: RunConfig):
             yield f"{name} must be >= 1 (got {getattr(c, name)})"
     if c.gate_e_futility is not None and c.gate_e_futility <= 1.0:
         yield f"gate_e_futility must be > 1 or unset (got {c.gate_e_futility})"
-    if c.gate_p_low > c.gate_p_high:
-        yield f"gate_p_low ({c.gate_p_low}) must not exceed gate_p_high ({c.gate_p_high})"
     if c.max_cost_usd is not None and c.max_cost_usd <= 0:
         yield f"max_cost_usd must be > 0 (got {c.max_cost_usd})"
     if c.skill_mode not in ("inline", "tool"):
         yield f"skill_mode must be 'inline' or 'tool' (got {c.skill_mode!r})"
-    if c.gate_lambda_strategy not in ("fixed", "kt"):
-        yield f"gate_lambda_strategy must be 'fixed' or 'kt' (got {c.gate_lambda_strategy!r})"
+    if c.gate_strategy not in GATE_STRATEGIES:
+        yield f"gate_strategy must be one of {', '.join(GATE_STRATEGIES)} (got {c.gate_strategy!r})"
+    for name in ("gate_minibatch_k", "sim_units_per_type"):
+        if getattr(c, name) < 1:
+            yield f"{name} must be >= 1 (got {getattr(c, name)})"
+    if c.gate_lambda_strategy not in ("mixture", "fixed", "kt"):
+        yield ("gate_lambda_strategy must be 'mixture', 'fixed' or 'kt' "
+               f"(got {c.gate_lambda_strategy!r})")
 
 
 FIELD_TYPES = typing.get_type_hints(RunConfig)

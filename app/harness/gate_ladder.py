@@ -1,15 +1,22 @@
-"""The gate ladder and the baseline cache (DESIGN §6.6).
+"""The gate ladder and the baseline cache.
 
-The ladder orders a task type's gate-eligible units (diagnosis + validation, never test) so the
-sequential gate meets informative units first: units whose baseline pass probability is near
-0.5 are the likeliest to flip, i.e. to carry W/L evidence.
+The ladder says which families a gate test looks at and in which order. It is built so the
+gate's guarantee holds (core/evolution/gate.py states it):
+- the order is a seeded shuffle, keyed by (seed, task type, epoch, step), that never looks at
+  any outcome: no unit is chosen or put first because the baseline happened to fail it, which
+  would make regression to the mean look like an improvement;
+- one entry per family (near-duplicate questions are one observation);
+- families holding a unit of the candidate's case pack are left out (the candidate was written
+  from them);
+- stage 1 is the diagnosis pool's families, stage 2 the validation pool's: a provisional
+  accept leaves stage 2 to its probation, which evaluates it with the epoch's validation
+  re-run. The test pool never feeds the gate.
 """
 
 from __future__ import annotations
 
 import random
-from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,80 +24,72 @@ from typing import Any
 from app.harness.atomic import read_json, write_json_atomic
 from core.types import QuestionUnit
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+
+Family = tuple[str, tuple[str, ...]]  # (family id, unit ids)
+
+
+@dataclass(frozen=True)
+class Ladder:
+    stage1: tuple[Family, ...]
+    stage2: tuple[Family, ...]
+
+    @property
+    def families(self) -> tuple[Family, ...]:
+        return (*self.stage1, *self.stage2)
+
+    def truncated(self, n_max: int) -> Ladder:
+        """At most n_max families, stage 1 first."""
+        s1 = self.stage1[:n_max]
+        return Ladder(s1, self.stage2[:max(0, n_max - len(s1))])
 
 
 @dataclass
 class GatePools:
-    units: dict[str, list[str]] = field(default_factory=dict)  # type -> unit ids, benchmark order
-    p_hat: dict[str, float] = field(default_factory=dict)  # unit id -> baseline pass estimate
-    cold_order: dict[str, list[str]] = field(default_factory=dict)  # type -> unit ids
-    observed: bool = False  # has any epoch's non-gate observation been folded in?
-    updates: int = 0  # update() calls that saw a unit; rotates which "other" units get probed
+    # type -> stage ("diagnosis" | "validation") -> family id -> unit ids, benchmark order
+    families: dict[str, dict[str, dict[str, list[str]]]] = field(default_factory=dict)
     seed: int = 1
 
     @classmethod
-    def build(cls, units: Sequence[QuestionUnit], test_unit_ids: set[str],
-              baseline_correctness: Mapping[str, bool], seed: int = 1) -> GatePools:
-        """Gate-eligible units per type; p̂ from the baseline run (0.5 when unknown)."""
+    def build(cls, units: Sequence[QuestionUnit], validation_unit_ids: set[str],
+              test_unit_ids: set[str], seed: int = 1) -> GatePools:
+        """Gate-eligible families per type (never a test unit), split by pool."""
         pools = cls(seed=seed)
         for unit in units:
             if unit.unit_id in test_unit_ids:
-                continue  # the test pool never feeds the gate
-            pools.units.setdefault(unit.task_type, []).append(unit.unit_id)
-            known = baseline_correctness.get(unit.unit_id)
-            pools.p_hat[unit.unit_id] = 0.5 if known is None else float(known)
-        for task_type, ids in pools.units.items():
-            pools.cold_order[task_type] = _cold_order(ids, baseline_correctness,
-                                                      f"{seed}:{task_type}")
+                continue
+            stage = "validation" if unit.unit_id in validation_unit_ids else "diagnosis"
+            family = unit.questions[0].family if unit.questions else unit.unit_id
+            by_stage = pools.families.setdefault(unit.task_type, {})
+            by_stage.setdefault(stage, {}).setdefault(family, []).append(unit.unit_id)
         return pools
 
     @property
     def task_types(self) -> tuple[str, ...]:
-        return tuple(sorted(self.units))
+        return tuple(sorted(self.families))
 
-    def update(self, observations: Mapping[str, bool], gamma: float) -> None:
-        """γ-EMA of the baseline pass rate from one epoch's non-gate observations."""
-        if not 0 < gamma <= 1:
-            raise ValueError(f"gamma must be in (0, 1], got {gamma}")
-        seen = [u for u in observations if u in self.p_hat]  # unknown / test units are ignored
-        for unit_id in seen:
-            self.p_hat[unit_id] = (1 - gamma) * self.p_hat[unit_id] + gamma * float(
-                bool(observations[unit_id]))
-        if seen:
-            self.observed = True
-            self.updates += 1
+    def ladder_for(self, task_type: str, exclude_units: set[str], key: str,
+                   with_stage2: bool = True) -> Ladder:
+        """The families to test, in a seeded order that depends on `key` and nothing else."""
+        by_stage = self.families.get(task_type, {})
 
-    def ladder_for(self, task_type: str, exclude_units: set[str], p_low: float, p_high: float,
-                   probe_quota: float, cold: bool | None = None) -> list[str]:
-        """Unit ids in the order the gate should evaluate them (not truncated)."""
-        if cold is None:
-            cold = not self.observed
-        if cold:
-            return [u for u in self.cold_order.get(task_type, []) if u not in exclude_units]
-        ids = [u for u in self.units.get(task_type, []) if u not in exclude_units]
-        informative = sorted((u for u in ids if p_low <= self.p_hat[u] <= p_high),
-                             key=lambda u: (abs(self.p_hat[u] - 0.5), u))
-        chosen = set(informative)
-        others = sorted(u for u in ids if u not in chosen)
-        # Re-seeded after each update so that, over time, every confident unit gets re-checked.
-        random.Random(f"{self.seed}:{task_type}:{self.updates}").shuffle(others)
-        return _interleave(informative, others, probe_quota)
+        def stage(name: str) -> tuple[Family, ...]:
+            fams = [(f, tuple(ids)) for f, ids in by_stage.get(name, {}).items()
+                    if not exclude_units.intersection(ids)]
+            random.Random(f"{self.seed}:{task_type}:{name}:{key}").shuffle(fams)
+            return tuple(fams)
+
+        return Ladder(stage("diagnosis"), stage("validation") if with_stage2 else ())
 
     def to_dict(self) -> dict[str, Any]:
-        return {"version": FORMAT_VERSION, "seed": self.seed, "observed": self.observed,
-                "updates": self.updates, "p_hat": dict(self.p_hat),
-                "task_types": {t: {"units": list(ids), "cold_order": list(self.cold_order[t])}
-                               for t, ids in self.units.items()}}
+        return {"version": FORMAT_VERSION, "seed": self.seed, "families": self.families}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> GatePools:
-        types = data.get("task_types", {})
-        return cls(units={t: list(v["units"]) for t, v in types.items()},
-                   p_hat={u: float(p) for u, p in data.get("p_hat", {}).items()},
-                   cold_order={t: list(v["cold_order"]) for t, v in types.items()},
-                   observed=bool(data.get("observed", False)),
-                   updates=int(data.get("updates", 0)), seed=int(data.get("seed", 1)))
+        return cls(families={t: {s: {f: list(ids) for f, ids in fams.items()}
+                                 for s, fams in stages.items()}
+                             for t, stages in data.get("families", {}).items()},
+                   seed=int(data.get("seed", 1)))
 
     def save(self, path: Path) -> None:
         write_json_atomic(Path(path), self.to_dict())
@@ -98,38 +97,6 @@ class GatePools:
     @classmethod
     def load(cls, path: Path) -> GatePools:
         return cls.from_dict(read_json(Path(path)))
-
-
-def _cold_order(ids: Sequence[str], baseline: Mapping[str, bool], seed: str) -> list[str]:
-    """Seeded shuffle, then alternate baseline-wrong / baseline-right (unknown third), so a
-    cold gate can see a win (needs a wrong baseline) and a loss (needs a right one) early."""
-    shuffled = list(ids)
-    random.Random(seed).shuffle(shuffled)
-    wrong = [u for u in shuffled if baseline.get(u) is False]
-    right = [u for u in shuffled if baseline.get(u) is True]
-    unknown = [u for u in shuffled if baseline.get(u) is None]
-    return _round_robin([wrong, right, unknown])
-
-
-def _round_robin(lists: Iterable[Sequence[str]]) -> list[str]:
-    queues = [list(q) for q in lists]
-    out: list[str] = []
-    for i in range(max((len(q) for q in queues), default=0)):
-        out.extend(q[i] for q in queues if i < len(q))
-    return out
-
-
-def _interleave(main: Sequence[str], probes: Sequence[str], quota: float) -> list[str]:
-    """Every round(1/quota)-th slot takes a probe while both lists last; then the rest."""
-    if quota <= 0:
-        return [*main, *probes]
-    period = max(1, round(1 / quota))
-    queues = (deque(main), deque(probes))
-    out: list[str] = []
-    for slot in range(1, len(main) + len(probes) + 1):
-        first, second = queues[::-1] if slot % period == 0 else queues
-        out.append((first or second).popleft())
-    return out
 
 
 def _cache_key(skills_version: str, prompts_version: str, unit_id: str) -> str:

@@ -34,6 +34,8 @@ def step_report(*, run_id: str, epoch: int, step: int, task_type: str, action: s
         "W": d.W if d else None, "L": d.L if d else None,
         "e_value": d.e_value if d else None, "e_harm": d.e_harm if d else None,
         "n_used": d.n_used if d else None, "stop_reason": d.stop_reason if d else None,
+        "units_used": d.units_used if d else None, "threshold": d.threshold if d else None,
+        "horizon": d.horizon if d else None, "strategy": d.strategy if d else None,
         "delta_hat": d.delta_hat if d else None, "delta_shrunk": d.delta_shrunk if d else None,
         "edit_budget": budget,
         "edits": list(record.edits) if record else [],

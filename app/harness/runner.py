@@ -245,7 +245,9 @@ class Runner:
         gate_units = [u for u in units.values() if u.task_type in task_types]
         test_units = {q.unit_id for q in pools.test}
         unit_view = unit_correctness_view(gate_units, baseline)
-        gate_pools = GatePools.build(gate_units, test_units, unit_view, seed=1)
+        validation_ids = {q.unit_id for q in pools.validation}
+        gate_pools = GatePools.build(gate_units, validation_ids, test_units,
+                                     seed=self.config.seed)
         gate_pools.save(session.paths.gate_pools)
         cache = BaselineCache()  # the file is a mirror; the state comes from the checkpoint
         cache.put_many(prompts.skills_version, prompts.prompts_version, unit_view)

@@ -6,6 +6,7 @@ reported (phase 9).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from loguru import logger
@@ -21,7 +22,7 @@ from app.harness.workspace import update_best, update_manifest
 from core.evolution.budget import edit_budget_at
 from core.evolution.diagnose import CasePack, merge_packs
 from core.evolution.evolve import evolve, prompt_file_prompt
-from core.evolution.gate import pair_block, probation_verdict
+from core.evolution.gate import GateDecision, ProbationTest
 from core.types import InferenceResult
 
 
@@ -46,7 +47,7 @@ async def run_slow_update(ctx: TrainContext, state: TrainState, epoch: int) -> N
     state.correctness.update(r.correctness)
     killpoints.reached("slow")
     # 4. settle probations against R
-    verdicts = settle_probations(ctx, state, r, epoch)
+    verdicts = await settle_probations(ctx, state, r, epoch, prefix)
     # 5. best = strict argmax of validation accuracy
     consider_best(ctx, state, r, r_prompts, epoch, prefix + "val")
     # 6. momentum for task types changed this epoch
@@ -61,31 +62,65 @@ async def run_slow_update(ctx: TrainContext, state: TrainState, epoch: int) -> N
     # 9. epoch report and held-out evaluation
     holdout = await holdout_four_way(ctx, state, prefix) if ctx.config.holdout_each_epoch else {}
     report_epoch(ctx, state, epoch, r, r2, holdout, verdicts, prefix)
-    # 10. refresh the ladder from this epoch's non-gate observations (the checkpoint follows)
-    refresh_ladder(ctx, state, epoch, r, r2)
 
 
-def settle_probations(ctx: TrainContext, state: TrainState, r: InferenceResult,
-                      epoch: int) -> list[dict[str, Any]]:
+async def settle_probations(ctx: TrainContext, state: TrainState, r: InferenceResult,
+                            epoch: int, prefix: str) -> list[dict[str, Any]]:
+    """Finish each provisional accept's gate test on the validation families it reserved.
+
+    The candidate's outcomes are the validation re-run R's (the current version); the
+    baseline's are the anchor's (the current versions with the task type's skill file as it
+    was before the provisional accept), run now on the same units. The test goes on from the
+    state the gate left it in, so "keep" means it crossed the same accept level: a null edit
+    is kept with probability ≤ α together with its chance of being accepted at the gate.
+    """
     verdicts = []
     for task_type in sorted(state.probations):
         p = Probation(**state.probations.pop(task_type))
-        units = build_units(ctx.questions_of(ctx.pools.validation, task_type))
-        before = unit_correctness_view(units, p.snapshot)
-        after = unit_correctness_view(units, r.correctness)
-        order = sorted(before)
-        flips = pair_block(order, before, after)
-        outcomes = [int(after[u]) - int(before[u]) for u in order if u in after]
-        verdict = probation_verdict(flips.W, flips.L, outcomes, ctx.gate_params)
-        verdicts.append({"task_type": task_type, "verdict": verdict, "W": flips.W,
-                         "L": flips.L, "accepted_version": p.accepted_version})
-        logger.info("e{} probation {}: {} (W={} L={})", epoch, task_type, verdict, flips.W,
-                    flips.L)
+        verdict, decision = await _probation_test(ctx, p, r, prefix)
+        verdicts.append({"task_type": task_type, "verdict": verdict, "W": decision.W,
+                         "L": decision.L, "e_value": decision.e_value,
+                         "threshold": decision.threshold, "n_used": decision.n_used,
+                         "stop_reason": decision.stop_reason,
+                         "accepted_version": p.accepted_version})
+        logger.info("e{} probation {}: {} (W={} L={} e={:.2f} / {:.2f})", epoch, task_type,
+                    verdict, decision.W, decision.L, decision.e_value, decision.threshold)
         if verdict == "rollback":
             rollback(ctx, state, p, epoch)
         else:
             state.count("kept")
     return verdicts
+
+
+async def _probation_test(ctx: TrainContext, p: Probation, r: InferenceResult,
+                          prefix: str) -> tuple[str, GateDecision]:
+    test = ProbationTest(ctx.gate_params, p.test)
+    families = [(str(f), tuple(ids)) for f, ids in p.families]
+    unit_ids = [u for _, ids in families for u in ids]
+    questions = [q for u in unit_ids for q in ctx.units[u].questions]
+    session = ctx.session
+    skills = session.version_files("skills", session.paths.skills_version)
+    skills[p.target_file] = p.anchor_text
+    anchor = replace(session.agent_prompts(), skills=skills,
+                     skills_version=f"{session.paths.skills_version}-anchor-{p.task_type}")
+    run_id = f"{prefix}anchor-{p.task_type}"
+    base = await session.infer(questions, run_id, "gate", prompts=anchor,
+                               label=f"probation {p.task_type} anchor") if questions else None
+    units = [ctx.units[u] for u in unit_ids]
+    cand_view = unit_correctness_view(units, r.correctness)
+    base_view = unit_correctness_view(units, base.correctness if base else {})
+    for family, ids in families:
+        if test.done:
+            break
+        test.observe_family(family, [(u, base_view[u], cand_view[u]) for u in ids])
+    verdict, decision = test.verdict()
+    ctx.log.insert_rows("gate_evidence", [
+        {"run_id": f"{prefix}probation-{p.task_type}", "epoch": p.epoch, "step": p.step,
+         "task_type": p.task_type, "idx": i, "unit_id": e["unit_id"], "base": int(e["base"]),
+         "cand": int(e["cand"]), "outcome": e["outcome"], "w": e["W"], "l": e["L"],
+         "e_win": e["e_win"], "e_harm": e["e_harm"]}
+        for i, e in enumerate(decision.evidence)])
+    return verdict, decision
 
 
 def rollback(ctx: TrainContext, state: TrainState, p: Probation, epoch: int) -> None:
@@ -95,7 +130,6 @@ def rollback(ctx: TrainContext, state: TrainState, p: Probation, epoch: int) -> 
     session.publish_version("skills", files, source="rollback", run_id=state.train_id,
                             description=f"e{epoch} rollback of {p.task_type} "
                                         f"(accepted in {p.accepted_version})")
-    state.correctness.update(p.snapshot)
     state.cooldown[p.task_type] = ctx.config.cooldown_steps
     state.rejected.setdefault(p.task_type, []).extend(
         {"task_type": p.task_type, "op": e.get("op", ""), "section": e.get("section", ""),
@@ -239,27 +273,3 @@ def report_epoch(ctx: TrainContext, state: TrainState, epoch: int, r: InferenceR
     logger.info("epoch {}: validation {:.3f}{}  best {:.3f} ({})", epoch, val_acc,
                 f"  test {test_acc:.3f}" if test_acc is not None else "",
                 state.best["val_acc"], state.best["skills"])
-
-
-def refresh_ladder(ctx: TrainContext, state: TrainState, epoch: int, r: InferenceResult,
-                   r2: InferenceResult | None) -> None:
-    """Update p̂ from this epoch's non-gate observations: step rollouts, R and a kept R2."""
-    rollouts = ctx.log.query(
-        "SELECT p.question_id, p.correct FROM predictions p JOIN _runs r ON r.run_id = p.run_id "
-        "WHERE r.kind = 'rollout' AND r.parent_run_id = ? AND p.run_id LIKE ? ESCAPE '\\' "
-        "ORDER BY r.seq, p.question_id",
-        (state.train_id, _like_prefix(f"{state.train_id}-e{epoch}-s")))
-    observed = {row["question_id"]: bool(row["correct"]) for row in rollouts}
-    observed.update(r.correctness)  # the latest observation of a unit wins: one EMA step
-    if r2 is not None:
-        observed.update(r2.correctness)
-    view = unit_correctness_view(ctx.units.values(), observed)
-    ctx.gate_pools.update(view, ctx.config.gate_gamma)
-    ctx.gate_pools.save(ctx.session.paths.gate_pools)
-    state.gate_pools = ctx.gate_pools.to_dict()
-
-
-def _like_prefix(prefix: str) -> str:
-    from app.harness.log import escape_like
-
-    return escape_like(prefix) + "%"

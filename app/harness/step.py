@@ -103,7 +103,8 @@ async def gate_step(ctx: TrainContext, state: TrainState, epoch: int, step: int,
     records = await evolve_phase(ctx, state, epoch, step, prompts, diagnosis, budget, prefix)
     if not records:
         return
-    specs = [gate_spec(ctx, tt, rec, prompts, diagnosis, prefix) for tt, rec in records.items()]
+    specs = [gate_spec(ctx, state, tt, rec, prompts, diagnosis, prefix)
+             for tt, rec in records.items()]
     for spec in specs:
         ctx.session.register(spec.gate_run_id, "gate", spec.candidate,
                              parent_run_id=state.train_id)
@@ -183,16 +184,19 @@ async def evolve_skill(ctx: TrainContext, state: TrainState, task_type: str,
     return record
 
 
-def gate_spec(ctx: TrainContext, task_type: str, record: EvolutionRecord,
+def gate_spec(ctx: TrainContext, state: TrainState, task_type: str, record: EvolutionRecord,
               prompts: AgentPrompts, diagnosis: DiagnosisResult, prefix: str) -> GateSpec:
-    """Phase B: the ladder minus the case pack's units, truncated to n_max."""
+    """Phase B: the ladder minus the case pack's families, truncated to n_max. While the task
+    type is on probation its validation families stay reserved for that probation."""
     c = ctx.config
-    ladder = ctx.gate_pools.ladder_for(task_type, set(diagnosis.skill_packs[task_type].unit_ids),
-                                       c.gate_p_low, c.gate_p_high, c.gate_probe_quota)
+    ladder = ctx.gate_pools.ladder_for(
+        task_type, set(diagnosis.skill_packs[task_type].unit_ids), key=prefix,
+        with_stage2=task_type not in state.probations)
     return GateSpec(task_type=task_type, target_file=record.target_file,
                     candidate=with_skill(prompts, record.target_file, record.evolved),
-                    ladder=tuple(ladder[:c.gate_n_max]),
-                    gate_run_id=f"{prefix}gate-{task_type}")
+                    ladder=ladder.truncated(c.gate_n_max),
+                    gate_run_id=f"{prefix}gate-{task_type}", strategy=c.gate_strategy,
+                    minibatch_k=c.gate_minibatch_k)
 
 
 def settle(ctx: TrainContext, state: TrainState, epoch: int, step: int, record: EvolutionRecord,
@@ -215,8 +219,8 @@ def settle(ctx: TrainContext, state: TrainState, epoch: int, step: int, record: 
         state.count("rejected")
     state.count({"accept": "accepted", "accept_provisional": "provisional"}.get(d.action,
                                                                              "gate_rejected"))
-    summary = (f"{d.action}: W={d.W} L={d.L} e={d.e_value:.2f} over {d.n_used} units "
-               f"({d.stop_reason})")
+    summary = (f"{d.action}: W={d.W} L={d.L} e={d.e_value:.2f} over {d.n_used} families, "
+               f"{d.units_used} units ({d.stop_reason})")
     logger.info("e{} s{} {:<10} {}", epoch, step, record.task_type, summary)
     report = step_report(run_id=state.train_id, epoch=epoch, step=step,
                          task_type=record.task_type, action=d.action, budget=budget,
@@ -236,17 +240,14 @@ def accept(ctx: TrainContext, state: TrainState, epoch: int, step: int,
                     f"W={outcome.decision.W} L={outcome.decision.L}")
     task_type = record.task_type
     if outcome.decision.action == "accept_provisional":
-        val_ids = [q.question_id for q in ctx.questions_of(ctx.pools.validation, task_type)]
-        earlier = state.probations.get(task_type)
-        if earlier:  # keep the first anchor: a rollback undoes every provisional edit since
-            earlier["edits"] += record.applied()
-            earlier["accepted_version"] = version
-        else:
-            state.probations[task_type] = Probation(
-                task_type=task_type, target_file=record.target_file,
-                anchor_text=record.original, accepted_version=version,
-                snapshot={q: state.correctness[q] for q in val_ids if q in state.correctness},
-                edits=record.applied(), epoch=epoch, step=step).__dict__
+        # Only reachable when the task type was not on probation: its stage 2 (the reserved
+        # validation families) is what the probation will test.
+        state.probations[task_type] = Probation(
+            task_type=task_type, target_file=record.target_file,
+            anchor_text=record.original, accepted_version=version,
+            test=dict(outcome.decision.continuation or {}),
+            families=[[f, list(ids)] for f, ids in outcome.stage2],
+            edits=record.applied(), epoch=epoch, step=step).__dict__
     state.correctness.update(outcome.candidate_questions)
     state.rejected.pop(task_type, None)
     state.mark_changed(task_type)
@@ -255,16 +256,22 @@ def accept(ctx: TrainContext, state: TrainState, epoch: int, step: int,
 
 def shadow_row(ctx: TrainContext, outcome: ValidationOutcome, prefix: str, epoch: int,
                step: int) -> dict[str, Any]:
-    """What the other bet strategy would have decided on the same evidence (analysis only)."""
+    """What the other bet would have decided on the same evidence (analysis only)."""
     from dataclasses import replace
 
-    other = "kt" if ctx.gate_params.lambda_strategy == "fixed" else "fixed"
-    gate = SequentialGate(replace(ctx.gate_params, lambda_strategy=other))
-    for e in outcome.decision.evidence:
-        gate.observe(e["unit_id"], e["base"], e["cand"])
+    d0 = outcome.decision
+    other = "fixed" if ctx.gate_params.lambda_strategy == "mixture" else "mixture"
+    gate = SequentialGate(replace(ctx.gate_params, lambda_strategy=other),
+                          horizon=max(d0.horizon, 1), stage1=max(d0.horizon, 1))
+    families: dict[str, list[tuple[str, bool, bool]]] = {}
+    for e in d0.evidence:
+        families.setdefault(e.get("family", e["unit_id"]), []).append(
+            (e["unit_id"], e["base"], e["cand"]))
+    for family, pairs in families.items():
+        gate.observe_family(family, pairs)
         if gate.done:
             break
-    d = gate.finish(exhausted=not gate.done)
+    d = gate.finish(exhausted=True)
     return {"run_id": prefix + "report", "epoch": epoch, "step": step,
             "task_type": outcome.task_type, "strategy": other, "action": d.action,
             "e_value": d.e_value, "n_used": d.n_used}

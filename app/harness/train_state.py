@@ -26,7 +26,8 @@ class Probation:
     target_file: str
     anchor_text: str  # the file before the accept; restored on rollback
     accepted_version: str
-    snapshot: dict[str, bool]  # validation correctness (by question) at accept time
+    test: dict[str, Any]  # the gate test's state at the provisional accept (it goes on)
+    families: list[list[Any]]  # [family id, [unit ids]]: the reserved stage-2 families
     edits: list[dict[str, Any]]  # applied edits; blacklisted on rollback
     epoch: int
     step: int
@@ -108,4 +109,5 @@ def gate_params_from(config: RunConfig) -> GateParams:
         delta_min=config.gate_delta_min, lambda_dir=config.gate_lambda_dir,
         lambda_strategy=config.gate_lambda_strategy, lambda_max=config.gate_lambda_max,
         shrink_k=config.gate_shrink_k, n_max=config.gate_n_max,
-        e_futility=config.gate_e_futility, curtail=config.gate_curtail)
+        e_futility=config.gate_e_futility, curtail=config.gate_curtail,
+        calibrate=config.gate_calibrate)

@@ -10,6 +10,7 @@ from app.providers.litellm_provider import CostBudget, LiteLLMProvider
 from app.providers.retry import RetryingProvider
 from app.providers.sim.evolver import EvolverShares
 from app.providers.sim.provider import SimProvider, SimSettings
+from app.providers.sim.world import build_world
 from core.protocols import TelemetryRecorder
 
 
@@ -36,7 +37,9 @@ def sim_settings(config: RunConfig) -> SimSettings:
 
 def make_model(model: str, config: RunConfig, budget: CostBudget):
     if model.startswith("sim/"):
-        sim = RetryingProvider(SimProvider(model, sim_settings(config)),
+        world = build_world(model.split("/", 1)[-1], config.sim_world_seed,
+                            config.sim_units_per_type)
+        sim = RetryingProvider(SimProvider(model, sim_settings(config), world=world),
                                max_retries=config.max_retries, backoff_base_s=0.01)
         return BudgetedProvider(sim, budget)
     provider = LiteLLMProvider(model, api_base=config.api_base,

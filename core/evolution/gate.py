@@ -1,32 +1,38 @@
-"""The sequential gate on skill edits, pair counting and the probation verdict (DESIGN §6.6).
+"""The sequential gate on skill edits, pair counting and family outcomes.
 
-Pure logic: callers feed (unit_id, baseline correct, candidate correct) in ladder order and get
-a decision. Only discordant units move the evidence:
-W = baseline wrong and candidate right (g = +1), L = baseline right and candidate wrong
-(g = −1); ties (g = 0) move nothing.
+Pure logic: callers feed families of (unit_id, baseline correct, candidate correct) in ladder
+order and get a decision. One observation per *family* (near-duplicate questions share one):
+its outcome is the sign of Σ(candidate − baseline) over the family's units, so W = the
+candidate wins the family, L = it loses it, a tie moves nothing. A benchmark without families
+has one unit per family, and then this is the usual unit-level paired comparison.
 
-Decisions, checked after every unit, in this order:
-- E_win ≥ e_confirm                      -> "accept",  stop_reason "confirmed"
+Decisions, checked after every family, in this order:
+- E_win ≥ threshold                      -> "accept",  stop_reason "confirmed"
 - E_harm ≥ e_rollback                    -> "reject",  stop_reason "harm"
-- E_harm ≥ e_futility (when set)         -> "reject",  stop_reason "futility"
-  (the evidence leans against an improvement, though not enough to call it harm)
-- no accept is reachable any more, even if every remaining unit up to n_max were a W
+- E_harm ≥ e_futility (off by default)   -> "reject",  stop_reason "futility"
+- no accept is reachable within the horizon even if every remaining family were a W
   (when `curtail`)                       -> "reject",  stop_reason "futility"
-At the end (ladder exhausted or n_max units used) without such a stop:
-- E_win ≥ e_provisional, W − L ≥ w_net_min and (W − L)/(n + shrink_k) ≥ delta_min
-                                         -> "accept_provisional", stop_reason "provisional"
-- otherwise                              -> "reject",  stop_reason "insufficient_evidence"
-`GateDecision.ended_by` says why the run stopped: "threshold", "curtailed", "n_max" or
-"exhausted".
+- at the end of stage 1 when a stage 2 exists: E_win ≥ e_provisional, W − L ≥ w_net_min and
+  (W − L)/(n + shrink_k) ≥ delta_min      -> "accept_provisional", stop_reason "provisional":
+  the same test goes on over stage 2 at probation (`ProbationTest`), and the edit is kept only
+  if it crosses the threshold there.
+At the end of the ladder without such a stop -> "reject", "insufficient_evidence".
 
-Error control: under "no difference" E_win is a test martingale, so P(ever "accept") ≤
-1/e_confirm however often the gate looks. "accept_provisional" has no such guarantee; its
-threshold is set (see `bench/gate_efficiency.py`) so that the share of all accepts under "no
-difference" stays below the nominal α = 1/e_confirm in simulation, and provisional accepts
-still go on probation. The two futility stops only ever reject, so they cannot raise any
-false-accept rate. Curtailment changes no decision at all, only how many units are spent: it
-fires only when the best case (every remaining unit a W, which maximises E_win, W − L and the
-shrunk effect at every later point, for both bets) reaches no accept.
+What is guaranteed, and under which assumptions. The null hypothesis: for each family the gate
+looks at, given everything seen before, the candidate is no more likely to win it than to lose
+it. Assumptions the harness makes true (app/harness/gate_ladder.py): (1) which families are
+looked at, in which order, is a seeded shuffle that never uses any outcome; (2) the baseline
+outcomes compared come from runs of the baseline, whatever they were, and are not used to
+choose or order the families; (3) families are independent of each other (a family is one
+observation, so dependence inside a family costs nothing); (4) the families the candidate was
+written from (its case pack) are left out. Then P(accept or kept provisional) ≤ α = 1/e_confirm
+exactly: E_win is a mixture of test supermartingales (`core.stats.mixture_e`), and the
+threshold is the exact level at which a fair walk over the whole horizon (stage 1 + stage 2)
+crosses with probability ≤ α (`core.stats.calibrated_threshold`; never above Ville's 1/α).
+The harm, futility and curtailment stops only ever reject, so they cannot raise that rate;
+curtailment changes no decision at all. A provisional accept carries no guarantee by itself;
+it is an edit on probation. What is not guaranteed: that an accepted edit helps on questions
+unlike the benchmark's, or that a family-level win is a unit-level gain.
 """
 
 from __future__ import annotations
@@ -36,24 +42,25 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.stats import STRATEGIES, EProcessPair
+from core.stats import MIXTURE_BETS, STRATEGIES, EProcessPair, calibrated_threshold, mixture_e
 
 ACTIONS = ("accept", "accept_provisional", "reject")
 STOP_REASONS = ("confirmed", "harm", "futility", "provisional", "insufficient_evidence")
-ENDED_BY = ("threshold", "curtailed", "n_max", "exhausted")
+ENDED_BY = ("threshold", "curtailed", "stage", "n_max", "exhausted")
+BET_STRATEGIES = ("mixture", *STRATEGIES)
 _OUTCOME_NAMES = {1: "W", -1: "L", 0: "tie"}
+
+Pair = tuple[str, bool, bool]  # (unit_id, baseline correct, candidate correct)
 
 
 @dataclass(frozen=True)
 class GateParams:
     """Thresholds and bet of the gate; validated so a typo in a config fails at load time.
 
-    The defaults (λ = 0.35, e_provisional = 5, e_futility = 1.3, n_max = 60) are tuned with
-    `bench/gate_efficiency.py` against a fixed-n one-sided exact McNemar test at α =
-    1/e_confirm: about half the units at discordance 0.3 and ~43% fewer at 0.15, with fewer
-    false accepts, for 3–7 points less mean power (more at higher discordance). At λ = 0.35,
-    e_futility = 1.3 means: give up at an L before any W (E_harm = 1.35), or at three L after
-    one W.
+    `e_confirm` is 1/α. With the "mixture" bet (default) and `calibrate`, the accept level is
+    the exact finite-horizon level (≤ e_confirm) for the test's horizon; "fixed" and "kt" use
+    e_confirm itself (Ville). `n_max` caps the families one test may use (stage 1 + stage 2);
+    the ladder (the task type's pool) usually ends first.
     """
 
     e_confirm: float = 20.0
@@ -62,18 +69,17 @@ class GateParams:
     w_net_min: int = 2
     delta_min: float = 0.02
     lambda_dir: float = 0.35
-    lambda_strategy: str = "fixed"
+    lambda_strategy: str = "mixture"
     lambda_max: float = 0.5
     shrink_k: int = 10
-    n_max: int = 60
-    # Early "give up": reject once E_harm reaches this (None: off). e_rollback is checked
-    # first, so a crossing of it is always reported as "harm"; but with a low e_futility the
-    # run usually stops before E_harm can grow that far, so "futility" means "leans against,
-    # not shown to help", never "harm shown".
-    e_futility: float | None = 1.3
-    # Stop (reject, "futility") as soon as no accept is reachable within n_max; never changes
-    # the decision, only saves units.
+    n_max: int = 200
+    # Reject once E_harm reaches this (None: off). It caps power (at its default of 1.3 the
+    # old gate gave up at the first loss before any win), so it is off by default.
+    e_futility: float | None = None
+    # Stop (reject, "futility") once no accept is reachable within the horizon; never
+    # changes the decision, only saves units.
     curtail: bool = True
+    calibrate: bool = True
 
     def __post_init__(self) -> None:
         for name in ("lambda_dir", "lambda_max"):
@@ -85,20 +91,76 @@ class GateParams:
             value = getattr(self, name)
             if not value >= 1.0:
                 raise ValueError(f"{name} must be >= 1, got {value}")
-        # E_harm is 1 after a tie, so a futility level of 1 would stop on the first tie.
         if self.e_futility is not None and not self.e_futility > 1.0:
             raise ValueError(f"e_futility must be > 1 or None, got {self.e_futility}")
         if self.n_max < 1:
             raise ValueError(f"n_max must be >= 1, got {self.n_max}")
         if self.shrink_k < 0:
             raise ValueError(f"shrink_k must be >= 0, got {self.shrink_k}")
-        if self.lambda_strategy not in STRATEGIES:
+        if self.lambda_strategy not in BET_STRATEGIES:
             raise ValueError(
-                f"lambda_strategy must be one of {STRATEGIES}, got {self.lambda_strategy!r}"
+                f"lambda_strategy must be one of {BET_STRATEGIES}, got {self.lambda_strategy!r}"
             )
 
-    def new_eprocess(self) -> EProcessPair:
-        return EProcessPair(self.lambda_strategy, self.lambda_dir, self.lambda_max)
+    @property
+    def alpha(self) -> float:
+        return 1.0 / self.e_confirm
+
+    def accept_level(self, horizon: int) -> float:
+        """The E_win level that accepts, for a test that can see `horizon` families."""
+        if self.lambda_strategy == "mixture" and self.calibrate:
+            return calibrated_threshold(horizon, self.alpha, MIXTURE_BETS)
+        return self.e_confirm
+
+
+class _Evidence:
+    """E_win / E_harm for the chosen bet, on ±1/0 family outcomes."""
+
+    def __init__(self, params: GateParams) -> None:
+        self.params = params
+        self._eproc = (None if params.lambda_strategy == "mixture" else
+                       EProcessPair(params.lambda_strategy, params.lambda_dir, params.lambda_max))
+        self.wins = self.losses = 0
+
+    def update(self, g: int) -> None:
+        if self._eproc is not None:
+            self._eproc.update(g)
+        self.wins += g == 1
+        self.losses += g == -1
+
+    @property
+    def e_win(self) -> float:
+        if self._eproc is None:
+            return mixture_e(self.wins, self.losses)
+        return self._eproc.e_win
+
+    @property
+    def e_harm(self) -> float:
+        if self._eproc is None:
+            return mixture_e(self.losses, self.wins)
+        return self._eproc.e_harm
+
+    def best_case(self, steps: int) -> float:
+        """E_win if every one of `steps` further outcomes were a W (an upper bound on E_win at
+        any later point, for every bet: L and tie factors are ≤ 1, and the k-th further W is
+        bet at most at the all-W path's k-th bet)."""
+        if self._eproc is None:
+            return mixture_e(self.wins + steps, self.losses)
+        p = self.params
+        return self.e_win * _all_w_growth(p.lambda_strategy, p.lambda_dir, p.lambda_max,
+                                          self.wins, self.losses, steps)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"wins": self.wins, "losses": self.losses}
+        if self._eproc is not None:
+            out.update(e_win=self._eproc.e_win, e_harm=self._eproc.e_harm)
+        return out
+
+    def restore(self, data: Mapping[str, Any]) -> None:
+        self.wins, self.losses = int(data["wins"]), int(data["losses"])
+        if self._eproc is not None:
+            self._eproc.wins, self._eproc.losses = self.wins, self.losses
+            self._eproc.e_win, self._eproc.e_harm = float(data["e_win"]), float(data["e_harm"])
 
 
 @dataclass(frozen=True)
@@ -106,9 +168,9 @@ class GateDecision:
     """What the gate decided and the evidence behind it (written to the step report)."""
 
     action: str
-    W: int
+    W: int  # families won / lost (one unit per family when there are no families)
     L: int
-    n_used: int
+    n_used: int  # families observed
     e_value: float  # E_win at stop
     e_harm: float
     stop_reason: str
@@ -116,6 +178,11 @@ class GateDecision:
     delta_shrunk: float  # (W − L)/(n + shrink_k): small-n effects pulled toward 0
     evidence: tuple[dict[str, Any], ...] = ()
     ended_by: str = "threshold"
+    threshold: float = 20.0  # the accept level this test used
+    horizon: int = 0  # families the test could see (stage 1 + stage 2)
+    units_used: int = 0  # units evaluated (all members of the observed families)
+    strategy: str = "eprocess"
+    continuation: dict[str, Any] | None = None  # a provisional accept's test state
 
     @property
     def accepted(self) -> bool:
@@ -127,13 +194,30 @@ def outcome_of(base: bool, cand: bool) -> int:
     return int(cand) - int(base)
 
 
-class SequentialGate:
-    """Anytime-valid gate: feed units in ladder order with `observe`, then `finish`."""
+def family_outcome(pairs: Sequence[Pair]) -> int:
+    """The family's ±1/0 outcome: the sign of Σ(candidate − baseline) over its units."""
+    net = sum(outcome_of(base, cand) for _, base, cand in pairs)
+    return (net > 0) - (net < 0)
 
-    def __init__(self, params: GateParams | None = None) -> None:
+
+class SequentialGate:
+    """Anytime-valid gate: feed families with `observe_family` (or single units with
+    `observe`), then `finish`.
+
+    `stage1` is how many families stage 1 has; `horizon` how many the whole test (stage 1 +
+    stage 2) may see. Without a stage 2 (horizon == stage1) there is no provisional accept.
+    """
+
+    def __init__(self, params: GateParams | None = None, *, horizon: int | None = None,
+                 stage1: int | None = None) -> None:
         self.params = params or GateParams()
-        self._eproc = self.params.new_eprocess()
-        self.n = 0
+        self.horizon = min(horizon if horizon is not None else self.params.n_max,
+                           self.params.n_max)
+        self.stage1 = min(stage1 if stage1 is not None else self.horizon, self.horizon)
+        self.threshold = self.params.accept_level(self.horizon)
+        self._ev = _Evidence(self.params)
+        self.n = 0  # families observed
+        self.units = 0
         self.decision: str | None = None
         self.stop_reason: str | None = None
         self.ended_by: str | None = None
@@ -142,85 +226,77 @@ class SequentialGate:
 
     @property
     def W(self) -> int:  # the design's name for the count
-        return self._eproc.wins
+        return self._ev.wins
 
     @property
     def L(self) -> int:
-        return self._eproc.losses
+        return self._ev.losses
 
     @property
     def e_win(self) -> float:
-        return self._eproc.e_win
+        return self._ev.e_win
 
     @property
     def e_harm(self) -> float:
-        return self._eproc.e_harm
+        return self._ev.e_harm
 
     @property
     def done(self) -> bool:
-        """True once a threshold was crossed or n_max units were used: stop evaluating."""
-        return self.decision is not None or self.n >= self.params.n_max
+        """True once a decision was taken or the horizon is used up: stop evaluating."""
+        return self.decision is not None or self.n >= self.horizon
 
     def observe(self, unit_id: str, base: bool, cand: bool) -> str | None:
-        """Fold in one unit; return "accept"/"reject" when a threshold is crossed, else None."""
+        """One unit that is its own family."""
+        return self.observe_family(unit_id, [(unit_id, base, cand)])
+
+    def observe_family(self, family_id: str, pairs: Sequence[Pair]) -> str | None:
+        """Fold in one family; return the action once one is taken, else None."""
         if self.done:
             raise RuntimeError("gate already stopped: call finish()")
-        if unit_id in self._seen:
-            # Counting a unit twice would double its evidence and break the error guarantee.
-            raise ValueError(f"unit {unit_id!r} observed twice")
-        self._seen.add(unit_id)
-        g = outcome_of(base, cand)
-        e_win, e_harm = self._eproc.update(g)
+        if not pairs:
+            raise ValueError(f"family {family_id!r} has no units")
+        for unit_id, _, _ in pairs:
+            if unit_id in self._seen:
+                # Counting a unit twice would double its evidence and break the guarantee.
+                raise ValueError(f"unit {unit_id!r} observed twice")
+            self._seen.add(unit_id)
+        g = family_outcome(pairs)
+        self._ev.update(g)
         self.n += 1
-        self.evidence.append(self._evidence_row(unit_id, base, cand, g))
-        p = self.params
-        if e_win >= p.e_confirm:
-            self._stop("accept", "confirmed", "threshold")
-        elif e_harm >= p.e_rollback:
-            self._stop("reject", "harm", "threshold")
-        elif p.e_futility is not None and e_harm >= p.e_futility:
-            self._stop("reject", "futility", "threshold")
-        elif p.curtail and self.n < p.n_max and not self.accept_reachable():
-            self._stop("reject", "futility", "curtailed")
+        self.units += len(pairs)
+        for unit_id, base, cand in pairs:
+            self.evidence.append(self._evidence_row(family_id, unit_id, base, cand, g))
+        self._check()
         return self.decision
+
+    def _check(self) -> None:
+        p = self.params
+        if self.e_win >= self.threshold:
+            self._stop("accept", "confirmed", "threshold")
+        elif self.e_harm >= p.e_rollback:
+            self._stop("reject", "harm", "threshold")
+        elif p.e_futility is not None and self.e_harm >= p.e_futility:
+            self._stop("reject", "futility", "threshold")
+        elif p.curtail and self.n < self.horizon and not self.accept_reachable():
+            self._stop("reject", "futility", "curtailed")
+        elif self.n == self.stage1 < self.horizon and self._provisional_ok():
+            self._stop("accept_provisional", "provisional", "stage")
 
     def _stop(self, action: str, stop_reason: str, ended_by: str) -> None:
         self.decision, self.stop_reason, self.ended_by = action, stop_reason, ended_by
 
-    def best_case(self) -> tuple[float, int, float]:
-        """(E_win, W − L, shrunk effect) if every remaining unit up to n_max were a W.
-
-        Each is an upper bound on its value at any later stop under any continuation, for
-        both bets: L and tie factors are ≤ 1, W − L grows by at most one per unit, and the
-        k-th further W is bet at most at the all-W path's k-th bet (the bet is non-decreasing
-        in the KT estimate p̂, which is largest when nothing but W has come in since).
-        (W − L + j)/(n + j + shrink_k) is non-decreasing in j because W − L ≤ n.
-        """
-        p = self.params
-        remaining = max(p.n_max - self.n, 0)
-        growth = _all_w_growth(
-            p.lambda_strategy, p.lambda_dir, p.lambda_max, self.W, self.L, remaining
-        )
-        e_best = self.e_win * growth
-        net = self.W - self.L + remaining
-        denom = p.n_max + p.shrink_k
-        return e_best, net, (net / denom if denom else 0.0)
-
     def accept_reachable(self) -> bool:
-        """Whether some continuation within n_max could still end in "accept" or
-        "accept_provisional" (checked on the best case, see `best_case`)."""
-        p = self.params
-        e_best, net, shrunk = self.best_case()
-        # The slack keeps float rounding (a product taken in another order) from curtailing a
-        # run whose best case lands exactly on a threshold; it can only curtail less.
-        e_best *= 1.0 + _REL_SLACK
-        if e_best >= p.e_confirm:
-            return True
-        return e_best >= p.e_provisional and net >= p.w_net_min and shrunk >= p.delta_min
+        """Whether some continuation within the horizon could still cross the threshold."""
+        best = self._ev.best_case(self.horizon - self.n)
+        # The slack keeps float rounding from curtailing a run whose best case lands exactly
+        # on the threshold; it can only curtail less.
+        return best * (1.0 + _REL_SLACK) >= self.threshold
 
-    def _evidence_row(self, unit_id: str, base: bool, cand: bool, g: int) -> dict[str, Any]:
+    def _evidence_row(self, family_id: str, unit_id: str, base: bool, cand: bool,
+                      g: int) -> dict[str, Any]:
         return {
             "unit_id": unit_id,
+            "family": family_id,
             "base": bool(base),
             "cand": bool(cand),
             "outcome": _OUTCOME_NAMES[g],
@@ -231,53 +307,72 @@ class SequentialGate:
             "n": self.n,
         }
 
-    def finish(self, exhausted: bool) -> GateDecision:
-        """Settle the gate. `exhausted`: the ladder ran out before n_max.
+    def finish(self, exhausted: bool = True) -> GateDecision:
+        """Settle the gate. `exhausted`: the ladder ran out before the horizon.
 
-        Calling it before a decision, n_max or exhaustion is a caller bug (the gate would
+        Calling it before a decision, the horizon or exhaustion is a caller bug (the gate would
         settle on less evidence than it was configured for), so it raises.
         """
         if self.decision is not None:
-            return self._decision(
-                self.decision, self.stop_reason or "", self.ended_by or "threshold"
-            )
-        if self.n >= self.params.n_max:
+            return self._decision(self.decision, self.stop_reason or "",
+                                  self.ended_by or "threshold")
+        if self.n >= self.horizon:
             ended_by = "n_max"
         elif exhausted:
             ended_by = "exhausted"
         else:
-            raise RuntimeError("finish() before a decision, n_max or an exhausted ladder")
-        if self._provisional_ok():
-            return self._decision("accept_provisional", "provisional", ended_by)
+            raise RuntimeError("finish() before a decision, the horizon or an exhausted ladder")
         return self._decision("reject", "insufficient_evidence", ended_by)
 
     def _provisional_ok(self) -> bool:
         p = self.params
         net = self.W - self.L
-        return (
-            self.e_win >= p.e_provisional
-            and net >= p.w_net_min
-            and self._delta_shrunk() >= p.delta_min
-        )
+        return (self.e_win >= p.e_provisional and net >= p.w_net_min
+                and self._delta_shrunk() >= p.delta_min)
 
     def _delta_shrunk(self) -> float:
         denom = self.n + self.params.shrink_k
         return (self.W - self.L) / denom if denom else 0.0
 
+    def state(self) -> dict[str, Any]:
+        """What a probation needs to go on with this test (JSON-plain)."""
+        return {"evidence": self._ev.to_dict(), "n": self.n, "units": self.units,
+                "horizon": self.horizon, "threshold": self.threshold}
+
     def _decision(self, action: str, stop_reason: str, ended_by: str) -> GateDecision:
         return GateDecision(
-            action=action,
-            W=self.W,
-            L=self.L,
-            n_used=self.n,
-            e_value=self.e_win,
-            e_harm=self.e_harm,
-            stop_reason=stop_reason,
+            action=action, W=self.W, L=self.L, n_used=self.n, e_value=self.e_win,
+            e_harm=self.e_harm, stop_reason=stop_reason,
             delta_hat=(self.W - self.L) / self.n if self.n else 0.0,
-            delta_shrunk=self._delta_shrunk(),
-            evidence=tuple(self.evidence),
-            ended_by=ended_by,
-        )
+            delta_shrunk=self._delta_shrunk(), evidence=tuple(self.evidence),
+            ended_by=ended_by, threshold=self.threshold, horizon=self.horizon,
+            units_used=self.units,
+            continuation=self.state() if action == "accept_provisional" else None)
+
+
+class ProbationTest:
+    """The rest of a provisional accept's test: the same evidence, the same threshold, over the
+    stage-2 families it reserved. "keep" only if E_win crosses the threshold; any other end
+    ("harm", curtailed, families exhausted) is "rollback". Because it is one test from the
+    first family to the last, P(a null edit is accepted at the gate or kept here) ≤ α."""
+
+    def __init__(self, params: GateParams, state: Mapping[str, Any]) -> None:
+        self.gate = SequentialGate(params, horizon=int(state["horizon"]),
+                                   stage1=int(state["horizon"]))
+        self.gate.threshold = float(state["threshold"])
+        self.gate._ev.restore(state["evidence"])
+        self.gate.n, self.gate.units = int(state["n"]), int(state["units"])
+
+    def observe_family(self, family_id: str, pairs: Sequence[Pair]) -> str | None:
+        return self.gate.observe_family(family_id, pairs)
+
+    @property
+    def done(self) -> bool:
+        return self.gate.done
+
+    def verdict(self) -> tuple[str, GateDecision]:
+        decision = self.gate.finish(exhausted=True)
+        return ("keep" if decision.action == "accept" else "rollback"), decision
 
 
 _REL_SLACK = 1e-9
@@ -290,7 +385,7 @@ def _all_w_growth(
     """Factor by which E_win grows over `steps` further W after `wins` W and `losses` L.
 
     The bets depend only on the counts, so this is a pure function (cached: the gate asks it
-    after every unit). The KT bet rises along an all-W path and stays at lambda_max once
+    after every family). The KT bet rises along an all-W path and stays at lambda_max once
     clipped there, so the loop stops early.
     """
     if strategy == "fixed":
@@ -306,13 +401,26 @@ def _all_w_growth(
 
 
 def run_gate(
-    pairs: Iterable[tuple[str, bool, bool]], params: GateParams | None = None
+    pairs: Iterable[Pair], params: GateParams | None = None, *, horizon: int | None = None
 ) -> GateDecision:
-    """Run the gate over (unit_id, base, cand) in order; stops pulling at the first decision
-    or n_max, so a lazy iterable is evaluated no further than needed."""
-    gate = SequentialGate(params)
+    """Run the gate over single-unit families (unit_id, base, cand) in order; stops pulling at
+    the first decision or the horizon, so a lazy iterable is evaluated no further than needed."""
+    gate = SequentialGate(params, horizon=horizon)
     for unit_id, base, cand in pairs:
         gate.observe(unit_id, base, cand)
+        if gate.done:
+            break
+    return gate.finish(exhausted=not gate.done)
+
+
+def run_gate_families(
+    families: Iterable[tuple[str, Sequence[Pair]]], params: GateParams | None = None, *,
+    horizon: int | None = None, stage1: int | None = None
+) -> GateDecision:
+    """`run_gate` over families (family_id, pairs)."""
+    gate = SequentialGate(params, horizon=horizon, stage1=stage1)
+    for family_id, pairs in families:
+        gate.observe_family(family_id, pairs)
         if gate.done:
             break
     return gate.finish(exhausted=not gate.done)
@@ -354,39 +462,3 @@ def pair_block(
         both_wrong=counts[(False, False)],
         n=len(seen),
     )
-
-
-# --------------------------------------------------------------------------- probation
-
-
-def probation_verdict(
-    W: int,  # the design's names
-    L: int,
-    outcomes_in_order: Sequence[int] | None,
-    params: GateParams | None = None,
-) -> str:
-    """"rollback" when the flips since the accept show harm, else "keep".
-
-    Harm: E_harm ≥ e_rollback over the flips (W: wrong→right, L: right→wrong between the
-    anchor snapshot and the epoch's re-run), or simply more losses than wins.
-    E_harm is computed over `outcomes_in_order` with the params' strategy. Without an order
-    it uses the fixed bet lambda_dir, whose wealth (1 − λ)^W·(1 + λ)^L does not depend on
-    order; the KT bet does, so no order is invented for it.
-
-    With W ≥ L the harm wealth stays ≤ 1 for both bets (tested), so for e_rollback > 1 the
-    verdict is in effect "rollback iff W < L"; the e-value clause is kept as the design states
-    it and for bets that might behave otherwise.
-    """
-    p = params or GateParams()
-    if W < 0 or L < 0:
-        raise ValueError(f"counts must be >= 0, got W={W}, L={L}")
-    if outcomes_in_order is None:
-        eproc = EProcessPair("fixed", p.lambda_dir, p.lambda_max)
-        outcomes: Sequence[int] = [1] * W + [-1] * L
-    else:
-        outcomes = outcomes_in_order
-        if sum(g == 1 for g in outcomes) != W or sum(g == -1 for g in outcomes) != L:
-            raise ValueError("outcomes_in_order does not match W and L")
-        eproc = p.new_eprocess()
-    _, e_harm = eproc.update_many(outcomes)
-    return "rollback" if e_harm >= p.e_rollback or W - L < 0 else "keep"

@@ -40,7 +40,7 @@ task_types = ["ledger", "units"]
 max_cost_usd = 3
 [gate]
 e_confirm = 20
-p_low = 0.1
+strategy = "minibatch"
 [sim]
 latency_ms = 5
 """)
@@ -48,7 +48,7 @@ latency_ms = 5
     assert config.epochs == 2 and config.batch_size == 16
     assert config.task_types == ("ledger", "units")
     assert config.gate_e_confirm == 20.0 and isinstance(config.gate_e_confirm, float)
-    assert config.gate_p_low == 0.1
+    assert config.gate_strategy == "minibatch"
     assert config.sim_latency_ms == 5.0
     assert config.max_cost_usd == 3.0
     overrides = dict(parse_override(s) for s in
@@ -132,7 +132,9 @@ def test_invalid_toml_and_missing_file(tmp_path: Path) -> None:
     ({"epochs": 0}, "epochs"),
     ({"batch_size": -5}, "batch_size"),
     ({"concurrency": 0}, "concurrency"),
-    ({"gate_p_low": 0.9, "gate_p_high": 0.5}, "gate_p_low"),
+    ({"gate_strategy": "vibes"}, "gate_strategy"),
+    ({"gate_minibatch_k": 0}, "gate_minibatch_k"),
+    ({"sim_units_per_type": 0}, "sim_units_per_type"),
     ({"gate_lambda_dir": 0.0}, "gate_lambda_dir"),
     ({"gate_lambda_dir": 1.0}, "gate_lambda_dir"),
     ({"gate_lambda_max": 1.5}, "gate_lambda_max"),
@@ -149,12 +151,12 @@ def test_range_checks_name_the_key(overrides: dict, key: str) -> None:
 
 
 def test_range_checks_from_a_file(tmp_path: Path) -> None:
-    path = write(tmp_path, "[gate]\np_low = 0.7\np_high = 0.3\n")
+    path = write(tmp_path, "[gate]\nstrategy = \"vibes\"\nlambda_dir = 1.0\n")
     with pytest.raises(UserError) as err:
         load_config(path)
-    assert "gate_p_low" in str(err.value) and "gate_p_high" in str(err.value)
+    assert "gate_strategy" in str(err.value) and "gate_lambda_dir" in str(err.value)
     # the boundaries themselves are fine
-    assert load_config(None, {"gate_p_low": 0.5, "gate_p_high": 0.5}).gate_p_low == 0.5
+    assert load_config(None, {"gate_minibatch_k": 1}).gate_minibatch_k == 1
     assert load_config(None, {"gate_lambda_dir": 0.99}).gate_lambda_dir == 0.99
 
 

@@ -1,131 +1,85 @@
-"""The gate ladder and the baseline cache (DESIGN §6.6)."""
+"""The gate ladder (seeded, outcome-blind, one entry per family, two stages) and the
+baseline cache."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-import pytest
-
-from app.harness.gate_ladder import BaselineCache, GatePools
+from app.harness.gate_ladder import BaselineCache, GatePools, Ladder
 from core.types import Question, QuestionUnit
 
 
-def unit(uid: str, task_type: str = "a") -> QuestionUnit:
-    question = Question(question_id=uid, task_type=task_type, question="?", answer="x")
+def unit(uid: str, task_type: str = "a", family: str | None = None) -> QuestionUnit:
+    question = Question(question_id=uid, task_type=task_type, question="?", answer="x",
+                        family=family or uid)
     return QuestionUnit(unit_id=uid, task_type=task_type, questions=(question,))
 
 
-def make(seed: int = 1) -> tuple[GatePools, dict[str, bool], set[str]]:
-    units = [unit(f"a{i:02d}") for i in range(20)] + [unit(f"b{i}", "b") for i in range(6)]
-    test = {"a00", "a01", "a02", "b0"}
-    baseline = {f"a{i:02d}": i % 3 == 0 for i in range(18)}  # a18, a19 unknown
-    baseline |= {f"b{i}": True for i in range(6)}
-    return GatePools.build(units, test, baseline, seed=seed), baseline, test
+def make(seed: int = 1) -> GatePools:
+    """Type a: 24 units in families of 3 (a-f0 .. a-f7); f0 is test, f6 and f7 validation.
+    Type b: 4 singleton units."""
+    units = [unit(f"a{i:02d}", family=f"a-f{i // 3}") for i in range(24)]
+    units += [unit(f"b{i}", "b") for i in range(4)]
+    test = {"a00", "a01", "a02"}
+    validation = {f"a{i:02d}" for i in range(18, 24)} | {"b3"}
+    return GatePools.build(units, validation, test, seed=seed)
 
 
-def test_build_excludes_test_units_and_sets_p_hat() -> None:
-    pools, _, test = make()
-    assert not test & set(pools.p_hat)
+def test_build_groups_families_by_stage_and_drops_test_units() -> None:
+    pools = make()
     assert pools.task_types == ("a", "b")
-    assert pools.p_hat["a03"] == 1.0 and pools.p_hat["a04"] == 0.0
-    assert pools.p_hat["a18"] == 0.5
-    assert not pools.observed
+    a = pools.families["a"]
+    assert sorted(a["diagnosis"]) == [f"a-f{i}" for i in range(1, 6)]
+    assert sorted(a["validation"]) == ["a-f6", "a-f7"]
+    assert a["diagnosis"]["a-f1"] == ["a03", "a04", "a05"]
+    assert pools.families["b"]["validation"] == {"b3": ["b3"]}
 
 
-@pytest.mark.parametrize("cold", [True, False])
-def test_ladder_never_has_test_or_excluded_units(cold: bool) -> None:
-    pools, _, test = make()
-    pools.update({"a05": True, "a00": False}, gamma=0.5)
-    exclude = {"a05", "a07", "a10"}
-    ladder = pools.ladder_for("a", exclude, 0.2, 0.8, 0.25, cold=cold)
-    assert not (test | exclude) & set(ladder)
-    assert sorted(ladder) == sorted(set(pools.units["a"]) - exclude)
-    assert "a00" not in pools.p_hat  # a test unit's observation is ignored
+def test_ladder_is_a_seeded_shuffle_of_whole_families() -> None:
+    pools = make()
+    ladder = pools.ladder_for("a", set(), key="train1-e1-s0-")
+    assert sorted(f for f, _ in ladder.stage1) == [f"a-f{i}" for i in range(1, 6)]
+    assert sorted(f for f, _ in ladder.stage2) == ["a-f6", "a-f7"]
+    assert all(len(ids) == 3 for _, ids in ladder.families)
+    assert ladder == pools.ladder_for("a", set(), key="train1-e1-s0-")  # deterministic
+    orders = {tuple(f for f, _ in pools.ladder_for("a", set(), key=f"k{k}").stage1)
+              for k in range(12)}
+    assert len(orders) > 5  # the key (epoch, step) changes the order
 
 
-def test_cold_order_alternates_wrong_and_right() -> None:
-    pools, baseline, _ = make()
-    ladder = pools.ladder_for("a", set(), 0.2, 0.8, 0.25)  # not observed yet -> cold
-    labels = [baseline.get(u) for u in ladder]
-    # 5 right (a03..a15 step 3), 10 wrong, 2 unknown among the 17 gate units of "a".
-    assert labels[:6] == [False, True, None] * 2
-    assert labels[6:12] == [False, True] * 3
-    assert labels[12:] == [False] * 5
-    assert ladder == make()[0].ladder_for("a", set(), 0.2, 0.8, 0.25)  # deterministic
+def test_ladder_never_looks_at_outcomes() -> None:
+    """The order depends on the seed, the task type and the key only: GatePools holds no
+    outcome at all, so a unit cannot be put first because the baseline failed it."""
+    data = make().to_dict()
+    assert set(data) == {"version", "seed", "families"}
 
 
-def test_cold_order_depends_on_seed() -> None:
-    orders = {tuple(make(seed)[0].cold_order["a"]) for seed in range(5)}
-    assert len(orders) > 1
+def test_pack_units_exclude_their_whole_family() -> None:
+    ladder = make().ladder_for("a", {"a04", "a19"}, key="k")
+    families = {f for f, _ in ladder.families}
+    assert "a-f1" not in families and "a-f6" not in families
+    assert "a-f2" in families and "a-f7" in families
 
 
-def test_unknown_task_type_gives_empty_ladder() -> None:
-    pools, _, _ = make()
-    assert pools.ladder_for("zzz", set(), 0.2, 0.8, 0.2) == []
-    assert pools.ladder_for("zzz", set(), 0.2, 0.8, 0.2, cold=False) == []
+def test_stage_two_can_be_held_back_for_a_probation() -> None:
+    ladder = make().ladder_for("a", set(), key="k", with_stage2=False)
+    assert ladder.stage2 == () and len(ladder.stage1) == 5
 
 
-def test_ema_update_math() -> None:
-    pools, _, _ = make()
-    pools.update({}, gamma=0.3)
-    assert not pools.observed  # nothing gate-eligible observed
-    pools.update({"a03": False, "a04": True, "nope": True}, gamma=0.3)
-    assert pools.p_hat["a03"] == pytest.approx(0.7)
-    assert pools.p_hat["a04"] == pytest.approx(0.3)
-    pools.update({"a03": True}, gamma=0.3)
-    assert pools.p_hat["a03"] == pytest.approx(0.7 * 0.7 + 0.3)
-    assert pools.observed and pools.updates == 2
-    assert "nope" not in pools.p_hat
-    with pytest.raises(ValueError):
-        pools.update({"a03": True}, gamma=0.0)
+def test_unknown_task_type_gives_an_empty_ladder() -> None:
+    assert make().ladder_for("zzz", set(), key="k") == Ladder((), ())
 
 
-def warm_pools() -> GatePools:
-    units = [unit(f"u{i}") for i in range(12)]
-    pools = GatePools.build(units, set(), {f"u{i}": True for i in range(12)}, seed=3)
-    pools.p_hat.update({"u0": 0.5, "u1": 0.625, "u2": 0.375, "u3": 0.3, "u4": 0.75})
-    pools.observed = True
-    return pools
-
-
-def test_warm_ladder_puts_informative_units_first_nearest_half() -> None:
-    ladder = warm_pools().ladder_for("a", set(), 0.25, 0.75, 0.0)
-    assert ladder[:5] == ["u0", "u1", "u2", "u3", "u4"]  # |p-0.5| then unit id on ties
-    assert set(ladder[5:]) == {f"u{i}" for i in range(5, 12)} and len(ladder) == 12
-
-
-def test_probe_quota_interleaves_other_units() -> None:
-    pools = warm_pools()
-    informative = {"u0", "u1", "u2", "u3", "u4"}
-    ladder = pools.ladder_for("a", set(), 0.25, 0.75, 0.25)  # every 4th slot is a probe
-    kinds = ["i" if u in informative else "o" for u in ladder]
-    assert "".join(kinds) == "iiioiio" + "ooooo"
-    assert [u for u in ladder if u in informative] == ["u0", "u1", "u2", "u3", "u4"]
-    assert ladder == pools.ladder_for("a", set(), 0.25, 0.75, 0.25)  # deterministic
-    assert "".join("i" if u in informative else "o"
-                   for u in pools.ladder_for("a", set(), 0.25, 0.75, 1.0)) == "o" * 7 + "i" * 5
-
-
-def test_probe_order_rotates_between_epochs() -> None:
-    pools = warm_pools()
-    firsts = set()
-    for _ in range(6):
-        firsts.add(pools.ladder_for("a", set(), 0.25, 0.75, 0.25)[3])
-        pools.update({"u0": True}, gamma=0.01)  # one more epoch observed
-    assert len(firsts) > 1
-
-
-def test_explicit_cold_flag_overrides_state() -> None:
-    pools = warm_pools()
-    assert pools.ladder_for("a", set(), 0.25, 0.75, 0.0, cold=True) == pools.cold_order["a"]
-    fresh, _, _ = make()
-    assert fresh.ladder_for("a", set(), 0.0, 1.0, 0.0, cold=False)[:2] == ["a18", "a19"]
+def test_truncation_keeps_stage_one_first() -> None:
+    ladder = make().ladder_for("a", set(), key="k")
+    assert ladder.truncated(3) == Ladder(ladder.stage1[:3], ())
+    assert ladder.truncated(6) == Ladder(ladder.stage1, ladder.stage2[:1])
+    assert ladder.truncated(100) == ladder
 
 
 def test_gate_pools_save_load_round_trip(tmp_path: Path) -> None:
-    pools, _, _ = make()
-    pools.update({"a03": False, "a05": True}, gamma=0.4)
+    pools = make(seed=3)
     path = tmp_path / "gate_pools.json"
     pools.save(path)
     text = path.read_text()
@@ -133,9 +87,9 @@ def test_gate_pools_save_load_round_trip(tmp_path: Path) -> None:
                               ensure_ascii=False) + "\n"
     loaded = GatePools.load(path)
     assert loaded == pools
-    assert loaded.ladder_for("a", {"a04"}, 0.2, 0.8, 0.3) == pools.ladder_for(
-        "a", {"a04"}, 0.2, 0.8, 0.3)
+    assert loaded.ladder_for("a", {"a04"}, key="x") == pools.ladder_for("a", {"a04"}, key="x")
     assert GatePools.from_dict(pools.to_dict()) == pools
+    assert make(seed=4).ladder_for("a", set(), key="x") != pools.ladder_for("a", set(), key="x")
 
 
 def test_baseline_cache_round_trip(tmp_path: Path) -> None:

@@ -235,7 +235,7 @@ BAD_CONFIG = [
     (["max_cost_usd=0"], ["max_cost_usd"]),
     (["gate_n_max=0"], ["gate_n_max"]),
     (["momentum_samples=-1"], ["momentum_samples"]),
-    (["gate_p_low=0.9", "gate_p_high=0.1"], ["gate_p_low", "gate_p_high"]),
+    (["gate_strategy=\"vibes\"", "gate_minibatch_k=0"], ["gate_strategy", "gate_minibatch_k"]),
     (["gate_lambda_dir=1.0"], ["gate_lambda_dir"]),
     (["gate_lambda_dir=0"], ["gate_lambda_dir"]),
     (["gate_lambda_dir=-0.2"], ["gate_lambda_dir"]),
@@ -272,12 +272,12 @@ def test_config_out_of_range_exits_2_naming_the_key(command, overrides, keys, ws
 
 def test_config_file_out_of_range_names_the_key(ws, tmp_path, capsys):
     cfg = tmp_path / "bad.toml"
-    cfg.write_text("epochs = 1\n[gate]\np_low = 0.7\np_high = 0.3\nlambda_dir = 2.0\n")
+    cfg.write_text("epochs = 1\n[gate]\nstrategy = \"vibes\"\nlambda_dir = 2.0\n")
     before = snapshot(ws)
     rc = main(["train", "-w", str(ws), "--config", str(cfg), "--no-progress"])
     line = error_line(capsys.readouterr().err)
     assert rc == 2
-    assert "gate_p_low" in line and "gate_lambda_dir" in line
+    assert "gate_strategy" in line and "gate_lambda_dir" in line
     assert snapshot(ws) == before
 
 

@@ -23,7 +23,7 @@ early_stop_patience = 3
 edit_budget_start = 3
 concurrency = 8
 [gate]
-lambda_dir = 0.4
+e_provisional = 3.0  # low, so provisional accepts and their probation are exercised
 """
 
 
@@ -87,13 +87,14 @@ def test_gate_evidence_shows_real_rule_accepted_and_harmful_rule_rejected(refere
     accepted_real = rejected_decoy = 0
     for r in reports:
         added = " ".join(e.get("content", "") for e in r["edits"])
-        evidence = conn.execute("SELECT COUNT(*), SUM(outcome='W'), SUM(outcome='L') FROM "
-                                "gate_evidence WHERE run_id = ?", (r["gate_run_id"],)).fetchone()
+        # one row per unit; W and L (families won and lost) as they stood after the last one
+        rows = conn.execute("SELECT w, l FROM gate_evidence WHERE run_id = ? ORDER BY idx",
+                            (r["gate_run_id"],)).fetchall()
         if r["action"].startswith("accept") and any(s in added for s in statements):
-            assert evidence[0] == r["n_used"] and evidence[1] == r["W"]
+            assert len(rows) == r["units_used"] and rows[-1][0] == r["W"]
             accepted_real += 1
         if r["action"] == "reject" and any(d in added for d in decoys):
-            assert evidence[0] == r["n_used"] and evidence[2] == r["L"]
+            assert len(rows) == r["units_used"] and rows[-1][1] == r["L"]
             rejected_decoy += 1
     assert accepted_real >= 1 and rejected_decoy >= 1
 

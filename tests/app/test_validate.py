@@ -14,7 +14,7 @@ import pytest
 
 from app.errors import RunFailed
 from app.harness.agent_prompts import AgentPrompts
-from app.harness.gate_ladder import BaselineCache
+from app.harness.gate_ladder import BaselineCache, Ladder
 from app.harness.inference import AgentSettings
 from app.harness.log import HarnessLog
 from app.harness.question_units import build_units
@@ -24,6 +24,7 @@ from app.harness.validate import (
     GateSpec,
     ValidationOutcome,
     Validator,
+    chunks,
     quadrants,
     with_skill,
 )
@@ -77,10 +78,15 @@ def specs_for(base: AgentPrompts, units: dict[str, QuestionUnit]) -> list[GateSp
                  "decoy": [f"- {r.decoy}" for r in rules],
                  "useless": ["- Stay calm and methodical."]}[kind]
         target, cand = candidate(base, task_type, lines)
-        ladder = [u for u, unit in units.items() if unit.task_type == task_type]
+        families: dict[str, list[str]] = {}
+        for u, unit in units.items():
+            if unit.task_type == task_type:
+                families.setdefault(unit.questions[0].family, []).append(u)
+        ladder = [(f, tuple(ids)) for f, ids in families.items()]
         random.Random(task_type).shuffle(ladder)
         specs.append(GateSpec(task_type=task_type, target_file=target, candidate=cand,
-                              ladder=tuple(ladder[:60]), gate_run_id=f"gate-{task_type}"))
+                              ladder=Ladder(tuple(ladder[:60]), ()),
+                              gate_run_id=f"gate-{task_type}"))
     return specs
 
 
@@ -133,7 +139,7 @@ def test_true_rules_accept_decoys_and_no_ops_reject(tmp_path: Path, base, units)
     for task_type in ("ledger", "dates", "pricing"):
         d = outcomes[task_type].decision
         assert d.action == "accept", (task_type, d)
-        assert d.W >= 8 and d.L <= 1
+        assert d.W >= 5 and d.L <= 1  # families won
         assert outcomes[task_type].cand_acc > outcomes[task_type].base_acc + 0.3
     routing = outcomes["routing"].decision
     assert routing.action == "reject" and routing.L > routing.W
@@ -141,14 +147,16 @@ def test_true_rules_accept_decoys_and_no_ops_reject(tmp_path: Path, base, units)
     for task_type, outcome in outcomes.items():
         spec = specs[task_type]
         d = outcome.decision
-        # Evidence follows the ladder exactly, a prefix of it, one row per unit used.
-        assert [row["unit_id"] for row in d.evidence] == list(spec.ladder[:d.n_used])
-        assert list(outcome.candidate_correctness) == list(spec.ladder[:d.n_used])
-        outcomes_seen = [r["outcome"] for r in d.evidence]
-        assert (outcomes_seen.count("W"), outcomes_seen.count("L")) == (d.W, d.L)
+        # Evidence follows the ladder exactly, a prefix of its families, one row per unit.
+        used = [u for _, ids in spec.ladder.families[:d.n_used] for u in ids]
+        assert [row["unit_id"] for row in d.evidence] == used
+        assert list(outcome.candidate_correctness) == used
+        by_family = {r["family"]: r["outcome"] for r in d.evidence}
+        assert list(by_family) == [f for f, _ in spec.ladder.families[:d.n_used]]
+        seen = list(by_family.values())
+        assert (seen.count("W"), seen.count("L")) == (d.W, d.L)
         assert outcome.quadrants == quadrants(outcome.baseline_correctness,
                                               outcome.candidate_correctness)
-        assert len(outcome.quadrants["win"]) == d.W
         members = {q for u in outcome.candidate_correctness for q in units[u].question_ids}
         assert members <= set(outcome.candidate_questions)
         for u, right in outcome.candidate_correctness.items():
@@ -163,12 +171,17 @@ def test_stopped_gates_evaluate_whole_chunks_only(tmp_path: Path, base, units) -
     assert d.ended_by == "threshold"
     evaluated = {r["question_id"] for r in log.query(
         "SELECT question_id FROM predictions WHERE run_id = 'gate-ledger'")}
-    chunks = -(-d.n_used // GATE_CHUNK)
-    expected = {q for u in specs[0].ladder[:chunks * GATE_CHUNK] for q in units[u].question_ids}
+    # Whole chunks of at least GATE_CHUNK units: the chunk holding the last family used.
+    groups = chunks(specs[0].ladder.families)
+    sizes = [len(c) for c in groups]
+    needed = next(i for i in range(len(groups)) if sum(sizes[:i + 1]) >= d.n_used) + 1
+    expected = {q for c in groups[:needed] for _, ids in c for u in ids
+                for q in units[u].question_ids}
     assert evaluated == expected
+    assert all(sum(len(ids) for _, ids in c) >= GATE_CHUNK for c in groups[:-1])
     baseline = {r["question_id"] for r in log.query(
         "SELECT question_id FROM predictions WHERE run_id = 'gatebase'")}
-    assert baseline == {q for u in specs[0].ladder for q in units[u].question_ids}
+    assert baseline == expected  # the baseline runs lazily, chunk by chunk
     log.close()
 
 
@@ -194,3 +207,36 @@ def test_provider_outage_during_the_gate_raises_run_failed(tmp_path: Path, base,
     while isinstance(error, BaseExceptionGroup):
         error = error.exceptions[0]
     assert isinstance(error, RunFailed) and "gate-ledger" in str(error)
+
+
+@pytest.mark.parametrize("strategy", ["mcnemar", "minibatch", "accept_all"])
+def test_comparison_strategies_go_through_the_same_path(tmp_path: Path, base, units,
+                                                       strategy: str) -> None:
+    from dataclasses import replace
+
+    from core.stats import mcnemar_exact
+
+    specs = [replace(s, strategy=strategy, minibatch_k=3) for s in specs_for(base, units)]
+    outcomes, log = validate(tmp_path, base, units, specs, provider=SimProvider(),
+                             concurrency=8)
+    evaluated = {r["run_id"] for r in log.query("SELECT DISTINCT run_id FROM predictions")}
+    log.close()
+    for spec in specs:
+        d = outcomes[spec.task_type].decision
+        assert d.strategy == strategy
+        if strategy == "accept_all":
+            assert d.action == "accept" and d.evidence == () and d.n_used == 0
+        elif strategy == "minibatch":
+            first3 = [u for _, ids in spec.ladder.families for u in ids][:3]
+            assert [r["unit_id"] for r in d.evidence] == first3
+            right_c = sum(r["cand"] for r in d.evidence)
+            right_b = sum(r["base"] for r in d.evidence)
+            assert d.accepted == (right_c > right_b)
+        else:  # the whole ladder, then a one-sided exact McNemar on family outcomes
+            assert d.n_used == len(spec.ladder.families)
+            assert d.accepted == (mcnemar_exact(d.W, d.L, "greater") <= 0.05)
+    if strategy == "accept_all":
+        assert evaluated == set()  # nothing was run
+    else:
+        assert outcomes["routing"].decision.action == "reject"  # decoys
+        assert outcomes["ledger"].decision.W >= outcomes["ledger"].decision.L

@@ -1,4 +1,8 @@
-"""Write a simulated world's benchmark into the store: `python -m app.providers.sim.generate`."""
+"""Write a simulated world's benchmark into the store: `python -m app.providers.sim.generate`.
+
+`--seed` and `--units` pick the world; train on it with the matching config keys
+`sim_world_seed` and `sim_units_per_type` (defaults 7 and 72: the built-in `sim-basic`).
+"""
 
 from __future__ import annotations
 
@@ -41,11 +45,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--world", default="basic")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--units", type=int, default=72, help="units per task type")
     parser.add_argument("--name", default="sim-basic")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     out = args.out or STORE_DIR / "questions" / args.name
-    write_benchmark(build_world(args.world, args.seed), out, args.name)
+    write_benchmark(build_world(args.world, args.seed, args.units), out, args.name)
     print(f"wrote {out}")
 
 

@@ -1,0 +1,610 @@
+"""Is the sequential gate valid in the situations the Runner creates, and how strong is it?
+
+A benchmark, not a test: no model calls, it prints figures. Everything uses the real
+`GateParams()` defaults and the real `mixture_e` / `accept_level` / `SequentialGate` code.
+
+Exact where possible. With the default "mixture" bet the gate's decision after n families
+depends only on (W, L, n): E_win = mixture_e(W, L), E_harm = mixture_e(L, W); accept at
+E_win >= params.accept_level(horizon), reject ("harm") at E_harm >= e_rollback, reject
+("curtailed") once mixture_e(W + remaining, L) < level (never changes a decision, only the
+units), and at the end of stage 1 a provisional accept (E_win >= e_provisional, W - L >=
+w_net_min, (W - L)/(n + shrink_k) >= delta_min) whose test goes on over stage 2 (probation,
+`ProbationTest`): kept only if it crosses the same level there. So a dynamic programme over the
+(W, L) states, one step per family with P(W) = d·p, P(L) = d·(1 − p), P(tie) = 1 − d, gives the
+exact probabilities of every outcome and the distribution of the stopping time.
+
+Stage split modelled here: horizon H = n_max families, stage 1 = the first round(2H/3), stage 2 =
+the last third (the Runner's split is diagnosis-pool vs validation-pool families, 2:1 in the
+default benchmark split 0.5 / 0.25 / test 0.25).
+
+Cases (d = discordance = P(a family is a W or an L); p = P(W | discordant)):
+1. independent null (p = 0.5), d x n_max grid: exact DP.
+2. null through the project's real ladder code (`GatePools.build` fed a noisy baseline run,
+   whose outcomes are then the cached baseline the candidate is compared with; cold, and warm
+   after `GatePools.update` with another noisy round): seeded Monte Carlo of the real gate.
+3. families of 3 and of 10 whose members share their outcomes, fed through `observe_family`:
+   seeded Monte Carlo of the real gate (and ProbationTest for the continuation).
+4. slightly harmful candidates, p = 0.45: exact DP.
+Then power (p in 0.6 / 0.7 / 0.8) and mean units, against a fixed one-sided exact McNemar test
+at alpha = 0.05 on n = round(mean units of the gate's whole test) singleton units.
+
+Definitions. "final" = accepted at the gate ("accept", confirmed). "kept" = provisional at the
+stage-1 end AND the continuation crosses the level over stage 2 (the edit survives probation).
+"test" = final + kept = P(the whole test crosses the level): this is what Ville / the exact
+calibration bound by alpha = 1/e_confirm. Power = test; "confirmed power" = final alone.
+Units are counted as the Validator spends them, in chunks of 8 (singleton families): a test that
+ends after n families used min(ceil(n/8)·8, H) units. "gate units" stop at the gate's decision
+(a provisional accept stops there); "test units" include the probation continuation (conservative
+for the comparison: McNemar gets that many units).
+
+Targets (issue 10): final FA <= 0.05 in every validity case (MC s.e. <= 0.005), kept-provisional
+FA <= 0.05, power >= 0.85 at n_max 200 / d 0.3 / p 0.7, power >= McNemar's at equal units.
+
+    .venv/bin/python bench/gate_validity.py [--reps 2500] [--seed 20240611]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+from scipy.stats import binom
+
+from core.evolution.gate import GateParams, ProbationTest, SequentialGate
+from core.stats import mixture_e
+
+DISCORDANCE = (0.02, 0.05, 0.15, 0.3, 0.6, 1.0)
+N_MAX = (20, 60, 200)
+POWER_P = (0.6, 0.7, 0.8)
+HARM_P = 0.45
+# Case 3's Monte Carlo cells (n_max, d): d = 1.0 is where the null rate is highest at every
+# n_max (case 1); d = 0.3 where runs are long, but n_max 200 there costs ~25 s per family size
+# and adds nothing the per-rep agreement with the DP does not already show.
+FAMILY_CELLS = ((20, 0.3), (20, 1.0), (60, 0.3), (60, 1.0), (200, 1.0))
+CHUNK = 8
+ALPHA = 0.05
+TARGET_FA = 0.05
+TARGET_SE = 0.005
+_REL_SLACK = 1e-9  # the gate's own slack in accept_reachable
+_PAIR = {1: (False, True), -1: (True, False), 0: (True, True)}  # g -> (base, cand)
+
+
+def stage1_of(horizon: int) -> int:
+    return round(2 * horizon / 3)
+
+
+def chunked(n: np.ndarray | int, horizon: int) -> np.ndarray:
+    return np.minimum(np.ceil(np.asarray(n) / CHUNK) * CHUNK, horizon)
+
+
+# --------------------------------------------------------------------------- exact DP
+
+
+@dataclass(frozen=True)
+class Exact:
+    final: float  # accepted at the gate
+    prov: float  # provisional at the stage-1 end
+    kept: float  # provisional and the continuation crossed
+    gate_units: float  # mean, chunked, up to the gate's decision
+    test_units: float  # mean, chunked, up to the end of the whole test
+    families: float  # mean families of the whole test, unchunked
+
+    @property
+    def test(self) -> float:
+        return self.final + self.kept
+
+
+@cache
+def _mixture_table(size: int) -> np.ndarray:
+    """M[w, l] = mixture_e(w, l) from the real function (bit-identical comparisons)."""
+    return np.array([[mixture_e(w, k) for k in range(size + 1)] for w in range(2 * size + 1)])
+
+
+@cache
+def _masks(params: GateParams, horizon: int, stage1: int):
+    """Per step n (1..H): stop masks over the (W, L) grid, in the gate's order of checks."""
+    M = _mixture_table(max(N_MAX + (horizon,)))
+    H = horizon
+    w = np.arange(H + 1)[:, None]
+    l_ = np.arange(H + 1)[None, :]
+    e_win = M[:H + 1, :H + 1]
+    e_harm = M[:H + 1, :H + 1].T
+    level = params.accept_level(H)
+    acc = e_win >= level
+    harm = ~acc & (e_harm >= params.e_rollback)
+    fut = np.zeros_like(acc)
+    if params.e_futility is not None:
+        fut = ~acc & ~harm & (e_harm >= params.e_futility)
+    free = ~(acc | harm | fut)
+    per_n = {}
+    for n in range(1, H + 1):
+        rem = H - n
+        curt = np.zeros_like(acc)
+        if params.curtail and n < H:
+            best = M[rem:rem + H + 1, :H + 1]  # mixture_e(W + rem, L)
+            curt = free & ~(best * (1.0 + _REL_SLACK) >= level)
+        prov = np.zeros_like(acc)
+        if n == stage1 < H:
+            net = w - l_
+            prov = (free & ~curt & (e_win >= params.e_provisional) & (net >= params.w_net_min)
+                    & (net / (n + params.shrink_k) >= params.delta_min))
+        per_n[n] = (harm | fut | curt, prov)
+    return acc, per_n, level
+
+
+def _step(P: np.ndarray, pw: float, pl: float, pt: float) -> np.ndarray:
+    out = pt * P
+    out[1:, :] += pw * P[:-1, :]
+    out[:, 1:] += pl * P[:, :-1]
+    return out
+
+
+def exact_cell(params: GateParams, horizon: int, d: float, p: float) -> Exact:
+    H, s1 = horizon, stage1_of(horizon)
+    acc, per_n, _ = _masks(params, H, s1)
+    pw, pl, pt = d * p, d * (1 - p), 1 - d
+    P = np.zeros((H + 1, H + 1))
+    P[0, 0] = 1.0
+    Q = np.zeros_like(P)  # provisional accepts in their continuation
+    gate_end = np.zeros(H + 1)  # mass whose gate decision falls at n
+    test_end = np.zeros(H + 1)  # mass whose whole test ends at n
+    final = prov_total = kept = 0.0
+    for n in range(1, H + 1):
+        P = _step(P, pw, pl, pt)
+        stop_rej, prov = per_n[n]
+        a = P[acc].sum()
+        r = P[stop_rej].sum()
+        final += a
+        gate_end[n] += a + r
+        test_end[n] += a + r
+        P[acc | stop_rej] = 0.0
+        if n > s1:
+            Q = _step(Q, pw, pl, pt)
+            k = Q[acc].sum()
+            rb = Q[stop_rej].sum()
+            kept += k
+            test_end[n] += k + rb
+            Q[acc | stop_rej] = 0.0
+        if prov.any():
+            moved = np.where(prov, P, 0.0)
+            pv = moved.sum()
+            prov_total += pv
+            gate_end[n] += pv
+            Q = moved
+            P = np.where(prov, 0.0, P)
+    rest_p, rest_q = P.sum(), Q.sum()
+    gate_end[H] += rest_p
+    test_end[H] += rest_p + rest_q
+    ns = np.arange(H + 1)
+    return Exact(final=float(final), prov=float(prov_total), kept=float(kept),
+                 gate_units=float(gate_end @ chunked(ns, H)),
+                 test_units=float(test_end @ chunked(ns, H)),
+                 families=float(test_end @ ns))
+
+
+# --------------------------------------------------------------------------- fixed McNemar
+
+
+@cache
+def mcnemar_power(n: int, d: float, p: float, alpha: float = ALPHA) -> float:
+    """Power of the one-sided exact McNemar test (W > L) on n paired units, exactly:
+    D ~ Bin(n, d) discordant, W | D ~ Bin(D, p), reject when P(Bin(D, 1/2) >= W) <= alpha."""
+    if n <= 0:
+        return 0.0
+    total = 0.0
+    pmf_d = binom.pmf(np.arange(n + 1), n, d)
+    for D in range(1, n + 1):
+        w = np.arange(D + 1)
+        pval = binom.sf(w - 1, D, 0.5)
+        ok = w[pval <= alpha]
+        if ok.size:
+            total += pmf_d[D] * binom.sf(ok[0] - 1, D, p)
+    return float(total)
+
+
+# --------------------------------------------------------------------------- Monte Carlo
+
+
+@dataclass(frozen=True)
+class MC:
+    reps: int
+    final: float
+    prov: float
+    kept: float
+    gate_units: float
+    test_units: float
+    gate_families: float  # mean, unchunked
+
+    @property
+    def se_final(self) -> float:
+        return se(self.final, self.reps)
+
+    @property
+    def se_kept(self) -> float:
+        return se(self.kept, self.reps)
+
+
+def se(rate: float, reps: int) -> float:
+    """Binomial standard error; at a rate of 0 it uses 1/reps (one event) so it is not 0."""
+    return math.sqrt(max(rate * (1 - rate), 1.0 / reps) / reps)
+
+
+def run_real(families: list[tuple[str, list[tuple[str, bool, bool]]]], params: GateParams,
+             horizon: int, stage1: int) -> tuple[str, int, int]:
+    """The real gate over families in order, then the real ProbationTest on a provisional
+    accept over the families after stage 1. Returns (verdict, gate families, test families),
+    verdict in accept / keep / rollback / reject."""
+    gate = SequentialGate(params, horizon=horizon, stage1=stage1)
+    i = 0
+    while not gate.done and i < len(families):
+        gate.observe_family(*families[i])
+        i += 1
+    decision = gate.finish(exhausted=not gate.done)
+    if decision.action != "accept_provisional":
+        return decision.action, decision.n_used, decision.n_used
+    probation = ProbationTest(params, decision.continuation)
+    while not probation.done and i < len(families):
+        probation.observe_family(*families[i])
+        i += 1
+    verdict, final = probation.verdict()
+    return verdict, decision.n_used, final.n_used
+
+
+def mc_summary(results: list[tuple[str, int, int]], horizon: int) -> MC:
+    reps = len(results)
+    verdicts = [v for v, _, _ in results]
+    gate_n = np.array([g for _, g, _ in results])
+    test_n = np.array([t for _, _, t in results])
+    return MC(reps=reps, final=verdicts.count("accept") / reps,
+              prov=sum(v in ("keep", "rollback") for v in verdicts) / reps,
+              kept=verdicts.count("keep") / reps,
+              gate_units=float(chunked(gate_n, horizon).mean()),
+              test_units=float(chunked(test_n, horizon).mean()),
+              gate_families=float(gate_n.mean()))
+
+
+def draw_outcomes(rng: np.random.Generator, reps: int, n: int, d: float, p: float) -> np.ndarray:
+    u = rng.random((reps, n))
+    return np.where(u < d * p, 1, np.where(u < d, -1, 0)).astype(np.int8)
+
+
+def replay(row: list[int], params: GateParams, horizon: int) -> tuple[str, int, int]:
+    """The DP's decision rule on one path of family outcomes (same masks as `exact_cell`),
+    in `run_real`'s return format: comparing the two rep by rep checks that the real code
+    decides exactly as the DP assumes."""
+    s1 = stage1_of(horizon)
+    acc, per_n, _ = _masks(params, horizon, s1)
+    w = l_ = 0
+    gate_n = None
+    for n, g in enumerate(row[:horizon], start=1):
+        w, l_ = w + (g == 1), l_ + (g == -1)
+        stop_rej, prov = per_n[n]
+        if acc[w, l_]:
+            return ("accept", n, n) if gate_n is None else ("keep", gate_n, n)
+        if stop_rej[w, l_]:
+            return ("reject", n, n) if gate_n is None else ("rollback", gate_n, n)
+        if gate_n is None and prov[w, l_]:
+            gate_n = n
+    return ("reject", horizon, horizon) if gate_n is None else ("rollback", gate_n, horizon)
+
+
+def mc_families(rng: np.random.Generator, reps: int, params: GateParams, horizon: int,
+                d: float, p: float, size: int) -> tuple[MC, int]:
+    """Families of `size` units sharing one outcome, through observe_family. Also returns in
+    how many reps the real code's (verdict, gate families, test families) equals `replay`'s."""
+    s1 = stage1_of(horizon)
+    out, agree = [], 0
+    for row in draw_outcomes(rng, reps, horizon, d, p).tolist():
+        fams = [(f"f{i}", [(f"f{i}.{k}", *_PAIR[g]) for k in range(size)])
+                for i, g in enumerate(row)]
+        result = run_real(fams, params, horizon, s1)
+        agree += result == replay(row, params, horizon)
+        out.append(result)
+    return mc_summary(out, horizon), agree
+
+
+# --------------------------------------------------------------------------- case 2: the ladder
+
+
+def _ladder_api():
+    """The real ladder code, imported late so the exact parts run even if it is mid-change."""
+    from app.harness.batching import build_batches
+    from app.harness.gate_ladder import GatePools
+    from core.evolution.diagnose import MAX_FAILURES_PER_PACK, MAX_SUCCESSES_PER_PACK
+    from core.types import Question, QuestionUnit
+    return (build_batches, GatePools, MAX_FAILURES_PER_PACK, MAX_SUCCESSES_PER_PACK, Question,
+            QuestionUnit)
+
+
+@dataclass
+class LadderWorld:
+    """One task type's gate-eligible pool in the default split's proportions (diagnosis :
+    validation : test = 2 : 1 : 1), sized so the ladder holds about n_max families after the
+    case pack is left out. Singleton families (each unit its own family)."""
+
+    n_max: int
+    units: list
+    questions: list
+    diagnosis: list  # Question objects of the diagnosis pool
+    validation_ids: set
+    test_ids: set
+    pools: object
+
+
+def ladder_world(n_max: int, seed: int) -> LadderWorld:
+    build_batches, GatePools, max_f, max_s, Question, QuestionUnit = _ladder_api()
+    n_diag = round(2 * n_max / 3) + max_f + max_s
+    n_val = n_max - round(2 * n_max / 3)
+    n_test = n_val
+    questions, units = [], []
+    for i in range(n_diag + n_val + n_test):
+        q = Question(question_id=f"q{i:04d}", task_type="t", question=f"question {i}",
+                     answer="a")
+        questions.append(q)
+        units.append(QuestionUnit(unit_id=q.unit_id, task_type="t", questions=(q,)))
+    diagnosis = questions[:n_diag]
+    validation_ids = {q.unit_id for q in questions[n_diag:n_diag + n_val]}
+    test_ids = {q.unit_id for q in questions[n_diag + n_val:]}
+    pools = GatePools.build(units, validation_ids, test_ids, seed=seed)
+    return LadderWorld(n_max, units, questions, diagnosis, validation_ids, test_ids, pools)
+
+
+def case_pack(world: LadderWorld, rollout: dict[str, bool], correctness: dict[str, bool],
+              seed: int) -> set[str]:
+    """The units the candidate is written from: the step's batch comes from the real
+    `build_batches` (every unit wrong in `correctness` + 15% of the right ones), and the pack
+    holds up to MAX_FAILURES_PER_PACK failures and MAX_SUCCESSES_PER_PACK successes of the
+    batch's rollouts, by question id (as `build_packs` picks them)."""
+    build_batches, _, max_f, max_s, _, _ = _ladder_api()
+    batches, _ = build_batches(world.diagnosis, correctness, 48, 2, seed=seed,
+                               correct_ratio=0.15)
+    batch = sorted(q.unit_id for q in batches[0]) if batches else []
+    failures = [u for u in batch if not rollout[u]][:max_f]
+    successes = [u for u in batch if rollout[u]][:max_s]
+    return {*failures, *successes}
+
+
+def mc_ladder(rng: np.random.Generator, reps: int, params: GateParams, world: LadderWorld,
+              warm: bool) -> tuple[MC, float]:
+    """Null through the real ladder. Per rep: p_u ~ Beta(0.5, 0.5); the baseline run is one
+    Bernoulli(p_u) draw per unit and is the cached baseline the gate compares with; the
+    candidate is an independent Bernoulli(p_u) draw (null). Cold (epoch 1): the batch is chosen
+    from the baseline run's outcomes and the rollouts are those same outcomes (a cache hit),
+    so the excluded case pack depends on the very baseline outcomes compared. Warm (a later
+    epoch): batch and rollouts come from another noisy observation round. The ladder is
+    `GatePools.ladder_for(...)` truncated to n_max; the gate and the probation run as in
+    app/harness/validate.py and slow_update.py (probation: fresh anchor and candidate runs on
+    the reserved stage-2 families). Returns the summary and the mean horizon."""
+    ids = [u.unit_id for u in world.units]
+    out, horizons = [], []
+    for r in range(reps):
+        p = rng.beta(0.5, 0.5, len(ids))
+        # baseline run, candidate, another observation round, probation anchor and candidate
+        draws = rng.random((5, len(ids))) < p
+        base, cand, other, anchor, cand2 = ({u: bool(x) for u, x in zip(ids, row, strict=True)}
+                                     for row in draws)
+        seen = other if warm else base
+        key = f"rep{r}-e{2 if warm else 1}-s0-"
+        exclude = case_pack(world, seen, seen, seed=1000 * (2 if warm else 1) + r)
+        ladder = world.pools.ladder_for("t", exclude, key=key).truncated(world.n_max)
+        horizon, stage1 = len(ladder.families), len(ladder.stage1)
+        horizons.append(horizon)
+        fams = [(f, [(u, base[u], cand[u]) for u in us]) for f, us in ladder.stage1]
+        # stage 2: the gate's own (if it goes on) uses the cached baseline; a probation uses a
+        # fresh anchor run. Both are null draws with the same p_u.
+        gate = SequentialGate(params, horizon=horizon, stage1=stage1)
+        for fam in fams:
+            gate.observe_family(*fam)
+            if gate.done:
+                break
+        if not gate.done:
+            for f, us in ladder.stage2:
+                gate.observe_family(f, [(u, base[u], cand[u]) for u in us])
+                if gate.done:
+                    break
+        decision = gate.finish(exhausted=not gate.done)
+        if decision.action != "accept_provisional":
+            out.append((decision.action, decision.n_used, decision.n_used))
+            continue
+        probation = ProbationTest(params, decision.continuation)
+        for f, us in ladder.stage2:
+            if probation.done:
+                break
+            probation.observe_family(f, [(u, anchor[u], cand2[u]) for u in us])
+        verdict, final = probation.verdict()
+        out.append((verdict, decision.n_used, final.n_used))
+    return mc_summary(out, world.n_max), float(np.mean(horizons))
+
+
+# --------------------------------------------------------------------------- report
+
+
+def verdict(ok: bool) -> str:
+    return "MET   " if ok else "MISSED"
+
+
+def fmt_rate(x: float) -> str:
+    return f"{x:7.4f}"
+
+
+def exact_grid(params: GateParams, p: float) -> dict[tuple[int, float], Exact]:
+    return {(n, d): exact_cell(params, n, d, p) for n in N_MAX for d in DISCORDANCE}
+
+
+def print_null_grid(params: GateParams, grid: dict[tuple[int, float], Exact], title: str) -> None:
+    print(f"\n== {title}")
+    print(f"{'n_max':>5} {'d':>5} {'level':>7} {'final':>7} {'prov':>7} {'kept':>7} "
+          f"{'test':>7} {'gate u':>7} {'test u':>7}")
+    for (n, d), e in grid.items():
+        print(f"{n:5d} {d:5.2f} {params.accept_level(n):7.3f} {fmt_rate(e.final)} "
+              f"{fmt_rate(e.prov)} {fmt_rate(e.kept)} {fmt_rate(e.test)} {e.gate_units:7.1f} "
+              f"{e.test_units:7.1f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=2500,
+                        help="Monte Carlo repetitions per cell (s.e. <= 0.005 holds for "
+                             "estimates up to 0.067 at 2500)")
+    parser.add_argument("--seed", type=int, default=20240611)
+    args = parser.parse_args()
+    start = time.perf_counter()
+    params = GateParams()
+    print(f"gate defaults: e_confirm {params.e_confirm:g} (alpha {params.alpha:g}), e_rollback "
+          f"{params.e_rollback:g}, e_provisional {params.e_provisional:g}, w_net_min "
+          f"{params.w_net_min}, delta_min {params.delta_min:g}, shrink_k {params.shrink_k}, "
+          f"bet {params.lambda_strategy}, e_futility {params.e_futility}, curtail "
+          f"{params.curtail}")
+    print("horizon H = n_max families; stage 1 = first round(2H/3) "
+          f"({', '.join(f'{n}->{stage1_of(n)}' for n in N_MAX)}), stage 2 = the rest; units "
+          f"in chunks of {CHUNK}; Monte Carlo {args.reps} reps/cell, seed {args.seed}")
+    mc_ses: list[float] = []
+    finals: list[tuple[float, str]] = []
+    kepts: list[tuple[float, str]] = []
+
+    # 1. independent null, exact
+    null = exact_grid(params, 0.5)
+    print_null_grid(params, null, "1. independent null (p = 0.5), exact DP. final = accepted at "
+                    "the gate; prov = provisional at stage-1 end; kept = provisional and "
+                    "crossed in stage 2; test = final + kept (bounded by alpha)")
+    for (n, d), e in null.items():
+        finals.append((e.final, f"case 1 n_max {n} d {d:g} (exact)"))
+        kepts.append((e.kept, f"case 1 n_max {n} d {d:g} (exact)"))
+
+    # 2. the real ladder
+    print("\n== 2. null through the real ladder (GatePools.build / ladder_for / truncated, "
+          "real SequentialGate + ProbationTest), Monte Carlo; p_u ~ Beta(0.5, 0.5), singleton "
+          "families")
+    print(f"{'ladder':>6} {'n_max':>5} {'horizon':>7} {'final':>7} {'s.e.':>6} {'prov':>7} "
+          f"{'kept':>7} {'s.e.':>6}")
+    try:
+        for n in N_MAX:
+            world = ladder_world(n, seed=args.seed % 1000 + 1)
+            for warm in (False, True):
+                rng = np.random.default_rng([args.seed, 2, n, warm])
+                m, horizon = mc_ladder(rng, args.reps, params, world, warm)
+                name = "warm" if warm else "cold"
+                print(f"{name:>6} {n:5d} {horizon:7.1f} {fmt_rate(m.final)} {m.se_final:6.4f} "
+                      f"{fmt_rate(m.prov)} {fmt_rate(m.kept)} {m.se_kept:6.4f}")
+                finals.append((m.final, f"case 2 {name} n_max {n} (MC)"))
+                kepts.append((m.kept, f"case 2 {name} n_max {n} (MC)"))
+                mc_ses += [m.se_final, m.se_kept]
+    except (ImportError, TypeError, AttributeError) as exc:  # the ladder API changed under us
+        print(f"  case 2 not run: the ladder API differs from what this bench expects ({exc!r})")
+        finals.append((math.nan, "case 2 not run"))
+
+    # 3. families sharing outcomes
+    print("\n== 3. families of 3 and 10 units sharing one outcome (observe_family), Monte "
+          "Carlo; d = per-unit = per-family discordance. 'exact' = the DP of the family-level "
+          "walk; 'same' = reps in which the real code's decision and stopping points equal the "
+          "DP rule's on the same draws (all: the exact column is the real gate's rate)")
+    print(f"{'size':>4} {'n_max':>5} {'d':>5} {'final':>7} {'s.e.':>6} {'exact':>7} {'prov':>7} "
+          f"{'kept':>7} {'s.e.':>6} {'exact':>7} {'fams':>6} {'same':>10}")
+    raw_finals: list[tuple[float, str]] = []
+    for size in (3, 10):
+        for n, d in FAMILY_CELLS:
+            rng = np.random.default_rng([args.seed, 3, size, n, round(d * 100)])
+            m, agree = mc_families(rng, args.reps, params, n, d, 0.5, size)
+            e = null[(n, d)]
+            name = f"case 3 size {size} n_max {n} d {d:g}"
+            print(f"{size:4d} {n:5d} {d:5.2f} {fmt_rate(m.final)} {m.se_final:6.4f} "
+                  f"{fmt_rate(e.final)} {fmt_rate(m.prov)} {fmt_rate(m.kept)} "
+                  f"{m.se_kept:6.4f} {fmt_rate(e.kept)} {m.gate_families:6.1f} "
+                  f"{agree:>5d}/{m.reps}")
+            raw_finals.append((m.final, name + " (MC)"))
+            mc_ses += [m.se_final, m.se_kept]
+            if agree == m.reps:  # the real code is the DP walk here: its rates are exact
+                finals.append((e.final, name + " (exact, real code = DP on every rep)"))
+                kepts.append((e.kept, name + " (exact, real code = DP on every rep)"))
+            else:
+                finals.append((m.final, name + " (MC)"))
+                kepts.append((m.kept, name + " (MC)"))
+
+    # 4. slightly harmful
+    harm = exact_grid(params, HARM_P)
+    print_null_grid(params, harm, f"4. slightly harmful, P(W | discordant) = {HARM_P}, exact DP")
+
+    # sanity: DP against the real gate
+    print("\n== DP check against the real SequentialGate + ProbationTest (singleton families), "
+          "Monte Carlo")
+    print(f"{'cell':>24} {'':>5} {'final':>7} {'prov':>7} {'kept':>7} {'gate u':>7} "
+          f"{'test u':>7}")
+    for n, d, p in ((60, 0.3, 0.7),):
+        rng = np.random.default_rng([args.seed, 9, n, round(d * 100), round(p * 100)])
+        m, agree = mc_families(rng, args.reps, params, n, d, p, 1)
+        e = exact_cell(params, n, d, p)
+        cell = f"n_max {n} d {d:g} p {p:g}"
+        print(f"{cell:>24} {'DP':>5} {fmt_rate(e.final)} {fmt_rate(e.prov)} {fmt_rate(e.kept)} "
+              f"{e.gate_units:7.2f} {e.test_units:7.2f}")
+        print(f"{'':>24} {'MC':>5} {fmt_rate(m.final)} {fmt_rate(m.prov)} {fmt_rate(m.kept)} "
+              f"{m.gate_units:7.2f} {m.test_units:7.2f}")
+        zs = [(m.final - e.final) / se(e.final, m.reps), (m.prov - e.prov) / se(e.prov, m.reps),
+              (m.kept - e.kept) / se(e.kept, m.reps)]
+        print(f"{'':>24} {'z':>5} " + " ".join(f"{z:+7.2f}" for z in zs)
+              + ("   agree (|z| < 3)" if max(map(abs, zs)) < 3 else "   DISAGREE")
+              + f"; same decision and stopping points as the DP rule in {agree}/{m.reps} reps")
+
+    # power
+    print("\n== power (exact DP) vs a fixed one-sided exact McNemar test at alpha 0.05 on "
+          "n = round(mean test units) units. power = final + kept; confirmed = final only")
+    print(f"{'p':>4} {'n_max':>5} {'d':>5} {'power':>7} {'confirmed':>9} {'gate u':>7} "
+          f"{'test u':>7} {'McNemar':>8} {'ratio':>6}")
+    ratios: list[tuple[float, str]] = []
+    power_cells: dict[tuple[float, int, float], Exact] = {}
+    for p in POWER_P:
+        for (n, d), e in exact_grid(params, p).items():
+            power_cells[(p, n, d)] = e
+            mc = mcnemar_power(round(e.test_units), d, p)
+            ratio = e.test / mc if mc > 0 else math.inf
+            note = ""
+            if mc >= 0.05:
+                ratios.append((ratio, f"p {p:g} n_max {n} d {d:g}"))
+            else:
+                note = "  (McNemar < 0.05: not compared)"
+            print(f"{p:4.1f} {n:5d} {d:5.2f} {fmt_rate(e.test)} {e.final:9.4f} "
+                  f"{e.gate_units:7.1f} {e.test_units:7.1f} {mc:8.4f} {ratio:6.2f}{note}")
+
+    # summary
+    max_final, where_final = max(finals, key=lambda t: -1 if math.isnan(t[0]) else t[0])
+    max_kept, where_kept = max(kepts)
+    harm_max, where_harm = max(((e.test, f"n_max {n} d {d:g}") for (n, d), e in harm.items()))
+    harm_final = max(e.final for e in harm.values())
+    power = power_cells[(0.7, 200, 0.3)].test
+    min_ratio, where_ratio = min(ratios)
+    max_se = max(mc_ses) if mc_ses else math.nan
+    raw_max, raw_where = max(raw_finals) if raw_finals else (math.nan, "")
+    print("\n== summary (targets from issue 10)")
+    print(f"  {verdict(max_final <= TARGET_FA)} final false accept <= {TARGET_FA}: worst cell "
+          f"{max_final:.4f} ({where_final}); exact where known, else Monte Carlo")
+    print(f"         (the largest raw Monte Carlo estimate of case 3 is {raw_max:.4f}, {raw_where};"
+          f" its cells' exact values are <= {max(e.final for e in null.values()):.4f}"
+          + (", so an estimate above 0.05 there is Monte Carlo noise)" if raw_max > TARGET_FA
+             else ")"))
+    print(f"  {verdict(max_kept <= TARGET_FA)} kept provisional false accept <= {TARGET_FA}: "
+          f"worst cell {max_kept:.4f} ({where_kept})")
+    print(f"  {verdict(harm_max <= TARGET_FA)} harmful (p {HARM_P}) accepted at the gate or kept "
+          f"<= {TARGET_FA}: worst cell {harm_max:.4f} ({where_harm}); at the gate alone "
+          f"{harm_final:.4f}")
+    print(f"  {verdict(power >= 0.85)} power at n_max 200, d 0.3, p 0.7 >= 0.85: {power:.4f} "
+          f"(confirmed only {power_cells[(0.7, 200, 0.3)].final:.4f})")
+    print(f"  {verdict(min_ratio >= 1)} gate power / McNemar power at equal expected units >= 1 "
+          f"over the {len(ratios)} cells with McNemar power >= 0.05: min {min_ratio:.3f} "
+          f"({where_ratio})")
+    print(f"  {verdict(max_se <= TARGET_SE)} Monte Carlo s.e. <= {TARGET_SE} on the "
+          f"false-accept cells: max {max_se:.4f}")
+    print(f"RESULT gate.validity.max_final_false_accept {max_final:.4f} rate target <={TARGET_FA}")
+    print(f"RESULT gate.validity.max_kept_provisional_false_accept {max_kept:.4f} rate "
+          f"target <={TARGET_FA}")
+    print(f"RESULT gate.validity.harmful_max_accept {harm_max:.4f} rate target <={TARGET_FA}")
+    print(f"RESULT gate.power.nmax200_d0.3_p0.7 {power:.4f} rate target >=0.85")
+    print(f"RESULT gate.power_vs_mcnemar_equal_units.min_ratio {min_ratio:.3f} ratio target >=1")
+    print(f"RESULT gate.validity.mc_max_se {max_se:.4f} rate target <={TARGET_SE}")
+    print(f"\n({time.perf_counter() - start:.1f} s)")
+
+
+if __name__ == "__main__":
+    main()

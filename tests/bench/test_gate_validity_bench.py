@@ -1,0 +1,116 @@
+"""Checks of bench/gate_validity.py's exact computations against brute force and oracles.
+
+The bench's figures are only as good as its dynamic programme and its McNemar power, so both
+are checked against full enumeration of small cases, run through the real gate code.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.stats import binomtest
+from statsmodels.stats.contingency_tables import mcnemar
+
+from core.evolution.gate import GateParams
+from core.stats import mcnemar_exact
+
+_PATH = Path(__file__).resolve().parents[2] / "bench" / "gate_validity.py"
+
+
+@pytest.fixture(scope="module")
+def gv():
+    spec = importlib.util.spec_from_file_location("bench_gate_validity", _PATH)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _enumerate(gv, params: GateParams, horizon: int, d: float, p: float, outcomes, real: bool):
+    """Every path of family outcomes with its probability: the rates by brute force."""
+    probs = {1: d * p, -1: d * (1 - p), 0: 1 - d}
+    rates = {"accept": 0.0, "prov": 0.0, "keep": 0.0, "gate_units": 0.0, "test_units": 0.0}
+    s1 = gv.stage1_of(horizon)
+    for path in itertools.product(outcomes, repeat=horizon):
+        weight = float(np.prod([probs[g] for g in path]))
+        if weight == 0.0:
+            continue
+        row = list(path)
+        if real:
+            fams = [(f"f{i}", [(f"u{i}", *gv._PAIR[g])]) for i, g in enumerate(row)]
+            verdict, gate_n, test_n = gv.run_real(fams, params, horizon, s1)
+            assert (verdict, gate_n, test_n) == gv.replay(row, params, horizon)
+        else:
+            verdict, gate_n, test_n = gv.replay(row, params, horizon)
+        rates["accept"] += weight * (verdict == "accept")
+        rates["prov"] += weight * (verdict in ("keep", "rollback"))
+        rates["keep"] += weight * (verdict == "keep")
+        rates["gate_units"] += weight * float(gv.chunked(gate_n, horizon))
+        rates["test_units"] += weight * float(gv.chunked(test_n, horizon))
+    return rates
+
+
+@pytest.mark.parametrize(("horizon", "d", "p", "outcomes", "real"), [
+    (12, 1.0, 0.5, (1, -1), True),
+    (12, 1.0, 0.7, (1, -1), True),
+    (9, 0.6, 0.65, (1, -1, 0), False),
+])
+def test_dp_equals_brute_force_through_the_real_gate(gv, horizon, d, p, outcomes, real):
+    params = GateParams()
+    exact = gv.exact_cell(params, horizon, d, p)
+    brute = _enumerate(gv, params, horizon, d, p, outcomes, real)
+    assert exact.final == pytest.approx(brute["accept"], abs=1e-12)
+    assert exact.prov == pytest.approx(brute["prov"], abs=1e-12)
+    assert exact.kept == pytest.approx(brute["keep"], abs=1e-12)
+    assert exact.gate_units == pytest.approx(brute["gate_units"], abs=1e-9)
+    assert exact.test_units == pytest.approx(brute["test_units"], abs=1e-9)
+
+
+def test_the_brute_force_cases_reach_every_branch(gv):
+    """The enumeration above is only a check if accepts, provisionals and keeps all occur."""
+    e = gv.exact_cell(GateParams(), 12, 1.0, 0.7)
+    assert e.final > 0 and e.prov > 0 and e.kept > 0
+
+
+def test_null_test_rate_is_at_most_alpha(gv):
+    params = GateParams()
+    for horizon in (20, 60):
+        for d in (0.3, 1.0):
+            assert gv.exact_cell(params, horizon, d, 0.5).test <= params.alpha + 1e-12
+
+
+@pytest.mark.parametrize(("w", "l"), [(0, 0), (3, 0), (7, 2), (12, 5), (4, 9), (30, 18)])
+def test_mcnemar_exact_against_statsmodels_and_scipy(w, l):  # noqa: E741 - W and L
+    table = [[0, l], [w, 0]]
+    assert mcnemar_exact(w, l) == pytest.approx(mcnemar(table, exact=True).pvalue, abs=1e-12)
+    if w + l:
+        assert mcnemar_exact(w, l, "greater") == pytest.approx(
+            binomtest(w, w + l, 0.5, alternative="greater").pvalue, abs=1e-12)
+
+
+@pytest.mark.parametrize(("n", "d", "p"), [(10, 0.6, 0.7), (14, 0.3, 0.8), (9, 1.0, 0.5)])
+def test_mcnemar_power_against_enumeration(gv, n, d, p):
+    pw, pl = d * p, d * (1 - p)
+    brute = 0.0
+    for w in range(n + 1):
+        for l in range(n + 1 - w):  # noqa: E741 - W and L
+            if mcnemar_exact(w, l, "greater") <= 0.05:
+                ties = n - w - l
+                coef = math.comb(n, w) * math.comb(n - w, l)
+                brute += coef * pw ** w * pl ** l * (1 - d) ** ties
+    assert gv.mcnemar_power(n, d, p) == pytest.approx(brute, abs=1e-12)
+
+
+def test_ladder_case_runs_on_the_current_ladder_code(gv):
+    params = GateParams()
+    world = gv.ladder_world(20, seed=1)
+    for warm in (False, True):
+        m, horizon = gv.mc_ladder(np.random.default_rng(1), 30, params, world, warm)
+        assert m.reps == 30 and 0 < horizon <= 20
+        assert 0.0 <= m.kept <= m.prov <= 1.0
