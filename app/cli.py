@@ -89,8 +89,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except OSError as e:  # disk full, permissions: the writers leave the old state in place
         where = f"{e.filename}: " if e.filename else ""
-        logger.error("error: {}{} (nothing was half-written; fix it and rerun, with --resume "
-                     "for training)", where, e.strerror or e)
+        logger.error("error: {}{} (fix the cause and rerun; training continues from its last "
+                     "checkpoint with --resume)", where, e.strerror or e)
         return 1
     except KeyboardInterrupt:
         logger.error("interrupted: the checkpoint holds the last finished step (use --resume)")

@@ -22,6 +22,7 @@ from app.harness.workspace import (
     read_manifest,
     train_start_mode,
 )
+from app.harness.writer_lock import WriterLock
 from app.paths import DEMO_CONFIG, WORKSPACES_DIR
 from app.progress import Bars
 from app.report import format_summary, workspace_summary
@@ -66,7 +67,7 @@ def _next_run_id(session: Session, prefix: str) -> str:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     config = make_config(args)
-    with Session(args.workspace, config, _bars(args)) as session:
+    with WriterLock(args.workspace, "eval"), Session(args.workspace, config, _bars(args)) as session:
         version = args.version.split("/")[-1]
         if version not in list_versions(session.paths.root, "skills"):
             raise UserError(f"{args.workspace}: no skills version {version!r} "
@@ -94,7 +95,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def cmd_infer(args: argparse.Namespace) -> int:
     config = make_config(args)
-    with Session(args.workspace, config, _bars(args)) as session:
+    with WriterLock(args.workspace, "infer"), Session(args.workspace, config, _bars(args)) as session:
         questions = [q for q in session.benchmark.questions
                      if not args.task_types or q.task_type in args.task_types]
         if not questions:
@@ -117,26 +118,30 @@ def await_(coro):
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    mode = train_start_mode(args.workspace, resume=args.resume, fresh=args.fresh)
-    config = make_config(args)  # validate before anything is archived or opened
-    if mode == "resume":
-        load_checkpoint(args.workspace)  # a corrupt or newer checkpoint refuses before any write
-    if mode == "fresh":
-        _restart_from_seed(args.workspace, args.store)
-    from app.harness.runner import Runner
+    command = "train" + (" --resume" if args.resume else "") + (" --fresh" if args.fresh else "")
+    # The lock first: the mode, the checkpoint and (for --fresh) the archive are decided and
+    # done by the only writer, so no live run can write into what this command sets up.
+    with WriterLock(args.workspace, command) as lock:
+        mode = train_start_mode(args.workspace, resume=args.resume, fresh=args.fresh)
+        config = make_config(args)  # validate before anything is archived or opened
+        if mode == "resume":
+            load_checkpoint(args.workspace)  # a corrupt or newer checkpoint refuses at once
+        if mode == "fresh":
+            _restart_from_seed(args.workspace, args.store, lock)
+        from app.harness.runner import Runner
 
-    with Session(args.workspace, config, _bars(args)) as session:
-        Runner(session).run_train(resume=mode == "resume")
-        _notice(session)
+        with Session(args.workspace, config, _bars(args)) as session:
+            Runner(session).run_train(resume=mode == "resume")
+            _notice(session)
     return 0
 
 
-def _restart_from_seed(root: Path, store: Path) -> None:
+def _restart_from_seed(root: Path, store: Path, lock: WriterLock) -> None:
     manifest = read_manifest(root)
     seed = load_seed(seed_dir(store, manifest["seed"]))
     bench = benchmark_dir(store, manifest["current"]["questions"])
     archived = archive_workspace(root)
-    init_workspace(root, seed, bench)
+    init_workspace(root, seed, bench, lock=lock)
     logger.info("archived the old workspace to {}", archived)
 
 
@@ -149,7 +154,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_diagnose(args: argparse.Namespace) -> int:
     from app.harness.runner import Runner
 
-    with Session(args.workspace, make_config(args), _bars(args)) as session:
+    with WriterLock(args.workspace, "diagnose"), \
+            Session(args.workspace, make_config(args), _bars(args)) as session:
         summary = Runner(session).diagnose_run(args.run_id)
         print(json.dumps(summary, indent=2))
         _notice(session)
@@ -159,7 +165,8 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 def cmd_promote(args: argparse.Namespace) -> int:
     from app.harness.runner import promote
 
-    target = promote(args.workspace, args.version, args.eval_run, args.name, args.store)
+    with WriterLock(args.workspace, "promote"):
+        target = promote(args.workspace, args.version, args.eval_run, args.name, args.store)
     print(f"promoted {args.version} to seed {target}")
     return 0
 

@@ -228,8 +228,12 @@ def write_manifest(root: Path, manifest: dict[str, Any]) -> None:
     write_json_atomic(Path(root) / "manifest.json", manifest)
 
 
-def init_workspace(root: Path, seed: Seed, benchmark_path: Path) -> WorkspacePaths:
-    """Create a workspace from a seed and a benchmark; all-or-nothing."""
+def init_workspace(root: Path, seed: Seed, benchmark_path: Path,
+                   lock: Any = None) -> WorkspacePaths:
+    """Create a workspace from a seed and a benchmark; all-or-nothing.
+
+    `lock` (a WriterLock) is moved onto the new workspace before it becomes visible.
+    """
     root = Path(root)
     if root.exists() and any(root.iterdir()):
         what = "a workspace" if (root / "manifest.json").exists() else "a non-empty folder"
@@ -243,6 +247,8 @@ def init_workspace(root: Path, seed: Seed, benchmark_path: Path) -> WorkspacePat
     building = parent / f".{root.name}.init-{uuid.uuid4().hex[:8]}"
     try:
         _populate(building, seed, benchmark_path, benchmark.name)
+        if lock is not None:
+            lock.move_into(building)
         if root.exists():
             root.rmdir()
         os.rename(building, root)
