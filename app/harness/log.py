@@ -86,6 +86,16 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
     ("evolutions keep the evolver reply's parse errors", [
         "ALTER TABLE evolutions ADD COLUMN parse_errors_json TEXT",
     ]),
+    # 3 is reserved for the llm_calls change of the real-model work; an entry without
+    # statements is never recorded, so the real one still runs once it lands.
+    ("reserved", []),
+    # Paid calls, one row each, written the moment the call returns and never cleared with a
+    # run: a redone step re-records its calls as cache hits, but the money stays spent.
+    ("spend ledger: what each run really paid", [
+        """CREATE TABLE spend (id INTEGER PRIMARY KEY, owner_run_id TEXT NOT NULL,
+            run_id TEXT, role TEXT, model TEXT, cost_usd REAL NOT NULL, pid INTEGER, at TEXT)""",
+        "CREATE INDEX idx_spend_owner ON spend(owner_run_id)",
+    ]),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -155,8 +165,9 @@ class HarnessLog:
 
                 raise UserError(f"{self.path}: log schema {done} is newer than this "
                                 f"skill-trainer supports ({SCHEMA_VERSION})")
+            applied = {r[0] for r in self.conn.execute("SELECT version FROM _migrations")}
             for version, (description, statements) in enumerate(MIGRATIONS, start=1):
-                if version <= done:
+                if version in applied or not statements:
                     continue
                 for sql in statements:
                     self.conn.execute(sql)
@@ -238,7 +249,16 @@ class HarnessLog:
                 self.clear_run(run_id)
         return ids
 
+    def record_spend(self, row: dict[str, Any]) -> None:
+        """One paid call, committed at once (a kill right after loses nothing)."""
+        self.insert_rows("spend", [row])
+
     # -- reads ------------------------------------------------------------------------------
+    def spend_total(self, owner_run_id: str) -> float:
+        row = self.conn.execute("SELECT COALESCE(SUM(cost_usd), 0) FROM spend "
+                                "WHERE owner_run_id = ?", (owner_run_id,)).fetchone()
+        return float(row[0])
+
     def max_run_seq(self) -> int:
         return self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM _runs").fetchone()[0]
 

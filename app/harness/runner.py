@@ -70,6 +70,7 @@ class Runner:
             leaf = first_leaf(e)
             if isinstance(leaf, BudgetExceeded):
                 self._mark_train("stopped")
+                self._save_spend()
                 raise RunFailed(f"{leaf}. The checkpoint is intact: raise max_cost_usd and "
                                 "--resume.") from None
             self._mark_train("failed")
@@ -78,6 +79,15 @@ class Runner:
             raise
         finally:
             lock.unlink(missing_ok=True)
+
+    def _save_spend(self) -> None:
+        """The run's spend so far into checkpoint.json (only that key changes)."""
+        path = self.session.paths.checkpoint
+        if not path.is_file() or not self.session.recorder.owner:
+            return
+        ckpt = read_json(path)
+        ckpt["progress"]["spent_usd"] = self._spent()
+        write_json_atomic(path, ckpt)
 
     def _mark_train(self, status: str) -> None:
         train_id = getattr(self, "_train_id", None)
@@ -157,7 +167,7 @@ class Runner:
         write_checkpoint(ctx.root, progress={
             "epoch": epoch, "phase": phase, "step_completed": step_completed,
             "global_step": state.global_step, "total_steps": ctx.total_steps,
-            "train_id": state.train_id, "at": now_iso()},
+            "train_id": state.train_id, "spent_usd": self._spent(), "at": now_iso()},
             state=state.to_dict(), epoch_batches=batches, config=self.config,
             benchmark_hash=self.session.benchmark.content_hash)
 
@@ -181,6 +191,7 @@ class Runner:
         if ckpt and ckpt["progress"]["phase"] != "setup":
             state = TrainState.from_dict(ckpt["state"])
             self._train_id = state.train_id
+            self._carry_spend(state.train_id, ckpt)
             ctx = self._context(pools, task_types, units, state, ckpt["progress"]["total_steps"])
             logger.info("resuming {} from epoch {} ({}, step {})", state.train_id,
                         ckpt["progress"]["epoch"], ckpt["progress"]["phase"],
@@ -189,7 +200,19 @@ class Runner:
             return ctx, state, resume_plan(ckpt)
         train_id = ckpt["progress"]["train_id"] if ckpt else self._new_train_id()
         self._train_id = train_id
+        self._carry_spend(train_id, ckpt)
         return await self._fresh_setup(train_id, pools, task_types, units)
+
+    def _carry_spend(self, train_id: str, ckpt: dict[str, Any] | None) -> None:
+        """`max_cost_usd` bounds the run, not this process: start from what it has spent."""
+        before = (ckpt or {}).get("progress", {}).get("spent_usd") or 0.0
+        prior = self.session.charge_run(train_id, before)
+        if prior:
+            logger.info("{} has spent ${:.4f} so far", train_id, prior)
+        self.session.budget.check()
+
+    def _spent(self) -> float:
+        return self.session.log.spend_total(self.session.recorder.owner or "")
 
     def _new_train_id(self) -> str:
         n = sum(1 for r in self.session.log.runs() if r["kind"] == "train") + 1
@@ -233,7 +256,8 @@ class Runner:
         # The checkpoint first: a run that dies after it resumes under the same train id.
         write_checkpoint(session.paths.root, progress={
             "epoch": 0, "phase": "setup", "step_completed": -1, "global_step": 0,
-            "total_steps": 0, "train_id": train_id, "at": now_iso()}, state={},
+            "total_steps": 0, "train_id": train_id, "spent_usd": self._spent(),
+            "at": now_iso()}, state={},
             epoch_batches=None, config=self.config,
             benchmark_hash=session.benchmark.content_hash)
         session.register(train_id, "train", prompts)

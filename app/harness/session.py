@@ -26,6 +26,7 @@ from app.progress import NO_BARS, Bars
 from app.provenance import run_provenance
 from app.providers.cache import ResponseCache
 from app.providers.factory import make_providers
+from app.providers.litellm_provider import CostBudget
 from core.types import InferenceResult, Question
 
 SIM_NOTICE = ("note: answers come from the built-in SIMULATED model (sim/*), not a real LLM; "
@@ -41,7 +42,8 @@ class Session:
         self.log = HarnessLog(self.paths.db)
         self.cache = ResponseCache(self.paths.cache_db)
         self.recorder = LogRecorder(self.log)
-        self.providers = make_providers(config, self.cache, self.recorder)
+        self.budget = CostBudget(config.max_cost_usd)
+        self.providers = make_providers(config, self.cache, self.recorder, self.budget)
         self.benchmark: Benchmark = load_benchmark(self.paths.questions_dir)
         self.questions_by_id: dict[str, Question] = {
             q.question_id: q for q in self.benchmark.questions}
@@ -57,6 +59,15 @@ class Session:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def charge_run(self, owner: str, spent_before: float = 0.0) -> float:
+        """Make `owner` the run every call is charged to, and carry what it already spent
+        (by earlier, killed or stopped processes) into this process's cost budget."""
+        self.recorder.flush()
+        self.recorder.owner = owner
+        prior = max(spent_before, self.log.spend_total(owner))
+        self.budget.charge(prior)
+        return prior
 
     def refresh_paths(self) -> WorkspacePaths:
         self.paths = resolve_paths(self.paths.root)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from contextvars import ContextVar
 from typing import Any
 
@@ -13,10 +14,16 @@ FLUSH_EVERY = 500
 
 
 class LogRecorder:
-    """Buffers call rows and writes them in batches (one transaction per flush)."""
+    """Buffers call rows and writes them in batches (one transaction per flush).
+
+    A paid call is also written to the `spend` ledger at once, charged to `owner` (the train
+    run for everything a training does; else the run that made the call): spend is a property
+    of the run, kept across kills, resumes and redone steps.
+    """
 
     def __init__(self, log: HarnessLog) -> None:
         self.log = log
+        self.owner: str | None = None
         self._rows: list[dict[str, Any]] = []
         self.totals = {"calls": 0, "cache_hits": 0, "cost_usd": 0.0, "tokens_in": 0,
                        "tokens_out": 0}
@@ -28,6 +35,11 @@ class LogRecorder:
         self.totals["cache_hits"] += int(bool(row.get("cache_hit")))
         if not row.get("cache_hit"):
             self.totals["cost_usd"] += row.get("cost_usd") or 0.0
+            if row.get("cost_usd"):
+                self.log.record_spend({
+                    "owner_run_id": self.owner or row["run_id"], "run_id": row["run_id"],
+                    "role": row.get("role"), "model": row.get("model"),
+                    "cost_usd": row["cost_usd"], "pid": os.getpid(), "at": row["at"]})
         self.totals["tokens_in"] += row.get("tokens_in") or 0
         self.totals["tokens_out"] += row.get("tokens_out") or 0
         if len(self._rows) >= FLUSH_EVERY:

@@ -233,8 +233,10 @@ class CachingProvider:
             failed = LLMResponse(text="", latency_s=time.perf_counter() - start)
             self._record(role, failed, f"error:{type(exc).__name__}")
             raise
-        self._store(key, response)
+        # Recorded (the spend ledger commits at once) before cached: a kill in between costs
+        # a repeat call that is charged again, never a paid call that looks free.
         self._record(role, response, "ok")
+        self._store(key, response)
         return response
 
     def _lookup(self, key: str) -> LLMResponse | None:
