@@ -26,6 +26,12 @@ from app.harness.writer_lock import WriterLock
 from app.paths import DEMO_CONFIG, WORKSPACES_DIR
 from app.progress import Bars
 from app.report import format_summary, workspace_summary
+from app.sanitize import visible
+
+
+def out(text: str) -> None:
+    """Command output: data in it (names, ids, question text) never drives the terminal."""
+    print(visible(text))
 
 
 def _bars(args: argparse.Namespace) -> Bars:
@@ -42,22 +48,22 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     summary = workspace_summary(args.workspace)
-    print(json.dumps(summary, indent=2, default=str) if args.json else format_summary(summary))
+    out(json.dumps(summary, indent=2, default=str) if args.json else format_summary(summary))
     return 0
 
 
 def _print_result(result, title: str) -> None:
-    print(f"{title}: accuracy {result.accuracy:.3f} ({result.correct}/{result.total} units)")
+    out(f"{title}: accuracy {result.accuracy:.3f} ({result.correct}/{result.total} units)")
     for task_type, entry in result.per_task_type.items():
-        print(f"  {task_type:<12} {entry['accuracy']:.3f}  ({entry['correct']}/{entry['total']})")
+        out(f"  {task_type:<12} {entry['accuracy']:.3f}  ({entry['correct']}/{entry['total']})")
     if result.stop_reason_counts:
-        print("  stop reasons: " + ", ".join(f"{k}={v}" for k, v in
+        out("  stop reasons: " + ", ".join(f"{k}={v}" for k, v in
                                              sorted(result.stop_reason_counts.items())))
 
 
 def _notice(session: Session) -> None:
     if session.config.uses_sim:
-        print(SIM_NOTICE)
+        out(SIM_NOTICE)
 
 
 def _next_run_id(session: Session, prefix: str) -> str:
@@ -87,7 +93,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                   "new_model_calls": new_calls, "simulated_model": config.uses_sim}
         write_json_atomic(session.paths.analyses / f"eval_{run_id}.json", report)
         _print_result(result, f"eval {version} (run {run_id})")
-        print(f"  model calls: {new_calls} new, "
+        out(f"  model calls: {new_calls} new, "
               f"{session.recorder.totals['cache_hits']} from cache")
         _notice(session)
     return 0
@@ -157,7 +163,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     with WriterLock(args.workspace, "diagnose"), \
             Session(args.workspace, make_config(args), _bars(args)) as session:
         summary = Runner(session).diagnose_run(args.run_id)
-        print(json.dumps(summary, indent=2))
+        out(json.dumps(summary, indent=2))
         _notice(session)
     return 0
 
@@ -167,7 +173,7 @@ def cmd_promote(args: argparse.Namespace) -> int:
 
     with WriterLock(args.workspace, "promote"):
         target = promote(args.workspace, args.version, args.eval_run, args.name, args.store)
-    print(f"promoted {args.version} to seed {target}")
+    out(f"promoted {args.version} to seed {target}")
     return 0
 
 

@@ -15,6 +15,7 @@ from app.harness.workspace import archive_workspace, init_workspace
 from app.harness.writer_lock import WriterLock
 from app.paths import STORE_DIR
 from app.progress import Bars
+from app.sanitize import visible
 
 DEMO_SEED = "sim-starter"
 DEMO_QUESTIONS = "sim-basic"
@@ -38,7 +39,7 @@ def run_demo(workspace: Path, config: RunConfig, bars: Bars) -> int:
             totals = dict(session.recorder.totals)
     finally:
         lock.release()
-    print(demo_summary(workspace, totals, time.perf_counter() - started))
+    print(visible(demo_summary(workspace, totals, time.perf_counter() - started)))
     return 0
 
 

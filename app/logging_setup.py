@@ -7,11 +7,13 @@ from pathlib import Path
 
 from loguru import logger
 
+from app.sanitize import visible
 from app.secrets import scrub
 
 
 def _scrub_patch(record) -> None:
-    record["message"] = scrub(record["message"])
+    # secrets out, and no control character from data (question text, names) reaches a terminal
+    record["message"] = visible(scrub(record["message"]))
 
 
 def configure_console(verbose: bool = False) -> None:

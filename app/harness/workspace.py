@@ -272,6 +272,7 @@ def _populate(building: Path, seed: Seed, benchmark_path: Path, questions_name: 
     for sub in ("reports/steps", "reports/epochs", "analyses", "logs"):
         (building / sub).mkdir(parents=True)
     shutil.rmtree(building / ".staging", ignore_errors=True)
+    (building / "writer.lock").touch()  # the writer lock's file (app.harness.writer_lock)
     manifest = {"schema": MANIFEST_SCHEMA, "seed": seed.name, "created_at": now_iso(),
                 "current": {"skills": "skills/v1", "prompts": "prompts/v1",
                             "questions": questions_name},
