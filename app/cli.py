@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,9 @@ def main(argv: list[str] | None = None) -> int:
         return e.exit_code
     except ProviderError as e:
         logger.error("error: {}", e)
+        return 1
+    except sqlite3.Error as e:  # the log's own errors name their file; this is the fallback
+        logger.error("error: SQLite: {}", e)
         return 1
     except OSError as e:  # disk full, permissions: the writers leave the old state in place
         where = f"{e.filename}: " if e.filename else ""

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from app.harness.atomic import read_json
+from app.harness.checkpoint import load_checkpoint
 from app.harness.log import HarnessLog
 from app.harness.workspace import KINDS, list_versions, read_manifest, read_meta
 
@@ -20,16 +21,17 @@ def workspace_summary(root: Path) -> dict[str, Any]:
     epochs: list[dict[str, Any]] = []
     if (root / "harness.db").exists():
         with HarnessLog(root / "harness.db", readonly=True) as log:
+            log.check_integrity()
             runs = [_run_row(r) for r in log.runs()]
             epochs = log.query("SELECT run_id, epoch, val_acc, test_acc FROM epoch_reports "
                                "ORDER BY id")
             calls = log.query("SELECT role, COUNT(*) AS calls, SUM(cache_hit) AS cache_hits, "
                               "SUM(cost_usd) AS cost_usd, SUM(tokens_in) AS tokens_in, "
                               "SUM(tokens_out) AS tokens_out FROM llm_calls GROUP BY role")
-            spend = _spend(log)
+            spend = _spend(root, log)
     else:
         calls, spend = [], []
-    checkpoint = read_json(root / "checkpoint.json") if (root / "checkpoint.json").exists() else None
+    checkpoint = load_checkpoint(root) if (root / "checkpoint.json").exists() else None
     final = root / "analyses" / "final_test_eval.json"
     return {"workspace": str(root), "current": manifest["current"], "best": manifest.get("best"),
             "seed": manifest.get("seed"), "versions": versions, "runs": runs, "epochs": epochs,
@@ -39,17 +41,20 @@ def workspace_summary(root: Path) -> dict[str, Any]:
             "final_test": read_json(final) if final.exists() else None}
 
 
-def _spend(log: HarnessLog) -> list[dict[str, Any]]:
-    """Money really paid, by run (the ledger keeps calls of killed processes and redone steps;
-    `llm_calls` shows a redone step's calls as free cache hits)."""
-    has_ledger = log.query("SELECT name FROM sqlite_master WHERE type = 'table' AND "
-                           "name = 'spend'")
-    if not has_ledger:  # a log from before the ledger: the best figure there is
-        return log.query("SELECT run_id AS owner_run_id, COUNT(*) AS paid_calls, "
-                         "SUM(cost_usd) AS cost_usd FROM llm_calls WHERE cache_hit = 0 "
-                         "AND cost_usd > 0 GROUP BY run_id ORDER BY MIN(id)")
-    return log.query("SELECT owner_run_id, COUNT(*) AS paid_calls, SUM(cost_usd) AS cost_usd "
-                     "FROM spend GROUP BY owner_run_id ORDER BY MIN(id)")
+def _spend(root: Path, log: HarnessLog) -> list[dict[str, Any]]:
+    """Money really paid, by run, from the response cache's spend ledger (it keeps the calls
+    of killed processes and of redone steps, which `llm_calls` shows as free cache hits)."""
+    cache = root / "response_cache.db"
+    if cache.exists():
+        with HarnessLog(cache, readonly=True) as ledger:  # a read-only SQLite reader
+            if ledger.query("SELECT name FROM sqlite_master WHERE name = 'spend'"):
+                return ledger.query(
+                    "SELECT owner_run_id, COUNT(*) AS paid_calls, SUM(cost_usd) AS cost_usd "
+                    "FROM spend GROUP BY owner_run_id ORDER BY MIN(id)")
+    # a workspace from before the ledger: the best figure there is
+    return log.query("SELECT run_id AS owner_run_id, COUNT(*) AS paid_calls, "
+                     "SUM(cost_usd) AS cost_usd FROM llm_calls WHERE cache_hit = 0 "
+                     "AND cost_usd > 0 GROUP BY run_id ORDER BY MIN(id)")
 
 
 def _run_row(row: dict[str, Any]) -> dict[str, Any]:

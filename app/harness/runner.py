@@ -85,15 +85,22 @@ class Runner:
         path = self.session.paths.checkpoint
         if not path.is_file() or not self.session.recorder.owner:
             return
-        ckpt = read_json(path)
-        ckpt["progress"]["spent_usd"] = self._spent()
-        write_json_atomic(path, ckpt)
+        try:
+            ckpt = read_json(path)
+            ckpt["progress"]["spent_usd"] = self._spent()
+            write_json_atomic(path, ckpt)
+        except (OSError, RunFailed, UserError) as e:  # the ledger in harness.db still has it
+            logger.debug("could not record the spend in {}: {}", path, e)
 
-    def _mark_train(self, status: str) -> None:
+    def _mark_train(self, status: str, summary: dict | None = None) -> None:
         train_id = getattr(self, "_train_id", None)
-        if train_id:
+        if not train_id:
+            return
+        try:  # best effort: on a full disk this fails too, and must not hide the first error
             self.session.recorder.flush()
-            self.session.log.finish_run(train_id, status)
+            self.session.log.finish_run(train_id, status, summary)
+        except (RunFailed, UserError, OSError) as e:
+            logger.debug("could not mark {} {}: {}", train_id, status, e)
 
     async def _train(self, resume: bool) -> None:
         session = self.session
@@ -212,7 +219,7 @@ class Runner:
         self.session.budget.check()
 
     def _spent(self) -> float:
-        return self.session.log.spend_total(self.session.recorder.owner or "")
+        return self.session.cache.spend_total(self.session.recorder.owner or "")
 
     def _new_train_id(self) -> str:
         n = sum(1 for r in self.session.log.runs() if r["kind"] == "train") + 1

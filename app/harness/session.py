@@ -40,6 +40,7 @@ class Session:
         self.paths: WorkspacePaths = resolve_paths(root)
         self._log_sink = add_workspace_log(self.paths.log_file)
         self.log = HarnessLog(self.paths.db)
+        self.log.check_integrity()  # a bit-rotted log is refused before anything is added
         self.cache = ResponseCache(self.paths.cache_db)
         self.recorder = LogRecorder(self.log)
         self.budget = CostBudget(config.max_cost_usd)
@@ -65,7 +66,7 @@ class Session:
         (by earlier, killed or stopped processes) into this process's cost budget."""
         self.recorder.flush()
         self.recorder.owner = owner
-        prior = max(spent_before, self.log.spend_total(owner))
+        prior = max(spent_before, self.cache.spend_total(owner))
         self.budget.charge(prior)
         return prior
 

@@ -128,6 +128,8 @@ def _parse_line(line: bytes, where: str) -> Question:
         raise UserError(f"{where}: not valid UTF-8 ({e.reason})") from None
     except json.JSONDecodeError as e:
         raise UserError(f"{where}: invalid JSON: {e.msg}") from None
+    except RecursionError:
+        raise UserError(f"{where}: JSON nested too deeply") from None
     if not isinstance(obj, dict):
         raise UserError(f"{where}: expected a JSON object")
     for key in REQUIRED_FIELDS:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from contextvars import ContextVar
 from typing import Any
 
@@ -16,9 +15,8 @@ FLUSH_EVERY = 500
 class LogRecorder:
     """Buffers call rows and writes them in batches (one transaction per flush).
 
-    A paid call is also written to the `spend` ledger at once, charged to `owner` (the train
-    run for everything a training does; else the run that made the call): spend is a property
-    of the run, kept across kills, resumes and redone steps.
+    `owner` is the run that pays for the calls (the train run for everything a training
+    does; else the run that makes the call): see `spend_tag` and the response cache's ledger.
     """
 
     def __init__(self, log: HarnessLog) -> None:
@@ -35,15 +33,15 @@ class LogRecorder:
         self.totals["cache_hits"] += int(bool(row.get("cache_hit")))
         if not row.get("cache_hit"):
             self.totals["cost_usd"] += row.get("cost_usd") or 0.0
-            if row.get("cost_usd"):
-                self.log.record_spend({
-                    "owner_run_id": self.owner or row["run_id"], "run_id": row["run_id"],
-                    "role": row.get("role"), "model": row.get("model"),
-                    "cost_usd": row["cost_usd"], "pid": os.getpid(), "at": row["at"]})
         self.totals["tokens_in"] += row.get("tokens_in") or 0
         self.totals["tokens_out"] += row.get("tokens_out") or 0
         if len(self._rows) >= FLUSH_EVERY:
             self.flush()
+
+    def spend_tag(self) -> tuple[str, str]:
+        """(run that pays, run that calls) for a paid call made now."""
+        run_id = current_run_id.get()
+        return self.owner or run_id, run_id
 
     def flush(self) -> None:
         rows, self._rows = self._rows, []
