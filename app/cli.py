@@ -49,7 +49,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("infer", parents=[common, ws], help="run the current versions")
     p.add_argument("--task-types", nargs="+")
     p.add_argument("--n-samples", type=int, default=1)
-    p.add_argument("--run-id")
+    p.add_argument("--run-id", help="name the run (letters, digits, '_', '-', '.', ':', '+'); "
+                   "an existing run's id is refused")
+    p.add_argument("--overwrite-run", action="store_true",
+                   help="replace an existing infer/eval run of that id (recorded in the new "
+                        "run's provenance)")
     p = sub.add_parser("eval", parents=[common, ws], help="evaluate a skills version on the "
                        "whole benchmark")
     p.add_argument("version", help="skills version, e.g. v1")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 
 import anyio
@@ -67,8 +68,36 @@ def _notice(session: Session) -> None:
 
 
 def _next_run_id(session: Session, prefix: str) -> str:
-    n = sum(1 for r in session.log.runs() if r["run_id"].startswith(prefix)) + 1
+    taken = {r["run_id"] for r in session.log.runs()}
+    n = sum(1 for r in taken if r.startswith(prefix)) + 1
+    while f"{prefix}{n}" in taken:  # an id given with --run-id may sit in the sequence
+        n += 1
     return f"{prefix}{n}"
+
+
+RUN_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:+-]{0,99}")
+TRAINING_RUN_RE = re.compile(r"(baseline|train\d+)(-.*)?")
+
+
+def _claim_run_id(session: Session, run_id: str, overwrite: bool) -> dict | None:
+    """Refuse a run id that would replace another run's rows, unless --overwrite-run is given
+    for an infer/eval run; returns what is being overwritten, for the new run's provenance."""
+    if not RUN_ID_RE.fullmatch(run_id):
+        raise UserError(f"--run-id {run_id!r}: use 1-100 letters, digits, '_', '-', '.', ':' "
+                        "or '+', starting with a letter or digit")
+    if TRAINING_RUN_RE.fullmatch(run_id):
+        raise UserError(f"--run-id {run_id}: ids like 'baseline' and 'trainN...' belong to "
+                        "training and are never replaced; pick another id")
+    old = session.log.run(run_id)
+    if old is None:
+        return None
+    if not overwrite:
+        raise UserError(f"--run-id {run_id}: a {old['kind']} run of that id already exists "
+                        f"(started {old['started_at']}, {old['status']}); pick another id, or "
+                        "add --overwrite-run to replace it")
+    logger.warning("replacing run {} ({} run started {})", run_id, old["kind"], old["started_at"])
+    return {"run_id": run_id, "kind": old["kind"], "status": old["status"],
+            "started_at": old["started_at"], "finished_at": old["finished_at"]}
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -106,11 +135,15 @@ def cmd_infer(args: argparse.Namespace) -> int:
                      if not args.task_types or q.task_type in args.task_types]
         if not questions:
             raise UserError(f"no questions for task types {args.task_types}")
-        base = args.run_id or _next_run_id(session, "infer-")
+        base = args.run_id if args.run_id is not None else _next_run_id(session, "infer-")
+        run_ids = [base] if args.n_samples == 1 else [f"{base}-s{n}" for n in
+                                                      range(args.n_samples)]
+        replaced = {r: _claim_run_id(session, r, args.overwrite_run) for r in run_ids}
         with session.bars.live():
-            for sample in range(args.n_samples):
-                run_id = base if args.n_samples == 1 else f"{base}-s{sample}"
-                result = await_(session.infer(questions, run_id, "infer", sample=sample))
+            for sample, run_id in enumerate(run_ids):
+                extra = {"overwrote": replaced[run_id]} if replaced[run_id] else None
+                result = await_(session.infer(questions, run_id, "infer", sample=sample,
+                                              provenance=extra))
                 _print_result(result, f"infer (run {run_id})")
         _notice(session)
     return 0

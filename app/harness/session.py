@@ -96,20 +96,20 @@ class Session:
             simulated=c.uses_sim)
 
     def register(self, run_id: str, kind: str, prompts: AgentPrompts,
-                 parent_run_id: str | None = None) -> None:
+                 parent_run_id: str | None = None, provenance: dict | None = None) -> None:
         self.log.register_run(
             run_id, kind=kind, skills_version=prompts.skills_version,
             prompts_version=prompts.prompts_version, questions_ref=self.benchmark.name,
             parent_run_id=parent_run_id, config=asdict(self.config),
-            provenance=self.provenance(prompts))
+            provenance={**self.provenance(prompts), **(provenance or {})})
 
     async def infer(self, questions: list[Question], run_id: str, kind: str,
                     prompts: AgentPrompts | None = None, label: str = "questions",
                     parent_run_id: str | None = None, guard: bool = True,
-                    sample: int = 0) -> InferenceResult:
+                    sample: int = 0, provenance: dict | None = None) -> InferenceResult:
         """Register a run, answer the questions, record the summary."""
         prompts = prompts or self.agent_prompts()
-        self.register(run_id, kind, prompts, parent_run_id)
+        self.register(run_id, kind, prompts, parent_run_id, provenance)
         try:
             result = await run_inference(questions, provider=self.providers["agent"],
                                          prompts=prompts, log=self.log, run_id=run_id,
