@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sqlite3
 import sys
 from pathlib import Path
@@ -10,7 +11,7 @@ from typing import Any
 
 from loguru import logger
 
-from app.errors import RunFailed, UserError, first_leaf
+from app.errors import RunFailed, Stopped, UserError, first_leaf, stop_reason
 from app.harness.config import RunConfig, load_config, parse_override
 from app.logging_setup import configure_console
 from app.paths import STORE_DIR, WORKSPACES_DIR
@@ -81,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     configure_console(args.verbose)
+    previous = _stop_on_sigterm()
     try:
         try:
             return dispatch(args) or 0
@@ -100,9 +102,35 @@ def main(argv: list[str] | None = None) -> int:
         logger.error("error: {}{} (fix the cause and rerun; training continues from its last "
                      "checkpoint with --resume)", where, e.strerror or e)
         return 1
-    except KeyboardInterrupt:
-        logger.error("interrupted: the checkpoint holds the last finished step (use --resume)")
+    except KeyboardInterrupt as e:
+        logger.error("{}", stopped_message(args, stop_reason(e)))
         return 1
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _stop_on_sigterm():
+    """SIGTERM stops a command the way Ctrl-C does: runs marked stopped, locks released."""
+
+    def handler(signum, frame):
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends it at once
+        raise Stopped("SIGTERM")
+
+    try:
+        return signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread (an embedding): leave signals alone
+        return signal.getsignal(signal.SIGTERM)
+
+
+def stopped_message(args: argparse.Namespace, reason: str) -> str:
+    workspace = getattr(args, "workspace", None)
+    if args.command not in ("train", "demo") or workspace is None:
+        return f"stopped by {reason}; the run is marked stopped"
+    if (Path(workspace) / "checkpoint.json").is_file():
+        return (f"stopped by {reason}; the run is marked stopped and the checkpoint holds the "
+                f"last finished step: continue with `train -w {workspace} --resume`")
+    return (f"stopped by {reason} before the first checkpoint: nothing to resume; "
+            f"`train -w {workspace}` starts over")
 
 
 def dispatch(args: argparse.Namespace) -> int:

@@ -14,6 +14,18 @@ def first_leaf(exc: BaseException) -> BaseException:
     return exc
 
 
+class Stopped(KeyboardInterrupt):
+    """A stop signal (SIGTERM) raised as an interrupt, so every writer unwinds as for Ctrl-C."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def stop_reason(exc: BaseException) -> str:
+    return getattr(exc, "reason", "Ctrl-C")
+
+
 class RunFailed(Exception):
     """A run started but could not finish (infrastructure, budget): exit code 1."""
 

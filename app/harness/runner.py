@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 from loguru import logger
 
-from app.errors import RunFailed, UserError, first_leaf
+from app.errors import RunFailed, UserError, first_leaf, stop_reason
 from app.harness.atomic import read_json, write_json_atomic
 from app.harness.batching import build_batches
 from app.harness.checkpoint import (
@@ -68,8 +68,12 @@ class Runner:
             anyio.run(self._train, resume)
         except BaseException as e:
             leaf = first_leaf(e)
+            if isinstance(leaf, KeyboardInterrupt):  # Ctrl-C, or SIGTERM (errors.Stopped)
+                self._mark_train("stopped", {"stop_reason": stop_reason(leaf)})
+                self._save_spend()
+                raise leaf from None
             if isinstance(leaf, BudgetExceeded):
-                self._mark_train("stopped")
+                self._mark_train("stopped", {"stop_reason": "max_cost_usd"})
                 self._save_spend()
                 raise RunFailed(f"{leaf}. The checkpoint is intact: raise max_cost_usd and "
                                 "--resume.") from None

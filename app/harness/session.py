@@ -7,6 +7,7 @@ from pathlib import Path
 
 from loguru import logger
 
+from app.errors import first_leaf, stop_reason
 from app.harness.agent_prompts import AgentPrompts
 from app.harness.config import RunConfig
 from app.harness.inference import AgentSettings, run_inference
@@ -116,9 +117,11 @@ class Session:
                                          settings=replace(self.agent_settings, sample=sample),
                                          bars=self.bars,
                                          label=label, guard=guard)
-        except BaseException:
+        except BaseException as e:
             self.recorder.flush()
-            self.log.finish_run(run_id, "failed")
+            stopped = isinstance(first_leaf(e), KeyboardInterrupt)
+            self.log.finish_run(run_id, "stopped" if stopped else "failed",
+                                {"stop_reason": stop_reason(first_leaf(e))} if stopped else None)
             raise
         self.recorder.flush()
         self.log.finish_run(run_id, "done", summary={
