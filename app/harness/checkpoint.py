@@ -155,7 +155,11 @@ def restore_workspace(root: Path, ckpt: dict[str, Any]) -> list[str]:
         keep = ckpt["versions_max"][kind]
         for version in list_versions(root, kind):
             if version_number(version) > keep:
-                shutil.rmtree(Path(root) / kind / version)
+                path = Path(root) / kind / version
+                if path.is_symlink():
+                    raise DamagedFile(f"{path}: is a symbolic link, not a version this workspace "
+                                      f"wrote; remove the link (rm '{path}') and rerun")
+                shutil.rmtree(path)
                 removed.append(f"{kind}/{version}")
     write_manifest(root, ckpt["manifest"])
     return removed

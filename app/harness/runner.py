@@ -37,6 +37,7 @@ from app.harness.workspace import (
     clean_staging,
     now_iso,
     read_manifest,
+    read_version_files,
     resolve_paths,
     update_best,
     update_manifest,
@@ -400,15 +401,16 @@ def promote(root: Path, version: str, eval_run_id: str, name: str, store: Path) 
     if run["skills_version"] != version:
         raise UserError(f"run {eval_run_id} evaluated skills {run['skills_version']}, "
                         f"not {version}")
-    skills_dir = paths.root / "skills" / version
-    prompts_dir = paths.root / "prompts" / run["prompts_version"]
+    # read and verified (sha256, no symlinks) before anything reaches the store
+    skills = read_version_files(paths.root / "skills" / version)
+    prompts = read_version_files(paths.root / "prompts" / run["prompts_version"])
     summary = json.loads(run["summary_json"] or "{}")
     manifest = read_manifest(root)
     provenance = {"workspace": str(paths.root), "skills_version": version,
                   "prompts_version": run["prompts_version"], "eval_run_id": eval_run_id,
                   "eval_accuracy": summary.get("accuracy"), "seed": manifest.get("seed"),
                   "questions": manifest["current"]["questions"]}
-    return promote_to_seed(store, name, skills_dir, prompts_dir, provenance)
+    return promote_to_seed(store, name, skills, prompts, provenance)
 
 
 def read_final(root: Path) -> dict[str, Any] | None:

@@ -196,16 +196,19 @@ def _read_md_folder(folder: Path) -> dict[str, str]:
     return files
 
 
-def promote_to_seed(store: Path, name: str, skills_dir: Path, prompts_dir: Path,
+def promote_to_seed(store: Path, name: str, skills: dict[str, str], prompts: dict[str, str],
                     provenance: dict[str, Any]) -> Path:
-    """Copy a workspace's versions into a new seed; commit when the store is a git repo."""
+    """Write a workspace's (verified) version files as a new seed; commit when the store is a
+    git repo. Only file contents are written: nothing is copied through a link."""
     target = store / "seeds" / name
     if target.exists():
         raise UserError(f"{target}: seed '{name}' already exists")
     staging = store / "seeds" / f".staging-{name}"
     shutil.rmtree(staging, ignore_errors=True)
-    shutil.copytree(skills_dir, staging / "skills", ignore=shutil.ignore_patterns("_meta.json"))
-    shutil.copytree(prompts_dir, staging / "prompts", ignore=shutil.ignore_patterns("_meta.json"))
+    for sub, files in (("skills", skills), ("prompts", prompts)):
+        (staging / sub).mkdir(parents=True)
+        for file_name, text in files.items():
+            (staging / sub / file_name).write_text(text, encoding="utf-8")
     lines = [f'name = "{name}"', f'description = "promoted {datetime.now(UTC).isoformat()}"',
              "", "[promoted_from]"]
     lines += [f"{k} = {json.dumps(str(v))}" for k, v in sorted(provenance.items())]
