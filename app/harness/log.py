@@ -19,7 +19,7 @@ import sqlite_utils
 from app.errors import DamagedFile, is_storage_failure, storage_error
 from app.harness.workspace import now_iso
 from app.secrets import process_secrets, scrub
-from core.redact import redact
+from core.redact import redact, redact_url_credentials
 
 BUSY_TIMEOUT_MS = 30_000
 QUICK_CHECK_MAX_BYTES = 256 * 1024 * 1024  # quick_check reads every page: ~1 s per GB
@@ -103,7 +103,7 @@ def _row_values(rows: Sequence[dict[str, Any]], columns: list[str]) -> list[tupl
 def _clean(text: str, secrets: tuple[str, ...]) -> str:
     if not text.isascii():  # a lone surrogate from a model reply cannot be stored as UTF-8
         text = text.encode("utf-8", "replace").decode("utf-8")
-    return redact(text, secrets) if secrets else text
+    return redact_url_credentials(redact(text, secrets) if secrets else text)
 
 
 def escape_like(text: str) -> str:
@@ -246,7 +246,8 @@ class HarnessLog:
         with self._txn():
             self.conn.execute("UPDATE _runs SET status=?, finished_at=?, summary_json=? "
                               "WHERE run_id=?", (status, now_iso(),
-                                                 json.dumps(summary or {}, sort_keys=True), run_id))
+                                                 scrub(json.dumps(summary or {}, sort_keys=True)),
+                                                 run_id))
 
     def clear_run(self, run_id: str) -> None:
         with self._txn():

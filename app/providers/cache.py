@@ -22,6 +22,7 @@ import sqlite_utils
 from loguru import logger
 
 from app.errors import storage_error
+from app.secrets import scrub
 from core.protocols import LLMProvider, Message, TelemetryRecorder
 from core.types import LLMResponse, ToolCall, ToolSpec, Usage
 
@@ -185,7 +186,7 @@ class ResponseCache:
             ) -> None:
         """Store an answer; `spend` = (paying run, calling run, role, model) also records what
         the call cost in the ledger, in the same transaction: a paid call is never lost."""
-        text = response_to_json(response)
+        text = scrub(response_to_json(response))  # redacted like the log: no key is stored
         created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())  # UTC, cheap
         with self._lock:
             paid = spend is not None and response.cost_usd > 0
