@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+from dataclasses import fields
 from pathlib import Path
 
 import anyio
@@ -14,6 +15,7 @@ from app.cli import make_config
 from app.errors import UserError
 from app.harness.atomic import write_json_atomic
 from app.harness.checkpoint import load_checkpoint
+from app.harness.config import RunConfig, build_config, parse_override
 from app.harness.session import SIM_NOTICE, Session
 from app.harness.store import benchmark_dir, load_seed, seed_dir
 from app.harness.workspace import (
@@ -162,9 +164,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     # done by the only writer, so no live run can write into what this command sets up.
     with WriterLock(args.workspace, command) as lock:
         mode = train_start_mode(args.workspace, resume=args.resume, fresh=args.fresh)
-        config = make_config(args)  # validate before anything is archived or opened
-        if mode == "resume":
-            load_checkpoint(args.workspace)  # a corrupt or newer checkpoint refuses at once
+        if mode == "resume":  # a corrupt or newer checkpoint refuses at once
+            config = resume_config(args, load_checkpoint(args.workspace))
+        else:
+            config = make_config(args)  # validate before anything is archived or opened
         if mode == "fresh":
             _restart_from_seed(args.workspace, args.store, lock)
         from app.harness.runner import Runner
@@ -173,6 +176,29 @@ def cmd_train(args: argparse.Namespace) -> int:
             Runner(session).run_train(resume=mode == "resume")
             _notice(session)
     return 0
+
+
+def resume_config(args: argparse.Namespace, ckpt: dict) -> RunConfig:
+    """The config the run was going with (recorded in its checkpoint), plus `--set`; an
+    explicit `--config` file replaces it. Changed decision settings are shown before the
+    run continues (Runner), structural ones refuse."""
+    if args.config is not None:
+        return make_config(args)
+    fp = ckpt["config_fingerprint"]
+    recorded = {k: v for kind in ("structural", "decision") for k, v in fp[kind].items()
+                if k != "benchmark_hash"}
+    known = {f.name for f in fields(RunConfig)}
+    for key in sorted(set(recorded) - known):
+        logger.warning("checkpoint.json: config key '{}' is no longer known; ignored", key)
+    config = build_config({k: v for k, v in recorded.items() if k in known},
+                          f"{args.workspace}/checkpoint.json (the run's config)")
+    overrides = dict(parse_override(s) for s in args.set)
+    if overrides:
+        config = build_config(overrides, "command line", config)
+    if "[REDACTED:" in (config.api_base or "") and not config.uses_sim:
+        raise UserError("the run's api_base held credentials, which are never stored; pass it "
+                        "again with --set api_base=... (or --config)")
+    return config
 
 
 def _restart_from_seed(root: Path, store: Path, lock: WriterLock) -> None:
