@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from app.harness.atomic import read_json
+from app.harness.atomic import read_json_object
 from app.harness.checkpoint import load_checkpoint
 from app.harness.log import HarnessLog
 from app.harness.workspace import KINDS, list_versions, read_manifest, read_meta
@@ -38,7 +38,8 @@ def workspace_summary(root: Path) -> dict[str, Any]:
             "llm_calls": calls, "spend": spend,
             "spent_usd": sum(r["cost_usd"] for r in spend),
             "progress": checkpoint["progress"] if checkpoint else None,
-            "final_test": read_json(final) if final.exists() else None}
+            "final_test": read_json_object(final, "final test report") if final.exists()
+            else None}
 
 
 def _spend(root: Path, log: HarnessLog) -> list[dict[str, Any]]:

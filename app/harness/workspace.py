@@ -18,7 +18,7 @@ from typing import Any
 
 from app.errors import DamagedFile, UserError
 from app.harness import killpoints
-from app.harness.atomic import fsync_dir, read_json, read_json_object, write_json_atomic
+from app.harness.atomic import fsync_dir, read_json_object, write_json_atomic
 from app.harness.store import Seed, load_benchmark
 from app.secrets import scrub
 
@@ -203,7 +203,13 @@ def version_number(version: str) -> int:
 
 
 def read_meta(root: Path, kind: str, version: str) -> dict[str, Any]:
-    return read_json(Path(root) / kind / version / META_FILE)
+    path = Path(root) / kind / version / META_FILE
+    if not path.is_file():
+        raise DamagedFile(f"{path}: missing; the version cannot be checked")
+    try:
+        return read_json_object(path, "version metadata")
+    except UserError as e:
+        raise DamagedFile(str(e)) from None
 
 
 def advance_version(root: Path, kind: str, files: dict[str, str], *, source: str,

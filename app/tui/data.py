@@ -231,10 +231,15 @@ def list_workspaces(folder: Path) -> list[dict[str, Any]]:
         best = manifest.get("best") or {}
         progress = (data.checkpoint() or {}).get("progress") or {}
         manifest = visible_tree(manifest)
+        try:
+            status = data.run_status().state
+        except Exception as e:  # noqa: BLE001 - a damaged log is listed as broken, not fatal
+            found.append({"path": p, "name": visible(p.name), "error": visible(e)})
+            continue
         found.append({
             "path": p, "name": visible(p.name), "seed": manifest.get("seed") or "",
             "skills": manifest["current"]["skills"], "prompts": manifest["current"]["prompts"],
-            "best_val": best.get("val_acc"), "status": data.run_status().state,
+            "best_val": best.get("val_acc"), "status": status,
             "progress": (f"{progress.get('global_step', 0)}/{progress.get('total_steps', '?')}"
                          if progress else ""),
             "modified": _mtime(p / "manifest.json"), "error": None})

@@ -220,3 +220,24 @@ def test_disk_full_is_one_line_and_resume_finishes_once_space_is_back(small_disk
     from tests.support.snapshot import diff_states, workspace_state
 
     assert diff_states(workspace_state(ref), workspace_state(ws)) == []
+
+
+def test_tui_picker_lists_a_workspace_with_a_garbage_log_as_broken(ws):
+    from app.tui.data import list_workspaces
+
+    (ws / "harness.db").write_bytes(os.urandom(8192))
+    for side in ("-wal", "-shm"):
+        Path(f"{ws / 'harness.db'}{side}").unlink(missing_ok=True)
+    (entry,) = list_workspaces(ws.parent)
+    assert "damaged SQLite database" in entry["error"]
+
+
+def test_report_on_a_damaged_final_report_or_version_meta_is_one_line(ws, capsys):
+    (ws / "analyses" / "final_test_eval.json").write_text('{"run_id": ')
+    assert main(["report", str(ws)]) == 2
+    assert "final_test_eval.json: corrupt final test report" in one_error_line(
+        capsys.readouterr().err)
+    (ws / "analyses" / "final_test_eval.json").unlink()
+    (ws / "skills" / "v1" / "_meta.json").write_text("")
+    assert main(["report", str(ws)]) == 2
+    assert "_meta.json: corrupt version metadata" in one_error_line(capsys.readouterr().err)
