@@ -200,6 +200,9 @@ def promote_to_seed(store: Path, name: str, skills: dict[str, str], prompts: dic
                     provenance: dict[str, Any]) -> Path:
     """Write a workspace's (verified) version files as a new seed; commit when the store is a
     git repo. Only file contents are written: nothing is copied through a link."""
+    if not TASK_TYPE_RE.fullmatch(name) or name.startswith("."):
+        raise UserError(f"--name {name!r}: a seed name is 1-64 letters, digits, '_', '-' or "
+                        "'.', starting with a letter or digit (it names a folder)")
     target = store / "seeds" / name
     if target.exists():
         raise UserError(f"{target}: seed '{name}' already exists")

@@ -118,3 +118,15 @@ def test_a_linked_version_after_the_checkpoint_is_refused_not_rmtree_traceback(w
     assert f"{link}: is a symbolic link" in line and "rm " in line
     assert sorted(p.name for p in outside.iterdir()) == sorted(
         p.name for p in (ws / "skills" / "v1").iterdir()), "the link's target was touched"
+
+
+@pytest.mark.parametrize("name", ["../escape", "a/b", ".hidden", "x\x1b[2J"])
+def test_promote_refuses_a_seed_name_that_is_not_a_folder_name(ws, tmp_path, name, capsys):
+    assert main(["eval", "v1", "-w", str(ws), "--no-progress"]) == 0
+    run_id = capsys.readouterr().out.split("(run ")[1].split(")")[0]
+    store = tmp_path / "store"
+    (store / "seeds").mkdir(parents=True)
+    assert main(["promote", "v1", "-w", str(ws), "--eval-run", run_id, "--name", name,
+                 "--store", str(store)]) == 2
+    assert "a seed name is" in error(capsys)
+    assert list((store / "seeds").iterdir()) == [] and not (tmp_path / "escape").exists()
