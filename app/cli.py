@@ -11,7 +11,7 @@ from typing import Any
 
 from loguru import logger
 
-from app.errors import RunFailed, Stopped, UserError, first_leaf, stop_reason
+from app.errors import STOP_SIGNAL, RunFailed, Stopped, UserError, first_leaf, stop_reason
 from app.harness.config import RunConfig, load_config, parse_override
 from app.logging_setup import configure_console
 from app.paths import STORE_DIR, WORKSPACES_DIR
@@ -82,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     configure_console(args.verbose)
+    STOP_SIGNAL.clear()
     previous = _stop_on_sigterm()
     try:
         try:
@@ -114,6 +115,13 @@ def _stop_on_sigterm():
 
     def handler(signum, frame):
         signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends it at once
+        STOP_SIGNAL["reason"] = "SIGTERM"
+        if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+            # inside an event loop: its own SIGINT handler cancels the main task and raises
+            # KeyboardInterrupt once every task has unwound (raising here would leave a task
+            # holding an exception nobody retrieves, and a traceback on stderr)
+            signal.raise_signal(signal.SIGINT)
+            return
         raise Stopped("SIGTERM")
 
     try:

@@ -22,8 +22,18 @@ class Stopped(KeyboardInterrupt):
         self.reason = reason
 
 
+STOP_SIGNAL: dict[str, str] = {}  # the signal that asked this process to stop, if any
+
+
 def stop_reason(exc: BaseException) -> str:
-    return getattr(exc, "reason", "Ctrl-C")
+    return getattr(exc, "reason", None) or STOP_SIGNAL.get("reason", "Ctrl-C")
+
+
+def is_stop(exc: BaseException) -> bool:
+    """Ctrl-C, SIGTERM, or the cancellation they cause inside an event loop."""
+    import asyncio
+
+    return isinstance(exc, KeyboardInterrupt | asyncio.CancelledError)
 
 
 class RunFailed(Exception):

@@ -39,6 +39,7 @@ class QuietFileSink:
         self.path, self.max_bytes, self.keep = Path(path), max_bytes, keep
         self._file = None
         self.broken = False
+        self.write("")  # create the file now, as a plain file sink would
 
     def write(self, message: str) -> None:
         if self.broken:
@@ -46,6 +47,8 @@ class QuietFileSink:
         try:
             if self._file is None:
                 self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
+            if not message:
+                return
             self._file.write(message)
             self._file.flush()
             if self._file.tell() > self.max_bytes:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from loguru import logger
 
-from app.errors import first_leaf, stop_reason
+from app.errors import first_leaf, is_stop, stop_reason
 from app.harness.agent_prompts import AgentPrompts
 from app.harness.config import RunConfig
 from app.harness.inference import AgentSettings, run_inference
@@ -119,7 +119,7 @@ class Session:
                                          label=label, guard=guard)
         except BaseException as e:
             self.recorder.flush()
-            stopped = isinstance(first_leaf(e), KeyboardInterrupt)
+            stopped = is_stop(first_leaf(e))
             self.log.finish_run(run_id, "stopped" if stopped else "failed",
                                 {"stop_reason": stop_reason(first_leaf(e))} if stopped else None)
             raise
