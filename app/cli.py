@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import signal
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
 
 from loguru import logger
 
-from app.errors import RunFailed, UserError, first_leaf
+from app.errors import STOP_SIGNAL, RunFailed, Stopped, UserError, first_leaf, stop_reason
 from app.harness.config import RunConfig, load_config, parse_override
 from app.logging_setup import configure_console
 from app.paths import STORE_DIR, WORKSPACES_DIR
@@ -48,7 +50,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("infer", parents=[common, ws], help="run the current versions")
     p.add_argument("--task-types", nargs="+")
     p.add_argument("--n-samples", type=int, default=1)
-    p.add_argument("--run-id")
+    p.add_argument("--run-id", help="name the run (letters, digits, '_', '-', '.', ':', '+'); "
+                   "an existing run's id is refused")
+    p.add_argument("--overwrite-run", action="store_true",
+                   help="replace an existing infer/eval run of that id (recorded in the new "
+                        "run's provenance)")
     p = sub.add_parser("eval", parents=[common, ws], help="evaluate a skills version on the "
                        "whole benchmark")
     p.add_argument("version", help="skills version, e.g. v1")
@@ -76,6 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     configure_console(args.verbose)
+    STOP_SIGNAL.clear()
+    previous = _stop_on_sigterm()
     try:
         try:
             return dispatch(args) or 0
@@ -87,14 +95,50 @@ def main(argv: list[str] | None = None) -> int:
     except ProviderError as e:
         logger.error("error: {}", e)
         return 1
+    except sqlite3.Error as e:  # the log's own errors name their file; this is the fallback
+        logger.error("error: SQLite: {}", e)
+        return 1
     except OSError as e:  # disk full, permissions: the writers leave the old state in place
         where = f"{e.filename}: " if e.filename else ""
-        logger.error("error: {}{} (nothing was half-written; fix it and rerun, with --resume "
-                     "for training)", where, e.strerror or e)
+        logger.error("error: {}{} (fix the cause and rerun; training continues from its last "
+                     "checkpoint with --resume)", where, e.strerror or e)
         return 1
-    except KeyboardInterrupt:
-        logger.error("interrupted: the checkpoint holds the last finished step (use --resume)")
+    except KeyboardInterrupt as e:
+        logger.error("{}", stopped_message(args, stop_reason(e)))
         return 1
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _stop_on_sigterm():
+    """SIGTERM stops a command the way Ctrl-C does: runs marked stopped, locks released."""
+
+    def handler(signum, frame):
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends it at once
+        STOP_SIGNAL["reason"] = "SIGTERM"
+        if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+            # inside an event loop: its own SIGINT handler cancels the main task and raises
+            # KeyboardInterrupt once every task has unwound (raising here would leave a task
+            # holding an exception nobody retrieves, and a traceback on stderr)
+            signal.raise_signal(signal.SIGINT)
+            return
+        raise Stopped("SIGTERM")
+
+    try:
+        return signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread (an embedding): leave signals alone
+        return signal.getsignal(signal.SIGTERM)
+
+
+def stopped_message(args: argparse.Namespace, reason: str) -> str:
+    workspace = getattr(args, "workspace", None)
+    if args.command not in ("train", "demo") or workspace is None:
+        return f"stopped by {reason}; the run is marked stopped"
+    if (Path(workspace) / "checkpoint.json").is_file():
+        return (f"stopped by {reason}; the run is marked stopped and the checkpoint holds the "
+                f"last finished step: continue with `train -w {workspace} --resume`")
+    return (f"stopped by {reason} before the first checkpoint: nothing to resume; "
+            f"`train -w {workspace}` starts over")
 
 
 def dispatch(args: argparse.Namespace) -> int:

@@ -12,8 +12,10 @@ from app.harness.runner import Runner, read_final
 from app.harness.session import SIM_NOTICE, Session
 from app.harness.store import benchmark_dir, load_seed, seed_dir
 from app.harness.workspace import archive_workspace, init_workspace
+from app.harness.writer_lock import WriterLock
 from app.paths import STORE_DIR
 from app.progress import Bars
+from app.sanitize import visible
 
 DEMO_SEED = "sim-starter"
 DEMO_QUESTIONS = "sim-basic"
@@ -21,16 +23,23 @@ DEMO_QUESTIONS = "sim-basic"
 
 def run_demo(workspace: Path, config: RunConfig, bars: Bars) -> int:
     started = time.perf_counter()
-    if workspace.exists():
-        archived = archive_workspace(workspace)
-        logger.info("archived the previous demo workspace to {}", archived)
-    init_workspace(workspace, load_seed(seed_dir(STORE_DIR, DEMO_SEED)),
-                   benchmark_dir(STORE_DIR, DEMO_QUESTIONS))
-    logger.info("created {} from seed {} and benchmark {}", workspace, DEMO_SEED, DEMO_QUESTIONS)
-    with Session(workspace, config, bars) as session:
-        Runner(session).run_train(resume=False)
-        totals = dict(session.recorder.totals)
-    print(demo_summary(workspace, totals, time.perf_counter() - started))
+    lock = WriterLock(workspace, "demo")
+    try:  # a demo still being trained must not be archived under its feet
+        if workspace.exists():
+            if (workspace / "manifest.json").is_file():
+                lock.acquire()
+            archived = archive_workspace(workspace)
+            logger.info("archived the previous demo workspace to {}", archived)
+        init_workspace(workspace, load_seed(seed_dir(STORE_DIR, DEMO_SEED)),
+                       benchmark_dir(STORE_DIR, DEMO_QUESTIONS), lock=lock)
+        logger.info("created {} from seed {} and benchmark {}", workspace, DEMO_SEED,
+                    DEMO_QUESTIONS)
+        with Session(workspace, config, bars) as session:
+            Runner(session).run_train(resume=False)
+            totals = dict(session.recorder.totals)
+    finally:
+        lock.release()
+    print(visible(demo_summary(workspace, totals, time.perf_counter() - started)))
     return 0
 
 

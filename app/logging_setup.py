@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from pathlib import Path
 
 from loguru import logger
 
+from app.sanitize import visible
 from app.secrets import scrub
 
 
 def _scrub_patch(record) -> None:
-    record["message"] = scrub(record["message"])
+    # secrets out, and no control character from data (question text, names) reaches a terminal
+    record["message"] = visible(scrub(record["message"]))
 
 
 def configure_console(verbose: bool = False) -> None:
@@ -25,7 +29,51 @@ def configure_console(verbose: bool = False) -> None:
                colorize=sys.stderr.isatty())
 
 
+class QuietFileSink:
+    """The workspace log file. A write that fails (disk full, read-only mount) turns the file
+    log off for this process without a word: the command's own error says what went wrong,
+    and loguru would otherwise print a "Logging error" dump for every later line.
+    Rotates at `max_bytes`, keeping `keep` old files (name.1 newest)."""
+
+    def __init__(self, path: Path, max_bytes: int = 20 * 1024 * 1024, keep: int = 5) -> None:
+        self.path, self.max_bytes, self.keep = Path(path), max_bytes, keep
+        self._file = None
+        self.broken = False
+        self.write("")  # create the file now, as a plain file sink would
+
+    def write(self, message: str) -> None:
+        if self.broken:
+            return
+        try:
+            if self._file is None:
+                self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
+            if not message:
+                return
+            self._file.write(message)
+            self._file.flush()
+            if self._file.tell() > self.max_bytes:
+                self._rotate()
+        except (OSError, ValueError):
+            self.broken = True
+            self.stop()
+
+    def _rotate(self) -> None:
+        self.stop()
+        for n in range(self.keep - 1, 0, -1):
+            older = self.path.with_name(f"{self.path.name}.{n}")
+            if older.exists():
+                os.replace(older, self.path.with_name(f"{self.path.name}.{n + 1}"))
+        os.replace(self.path, self.path.with_name(f"{self.path.name}.1"))
+
+    def stop(self) -> None:
+        f, self._file = self._file, None
+        if f is not None:
+            with contextlib.suppress(OSError, ValueError):
+                f.close()
+
+
 def add_workspace_log(path: Path) -> int:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return logger.add(path, level="DEBUG", rotation="20 MB", retention=5, enqueue=False,
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    return logger.add(QuietFileSink(path), level="DEBUG", enqueue=False, catch=False,
                       format="{time:YYYY-MM-DD HH:mm:ss.SSS} {level: <7} {name}:{line} {message}")

@@ -8,6 +8,8 @@ from contextlib import contextmanager
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from app.sanitize import markup_safe
+
 
 class _NullTask:
     def advance(self, n: int = 1) -> None:
@@ -49,12 +51,13 @@ class Bars:
     def task(self, description: str, total: int, extra: str = ""):
         if self._progress is None:
             return _NullTask()
-        return _Task(self._progress, self._progress.add_task(description, total=total,
-                                                             extra=extra))
+        return _Task(self._progress, self._progress.add_task(markup_safe(description),
+                                                             total=total,
+                                                             extra=markup_safe(extra)))
 
     def set_extra(self, task, extra: str) -> None:
         if self._progress is not None and isinstance(task, _Task):
-            self._progress.update(task._id, extra=extra)
+            self._progress.update(task._id, extra=markup_safe(extra))
 
 
 NO_BARS = Bars(enabled=False)

@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from app.harness.atomic import read_json
+from app.harness.atomic import read_json_object
+from app.harness.checkpoint import load_checkpoint
 from app.harness.log import HarnessLog
 from app.harness.workspace import KINDS, list_versions, read_manifest, read_meta
 
@@ -20,21 +21,41 @@ def workspace_summary(root: Path) -> dict[str, Any]:
     epochs: list[dict[str, Any]] = []
     if (root / "harness.db").exists():
         with HarnessLog(root / "harness.db", readonly=True) as log:
+            log.check_integrity()
             runs = [_run_row(r) for r in log.runs()]
             epochs = log.query("SELECT run_id, epoch, val_acc, test_acc FROM epoch_reports "
                                "ORDER BY id")
             calls = log.query("SELECT role, COUNT(*) AS calls, SUM(cache_hit) AS cache_hits, "
                               "SUM(cost_usd) AS cost_usd, SUM(tokens_in) AS tokens_in, "
                               "SUM(tokens_out) AS tokens_out FROM llm_calls GROUP BY role")
+            spend = _spend(root, log)
     else:
-        calls = []
-    checkpoint = read_json(root / "checkpoint.json") if (root / "checkpoint.json").exists() else None
+        calls, spend = [], []
+    checkpoint = load_checkpoint(root) if (root / "checkpoint.json").exists() else None
     final = root / "analyses" / "final_test_eval.json"
     return {"workspace": str(root), "current": manifest["current"], "best": manifest.get("best"),
             "seed": manifest.get("seed"), "versions": versions, "runs": runs, "epochs": epochs,
-            "llm_calls": calls,
+            "llm_calls": calls, "spend": spend,
+            "spent_usd": sum(r["cost_usd"] for r in spend),
             "progress": checkpoint["progress"] if checkpoint else None,
-            "final_test": read_json(final) if final.exists() else None}
+            "final_test": read_json_object(final, "final test report") if final.exists()
+            else None}
+
+
+def _spend(root: Path, log: HarnessLog) -> list[dict[str, Any]]:
+    """Money really paid, by run, from the response cache's spend ledger (it keeps the calls
+    of killed processes and of redone steps, which `llm_calls` shows as free cache hits)."""
+    cache = root / "response_cache.db"
+    if cache.exists():
+        with HarnessLog(cache, readonly=True) as ledger:  # a read-only SQLite reader
+            if ledger.query("SELECT name FROM sqlite_master WHERE name = 'spend'"):
+                return ledger.query(
+                    "SELECT owner_run_id, COUNT(*) AS paid_calls, SUM(cost_usd) AS cost_usd "
+                    "FROM spend GROUP BY owner_run_id ORDER BY MIN(id)")
+    # a workspace from before the ledger: the best figure there is
+    return log.query("SELECT run_id AS owner_run_id, COUNT(*) AS paid_calls, "
+                     "SUM(cost_usd) AS cost_usd FROM llm_calls WHERE cache_hit = 0 "
+                     "AND cost_usd > 0 GROUP BY run_id ORDER BY MIN(id)")
 
 
 def _run_row(row: dict[str, Any]) -> dict[str, Any]:
@@ -81,6 +102,14 @@ def format_summary(s: dict[str, Any]) -> str:
     for c in s["llm_calls"]:
         lines.append(f"calls[{c['role']}] {c['calls']} ({c['cache_hits']} cached)  "
                      f"tokens {c['tokens_in']}/{c['tokens_out']}  cost ${c['cost_usd'] or 0:.4f}")
+    if s.get("spend"):
+        sim = any(r.get("simulated_model") for r in s["runs"])
+        lines.append(f"\nspent      ${s['spent_usd']:.4f} in paid model calls"
+                     + (" (notional simulated prices)" if sim else "")
+                     + ", including calls of killed processes and redone steps")
+        for r in s["spend"]:
+            lines.append(f"  {r['owner_run_id']:<34} ${r['cost_usd']:.4f}  "
+                         f"({r['paid_calls']} paid calls)")
     if any(r.get("simulated_model") for r in s["runs"]):
         lines.append("\nnote: runs in this workspace used the SIMULATED model (sim/*)")
     return "\n".join(lines)

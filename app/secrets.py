@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 
-from core.redact import redact, secret_values
+from core.redact import redact, redact_url_credentials, secret_values
 
 
 @lru_cache(maxsize=1)
@@ -14,4 +14,5 @@ def process_secrets() -> tuple[str, ...]:
 
 
 def scrub(text: str) -> str:
-    return redact(text, process_secrets())
+    """Secret values from the environment and credentials inside URLs, replaced."""
+    return redact_url_credentials(redact(text, process_secrets()))

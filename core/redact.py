@@ -27,3 +27,20 @@ def redact(text: str, secrets: Iterable[str]) -> str:
         if secret and secret in text:
             text = text.replace(secret, placeholder(secret))
     return text
+
+
+# scheme://userinfo@ -- the user and password (or token) of a URL such as an `api_base`
+_URL_USERINFO = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]{0,15}://)([^\s/?#@\"'<>]+)@")
+
+
+def redact_url_credentials(text: str) -> str:
+    """`http://user:pass@host` -> `http://[REDACTED:…]@host` (a keyed placeholder)."""
+    if "://" not in text or "@" not in text:  # the common case costs two scans
+        return text
+    return _URL_USERINFO.sub(_redact_userinfo, text)
+
+
+def _redact_userinfo(m: re.Match[str]) -> str:
+    if m.group(2).startswith("[REDACTED:"):  # already redacted: idempotent
+        return m.group(0)
+    return m.group(1) + placeholder(m.group(2)) + "@"

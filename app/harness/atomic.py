@@ -48,6 +48,8 @@ def read_json_object(path: Path, what: str) -> dict[str, Any]:
         data = read_json(path)
     except (ValueError, UnicodeDecodeError) as e:
         raise UserError(f"{path}: corrupt {what}: {e}") from None
+    except RecursionError:
+        raise UserError(f"{path}: corrupt {what}: JSON nested too deeply") from None
     if not isinstance(data, dict):
         raise UserError(f"{path}: corrupt {what}: expected a JSON object")
     return data

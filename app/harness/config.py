@@ -17,6 +17,7 @@ from typing import Any
 
 from app.errors import UserError
 from app.toml_compat import tomllib
+from core.redact import redact_url_credentials
 
 GATE_STRATEGIES = ("eprocess", "mcnemar", "minibatch", "accept_all")
 
@@ -236,6 +237,8 @@ def fingerprint(config: RunConfig, benchmark_hash: str) -> dict[str, dict[str, A
                                          "decision": {}}
     for f in fields(RunConfig):
         value = getattr(config, f.name)
+        if isinstance(value, str):  # as stored: credentials in an api_base never are
+            value = redact_url_credentials(value)
         split[f.metadata["kind"]][f.name] = list(value) if isinstance(value, tuple) else value
     return split
 

@@ -6,20 +6,23 @@ guarded by a lock; inserts batched inside one transaction each.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import sqlite_utils
 
+from app.errors import DamagedFile, is_storage_failure, storage_error
 from app.harness.workspace import now_iso
 from app.secrets import process_secrets, scrub
-from core.redact import redact
+from core.redact import redact, redact_url_credentials
 
 BUSY_TIMEOUT_MS = 30_000
+QUICK_CHECK_MAX_BYTES = 256 * 1024 * 1024  # quick_check reads every page: ~1 s per GB
 
 # Tables every run may write; each has a run_id column so a step's rows can be cleared.
 RUN_TABLES = ("predictions", "traces", "llm_calls", "gate_evidence", "quadrant_pair",
@@ -100,7 +103,7 @@ def _row_values(rows: Sequence[dict[str, Any]], columns: list[str]) -> list[tupl
 def _clean(text: str, secrets: tuple[str, ...]) -> str:
     if not text.isascii():  # a lone surrogate from a model reply cannot be stored as UTF-8
         text = text.encode("utf-8", "replace").decode("utf-8")
-    return redact(text, secrets) if secrets else text
+    return redact_url_credentials(redact(text, secrets) if secrets else text)
 
 
 def escape_like(text: str) -> str:
@@ -114,7 +117,8 @@ class HarnessLog:
     def __init__(self, path: Path, *, readonly: bool = False) -> None:
         self.path = Path(path)
         if readonly:
-            uri = f"file:{self.path}?mode=ro"
+            # A URI, escaped: `#`, `?` and `%` in a folder name are path, not URI syntax.
+            uri = f"{self.path.absolute().as_uri()}?mode=ro"
             conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000,
                                    check_same_thread=False)
         else:
@@ -122,14 +126,48 @@ class HarnessLog:
                                    check_same_thread=False, isolation_level=None)
         self.db = sqlite_utils.Database(conn)
         self._lock = threading.RLock()
-        self.conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-        if not readonly:
-            # Trajectories are KBs each: 32 KiB pages keep them off overflow chains
-            # (about 1.5-2x the insert rate of 4 KiB pages here). Only takes effect on creation.
-            self.conn.execute("PRAGMA page_size=32768")
-            self.conn.execute("PRAGMA journal_mode=WAL")
-            self.conn.execute("PRAGMA synchronous=NORMAL")
-            self._migrate()
+        try:
+            self.conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            self.conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()  # garbage fails
+            if not readonly:
+                # Trajectories are KBs each: 32 KiB pages keep them off overflow chains
+                # (about 1.5-2x the insert rate of 4 KiB pages). Only takes effect on creation.
+                self.conn.execute("PRAGMA page_size=32768")
+                self.conn.execute("PRAGMA journal_mode=WAL")
+                self.conn.execute("PRAGMA synchronous=NORMAL")
+                self._migrate()
+        except sqlite3.DatabaseError as e:
+            conn.close()
+            raise storage_error(self.path, e) from None
+        except BaseException:
+            conn.close()
+            raise
+
+    @contextlib.contextmanager
+    def _txn(self) -> Iterator[None]:
+        """One transaction (a savepoint when nested); SQLite failures become one-line errors."""
+        with self._lock:
+            try:
+                with self.db.atomic():
+                    yield
+            except sqlite3.DatabaseError as e:
+                if not is_storage_failure(e):
+                    raise  # a bug in a statement, not storage
+                raise storage_error(self.path, e) from None
+
+    def check_integrity(self, max_bytes: int = QUICK_CHECK_MAX_BYTES) -> None:
+        """`PRAGMA quick_check` where it is cheap (a log up to `max_bytes`): a bit-rotted log
+        is refused with one line instead of being read as if it were fine."""
+        try:
+            if self.path.stat().st_size > max_bytes:
+                return
+            problems = [r[0] for r in self.conn.execute("PRAGMA quick_check(3)")]
+        except sqlite3.DatabaseError as e:
+            raise storage_error(self.path, e) from None
+        if problems != ["ok"]:
+            raise DamagedFile(f"{self.path}: damaged SQLite database (quick_check: "
+                              f"{'; '.join(problems)}); restore it from a backup, or "
+                              "`train --fresh` to archive the workspace and start over")
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -146,7 +184,7 @@ class HarnessLog:
 
     # -- schema -----------------------------------------------------------------------------
     def _migrate(self) -> None:
-        with self._lock, self.db.atomic():
+        with self._txn():
             self.conn.execute("CREATE TABLE IF NOT EXISTS _migrations (version INTEGER PRIMARY KEY,"
                               " description TEXT, applied_at TEXT)")
             done = self.schema_version()
@@ -175,7 +213,7 @@ class HarnessLog:
         columns = list(rows[0])
         sql = (f"INSERT INTO {table} ({', '.join(columns)}) "
                f"VALUES ({', '.join('?' for _ in columns)})")
-        with self._lock, self.db.atomic():
+        with self._txn():
             self.conn.executemany(sql, _row_values(rows, columns))
 
     def upsert_predictions(self, rows: Sequence[dict[str, Any]]) -> None:
@@ -185,14 +223,14 @@ class HarnessLog:
         columns = list(rows[0])
         sql = (f"INSERT OR REPLACE INTO predictions ({', '.join(columns)}) "
                f"VALUES ({', '.join('?' for _ in columns)})")
-        with self._lock, self.db.atomic():
+        with self._txn():
             self.conn.executemany(sql, _row_values(rows, columns))
 
     def register_run(self, run_id: str, *, kind: str, skills_version: str = "",
                      prompts_version: str = "", questions_ref: str = "",
                      parent_run_id: str | None = None, config: dict | None = None,
                      provenance: dict | None = None) -> None:
-        with self._lock, self.db.atomic():
+        with self._txn():
             self.clear_run(run_id)
             seq = self.conn.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM _runs").fetchone()[0]
             self.conn.execute(
@@ -205,13 +243,14 @@ class HarnessLog:
                  scrub(json.dumps(provenance or {}, sort_keys=True))))
 
     def finish_run(self, run_id: str, status: str, summary: dict | None = None) -> None:
-        with self._lock, self.db.atomic():
+        with self._txn():
             self.conn.execute("UPDATE _runs SET status=?, finished_at=?, summary_json=? "
                               "WHERE run_id=?", (status, now_iso(),
-                                                 json.dumps(summary or {}, sort_keys=True), run_id))
+                                                 scrub(json.dumps(summary or {}, sort_keys=True)),
+                                                 run_id))
 
     def clear_run(self, run_id: str) -> None:
-        with self._lock, self.db.atomic():
+        with self._txn():
             for table in RUN_TABLES:
                 self.conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
             self.conn.execute("DELETE FROM _runs WHERE run_id = ?", (run_id,))
@@ -219,7 +258,7 @@ class HarnessLog:
     def clear_runs_with_prefix(self, prefix: str) -> int:
         """Delete every run whose id starts with `prefix`, and all its rows."""
         pattern = escape_like(prefix) + "%"
-        with self._lock, self.db.atomic():
+        with self._txn():
             # LIKE (escaped) narrows by index; substr makes the match exact and case-sensitive.
             where = "run_id LIKE ? ESCAPE '\\' AND substr(run_id, 1, ?) = ?"
             args = (pattern, len(prefix), prefix)
@@ -231,7 +270,7 @@ class HarnessLog:
 
     def clear_runs_after(self, seq: int) -> list[str]:
         """Forget runs registered after a checkpoint (their step will be redone)."""
-        with self._lock, self.db.atomic():
+        with self._txn():
             ids = [r[0] for r in self.conn.execute("SELECT run_id FROM _runs WHERE seq > ?",
                                                    (seq,))]
             for run_id in ids:
@@ -243,9 +282,14 @@ class HarnessLog:
         return self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM _runs").fetchone()[0]
 
     def query(self, sql: str, params: Iterable[Any] = ()) -> list[dict[str, Any]]:
-        cur = self.conn.execute(sql, tuple(params))
-        names = [d[0] for d in cur.description]
-        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+        try:
+            cur = self.conn.execute(sql, tuple(params))
+            names = [d[0] for d in cur.description]
+            return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+        except sqlite3.DatabaseError as e:
+            if not is_storage_failure(e):
+                raise
+            raise storage_error(self.path, e) from None
 
     def run(self, run_id: str) -> dict[str, Any] | None:
         rows = self.query("SELECT * FROM _runs WHERE run_id = ?", (run_id,))

@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 from loguru import logger
 
-from app.errors import RunFailed, UserError, first_leaf
+from app.errors import RunFailed, UserError, first_leaf, stop_reason
 from app.harness.atomic import read_json, write_json_atomic
 from app.harness.batching import build_batches
 from app.harness.checkpoint import (
@@ -37,6 +37,7 @@ from app.harness.workspace import (
     clean_staging,
     now_iso,
     read_manifest,
+    read_version_files,
     resolve_paths,
     update_best,
     update_manifest,
@@ -68,8 +69,13 @@ class Runner:
             anyio.run(self._train, resume)
         except BaseException as e:
             leaf = first_leaf(e)
+            if isinstance(leaf, KeyboardInterrupt):  # Ctrl-C, or SIGTERM (errors.Stopped)
+                self._mark_train("stopped", {"stop_reason": stop_reason(leaf)})
+                self._save_spend()
+                raise leaf from None
             if isinstance(leaf, BudgetExceeded):
-                self._mark_train("stopped")
+                self._mark_train("stopped", {"stop_reason": "max_cost_usd"})
+                self._save_spend()
                 raise RunFailed(f"{leaf}. The checkpoint is intact: raise max_cost_usd and "
                                 "--resume.") from None
             self._mark_train("failed")
@@ -79,11 +85,27 @@ class Runner:
         finally:
             lock.unlink(missing_ok=True)
 
-    def _mark_train(self, status: str) -> None:
+    def _save_spend(self) -> None:
+        """The run's spend so far into checkpoint.json (only that key changes)."""
+        path = self.session.paths.checkpoint
+        if not path.is_file() or not self.session.recorder.owner:
+            return
+        try:
+            ckpt = read_json(path)
+            ckpt["progress"]["spent_usd"] = self._spent()
+            write_json_atomic(path, ckpt)
+        except (OSError, RunFailed, UserError) as e:  # the ledger in harness.db still has it
+            logger.debug("could not record the spend in {}: {}", path, e)
+
+    def _mark_train(self, status: str, summary: dict | None = None) -> None:
         train_id = getattr(self, "_train_id", None)
-        if train_id:
+        if not train_id:
+            return
+        try:  # best effort: on a full disk this fails too, and must not hide the first error
             self.session.recorder.flush()
-            self.session.log.finish_run(train_id, status)
+            self.session.log.finish_run(train_id, status, summary)
+        except (RunFailed, UserError, OSError) as e:
+            logger.debug("could not mark {} {}: {}", train_id, status, e)
 
     async def _train(self, resume: bool) -> None:
         session = self.session
@@ -157,7 +179,7 @@ class Runner:
         write_checkpoint(ctx.root, progress={
             "epoch": epoch, "phase": phase, "step_completed": step_completed,
             "global_step": state.global_step, "total_steps": ctx.total_steps,
-            "train_id": state.train_id, "at": now_iso()},
+            "train_id": state.train_id, "spent_usd": self._spent(), "at": now_iso()},
             state=state.to_dict(), epoch_batches=batches, config=self.config,
             benchmark_hash=self.session.benchmark.content_hash)
 
@@ -181,6 +203,7 @@ class Runner:
         if ckpt and ckpt["progress"]["phase"] != "setup":
             state = TrainState.from_dict(ckpt["state"])
             self._train_id = state.train_id
+            self._carry_spend(state.train_id, ckpt)
             ctx = self._context(pools, task_types, units, state, ckpt["progress"]["total_steps"])
             logger.info("resuming {} from epoch {} ({}, step {})", state.train_id,
                         ckpt["progress"]["epoch"], ckpt["progress"]["phase"],
@@ -189,7 +212,19 @@ class Runner:
             return ctx, state, resume_plan(ckpt)
         train_id = ckpt["progress"]["train_id"] if ckpt else self._new_train_id()
         self._train_id = train_id
+        self._carry_spend(train_id, ckpt)
         return await self._fresh_setup(train_id, pools, task_types, units)
+
+    def _carry_spend(self, train_id: str, ckpt: dict[str, Any] | None) -> None:
+        """`max_cost_usd` bounds the run, not this process: start from what it has spent."""
+        before = (ckpt or {}).get("progress", {}).get("spent_usd") or 0.0
+        prior = self.session.charge_run(train_id, before)
+        if prior:
+            logger.info("{} has spent ${:.4f} so far", train_id, prior)
+        self.session.budget.check()
+
+    def _spent(self) -> float:
+        return self.session.cache.spend_total(self.session.recorder.owner or "")
 
     def _new_train_id(self) -> str:
         n = sum(1 for r in self.session.log.runs() if r["kind"] == "train") + 1
@@ -233,7 +268,8 @@ class Runner:
         # The checkpoint first: a run that dies after it resumes under the same train id.
         write_checkpoint(session.paths.root, progress={
             "epoch": 0, "phase": "setup", "step_completed": -1, "global_step": 0,
-            "total_steps": 0, "train_id": train_id, "at": now_iso()}, state={},
+            "total_steps": 0, "train_id": train_id, "spent_usd": self._spent(),
+            "at": now_iso()}, state={},
             epoch_batches=None, config=self.config,
             benchmark_hash=session.benchmark.content_hash)
         session.register(train_id, "train", prompts)
@@ -367,15 +403,16 @@ def promote(root: Path, version: str, eval_run_id: str, name: str, store: Path) 
     if run["skills_version"] != version:
         raise UserError(f"run {eval_run_id} evaluated skills {run['skills_version']}, "
                         f"not {version}")
-    skills_dir = paths.root / "skills" / version
-    prompts_dir = paths.root / "prompts" / run["prompts_version"]
+    # read and verified (sha256, no symlinks) before anything reaches the store
+    skills = read_version_files(paths.root / "skills" / version)
+    prompts = read_version_files(paths.root / "prompts" / run["prompts_version"])
     summary = json.loads(run["summary_json"] or "{}")
     manifest = read_manifest(root)
     provenance = {"workspace": str(paths.root), "skills_version": version,
                   "prompts_version": run["prompts_version"], "eval_run_id": eval_run_id,
                   "eval_accuracy": summary.get("accuracy"), "seed": manifest.get("seed"),
                   "questions": manifest["current"]["questions"]}
-    return promote_to_seed(store, name, skills_dir, prompts_dir, provenance)
+    return promote_to_seed(store, name, skills, prompts, provenance)
 
 
 def read_final(root: Path) -> dict[str, Any] | None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from loguru import logger
 
+from app.errors import first_leaf, is_stop, stop_reason
 from app.harness.agent_prompts import AgentPrompts
 from app.harness.config import RunConfig
 from app.harness.inference import AgentSettings, run_inference
@@ -26,6 +27,7 @@ from app.progress import NO_BARS, Bars
 from app.provenance import run_provenance
 from app.providers.cache import ResponseCache
 from app.providers.factory import make_providers
+from app.providers.litellm_provider import CostBudget
 from core.types import InferenceResult, Question
 
 SIM_NOTICE = ("note: answers come from the built-in SIMULATED model (sim/*), not a real LLM; "
@@ -39,9 +41,11 @@ class Session:
         self.paths: WorkspacePaths = resolve_paths(root)
         self._log_sink = add_workspace_log(self.paths.log_file)
         self.log = HarnessLog(self.paths.db)
+        self.log.check_integrity()  # a bit-rotted log is refused before anything is added
         self.cache = ResponseCache(self.paths.cache_db)
         self.recorder = LogRecorder(self.log)
-        self.providers = make_providers(config, self.cache, self.recorder)
+        self.budget = CostBudget(config.max_cost_usd)
+        self.providers = make_providers(config, self.cache, self.recorder, self.budget)
         self.benchmark: Benchmark = load_benchmark(self.paths.questions_dir)
         self.questions_by_id: dict[str, Question] = {
             q.question_id: q for q in self.benchmark.questions}
@@ -57,6 +61,15 @@ class Session:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def charge_run(self, owner: str, spent_before: float = 0.0) -> float:
+        """Make `owner` the run every call is charged to, and carry what it already spent
+        (by earlier, killed or stopped processes) into this process's cost budget."""
+        self.recorder.flush()
+        self.recorder.owner = owner
+        prior = max(spent_before, self.cache.spend_total(owner))
+        self.budget.charge(prior)
+        return prior
 
     def refresh_paths(self) -> WorkspacePaths:
         self.paths = resolve_paths(self.paths.root)
@@ -84,29 +97,31 @@ class Session:
             simulated=c.uses_sim)
 
     def register(self, run_id: str, kind: str, prompts: AgentPrompts,
-                 parent_run_id: str | None = None) -> None:
+                 parent_run_id: str | None = None, provenance: dict | None = None) -> None:
         self.log.register_run(
             run_id, kind=kind, skills_version=prompts.skills_version,
             prompts_version=prompts.prompts_version, questions_ref=self.benchmark.name,
             parent_run_id=parent_run_id, config=asdict(self.config),
-            provenance=self.provenance(prompts))
+            provenance={**self.provenance(prompts), **(provenance or {})})
 
     async def infer(self, questions: list[Question], run_id: str, kind: str,
                     prompts: AgentPrompts | None = None, label: str = "questions",
                     parent_run_id: str | None = None, guard: bool = True,
-                    sample: int = 0) -> InferenceResult:
+                    sample: int = 0, provenance: dict | None = None) -> InferenceResult:
         """Register a run, answer the questions, record the summary."""
         prompts = prompts or self.agent_prompts()
-        self.register(run_id, kind, prompts, parent_run_id)
+        self.register(run_id, kind, prompts, parent_run_id, provenance)
         try:
             result = await run_inference(questions, provider=self.providers["agent"],
                                          prompts=prompts, log=self.log, run_id=run_id,
                                          settings=replace(self.agent_settings, sample=sample),
                                          bars=self.bars,
                                          label=label, guard=guard)
-        except BaseException:
+        except BaseException as e:
             self.recorder.flush()
-            self.log.finish_run(run_id, "failed")
+            stopped = is_stop(first_leaf(e))
+            self.log.finish_run(run_id, "stopped" if stopped else "failed",
+                                {"stop_reason": stop_reason(first_leaf(e))} if stopped else None)
             raise
         self.recorder.flush()
         self.log.finish_run(run_id, "done", summary={

@@ -128,6 +128,8 @@ def _parse_line(line: bytes, where: str) -> Question:
         raise UserError(f"{where}: not valid UTF-8 ({e.reason})") from None
     except json.JSONDecodeError as e:
         raise UserError(f"{where}: invalid JSON: {e.msg}") from None
+    except RecursionError:
+        raise UserError(f"{where}: JSON nested too deeply") from None
     if not isinstance(obj, dict):
         raise UserError(f"{where}: expected a JSON object")
     for key in REQUIRED_FIELDS:
@@ -194,16 +196,22 @@ def _read_md_folder(folder: Path) -> dict[str, str]:
     return files
 
 
-def promote_to_seed(store: Path, name: str, skills_dir: Path, prompts_dir: Path,
+def promote_to_seed(store: Path, name: str, skills: dict[str, str], prompts: dict[str, str],
                     provenance: dict[str, Any]) -> Path:
-    """Copy a workspace's versions into a new seed; commit when the store is a git repo."""
+    """Write a workspace's (verified) version files as a new seed; commit when the store is a
+    git repo. Only file contents are written: nothing is copied through a link."""
+    if not TASK_TYPE_RE.fullmatch(name) or name.startswith("."):
+        raise UserError(f"--name {name!r}: a seed name is 1-64 letters, digits, '_', '-' or "
+                        "'.', starting with a letter or digit (it names a folder)")
     target = store / "seeds" / name
     if target.exists():
         raise UserError(f"{target}: seed '{name}' already exists")
     staging = store / "seeds" / f".staging-{name}"
     shutil.rmtree(staging, ignore_errors=True)
-    shutil.copytree(skills_dir, staging / "skills", ignore=shutil.ignore_patterns("_meta.json"))
-    shutil.copytree(prompts_dir, staging / "prompts", ignore=shutil.ignore_patterns("_meta.json"))
+    for sub, files in (("skills", skills), ("prompts", prompts)):
+        (staging / sub).mkdir(parents=True)
+        for file_name, text in files.items():
+            (staging / sub / file_name).write_text(text, encoding="utf-8")
     lines = [f'name = "{name}"', f'description = "promoted {datetime.now(UTC).isoformat()}"',
              "", "[promoted_from]"]
     lines += [f"{k} = {json.dumps(str(v))}" for k, v in sorted(provenance.items())]

@@ -13,10 +13,15 @@ FLUSH_EVERY = 500
 
 
 class LogRecorder:
-    """Buffers call rows and writes them in batches (one transaction per flush)."""
+    """Buffers call rows and writes them in batches (one transaction per flush).
+
+    `owner` is the run that pays for the calls (the train run for everything a training
+    does; else the run that makes the call): see `spend_tag` and the response cache's ledger.
+    """
 
     def __init__(self, log: HarnessLog) -> None:
         self.log = log
+        self.owner: str | None = None
         self._rows: list[dict[str, Any]] = []
         self.totals = {"calls": 0, "cache_hits": 0, "cost_usd": 0.0, "tokens_in": 0,
                        "tokens_out": 0}
@@ -32,6 +37,11 @@ class LogRecorder:
         self.totals["tokens_out"] += row.get("tokens_out") or 0
         if len(self._rows) >= FLUSH_EVERY:
             self.flush()
+
+    def spend_tag(self) -> tuple[str, str]:
+        """(run that pays, run that calls) for a paid call made now."""
+        run_id = current_run_id.get()
+        return self.owner or run_id, run_id
 
     def flush(self) -> None:
         rows, self._rows = self._rows, []

@@ -16,9 +16,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from app.errors import UserError
+from app.errors import DamagedFile, UserError
 from app.harness import killpoints
-from app.harness.atomic import fsync_dir, read_json, read_json_object, write_json_atomic
+from app.harness.atomic import fsync_dir, read_json_object, write_json_atomic
 from app.harness.store import Seed, load_benchmark
 from app.secrets import scrub
 
@@ -95,9 +95,69 @@ def content_sha256(files: dict[str, str]) -> str:
     return h.hexdigest()
 
 
+def file_sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def version_folder(folder: Path) -> Path:
+    """`folder` (a `<workspace>/<kind>/vN`) if it is a real folder inside its workspace.
+
+    A version is never read through a symbolic link: not the version folder, not the kind
+    folder, and nothing that resolves outside the workspace."""
+    folder = Path(folder)
+    root = folder.parent.parent
+    for p in (folder.parent, folder):
+        if p.is_symlink():
+            raise DamagedFile(f"{p}: is a symbolic link; versions are read only from real "
+                              "folders inside the workspace (remove the link)")
+    if not folder.is_dir():
+        raise UserError(f"{folder}: no such version")
+    if not folder.resolve().is_relative_to(root.resolve()):
+        raise DamagedFile(f"{folder}: resolves outside the workspace; refusing to read it")
+    return folder
+
+
 def read_version_files(folder: Path) -> dict[str, str]:
-    return {p.name: p.read_text(encoding="utf-8") for p in sorted(folder.iterdir())
-            if p.is_file() and not p.is_symlink() and p.name != META_FILE}
+    """A version's files, checked against its `_meta.json`: the listed files, no others, each
+    matching its recorded sha256. A missing, extra, linked or edited file names itself."""
+    folder = version_folder(folder)
+    meta_path = folder / META_FILE
+    if not meta_path.is_file():
+        raise DamagedFile(f"{meta_path}: missing; the version cannot be checked")
+    try:
+        meta = read_json_object(meta_path, "version metadata")
+    except UserError as e:
+        raise DamagedFile(str(e)) from None
+    listed, recorded = meta.get("files"), meta.get("file_sha256") or {}
+    if not isinstance(listed, list) or not all(isinstance(n, str) for n in listed) or \
+            not isinstance(recorded, dict) or not isinstance(meta.get("sha256"), str):
+        raise DamagedFile(f"{meta_path}: keys 'files' and 'sha256' must be a list of names and "
+                          "a hex digest")
+    files: dict[str, str] = {}
+    for name in listed:
+        p = folder / name
+        if "/" in name or name.startswith(".") or p.is_symlink():
+            raise DamagedFile(f"{p}: is a symbolic link or not a plain name; version files "
+                              "must be real files")
+        if not p.is_file():
+            raise DamagedFile(f"{p}: missing (listed in {META_FILE})")
+        try:
+            files[name] = p.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise DamagedFile(f"{p}: not valid UTF-8") from None
+        if name in recorded and file_sha256(files[name]) != recorded[name]:
+            raise DamagedFile(f"{p}: does not match the sha256 recorded in {META_FILE} "
+                              "(edited after the version was written?)")
+    extra = sorted(p.name for p in folder.iterdir() if p.name != META_FILE
+                   and p.name not in files)
+    if extra:
+        raise DamagedFile(f"{folder / extra[0]}: not part of the version (not listed in "
+                          f"{META_FILE})")
+    if content_sha256(files) != meta["sha256"]:
+        raise DamagedFile(f"{folder}: files do not match the sha256 recorded in {META_FILE} "
+                          f"(one of {', '.join(sorted(files))} was edited after the version "
+                          "was written)")
+    return files
 
 
 def read_manifest(root: Path) -> dict[str, Any]:
@@ -143,7 +203,13 @@ def version_number(version: str) -> int:
 
 
 def read_meta(root: Path, kind: str, version: str) -> dict[str, Any]:
-    return read_json(Path(root) / kind / version / META_FILE)
+    path = Path(root) / kind / version / META_FILE
+    if not path.is_file():
+        raise DamagedFile(f"{path}: missing; the version cannot be checked")
+    try:
+        return read_json_object(path, "version metadata")
+    except UserError as e:
+        raise DamagedFile(str(e)) from None
 
 
 def advance_version(root: Path, kind: str, files: dict[str, str], *, source: str,
@@ -156,7 +222,8 @@ def advance_version(root: Path, kind: str, files: dict[str, str], *, source: str
     version = f"v{version_number(existing[-1]) + 1 if existing else 1}"
     files = {name: scrub(text) for name, text in files.items()}
     meta = {"source": source, "parent": parent, "description": description, "at": now_iso(),
-            "sha256": content_sha256(files), "files": sorted(files)}
+            "sha256": content_sha256(files), "files": sorted(files),
+            "file_sha256": {name: file_sha256(text) for name, text in sorted(files.items())}}
     staging = _stage_folder(root, files, meta)
     target = root / kind / version
     target.parent.mkdir(exist_ok=True)
@@ -228,8 +295,12 @@ def write_manifest(root: Path, manifest: dict[str, Any]) -> None:
     write_json_atomic(Path(root) / "manifest.json", manifest)
 
 
-def init_workspace(root: Path, seed: Seed, benchmark_path: Path) -> WorkspacePaths:
-    """Create a workspace from a seed and a benchmark; all-or-nothing."""
+def init_workspace(root: Path, seed: Seed, benchmark_path: Path,
+                   lock: Any = None) -> WorkspacePaths:
+    """Create a workspace from a seed and a benchmark; all-or-nothing.
+
+    `lock` (a WriterLock) is moved onto the new workspace before it becomes visible.
+    """
     root = Path(root)
     if root.exists() and any(root.iterdir()):
         what = "a workspace" if (root / "manifest.json").exists() else "a non-empty folder"
@@ -243,6 +314,8 @@ def init_workspace(root: Path, seed: Seed, benchmark_path: Path) -> WorkspacePat
     building = parent / f".{root.name}.init-{uuid.uuid4().hex[:8]}"
     try:
         _populate(building, seed, benchmark_path, benchmark.name)
+        if lock is not None:
+            lock.move_into(building)
         if root.exists():
             root.rmdir()
         os.rename(building, root)
@@ -266,6 +339,7 @@ def _populate(building: Path, seed: Seed, benchmark_path: Path, questions_name: 
     for sub in ("reports/steps", "reports/epochs", "analyses", "logs"):
         (building / sub).mkdir(parents=True)
     shutil.rmtree(building / ".staging", ignore_errors=True)
+    (building / "writer.lock").touch()  # the writer lock's file (app.harness.writer_lock)
     manifest = {"schema": MANIFEST_SCHEMA, "seed": seed.name, "created_at": now_iso(),
                 "current": {"skills": "skills/v1", "prompts": "prompts/v1",
                             "questions": questions_name},

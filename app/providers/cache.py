@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -20,10 +21,25 @@ from typing import Any
 import sqlite_utils
 from loguru import logger
 
+from app.errors import storage_error
+from app.secrets import scrub
 from core.protocols import LLMProvider, Message, TelemetryRecorder
 from core.types import LLMResponse, ToolCall, ToolSpec, Usage
 
 BUSY_TIMEOUT_S = 5.0
+# The spend ledger: one row per paid call, committed with its cached answer. Spend is a
+# property of the run that pays (`owner_run_id`), kept across kills, resumes and redone steps
+# (whose calls come back from the cache as free hits).
+SPEND_TABLE = (
+    "CREATE TABLE IF NOT EXISTS spend (id INTEGER PRIMARY KEY, owner_run_id TEXT NOT NULL, "
+    "run_id TEXT, role TEXT, model TEXT, cost_usd REAL NOT NULL, pid INTEGER, at TEXT)"
+)
+
+
+def _damaged(exc: sqlite3.DatabaseError) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB) or \
+        not isinstance(exc, sqlite3.OperationalError)
 
 
 def _json_default(value: Any) -> Any:
@@ -104,8 +120,13 @@ class ResponseCache:
         try:
             self.db = self._open()
         except sqlite3.DatabaseError as exc:  # e.g. torn by a power cut: it is only a cache
+            if not _damaged(exc):  # a full disk is not a damaged cache: never set it aside
+                raise storage_error(self.path, exc) from None
             self._set_aside(exc)
-            self.db = self._open()
+            try:
+                self.db = self._open()
+            except sqlite3.DatabaseError as again:
+                raise storage_error(self.path, again) from None
         self._conn = self.db.conn
         self._lock = threading.Lock()
         self._memory: dict[str, LLMResponse] = {}
@@ -143,6 +164,8 @@ class ResponseCache:
         db["responses"].create(
             {"key": str, "response_json": str, "created_at": str}, pk="key", if_not_exists=True
         )
+        conn.execute(SPEND_TABLE)
+        conn.execute("CREATE INDEX IF NOT EXISTS idx_spend_owner ON spend(owner_run_id)")
         return db
 
     def get(self, key: str) -> LLMResponse | None:
@@ -159,17 +182,43 @@ class ResponseCache:
             self._remember(key, response)
             return response
 
-    def put(self, key: str, response: LLMResponse) -> None:
-        text = response_to_json(response)
+    def put(self, key: str, response: LLMResponse, spend: tuple[str, str, str, str] | None = None
+            ) -> None:
+        """Store an answer; `spend` = (paying run, calling run, role, model) also records what
+        the call cost in the ledger, in the same transaction: a paid call is never lost."""
+        text = scrub(response_to_json(response))  # redacted like the log: no key is stored
         created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())  # UTC, cheap
         with self._lock:
-            self._conn.execute(
-                "INSERT OR REPLACE INTO responses (key, response_json, created_at) VALUES (?, ?, ?)",
-                (key, text, created),
-            )
+            paid = spend is not None and response.cost_usd > 0
+            if paid:
+                self._conn.execute("BEGIN")
+            try:
+                self._conn.execute(
+                    "INSERT OR REPLACE INTO responses (key, response_json, created_at) "
+                    "VALUES (?, ?, ?)", (key, text, created),
+                )
+                if paid:
+                    self._conn.execute(
+                        "INSERT INTO spend (owner_run_id, run_id, role, model, cost_usd, pid, at) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (*spend, response.cost_usd, os.getpid(), created),
+                    )
+                    self._conn.execute("COMMIT")
+            except BaseException:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise
             if response.cache_hit:
                 response = dataclasses.replace(response, cache_hit=False)
             self._remember(key, response)
+
+    def spend_total(self, owner_run_id: str) -> float:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT COALESCE(SUM(cost_usd), 0) FROM spend WHERE owner_run_id = ?",
+                (owner_run_id,),
+            ).fetchone()
+        return float(row[0])
 
     def __len__(self) -> int:
         with self._lock:
@@ -201,6 +250,7 @@ class CachingProvider:
         self.cache = cache
         self.model_name = model_name
         self.recorder = recorder
+        self._store_failed = False
 
     async def complete(
         self,
@@ -233,7 +283,7 @@ class CachingProvider:
             failed = LLMResponse(text="", latency_s=time.perf_counter() - start)
             self._record(role, failed, f"error:{type(exc).__name__}")
             raise
-        self._store(key, response)
+        self._store(key, response, role)
         self._record(role, response, "ok")
         return response
 
@@ -244,11 +294,18 @@ class CachingProvider:
             logger.warning("response cache read failed ({}): {}", self.cache.path, exc)
             return None
 
-    def _store(self, key: str, response: LLMResponse) -> None:
+    def _store(self, key: str, response: LLMResponse, role: str) -> None:
+        tag = getattr(self.recorder, "spend_tag", None)
+        spend = (*tag(), role, self.model_name) if tag else None
         try:
-            self.cache.put(key, response)
+            self.cache.put(key, response, spend)
         except sqlite3.Error as exc:  # the answer is good and paid for: keep going
-            logger.warning("response cache write failed ({}): {}", self.cache.path, exc)
+            if not self._store_failed:  # once: a full disk would otherwise warn per call
+                logger.warning("response cache write failed ({}): {}; answers are not cached "
+                               "until it works again", self.cache.path, exc)
+            self._store_failed = True
+        else:
+            self._store_failed = False
 
     def _record(self, role: str, response: LLMResponse, status: str) -> None:
         if self.recorder is None:

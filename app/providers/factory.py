@@ -53,9 +53,10 @@ def make_model(model: str, config: RunConfig, budget: CostBudget):
 
 
 def make_providers(config: RunConfig, cache: ResponseCache,
-                   recorder: TelemetryRecorder | None) -> dict[str, CachingProvider]:
+                   recorder: TelemetryRecorder | None,
+                   budget: CostBudget | None = None) -> dict[str, CachingProvider]:
     """Providers by role; roles sharing a model share one inner provider and budget."""
-    budget = CostBudget(config.max_cost_usd)
+    budget = budget or CostBudget(config.max_cost_usd)
     inner: dict[str, object] = {}
     providers = {}
     for role, model in config.models.items():

@@ -19,6 +19,7 @@ from textual.binding import Binding
 from textual.worker import get_current_worker
 
 from app.errors import UserError
+from app.sanitize import visible
 from app.tui.data import WorkspaceData, is_workspace
 from app.tui.screens.base import BaseScreen
 from app.tui.screens.help import HelpScreen
@@ -86,7 +87,7 @@ class SkillTrainerApp(App[int]):
     def open_workspace(self, path: Path) -> None:
         self.workspace = Path(path)
         self.data = WorkspaceData(self.workspace)
-        self.sub_title = self.workspace.name
+        self.sub_title = visible(self.workspace.name)
         self.switch_mode(self.start)
         if self.poll_interval > 0 and self._poll_timer is None:
             self._poll_timer = self.set_interval(self.poll_interval, self._poll)

@@ -27,6 +27,7 @@ from typing import Any
 
 from app.harness.log import HarnessLog
 from app.harness.workspace import KINDS, list_versions, read_manifest
+from app.sanitize import visible, visible_sqlite_text, visible_tree
 
 # -- vocabularies -----------------------------------------------------------------------------
 ACTIONS = ("accept", "accept_provisional", "reject", "skip_cooldown", "skip_no_change",
@@ -173,8 +174,8 @@ def _read_json(path: Path) -> Any:
     """A JSON file or None when missing or mid-replace (the writer's rename is atomic)."""
     try:
         with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError):
+            return visible_tree(json.load(f))
+    except (OSError, ValueError, RecursionError):
         return None
 
 
@@ -224,15 +225,21 @@ def list_workspaces(folder: Path) -> list[dict[str, Any]]:
         try:
             manifest = read_manifest(p)
         except Exception as e:  # noqa: BLE001 - a broken workspace is listed, not fatal
-            found.append({"path": p, "name": p.name, "error": str(e)})
+            found.append({"path": p, "name": visible(p.name), "error": visible(e)})
             continue
         data = WorkspaceData(p)
         best = manifest.get("best") or {}
         progress = (data.checkpoint() or {}).get("progress") or {}
+        manifest = visible_tree(manifest)
+        try:
+            status = data.run_status().state
+        except Exception as e:  # noqa: BLE001 - a damaged log is listed as broken, not fatal
+            found.append({"path": p, "name": visible(p.name), "error": visible(e)})
+            continue
         found.append({
-            "path": p, "name": p.name, "seed": manifest.get("seed") or "",
+            "path": p, "name": visible(p.name), "seed": manifest.get("seed") or "",
             "skills": manifest["current"]["skills"], "prompts": manifest["current"]["prompts"],
-            "best_val": best.get("val_acc"), "status": data.run_status().state,
+            "best_val": best.get("val_acc"), "status": status,
             "progress": (f"{progress.get('global_step', 0)}/{progress.get('total_steps', '?')}"
                          if progress else ""),
             "modified": _mtime(p / "manifest.json"), "error": None})
@@ -252,7 +259,7 @@ class WorkspaceData:
 
     @property
     def name(self) -> str:
-        return self.root.name
+        return visible(self.root.name)
 
     @contextlib.contextmanager
     def reader(self, cancelled: Callable[[], bool] | None = None,
@@ -262,6 +269,7 @@ class WorkspaceData:
             yield None
             return
         log = HarnessLog(self.db_path, readonly=True)
+        log.conn.text_factory = visible_sqlite_text  # every string shown comes out printable
         if cancelled is not None or time_limit is not None:
             deadline = time.monotonic() + time_limit if time_limit else None
 
@@ -282,7 +290,7 @@ class WorkspaceData:
 
     # -- files ------------------------------------------------------------------------------
     def manifest(self) -> dict[str, Any]:
-        return read_manifest(self.root)
+        return visible_tree(read_manifest(self.root))
 
     def checkpoint(self) -> dict[str, Any] | None:
         data = _read_json(self.root / "checkpoint.json")
@@ -380,8 +388,8 @@ class WorkspaceData:
         out = []
         for r in rows:
             try:
-                report = json.loads(r.pop("report_json") or "{}")
-            except ValueError:
+                report = visible_tree(json.loads(r.pop("report_json") or "{}"))
+            except (ValueError, RecursionError):
                 report = {}
             r["report"] = report if isinstance(report, dict) else {}
             out.append(r)
@@ -501,8 +509,8 @@ class WorkspaceData:
                 return None
             row = rows[0]
             report: Any = None
-            with contextlib.suppress(ValueError, TypeError):
-                report = json.loads(row.get("report_json") or "null")
+            with contextlib.suppress(ValueError, TypeError, RecursionError):
+                report = visible_tree(json.loads(row.get("report_json") or "null"))
             if not isinstance(report, dict):
                 report = _read_json(self.root / "reports" / "steps" /
                                     f"e{row['epoch']}_s{row['step']}_{row['task_type']}.json")
@@ -537,7 +545,7 @@ class WorkspaceData:
             return None
         path = self.root / kind / version.split("/")[-1] / name
         try:
-            return path.read_text(encoding="utf-8")
+            return visible(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError):
             return None
 
@@ -712,8 +720,8 @@ class WorkspaceData:
             return None
         row = rows[0]
         try:
-            steps = json.loads(row.get("steps_json") or "[]")
-        except ValueError:
+            steps = visible_tree(json.loads(row.get("steps_json") or "[]"))
+        except (ValueError, RecursionError):
             steps = [{"type": "error", "error": "steps_json is not valid JSON"}]
         row["steps"] = steps if isinstance(steps, list) else []
         row.pop("steps_json", None)
@@ -729,27 +737,28 @@ class WorkspaceData:
                     with open(path, "rb") as f:
                         offset = 0
                         for line in f:
-                            with contextlib.suppress(ValueError, AttributeError):
-                                index[json.loads(line)["question_id"]] = offset
+                            with contextlib.suppress(ValueError, AttributeError, TypeError,
+                                                     RecursionError):
+                                index[visible(json.loads(line)["question_id"])] = offset
                             offset += len(line)
                 except OSError:
                     pass
                 self._question_index = index
-            offset_of = self._question_index.get(question_id)
+            offset_of = self._question_index.get(visible(question_id))
         if offset_of is None:
             return None
         try:
             with open(path, "rb") as f:
                 f.seek(offset_of)
-                obj = json.loads(f.readline())
-        except (OSError, ValueError):
+                obj = visible_tree(json.loads(f.readline()))
+        except (OSError, ValueError, RecursionError):
             return None
         return obj if isinstance(obj, dict) else None
 
 
 def _loads(text: str | None) -> dict[str, Any]:
     try:
-        value = json.loads(text or "{}")
-    except ValueError:
+        value = visible_tree(json.loads(text or "{}"))
+    except (ValueError, RecursionError):
         return {}
     return value if isinstance(value, dict) else {}

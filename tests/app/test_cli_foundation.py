@@ -101,8 +101,13 @@ def fake_runner(monkeypatch) -> type[FakeRunner]:
 
 
 CHECKPOINT = {"schema": 1, "progress": {"epoch": 1, "phase": "in_epoch", "step_completed": 2,
-                                        "global_step": 2, "total_steps": 8},
-              "state": {}, "manifest": {}, "versions_max": {}, "config_fingerprint": {}}
+                                        "global_step": 2, "total_steps": 8, "train_id": "train1"},
+              "state": {"train_id": "train1", "correctness": {}, "best": {},
+                        "baseline_val_acc": 0.0, "baseline_versions": {}},
+              "versions_max": {"skills": 1, "prompts": 1},
+              "manifest": {"current": {"skills": "skills/v1", "prompts": "prompts/v1",
+                                       "questions": "sim-basic"}},
+              "config_fingerprint": {"structural": {}, "decision": {}}}
 
 
 def put_checkpoint(ws: Path) -> None:

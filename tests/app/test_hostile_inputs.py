@@ -149,7 +149,7 @@ def test_unicode_and_huge_benchmark_works_end_to_end(tmp_path):
     from app.tui.data import PredictionFilter, WorkspaceData
 
     data = WorkspaceData(ws)
-    assert data.question(NUL_ID)["answer"] == "a\u0000b"
+    assert data.question(NUL_ID)["answer"] == "a\u2400b"  # the TUI shows NUL as a visible ␀
     assert len(data.question("big-1mb")["question"]) > 1_000_000
     page = data.predictions_page(report["run_id"], PredictionFilter(search="\U0001F9EA"))
     assert len(page.rows) == 1

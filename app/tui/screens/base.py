@@ -12,6 +12,7 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Input, Select
 from textual.worker import Worker, get_current_worker
 
+from app.sanitize import markup_safe
 from app.tui.data import QueryCancelled, WorkspaceData
 
 if TYPE_CHECKING:
@@ -105,7 +106,7 @@ class BaseScreen(Screen):
         self.tui.first_paint_done()
 
     def _failed(self, error: Exception) -> None:
-        self.notify(f"{type(error).__name__}: {error}", title="query failed",
+        self.notify(markup_safe(f"{type(error).__name__}: {error}"), title="query failed",
                     severity="error", timeout=8)
 
     # -- keys -----------------------------------------------------------------------------

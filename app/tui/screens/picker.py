@@ -12,6 +12,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Header, Static
 from textual.worker import get_current_worker
 
+from app.sanitize import markup_safe
 from app.tui import format as fmt
 from app.tui.data import list_workspaces
 from app.tui.widgets.key_bar import KeyBar
@@ -70,6 +71,7 @@ class PickerScreen(Screen):
         path = event.row_key.value
         entry = next((w for w in self.found if str(w["path"]) == path), None)
         if entry is None or entry.get("error"):
-            self.notify(f"cannot open {path}: {entry and entry.get('error')}", severity="error")
+            self.notify(markup_safe(f"cannot open {path}: {entry and entry.get('error')}"),
+                        severity="error")
             return
         self.app.open_workspace(Path(path))  # type: ignore[attr-defined]

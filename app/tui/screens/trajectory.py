@@ -13,6 +13,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Header, Static
 
+from app.sanitize import markup_safe
 from app.tui import format as fmt
 from app.tui.screens.base import BaseScreen
 from app.tui.widgets.key_bar import KeyBar
@@ -66,7 +67,7 @@ def event_widget(event: dict[str, Any]) -> Static:
     else:
         body, title = Text(_clip(fmt.pretty_args(event))), f"{kind} · {where}"
     widget = Static(body, classes=f"event event-{kind}")
-    widget.border_title = title
+    widget.border_title = markup_safe(title)
     return widget
 
 

@@ -10,6 +10,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Header, Select, Static
 
+from app.sanitize import markup_safe
 from app.tui import format as fmt
 from app.tui.data import VersionInfo
 from app.tui.screens.base import BaseScreen
@@ -153,7 +154,8 @@ class VersionsScreen(BaseScreen):
             return "".join(self.data.version_diff(kind, a, b, f) for f in files)
 
         def show(diff: str) -> None:
-            view.border_title = f"{kind}: {a} → {b}" + ("" if file == ALL_FILES else f" · {file}")
+            view.border_title = markup_safe(f"{kind}: {a} → {b}"
+                                            + ("" if file == ALL_FILES else f" · {file}"))
             view.show(diff, empty=f"no differences between {a} and {b}")
 
         self.fetch(query, show, group="version-diff")
@@ -186,7 +188,7 @@ class VersionsScreen(BaseScreen):
         self.side_b = info.version
         self.side_a = info.parent if info.parent in names else None
         if self.side_a is None:
-            self.notify(f"{info.version} has no parent version ({info.source})",
+            self.notify(markup_safe(f"{info.version} has no parent version ({info.source})"),
                         severity="warning")
             self.side_a = info.version
         self._sync_selects()

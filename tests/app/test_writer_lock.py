@@ -1,0 +1,140 @@
+"""One writer per workspace, with real processes: the kernel lock refuses a second writer."""
+
+from __future__ import annotations
+
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from app.cli import main
+from app.harness.workspace import list_versions
+from app.harness.writer_lock import LOCK_FILE, WorkspaceBusy, WriterLock, holder
+
+ROOT = Path(__file__).resolve().parents[2]
+ARGS = ["--set", "epochs=1", "--set", 'task_types=["ledger", "units"]', "--no-progress"]
+SLOW = ["--set", "sim_latency_ms=3"]  # keeps a run alive long enough to be raced
+
+
+def cli(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "main.py", *args], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    assert main(["init", str(root), "--seed", "sim-starter", "--questions", "sim-basic"]) == 0
+    return root
+
+
+def wait_for(predicate, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        time.sleep(0.02)
+
+
+def train_rows(ws: Path) -> list[tuple]:
+    conn = sqlite3.connect(ws / "harness.db")
+    try:
+        return conn.execute("SELECT run_id, status FROM _runs WHERE kind = 'train'").fetchall()
+    finally:
+        conn.close()
+
+
+def assert_refused(proc: subprocess.Popen, command: str) -> None:
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2, err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert "another process is writing" in lines[0]
+    assert "pid " in lines[0] and f"`{command}`" in lines[0] and "started 20" in lines[0]
+
+
+def test_two_train_processes_started_together_one_is_refused(ws):
+    a = cli("train", "-w", str(ws), *ARGS, *SLOW)
+    b = cli("train", "-w", str(ws), *ARGS, *SLOW)
+    outs = [(p, *p.communicate(timeout=300)) for p in (a, b)]
+    codes = sorted(p.returncode for p, _, _ in outs)
+    assert codes == [0, 2], [err for _, _, err in outs]
+    loser_err = next(err for p, _, err in outs if p.returncode == 2)
+    assert "another process is writing" in loser_err and "`train`" in loser_err
+    assert len(loser_err.strip().splitlines()) == 1
+    assert train_rows(ws) == [("train1", "done")]
+
+
+def test_fresh_against_a_live_run_is_refused_and_archives_nothing(ws):
+    live = cli("train", "-w", str(ws), *ARGS, *SLOW)
+    wait_for(lambda: (ws / "checkpoint.json").exists())
+    fresh = cli("train", "-w", str(ws), "--fresh", *ARGS)
+    assert_refused(fresh, "train")
+    _, err = live.communicate(timeout=300)
+    assert live.returncode == 0, err
+    assert not list(ws.parent.glob("ws.archived-*")), "the live workspace was archived"
+    assert train_rows(ws) == [("train1", "done")]
+
+
+def test_resume_during_a_live_run_is_refused_and_duplicates_nothing(ws, tmp_path):
+    live = cli("train", "-w", str(ws), *ARGS, *SLOW)
+    wait_for(lambda: (ws / "checkpoint.json").exists())
+    resume = cli("train", "-w", str(ws), "--resume", *ARGS)
+    assert_refused(resume, "train")
+    _, err = live.communicate(timeout=300)
+    assert live.returncode == 0, err
+    # the same run alone: same versions
+    ref = tmp_path / "ref"
+    assert main(["init", str(ref), "--seed", "sim-starter", "--questions", "sim-basic"]) == 0
+    assert main(["train", "-w", str(ref), *ARGS]) == 0
+    assert list_versions(ws, "skills") == list_versions(ref, "skills")
+
+
+def test_fresh_after_the_run_ends_takes_the_lock_into_the_new_workspace(ws):
+    assert main(["train", "-w", str(ws), *ARGS]) == 0
+    assert main(["train", "-w", str(ws), "--fresh", *ARGS]) == 0
+    archives = list(ws.parent.glob("ws.archived-*"))
+    assert len(archives) == 1 and len(list_versions(archives[0], "skills")) > 1
+    assert holder(ws) is None and holder(archives[0]) is None, "holder line outlived the run"
+
+
+def test_sigkill_releases_the_lock(ws):
+    live = cli("train", "-w", str(ws), *ARGS, *SLOW)
+    wait_for(lambda: (ws / "checkpoint.json").exists())
+    live.send_signal(signal.SIGKILL)
+    live.wait()
+    assert main(["train", "-w", str(ws), "--resume", *ARGS]) == 0
+
+
+@pytest.mark.parametrize("argv", [
+    ["train", "-w", "{ws}"], ["train", "-w", "{ws}", "--fresh"], ["infer", "-w", "{ws}"],
+    ["eval", "v1", "-w", "{ws}"], ["diagnose", "baseline", "-w", "{ws}"],
+    ["promote", "v1", "-w", "{ws}", "--eval-run", "x", "--name", "y"]])
+def test_every_writing_command_is_refused_while_another_writer_holds_the_lock(ws, argv, capsys):
+    with WriterLock(ws, "train --resume"):
+        code = main([a.format(ws=ws) for a in argv] + ["--no-progress"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "another process is writing" in err and "`train --resume`" in err
+    assert not list(ws.parent.glob("ws.archived-*"))
+
+
+def test_readers_never_wait_for_the_lock(ws, capsys):
+    with WriterLock(ws, "train"):
+        assert main(["report", str(ws)]) == 0
+    assert "workspace" in capsys.readouterr().out
+
+
+def test_second_lock_in_one_process_is_refused_and_release_frees_it(ws):
+    first = WriterLock(ws, "infer").acquire()
+    with pytest.raises(WorkspaceBusy):
+        WriterLock(ws, "eval").acquire()
+    assert holder(ws)["command"] == "infer"
+    first.release()
+    assert (ws / LOCK_FILE).read_text() == ""
+    with WriterLock(ws, "eval"):
+        assert holder(ws)["command"] == "eval"
