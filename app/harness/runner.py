@@ -69,21 +69,26 @@ class Runner:
         except BaseException as e:
             leaf = first_leaf(e)
             if isinstance(leaf, BudgetExceeded):
-                self._mark_train("stopped")
+                self._mark_train("stopped", str(leaf))
                 raise RunFailed(f"{leaf}. The checkpoint is intact: raise max_cost_usd and "
                                 "--resume.") from None
-            self._mark_train("failed")
+            self._mark_train("failed", f"{type(leaf).__name__}: {leaf}")
+            if isinstance(leaf, RunFailed) and "--resume" not in str(leaf):
+                raise RunFailed(f"{leaf}. The checkpoint is intact: fix the cause and rerun "
+                                "train --resume.") from None
             if leaf is not e:
                 raise leaf from None
             raise
         finally:
             lock.unlink(missing_ok=True)
 
-    def _mark_train(self, status: str) -> None:
+    def _mark_train(self, status: str, reason: str) -> None:
         train_id = getattr(self, "_train_id", None)
         if train_id:
+            from app.secrets import scrub
+
             self.session.recorder.flush()
-            self.session.log.finish_run(train_id, status)
+            self.session.log.finish_run(train_id, status, {"reason": scrub(reason)[:500]})
 
     async def _train(self, resume: bool) -> None:
         session = self.session

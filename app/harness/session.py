@@ -11,6 +11,7 @@ from app.harness.agent_prompts import AgentPrompts
 from app.harness.config import RunConfig
 from app.harness.inference import AgentSettings, run_inference
 from app.harness.log import HarnessLog
+from app.harness.model_io import ModelIO, tool_mode_warning
 from app.harness.store import Benchmark, load_benchmark
 from app.harness.telemetry import LogRecorder
 from app.harness.workspace import (
@@ -42,6 +43,9 @@ class Session:
         self.cache = ResponseCache(self.paths.cache_db)
         self.recorder = LogRecorder(self.log)
         self.providers = make_providers(config, self.cache, self.recorder)
+        self.model_io = ModelIO(self.paths.root, config)
+        if (warning := tool_mode_warning(config)) is not None:
+            logger.warning(warning)
         self.benchmark: Benchmark = load_benchmark(self.paths.questions_dir)
         self.questions_by_id: dict[str, Question] = {
             q.question_id: q for q in self.benchmark.questions}
@@ -71,7 +75,8 @@ class Session:
     def agent_settings(self) -> AgentSettings:
         c = self.config
         return AgentSettings(max_steps=c.max_steps, temperature=c.temperature,
-                             max_tokens=c.max_tokens, concurrency=c.concurrency)
+                             max_tokens=c.max_tokens, concurrency=c.concurrency,
+                             answer_fallbacks=self.benchmark.answer_fallbacks)
 
     def provenance(self, prompts: AgentPrompts) -> dict:
         c = self.config
@@ -104,9 +109,14 @@ class Session:
                                          settings=replace(self.agent_settings, sample=sample),
                                          bars=self.bars,
                                          label=label, guard=guard)
-        except BaseException:
+        except BaseException as e:
+            from app.errors import first_leaf
+            from app.secrets import scrub
+
             self.recorder.flush()
-            self.log.finish_run(run_id, "failed")
+            leaf = first_leaf(e)
+            self.log.finish_run(run_id, "failed", {
+                "reason": scrub(f"{type(leaf).__name__}: {leaf}")[:500]})
             raise
         self.recorder.flush()
         self.log.finish_run(run_id, "done", summary={

@@ -37,6 +37,7 @@ class EvolutionRecord:
     parse_errors: tuple[str, ...] = ()
     source_version: str = ""
     request_summary: str = ""
+    attempts: tuple[dict[str, Any], ...] = ()  # core.structured.Attempt dicts
 
     @property
     def changed(self) -> bool:
@@ -80,22 +81,64 @@ def process_reply(reply: str, *, original: str, target_file: str, budget: int,
         request_summary=request_summary)
 
 
+EDITS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "edits": {"type": "array", "items": {
+            "type": "object",
+            "properties": {
+                "op": {"type": "string", "enum": ["add", "replace", "delete"]},
+                "section": {"type": "string"},
+                "content": {"type": "string"},
+                "old": {"type": "string"},
+                "new": {"type": "string"},
+                "priority": {"type": "integer"},
+                "rationale": {"type": "string"},
+            },
+            "required": ["op", "section"],
+        }},
+        "suggestions": {"type": "array", "items": {"type": "string"}},
+    },
+    "required": ["edits"],
+}
+
+
+def edits_value(reply: str) -> tuple[Any, str]:
+    """(the parsed edits, "") when the reply holds usable edits or a deliberate empty list;
+    (None, the parse errors) otherwise: that reply earns a repair request."""
+    parsed = parse_edits(reply)
+    if parsed.edits or not parsed.errors:
+        return parsed, ""
+    return None, "; ".join(parsed.errors)[:300]
+
+
 async def evolve(provider: LLMProvider, prompt: str, *, original: str, target_file: str,
                  budget: int, target_kind: str, task_type: str = "",
-                 source_version: str = "", request_summary: str = "") -> EvolutionRecord:
-    """One evolver call; provider failures become a record, never an exception."""
+                 source_version: str = "", request_summary: str = "",
+                 ladder=None) -> EvolutionRecord:
+    """One evolver call (plus one repair request if its reply does not parse); provider
+    failures become a record, never an exception. `ladder` picks the response format."""
+    from core.structured import structured_complete
+
     try:
-        reply = await provider.complete([{"role": "user", "content": prompt}], role="evolver")
+        result = await structured_complete(
+            provider, [{"role": "user", "content": prompt}], parse=edits_value,
+            schema=EDITS_SCHEMA, ladder=ladder, role="evolver", name="edits")
     except Exception as e:
         if type(e).__name__ == "BudgetExceeded":
             raise
+        attempts = tuple(a.to_dict() for a in getattr(e, "attempts", []))
         return EvolutionRecord(status="provider_error", target_kind=target_kind,
                                target_file=target_file, original=original, evolved=original,
                                task_type=task_type, parse_errors=(f"{type(e).__name__}",),
-                               source_version=source_version, request_summary=request_summary)
-    return process_reply(reply.text, original=original, target_file=target_file, budget=budget,
-                         target_kind=target_kind, task_type=task_type,
-                         source_version=source_version, request_summary=request_summary)
+                               source_version=source_version, request_summary=request_summary,
+                               attempts=attempts)
+    record = process_reply(result.text, original=original, target_file=target_file,
+                           budget=budget, target_kind=target_kind, task_type=task_type,
+                           source_version=source_version, request_summary=request_summary)
+    from dataclasses import replace
+
+    return replace(record, attempts=tuple(a.to_dict() for a in result.attempts))
 
 
 def momentum_guidance(reply: str, max_lines: int = 8, max_chars: int = 800) -> str | None:
