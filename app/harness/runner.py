@@ -72,6 +72,9 @@ class Runner:
                 self._mark_train("stopped", str(leaf))
                 raise RunFailed(f"{leaf}. The checkpoint is intact: raise max_cost_usd and "
                                 "--resume.") from None
+            if isinstance(leaf, KeyboardInterrupt):
+                self._mark_train("stopped", "interrupted (Ctrl-C or SIGINT)")
+                raise
             self._mark_train("failed", f"{type(leaf).__name__}: {leaf}")
             if isinstance(leaf, RunFailed) and "--resume" not in str(leaf):
                 raise RunFailed(f"{leaf}. The checkpoint is intact: fix the cause and rerun "

@@ -168,8 +168,9 @@ class LiteLLMProvider:
         if not self._priced and not self._explicit_prices and self.model not in _warned_unpriced:
             _warned_unpriced.add(self.model)
             logger.warning(
-                "model {} has no price in litellm's table and no price_in/out_per_mtok: "
-                "its cost counts as $0 and the budget cannot stop it",
+                "model {} has no price in litellm's table and no price_in_per_mtok / "
+                "price_out_per_mtok in the config: its cost counts as $0 and the budget "
+                "cannot stop it",
                 self.model,
             )
         self._ready = True

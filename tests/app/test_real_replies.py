@@ -176,6 +176,10 @@ def test_abort_names_the_keys_stores_the_reason_and_fits_the_command(fake_openai
     assert status == "failed" and "did not parse" in json.loads(summary)["reason"]
     assert main(["report", str(ws)]) == 0
     assert "reason: RunFailed:" in capsys.readouterr().out
+    from app.tui.data import WorkspaceData
+
+    status = WorkspaceData(ws).run_status()
+    assert status.state == "failed" and "diagnoses did not parse" in status.detail
     assert main(["diagnose", "baseline", "-w", str(ws), "--config", str(config),
                  "--no-progress"]) == 1
     err = capsys.readouterr().err
@@ -287,3 +291,17 @@ def test_slow_drip_times_out_is_retried_and_recorded(fake_openai, tmp_path):
     recorder.flush()
     [row] = recorder.log.query("SELECT status, attempts, retries, timeouts FROM llm_calls")
     assert row == {"status": "timeout", "attempts": 2, "retries": 1, "timeouts": 2}
+
+
+def test_api_key_env_and_token_prices_are_real_keys(fake_openai, tmp_path, monkeypatch, capsys):
+    ws, config = setup_workspace(tmp_path, fake_openai, 'api_key_env = "SMALL_KEY"\n'
+                                 "price_in_per_mtok = 1000.0\nprice_out_per_mtok = 2000.0\n")
+    monkeypatch.delenv("SMALL_KEY", raising=False)
+    assert main(["eval", "v1", "-w", str(ws), "--config", str(config), "--no-progress"]) == 2
+    assert "SMALL_KEY is not set" in capsys.readouterr().err
+    monkeypatch.setenv("SMALL_KEY", "sk-small-test-key")
+    fake_openai.responder = SmallModel()
+    assert main(["eval", "v1", "-w", str(ws), "--config", str(config), "--no-progress"]) == 0
+    [(cost, tin, tout)] = query(ws, "SELECT SUM(cost_usd), SUM(tokens_in), SUM(tokens_out) "
+                                    "FROM llm_calls WHERE cache_hit = 0")
+    assert cost == pytest.approx((tin * 1000.0 + tout * 2000.0) / 1e6)
