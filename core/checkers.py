@@ -23,6 +23,7 @@ def extract_answer(text: str) -> str | None:
 ANSWER_FALLBACKS = ("last_number", "choice", "last_line", "extract")
 _NUMBER_RE = re.compile(r"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?(?![\w])")
 _CHOICE_RE = re.compile(r"(?:^|[\s(\[])([A-Ea-e])(?:[).\]:]|\s*$)", re.MULTILINE)
+_TAG_RE = re.compile(r"</?[A-Za-z][\w-]{0,30}>")
 MAX_FALLBACK_CHARS = 200
 
 
@@ -37,8 +38,9 @@ def fallback_answer(text: str, method: str) -> str | None:
     if method == "choice":
         found = _CHOICE_RE.findall(text)
         return found[-1].upper() if found else None
-    if method == "last_line":
-        lines = [ln.strip().strip("*`_ ") for ln in text.splitlines() if ln.strip()]
+    if method == "last_line":  # the last line with words, markup tags such as </answer> aside
+        lines = [ln.strip().strip("*`_ ") for ln in _TAG_RE.sub(" ", text).splitlines()]
+        lines = [ln for ln in lines if ln]
         last = lines[-1].rstrip(".!") if lines else ""
         return last[:MAX_FALLBACK_CHARS] or None
     return None
