@@ -80,6 +80,10 @@ def _model_io(log: HarnessLog, calls: list[dict[str, Any]]) -> dict[str, Any]:
                             "WHERE role = ?", (role,))[0]
             entry.update(retries=row["retries"], timeouts=row["timeouts"],
                          failed=row["failed"] or 0)
+        if "response_format" in have:
+            entry["response_formats"] = sorted(r["f"] for r in log.query(
+                "SELECT DISTINCT response_format AS f FROM llm_calls WHERE role = ? AND "
+                "response_format IS NOT NULL", (role,)))
         out["roles"][role] = entry
     if "answer_source" in _columns(log, "predictions"):
         out["answers"] = {r["answer_source"]: r["n"] for r in log.query(
@@ -146,6 +150,8 @@ def _latency_text(entry: dict[str, Any]) -> str:
     if "retries" in entry:
         text += f"  retries {entry['retries']}  timeouts {entry['timeouts']}"
         text += f"  failed {entry['failed']}" if entry.get("failed") else ""
+    if entry.get("response_formats"):
+        text += f"  format {'/'.join(entry['response_formats'])}"
     return text
 
 
