@@ -195,6 +195,10 @@ def figures(outcome: dict[str, object]) -> list[tuple[str, object, str]]:
     steps = one("SELECT COUNT(DISTINCT epoch || '-' || step) FROM step_reports")
     latencies = sorted(r[0] for r in db.execute(
         "SELECT latency_s FROM llm_calls WHERE cache_hit = 0 AND status IN ('ok', 'retried')"))
+    salvaged = one("SELECT COUNT(*) FROM reply_attempts WHERE purpose = 'diagnosis' "
+                   "AND status = 'salvaged'")
+    placeholder_edits = one("SELECT COUNT(*) FROM reply_attempts WHERE purpose = 'edits' AND "
+                            "error LIKE '%placeholder%'")
     unparsed_recorded = one("SELECT COUNT(*) FROM reply_attempts WHERE status = 'parse_failed' "
                             "AND error != ''")
     unparsed_total = one("SELECT COUNT(*) FROM reply_attempts WHERE status = 'parse_failed'")
@@ -214,6 +218,8 @@ def figures(outcome: dict[str, object]) -> list[tuple[str, object, str]]:
         ("real_model.diagnoses_parsed_share", diag_ok / diag_total if diag_total else nan,
          "share"),
         ("real_model.diagnoses", diag_total, "count"),
+        ("real_model.diagnoses_salvaged", salvaged, "count"),  # cut off after category+target
+        ("real_model.edit_replies_copying_placeholders", placeholder_edits, "replies"),
         ("real_model.edits_proposed", evo_total, "replies"),
         ("real_model.edits_in_replies", n_edits, "edits"),
         ("real_model.edits_parsed_share", evo_ok / evo_total if evo_total else nan, "share"),

@@ -42,7 +42,7 @@ class Attempt:
 
     attempt: int  # 1 = first request, 2 = repair request
     response_format: str  # a LEVELS name
-    status: str  # ok | parse_failed | format_rejected | provider_error
+    status: str  # ok | salvaged | parse_failed | format_rejected | provider_error
     error: str = ""
     reply: str = ""
 
@@ -66,6 +66,10 @@ class StructuredResult:
             if a.error:
                 return a.error
         return ""
+
+    @property
+    def salvaged(self) -> bool:
+        return bool(self.attempts) and self.attempts[-1].status == "salvaged"
 
     @property
     def response_format(self) -> str:
@@ -125,7 +129,8 @@ async def structured_complete(provider, messages: list[dict[str, Any]], *,
                               ladder: FormatLadder | None = None, role: str = "evolver",
                               max_tokens: int | None = None, repair: bool = True,
                               name: str = "reply") -> StructuredResult:
-    """Ask for a structured reply; `parse(text)` returns (value, "") or (None, error).
+    """Ask for a structured reply; `parse(text)` returns (value, "") or (None, error), or
+    (value, note) for a value recovered from a damaged reply (recorded as `salvaged`).
 
     Provider errors other than a rejected format propagate (with the attempts so far on the
     exception as `.attempts`), so callers keep their own error handling.
@@ -159,7 +164,8 @@ async def structured_complete(provider, messages: list[dict[str, Any]], *,
         except Exception as exc:  # a parser bug must not take the run down
             value, error = None, f"parser error: {type(exc).__name__}"
         if value is not None:
-            attempts.append(Attempt(number, level, "ok", "", text[:REPLY_KEEP_CHARS]))
+            status = "salvaged" if error else "ok"
+            attempts.append(Attempt(number, level, status, error or "", text[:REPLY_KEEP_CHARS]))
             return StructuredResult(value, attempts, text)
         error = error or "reply did not parse"
         attempts.append(Attempt(number, level, "parse_failed", error, text[:REPLY_KEEP_CHARS]))

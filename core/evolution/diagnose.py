@@ -134,8 +134,9 @@ DIAGNOSIS_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "category": {"type": "string", "enum": list(CATEGORIES)},
-        "target": {"type": "string"},
-        "rationale": {"type": "string"},
+        "target": {"type": "string", "maxLength": 64},
+        # bounded: a grammar-constrained small model otherwise runs on inside the string
+        "rationale": {"type": "string", "maxLength": 300},
     },
     "required": ["category", "target", "rationale"],
 }
@@ -143,10 +144,22 @@ DIAGNOSIS_MAX_TOKENS = 400
 RAW_NOTE = "(diagnosis did not parse: raw failure)"
 
 
+_CUT_CATEGORY = re.compile(r'^\s*\{\s*"category"\s*:\s*"(\w+)"\s*,\s*"target"\s*:\s*"([^"\n]{1,64})"')
+SALVAGED = "salvaged: the reply was cut off after its category and target"
+
+
 def diagnosis_value(reply: str) -> tuple[dict[str, Any] | None, str]:
-    """(the diagnosis object, "") or (None, why it is unusable)."""
+    """(the diagnosis object, "") or (None, why it is unusable).
+
+    A reply that opens a valid object and names its category and target, then never closes
+    (a small model running on inside the rationale until max_tokens) is salvaged: returned
+    with the note `SALVAGED` as its second element, so callers record it as such."""
     obj = find_json_object(reply or "", ("category",))
     if not isinstance(obj, dict):
+        cut = _CUT_CATEGORY.match(reply or "")
+        if cut and cut.group(1) in CATEGORIES:
+            return {"category": cut.group(1), "target": cut.group(2),
+                    "rationale": "(cut off) " + reply[cut.end():].strip(' ,:"')[:200]}, SALVAGED
         return None, "no JSON object in the reply" + _looks_like(reply or "")
     category = obj.get("category")
     if category not in CATEGORIES:

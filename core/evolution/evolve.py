@@ -7,7 +7,7 @@ momentum block. Nothing the model says is executed.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from string import Template
 from typing import Any
 
@@ -67,6 +67,12 @@ def process_reply(reply: str, *, original: str, target_file: str, budget: int,
                   target_kind: str, task_type: str = "", source_version: str = "",
                   request_summary: str = "") -> EvolutionRecord:
     parsed = parse_edits(reply)
+    copied = placeholder_problems(parsed.edits)
+    if copied:  # never apply the prompt's own example text
+        bad = {int(c.split(":")[0].split()[1]) for c in copied}
+        parsed = replace(parsed, edits=tuple(e for i, e in enumerate(parsed.edits)
+                                             if i not in bad),
+                         errors=(*parsed.errors, *copied))
     kept, clip = rank_clip(parsed.edits, budget)
     evolved, reports = apply_edits(original, kept, target_file)
     if not parsed.edits and parsed.errors:
@@ -81,32 +87,50 @@ def process_reply(reply: str, *, original: str, target_file: str, budget: int,
         request_summary=request_summary)
 
 
+def _edit_schema(op: str, required: tuple[str, ...]) -> dict[str, Any]:
+    text = {"type": "string", "minLength": 1, "maxLength": 400}
+    props: dict[str, Any] = {"op": {"type": "string", "const": op},
+                             "section": {"type": "string", "minLength": 1, "maxLength": 80}}
+    props.update({k: text for k in required if k not in props})
+    if op == "add":
+        props["priority"] = {"type": "integer"}
+    props["rationale"] = {"type": "string", "maxLength": 200}
+    return {"type": "object", "properties": props, "required": ["op", "section", *required]}
+
+
+# One shape per op, so a grammar-constrained model cannot leave out what its op needs; string
+# lengths are bounded because such a model otherwise runs on inside a string.
 EDITS_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "edits": {"type": "array", "items": {
-            "type": "object",
-            "properties": {
-                "op": {"type": "string", "enum": ["add", "replace", "delete"]},
-                "section": {"type": "string"},
-                "content": {"type": "string"},
-                "old": {"type": "string"},
-                "new": {"type": "string"},
-                "priority": {"type": "integer"},
-                "rationale": {"type": "string"},
-            },
-            "required": ["op", "section"],
-        }},
-        "suggestions": {"type": "array", "items": {"type": "string"}},
+        "edits": {"type": "array", "maxItems": 8, "items": {"anyOf": [
+            _edit_schema("add", ("content",)),
+            _edit_schema("replace", ("old", "new")),
+            _edit_schema("delete", ("old",)),
+        ]}},
+        "suggestions": {"type": "array", "maxItems": 3,
+                        "items": {"type": "string", "maxLength": 200}},
     },
     "required": ["edits"],
 }
+# The example values of prompts/evolve_*.md: a model that copies them proposes nothing.
+PLACEHOLDERS = ("<one rule>", "<title>", "<exact text>", "<exact line>", "<text>")
+
+
+def placeholder_problems(edits) -> list[str]:
+    return [f"edit {i}: copies the prompt's placeholder {ph!r} instead of real text"
+            for i, e in enumerate(edits)
+            for ph in PLACEHOLDERS
+            if any(ph in (getattr(e, k, "") or "") for k in ("content", "old", "new", "section"))]
 
 
 def edits_value(reply: str) -> tuple[Any, str]:
     """(the parsed edits, "") when the reply holds usable edits or a deliberate empty list;
     (None, the parse errors) otherwise: that reply earns a repair request."""
     parsed = parse_edits(reply)
+    copied = placeholder_problems(parsed.edits)
+    if copied and len(copied) >= len(parsed.edits):
+        return None, "; ".join(copied)[:300]
     if parsed.edits or not parsed.errors:
         return parsed, ""
     return None, "; ".join(parsed.errors)[:300]
@@ -136,8 +160,6 @@ async def evolve(provider: LLMProvider, prompt: str, *, original: str, target_fi
     record = process_reply(result.text, original=original, target_file=target_file,
                            budget=budget, target_kind=target_kind, task_type=task_type,
                            source_version=source_version, request_summary=request_summary)
-    from dataclasses import replace
-
     return replace(record, attempts=tuple(a.to_dict() for a in result.attempts))
 
 

@@ -305,3 +305,46 @@ def test_api_key_env_and_token_prices_are_real_keys(fake_openai, tmp_path, monke
     [(cost, tin, tout)] = query(ws, "SELECT SUM(cost_usd), SUM(tokens_in), SUM(tokens_out) "
                                     "FROM llm_calls WHERE cache_hit = 0")
     assert cost == pytest.approx((tin * 1000.0 + tout * 2000.0) / 1e6)
+
+
+def test_cut_off_diagnosis_is_salvaged_and_recorded_as_such(fake_openai, tmp_path):
+    # what SmolLM2 did under a JSON grammar: the rationale string ran on until max_tokens
+    cut = ('{ "category": "skill_gap", "target": "system" , "rationale": "Spain is the '
+           'capital of Spain. }\n<!-- momentum:start -->\nYou answer short questions.')
+    fake_openai.push(Reply.ok(cut))
+    provider, _ = provider_for(fake_openai, tmp_path)
+    result = diagnose_once(provider)
+    assert result.ok and result.salvaged and len(fake_openai.requests) == 1
+    assert result.value["category"] == "skill_gap" and result.value["target"] == "system"
+    assert result.attempts[0].status == "salvaged" and "cut off" in result.attempts[0].error
+    assert diagnosis_value('{ "category": "feelings", "target": "x", "rationale": "')[0] is None
+
+
+def test_edits_that_copy_the_prompts_placeholders_get_a_repair_and_are_never_applied(
+        fake_openai, tmp_path):
+    from core.evolution.evolve import evolve
+
+    copied = ('{"edits": [{"op": "add", "section": "Rules", "content": "- <one rule>"}, '
+              '{"op": "replace", "section": "<title>", "old": "<exact text>", "new": "x"}]}')
+    mixed = ('{"edits": [{"op": "add", "section": "Rules", "content": "- <one rule>"}, '
+             '{"op": "add", "section": "Rules", "content": "- Name only the city."}]}')
+    fake_openai.push(Reply.ok(copied), Reply.ok(mixed))
+    provider, _ = provider_for(fake_openai, tmp_path)
+    skill = "# Capitals\n\n## Rules\n- Answer with the result only.\n"
+    record = anyio.run(lambda: evolve(provider, "improve [[x]]", original=skill,
+                                      target_file="capitals.md", budget=3, target_kind="skill"))
+    assert [a["status"] for a in record.attempts] == ["parse_failed", "ok"]
+    assert "placeholder '<one rule>'" in record.attempts[0]["error"]
+    assert record.status == "ok" and "- Name only the city." in record.evolved
+    assert "<one rule>" not in record.evolved
+    assert any("placeholder" in e for e in record.parse_errors)
+
+
+def test_edit_schema_needs_what_each_op_needs():
+    from core.evolution.evolve import EDITS_SCHEMA
+
+    shapes = {s["properties"]["op"]["const"]: s["required"]
+              for s in EDITS_SCHEMA["properties"]["edits"]["items"]["anyOf"]}
+    assert shapes == {"add": ["op", "section", "content"],
+                      "replace": ["op", "section", "old", "new"],
+                      "delete": ["op", "section", "old"]}
