@@ -26,7 +26,8 @@ def find_json_object(raw: str, wanted_keys: Iterable[str] = (),
     if not isinstance(raw, str) or len(raw) > MAX_RAW_CHARS:
         return None
     wanted = tuple(wanted_keys)
-    decoder = json.JSONDecoder()
+    # strict=False: raw newlines and tabs inside strings, which small models write, are kept
+    decoder = json.JSONDecoder(strict=False)
     first: dict[str, Any] | None = None
     pos = raw.find("{")
     attempts = 0

@@ -69,7 +69,7 @@ def process_reply(reply: str, *, original: str, target_file: str, budget: int,
     parsed = parse_edits(reply)
     copied = placeholder_problems(parsed.edits)
     if copied:  # never apply the prompt's own example text
-        bad = {int(c.split(":")[0].split()[1]) for c in copied}
+        bad = {i for i, e in enumerate(parsed.edits) if placeholder_problems([e])}
         parsed = replace(parsed, edits=tuple(e for i, e in enumerate(parsed.edits)
                                              if i not in bad),
                          errors=(*parsed.errors, *copied))
@@ -117,19 +117,32 @@ EDITS_SCHEMA: dict[str, Any] = {
 PLACEHOLDERS = ("<one rule>", "<title>", "<exact text>", "<exact line>", "<text>")
 
 
-def placeholder_problems(edits) -> list[str]:
-    return [f"edit {i}: copies the prompt's placeholder {ph!r} instead of real text"
-            for i, e in enumerate(edits)
-            for ph in PLACEHOLDERS
-            if any(ph in (getattr(e, k, "") or "") for k in ("content", "old", "new", "section"))]
+def placeholder_problems(edits, sections: tuple[str, ...] = ()) -> list[str]:
+    """A message naming the edits that copy the prompt's example text (and the real sections);
+    empty when none do."""
+    bad = [i for i, e in enumerate(edits)
+           if any(ph in (getattr(e, k, "") or "") for k in ("section", "content", "old", "new")
+                  for ph in PLACEHOLDERS)]
+    if not bad:
+        return []
+    hint = f"; this file's sections: {', '.join(sections)}" if sections else ""
+    return [f"edit(s) {', '.join(map(str, bad))} copy the prompt's placeholder text "
+            f"({', '.join(PLACEHOLDERS)}) instead of real rules and section titles{hint}"]
 
 
-def edits_value(reply: str) -> tuple[Any, str]:
+def section_titles(text: str) -> tuple[str, ...]:
+    import re
+
+    return tuple(dict.fromkeys(m.group(1).strip() for m in
+                               re.finditer(r"^#{2,6}\s+(.+)$", text, re.MULTILINE)))
+
+
+def edits_value(reply: str, sections: tuple[str, ...] = ()) -> tuple[Any, str]:
     """(the parsed edits, "") when the reply holds usable edits or a deliberate empty list;
     (None, the parse errors) otherwise: that reply earns a repair request."""
     parsed = parse_edits(reply)
-    copied = placeholder_problems(parsed.edits)
-    if copied and len(copied) >= len(parsed.edits):
+    copied = placeholder_problems(parsed.edits, sections)
+    if copied and all(placeholder_problems([e]) for e in parsed.edits):
         return None, "; ".join(copied)[:300]
     if parsed.edits or not parsed.errors:
         return parsed, ""
@@ -146,7 +159,8 @@ async def evolve(provider: LLMProvider, prompt: str, *, original: str, target_fi
 
     try:
         result = await structured_complete(
-            provider, [{"role": "user", "content": prompt}], parse=edits_value,
+            provider, [{"role": "user", "content": prompt}],
+            parse=lambda text: edits_value(text, section_titles(original)),
             schema=EDITS_SCHEMA, ladder=ladder, role="evolver", name="edits")
     except Exception as e:
         if type(e).__name__ == "BudgetExceeded":

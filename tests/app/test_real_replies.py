@@ -334,7 +334,9 @@ def test_edits_that_copy_the_prompts_placeholders_get_a_repair_and_are_never_app
     record = anyio.run(lambda: evolve(provider, "improve [[x]]", original=skill,
                                       target_file="capitals.md", budget=3, target_kind="skill"))
     assert [a["status"] for a in record.attempts] == ["parse_failed", "ok"]
-    assert "placeholder '<one rule>'" in record.attempts[0]["error"]
+    error = record.attempts[0]["error"]
+    assert "edit(s) 0, 1 copy the prompt's placeholder text" in error
+    assert "this file's sections: Capitals, Rules" not in error and "sections: Rules" in error
     assert record.status == "ok" and "- Name only the city." in record.evolved
     assert "<one rule>" not in record.evolved
     assert any("placeholder" in e for e in record.parse_errors)
@@ -348,3 +350,9 @@ def test_edit_schema_needs_what_each_op_needs():
     assert shapes == {"add": ["op", "section", "content"],
                       "replace": ["op", "section", "old", "new"],
                       "delete": ["op", "section", "old"]}
+
+
+def test_raw_newlines_inside_json_strings_parse():
+    reply = '{ "category": "skill_gap", "target": "skill", "rationale": "line one\nline two" }'
+    value, error = diagnosis_value(reply)
+    assert error == "" and value["rationale"] == "line one\nline two"
