@@ -87,32 +87,65 @@ def process_reply(reply: str, *, original: str, target_file: str, budget: int,
         request_summary=request_summary)
 
 
-def _edit_schema(op: str, required: tuple[str, ...]) -> dict[str, Any]:
-    text = {"type": "string", "minLength": 1, "maxLength": 400}
-    props: dict[str, Any] = {"op": {"type": "string", "const": op},
-                             "section": {"type": "string", "minLength": 1, "maxLength": 80}}
-    props.update({k: text for k in required if k not in props})
+# Free text the model writes: bounded (a grammar-constrained small model otherwise runs on
+# inside a string), one line, no quotes or angle brackets (the placeholders are `<...>`).
+NEW_TEXT = {"type": "string", "pattern": r'^[^<>"\\\n]{3,200}$'}
+
+
+def _edit_schema(op: str, required: tuple[str, ...], section: dict[str, Any],
+                 old: dict[str, Any]) -> dict[str, Any]:
+    props: dict[str, Any] = {"op": {"type": "string", "const": op}, "section": section}
+    for key in required:
+        props[key] = old if key == "old" else NEW_TEXT
     if op == "add":
         props["priority"] = {"type": "integer"}
     props["rationale"] = {"type": "string", "maxLength": 200}
     return {"type": "object", "properties": props, "required": ["op", "section", *required]}
 
 
-# One shape per op, so a grammar-constrained model cannot leave out what its op needs; string
-# lengths are bounded because such a model otherwise runs on inside a string.
-EDITS_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "edits": {"type": "array", "maxItems": 8, "items": {"anyOf": [
-            _edit_schema("add", ("content",)),
-            _edit_schema("replace", ("old", "new")),
-            _edit_schema("delete", ("old",)),
-        ]}},
-        "suggestions": {"type": "array", "maxItems": 3,
-                        "items": {"type": "string", "maxLength": 200}},
-    },
-    "required": ["edits"],
-}
+def edits_schema(original: str = "") -> dict[str, Any]:
+    """The reply's JSON schema, one shape per op so a grammar-constrained model cannot leave
+    out what its op needs. Given the file, `section` must be one of its section titles and
+    `old` one of its lines, as `apply_edits` requires anyway."""
+    sections = section_titles(original) if original else ()
+    lines = editable_lines(original)
+    section = ({"type": "string", "enum": list(sections)} if sections
+               else {"type": "string", "minLength": 1, "maxLength": 80})
+    old = {"type": "string", "enum": list(lines)} if lines else NEW_TEXT
+    shapes = [_edit_schema("add", ("content",), section, old)]
+    if lines or not original:
+        shapes += [_edit_schema("replace", ("old", "new"), section, old),
+                   _edit_schema("delete", ("old",), section, old)]
+    return {
+        "type": "object",
+        "properties": {
+            "edits": {"type": "array", "maxItems": 8, "items": {"anyOf": shapes}},
+            "suggestions": {"type": "array", "maxItems": 3,
+                            "items": {"type": "string", "maxLength": 200}},
+        },
+        "required": ["edits"],
+    }
+
+
+def editable_lines(text: str) -> tuple[str, ...]:
+    """The file's non-empty lines outside headings and the protected momentum block."""
+    from core.evolution.edits import MOMENTUM_END, MOMENTUM_START
+
+    out, inside = [], False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if MOMENTUM_START in stripped:
+            inside = True
+        if not inside and stripped and not stripped.startswith(("#", "<!--")):
+            out.append(stripped)
+        if MOMENTUM_END in stripped:
+            inside = False
+    return tuple(dict.fromkeys(out))[:60]
+
+
+EDITS_SCHEMA: dict[str, Any] = edits_schema()
+
+
 # The example values of prompts/evolve_*.md: a model that copies them proposes nothing.
 PLACEHOLDERS = ("<one rule>", "<title>", "<exact text>", "<exact line>", "<text>")
 
@@ -161,7 +194,7 @@ async def evolve(provider: LLMProvider, prompt: str, *, original: str, target_fi
         result = await structured_complete(
             provider, [{"role": "user", "content": prompt}],
             parse=lambda text: edits_value(text, section_titles(original)),
-            schema=EDITS_SCHEMA, ladder=ladder, role="evolver", name="edits")
+            schema=edits_schema(original), ladder=ladder, role="evolver", name="edits")
     except Exception as e:
         if type(e).__name__ == "BudgetExceeded":
             raise

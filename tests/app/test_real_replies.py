@@ -356,3 +356,15 @@ def test_raw_newlines_inside_json_strings_parse():
     reply = '{ "category": "skill_gap", "target": "skill", "rationale": "line one\nline two" }'
     value, error = diagnosis_value(reply)
     assert error == "" and value["rationale"] == "line one\nline two"
+
+
+def test_edit_schema_for_a_file_names_its_sections_and_lines():
+    from core.evolution.evolve import edits_schema
+
+    skill = ("# Capitals\n\n## Approach\n- Read it.\n\n## Rules\n- Answer with the result only."
+             "\n\n<!-- momentum:start -->\n- protected\n<!-- momentum:end -->\n")
+    add, replace, delete = edits_schema(skill)["properties"]["edits"]["items"]["anyOf"]
+    assert add["properties"]["section"]["enum"] == ["Approach", "Rules"]
+    assert replace["properties"]["old"]["enum"] == ["- Read it.", "- Answer with the result only."]
+    assert delete["properties"]["old"] == replace["properties"]["old"]
+    assert "<" in add["properties"]["content"]["pattern"]  # no placeholders by construction
