@@ -127,7 +127,7 @@ def test_small_model_run_completes_learns_and_records_every_reply(fake_openai, t
     assert query(ws, "SELECT COUNT(*) FROM diagnoses WHERE parse_error IS NOT NULL") == [(0,)]
     # diagnoses are the judge's calls; edits in prose and fences parse at once
     roles = {r for (r,) in query(ws, "SELECT DISTINCT role FROM llm_calls")}
-    assert {"agent", "judge", "evolver"} <= roles
+    assert {"agent", "judge", "evolver", "extract"} <= roles  # extract: capitals fallback
     assert query(ws, "SELECT status FROM evolutions") == [("ok",)]
     # the evolved rule reached the gate and was accepted: capitals now answer correctly
     actions = [a for (a,) in query(ws, "SELECT action FROM step_reports "
