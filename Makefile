@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup lint bench
+.PHONY: demo test setup lint bench real-model
 
 $(STAMP): pyproject.toml
 	@$(PY) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required (set PY=python3.11)")'
@@ -26,3 +26,8 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(VENV)/bin/python bench/run_all.py
+
+# Not in CI: builds llama-cpp-python into .venv-real (about 25 min on 2 cores, once), then
+# trains on SmolLM2-135M served on 127.0.0.1 and prints RESULT lines (bench/real_model.py).
+real-model: $(STAMP)
+	$(VENV)/bin/python bench/real_model.py

@@ -29,14 +29,15 @@ def workspace_summary(root: Path) -> dict[str, Any]:
                               "SUM(cost_usd) AS cost_usd, SUM(tokens_in) AS tokens_in, "
                               "SUM(tokens_out) AS tokens_out FROM llm_calls GROUP BY role")
             spend = _spend(root, log)
+            model_io = _model_io(log, calls)
     else:
-        calls, spend = [], []
+        calls, spend, model_io = [], [], {}
     checkpoint = load_checkpoint(root) if (root / "checkpoint.json").exists() else None
     final = root / "analyses" / "final_test_eval.json"
     return {"workspace": str(root), "current": manifest["current"], "best": manifest.get("best"),
             "seed": manifest.get("seed"), "versions": versions, "runs": runs, "epochs": epochs,
             "llm_calls": calls, "spend": spend,
-            "spent_usd": sum(r["cost_usd"] for r in spend),
+            "spent_usd": sum(r["cost_usd"] for r in spend), "model_io": model_io,
             "progress": checkpoint["progress"] if checkpoint else None,
             "final_test": read_json_object(final, "final test report") if final.exists()
             else None}
@@ -64,9 +65,60 @@ def _run_row(row: dict[str, Any]) -> dict[str, Any]:
     return {"run_id": row["run_id"], "kind": row["kind"], "status": row["status"],
             "skills": row["skills_version"], "prompts": row["prompts_version"],
             "started_at": row["started_at"], "finished_at": row["finished_at"],
-            "accuracy": summary.get("accuracy"),
+            "accuracy": summary.get("accuracy"), "reason": summary.get("reason"),
             "simulated_model": provenance.get("simulated_model"),
             "git_commit": provenance.get("git_commit")}
+
+
+def _columns(log: HarnessLog, table: str) -> set[str]:
+    return {r["name"] for r in log.query(f"PRAGMA table_info({table})")}
+
+
+def _percentile(values: list[float], q: float) -> float | None:
+    """Nearest-rank percentile of sorted values (None when there are none)."""
+    if not values:
+        return None
+    rank = max(1, min(len(values), -(-len(values) * q // 1)))  # ceil(n * q), within [1, n]
+    return values[int(rank) - 1]
+
+
+def _model_io(log: HarnessLog, calls: list[dict[str, Any]]) -> dict[str, Any]:
+    """Latency, retries and timeouts per role; answers found without an `ANSWER:` line;
+    structured replies that did not parse. Logs older than schema 3 lack the columns."""
+    out: dict[str, Any] = {"roles": {}}
+    have = _columns(log, "llm_calls")
+    for c in calls:
+        role = c["role"]
+        lat = sorted(r["latency_s"] for r in log.query(
+            "SELECT latency_s FROM llm_calls WHERE role = ? AND cache_hit = 0 AND "
+            "latency_s IS NOT NULL", (role,)))
+        entry: dict[str, Any] = {"p50_latency_s": _percentile(lat, 0.5),
+                                 "p95_latency_s": _percentile(lat, 0.95)}
+        if {"retries", "timeouts"} <= have:
+            row = log.query("SELECT COALESCE(SUM(retries), 0) AS retries, "
+                            "COALESCE(SUM(timeouts), 0) AS timeouts, "
+                            "SUM(status NOT IN ('ok', 'retried')) AS failed FROM llm_calls "
+                            "WHERE role = ?", (role,))[0]
+            entry.update(retries=row["retries"], timeouts=row["timeouts"],
+                         failed=row["failed"] or 0)
+        if "response_format" in have:
+            entry["response_formats"] = sorted(r["f"] for r in log.query(
+                "SELECT DISTINCT response_format AS f FROM llm_calls WHERE role = ? AND "
+                "response_format IS NOT NULL", (role,)))
+        out["roles"][role] = entry
+    if "answer_source" in _columns(log, "predictions"):
+        out["answers"] = {r["answer_source"]: r["n"] for r in log.query(
+            "SELECT answer_source, COUNT(*) AS n FROM predictions WHERE answer_source IS NOT NULL "
+            "GROUP BY answer_source")}
+        out["answers_extracted"] = sum(n for k, n in out["answers"].items()
+                                       if k != "answer_line")
+        out["extracted_correct"] = log.query(
+            "SELECT COUNT(*) AS n FROM predictions WHERE answer_source IS NOT NULL AND "
+            "answer_source != 'answer_line' AND correct = 1")[0]["n"]
+    if log.query("SELECT name FROM sqlite_master WHERE name = 'reply_attempts'"):
+        out["structured"] = {f"{r['purpose']}:{r['status']}": r["n"] for r in log.query(
+            "SELECT purpose, status, COUNT(*) AS n FROM reply_attempts GROUP BY purpose, status")}
+    return out
 
 
 def format_summary(s: dict[str, Any]) -> str:
@@ -97,11 +149,16 @@ def format_summary(s: dict[str, Any]) -> str:
             acc = f"{r['accuracy']:.3f}" if r["accuracy"] is not None else "-"
             lines.append(f"  {r['run_id']:<34} {r['kind']:<10} {r['status']:<8} "
                          f"{r['skills']}/{r['prompts']}  acc={acc}")
+            if r.get("reason") and r["status"] != "done":
+                lines.append(f"      reason: {r['reason']}")
         if len(s["runs"]) > 25:
             lines.append(f"  ... {len(s['runs']) - 25} earlier runs (use --json for all)")
+    roles = s.get("model_io", {}).get("roles", {})
     for c in s["llm_calls"]:
         lines.append(f"calls[{c['role']}] {c['calls']} ({c['cache_hits']} cached)  "
-                     f"tokens {c['tokens_in']}/{c['tokens_out']}  cost ${c['cost_usd'] or 0:.4f}")
+                     f"tokens {c['tokens_in']}/{c['tokens_out']}  cost ${c['cost_usd'] or 0:.4f}"
+                     + _latency_text(roles.get(c["role"], {})))
+    lines += _model_io_lines(s.get("model_io", {}))
     if s.get("spend"):
         sim = any(r.get("simulated_model") for r in s["runs"])
         lines.append(f"\nspent      ${s['spent_usd']:.4f} in paid model calls"
@@ -113,3 +170,29 @@ def format_summary(s: dict[str, Any]) -> str:
     if any(r.get("simulated_model") for r in s["runs"]):
         lines.append("\nnote: runs in this workspace used the SIMULATED model (sim/*)")
     return "\n".join(lines)
+
+
+def _latency_text(entry: dict[str, Any]) -> str:
+    if entry.get("p50_latency_s") is None:
+        return ""
+    text = f"  latency p50 {entry['p50_latency_s']:.2f}s p95 {entry['p95_latency_s']:.2f}s"
+    if "retries" in entry:
+        text += f"  retries {entry['retries']}  timeouts {entry['timeouts']}"
+        text += f"  failed {entry['failed']}" if entry.get("failed") else ""
+    if entry.get("response_formats"):
+        text += f"  format {'/'.join(entry['response_formats'])}"
+    return text
+
+
+def _model_io_lines(m: dict[str, Any]) -> list[str]:
+    lines = []
+    answers = m.get("answers")
+    if answers and m.get("answers_extracted"):
+        detail = ", ".join(f"{k}={v}" for k, v in sorted(answers.items()) if k != "answer_line")
+        lines.append(f"answers    {m['answers_extracted']} extracted without an ANSWER: line "
+                     f"({detail}; {m['extracted_correct']} of them correct), "
+                     f"{answers.get('answer_line', 0)} from ANSWER: lines")
+    structured = m.get("structured")
+    if structured:
+        lines.append("replies    " + ", ".join(f"{k}={v}" for k, v in sorted(structured.items())))
+    return lines

@@ -18,6 +18,34 @@ def extract_answer(text: str) -> str | None:
     return found[-1] if found else None
 
 
+# Fallbacks a benchmark may declare for replies without an `ANSWER:` line, tried in order.
+# `extract` asks the agent model to extract the answer (done by the harness, not here).
+ANSWER_FALLBACKS = ("last_number", "choice", "last_line", "extract")
+_NUMBER_RE = re.compile(r"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?(?![\w])")
+_CHOICE_RE = re.compile(r"(?:^|[\s(\[])([A-Ea-e])(?:[).\]:]|\s*$)", re.MULTILINE)
+_TAG_RE = re.compile(r"</?[A-Za-z][\w-]{0,30}>")
+MAX_FALLBACK_CHARS = 200
+
+
+def fallback_answer(text: str, method: str) -> str | None:
+    """The answer one fallback finds in a reply, or None (`extract` is never handled here)."""
+    text = (text or "").strip()
+    if not text:
+        return None
+    if method == "last_number":
+        found = _NUMBER_RE.findall(text)
+        return found[-1].replace(",", "") if found else None
+    if method == "choice":
+        found = _CHOICE_RE.findall(text)
+        return found[-1].upper() if found else None
+    if method == "last_line":  # the last line with words, markup tags such as </answer> aside
+        lines = [ln.strip().strip("*`_ ") for ln in _TAG_RE.sub(" ", text).splitlines()]
+        lines = [ln for ln in lines if ln]
+        last = lines[-1].rstrip(".!") if lines else ""
+        return last[:MAX_FALLBACK_CHARS] or None
+    return None
+
+
 def normalise_answer(text: str) -> str:
     text = unicodedata.normalize("NFKC", text).strip().lower()
     text = re.sub(r"\s+", " ", text)

@@ -25,6 +25,7 @@ class LLMProvider(Protocol):
         max_tokens: int = 1024,
         seed: int = 0,
         role: str = "agent",
+        response_format: dict[str, Any] | None = None,
     ) -> LLMResponse: ...
 
 

@@ -65,6 +65,10 @@ class LLMResponse:
     model: str = ""
     latency_s: float = 0.0
     cache_hit: bool = False
+    # How the call went (not part of the answer; a cache hit has none of these):
+    attempts: int = 1
+    retries: int = 0
+    timeouts: int = 0
 
 
 @dataclass(frozen=True)
@@ -103,6 +107,7 @@ class Prediction:
     latency_s: float = 0.0
     skills_version: str = ""
     prompts_version: str = ""
+    answer_source: str = ""  # "answer_line", or the fallback that found it (see checkers)
 
 
 @dataclass(frozen=True)

@@ -101,6 +101,19 @@ class RunConfig:
     sim_world_seed: int = _s(7)  # which simulated world; its benchmark: app.providers.sim.generate
     sim_units_per_type: int = _s(72)
 
+    # model I/O (issue 11)
+    # Diagnoses are made by the judge role (`judge_model`). When more than this share of a
+    # step's diagnoses do not parse, `on_degraded_diagnoses` decides: evolve from the raw
+    # failure packs ("raw_packs", recorded as such) or stop the run ("abort").
+    diagnosis_degraded_max_share: float = _d(0.5)
+    on_degraded_diagnoses: str = _d("raw_packs")  # raw_packs | abort
+    # Response format for diagnoses and edits: "auto" asks litellm what the model supports
+    # (and remembers per model, in the workspace, what a server rejected), else a fixed level.
+    structured_output: str = _d("auto")  # auto | json_schema | json_object_schema | json_object | prompt
+    api_key_env: str | None = _d(None)  # read the API key from this variable instead
+    price_in_per_mtok: float | None = _d(None)  # USD per million input tokens (overrides litellm)
+    price_out_per_mtok: float | None = _d(None)  # USD per million output tokens
+
     def __post_init__(self) -> None:
         problems = list(_range_problems(self))
         if problems:
@@ -158,6 +171,24 @@ def _range_problems(c: RunConfig):
     if c.gate_lambda_strategy not in ("mixture", "fixed", "kt"):
         yield ("gate_lambda_strategy must be 'mixture', 'fixed' or 'kt' "
                f"(got {c.gate_lambda_strategy!r})")
+    yield from _model_io_problems(c)
+
+
+def _model_io_problems(c: RunConfig):
+    from core.structured import LEVELS
+
+    if not 0.0 <= c.diagnosis_degraded_max_share <= 1.0:
+        yield ("diagnosis_degraded_max_share must be within [0, 1] "
+               f"(got {c.diagnosis_degraded_max_share})")
+    if c.on_degraded_diagnoses not in ("raw_packs", "abort"):
+        yield ("on_degraded_diagnoses must be 'raw_packs' or 'abort' "
+               f"(got {c.on_degraded_diagnoses!r})")
+    if c.structured_output not in ("auto", *LEVELS):
+        yield (f"structured_output must be one of {['auto', *LEVELS]} "
+               f"(got {c.structured_output!r})")
+    for name in ("price_in_per_mtok", "price_out_per_mtok"):
+        if getattr(c, name) is not None and getattr(c, name) < 0:
+            yield f"{name} must be >= 0 (got {getattr(c, name)})"
 
 
 FIELD_TYPES = typing.get_type_hints(RunConfig)

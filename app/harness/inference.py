@@ -11,7 +11,7 @@ import json
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -26,7 +26,7 @@ from app.harness.workspace import now_iso
 from app.progress import NO_BARS, Bars
 from app.providers.errors import BudgetExceeded, ProviderError
 from app.secrets import scrub
-from core.checkers import check, extract_answer
+from core.checkers import check, extract_answer, fallback_answer
 from core.trajectory import summarise_tool_output
 from core.types import InferenceResult, Prediction, Question
 
@@ -41,6 +41,10 @@ class AgentSettings:
     max_tokens: int = 1024
     concurrency: int = 16
     sample: int = 0
+    answer_fallbacks: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def fallbacks_for(self, task_type: str) -> tuple[str, ...]:
+        return self.answer_fallbacks.get(task_type, self.answer_fallbacks.get("*", ()))
 
 
 async def answer_question(provider, prompts: AgentPrompts, question: Question,
@@ -50,7 +54,7 @@ async def answer_question(provider, prompts: AgentPrompts, question: Question,
     steps: list[dict[str, Any]] = []
     usage = [0, 0, 0.0]
     started = time.perf_counter()
-    stop, final = "max_steps", ""
+    stop, final, source = "max_steps", "", ""
     for turn in range(settings.max_steps):
         try:
             reply = await provider.complete(
@@ -72,17 +76,62 @@ async def answer_question(provider, prompts: AgentPrompts, question: Question,
             messages = messages + _tool_round(prompts, question, reply, steps, turn)
             continue
         answer = extract_answer(reply.text)
+        source = "answer_line"
+        if answer is None:
+            answer, source = await _fallback(provider, question, reply.text, settings, steps)
         stop, final = ("final", answer) if answer is not None else ("refused", "")
         break
     correct = stop == "final" and check(question, final)
+    source = source if stop == "final" else ""
     steps.append({"type": "verdict", "prediction": final, "answer": question.answer,
-                  "correct": correct, "checker": question.checker, "stop_reason": stop})
+                  "correct": correct, "checker": question.checker, "stop_reason": stop,
+                  "answer_source": source})
     return Prediction(
         run_id="", question_id=question.question_id, unit_id=question.unit_id,
         task_type=question.task_type, prediction=final, answer=question.answer,
         correct=correct, stop_reason=stop, steps=tuple(steps), tokens_in=usage[0],
         tokens_out=usage[1], cost_usd=usage[2], latency_s=time.perf_counter() - started,
-        skills_version=prompts.skills_version, prompts_version=prompts.prompts_version)
+        skills_version=prompts.skills_version, prompts_version=prompts.prompts_version,
+        answer_source=source)
+
+
+EXTRACT_PROMPT = ("Here is a question and a reply to it. Write only the final answer that the "
+                  "reply gives, on one line, as `ANSWER: <answer>`. If the reply gives no "
+                  "answer, write `ANSWER: none`.\n\n<question>\n{question}\n</question>\n"
+                  "<reply>\n{reply}\n</reply>")
+
+
+async def _fallback(provider, question: Question, text: str, settings: AgentSettings,
+                    steps: list[dict[str, Any]]) -> tuple[str | None, str]:
+    """The benchmark's declared fallbacks, in order, for a reply without an `ANSWER:` line.
+    Whatever they find is marked with the fallback's name, never as an `ANSWER:` line."""
+    for method in settings.fallbacks_for(question.task_type):
+        if method != "extract":
+            found = fallback_answer(text, method)
+        else:
+            found = await _extraction_call(provider, question, text, settings, steps)
+        if found:
+            return found, method
+    return None, ""
+
+
+async def _extraction_call(provider, question: Question, text: str, settings: AgentSettings,
+                           steps: list[dict[str, Any]]) -> str | None:
+    prompt = EXTRACT_PROMPT.format(question=question.question, reply=text[:4000])
+    try:
+        reply = await provider.complete([{"role": "user", "content": prompt}],
+                                        temperature=0.0, max_tokens=64, seed=settings.sample,
+                                        role="extract")
+    except BudgetExceeded:
+        raise
+    except ProviderError as e:
+        steps.append({"type": "error", "error": f"answer extraction failed: {scrub(str(e))[:300]}"})
+        return None
+    steps.append({"type": "extract", "text": reply.text})
+    found = extract_answer(reply.text)
+    if found is None or found.strip().lower() in ("none", ""):
+        return None
+    return found
 
 
 def _tool_round(prompts: AgentPrompts, question: Question, reply, steps: list,
@@ -116,7 +165,8 @@ def prediction_row(p: Prediction, run_id: str) -> dict[str, Any]:
             "steps_json": scrub(json.dumps(p.steps, ensure_ascii=False)),
             "tokens_in": p.tokens_in, "tokens_out": p.tokens_out, "cost_usd": p.cost_usd,
             "latency_s": round(p.latency_s, 4), "skills_version": p.skills_version,
-            "prompts_version": p.prompts_version, "created_at": now_iso()}
+            "prompts_version": p.prompts_version, "created_at": now_iso(),
+            "answer_source": p.answer_source or None}
 
 
 async def run_inference(questions: Sequence[Question], *, provider, prompts: AgentPrompts,
@@ -183,5 +233,4 @@ def guard_infra(result: InferenceResult, context: str) -> None:
     errors = result.stop_reason_counts.get("error", 0)
     if total and errors / total > INFRA_ERROR_SHARE:
         raise RunFailed(f"{context}: {errors}/{total} answers failed with provider errors "
-                        f"(> {INFRA_ERROR_SHARE:.0%}); the model endpoint looks unhealthy. "
-                        "The checkpoint is intact: fix the cause and rerun with --resume.")
+                        f"(> {INFRA_ERROR_SHARE:.0%}); the model endpoint looks unhealthy")

@@ -27,7 +27,7 @@ QUICK_CHECK_MAX_BYTES = 256 * 1024 * 1024  # quick_check reads every page: ~1 s 
 # Tables every run may write; each has a run_id column so a step's rows can be cleared.
 RUN_TABLES = ("predictions", "traces", "llm_calls", "gate_evidence", "quadrant_pair",
               "dual_metric", "holdout_eval", "shadow_gate", "diagnoses", "evolutions",
-              "step_reports", "epoch_reports")
+              "step_reports", "epoch_reports", "reply_attempts")
 
 MIGRATIONS: list[tuple[str, list[str]]] = [
     ("initial schema", [
@@ -88,6 +88,20 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
     ]),
     ("evolutions keep the evolver reply's parse errors", [
         "ALTER TABLE evolutions ADD COLUMN parse_errors_json TEXT",
+    ]),
+    ("model I/O: call attempts, retries, timeouts and response formats; every structured "
+     "reply attempt; how answers were found", [
+        "ALTER TABLE llm_calls ADD COLUMN attempts INTEGER",
+        "ALTER TABLE llm_calls ADD COLUMN retries INTEGER",
+        "ALTER TABLE llm_calls ADD COLUMN timeouts INTEGER",
+        "ALTER TABLE llm_calls ADD COLUMN response_format TEXT",
+        "ALTER TABLE predictions ADD COLUMN answer_source TEXT",
+        "ALTER TABLE diagnoses ADD COLUMN parse_error TEXT",
+        "ALTER TABLE evolutions ADD COLUMN attempts_json TEXT",
+        """CREATE TABLE reply_attempts (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
+            purpose TEXT, subject TEXT, attempt INTEGER, response_format TEXT, status TEXT,
+            error TEXT, reply TEXT, at TEXT)""",
+        "CREATE INDEX idx_reply_attempts_run ON reply_attempts(run_id)",
     ]),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

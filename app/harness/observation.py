@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,9 @@ from app.harness.log import HarnessLog
 from app.harness.validate import ValidationOutcome
 from app.harness.workspace import now_iso
 from core.evolution.evolve import EvolutionRecord
+
+# Flags of the step being reported (e.g. "no_tool_calls"), set by the step that writes them.
+current_step_flags: ContextVar[tuple[str, ...]] = ContextVar("current_step_flags", default=())
 
 
 def skill_diff(before: str, after: str, name: str) -> str:
@@ -44,6 +48,8 @@ def step_report(*, run_id: str, epoch: int, step: int, task_type: str, action: s
         "parse_errors": list(record.parse_errors) if record else [],
         "diff": skill_diff(record.original, record.evolved, record.target_file) if record else "",
         "summary": summary, "at": now_iso(),
+        "flags": list(current_step_flags.get()),
+        "reply_attempts": list(record.attempts) if record else [],
     }
 
 

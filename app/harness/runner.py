@@ -44,6 +44,7 @@ from app.harness.workspace import (
 )
 from app.paths import PROMPTS_DIR
 from app.providers.errors import BudgetExceeded
+from app.secrets import scrub
 from core.evolution.budget import resolve_skill_file
 from core.types import Question
 
@@ -70,15 +71,18 @@ class Runner:
         except BaseException as e:
             leaf = first_leaf(e)
             if isinstance(leaf, KeyboardInterrupt):  # Ctrl-C, or SIGTERM (errors.Stopped)
-                self._mark_train("stopped", {"stop_reason": stop_reason(leaf)})
+                self._mark_train("stopped", f"stopped by {stop_reason(leaf)}", stop_reason(leaf))
                 self._save_spend()
                 raise leaf from None
             if isinstance(leaf, BudgetExceeded):
-                self._mark_train("stopped", {"stop_reason": "max_cost_usd"})
+                self._mark_train("stopped", str(leaf), "max_cost_usd")
                 self._save_spend()
                 raise RunFailed(f"{leaf}. The checkpoint is intact: raise max_cost_usd and "
                                 "--resume.") from None
-            self._mark_train("failed")
+            self._mark_train("failed", f"{type(leaf).__name__}: {leaf}")
+            if isinstance(leaf, RunFailed) and "--resume" not in str(leaf):
+                raise RunFailed(f"{leaf}. The checkpoint is intact: fix the cause and rerun "
+                                "train --resume.") from None
             if leaf is not e:
                 raise leaf from None
             raise
@@ -97,10 +101,15 @@ class Runner:
         except (OSError, RunFailed, UserError) as e:  # the ledger in harness.db still has it
             logger.debug("could not record the spend in {}: {}", path, e)
 
-    def _mark_train(self, status: str, summary: dict | None = None) -> None:
+    def _mark_train(self, status: str, reason: str, stop: str | None = None) -> None:
+        """Record how the run ended: `reason` for people (report, TUI), `stop` (a stop's
+        short cause: SIGTERM, Ctrl-C, max_cost_usd) for scripts."""
         train_id = getattr(self, "_train_id", None)
         if not train_id:
             return
+        summary: dict[str, str] = {"reason": scrub(reason)[:500]}
+        if stop:
+            summary["stop_reason"] = stop
         try:  # best effort: on a full disk this fails too, and must not hide the first error
             self.session.recorder.flush()
             self.session.log.finish_run(train_id, status, summary)

@@ -12,6 +12,7 @@ from app.harness.agent_prompts import AgentPrompts
 from app.harness.config import RunConfig
 from app.harness.inference import AgentSettings, run_inference
 from app.harness.log import HarnessLog
+from app.harness.model_io import ModelIO, tool_mode_warning
 from app.harness.store import Benchmark, load_benchmark
 from app.harness.telemetry import LogRecorder
 from app.harness.workspace import (
@@ -46,6 +47,9 @@ class Session:
         self.recorder = LogRecorder(self.log)
         self.budget = CostBudget(config.max_cost_usd)
         self.providers = make_providers(config, self.cache, self.recorder, self.budget)
+        self.model_io = ModelIO(self.paths.root, config)
+        if (warning := tool_mode_warning(config)) is not None:
+            logger.warning(warning)
         self.benchmark: Benchmark = load_benchmark(self.paths.questions_dir)
         self.questions_by_id: dict[str, Question] = {
             q.question_id: q for q in self.benchmark.questions}
@@ -84,7 +88,8 @@ class Session:
     def agent_settings(self) -> AgentSettings:
         c = self.config
         return AgentSettings(max_steps=c.max_steps, temperature=c.temperature,
-                             max_tokens=c.max_tokens, concurrency=c.concurrency)
+                             max_tokens=c.max_tokens, concurrency=c.concurrency,
+                             answer_fallbacks=self.benchmark.answer_fallbacks)
 
     def provenance(self, prompts: AgentPrompts) -> dict:
         c = self.config
@@ -118,10 +123,16 @@ class Session:
                                          bars=self.bars,
                                          label=label, guard=guard)
         except BaseException as e:
+            from app.secrets import scrub
+
             self.recorder.flush()
-            stopped = is_stop(first_leaf(e))
-            self.log.finish_run(run_id, "stopped" if stopped else "failed",
-                                {"stop_reason": stop_reason(first_leaf(e))} if stopped else None)
+            leaf = first_leaf(e)
+            if is_stop(leaf):
+                self.log.finish_run(run_id, "stopped", {
+                    "stop_reason": stop_reason(leaf), "reason": f"stopped by {stop_reason(leaf)}"})
+            else:
+                self.log.finish_run(run_id, "failed", {
+                    "reason": scrub(f"{type(leaf).__name__}: {leaf}")[:500]})
             raise
         self.recorder.flush()
         self.log.finish_run(run_id, "done", summary={

@@ -12,7 +12,9 @@ from loguru import logger
 from app.errors import RunFailed
 from app.harness import killpoints
 from app.harness.agent_prompts import AgentPrompts
+from app.harness.model_io import no_tool_calls, record_attempts
 from app.harness.observation import (
+    current_step_flags,
     evidence_rows,
     quadrant_rows,
     step_report,
@@ -23,17 +25,17 @@ from app.harness.train_state import Probation, TrainContext, TrainState
 from app.harness.validate import GateSpec, ValidationOutcome, Validator, with_skill
 from core.evolution.budget import edit_budget_at, resolve_skill_file
 from core.evolution.diagnose import (
+    RAW_NOTE,
     DiagnosisResult,
     Failure,
     build_packs,
     diagnose_failures,
+    raw_diagnoses,
 )
 from core.evolution.edits import Edit, RejectedEdit, consolidate_appendix
 from core.evolution.evolve import EvolutionRecord, evolve, skill_prompt
 from core.evolution.gate import SequentialGate
 from core.types import Question
-
-DEGRADED_ABORT_SHARE = 0.5
 
 
 def step_prefix(train_id: str, epoch: int, step: int) -> str:
@@ -49,10 +51,17 @@ async def run_step(ctx: TrainContext, state: TrainState, epoch: int, step: int,
                                      label=f"e{epoch} s{step} rollout",
                                      parent_run_id=state.train_id)
     state.correctness.update(result.correctness)
+    flags = []
+    if ctx.config.skill_mode == "tool" and no_tool_calls(ctx.log, prefix + "rollout"):
+        flags.append("no_tool_calls")
+        logger.warning("e{} s{}: skill_mode = 'tool' but no rollout called a tool, so the agent "
+                       "never read its skill file", epoch, step)
+    current_step_flags.set(tuple(flags))
     diagnosis = await diagnose_batch(ctx, prompts, batch, prefix)
     state.system_packs += [diagnosis.system_pack.to_dict()] if diagnosis.system_pack else []
     state.tool_packs += [p.to_dict() for p in diagnosis.tool_packs.values()]
     await gate_step(ctx, state, epoch, step, prompts, diagnosis, prefix)
+    current_step_flags.set(())
     state.cooldown = {t: n - 1 for t, n in sorted(state.cooldown.items()) if n > 1}
     ctx.baseline_cache.save(ctx.session.paths.baseline_cache)
     killpoints.reached("step_end")  # after the step's writes, before its checkpoint
@@ -77,21 +86,36 @@ async def diagnose_batch(ctx: TrainContext, prompts: AgentPrompts, batch: Sequen
                                 system=prompts.system, skill=prompts.skill_text(q.task_type),
                                 tools=tools or "(none)"))
     token = current_run_id.set(prefix + "diag")
+    calls: list = []
     try:
         diagnoses = await diagnose_failures(
-            ctx.session.providers["evolver"], ctx.templates["diagnose_failure"], failures,
-            limiter=anyio.CapacityLimiter(ctx.config.concurrency))
+            ctx.session.providers["judge"], ctx.templates["diagnose_failure"], failures,
+            limiter=anyio.CapacityLimiter(ctx.config.concurrency),
+            ladder=ctx.session.model_io.ladder("judge"), role="judge", calls=calls)
     finally:
         current_run_id.reset(token)
+    record_attempts(ctx.log, prefix + "diag", "diagnosis",
+                    [(c.question_id, c.attempts) for c in sorted(calls,
+                                                               key=lambda c: c.question_id)])
+    degraded = sum(d.degraded for d in diagnoses)
+    c = ctx.config
+    if failures and degraded / len(failures) > c.diagnosis_degraded_max_share:
+        problem = (f"{degraded}/{len(failures)} diagnoses did not parse (more than "
+                   f"diagnosis_degraded_max_share = {c.diagnosis_degraded_max_share:g}); "
+                   f"judge_model {c.judge_model} makes them")
+        if c.on_degraded_diagnoses == "abort":
+            raise RunFailed(f"{problem}, and on_degraded_diagnoses = 'abort' stops the run")
+        logger.warning("{}: evolving from the raw failure packs instead "
+                       "(on_degraded_diagnoses = 'raw_packs')", problem)
+        parse_errors = {d.question_id: d.rationale for d in diagnoses if d.degraded}
+        diagnoses = raw_diagnoses(diagnoses)
+    else:
+        parse_errors = {d.question_id: d.rationale for d in diagnoses if d.degraded}
     ctx.log.insert_rows("diagnoses", [
         {"run_id": prefix + "diag", "question_id": d.question_id, "task_type": d.task_type,
          "category": d.category, "target": d.target, "rationale": d.rationale,
-         "degraded": int(d.degraded)} for d in diagnoses])
-    degraded = sum(d.degraded for d in diagnoses)
-    if failures and degraded / len(failures) > DEGRADED_ABORT_SHARE:
-        raise RunFailed(f"{degraded}/{len(failures)} diagnoses degraded (> 50%): the judge "
-                        "model looks broken, so its signals will not drive evolution. The "
-                        "checkpoint is intact: fix the model and rerun with --resume.")
+         "degraded": int(d.degraded), "parse_error": parse_errors.get(d.question_id)}
+        for d in diagnoses])
     return build_packs(diagnoses, failures, successes)
 
 
@@ -170,11 +194,14 @@ async def evolve_skill(ctx: TrainContext, state: TrainState, task_type: str,
     prompt = skill_prompt(ctx.templates["evolve_skill"], task_type=task_type, file=target,
                           skill=original, pack=pack, budget=budget,
                           rejected=state.rejected_edits(task_type))
+    raw = sum(f.note == RAW_NOTE for f in pack.failures)
     record = await evolve(ctx.session.providers["evolver"], prompt, original=original,
                           target_file=target, budget=budget, target_kind="skill",
                           task_type=task_type, source_version=prompts.skills_version,
-                          request_summary=f"{len(pack.failures)} failures, "
-                                          f"{len(pack.successes)} successes, budget {budget}")
+                          request_summary=f"{len(pack.failures)} failures"
+                                          + (f" ({raw} raw, undiagnosed)" if raw else "")
+                                          + f", {len(pack.successes)} successes, budget {budget}",
+                          ladder=ctx.session.model_io.ladder("evolver"))
     if record.changed:
         consolidated, _ = consolidate_appendix(record.evolved, ctx.config.appendix_max_lines)
         if consolidated != record.evolved:
@@ -296,4 +323,8 @@ def _log_evolution(ctx: TrainContext, record: EvolutionRecord, epoch: int, step:
         "request_summary": record.request_summary, "edits_json": json.dumps(record.edits),
         "apply_report_json": json.dumps(record.apply_report), "clip_json": json.dumps(record.clip),
         "source_version": record.source_version, "result_version": None,
-        "parse_errors_json": json.dumps(record.parse_errors)}])
+        "parse_errors_json": json.dumps(record.parse_errors),
+        "attempts_json": json.dumps(record.attempts)}])
+    record_attempts(ctx.log, prefix + "evolve", "edits",
+                    [(f"{record.target_kind}:{record.task_type or record.target_file}",
+                      record.attempts)])

@@ -34,6 +34,8 @@ class Benchmark:
     task_types: tuple[str, ...]
     questions: tuple[Question, ...]
     content_hash: str
+    # How to find an answer in a reply without an `ANSWER:` line, per task type ("*": all).
+    answer_fallbacks: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -91,7 +93,28 @@ def load_benchmark(path: Path) -> Benchmark:
         task_types=tuple(found),
         questions=tuple(questions),
         content_hash=hashlib.sha256(raw + json.dumps(meta, sort_keys=True).encode()).hexdigest(),
+        answer_fallbacks=_answer_fallbacks(meta.get("answer_fallbacks"), meta_path, found),
     )
+
+
+def _answer_fallbacks(value: Any, where: Path, task_types: list[str]) -> dict[str, tuple[str, ...]]:
+    """`answer_fallbacks = [...]` (every task type) or `[answer_fallbacks] <task type> = [...]`."""
+    from core.checkers import ANSWER_FALLBACKS
+
+    if value is None:
+        return {}
+    table = {"*": value} if isinstance(value, list) else value
+    if not isinstance(table, dict):
+        raise UserError(f"{where}: key 'answer_fallbacks' must be a list or a table of lists")
+    out: dict[str, tuple[str, ...]] = {}
+    for task_type, names in table.items():
+        if task_type != "*" and task_type not in task_types:
+            raise UserError(f"{where}: answer_fallbacks names unknown task type {task_type!r}")
+        if not isinstance(names, list) or any(n not in ANSWER_FALLBACKS for n in names):
+            raise UserError(f"{where}: answer_fallbacks.{task_type} must be a list of "
+                            f"{list(ANSWER_FALLBACKS)} (got {names!r})")
+        out[task_type] = tuple(names)
+    return out
 
 
 def _check_split(split: Any, where: Path) -> None:

@@ -46,5 +46,6 @@ class LogRecorder:
     def flush(self) -> None:
         rows, self._rows = self._rows, []
         columns = ("run_id", "role", "model", "tokens_in", "tokens_out", "cost_usd", "latency_s",
-                   "status", "cache_hit", "at")
+                   "status", "cache_hit", "at", "attempts", "retries", "timeouts",
+                   "response_format")
         self.log.insert_rows("llm_calls", [{c: r.get(c) for c in columns} for r in rows])

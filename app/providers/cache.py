@@ -65,6 +65,7 @@ def key_for(
     max_tokens: int,
     seed: int,
     role: str,
+    response_format: dict[str, Any] | None = None,
 ) -> str:
     """sha256 of the canonical JSON of everything that determines the answer."""
     payload = {
@@ -77,6 +78,8 @@ def key_for(
         "seed": int(seed),
         "role": role,
     }
+    if response_format is not None:  # absent from older keys, which stay valid
+        payload["response_format"] = response_format
     canonical = _KEY_ENCODER.encode(payload)
     return hashlib.sha256(canonical.encode()).hexdigest()
 
@@ -261,15 +264,19 @@ class CachingProvider:
         max_tokens: int = 1024,
         seed: int = 0,
         role: str = "agent",
+        response_format: dict[str, Any] | None = None,
     ) -> LLMResponse:
-        key = key_for(self.model_name, messages, tools, temperature, max_tokens, seed, role)
+        key = key_for(self.model_name, messages, tools, temperature, max_tokens, seed, role,
+                      response_format)
         cached = self._lookup(key)
         if cached is not None:
             # Served locally: nothing was spent and nothing was waited for.
-            hit = dataclasses.replace(cached, cache_hit=True, latency_s=0.0, cost_usd=0.0)
-            self._record(role, hit, "ok")
+            hit = dataclasses.replace(cached, cache_hit=True, latency_s=0.0, cost_usd=0.0,
+                                      attempts=0, retries=0, timeouts=0)
+            self._record(role, hit, "ok", response_format)
             return hit
         start = time.perf_counter()
+        extra = {"response_format": response_format} if response_format is not None else {}
         try:
             response = await self.inner.complete(
                 messages,
@@ -278,13 +285,19 @@ class CachingProvider:
                 max_tokens=max_tokens,
                 seed=seed,
                 role=role,
+                **extra,
             )
         except Exception as exc:  # recorded, never cached
-            failed = LLMResponse(text="", latency_s=time.perf_counter() - start)
-            self._record(role, failed, f"error:{type(exc).__name__}")
+            failed = LLMResponse(text="", latency_s=time.perf_counter() - start,
+                                 attempts=getattr(exc, "call_attempts", 1),
+                                 retries=getattr(exc, "call_retries", 0),
+                                 timeouts=getattr(exc, "call_timeouts", 0))
+            status = "timeout" if getattr(exc, "timed_out", False) else \
+                f"error:{type(exc).__name__}"
+            self._record(role, failed, status, response_format)
             raise
         self._store(key, response, role)
-        self._record(role, response, "ok")
+        self._record(role, response, "retried" if response.retries else "ok", response_format)
         return response
 
     def _lookup(self, key: str) -> LLMResponse | None:
@@ -307,7 +320,8 @@ class CachingProvider:
         else:
             self._store_failed = False
 
-    def _record(self, role: str, response: LLMResponse, status: str) -> None:
+    def _record(self, role: str, response: LLMResponse, status: str,
+                response_format: dict[str, Any] | None = None) -> None:
         if self.recorder is None:
             return
         self.recorder.record_call(
@@ -320,5 +334,19 @@ class CachingProvider:
                 "latency_s": response.latency_s,
                 "status": status,
                 "cache_hit": int(response.cache_hit),
+                "attempts": response.attempts,
+                "retries": response.retries,
+                "timeouts": response.timeouts,
+                "response_format": _format_name(response_format),
             }
         )
+
+
+def _format_name(response_format: dict[str, Any] | None) -> str | None:
+    """The response-format level a call asked for (core.structured.LEVELS), for the log."""
+    if response_format is None:
+        return None
+    kind = response_format.get("type")
+    if kind == "json_object" and "schema" in response_format:
+        return "json_object_schema"
+    return str(kind)

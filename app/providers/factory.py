@@ -43,6 +43,9 @@ def make_model(model: str, config: RunConfig, budget: CostBudget):
                                max_retries=config.max_retries, backoff_base_s=0.01)
         return BudgetedProvider(sim, budget)
     provider = LiteLLMProvider(model, api_base=config.api_base,
+                               api_key_env=config.api_key_env,
+                               price_in_per_mtok=config.price_in_per_mtok,
+                               price_out_per_mtok=config.price_out_per_mtok,
                                timeout_s=config.request_timeout_s,
                                max_retries=config.max_retries, budget=budget)
     try:

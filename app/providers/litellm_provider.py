@@ -7,6 +7,7 @@ tests and the budget can see them. Nothing secret reaches an exception or a log 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import random
@@ -30,6 +31,7 @@ from app.providers.errors import (
 from core.protocols import Message
 from core.redact import redact as redact_secrets
 from core.redact import secret_values
+from core.structured import is_format_rejection
 from core.types import LLMResponse, ToolCall, ToolSpec, Usage
 
 _litellm: ModuleType | None = None
@@ -166,8 +168,9 @@ class LiteLLMProvider:
         if not self._priced and not self._explicit_prices and self.model not in _warned_unpriced:
             _warned_unpriced.add(self.model)
             logger.warning(
-                "model {} has no price in litellm's table and no price_in/out_per_mtok: "
-                "its cost counts as $0 and the budget cannot stop it",
+                "model {} has no price in litellm's table and no price_in_per_mtok / "
+                "price_out_per_mtok in the config: its cost counts as $0 and the budget "
+                "cannot stop it",
                 self.model,
             )
         self._ready = True
@@ -238,14 +241,20 @@ class LiteLLMProvider:
         max_tokens: int = 1024,
         seed: int = 0,
         role: str = "agent",
+        response_format: dict[str, Any] | None = None,
     ) -> LLMResponse:
         if not self._ready:
             await self._preflight_once()
         self.stats.calls += 1
         start = time.perf_counter()
         kwargs = self._request(messages, tools, temperature, max_tokens, seed)
-        response = await self._call_with_retries(kwargs)
-        return self._to_response(response, time.perf_counter() - start)
+        if response_format is not None:
+            kwargs["response_format"] = response_format
+        counts = _CallCounts()
+        response = await self._call_with_retries(kwargs, counts)
+        return dataclasses.replace(self._to_response(response, time.perf_counter() - start),
+                                   attempts=counts.attempts, retries=counts.retries,
+                                   timeouts=counts.timeouts)
 
     async def _preflight_once(self) -> None:
         # The first import takes seconds: run it off the event loop, once, however many
@@ -282,23 +291,33 @@ class LiteLLMProvider:
             kwargs["api_base"] = self.api_base
         return kwargs
 
-    async def _call_with_retries(self, kwargs: dict[str, Any]) -> Any:
+    async def _call_with_retries(self, kwargs: dict[str, Any], counts: _CallCounts) -> Any:
         litellm = load_litellm()
         for attempt in range(self.max_retries + 1):
             if self.budget:
                 self.budget.check()
             self.stats.attempts += 1
+            counts.attempts += 1
             try:
                 # Backstop for providers that ignore `timeout`: a hang becomes a retryable
                 # TimeoutError. The key goes in here only, never into a variable a traceback
                 # would show.
-                with anyio.fail_after(self.timeout_s + _TIMEOUT_GRACE_S):
+                # A slow drip (a byte now and then) never trips a per-read timeout: bound the
+                # whole request too.
+                with anyio.fail_after(self.timeout_s + min(_TIMEOUT_GRACE_S, self.timeout_s)):
                     return await litellm.acompletion(**kwargs, api_key=self._api_key)
             except Exception as exc:
+                counts.timeouts += int(_is_timeout(exc))
+                counts.last_timed_out = _is_timeout(exc)
                 outcome = self._on_failure(exc, attempt)
             if isinstance(outcome, ProviderError):
+                outcome.call_attempts = counts.attempts  # type: ignore[attr-defined]
+                outcome.call_retries = counts.retries  # type: ignore[attr-defined]
+                outcome.call_timeouts = counts.timeouts  # type: ignore[attr-defined]
+                outcome.timed_out = counts.last_timed_out  # type: ignore[attr-defined]
                 raise outcome  # outside `except`: no chained raw error (with secrets) attached
             self.stats.retries += 1
+            counts.retries += 1
             await self._sleep(outcome)
         raise AssertionError("unreachable")  # the last attempt returns or raises
 
@@ -391,10 +410,27 @@ def _is_malformed(exc: Exception) -> bool:
     return any(isinstance(e, json.JSONDecodeError) for e in _exception_chain(exc))
 
 
+@dataclass
+class _CallCounts:
+    """One call's attempts, retries and timeouts (recorded per call in `llm_calls`)."""
+
+    attempts: int = 0
+    retries: int = 0
+    timeouts: int = 0
+    last_timed_out: bool = False
+
+
+def _is_timeout(exc: Exception) -> bool:
+    litellm = load_litellm()
+    return isinstance(exc, TimeoutError | litellm.Timeout) or "timed out" in str(exc).lower()
+
+
 def _is_retryable(exc: Exception) -> bool:
     litellm = load_litellm()
     if _is_malformed(exc) or "Missing credentials" in str(exc):
         return False  # litellm reports both as 500s, but a retry cannot fix them
+    if is_format_rejection(exc):
+        return False  # a server that rejects a response format rejects it every time
     retryable = (
         litellm.RateLimitError,
         litellm.Timeout,

@@ -320,8 +320,8 @@ class WorkspaceData:
     def _status_from_runs(log: HarnessLog | None) -> RunStatus:
         if log is None:
             return RunStatus("not started")
-        rows = log.query("SELECT run_id, status, started_at, finished_at FROM _runs "
-                         "WHERE kind = 'train' ORDER BY seq DESC LIMIT 1")
+        rows = log.query("SELECT run_id, status, started_at, finished_at, summary_json "
+                         "FROM _runs WHERE kind = 'train' ORDER BY seq DESC LIMIT 1")
         if not rows:
             return RunStatus("not started", "no train run in the log")
         r = rows[0]
@@ -330,6 +330,9 @@ class WorkspaceData:
         when = r["finished_at"] or r["started_at"] or ""
         detail = (f"{r['run_id']} (no live process; resume with train --resume)"
                   if state == "stopped" else f"{r['run_id']} {when}")
+        reason = _run_reason(r.get("summary_json"))
+        if reason and r["status"] in ("failed", "stopped"):  # why it ended, where people look
+            detail += f": {reason}"
         return RunStatus(state, detail, run_id=r["run_id"])
 
     # -- change detection -------------------------------------------------------------------
@@ -762,3 +765,13 @@ def _loads(text: str | None) -> dict[str, Any]:
     except (ValueError, RecursionError):
         return {}
     return value if isinstance(value, dict) else {}
+
+
+def _run_reason(summary_json: str | None) -> str:
+    """The failure or stop reason a run stored in its summary ("" if none)."""
+    try:
+        summary = json.loads(summary_json or "{}")
+    except ValueError:
+        return ""
+    reason = summary.get("reason") if isinstance(summary, dict) else None
+    return str(reason)[:200] if reason else ""

@@ -1,6 +1,6 @@
 """Two-stage diagnosis: classify each failure's cause, then build case packs (DESIGN §6.2).
 
-Stage 1 asks the evolver model, per failure, whether the cause is missing context, an
+Stage 1 asks the judge model (`judge_model`), per failure, whether the cause is missing context, an
 interface/tool ambiguity, a runtime fault, or a real skill gap. Stage 2 groups the failures:
 skill gaps into per-task-type skill packs (with contrasting successes), system-prompt and tool
 ambiguities into packs that accumulate for the epoch's slow update.
@@ -130,13 +130,58 @@ def diagnosis_prompt(template: str, failure: Failure) -> str:
         trajectory=render_trajectory(failure.steps))
 
 
-def parse_diagnosis(reply: str, question: Question) -> Diagnosis:
-    """Defensive: anything unparseable is a degraded diagnosis, never an exception."""
-    degraded = Diagnosis(question.question_id, question.unit_id, question.task_type, "unknown",
-                         "skill", "diagnosis reply did not parse", degraded=True)
+DIAGNOSIS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "category": {"type": "string", "enum": list(CATEGORIES)},
+        "target": {"type": "string", "maxLength": 64},
+        # bounded: a grammar-constrained small model otherwise runs on inside the string
+        "rationale": {"type": "string", "maxLength": 300},
+    },
+    "required": ["category", "target", "rationale"],
+}
+DIAGNOSIS_MAX_TOKENS = 400
+RAW_NOTE = "(diagnosis did not parse: raw failure)"
+
+
+_CUT_CATEGORY = re.compile(r'^\s*\{\s*"category"\s*:\s*"(\w+)"\s*,\s*"target"\s*:\s*"([^"\n]{1,64})"')
+SALVAGED = "salvaged: the reply was cut off after its category and target"
+
+
+def diagnosis_value(reply: str) -> tuple[dict[str, Any] | None, str]:
+    """(the diagnosis object, "") or (None, why it is unusable).
+
+    A reply that opens a valid object and names its category and target, then never closes
+    (a small model running on inside the rationale until max_tokens) is salvaged: returned
+    with the note `SALVAGED` as its second element, so callers record it as such."""
     obj = find_json_object(reply or "", ("category",))
-    if not isinstance(obj, dict) or obj.get("category") not in CATEGORIES:
-        return degraded
+    if not isinstance(obj, dict):
+        cut = _CUT_CATEGORY.match(reply or "")
+        if cut and cut.group(1) in CATEGORIES:
+            return {"category": cut.group(1), "target": cut.group(2),
+                    "rationale": "(cut off) " + reply[cut.end():].strip(' ,:"')[:200]}, SALVAGED
+        return None, "no JSON object in the reply" + _looks_like(reply or "")
+    category = obj.get("category")
+    if category not in CATEGORIES:
+        return None, f"'category' must be one of {', '.join(CATEGORIES)} (got {str(category)[:40]!r})"
+    return obj, ""
+
+
+def _looks_like(reply: str) -> str:
+    if not reply.strip():
+        return " (empty reply)"
+    if re.search(r"^\s*(def |import |print\(|for .+:|class )", reply, re.MULTILINE):
+        return " (it looks like code)"
+    return ""
+
+
+def parse_diagnosis(reply: str, question: Question, *, error: str = "") -> Diagnosis:
+    """Defensive: anything unparseable is a degraded diagnosis, never an exception."""
+    obj, why = diagnosis_value(reply)
+    if obj is None:
+        return Diagnosis(question.question_id, question.unit_id, question.task_type, "unknown",
+                         "skill", f"diagnosis reply did not parse: {error or why}"[:500],
+                         degraded=True)
     target = obj.get("target") if isinstance(obj.get("target"), str) else "skill"
     if target not in ("skill", "system") and not re.fullmatch(r"tool:[\w-]{1,64}", target):
         target = "skill"
@@ -145,33 +190,62 @@ def parse_diagnosis(reply: str, question: Question) -> Diagnosis:
                      obj["category"], target, rationale)
 
 
+@dataclass(frozen=True)
+class DiagnosisCall:
+    """What one diagnosis cost: its requests (see core.structured.Attempt)."""
+
+    question_id: str
+    attempts: tuple[dict[str, Any], ...]
+
+
 async def diagnose_failures(provider: LLMProvider, template: str, failures: Sequence[Failure],
-                            *, limiter=None) -> list[Diagnosis]:
-    """Stage 1, one evolver call per failure (concurrency bounded by the caller's limiter)."""
+                            *, limiter=None, ladder=None, role: str = "judge",
+                            calls: list[DiagnosisCall] | None = None) -> list[Diagnosis]:
+    """Stage 1, one judge call per failure (concurrency bounded by the caller's limiter).
+
+    Each call asks for a structured reply at `ladder`'s response format and gets one repair
+    request when its reply does not parse; its requests are appended to `calls`."""
+    import contextlib
+
     import anyio
+
+    from core.structured import structured_complete
 
     results: dict[int, Diagnosis] = {}
 
     async def one(i: int, failure: Failure) -> None:
         prompt = diagnosis_prompt(template, failure)
+        attempts: list = []
         try:
-            if limiter is not None:
-                async with limiter:
-                    reply = await provider.complete([{"role": "user", "content": prompt}],
-                                                    role="evolver")
-            else:
-                reply = await provider.complete([{"role": "user", "content": prompt}],
-                                                role="evolver")
-            results[i] = parse_diagnosis(reply.text, failure.question)
+            async with limiter if limiter is not None else contextlib.nullcontext():
+                result = await structured_complete(
+                    provider, [{"role": "user", "content": prompt}], parse=diagnosis_value,
+                    schema=DIAGNOSIS_SCHEMA, ladder=ladder, role=role,
+                    max_tokens=DIAGNOSIS_MAX_TOKENS, name="diagnosis")
+            attempts = result.attempts
+            results[i] = parse_diagnosis(result.text if result.ok else "", failure.question,
+                                         error=result.error)
         except Exception as e:  # a judge failure degrades this diagnosis only
             if type(e).__name__ == "BudgetExceeded":
                 raise
-            results[i] = parse_diagnosis("", failure.question)
+            attempts = list(getattr(e, "attempts", []))
+            results[i] = parse_diagnosis("", failure.question,
+                                         error=f"model call failed ({type(e).__name__})")
+        if calls is not None:
+            calls.append(DiagnosisCall(failure.question.question_id,
+                                       tuple(a.to_dict() for a in attempts)))
 
     async with anyio.create_task_group() as tg:
         for i, f in enumerate(failures):
             tg.start_soon(one, i, f)
     return [results[i] for i in range(len(failures))]
+
+
+def raw_diagnoses(diagnoses: Sequence[Diagnosis]) -> list[Diagnosis]:
+    """Degraded diagnoses treated as skill gaps, so their raw failures still reach the evolver
+    (used when too many diagnoses did not parse to trust the rest)."""
+    return [Diagnosis(d.question_id, d.unit_id, d.task_type, "skill_gap", "skill", RAW_NOTE,
+                      degraded=True) if d.degraded else d for d in diagnoses]
 
 
 def build_packs(diagnoses: Sequence[Diagnosis], failures: Sequence[Failure],

@@ -7,7 +7,7 @@ momentum block. Nothing the model says is executed.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from string import Template
 from typing import Any
 
@@ -37,6 +37,7 @@ class EvolutionRecord:
     parse_errors: tuple[str, ...] = ()
     source_version: str = ""
     request_summary: str = ""
+    attempts: tuple[dict[str, Any], ...] = ()  # core.structured.Attempt dicts
 
     @property
     def changed(self) -> bool:
@@ -66,6 +67,12 @@ def process_reply(reply: str, *, original: str, target_file: str, budget: int,
                   target_kind: str, task_type: str = "", source_version: str = "",
                   request_summary: str = "") -> EvolutionRecord:
     parsed = parse_edits(reply)
+    copied = placeholder_problems(parsed.edits)
+    if copied:  # never apply the prompt's own example text
+        bad = {i for i, e in enumerate(parsed.edits) if placeholder_problems([e])}
+        parsed = replace(parsed, edits=tuple(e for i, e in enumerate(parsed.edits)
+                                             if i not in bad),
+                         errors=(*parsed.errors, *copied))
     kept, clip = rank_clip(parsed.edits, budget)
     evolved, reports = apply_edits(original, kept, target_file)
     if not parsed.edits and parsed.errors:
@@ -80,22 +87,127 @@ def process_reply(reply: str, *, original: str, target_file: str, budget: int,
         request_summary=request_summary)
 
 
+# Free text the model writes: bounded (a grammar-constrained small model otherwise runs on
+# inside a string), one line, no quotes or angle brackets (the placeholders are `<...>`).
+NEW_TEXT = {"type": "string", "pattern": r'^[^<>"\\\n]{3,200}$'}
+
+
+def _edit_schema(op: str, required: tuple[str, ...], section: dict[str, Any],
+                 old: dict[str, Any]) -> dict[str, Any]:
+    props: dict[str, Any] = {"op": {"type": "string", "const": op}, "section": section}
+    for key in required:
+        props[key] = old if key == "old" else NEW_TEXT
+    if op == "add":
+        props["priority"] = {"type": "integer"}
+    props["rationale"] = {"type": "string", "maxLength": 200}
+    return {"type": "object", "properties": props, "required": ["op", "section", *required]}
+
+
+def edits_schema(original: str = "") -> dict[str, Any]:
+    """The reply's JSON schema, one shape per op so a grammar-constrained model cannot leave
+    out what its op needs. Given the file, `section` must be one of its section titles and
+    `old` one of its lines, as `apply_edits` requires anyway."""
+    sections = section_titles(original) if original else ()
+    lines = editable_lines(original)
+    section = ({"type": "string", "enum": list(sections)} if sections
+               else {"type": "string", "minLength": 1, "maxLength": 80})
+    old = {"type": "string", "enum": list(lines)} if lines else NEW_TEXT
+    shapes = [_edit_schema("add", ("content",), section, old)]
+    if lines or not original:
+        shapes += [_edit_schema("replace", ("old", "new"), section, old),
+                   _edit_schema("delete", ("old",), section, old)]
+    return {
+        "type": "object",
+        "properties": {
+            "edits": {"type": "array", "maxItems": 8, "items": {"anyOf": shapes}},
+            "suggestions": {"type": "array", "maxItems": 3,
+                            "items": {"type": "string", "maxLength": 200}},
+        },
+        "required": ["edits"],
+    }
+
+
+def editable_lines(text: str) -> tuple[str, ...]:
+    """The file's non-empty lines outside headings and the protected momentum block."""
+    from core.evolution.edits import MOMENTUM_END, MOMENTUM_START
+
+    out, inside = [], False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if MOMENTUM_START in stripped:
+            inside = True
+        if not inside and stripped and not stripped.startswith(("#", "<!--")):
+            out.append(stripped)
+        if MOMENTUM_END in stripped:
+            inside = False
+    return tuple(dict.fromkeys(out))[:60]
+
+
+EDITS_SCHEMA: dict[str, Any] = edits_schema()
+
+
+# The example values of prompts/evolve_*.md: a model that copies them proposes nothing.
+PLACEHOLDERS = ("<one rule>", "<title>", "<exact text>", "<exact line>", "<text>")
+
+
+def placeholder_problems(edits, sections: tuple[str, ...] = ()) -> list[str]:
+    """A message naming the edits that copy the prompt's example text (and the real sections);
+    empty when none do."""
+    bad = [i for i, e in enumerate(edits)
+           if any(ph in (getattr(e, k, "") or "") for k in ("section", "content", "old", "new")
+                  for ph in PLACEHOLDERS)]
+    if not bad:
+        return []
+    hint = f"; this file's sections: {', '.join(sections)}" if sections else ""
+    return [f"edit(s) {', '.join(map(str, bad))} copy the prompt's placeholder text "
+            f"({', '.join(PLACEHOLDERS)}) instead of real rules and section titles{hint}"]
+
+
+def section_titles(text: str) -> tuple[str, ...]:
+    import re
+
+    return tuple(dict.fromkeys(m.group(1).strip() for m in
+                               re.finditer(r"^#{2,6}\s+(.+)$", text, re.MULTILINE)))
+
+
+def edits_value(reply: str, sections: tuple[str, ...] = ()) -> tuple[Any, str]:
+    """(the parsed edits, "") when the reply holds usable edits or a deliberate empty list;
+    (None, the parse errors) otherwise: that reply earns a repair request."""
+    parsed = parse_edits(reply)
+    copied = placeholder_problems(parsed.edits, sections)
+    if copied and all(placeholder_problems([e]) for e in parsed.edits):
+        return None, "; ".join(copied)[:300]
+    if parsed.edits or not parsed.errors:
+        return parsed, ""
+    return None, "; ".join(parsed.errors)[:300]
+
+
 async def evolve(provider: LLMProvider, prompt: str, *, original: str, target_file: str,
                  budget: int, target_kind: str, task_type: str = "",
-                 source_version: str = "", request_summary: str = "") -> EvolutionRecord:
-    """One evolver call; provider failures become a record, never an exception."""
+                 source_version: str = "", request_summary: str = "",
+                 ladder=None) -> EvolutionRecord:
+    """One evolver call (plus one repair request if its reply does not parse); provider
+    failures become a record, never an exception. `ladder` picks the response format."""
+    from core.structured import structured_complete
+
     try:
-        reply = await provider.complete([{"role": "user", "content": prompt}], role="evolver")
+        result = await structured_complete(
+            provider, [{"role": "user", "content": prompt}],
+            parse=lambda text: edits_value(text, section_titles(original)),
+            schema=edits_schema(original), ladder=ladder, role="evolver", name="edits")
     except Exception as e:
         if type(e).__name__ == "BudgetExceeded":
             raise
+        attempts = tuple(a.to_dict() for a in getattr(e, "attempts", []))
         return EvolutionRecord(status="provider_error", target_kind=target_kind,
                                target_file=target_file, original=original, evolved=original,
                                task_type=task_type, parse_errors=(f"{type(e).__name__}",),
-                               source_version=source_version, request_summary=request_summary)
-    return process_reply(reply.text, original=original, target_file=target_file, budget=budget,
-                         target_kind=target_kind, task_type=task_type,
-                         source_version=source_version, request_summary=request_summary)
+                               source_version=source_version, request_summary=request_summary,
+                               attempts=attempts)
+    record = process_reply(result.text, original=original, target_file=target_file,
+                           budget=budget, target_kind=target_kind, task_type=task_type,
+                           source_version=source_version, request_summary=request_summary)
+    return replace(record, attempts=tuple(a.to_dict() for a in result.attempts))
 
 
 def momentum_guidance(reply: str, max_lines: int = 8, max_chars: int = 800) -> str | None:

@@ -148,11 +148,16 @@ async def test_miss_then_hit(cache: ResponseCache) -> None:
         "latency_s": 0.4,
         "status": "ok",
         "cache_hit": 0,
+        "attempts": 1,
+        "retries": 0,
+        "timeouts": 0,
+        "response_format": None,
     }
     assert recorder.rows[1] | {"cost_usd": None} == recorder.rows[0] | {
         "cost_usd": None,
         "latency_s": 0.0,
         "cache_hit": 1,
+        "attempts": 0,  # served from the cache: no request was made
     }
     assert recorder.rows[1]["cost_usd"] == 0.0
 

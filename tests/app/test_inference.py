@@ -113,7 +113,8 @@ def test_final_answer() -> None:
     assert "- r1" in system["content"] and "[q1] What is it?" in user["content"]
     assert [s["type"] for s in p.steps] == ["model", "verdict"]
     assert p.steps[-1] == {"type": "verdict", "prediction": "42", "answer": "42",
-                           "correct": True, "checker": "exact", "stop_reason": "final"}
+                           "correct": True, "checker": "exact", "stop_reason": "final",
+                           "answer_source": "answer_line"}
 
 
 def test_wrong_final_answer_is_final_but_not_correct() -> None:

@@ -270,3 +270,27 @@ def test_reader_polls_while_writer_process_inserts_100k_rows(tmp_path: Path) -> 
     assert counts == sorted(counts), "a reader saw the row count go down"
     growth = sorted(set(counts))
     assert len([c for c in growth if 0 < c < total]) >= 3, f"reader saw too few steps: {growth}"
+
+
+def test_schema_2_log_gains_the_model_io_columns_in_migration_3(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE _migrations (version INTEGER PRIMARY KEY, description TEXT, "
+                 "applied_at TEXT)")
+    for version, (description, statements) in enumerate(MIGRATIONS[:2], start=1):
+        for sql in statements:
+            conn.execute(sql)
+        conn.execute("INSERT INTO _migrations VALUES (?, ?, 'then')", (version, description))
+    conn.execute("INSERT INTO llm_calls (run_id, role, status) VALUES ('r', 'agent', 'ok')")
+    conn.commit()
+    conn.close()
+    with HarnessLog(path) as log:
+        assert log.schema_version() == 3 == SCHEMA_VERSION
+        calls = {r["name"] for r in log.query("PRAGMA table_info(llm_calls)")}
+        assert {"attempts", "retries", "timeouts", "response_format"} <= calls
+        assert "answer_source" in {r["name"] for r in log.query("PRAGMA table_info(predictions)")}
+        assert "reply_attempts" in RUN_TABLES
+        assert log.query("SELECT role, attempts FROM llm_calls") == [{"role": "agent",
+                                                                      "attempts": None}]

@@ -3,6 +3,7 @@ released, and the `--resume` hint only when there is a checkpoint to resume from
 
 from __future__ import annotations
 
+import json
 import signal
 import sqlite3
 import subprocess
@@ -58,7 +59,9 @@ def test_stop_signal_mid_run_marks_the_run_stopped_and_resume_finishes(ws, tmp_p
     assert "Traceback" not in err
     last = err.strip().splitlines()[-1]
     assert last.startswith(f"stopped by {reason}") and "--resume" in last, err
-    assert train_status(ws) == ("stopped", f'{{"stop_reason": "{reason}"}}')
+    status, summary = train_status(ws)
+    assert (status, json.loads(summary)) == ("stopped", {"stop_reason": reason,
+                                                         "reason": f"stopped by {reason}"})
     assert not (ws / "train.lock").exists(), "train.lock left behind"
     assert holder(ws) is None, "writer lock not released"
     assert main(["train", "-w", str(ws), "--resume", *ARGS]) == 0

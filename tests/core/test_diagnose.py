@@ -156,7 +156,8 @@ class Replies:
         self.replies, self.prompts = replies, []
 
     async def complete(self, messages, **kwargs) -> LLMResponse:
-        assert kwargs.get("role") == "evolver" and len(messages) == 1
+        # diagnoses are the judge's; a reply that does not parse gets one repair request
+        assert kwargs.get("role") == "judge" and len(messages) in (1, 3)
         prompt = messages[0]["content"]
         self.prompts.append(prompt)
         item = next(v for k, v in self.replies.items() if k in prompt)
@@ -176,7 +177,10 @@ def test_diagnose_failures_keeps_order_and_degrades_only_the_broken_call() -> No
     assert [d.question_id for d in diagnoses] == [x.question_id for x in qs]
     assert [d.degraded for d in diagnoses] == [False, True, True, False, False]
     assert diagnoses[4].target == "tool:read_context"
-    assert len(provider.prompts) == 5
+    # q2's junk reply earned exactly one repair request (6 requests in all)
+    assert len(provider.prompts) == 6
+    assert sum("q2?" in p for p in provider.prompts) == 2
+    assert "did not parse: no JSON object" in diagnoses[2].rationale
 
 
 def test_budget_exceeded_is_not_degraded_away() -> None:

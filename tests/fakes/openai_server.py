@@ -1,6 +1,9 @@
 """A scripted fake OpenAI-compatible chat server (stdlib only, bound to 127.0.0.1).
 
 Each request's behaviour comes from, in order:
+0. a response format listed in `server.reject_formats` gets HTTP 500 with the validation
+   message llama-cpp-python's server sends for it; then `server.responder(body)`, a callable
+   that may return a Reply (None: go on) — for whole runs that need replies by prompt;
 1. the server's FIFO `script` (`server.push(Reply.status(429), Reply.text("hi"))`) — for
    sequential tests in the same process;
 2. a marker in the last user message, `[[fake:429,429,ok]]` — the n-th time the server sees
@@ -10,7 +13,9 @@ Each request's behaviour comes from, in order:
 
 Marker tokens: `ok`, `text=<words>`, `tool=<name>`, `badargs` (tool call whose arguments are
 not JSON), `401` (echoes the Authorization header back, like a careless server), any other
-status code, `slow=<seconds>`, `malformed` (200 with a truncated JSON body).
+status code, `slow=<seconds>`, `malformed` (200 with a truncated JSON body), `drip=<seconds>`
+(headers at once, then the body a few bytes at a time over that long), `429ra=<seconds>` (429
+with that Retry-After).
 
 Run standalone (used by benches so the server's CPU is not charged to the client):
 `python -m tests.fakes.openai_server` prints `PORT <n>` and serves until stdin closes.
@@ -39,13 +44,15 @@ _MARKER = re.compile(r"\[\[fake:([^\]]*)\]\]")
 
 @dataclass(frozen=True)
 class Reply:
-    kind: str = "text"  # text | tool | status | slow | malformed
+    kind: str = "text"  # text | tool | status | slow | malformed | drip
     text: str = "ok"
     status: int = 200
     delay_s: float = 0.0
     tool_name: str = ""
     tool_args: str = "{}"
     echo_auth: bool = False  # error body repeats the Authorization header (leak tests)
+    retry_after: str = "0"  # the Retry-After header of a 429
+    message: str = ""  # an error's message (default: "fake error <status>")
 
     @classmethod
     def ok(cls, text: str = "ok") -> Reply:
@@ -69,6 +76,14 @@ class Reply:
     def malformed(cls) -> Reply:
         return cls("malformed")
 
+    @classmethod
+    def drip(cls, seconds: float, text: str = "dripped") -> Reply:
+        return cls("drip", text=text, delay_s=seconds)
+
+    @classmethod
+    def rate_limited(cls, retry_after_s: float) -> Reply:
+        return cls("status", status=429, retry_after=f"{retry_after_s:g}")
+
 
 def parse_token(token: str) -> Reply:
     """One marker token -> Reply (see module docstring)."""
@@ -85,6 +100,10 @@ def parse_token(token: str) -> Reply:
         return Reply.slow(float(arg or 5))
     if name == "malformed":
         return Reply.malformed()
+    if name == "drip":
+        return Reply.drip(float(arg or 5))
+    if name == "429ra":
+        return Reply.rate_limited(float(arg or 1))
     if name.isdigit():
         return Reply.error(int(name))
     raise ValueError(f"unknown fake marker token {token!r}")
@@ -123,7 +142,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _play(self, reply: Reply, body: dict[str, Any]) -> None:
         if reply.kind == "status":
-            self._send(reply.status, self._error_body(reply))
+            self._send(reply.status, self._error_body(reply), retry_after=reply.retry_after)
+        elif reply.kind == "drip":
+            self._drip(json.dumps(_completion(reply, body)).encode(), reply.delay_s)
         elif reply.kind == "malformed":
             self._send_raw(200, b'{"id": "chatcmpl-x", "choices": [{"message": ')
         else:
@@ -133,7 +154,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _error_body(self, reply: Reply) -> dict[str, Any]:
         status = reply.status
-        message = f"fake error {status}"
+        message = reply.message or f"fake error {status}"
         if reply.echo_auth:  # a careless server that echoes the credential back
             message += f"; key provided: {self.headers.get('Authorization', '')}"
         kind = {401: "invalid_request_error", 429: "rate_limit_exceeded"}.get(
@@ -141,17 +162,31 @@ class _Handler(BaseHTTPRequestHandler):
         )
         return {"error": {"message": message, "type": kind, "code": str(status)}}
 
-    def _send(self, status: int, payload: dict[str, Any]) -> None:
-        self._send_raw(status, json.dumps(payload).encode())
+    def _send(self, status: int, payload: dict[str, Any], retry_after: str = "0") -> None:
+        self._send_raw(status, json.dumps(payload).encode(), retry_after)
 
-    def _send_raw(self, status: int, data: bytes) -> None:
+    def _send_raw(self, status: int, data: bytes, retry_after: str = "0") -> None:
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         if status == 429:
-            self.send_header("Retry-After", "0")
+            self.send_header("Retry-After", retry_after)
         self.end_headers()
         self.wfile.write(data)
+
+    def _drip(self, data: bytes, seconds: float) -> None:
+        """A server that streams its answer slowly: headers now, bytes over `seconds`."""
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.flush()
+        chunks = [data[i:i + 16] for i in range(0, len(data), 16)]
+        for chunk in chunks:
+            if self.server.fake.stopping.wait(seconds / len(chunks)):
+                return
+            self.wfile.write(chunk)
+            self.wfile.flush()
 
 
 def _completion(reply: Reply, body: dict[str, Any]) -> dict[str, Any]:
@@ -199,6 +234,8 @@ class FakeOpenAI:
         self._seen: dict[str, int] = {}
         self.script: deque[Reply] = deque()
         self.requests: list[dict[str, Any]] = []
+        self.responder: Any = None  # Callable[[dict], Reply | None]
+        self.reject_formats: set[str] = set()
         self.stopping = threading.Event()
 
     @property
@@ -220,6 +257,16 @@ class FakeOpenAI:
     def next_reply(self, body: dict[str, Any]) -> Reply:
         with self._lock:
             self.requests.append(body)
+            fmt = body.get("response_format") or {}
+            if fmt.get("type") in self.reject_formats:
+                return Reply("status", status=500, message=(
+                    f"[{{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+                    f"'msg': \"Input should be 'text' or 'json_object'\", "
+                    f"'input': '{fmt.get('type')}'}}]"))
+            if self.responder is not None:
+                found = self.responder(body)
+                if found is not None:
+                    return found
             if self.script:
                 return self.script.popleft()
             return self._marker_reply(body)

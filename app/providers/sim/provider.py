@@ -53,7 +53,7 @@ class SimProvider:
 
     async def complete(self, messages, *, tools: list[ToolSpec] | None = None,
                        temperature: float = 0.0, max_tokens: int = 1024, seed: int = 0,
-                       role: str = "agent") -> LLMResponse:
+                       role: str = "agent", response_format=None) -> LLMResponse:
         request_key = _request_key(messages, tools, temperature, seed)
         await self._maybe_sleep(request_key)
         fault = self._maybe_fault(request_key)

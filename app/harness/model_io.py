@@ -1,0 +1,149 @@
+"""How the harness talks to each model: response formats, reply attempts, tool-mode checks.
+
+The response format used for structured replies (diagnoses, edits) starts at what litellm says
+the model supports (`structured_output = "auto"`) or at the configured level. When a server
+rejects a level, the ladder moves one level down; the level that works is remembered per model
+in the workspace (`model_io.json`, written atomically) so later runs start there, and the
+change is logged. Simulated models (`sim/*`) use no response format.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from loguru import logger
+
+from app.harness.atomic import read_json, write_json_atomic
+from app.harness.workspace import now_iso
+from core.structured import LEVELS, FormatLadder
+
+MODEL_IO_FILE = "model_io.json"
+ROLE_KEYS = {"agent": "agent_model", "evolver": "evolver_model", "judge": "judge_model"}
+
+
+def detect_level(model: str, api_base: str | None) -> str:
+    """The strongest response format litellm says `model` takes (no network)."""
+    from app.providers.litellm_provider import load_litellm
+
+    litellm = load_litellm()
+    try:
+        _, provider, _, _ = litellm.get_llm_provider(model, api_base=api_base)
+    except Exception:
+        return "prompt"
+    try:
+        if litellm.supports_response_schema(model=model, custom_llm_provider=provider):
+            return "json_schema"
+    except Exception:
+        pass
+    try:
+        params = litellm.get_supported_openai_params(model=model, custom_llm_provider=provider)
+    except Exception:
+        params = None
+    if params and "response_format" in params:
+        # A local OpenAI-compatible server (llama-cpp-python and kin) takes a schema inside
+        # JSON mode; a hosted API that does not is moved down a level on its first rejection.
+        return "json_object_schema" if api_base else "json_object"
+    return "prompt"
+
+
+def supports_tools(model: str) -> bool | None:
+    """Whether litellm lists `model` as able to call functions (None: cannot tell)."""
+    from app.providers.litellm_provider import load_litellm
+
+    litellm = load_litellm()
+    try:
+        return bool(litellm.supports_function_calling(model=model))
+    except Exception:
+        return None
+
+
+class ModelIO:
+    """Per-workspace response-format ladders, one per model."""
+
+    def __init__(self, root: Path, config) -> None:
+        self.path = Path(root) / MODEL_IO_FILE
+        self.config = config
+        self._ladders: dict[str, FormatLadder] = {}
+        self._state: dict[str, Any] = self._read()
+
+    def _read(self) -> dict[str, Any]:
+        if not self.path.exists():
+            return {"formats": {}}
+        try:
+            data = read_json(self.path)
+        except Exception as exc:  # only a memo: a bad file costs a re-detection, never the run
+            logger.warning("{}: unreadable ({}); response formats are detected again",
+                           self.path, type(exc).__name__)
+            return {"formats": {}}
+        if not isinstance(data, dict) or not isinstance(data.get("formats"), dict):
+            return {"formats": {}}
+        return data
+
+    def ladder(self, role: str) -> FormatLadder | None:
+        model = self.config.models[role]
+        if model.startswith("sim/"):
+            return None
+        if model not in self._ladders:
+            self._ladders[model] = FormatLadder(model, self._initial_level(model),
+                                                on_change=self._changed)
+        return self._ladders[model]
+
+    def _initial_level(self, model: str) -> str:
+        if self.config.structured_output != "auto":
+            return self.config.structured_output
+        saved = self._state["formats"].get(model, {})
+        if saved.get("level") in LEVELS and saved.get("api_base") == self.config.api_base:
+            return saved["level"]
+        level = detect_level(model, self.config.api_base)
+        self._remember(model, level, "detected from litellm's model information")
+        return level
+
+    def _changed(self, model: str, level: str, reason: str) -> None:
+        logger.warning("model {} rejected a response format; using '{}' from now on (remembered "
+                       "in {}; set structured_output to choose one): {}", model, level,
+                       self.path.name, reason[:200])
+        self._remember(model, level, reason)
+
+    def _remember(self, model: str, level: str, reason: str) -> None:
+        entry = self._state["formats"].setdefault(model, {})
+        history = entry.get("history", [])[-9:]
+        history.append({"level": level, "reason": reason[:300], "at": now_iso()})
+        entry.update(level=level, api_base=self.config.api_base, history=history,
+                     updated_at=now_iso())
+        try:
+            write_json_atomic(self.path, self._state)
+        except OSError as exc:
+            logger.warning("{}: could not save the response format ({})", self.path, exc)
+
+
+def tool_mode_warning(config) -> str | None:
+    """A warning when `skill_mode = "tool"` meets an agent model litellm says cannot call
+    functions (before any work starts)."""
+    model = config.agent_model
+    if config.skill_mode != "tool" or model.startswith("sim/"):
+        return None
+    if supports_tools(model):
+        return None
+    return (f"skill_mode = 'tool' but litellm does not list agent_model {model} as able to "
+            "call functions: the agent may never call read_skill and so never see its skill "
+            "file; consider skill_mode = 'inline'")
+
+
+def record_attempts(log, run_id: str, purpose: str,
+                    calls: list[tuple[str, tuple[dict[str, Any], ...]]]) -> None:
+    """One `reply_attempts` row per request of each structured call (one transaction)."""
+    at = now_iso()
+    rows = [{"run_id": run_id, "purpose": purpose, "subject": subject,
+             "attempt": a.get("attempt"), "response_format": a.get("response_format"),
+             "status": a.get("status"), "error": a.get("error", ""),
+             "reply": a.get("reply", ""), "at": at}
+            for subject, attempts in calls for a in attempts]
+    log.insert_rows("reply_attempts", rows)
+
+
+def no_tool_calls(log, run_id: str) -> bool:
+    """True when no prediction of the run called any tool."""
+    row = log.conn.execute("SELECT COUNT(*) FROM predictions WHERE run_id = ? AND "
+                           "steps_json LIKE '%\"type\": \"tool\"%'", (run_id,)).fetchone()
+    return row[0] == 0

