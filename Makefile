@@ -25,7 +25,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
 bench: $(STAMP)
-	$(VENV)/bin/python bench/run_all.py
+	$(VENV)/bin/python bench/run_all.py --timeout 1200
 
 # Not in CI: builds llama-cpp-python into .venv-real (about 25 min on 2 cores, once), then
 # trains on SmolLM2-135M served on 127.0.0.1 and prints RESULT lines (bench/real_model.py).

@@ -76,11 +76,13 @@ class Counting:
         return await self.inner.complete(messages, **kwargs)
 
 
-def load_inputs() -> tuple[list[Question], AgentPrompts]:
+def load_inputs(tmp: Path) -> tuple[list[Question], AgentPrompts]:
+    """The benchmark and the seed's v1 versions, read as training reads them: from a workspace
+    (a version's files are checked against its _meta.json, which a store seed does not have)."""
     bench = load_benchmark(benchmark_dir(STORE_DIR, BENCHMARK))
-    seed = seed_dir(STORE_DIR, SEED)
-    load_seed(seed)  # validates the seed folder
-    prompts = AgentPrompts.load(seed / "skills", seed / "prompts", "inline")
+    paths = init_workspace(tmp / "inputs-ws", load_seed(seed_dir(STORE_DIR, SEED)),
+                           benchmark_dir(STORE_DIR, BENCHMARK))
+    prompts = AgentPrompts.load(paths.skills_dir, paths.prompts_dir, "inline")
     return list(bench.questions), prompts
 
 
@@ -228,9 +230,9 @@ async def main(reps: int, seconds: float, samples: int) -> None:
     logger.remove()  # Session adds its own workspace-file sink; keep the console quiet
     print(f"machine: {load_note()} at start; wall-clock figures shrink when other processes "
           "compete for the CPU, the per-CPU-second figures much less")
-    base, prompts = load_inputs()
     with tempfile.TemporaryDirectory(prefix="bench-infer-") as tmp_name:
         tmp = Path(tmp_name)
+        base, prompts = load_inputs(tmp)
         efficiency = await part_latency(tmp, base, prompts, reps, seconds)
         print(f"part 2: Session.infer, no latency, fresh workspace, {samples} samples x "
               f"{len(base)} questions")

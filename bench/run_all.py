@@ -10,8 +10,12 @@ and the table is built from those lines only; a benchmark that prints none gets 
 "see output". RESULTS.md holds the table (benchmark, figure, target, met?, machine, date), the
 machine and commit, and each benchmark's raw output in a details section.
 
-    .venv/bin/python bench/run_all.py [--only log_write demo_cost] [--skip gate_efficiency]
+    .venv/bin/python bench/run_all.py [--only log_write demo_cost] [--skip tui_load]
                                       [--timeout 600] [--output bench/RESULTS.md]
+                                      [--keep-others]
+
+`--keep-others` re-runs some benchmarks and keeps the others' rows and output, with their
+own dates, from the existing file.
 """
 
 from __future__ import annotations
@@ -136,7 +140,37 @@ def cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def render(outcomes: list[Outcome], info: dict[str, str], skipped: list[str]) -> str:
+@dataclass
+class Kept:
+    """A benchmark not run this time whose rows and raw output come from the previous file."""
+
+    rows: list[str] = field(default_factory=list)
+    details: list[str] = field(default_factory=list)
+
+
+def read_kept(path: Path, names: list[str]) -> dict[str, Kept]:
+    """The table rows and raw-output sections of `names` in an earlier RESULTS.md."""
+    if not path.exists():
+        return {}
+    kept: dict[str, Kept] = {}
+    current: str | None = None
+    for line in path.read_text(encoding="utf-8").splitlines():
+        cells = line.split(" | ")
+        if current is None and line.startswith("| ") and cells[0][2:] in names:
+            kept.setdefault(cells[0][2:], Kept()).rows.append(line)
+        elif m := re.match(r"<details><summary>([^:]+):", line):
+            current = m.group(1) if m.group(1) in names else None
+        if current is not None:
+            kept.setdefault(current, Kept()).details.append(line)
+            if line == "</details>":
+                kept[current].details.append("")
+                current = None
+    return kept
+
+
+def render(outcomes: list[Outcome], info: dict[str, str], skipped: list[str],
+           kept: dict[str, Kept] | None = None) -> str:
+    kept = kept or {}
     short = f"{info['nproc']} CPU, {info['ram']}, Python {info['python']}"
     lines = [
         "# Benchmark results",
@@ -150,12 +184,20 @@ def render(outcomes: list[Outcome], info: dict[str, str], skipped: list[str]) ->
         f"- load average at start (1 / 5 / 15 min): {info['load']}",
         f"- commit: {info['commit']}",
         f"- run: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}"
-        + (f"; not run this time: {', '.join(skipped)}" if skipped else ""),
+        + (f"; kept from the previous run (dates in their rows): {', '.join(sorted(kept))}"
+           if kept else "")
+        + (f"; not run this time: {', '.join(n for n in skipped if n not in kept)}"
+           if [n for n in skipped if n not in kept] else ""),
         "",
         "| benchmark | figure | value | target | met? | machine | date |",
         "|---|---|---|---|---|---|---|",
     ]
-    for o in outcomes:
+    by_name = {o.name: o for o in outcomes}
+    for name in sorted({*by_name, *kept}):
+        if name in kept:
+            lines += kept[name].rows
+            continue
+        o = by_name[name]
         if o.status != "ok":
             lines.append(f"| {o.name} | (run {cell(o.status)}) | see output | — | **no** | "
                          f"{short} | {o.date} |")
@@ -165,7 +207,11 @@ def render(outcomes: list[Outcome], info: dict[str, str], skipped: list[str]) ->
         if o.status == "ok" and not o.figures:
             lines.append(f"| {o.name} | see output | — | — | — | {short} | {o.date} |")
     lines += ["", "## Raw output", ""]
-    for o in outcomes:
+    for name in sorted({*by_name, *kept}):
+        if name in kept:
+            lines += kept[name].details
+            continue
+        o = by_name[name]
         lines += [f"<details><summary>{o.name}: {o.status}, {o.seconds:.0f} s</summary>", "",
                   "```text", o.output.rstrip().replace("```", "'''"), "```", "", "</details>", ""]
     return "\n".join(lines)
@@ -178,6 +224,9 @@ def main() -> int:
                         help="do not run these benchmarks")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per benchmark")
     parser.add_argument("--output", type=Path, default=BENCH / "RESULTS.md")
+    parser.add_argument("--keep-others", action="store_true",
+                        help="keep the rows and output of benchmarks not run this time from the "
+                             "existing output file (with --only or --skip)")
     args = parser.parse_args()
 
     available = discover()
@@ -198,7 +247,8 @@ def main() -> int:
         for f in o.figures:
             print(f"   {f.name} = {f.value} {f.unit}  target {f.target_text}  met {f.met}",
                   flush=True)
-    args.output.write_text(render(outcomes, info, skipped), encoding="utf-8")
+    kept = read_kept(args.output, skipped) if args.keep_others else {}
+    args.output.write_text(render(outcomes, info, skipped, kept), encoding="utf-8")
     print(f"wrote {args.output}")
     return 0 if all(o.status == "ok" for o in outcomes) else 1
 
