@@ -1,0 +1,104 @@
+"""skill_mode = "progressive": catalog in the system prompt, read_skill by name, activation."""
+
+from __future__ import annotations
+
+import json
+
+import anyio
+import pytest
+
+from app.harness.activation import Activation, from_steps, summarise
+from app.harness.agent_prompts import CATALOG_HEADING, AgentPrompts, ToolArgumentError
+from app.harness.agent_skills import SIDECAR, write_sidecar
+from app.harness.inference import AgentSettings, answer_question
+from app.providers.sim.agent import choose_skill
+from app.providers.sim.provider import SimProvider
+from app.providers.sim.world import build_world
+from core.types import Question
+
+BODY = "# Ledger cases\n\n## Rules\n- {rule}\n"
+
+
+def prompts(descriptions: dict[str, str], mode: str = "progressive", rule: str = "x") -> AgentPrompts:
+    skills = {f"{t}.md": BODY.format(rule=rule) for t in descriptions}
+    skills[SIDECAR] = write_sidecar({f"{t}.md": {"name": t, "description": d}
+                                     for t, d in descriptions.items()})
+    return AgentPrompts(system="# Agent\n", tool_docs={"read_skill": "by task type"},
+                        skills=skills, user_template="<question>\n$question\n</question>",
+                        skill_mode=mode, skills_version="v1", prompts_version="v1")
+
+
+def question(task_type: str = "ledger") -> Question:
+    world = build_world()
+    case = next(c for c in world.cases.values() if c.task_type == task_type
+                and not c.needs_context)
+    return Question(question_id=case.question_id, task_type=task_type, question=case.question,
+                    answer=case.answer, unit_id=case.unit_id, family=case.family,
+                    checker=case.checker, checker_args=case.checker_args)
+
+
+def test_catalog_lists_names_and_descriptions_not_bodies():
+    p = prompts({"ledger": "Use for ledger totals.", "units": "Use for units."}, rule="SECRET")
+    system = p.opening_messages(question())[0]["content"]
+    assert CATALOG_HEADING in system
+    assert "- ledger: Use for ledger totals." in system and "- units: Use for units." in system
+    assert "SECRET" not in system
+    tool = p.tools_for(question())[0]
+    assert tool.name == "read_skill" and tool.parameters["required"] == ["name"]
+    assert "SECRET" in p.dispatch("read_skill", {"name": "units"}, question())
+    with pytest.raises(ToolArgumentError, match="no skill named"):
+        p.dispatch("read_skill", {"name": "nope"}, question())
+    with pytest.raises(ToolArgumentError, match="missing argument 'name'"):
+        p.dispatch("read_skill", {"task_type": "ledger"}, question())
+
+
+def test_sim_agent_opens_a_skill_only_when_its_description_names_the_cues():
+    q = question("ledger").question
+    assert choose_skill((("a", "Guidance for client files."),), q) is None
+    assert choose_skill((("a", "Guidance for client files."), ("b", "Ledger totals.")), q) == "b"
+    # the most cues wins; a tie goes to the first listed
+    assert choose_skill((("u", "units and ledger"), ("l", "ledger: the total")), q) == "l"
+    assert choose_skill((("u", "units and ledger"), ("l", "ledger things")), q) == "u"
+
+
+def run(p: AgentPrompts, q: Question):
+    async def go():
+        return await answer_question(SimProvider(), p, q, AgentSettings())
+    return anyio.run(go)
+
+
+def test_rollouts_record_which_skill_they_opened():
+    q = question("ledger")
+    vague = run(prompts({"ledger": "Guidance for client files.", "units": "Guidance."}), q)
+    verdict = vague.steps[-1]
+    assert verdict["skills_opened"] == [] and verdict["skill_expected"] == "ledger.md"
+    assert not any(s["type"] == "tool" for s in vague.steps)
+    good = run(prompts({"ledger": "Use for ledger cases asking for a total.",
+                        "units": "Use for units."}), q)
+    assert good.steps[-1]["skills_opened"] == ["ledger.md"]
+    stolen = run(prompts({"ledger": "Guidance.", "units": "Use for units and ledger totals."}),
+                 q)
+    assert stolen.steps[-1]["skills_opened"] == ["units.md"]
+    a = from_steps("ledger", json.dumps(stolen.steps))
+    assert a == Activation("ledger", "ledger.md", ("units.md",))
+
+
+def test_inline_mode_records_no_activation_and_is_unchanged():
+    p = prompts({"ledger": "Use for ledger totals."}, mode="inline")
+    pred = run(p, question("ledger"))
+    assert "skills_opened" not in pred.steps[-1]
+    assert CATALOG_HEADING not in p.opening_messages(question())[0]["content"]
+
+
+def test_recall_and_precision_per_task_type():
+    records = [Activation("ledger", "ledger.md", ("ledger.md",)),
+               Activation("ledger", "ledger.md", ()),
+               Activation("units", "units.md", ("ledger.md",)),
+               Activation("units", "units.md", ("units.md",))]
+    s = summarise(records)
+    assert s["ledger"]["recall"] == 0.5 and s["ledger"]["precision"] == 0.5
+    assert s["units"]["recall"] == 0.5 and s["units"]["precision"] == 1.0
+    assert s["ledger"]["opened_none"] == 1 and s["units"]["opened_wrong"] == 1
+    assert s["*"]["recall"] == 0.5 and s["*"]["precision"] == 2 / 3
+    assert from_steps("ledger", "not json") is None
+    assert from_steps("ledger", json.dumps([{"type": "verdict"}])) is None
