@@ -52,6 +52,11 @@ async def run_slow_update(ctx: TrainContext, state: TrainState, epoch: int) -> N
     consider_best(ctx, state, r, r_prompts, epoch, prefix + "val")
     # 6. momentum for task types changed this epoch
     await run_slow_momentum(ctx, state, epoch, prefix)
+    # 6b. skill descriptions from R's activation failures (progressive mode only)
+    if ctx.config.skill_mode == "progressive":
+        from app.harness.descriptions import evolve_descriptions
+
+        await evolve_descriptions(ctx, state, epoch, prefix, prefix + "val")
     # 7. system and tool prompt evolution from the epoch's packs
     before_prompts = session.paths.prompts_version
     changed = await evolve_prompts(ctx, state, epoch, prefix) if ctx.config.evolve_prompts \

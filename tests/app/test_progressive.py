@@ -102,3 +102,56 @@ def test_recall_and_precision_per_task_type():
     assert s["*"]["recall"] == 0.5 and s["*"]["precision"] == 2 / 3
     assert from_steps("ledger", "not json") is None
     assert from_steps("ledger", json.dumps([{"type": "verdict"}])) is None
+
+
+def test_parse_description_is_defensive():
+    from app.harness.descriptions import parse_description
+
+    assert parse_description('{"description": "Use for ledger\\n totals."}') == \
+        ("Use for ledger totals.", "")
+    assert parse_description('prose {"description": "x\\u001b[31m y"} more')[0] == "x[31m y"
+    assert parse_description("no json")[0] is None
+    assert parse_description('{"description": 3}')[0] is None
+    assert parse_description('{"description": "   "}')[0] is None
+    too_long = parse_description(json.dumps({"description": "x" * 1025}))
+    assert too_long[0] is None and "max 1024" in too_long[1]
+
+
+def test_training_descriptions_raises_activation_and_versions_show_the_diff(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    from app.cli import main
+    from app.harness.agent_skills import MAX_DESCRIPTION, read_sidecar
+    from app.harness.workspace import list_versions, read_meta, read_version_files
+    from app.report import workspace_summary
+
+    root = Path(__file__).resolve().parents[2]
+    store = tmp_path / "store"
+    shutil.copytree(root / "store", store)
+    ws = tmp_path / "ws"
+    assert main(["init", str(ws), "--skills-from",
+                 str(root / "examples" / "agent-skills" / "sim-vague"), "--seed", "vague",
+                 "--questions", "sim-basic", "--store", str(store)]) == 0
+    assert main(["train", "-w", str(ws), "--config", str(root / "app" / "demo.toml"),
+                 "--set", 'skill_mode="progressive"', "--set", "epochs=2", "--no-progress",
+                 "--store", str(store)]) == 0
+    versions = list_versions(ws, "skills")
+    described = [v for v in versions
+                 if read_meta(ws, "skills", v)["source"] == "slow_update:description"]
+    assert described, "no description was accepted"
+    v = described[0]
+    parent = read_meta(ws, "skills", v)["parent"]
+    before, after = (read_version_files(ws / "skills" / x) for x in (parent, v))
+    changed = [f for f in after if after[f] != before.get(f)]
+    assert changed == ["_skills.json"]  # a description change touches no body
+    old, new = read_sidecar(before), read_sidecar(after)
+    diff = [f for f in new if new[f]["description"] != old[f]["description"]]
+    assert len(diff) == 1 and 0 < len(new[diff[0]]["description"]) <= MAX_DESCRIPTION
+    activation = workspace_summary(ws)["activation"]
+    assert activation["first"]["per_task_type"]["*"]["recall"] == 0.0
+    assert activation["last"]["per_task_type"]["*"]["recall"] >= 0.5
+    steps = sorted((ws / "reports" / "steps").glob("e2_s*_ledger.json"))
+    assert json.loads(steps[0].read_text())["activation"]["recall"] > 0
+    records = json.loads((ws / "reports" / "epochs" / "e1_descriptions.json").read_text())
+    assert {r["action"] for r in records["records"]} <= {"accept", "reject", "no_proposal"}
