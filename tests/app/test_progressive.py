@@ -155,3 +155,21 @@ def test_training_descriptions_raises_activation_and_versions_show_the_diff(tmp_
     assert json.loads(steps[0].read_text())["activation"]["recall"] > 0
     records = json.loads((ws / "reports" / "epochs" / "e1_descriptions.json").read_text())
     assert {r["action"] for r in records["records"]} <= {"accept", "reject", "no_proposal"}
+
+
+def test_tui_step_summary_shows_activation():
+    from rich.console import Console
+
+    from app.tui.widgets.step_detail import step_summary
+
+    row = {"epoch": 1, "step": 0, "task_type": "ledger", "action": "reject"}
+    report = {"activation": {"recall": 0.5, "precision": None, "n": 4, "opened_none": 2,
+                             "opened_wrong": 0, "skill": "ledger.md"}}
+    console = Console(width=200, record=True)
+    console.print(step_summary({"row": row, "report": report}))
+    text = console.export_text()
+    assert "activation in this step's rollout: recall 0.500  precision –" in text
+    assert "opened none 2" in text and "skill ledger.md" in text
+    console = Console(width=200, record=True)
+    console.print(step_summary({"row": row, "report": {}}))
+    assert "activation" not in console.export_text()
