@@ -63,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", default="best", help="skills version (vN) or 'best'")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--eval-run", help="eval run whose accuracy goes into metadata (default: "
-                   "the latest finished eval of the version)")
+                   "the latest finished eval of the version, else training's final test run)")
     p.add_argument("--store", type=Path, default=STORE_DIR)
     p = sub.add_parser("train", parents=[common, ws], help="train skills (epochs, gate, ...)")
     p.add_argument("--resume", action="store_true", help="continue from checkpoint.json")

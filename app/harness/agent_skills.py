@@ -16,6 +16,7 @@ export writes a tree any client discovers at `<out>/.agents/skills/<name>/SKILL.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -376,9 +377,11 @@ def export_skills(files: dict[str, str], out: Path, provenance: dict[str, str],
         for key in ("license", "compatibility", "allowed-tools"):
             if key in kept:
                 fm[key] = kept[key]
+        body = body_of(files[file_name])
+        meta["skill-trainer.body-sha256"] = hashlib.sha256(body.encode()).hexdigest()
         fm["metadata"] = meta
         validate_frontmatter(fm, Path(f"{file_name} (export)"), [], None)
-        entries.append((name, fm, body_of(files[file_name])))
+        entries.append((name, fm, body))
     names = [n for n, _, _ in entries]
     dup = next((n for n in names if names.count(n) > 1), None)
     if dup:
@@ -411,7 +414,8 @@ def export_skills(files: dict[str, str], out: Path, provenance: dict[str, str],
 
 def version_provenance(root: Path, version: str, eval_run_id: str | None) -> dict[str, str]:
     """Where an exported version came from: workspace, versions, eval run, accuracy with its
-    95% Wilson interval (core/stats.py), sha256 of the version's files."""
+    95% Wilson interval (core/stats.py), the sha256 of the version's files (as recorded in its
+    `_meta.json`); export adds each body's own sha256."""
     from app.harness.log import HarnessLog
     from app.harness.workspace import read_meta
     from core.stats import wilson_interval
@@ -435,7 +439,14 @@ def version_provenance(root: Path, version: str, eval_run_id: str | None) -> dic
     except json.JSONDecodeError:
         summary = {}
     correct, total = summary.get("correct"), summary.get("total")
-    prov.update({"eval-run": str(run["run_id"]), "prompts-version": str(run["prompts_version"])})
+    prov.update({"eval-run": str(run["run_id"]), "eval-kind": str(run["kind"]),
+                 "prompts-version": str(run["prompts_version"])})
+    try:
+        provenance = json.loads(run.get("provenance_json") or "{}")
+    except json.JSONDecodeError:
+        provenance = {}
+    if isinstance(provenance, dict) and "simulated_model" in provenance:
+        prov["simulated-model"] = str(bool(provenance["simulated_model"])).lower()
     if isinstance(correct, int) and isinstance(total, int) and 0 <= correct <= total:
         lo, hi = wilson_interval(correct, total)
         prov.update({"accuracy": f"{correct / total:.4f}" if total else "none",
@@ -444,8 +455,10 @@ def version_provenance(root: Path, version: str, eval_run_id: str | None) -> dic
 
 
 def _latest_eval(log, version: str) -> dict[str, Any] | None:
-    rows = log.query("SELECT run_id FROM _runs WHERE kind = 'eval' AND status = 'done' AND "
-                     "skills_version = ? ORDER BY seq DESC LIMIT 1", (version,))
+    """The latest finished `eval` of the version, else training's final test run of it."""
+    rows = log.query("SELECT run_id FROM _runs WHERE kind IN ('eval', 'test') AND status = "
+                     "'done' AND skills_version = ? ORDER BY kind = 'eval' DESC, seq DESC "
+                     "LIMIT 1", (version,))
     return log.run(rows[0]["run_id"]) if rows else None
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -137,6 +138,8 @@ def check_exported(path: Path) -> dict:
     assert "compatibility" not in fm or 0 < len(fm["compatibility"]) <= 500
     assert all(isinstance(k, str) and isinstance(v, str) for k, v in fm["metadata"].items())
     assert "momentum" not in body and "<!--" not in body
+    digest = hashlib.sha256(body.removeprefix("\n").encode()).hexdigest()
+    assert fm["metadata"]["skill-trainer.body-sha256"] == digest
     return fm
 
 
@@ -172,6 +175,7 @@ def test_round_trip_import_train_export_import(tmp_path, store):
         assert lo <= float(meta["skill-trainer.accuracy"]) <= hi
         assert len(meta["skill-trainer.sha256"]) == 64
         assert fm["license"] == "Apache-2.0"
+        assert meta["skill-trainer.simulated-model"] == "true"
     # re-import: the same bodies and descriptions as the trained version, minus internals
     assert main(["import-skills", str(out / ".agents" / "skills"), "--name", "again",
                  "--store", str(store)]) == 0
