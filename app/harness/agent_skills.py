@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from loguru import logger
 
 from app.errors import UserError
 from app.harness.store import SKILLS_SIDECAR, TASK_TYPE_RE, read_toml
@@ -179,6 +180,9 @@ def parse_skills_dir(src: Path) -> list[ParsedSkill]:
     folders = sorted(p for p in src.iterdir() if p.is_dir() and not p.name.startswith("."))
     skills = [parse_skill_folder(p) for p in folders if (p / SKILL_FILE).exists()
               or p.is_symlink()]
+    for p in folders:
+        if not (p / SKILL_FILE).exists() and not p.is_symlink() and p.name != "prompts":
+            logger.warning("{}: no {}; not a skill, skipped", p, SKILL_FILE)
     if not skills:
         raise UserError(f"{src}: no skills (expected <name>/{SKILL_FILE} folders)")
     return skills
