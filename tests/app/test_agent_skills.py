@@ -205,3 +205,26 @@ def test_export_refuses_to_overwrite_and_promote_writes_agent_skills(tmp_path, s
     assert main(["export-skills", "-w", str(ws), "--version", "v1", "--out", str(out),
                  "--store", str(store)]) == 2
     assert "already exists" in capsys.readouterr().err
+
+
+def test_export_refuses_a_name_that_would_leave_the_output(tmp_path):
+    from app.errors import UserError
+    from app.harness.agent_skills import export_skills, write_sidecar
+
+    files = {"ledger.md": "# L\n", SIDECAR: write_sidecar(
+        {"ledger.md": {"name": "../../evil", "description": "d"}})}
+    with pytest.raises(UserError, match="kebab-case"):
+        export_skills(files, tmp_path / "out", {})
+    assert not (tmp_path / "evil").exists() and not (tmp_path / "out").exists()
+
+
+def test_two_skills_mapped_to_one_task_type_are_refused(tmp_path, store, capsys):
+    src = tmp_path / "skills"
+    skill(src, "a", "name: a\ndescription: d\n")
+    skill(src, "b", "name: b\ndescription: d\n")
+    (src / "seed.toml").write_text('[skills]\na = "ledger"\nb = "ledger"\n')
+    assert main(["import-skills", str(src), "--name", "imp", "--store", str(store)]) == 2
+    assert "both map to task type 'ledger'" in capsys.readouterr().err
+    (src / "seed.toml").write_text('[skills]\na = "../x"\n')
+    assert main(["import-skills", str(src), "--name", "imp", "--store", str(store)]) == 2
+    assert "skills.a' must be a task type" in capsys.readouterr().err
