@@ -173,3 +173,48 @@ def test_tui_step_summary_shows_activation():
     console = Console(width=200, record=True)
     console.print(step_summary({"row": row, "report": {}}))
     assert "activation" not in console.export_text()
+
+
+def test_killed_in_the_description_phase_resumes_to_the_same_state(tmp_path):
+    """SIGKILL right after the 2nd description version (epoch 1's slow update), resume: the
+    same versions (contents and descriptions) and best as an uninterrupted run."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    store = tmp_path / "store"
+    shutil.copytree(root / "store", store)
+    args = ["--config", str(root / "app" / "demo.toml"), "--set", 'skill_mode="progressive"',
+            "--set", "epochs=3", "--store", str(store), "--no-progress"]
+
+    def cli(*extra: str, env: dict | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "main.py", *extra], cwd=root, text=True,
+                              capture_output=True, env={**os.environ, **(env or {})},
+                              timeout=600)
+
+    def versions(ws: Path) -> tuple:
+        manifest = json.loads((ws / "manifest.json").read_text())
+        metas = [json.loads((v / "_meta.json").read_text())
+                 for v in sorted((ws / "skills").iterdir(), key=lambda p: int(p.name[1:]))]
+        return (manifest["current"], manifest["best"]["skills"],
+                [(m["sha256"], m["source"], m["description"]) for m in metas])
+
+    assert cli("import-skills", str(root / "examples" / "agent-skills" / "sim-vague"),
+               "--name", "vague", "--store", str(store)).returncode == 0
+    for name in ("ref", "killed"):
+        assert cli("init", str(tmp_path / name), "--seed", "vague", "--questions", "sim-basic",
+                   "--store", str(store)).returncode == 0
+    assert cli("train", "-w", str(tmp_path / "ref"), *args).returncode == 0
+    killed = cli("train", "-w", str(tmp_path / "killed"), *args,
+                 env={"SKILL_TRAINER_KILL_AT": "version:3"})
+    assert killed.returncode == -9
+    sources = [json.loads((v / "_meta.json").read_text())["source"]
+               for v in (tmp_path / "killed" / "skills").iterdir()]
+    assert "slow_update:description" in sources  # it died inside the description phase
+    resumed = cli("train", "-w", str(tmp_path / "killed"), "--resume", "--store", str(store),
+                  "--no-progress")
+    assert resumed.returncode == 0, resumed.stderr
+    assert versions(tmp_path / "killed") == versions(tmp_path / "ref")
