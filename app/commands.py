@@ -47,6 +47,9 @@ def cmd_init(args: argparse.Namespace) -> int:
 
         name = args.seed or Path(args.workspace).name
         benchmark_dir(args.store, args.questions)  # a bad benchmark name refuses before import
+        ws = Path(args.workspace)
+        if ws.exists() and (not ws.is_dir() or any(ws.iterdir())):
+            raise UserError(f"{ws}: already exists; choose another path (nothing imported)")
         target = import_skills(args.skills_from, args.store, name,
                                seed_dir(args.store, args.prompts_from))
         logger.info("imported {} as seed {}", args.skills_from, target)

@@ -265,7 +265,9 @@ def report_epoch(ctx: TrainContext, state: TrainState, epoch: int, r: InferenceR
             "kept": counts.get("kept", 0), "skipped": counts.get("skipped", 0),
             "cooldown": counts.get("cooldown", 0),
             "prompts_kept": counts.get("prompts_kept", 0),
-            "prompts_reverted": counts.get("prompts_reverted", 0)},
+            "prompts_reverted": counts.get("prompts_reverted", 0),
+            **{k: counts[k] for k in ("descriptions_accepted", "descriptions_rejected")
+               if counts.get(k)}},  # progressive mode (app/harness/descriptions.py)
         "probations": verdicts, "holdout": {k: v["accuracy"] for k, v in holdout.items()},
         "prompts_changed": r2 is not None,
         "versions": {"skills": ctx.session.paths.skills_version,

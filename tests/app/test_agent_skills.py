@@ -228,3 +228,14 @@ def test_two_skills_mapped_to_one_task_type_are_refused(tmp_path, store, capsys)
     (src / "seed.toml").write_text('[skills]\na = "../x"\n')
     assert main(["import-skills", str(src), "--name", "imp", "--store", str(store)]) == 2
     assert "skills.a' must be a task type" in capsys.readouterr().err
+
+
+def test_init_skills_from_refuses_an_existing_workspace_before_importing(tmp_path, store,
+                                                                        capsys):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "keep.txt").write_text("x")
+    assert main(["init", str(ws), "--skills-from", str(EXAMPLE), "--seed", "s1",
+                 "--questions", "sim-basic", "--store", str(store)]) == 2
+    assert "already exists" in capsys.readouterr().err
+    assert not (store / "seeds" / "s1").exists()

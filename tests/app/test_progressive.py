@@ -153,6 +153,8 @@ def test_training_descriptions_raises_activation_and_versions_show_the_diff(tmp_
     assert activation["last"]["per_task_type"]["*"]["recall"] >= 0.5
     steps = sorted((ws / "reports" / "steps").glob("e2_s*_ledger.json"))
     assert json.loads(steps[0].read_text())["activation"]["recall"] > 0
+    epoch1 = json.loads((ws / "reports" / "epochs" / "e1.json").read_text())
+    assert epoch1["counts"]["descriptions_accepted"] >= 1
     records = json.loads((ws / "reports" / "epochs" / "e1_descriptions.json").read_text())
     assert {r["action"] for r in records["records"]} <= {"accept", "reject", "no_proposal"}
 
