@@ -7,7 +7,8 @@ Exact where possible. With the default "mixture" bet the gate's decision after n
 depends only on (W, L, n): E_win = mixture_e(W, L), E_harm = mixture_e(L, W); accept at
 E_win >= params.accept_level(horizon), reject ("harm") at E_harm >= e_rollback, reject
 ("curtailed") once mixture_e(W + remaining, L) < level (never changes a decision, only the
-units), and at the end of stage 1 a provisional accept (E_win >= e_provisional, W - L >=
+units), reject ("no_signal") when W <= L once `params.no_signal_after(H)` families are in, and
+at the end of stage 1 a provisional accept (E_win >= e_provisional, W - L >=
 w_net_min, (W - L)/(n + shrink_k) >= delta_min) whose test goes on over stage 2 (probation,
 `ProbationTest`): kept only if it crosses the same level there. So a dynamic programme over the
 (W, L) states, one step per family with P(W) = d·p, P(L) = d·(1 − p), P(tie) = 1 − d, gives the
@@ -132,7 +133,11 @@ def _masks(params: GateParams, horizon: int, stage1: int):
             net = w - l_
             prov = (free & ~curt & (e_win >= params.e_provisional) & (net >= params.w_net_min)
                     & (net / (n + params.shrink_k) >= params.delta_min))
-        per_n[n] = (harm | fut | curt, prov)
+        nosig = np.zeros_like(acc)
+        after = params.no_signal_after(H)
+        if after is not None and after <= n < H:
+            nosig = free & (w <= l_)
+        per_n[n] = (harm | fut | curt | nosig, prov & ~nosig)
     return acc, per_n, level
 
 

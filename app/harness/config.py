@@ -88,6 +88,8 @@ class RunConfig:
     gate_e_futility: float | None = _d(None)  # reject once E_harm >= this (caps power)
     gate_curtail: bool = _d(True)  # stop once no accept is reachable within n_max
     gate_calibrate: bool = _d(True)  # exact finite-horizon accept level (<= e_confirm)
+    gate_futility_share: float = _d(1 / 3)  # reject on no net win after this share (0: off)
+    gate_futility_min: int = _d(10)  # ... and at least this many families
     gate_n_max: int = _d(200)  # families per test at most; the pool usually ends first
     gate_guard_err: float = _d(0.2)
 
@@ -146,7 +148,7 @@ def _range_problems(c: RunConfig):
     for name in non_negative:
         if getattr(c, name) < 0:
             yield f"{name} must be >= 0 (got {getattr(c, name)})"
-    shares = ["batch_correct_ratio", "gate_guard_err", "sim_fault_rate", "sim_harmful_share",
+    shares = ["batch_correct_ratio", "gate_guard_err", "gate_futility_share", "sim_fault_rate", "sim_harmful_share",
               "sim_useless_share", "sim_adversarial_share", "gate_delta_min"]
     for name in shares:
         if not 0.0 <= getattr(c, name) <= 1.0:
@@ -165,7 +167,7 @@ def _range_problems(c: RunConfig):
         yield f"skill_mode must be 'inline', 'tool' or 'progressive' (got {c.skill_mode!r})"
     if c.gate_strategy not in GATE_STRATEGIES:
         yield f"gate_strategy must be one of {', '.join(GATE_STRATEGIES)} (got {c.gate_strategy!r})"
-    for name in ("gate_minibatch_k", "sim_units_per_type"):
+    for name in ("gate_minibatch_k", "sim_units_per_type", "gate_futility_min"):
         if getattr(c, name) < 1:
             yield f"{name} must be >= 1 (got {getattr(c, name)})"
     if c.gate_lambda_strategy not in ("mixture", "fixed", "kt"):

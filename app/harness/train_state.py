@@ -110,4 +110,5 @@ def gate_params_from(config: RunConfig) -> GateParams:
         lambda_strategy=config.gate_lambda_strategy, lambda_max=config.gate_lambda_max,
         shrink_k=config.gate_shrink_k, n_max=config.gate_n_max,
         e_futility=config.gate_e_futility, curtail=config.gate_curtail,
-        calibrate=config.gate_calibrate)
+        calibrate=config.gate_calibrate, futility_share=config.gate_futility_share,
+        futility_min=config.gate_futility_min)

@@ -9,14 +9,15 @@ Acceptance strategies (config `gate_strategy`), all through this one path and al
 - "eprocess" (default): the sequential gate of core/evolution/gate.py;
 - "mcnemar": a fixed one-sided exact McNemar test at α = 1/e_confirm on the family outcomes
   of the whole ladder (up to n_max families);
-- "minibatch": GEPA's rule: the first k units of the ladder, accept if the candidate's number
-  right is strictly higher than the baseline's;
+- "minibatch": GEPA's rule: k units (one from each of the ladder's first k families), accept if
+  the candidate's number right is strictly higher than the baseline's;
 - "accept_all": accept without evaluating anything.
 The last three exist to be compared with the first (bench/acceptance.py).
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -236,7 +237,10 @@ class Validator:
                                reason=f"p={p_value:.4g}"), ()
 
     async def _minibatch(self, spec: GateSpec, tally: _Tally):
-        units = [(f, (u,)) for f, ids in spec.ladder.families for u in ids][:spec.minibatch_k]
+        # k units from k different families (GEPA samples k examples at random; the ladder's
+        # family order is already a seeded shuffle, and the member is a seeded pick).
+        pick = random.Random(spec.gate_run_id)
+        units = [(f, (pick.choice(ids),)) for f, ids in spec.ladder.families][:spec.minibatch_k]
         observed = await self._evaluate(spec, units, tally) if units else []
         for _, pairs in observed:
             tally.record(pairs, self.units, tally.answers)

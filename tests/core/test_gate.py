@@ -286,7 +286,22 @@ def test_outcome_of() -> None:
 def test_labels_are_declared() -> None:
     assert {"confirmed", "harm", "futility", "provisional",
             "insufficient_evidence"} == set(STOP_REASONS)
-    assert {"threshold", "curtailed", "stage", "n_max", "exhausted"} == set(ENDED_BY)
+    assert {"threshold", "no_signal", "curtailed", "stage", "n_max",
+            "exhausted"} == set(ENDED_BY)
+
+
+def test_no_signal_stop_after_the_burn_in() -> None:
+    """W ≤ L once max(futility_min, share·H) families are in: reject, not before."""
+    params = GateParams(futility_share=1 / 3, futility_min=10, curtail=False)
+    assert params.no_signal_after(60) == 20 and params.no_signal_after(12) == 10
+    assert GateParams(futility_share=0.0).no_signal_after(60) is None
+    d = run_gate(_pairs([T] * 60), params, horizon=60)
+    assert (d.action, d.stop_reason, d.ended_by, d.n_used) == ("reject", "futility",
+                                                                "no_signal", 20)
+    d = run_gate(_pairs([T] * 19 + [W] + [T] * 40), params, horizon=60)
+    assert d.n_used > 20  # one net win at the check: it goes on
+    off = run_gate(_pairs([T] * 60), replace(params, futility_share=0.0), horizon=60)
+    assert off.n_used == 60 and off.stop_reason == "insufficient_evidence"
 
 
 # --------------------------------------------------------------------------- exhaustive
