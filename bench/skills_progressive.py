@@ -4,7 +4,9 @@ and test accuracy and prompt tokens of inline vs progressive mode.
 From `examples/agent-skills/sim-vague` (Agent Skills whose descriptions are deliberately vague:
 "Guidance for client files."), imported into a scratch store, two workspaces train with
 `app/demo.toml` and `epochs = EPOCHS`: one with skill_mode "inline", one with "progressive"
-(where the slow update also trains descriptions, app/harness/descriptions.py).
+(where the slow update also trains descriptions, app/harness/descriptions.py). A third
+workspace starts progressive from `examples/agent-skills/sim-broad` (over-broad descriptions
+naming every task type), where precision before training is defined.
 
 - activation before: the progressive workspace's baseline run (seed descriptions), on the test
   pool's questions; after: its final test run (app/harness/activation.py);
@@ -35,10 +37,13 @@ from app.cli import main  # noqa: E402
 from app.harness.activation import from_steps, summarise  # noqa: E402
 
 SEED_SKILLS = ROOT / "examples" / "agent-skills" / "sim-vague"
+# The same skills with one over-broad description each (every task type named): every skill
+# ties, the first listed opens for everything, so precision is measurable before training.
+BROAD_SKILLS = ROOT / "examples" / "agent-skills" / "sim-broad"
 
 
-def train(store: Path, ws: Path, mode: str, epochs: int) -> None:
-    rc = main(["init", str(ws), "--seed", "vague", "--questions", "sim-basic",
+def train(store: Path, ws: Path, mode: str, epochs: int, seed: str = "vague") -> None:
+    rc = main(["init", str(ws), "--seed", seed, "--questions", "sim-basic",
                "--store", str(store)])
     assert rc == 0, f"init failed ({rc})"
     rc = main(["train", "-w", str(ws), "--config", str(ROOT / "app" / "demo.toml"),
@@ -163,6 +168,25 @@ def main_bench() -> int:
         print(f"RESULT skills.test_acc_gap {abs(acc_p - acc_i):.3f} ratio target <=0.05")
         print(f"RESULT skills.prompt_tokens_inline {tok_i:.0f} tokens/rollout")
         print(f"RESULT skills.prompt_tokens_progressive {tok_p:.0f} tokens/rollout")
+        # a second seed: over-broad descriptions (extra figures, same method)
+        assert main(["import-skills", str(BROAD_SKILLS), "--name", "broad",
+                     "--store", str(store)]) == 0
+        broad = tmp / "broad"
+        train(store, broad, "progressive", args.epochs, seed="broad")
+        fb = final(broad)
+        b_ids = {r["question_id"] for r in rows(broad, fb["run_id"])}
+        bb, ba = activation(broad, "baseline", b_ids), activation(broad, fb["run_id"])
+        print(f"over-broad seed {BROAD_SKILLS.relative_to(ROOT)}: recall "
+              f"{fmt(bb['*']['recall'])} -> {fmt(ba['*']['recall'])}, precision "
+              f"{fmt(bb['*']['precision'])} -> {fmt(ba['*']['precision'])}, test accuracy "
+              f"{fb['test_accuracy']:.3f}")
+        print(f"RESULT skills.broad.activation_recall_before {fmt(bb['*']['recall'])} ratio")
+        print(f"RESULT skills.broad.activation_recall_after {fmt(ba['*']['recall'])} ratio")
+        print(f"RESULT skills.broad.activation_precision_before {fmt(bb['*']['precision'])} "
+              "ratio")
+        print(f"RESULT skills.broad.activation_precision_after {fmt(ba['*']['precision'])} "
+              "ratio")
+        print(f"RESULT skills.broad.test_acc_progressive {fb['test_accuracy']:.3f} ratio")
         print(f"RESULT skills.prompt_tokens_all_bodies_inline {tok_all:.0f} tokens/rollout")
         print(f"RESULT skills.prompt_tokens_ratio {tok_p / tok_i:.3f} ratio target <1")
     return 0

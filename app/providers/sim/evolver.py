@@ -196,9 +196,8 @@ def evolve_description(world: World, prompt: str, shares: EvolverShares) -> str:
         description += f" Also for {' and '.join(others)} cases."
     rejected = {normalise(line[2:]) for line in (tag(prompt, "rejected_descriptions") or "")
                 .splitlines() if line.startswith("- ")}
+    plain = description
     u = draw(world.seed, "evolve-description", prompt)
-    if normalise(description) in rejected:
-        u = 1.0  # its plain proposal was refused before: only a variant is left
     if u < shares.harmful:
         catalog = re.findall(r"^- ([a-z0-9-]+):", tag(prompt, "catalog") or "", flags=re.M)
         name = re.search(r'<skill name="([^"]+)"', prompt)
@@ -208,7 +207,9 @@ def evolve_description(world: World, prompt: str, shares: EvolverShares) -> str:
             description += f" Also for {victim} cases and anything about {victim}."
     elif u < shares.harmful + shares.useless:
         description = "Helpful guidance for many kinds of client files."
-    if normalise(description) in rejected:
+    # it does not repeat a refused description: the plain one when the variant was refused
+    description = next((d for d in (description, plain) if normalise(d) not in rejected), "")
+    if not description:
         return json.dumps({"description": "", "rationale": "every proposal was refused"})
     return json.dumps({"description": description,
                        "rationale": f"{len(missed)} case(s) did not open this skill."})
