@@ -23,6 +23,8 @@ The simulated agent opens a skill only when its description names the question's
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import shutil
 import sqlite3
@@ -33,13 +35,23 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from app.cli import main  # noqa: E402
+from app.cli import main as cli_main  # noqa: E402
 from app.harness.activation import from_steps, summarise  # noqa: E402
 
 SEED_SKILLS = ROOT / "examples" / "agent-skills" / "sim-vague"
 # The same skills with one over-broad description each (every task type named): every skill
 # ties, the first listed opens for everything, so precision is measurable before training.
 BROAD_SKILLS = ROOT / "examples" / "agent-skills" / "sim-broad"
+
+
+def main(argv: list[str]) -> int:
+    """The CLI with its console log kept (and shown only when the command fails)."""
+    log = io.StringIO()
+    with contextlib.redirect_stderr(log), contextlib.redirect_stdout(log):
+        rc = cli_main(argv)
+    if rc != 0:
+        print(log.getvalue(), file=sys.stderr)
+    return rc
 
 
 def train(store: Path, ws: Path, mode: str, epochs: int, seed: str = "vague") -> None:
@@ -136,6 +148,8 @@ def main_bench() -> int:
             for r in json.loads(path.read_text())["records"]:
                 print(f"  {path.name[:-18]} {r['file']:<20} {r['action']:<12} "
                       f"{(r.get('new') or '')[:70]!r}")
+                if r["action"] == "reject":
+                    print(f"      {r.get('reason', '')}")
         r_before, r_after = before["*"]["recall"], after["*"]["recall"]
         acc_i, acc_p = fi["test_accuracy"], fp["test_accuracy"]
         tok_i = tokens_per_rollout(inline, fi["run_id"])
