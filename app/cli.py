@@ -17,7 +17,8 @@ from app.logging_setup import configure_console
 from app.paths import STORE_DIR, WORKSPACES_DIR
 from app.providers.errors import ProviderError
 
-COMMANDS = ("demo", "init", "train", "infer", "eval", "diagnose", "promote", "report", "tui")
+COMMANDS = ("demo", "init", "train", "infer", "eval", "diagnose", "promote", "report", "tui",
+            "import-skills", "export-skills")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,8 +41,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workspace", "-w", type=Path, default=WORKSPACES_DIR / "demo")
     p = sub.add_parser("init", parents=[common], help="create a workspace from a seed")
     p.add_argument("workspace", type=Path)
-    p.add_argument("--seed", required=True, help="seed name in the store (e.g. sim-starter)")
+    p.add_argument("--seed", help="seed name in the store (e.g. sim-starter); with "
+                   "--skills-from, the name of the seed imported (default: the workspace's)")
     p.add_argument("--questions", required=True, help="benchmark name (e.g. sim-basic)")
+    p.add_argument("--store", type=Path, default=STORE_DIR)
+    p.add_argument("--skills-from", type=Path, metavar="DIR",
+                   help="import a folder of Agent Skills (<name>/SKILL.md) as the seed first")
+    p.add_argument("--prompts-from", default="sim-starter", metavar="SEED",
+                   help="with --skills-from: the seed whose prompts the import takes "
+                        "(unless DIR has prompts/system.md)")
+    p = sub.add_parser("import-skills", parents=[common], help="turn a folder of Agent Skills "
+                       "(<name>/SKILL.md) into a store seed")
+    p.add_argument("skills_dir", type=Path)
+    p.add_argument("--name", required=True, help="name of the new seed")
+    p.add_argument("--store", type=Path, default=STORE_DIR)
+    p.add_argument("--prompts-from", default="sim-starter", metavar="SEED",
+                   help="the seed whose prompts the import takes (unless the folder has "
+                        "prompts/system.md)")
+    p = sub.add_parser("export-skills", parents=[common, ws], help="write a skills version as "
+                       "Agent Skills: <out>/.agents/skills/<name>/SKILL.md")
+    p.add_argument("--version", default="best", help="skills version (vN) or 'best'")
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--eval-run", help="eval run whose accuracy goes into metadata (default: "
+                   "the latest finished eval of the version, else training's final test run)")
     p.add_argument("--store", type=Path, default=STORE_DIR)
     p = sub.add_parser("train", parents=[common, ws], help="train skills (epochs, gate, ...)")
     p.add_argument("--resume", action="store_true", help="continue from checkpoint.json")
@@ -65,6 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--eval-run", required=True)
     p.add_argument("--name", required=True)
     p.add_argument("--store", type=Path, default=STORE_DIR)
+    p.add_argument("--agent-skills", type=Path, metavar="OUT",
+                   help="also write the version as Agent Skills under OUT/.agents/skills/")
     p = sub.add_parser("report", parents=[common], help="plain-text summary of a workspace")
     p.add_argument("workspace", type=Path)
     p.add_argument("--json", action="store_true")
@@ -144,7 +168,7 @@ def stopped_message(args: argparse.Namespace, reason: str) -> str:
 def dispatch(args: argparse.Namespace) -> int:
     from app import commands
 
-    handler = getattr(commands, f"cmd_{args.command}")
+    handler = getattr(commands, f"cmd_{args.command.replace('-', '_')}")
     return handler(args)
 
 

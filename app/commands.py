@@ -42,6 +42,20 @@ def _bars(args: argparse.Namespace) -> Bars:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
+    if args.skills_from is not None:
+        from app.harness.agent_skills import import_skills
+
+        name = args.seed or Path(args.workspace).name
+        benchmark_dir(args.store, args.questions)  # a bad benchmark name refuses before import
+        ws = Path(args.workspace)
+        if ws.exists() and (not ws.is_dir() or any(ws.iterdir())):
+            raise UserError(f"{ws}: already exists; choose another path (nothing imported)")
+        target = import_skills(args.skills_from, args.store, name,
+                               seed_dir(args.store, args.prompts_from))
+        logger.info("imported {} as seed {}", args.skills_from, target)
+        args.seed = name
+    if not args.seed:
+        raise UserError("init: give --seed NAME or --skills-from DIR")
     seed = load_seed(seed_dir(args.store, args.seed))
     paths = init_workspace(args.workspace, seed, benchmark_dir(args.store, args.questions))
     logger.info("created workspace {} (skills/v1, prompts/v1, questions {})", paths.root,
@@ -233,6 +247,30 @@ def cmd_promote(args: argparse.Namespace) -> int:
     with WriterLock(args.workspace, "promote"):
         target = promote(args.workspace, args.version, args.eval_run, args.name, args.store)
     out(f"promoted {args.version} to seed {target}")
+    if args.agent_skills is not None:
+        from app.harness.agent_skills import export_version
+
+        for path in export_version(args.workspace, args.version, args.agent_skills,
+                                   args.eval_run, args.store):
+            out(f"wrote {path}")
+    return 0
+
+
+def cmd_import_skills(args: argparse.Namespace) -> int:
+    from app.harness.agent_skills import import_skills
+
+    target = import_skills(args.skills_dir, args.store, args.name,
+                           seed_dir(args.store, args.prompts_from))
+    out(f"imported {args.skills_dir} as seed {target}")
+    return 0
+
+
+def cmd_export_skills(args: argparse.Namespace) -> int:
+    from app.harness.agent_skills import export_version
+
+    # reads only immutable, sha256-checked versions: no writer lock needed (like `report`)
+    for path in export_version(args.workspace, args.version, args.out, args.eval_run, args.store):
+        out(f"wrote {path}")
     return 0
 
 

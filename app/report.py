@@ -30,14 +30,16 @@ def workspace_summary(root: Path) -> dict[str, Any]:
                               "SUM(tokens_out) AS tokens_out FROM llm_calls GROUP BY role")
             spend = _spend(root, log)
             model_io = _model_io(log, calls)
+            activation = _activation(log)
     else:
-        calls, spend, model_io = [], [], {}
+        calls, spend, model_io, activation = [], [], {}, {}
     checkpoint = load_checkpoint(root) if (root / "checkpoint.json").exists() else None
     final = root / "analyses" / "final_test_eval.json"
     return {"workspace": str(root), "current": manifest["current"], "best": manifest.get("best"),
             "seed": manifest.get("seed"), "versions": versions, "runs": runs, "epochs": epochs,
             "llm_calls": calls, "spend": spend,
             "spent_usd": sum(r["cost_usd"] for r in spend), "model_io": model_io,
+            "activation": activation,
             "progress": checkpoint["progress"] if checkpoint else None,
             "final_test": read_json_object(final, "final test report") if final.exists()
             else None}
@@ -68,6 +70,21 @@ def _run_row(row: dict[str, Any]) -> dict[str, Any]:
             "accuracy": summary.get("accuracy"), "reason": summary.get("reason"),
             "simulated_model": provenance.get("simulated_model"),
             "git_commit": provenance.get("git_commit")}
+
+
+def _activation(log: HarnessLog) -> dict[str, Any]:
+    """Skill activation (app/harness/activation.py) of the first and the latest baseline,
+    validation, test or eval run that recorded it (progressive and tool skill modes)."""
+    from app.harness.activation import run_activation
+
+    runs = log.query("SELECT run_id FROM _runs WHERE kind IN ('baseline', 'validation', "
+                     "'test', 'eval') AND status = 'done' ORDER BY seq")
+    found = []
+    for r in runs:
+        summary = run_activation(log, r["run_id"])
+        if summary:
+            found.append({"run_id": r["run_id"], "per_task_type": summary})
+    return {"first": found[0], "last": found[-1]} if found else {}
 
 
 def _columns(log: HarnessLog, table: str) -> set[str]:
@@ -159,6 +176,7 @@ def format_summary(s: dict[str, Any]) -> str:
                      f"tokens {c['tokens_in']}/{c['tokens_out']}  cost ${c['cost_usd'] or 0:.4f}"
                      + _latency_text(roles.get(c["role"], {})))
     lines += _model_io_lines(s.get("model_io", {}))
+    lines += _activation_lines(s.get("activation") or {})
     if s.get("spend"):
         sim = any(r.get("simulated_model") for r in s["runs"])
         lines.append(f"\nspent      ${s['spent_usd']:.4f} in paid model calls"
@@ -170,6 +188,21 @@ def format_summary(s: dict[str, Any]) -> str:
     if any(r.get("simulated_model") for r in s["runs"]):
         lines.append("\nnote: runs in this workspace used the SIMULATED model (sim/*)")
     return "\n".join(lines)
+
+
+def _activation_lines(a: dict[str, Any]) -> list[str]:
+    if not a:
+        return []
+    lines = ["\nskill activation (recall = right skill opened / rollouts of the task type; "
+             "precision = right / all opens of that skill)"]
+    for label in ("first", "last"):
+        entry = a[label]
+        lines.append(f"  {label:<5} run {entry['run_id']}")
+        for task_type, e in entry["per_task_type"].items():
+            prec = "-" if e["precision"] is None else f"{e['precision']:.2f}"
+            lines.append(f"    {task_type:<14} recall {e['recall']:.2f}  precision {prec}  "
+                         f"(n={e['n']}, none={e['opened_none']}, wrong={e['opened_wrong']})")
+    return lines
 
 
 def _latency_text(entry: dict[str, Any]) -> str:

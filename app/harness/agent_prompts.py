@@ -1,4 +1,9 @@
-"""What the agent is sent: system prompt, skill text (inline or via read_skill), tools."""
+"""What the agent is sent: system prompt, skill text (inline or via read_skill), tools.
+
+skill_mode "inline" puts the task type's skill in the system prompt, "tool" lets the agent read
+it with `read_skill(task_type)`, and "progressive" lists every skill's name and description (the
+Agent Skills catalog, app/harness/agent_skills.py) and lets the agent open one by `name`.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +23,17 @@ TOOL_PARAMETERS: dict[str, dict[str, Any]] = {
     "read_context": {"type": "object", "additionalProperties": False,
                      "properties": {"section": {"type": "string", "enum": ["summary", "full"]}}},
 }
+
+
+READ_SKILL_BY_NAME: dict[str, Any] = {
+    "type": "object", "additionalProperties": False, "required": ["name"],
+    "properties": {"name": {"type": "string"}}}
+CATALOG_HEADING = "# Available skills"
+CATALOG_INTRO = ("Each skill below is a name and a description. When a case matches a skill's "
+                 "description, open that skill with the read_skill tool (pass its `name`) and "
+                 "follow it.")
+READ_SKILL_BY_NAME_DOC = "Returns the instructions of one available skill (pass its `name`)."
+SKILL_MODES = ("inline", "tool", "progressive")
 
 
 class ToolArgumentError(ValueError):
@@ -50,18 +66,50 @@ class AgentPrompts:
     def skill_text(self, task_type: str) -> str:
         return self.skills.get(resolve_skill_file(task_type, self.skills), "")
 
+    def catalog(self) -> list[tuple[str, str, str]]:
+        """(file, name, description) of every skill, as progressive mode lists them."""
+        from app.harness.agent_skills import catalog
+
+        return catalog(self.skills)
+
+    def catalog_text(self) -> str:
+        lines = [f"- {name}: {' '.join(desc.split())}" for _, name, desc in self.catalog()]
+        return f"{CATALOG_HEADING}\n\n{CATALOG_INTRO}\n\n" + "\n".join(lines)
+
+    def skill_file_named(self, name: str) -> str | None:
+        return next((f for f, n, _ in self.catalog() if n == name), None)
+
+    def opened_file(self, arguments: Any) -> str | None:
+        """The skill file a successful read_skill call with `arguments` opened."""
+        if not isinstance(arguments, dict):
+            return None
+        if self.skill_mode == "progressive":
+            return self.skill_file_named(str(arguments.get("name", "")))
+        task_type = arguments.get("task_type")
+        return resolve_skill_file(task_type, self.skills) if isinstance(task_type, str) else None
+
+    def _parameters(self, name: str) -> dict[str, Any]:
+        if name == "read_skill" and self.skill_mode == "progressive":
+            return READ_SKILL_BY_NAME
+        return TOOL_PARAMETERS[name]
+
     def tools_for(self, question: Question) -> list[ToolSpec]:
         names = []
-        if self.skill_mode == "tool":
+        if self.skill_mode in ("tool", "progressive"):
             names.append("read_skill")
         if question.context:
             names.append("read_context")
-        return [ToolSpec(name=n, description=self.tool_docs.get(n, n),
-                         parameters=TOOL_PARAMETERS[n]) for n in names]
+        docs = dict(self.tool_docs)
+        if self.skill_mode == "progressive":
+            docs["read_skill"] = READ_SKILL_BY_NAME_DOC
+        return [ToolSpec(name=n, description=docs.get(n, n),
+                         parameters=self._parameters(n)) for n in names]
 
     def opening_messages(self, question: Question) -> list[dict[str, Any]]:
         system = self.system
-        if self.skill_mode == "inline":
+        if self.skill_mode == "progressive":
+            system = f"{system}\n\n{self.catalog_text()}"
+        elif self.skill_mode == "inline":
             system = f"{system}\n\n# Skill for task type {question.task_type}\n\n" \
                      f"{self.skill_text(question.task_type)}"
         user = Template(self.user_template).safe_substitute(question=question.question)
@@ -71,7 +119,12 @@ class AgentPrompts:
         """Run one tool call; bad calls raise ToolArgumentError with the reason."""
         if name not in TOOL_PARAMETERS or name not in {t.name for t in self.tools_for(question)}:
             raise ToolArgumentError(f"unknown tool {str(name)[:80]!r}")
-        validate_arguments(arguments, TOOL_PARAMETERS[name])
+        validate_arguments(arguments, self._parameters(name))
+        if name == "read_skill" and self.skill_mode == "progressive":
+            found = self.skill_file_named(arguments["name"])
+            if found is None:
+                raise ToolArgumentError(f"no skill named {arguments['name'][:80]!r}")
+            return self.skills[found] or "(empty skill)"
         if name == "read_skill":
             return self.skill_text(arguments["task_type"]) or "(no skill file)"
         if arguments.get("section", "summary") == "full":

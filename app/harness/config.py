@@ -52,7 +52,7 @@ class RunConfig:
     concurrency: int = _d(16)
 
     # agent loop
-    skill_mode: str = _s("inline")  # inline | tool
+    skill_mode: str = _s("inline")  # inline | tool | progressive (app/harness/agent_prompts.py)
     max_steps: int = _s(6)
 
     # training schedule
@@ -163,8 +163,8 @@ def _range_problems(c: RunConfig):
         yield f"gate_e_futility must be > 1 or unset (got {c.gate_e_futility})"
     if c.max_cost_usd is not None and c.max_cost_usd <= 0:
         yield f"max_cost_usd must be > 0 (got {c.max_cost_usd})"
-    if c.skill_mode not in ("inline", "tool"):
-        yield f"skill_mode must be 'inline' or 'tool' (got {c.skill_mode!r})"
+    if c.skill_mode not in ("inline", "tool", "progressive"):
+        yield f"skill_mode must be 'inline', 'tool' or 'progressive' (got {c.skill_mode!r})"
     if c.gate_strategy not in GATE_STRATEGIES:
         yield f"gate_strategy must be one of {', '.join(GATE_STRATEGIES)} (got {c.gate_strategy!r})"
     for name in ("gate_minibatch_k", "sim_units_per_type", "gate_futility_min"):

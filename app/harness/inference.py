@@ -27,6 +27,7 @@ from app.progress import NO_BARS, Bars
 from app.providers.errors import BudgetExceeded, ProviderError
 from app.secrets import scrub
 from core.checkers import check, extract_answer, fallback_answer
+from core.evolution.budget import resolve_skill_file
 from core.trajectory import summarise_tool_output
 from core.types import InferenceResult, Prediction, Question
 
@@ -83,9 +84,12 @@ async def answer_question(provider, prompts: AgentPrompts, question: Question,
         break
     correct = stop == "final" and check(question, final)
     source = source if stop == "final" else ""
-    steps.append({"type": "verdict", "prediction": final, "answer": question.answer,
-                  "correct": correct, "checker": question.checker, "stop_reason": stop,
-                  "answer_source": source})
+    verdict = {"type": "verdict", "prediction": final, "answer": question.answer,
+               "correct": correct, "checker": question.checker, "stop_reason": stop,
+               "answer_source": source}
+    if prompts.skill_mode in ("tool", "progressive"):  # activation (app/harness/activation.py)
+        verdict.update(skill_activation(prompts, question, steps))
+    steps.append(verdict)
     return Prediction(
         run_id="", question_id=question.question_id, unit_id=question.unit_id,
         task_type=question.task_type, prediction=final, answer=question.answer,
@@ -93,6 +97,16 @@ async def answer_question(provider, prompts: AgentPrompts, question: Question,
         tokens_out=usage[1], cost_usd=usage[2], latency_s=time.perf_counter() - started,
         skills_version=prompts.skills_version, prompts_version=prompts.prompts_version,
         answer_source=source)
+
+
+def skill_activation(prompts: AgentPrompts, question: Question,
+                     steps: list[dict[str, Any]]) -> dict[str, Any]:
+    """Which skill files this rollout opened, and which one its task type resolves to."""
+    opened = [prompts.opened_file(s.get("arguments")) for s in steps
+              if s.get("type") == "tool" and s.get("name") == "read_skill"
+              and s.get("status") == "ok"]
+    return {"skills_opened": sorted({f for f in opened if f}),
+            "skill_expected": resolve_skill_file(question.task_type, prompts.skills)}
 
 
 EXTRACT_PROMPT = ("Here is a question and a reply to it. Write only the final answer that the "

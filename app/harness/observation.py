@@ -15,6 +15,10 @@ from core.evolution.evolve import EvolutionRecord
 
 # Flags of the step being reported (e.g. "no_tool_calls"), set by the step that writes them.
 current_step_flags: ContextVar[tuple[str, ...]] = ContextVar("current_step_flags", default=())
+# The step's rollout activation per task type (skill_mode "progressive"/"tool";
+# app/harness/activation.py), set by the step that writes the reports.
+current_step_activation: ContextVar[dict | None] = ContextVar("current_step_activation",
+                                                              default=None)
 
 
 def skill_diff(before: str, after: str, name: str) -> str:
@@ -28,7 +32,9 @@ def step_report(*, run_id: str, epoch: int, step: int, task_type: str, action: s
                 outcome: ValidationOutcome | None = None, new_version: str | None = None,
                 summary: str = "") -> dict[str, Any]:
     d = outcome.decision if outcome else None
-    return {
+    activation = current_step_activation.get()
+    extra = {"activation": activation.get(task_type)} if activation is not None else {}
+    return {**extra,
         "run_id": run_id, "epoch": epoch, "step": step, "task_type": task_type,
         "action": action, "gate_run_id": outcome.gate_run_id if outcome else None,
         "target_file": record.target_file if record else None,

@@ -52,6 +52,11 @@ async def run_slow_update(ctx: TrainContext, state: TrainState, epoch: int) -> N
     consider_best(ctx, state, r, r_prompts, epoch, prefix + "val")
     # 6. momentum for task types changed this epoch
     await run_slow_momentum(ctx, state, epoch, prefix)
+    # 6b. skill descriptions from R's activation failures (progressive mode only)
+    if ctx.config.skill_mode == "progressive":
+        from app.harness.descriptions import evolve_descriptions
+
+        await evolve_descriptions(ctx, state, epoch, prefix, prefix + "val")
     # 7. system and tool prompt evolution from the epoch's packs
     before_prompts = session.paths.prompts_version
     changed = await evolve_prompts(ctx, state, epoch, prefix) if ctx.config.evolve_prompts \
@@ -260,7 +265,9 @@ def report_epoch(ctx: TrainContext, state: TrainState, epoch: int, r: InferenceR
             "kept": counts.get("kept", 0), "skipped": counts.get("skipped", 0),
             "cooldown": counts.get("cooldown", 0),
             "prompts_kept": counts.get("prompts_kept", 0),
-            "prompts_reverted": counts.get("prompts_reverted", 0)},
+            "prompts_reverted": counts.get("prompts_reverted", 0),
+            **{k: counts[k] for k in ("descriptions_accepted", "descriptions_rejected")
+               if counts.get(k)}},  # progressive mode (app/harness/descriptions.py)
         "probations": verdicts, "holdout": {k: v["accuracy"] for k, v in holdout.items()},
         "prompts_changed": r2 is not None,
         "versions": {"skills": ctx.session.paths.skills_version,

@@ -11,9 +11,11 @@ from loguru import logger
 
 from app.errors import RunFailed
 from app.harness import killpoints
+from app.harness.activation import run_activation
 from app.harness.agent_prompts import AgentPrompts
 from app.harness.model_io import no_tool_calls, record_attempts
 from app.harness.observation import (
+    current_step_activation,
     current_step_flags,
     evidence_rows,
     quadrant_rows,
@@ -57,11 +59,14 @@ async def run_step(ctx: TrainContext, state: TrainState, epoch: int, step: int,
         logger.warning("e{} s{}: skill_mode = 'tool' but no rollout called a tool, so the agent "
                        "never read its skill file", epoch, step)
     current_step_flags.set(tuple(flags))
+    if ctx.config.skill_mode in ("tool", "progressive"):
+        current_step_activation.set(run_activation(ctx.log, prefix + "rollout"))
     diagnosis = await diagnose_batch(ctx, prompts, batch, prefix)
     state.system_packs += [diagnosis.system_pack.to_dict()] if diagnosis.system_pack else []
     state.tool_packs += [p.to_dict() for p in diagnosis.tool_packs.values()]
     await gate_step(ctx, state, epoch, step, prompts, diagnosis, prefix)
     current_step_flags.set(())
+    current_step_activation.set(None)
     state.cooldown = {t: n - 1 for t, n in sorted(state.cooldown.items()) if n > 1}
     ctx.baseline_cache.save(ctx.session.paths.baseline_cache)
     killpoints.reached("step_end")  # after the step's writes, before its checkpoint

@@ -23,6 +23,7 @@ from core.types import CHECKERS, Question
 REQUIRED_FIELDS = ("question_id", "task_type", "question", "answer")
 TASK_TYPE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 OPTIONAL_STR_FIELDS = ("unit_id", "family", "context", "checker")
+SKILLS_SIDECAR = "_skills.json"
 
 
 @dataclass(frozen=True)
@@ -196,6 +197,12 @@ def _check_units(questions: list[Question], path: Path, lines: dict[str, int]) -
 def load_seed(path: Path) -> Seed:
     meta = read_toml(path / "seed.toml")
     skills = _read_md_folder(path / "skills")
+    sidecar = path / "skills" / SKILLS_SIDECAR  # imported frontmatter (app/harness/agent_skills.py)
+    if sidecar.is_file() and not sidecar.is_symlink():
+        from app.harness.agent_skills import read_sidecar
+
+        skills[SKILLS_SIDECAR] = sidecar.read_text(encoding="utf-8")
+        read_sidecar(skills, str(sidecar))
     prompts = _read_md_folder(path / "prompts")
     if "system.md" not in prompts:
         raise UserError(f"{path / 'prompts' / 'system.md'}: missing (every seed needs one)")

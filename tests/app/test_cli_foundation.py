@@ -52,8 +52,9 @@ def ws(template_ws: Path, tmp_path: Path) -> Path:
 def test_help_lists_every_command() -> None:
     proc = run_main_py("--help")
     assert proc.returncode == 0, proc.stderr
-    listed = set(re.findall(r"^\s{4}(\w+)\s", proc.stdout, flags=re.MULTILINE))
-    expected = {"demo", "init", "train", "infer", "eval", "diagnose", "promote", "report", "tui"}
+    listed = set(re.findall(r"^\s{4}([\w-]+)\s", proc.stdout, flags=re.MULTILINE))
+    expected = {"demo", "init", "train", "infer", "eval", "diagnose", "promote", "report", "tui",
+                "import-skills", "export-skills"}
     assert expected <= listed, proc.stdout
     assert set(COMMANDS) == expected
 

@@ -8,9 +8,11 @@ it. Without the rules a case needs it is near chance.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
 
-from app.providers.sim.world import FACT_MARKER, TOOL_RULE, CaseSpec, World, normalise
+from app.providers.sim.world import CUES, FACT_MARKER, TOOL_RULE, CaseSpec, World, normalise
 from core.types import ToolCall, ToolSpec
 
 P_KNOWN = 0.93
@@ -29,6 +31,40 @@ class AgentView:
     skill_chars: int
     tools: dict[str, str]  # offered tool name -> description
     called: dict[str, list[str]]  # tool name -> results seen
+    catalog: tuple[tuple[str, str], ...] = field(default=())  # progressive: (name, description)
+
+
+CATALOG_HEADING = "# Available skills"  # as app/harness/agent_prompts.py writes it
+
+
+def read_catalog(system: str) -> tuple[tuple[str, str], ...]:
+    if CATALOG_HEADING not in system:
+        return ()
+    out = []
+    for line in system.split(CATALOG_HEADING, 1)[1].splitlines():
+        if line.startswith("- ") and ": " in line:
+            name, desc = line[2:].split(": ", 1)
+            out.append((name.strip(), desc))
+    return tuple(out)
+
+
+@lru_cache(maxsize=4096)
+def _has(text: str, phrase: str) -> bool:
+    return re.search(rf"(?<![a-z0-9]){re.escape(phrase)}(?![a-z0-9])", text) is not None
+
+
+def choose_skill(catalog: tuple[tuple[str, str], ...], question: str) -> str | None:
+    """The skill whose description names the most of the question's cues (first on a tie);
+    None when no description names any. Only progressive mode uses this."""
+    q = normalise(question)
+    present = [c for cues in CUES.values() for c in cues if _has(q, c)]
+    best, best_score = None, 0
+    for name, desc in catalog:
+        d = normalise(desc)
+        score = sum(_has(d, c) for c in present)
+        if score > best_score:
+            best, best_score = name, score
+    return best
 
 
 def tag(text: str, name: str) -> str | None:
@@ -62,11 +98,16 @@ def read_view(messages: list[dict], tools: list[ToolSpec] | None) -> AgentView:
         skill_chars=len(skill_inline) + len(skill_results),
         tools={t.name: t.description for t in tools or []},
         called=called,
+        catalog=read_catalog(system),
     )
 
 
 def next_tool_call(view: AgentView, case: CaseSpec | None, turn: int) -> ToolCall | None:
-    if "read_skill" in view.tools and "read_skill" not in view.called:
+    if view.catalog and "read_skill" in view.tools and "read_skill" not in view.called:
+        name = choose_skill(view.catalog, view.question)
+        if name is not None:
+            return ToolCall(id=f"call_{turn}_skill", name="read_skill", arguments={"name": name})
+    elif "read_skill" in view.tools and "read_skill" not in view.called:
         task_type = case.task_type if case else "unknown"
         return ToolCall(id=f"call_{turn}_skill", name="read_skill",
                         arguments={"task_type": task_type})

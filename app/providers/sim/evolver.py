@@ -34,7 +34,7 @@ def reply_for_task(world: World, prompt: str, shares: EvolverShares) -> str:
     name = task.group(1) if task else ""
     handler = {"diagnose-failure": diagnose, "evolve-skill": evolve_skill,
                "evolve-system-prompt": evolve_system, "evolve-tool-prompt": evolve_tool,
-               "momentum": momentum}.get(name)
+               "momentum": momentum, "evolve-description": evolve_description}.get(name)
     if handler is None:
         return "I do not recognise this task."
     return handler(world, prompt, shares)
@@ -171,3 +171,45 @@ def momentum(world: World, prompt: str, shares: EvolverShares) -> str:
         lines.append(f"- Sampled cases still involve markers: {', '.join(still)}.")
     lines.append("- Apply the listed rules literally; do not guess for unlisted markers.")
     return json.dumps({"guidance": "\n".join(lines)})
+
+
+_TAG = re.compile(r"^\[([^\]]{1,40})\]")
+
+
+def evolve_description(world: World, prompt: str, shares: EvolverShares) -> str:
+    """A description built from the missed questions' own words (their tag and their ask).
+
+    It sees only the prompt: the questions it was shown, never the world's cue table. A share
+    of proposals is useless (vague) or harmful (over-broad: it also names another skill's
+    cases, so it steals their activations); the description gate has to catch those.
+    """
+    missed = re.findall(r"<question>(.*?)</question>", tag(prompt, "missed") or "", flags=re.S)
+    if not missed:
+        return json.dumps({"description": "", "rationale": "no missed cases"})
+    tags = Counter(m.group(1) for q in missed if (m := _TAG.match(q.strip())))
+    asks = Counter(q.strip().rsplit(". ", 1)[-1] for q in missed)
+    top_tag = tags.most_common(1)[0][0] if tags else "these"
+    ask = asks.most_common(1)[0][0]
+    description = f"Use for {top_tag} cases, which ask: {ask}"
+    others = [t for t, _ in tags.most_common()[1:3]]
+    if others:
+        description += f" Also for {' and '.join(others)} cases."
+    rejected = {normalise(line[2:]) for line in (tag(prompt, "rejected_descriptions") or "")
+                .splitlines() if line.startswith("- ")}
+    plain = description
+    u = draw(world.seed, "evolve-description", prompt)
+    if u < shares.harmful:
+        catalog = re.findall(r"^- ([a-z0-9-]+):", tag(prompt, "catalog") or "", flags=re.M)
+        name = re.search(r'<skill name="([^"]+)"', prompt)
+        other = [c for c in catalog if not name or c != name.group(1)]
+        if other:
+            victim = other[pick(len(other), world.seed, "victim", prompt)]
+            description += f" Also for {victim} cases and anything about {victim}."
+    elif u < shares.harmful + shares.useless:
+        description = "Helpful guidance for many kinds of client files."
+    # it does not repeat a refused description: the plain one when the variant was refused
+    description = next((d for d in (description, plain) if normalise(d) not in rejected), "")
+    if not description:
+        return json.dumps({"description": "", "rationale": "every proposal was refused"})
+    return json.dumps({"description": description,
+                       "rationale": f"{len(missed)} case(s) did not open this skill."})

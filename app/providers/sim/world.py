@@ -31,6 +31,12 @@ SYSTEM_RULES = (("FORMAT", "Write every answer with no thousands separators and 
 TOOL_RULE = ('Call read_context with section="full": the default section returns only the '
              "summary line, which never holds the facts a case needs.")
 FACT_MARKER = "FACT:"
+# Words in a question that say which task type it is (its tag and its ask). In skill_mode
+# "progressive" the simulated agent opens the skill whose description names the most of the
+# cues present in the question (app/providers/sim/agent.py choose_skill).
+CUES = {"ledger": ("ledger", "total"), "units": ("units", "converted quantity"),
+        "dates": ("dates", "due"), "routing": ("routing", "queue"),
+        "tagging": ("tagging", "tag"), "pricing": ("pricing", "price code")}
 
 _WS = re.compile(r"\s+")
 

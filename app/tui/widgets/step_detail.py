@@ -42,6 +42,15 @@ def step_summary(detail: dict[str, Any], *, full: bool = False) -> Group:
     parts: list[Any] = [head, t]
     if rep.get("summary"):
         parts.append(Text(str(rep["summary"]), style="italic"))  # Text: never markup
+    act = rep.get("activation")
+    if isinstance(act, dict):  # skill_mode progressive/tool (app/harness/activation.py)
+        prec = act.get("precision")
+        parts.append(Text(
+            f"activation in this step's rollout: recall {fmt.acc(act.get('recall'))}  "
+            f"precision {fmt.acc(prec) if isinstance(prec, int | float) else '–'}  "
+            f"(n {fmt.num(act.get('n'))}, opened none {fmt.num(act.get('opened_none'))}, "
+            f"opened another {fmt.num(act.get('opened_wrong'))}, skill "
+            f"{act.get('skill') or '?'})"))
     if full:
         edits = rep.get("edits") or []
         if edits:
