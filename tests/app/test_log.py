@@ -287,7 +287,7 @@ def test_schema_2_log_gains_the_model_io_columns_in_migration_3(tmp_path):
     conn.commit()
     conn.close()
     with HarnessLog(path) as log:
-        assert log.schema_version() == 3 == SCHEMA_VERSION
+        assert log.schema_version() == SCHEMA_VERSION >= 3
         calls = {r["name"] for r in log.query("PRAGMA table_info(llm_calls)")}
         assert {"attempts", "retries", "timeouts", "response_format"} <= calls
         assert "answer_source" in {r["name"] for r in log.query("PRAGMA table_info(predictions)")}
