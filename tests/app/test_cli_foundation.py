@@ -53,7 +53,8 @@ def test_help_lists_every_command() -> None:
     proc = run_main_py("--help")
     assert proc.returncode == 0, proc.stderr
     listed = set(re.findall(r"^\s{4}(\w+)\s", proc.stdout, flags=re.MULTILINE))
-    expected = {"demo", "init", "train", "infer", "eval", "diagnose", "promote", "report", "tui"}
+    expected = {"demo", "init", "train", "infer", "eval", "diagnose", "promote", "report", "tui",
+                "fork", "rank", "export"}
     assert expected <= listed, proc.stdout
     assert set(COMMANDS) == expected
 
