@@ -4,7 +4,8 @@
   (app/harness/log.py, migration 4). Only branches whose objective score is 1 are stored;
   the others are counted, never stored (`store_winners`).
 - Retrieval: SQLite FTS5 `bm25()` over the task text, the words of the new task OR-ed
-  (each quoted, so no FTS syntax from question text is ever interpreted). No vector service.
+  (each quoted, so no FTS syntax from question text is ever interpreted; tokens with digits
+  left out). No vector service.
   A question never retrieves its own memory.
 - Injection: `format_block` renders memories as a `<memories>` block put before the system
   prompt; `with_memories` wraps AgentPrompts so infer/eval/train use it when `memory_k` > 0
@@ -71,9 +72,11 @@ def store_winners(log, rollout_id: str, winners: list[dict[str, Any]],
 
 
 def fts_query(text: str) -> str:
+    """The task's words OR-ed, each quoted. Tokens with digits (figures, ids) are left out:
+    they say which case it is, not what kind of case, and would drown the words that do."""
     terms: list[str] = []
     for word in _WORD.findall((text or "").lower()):
-        if len(word) > 1 and word not in terms:
+        if len(word) > 1 and not any(ch.isdigit() for ch in word) and word not in terms:
             terms.append(word)
     return " OR ".join(f'"{t}"' for t in terms[:MAX_QUERY_TERMS])
 
