@@ -40,7 +40,7 @@ from typing import Any
 from app.errors import UserError
 from app.harness.agent_prompts import AgentPrompts
 from app.harness.atomic import write_json_atomic, write_text_atomic
-from app.harness.fork import test_question_ids
+from app.harness.fork import held_out_question_ids
 from app.harness.workspace import now_iso
 
 EXPORT_VERSION = 1
@@ -72,7 +72,7 @@ def export_rollouts(session, rollout_ids: Sequence[str], out_dir: Path, *,
         if not log.query("SELECT 1 FROM rankings WHERE run_id = ? LIMIT 1", (rid,)):
             raise UserError(f"{session.paths.db}: rollout {rid!r} has no ranking; "
                             f"run `rank -w {session.paths.root} {rid}` first")
-    test_ids = set() if include_test else test_question_ids(session.benchmark)
+    test_ids = set() if include_test else held_out_question_ids(session.benchmark)
     lines: dict[str, list[str]] = {name: [] for name in LAYOUTS}
     versions: set[tuple[str, str]] = set()
     skipped_test = 0

@@ -129,7 +129,7 @@ def select_questions(benchmark, pool: str, task_types: Sequence[str] | None,
     return questions
 
 
-def test_question_ids(benchmark) -> set[str]:
+def held_out_question_ids(benchmark) -> set[str]:
     pools = split_pools(benchmark.questions, benchmark.split, benchmark.seed)
     return {q.question_id for q in pools.test}
 
