@@ -390,3 +390,20 @@ def test_memory_k_injects_the_block_and_helps_held_out_questions(forked, tmp_pat
     acc = {r: conn.execute("SELECT AVG(correct) FROM predictions WHERE run_id=?",
                            (r,)).fetchone()[0] for r in ("mem-on", "mem-off")}
     assert acc["mem-on"] > acc["mem-off"], acc
+
+
+def test_eval_and_train_run_with_memories(forked, tmp_path) -> None:
+    ws = copy_ws(forked, tmp_path)
+    with Session(ws, load_config(None)) as s:
+        anyio.run(lambda: rank_rollout(s, "r1"))
+    ev = run_cli("eval", "v1", "-w", str(ws), "--no-progress", "--set", "memory_k=2")
+    assert ev.returncode == 0, ev.stderr
+    report = json.loads(next((ws / "analyses").glob("eval_*.json")).read_text())
+    assert report["accuracy"] > 0
+    tr = run_cli("train", "-w", str(ws), "--no-progress", "--set", "memory_k=2",
+                 "--set", "epochs=1", "--set", "batch_size=24")
+    assert tr.returncode == 0, tr.stderr
+    conn = sqlite3.connect(ws / "harness.db")
+    cfg = json.loads(conn.execute("SELECT config_json FROM _runs WHERE kind='train'")
+                     .fetchone()[0])
+    assert cfg["memory_k"] == 2
