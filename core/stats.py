@@ -379,7 +379,7 @@ def bradley_terry(
         theta, value = trial, trial_value
     if not converged:
         warnings.warn(f"bradley_terry: not converged after {iters} Newton steps "
-                      f"(n_items={n_items}, {len(comparisons)} comparisons, prior={prior})",
+                      f"({n_items} items, {len(comparisons)} comparisons, prior {prior})",
                       ConvergenceWarning, stacklevel=2)
     return _normalise_geo([math.exp(t) for t in theta])
 

@@ -35,6 +35,7 @@ from app.harness.judge import (
     same_model_warning,
     sample_row,
 )
+from app.harness.telemetry import current_run_id
 from app.harness.verifiers import load_verifier, verify_rollout
 from app.harness.workspace import now_iso
 from core import ranking
@@ -78,6 +79,17 @@ async def rank_rollout(session, rollout_id: str, *, verifiers: Sequence[str] = (
     user_rewards = {k: load_verifier(k) for k in weights if ":" in k}
     if (warning := same_model_warning(config.judge_model, config.agent_model)) is not None:
         logger.warning(warning)
+    token = current_run_id.set(rollout_id)  # judge calls are logged (and paid) as the fork's
+    try:
+        return await _rank(session, rollout_id, verifiers, weights, user_rewards, judge_cap,
+                           remember)
+    finally:
+        current_run_id.reset(token)
+
+
+async def _rank(session, rollout_id, verifiers, weights, user_rewards, judge_cap,
+                remember) -> dict[str, Any]:
+    log, config = session.log, session.config
     objective = verify_rollout(log, rollout_id, session.questions_by_id, verifiers)
     rows = log.query("SELECT * FROM branches WHERE run_id = ? ORDER BY question_id, "
                      "branch_index", (rollout_id,))

@@ -323,10 +323,13 @@ def test_rank_report_and_tables(forked: Path, tmp_path: Path) -> None:
                                 "SUM(capped = 0) AS real FROM judgments WHERE run_id='r1' "
                                 "GROUP BY question_id")
         ranks = s.log.query("SELECT * FROM rankings WHERE run_id='r1'")
+        judge_calls = s.log.query("SELECT run_id, COUNT(*) AS n FROM llm_calls WHERE "
+                                  "role = 'judge' GROUP BY run_id")
     assert report["judge"]["calls_over_cap"] == 0
     assert max(j["real"] for j in judgments) == 20
     assert report["judge"]["calls"] == sum(j["real"] for j in judgments)
     assert report["judge"]["same_model_as_agent"] is True
+    assert judge_calls == [{"run_id": "r1", "n": report["judge"]["calls"]}]  # paid by the fork
     assert report["ranker_top_correct_share"] == 1.0
     st = report["top_vs_branch0"]
     assert st["n"] == 40 and st["powered"] is True
