@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from string import Template
 from typing import Any
 
+import anyio
+
 from app.paths import PROMPTS_DIR
 from app.providers.errors import BudgetExceeded, ProviderError
 from app.secrets import scrub
@@ -112,8 +114,10 @@ def parse_pairwise(text: str) -> tuple[str | None, str, str]:
 
 
 class Judge:
-    def __init__(self, provider, settings: JudgeSettings, model: str = "") -> None:
+    def __init__(self, provider, settings: JudgeSettings, model: str = "",
+                 concurrency: int = 16) -> None:
         self.provider = provider
+        self.limiter = anyio.CapacityLimiter(concurrency)
         self.settings = settings
         self.model = model
         self._scalar = _template("judge_scalar.md")
@@ -121,9 +125,11 @@ class Judge:
 
     async def _ask(self, prompt: str, sample: int) -> tuple[str, float, str]:
         try:
-            reply = await self.provider.complete(
-                [{"role": "user", "content": prompt}], temperature=self.settings.temperature,
-                max_tokens=self.settings.max_tokens, seed=sample, role="judge")
+            async with self.limiter:
+                reply = await self.provider.complete(
+                    [{"role": "user", "content": prompt}],
+                    temperature=self.settings.temperature,
+                    max_tokens=self.settings.max_tokens, seed=sample, role="judge")
         except BudgetExceeded:
             raise
         except ProviderError as e:

@@ -22,6 +22,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import anyio
 from loguru import logger
 
 from app.errors import UserError
@@ -101,37 +102,34 @@ async def _rank(session, rollout_id, verifiers, weights, user_rewards, judge_cap
     judge = Judge(session.providers["judge"],
                   JudgeSettings(samples=config.judge_samples,
                                 temperature=config.judge_temperature, max_calls=cap),
-                  model=config.judge_model)
+                  model=config.judge_model, concurrency=config.concurrency)
     at = now_iso()
     judgment_rows: list[dict[str, Any]] = []
     ranking_rows: list[dict[str, Any]] = []
     winners: list[dict[str, Any]] = []
     top_correct, first_correct, any_correct = [], [], []
+    budgets = {qid: CallBudget(cap) for qid in by_q}  # one batch = one question's branches
+    groups_of = {qid: _answer_groups(branches) for qid, branches in by_q.items()}
+    judged = await _judge_all(judge, session, by_q, groups_of, budgets)
     for qid, branches in by_q.items():
-        budget = CallBudget(cap)  # one batch = one question's branches
+        budget = budgets[qid]
         question = session.questions_by_id.get(qid)
         qtext = question.question if question else ""
-        groups: dict[str, list[dict[str, Any]]] = {}
-        for b in branches:
-            groups.setdefault(" ".join((b["prediction"] or "").split()).lower(), []).append(b)
+        groups = groups_of[qid]
         reps = [g[0] for g in groups.values()]
+        scalar, pairwise = judged[qid]
         judge_scores: dict[int, float] = {}
-        for rep in reps:
-            samples = await judge.score(qtext, rep["final_text"] or "", budget)
+        for k, rep in enumerate(reps):
             judgment_rows += [sample_row(rollout_id, qid, s, rep["branch_index"], None,
-                                         config.judge_model, at) for s in samples]
-            judge_scores[rep["branch_index"]] = mean_score(samples)
+                                         config.judge_model, at) for s in scalar[k]]
+            judge_scores[rep["branch_index"]] = mean_score(scalar[k])
         prefs: list[tuple[int, int, str]] = []
-        for i in range(len(reps)):
-            for j in range(i + 1, len(reps)):
-                a, b = reps[i], reps[j]
-                samples = await judge.compare(qtext, a["final_text"] or "",
-                                              b["final_text"] or "", budget)
-                judgment_rows += [sample_row(rollout_id, qid, s, a["branch_index"],
-                                             b["branch_index"], config.judge_model, at)
-                                  for s in samples]
-                prefs += [(i, j, s.preferred or "tie") for s in samples
-                          if not s.capped and not s.parse_error]
+        for (i, j), samples in sorted(pairwise.items()):
+            judgment_rows += [sample_row(rollout_id, qid, s, reps[i]["branch_index"],
+                                         reps[j]["branch_index"], config.judge_model, at)
+                              for s in samples]
+            prefs += [(i, j, s.preferred or "tie") for s in samples
+                      if not s.capped and not s.parse_error]
         calls += budget.used
         capped += budget.capped
         max_calls = max(max_calls, budget.used)
@@ -187,6 +185,42 @@ async def _rank(session, rollout_id, verifiers, weights, user_rewards, judge_cap
     }
     write_json_atomic(session.paths.analyses / f"rank_{_safe(rollout_id)}.json", report)
     return report
+
+
+def _answer_groups(branches: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Branches by final answer (normalised): one group is judged once, by its first branch."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for b in branches:
+        groups.setdefault(" ".join((b["prediction"] or "").split()).lower(), []).append(b)
+    return groups
+
+
+async def _judge_all(judge: Judge, session, by_q, groups_of, budgets) -> dict[str, tuple]:
+    """Every judge call of the rollout, concurrently (the Judge's limiter bounds them).
+
+    Each call reserves its budget slots before its first await, and tasks start in the order
+    they are created, so which samples are capped is the same on every run."""
+    out: dict[str, tuple[dict, dict]] = {}
+
+    async def scalar(qid, k, qtext, rep):
+        out[qid][0][k] = await judge.score(qtext, rep["final_text"] or "", budgets[qid])
+
+    async def pair(qid, i, j, qtext, a, b):
+        out[qid][1][(i, j)] = await judge.compare(qtext, a["final_text"] or "",
+                                                  b["final_text"] or "", budgets[qid])
+
+    async with anyio.create_task_group() as tg:
+        for qid in by_q:
+            question = session.questions_by_id.get(qid)
+            qtext = question.question if question else ""
+            reps = [g[0] for g in groups_of[qid].values()]
+            out[qid] = ({}, {})
+            for k, rep in enumerate(reps):
+                tg.start_soon(scalar, qid, k, qtext, rep)
+            for i in range(len(reps)):
+                for j in range(i + 1, len(reps)):
+                    tg.start_soon(pair, qid, i, j, qtext, reps[i], reps[j])
+    return out
 
 
 def _json(obj: Any) -> str:

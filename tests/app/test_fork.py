@@ -338,6 +338,13 @@ def test_rank_report_and_tables(forked: Path, tmp_path: Path) -> None:
     assert all("tests.app.fork_plugins:prefer_short" in json.loads(r["components_json"])
                for r in ranks)
     assert (ws / "analyses" / "rank_r1.json").is_file()
+    # judge calls run concurrently, yet which samples are capped is the same every time
+    key = ("SELECT question_id, kind, branch_a, branch_b, shown_first, sample, score, "
+           "preferred, capped FROM judgments WHERE run_id='r1' ORDER BY id")
+    with Session(ws, config) as s:
+        first = s.log.query(key)
+        anyio.run(lambda: rank_rollout(s, "r1", remember=False))
+        assert s.log.query(key) == first
 
 
 def test_small_rollout_is_flagged_unpowered(fresh_ws, tmp_path) -> None:
