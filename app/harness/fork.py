@@ -178,10 +178,14 @@ async def run_fork(session, spec: ForkSpec, rollout_id: str, *, resume: bool = F
                         "add --resume to finish a fork, or pick another id")
     if existing is not None and existing["kind"] != "fork":
         raise UserError(f"--rollout-id {rollout_id}: run is a {existing['kind']} run, not a fork")
-    prompts = session.agent_prompts()
     if existing is None:
+        prompts = session.agent_prompts()
         session.register(rollout_id, "fork", prompts, provenance={"fork": spec.to_json()})
     else:
+        # the versions the fork started with, even if the workspace has moved on since
+        root = session.paths.root
+        prompts = session.agent_prompts(root / "skills" / existing["skills_version"],
+                                        root / "prompts" / existing["prompts_version"])
         stored = json.loads(existing["provenance_json"] or "{}").get("fork")
         if stored is None:
             raise UserError(f"{session.paths.db}: run {rollout_id} has no fork spec")
