@@ -417,3 +417,22 @@ def test_eval_and_train_run_with_memories(forked, tmp_path) -> None:
     cfg = json.loads(conn.execute("SELECT config_json FROM _runs WHERE kind='train'")
                      .fetchone()[0])
     assert cfg["memory_k"] == 2
+
+
+def test_resume_uses_the_versions_the_fork_started_with(fresh_ws, tmp_path) -> None:
+    ws = copy_ws(fresh_ws, tmp_path)
+    fork(ws, "v-fork", n_questions=5, temps=(0.5, 0.9))
+    with Session(ws, load_config(None)) as s:
+        with s.log._txn():
+            s.log.conn.execute("DELETE FROM branches WHERE run_id='v-fork' AND branch_index=1")
+        files = s.version_files("skills", "v1")
+        name = next(iter(files))
+        s.publish_version("skills", {**files, name: files[name] + "\n- another rule\n"},
+                          source="test", description="moved on", run_id="test")
+        assert s.paths.skills_version == "v2"
+        spec = ForkSpec((), (0.0,))
+        result = anyio.run(lambda: run_fork(s, spec, "v-fork", resume=True))
+        assert (result.ran, result.skipped) == (5, 5)
+        versions = {r["skills_version"] for r in s.log.query(
+            "SELECT skills_version FROM branches WHERE run_id='v-fork'")}
+    assert versions == {"v1"}
