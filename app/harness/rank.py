@@ -10,7 +10,8 @@ For each question of a rollout (app/harness/fork.py):
    (γ/(1 + γ)) and any user reward `module:function` (called with the branch row and its
    components, returning a number in [0, 1]) with weights;
 4. rankings and judgments are stored (replacing an earlier ranking of the rollout), the best
-   objectively verified branch of each question becomes a memory (app/harness/memory.py),
+   objectively verified branch of each question becomes a memory (app/harness/memory.py;
+   never for test-pool questions, which would leak into held-out evaluation),
    and `analyses/rank_<rollout>.json` holds the report: pass@1, pass@N, the share of questions
    where the top branch is correct when a correct one exists, judge calls against the cap,
    and core.ranking.paired_report of top branch vs branch 0 (powered, MDD, McNemar p).
@@ -28,6 +29,7 @@ from loguru import logger
 from app.errors import UserError
 from app.harness import memory
 from app.harness.atomic import write_json_atomic
+from app.harness.fork import held_out_question_ids
 from app.harness.judge import (
     CallBudget,
     Judge,
@@ -166,7 +168,13 @@ async def _rank(session, rollout_id, verifiers, weights, user_rewards, judge_cap
         log.insert_rows("judgments", judgment_rows)
         log.insert_rows("rankings", ranking_rows)
     session.recorder.flush()
-    mem = memory.store_winners(log, rollout_id, winners, objective) if remember else None
+    mem = None
+    if remember:  # test-pool questions never become memories: they would leak into held-out
+        held_out = held_out_question_ids(session.benchmark)  # evaluation (app/harness/pools.py)
+        mem = memory.store_winners(log, rollout_id,
+                                   [w for w in winners if w["question_id"] not in held_out],
+                                   objective)
+        mem["test_pool_skipped"] = sum(1 for w in winners if w["question_id"] in held_out)
     n_with_correct = sum(any_correct)
     report = {
         "rollout_id": rollout_id, "questions": len(by_q), "branches": len(rows),

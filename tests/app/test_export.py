@@ -164,3 +164,12 @@ def test_export_refuses_an_unranked_rollout(ranked: Path, tmp_path: Path) -> Non
 
     with Session(ws, load_config(None)) as s, pytest.raises(UserError, match="no ranking"):
         export_rollouts(s, ["nope"], tmp_path / "out")
+
+
+def test_test_pool_questions_never_become_memories(ranked: Path) -> None:
+    with Session(ranked, load_config(None)) as s:
+        test_ids = held_out_question_ids(s.benchmark)
+        stored = {r["question_id"] for r in s.log.query("SELECT question_id FROM memories")}
+        report = json.loads((ranked / "analyses" / "rank_x1.json").read_text())
+    assert stored and not stored & test_ids
+    assert report["memories"]["test_pool_skipped"] == 6
