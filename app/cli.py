@@ -18,7 +18,7 @@ from app.paths import STORE_DIR, WORKSPACES_DIR
 from app.providers.errors import ProviderError
 
 COMMANDS = ("demo", "init", "train", "infer", "eval", "diagnose", "promote", "report", "tui",
-            "import-skills", "export-skills")
+            "import-skills", "export-skills", "fork", "rank", "export")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -94,6 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p = sub.add_parser("tui", parents=[common], help="browse a workspace in the terminal UI")
     p.add_argument("workspace", type=Path, nargs="?")
+    from app.fork_commands import add_parsers  # issue 14: fork, rank, export
+
+    add_parsers(sub, common, ws)
     return parser
 
 

@@ -279,3 +279,5 @@ def cmd_tui(args: argparse.Namespace) -> int:
 
     return run_tui(args.workspace, WORKSPACES_DIR)
 
+
+from app.fork_commands import cmd_export, cmd_fork, cmd_rank  # noqa: E402,F401 - issue 14

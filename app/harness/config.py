@@ -116,6 +116,15 @@ class RunConfig:
     price_in_per_mtok: float | None = _d(None)  # USD per million input tokens (overrides litellm)
     price_out_per_mtok: float | None = _d(None)  # USD per million output tokens
 
+    # best-of-N rollouts (issue 14): the judge (app/harness/judge.py) and memories
+    # (app/harness/memory.py; memory_k > 0 injects that many into infer/eval/train prompts)
+    judge_samples: int = _d(3)
+    judge_temperature: float = _d(0.1)
+    judge_max_calls_per_batch: int = _d(100)
+    memory_k: int = _d(0)
+    sim_judge_noise: float = _d(0.0)
+    sim_judge_position_bias: float = _d(0.0)
+
     def __post_init__(self) -> None:
         problems = list(_range_problems(self))
         if problems:
@@ -135,21 +144,25 @@ def _range_problems(c: RunConfig):
         value = getattr(c, f.name)
         if isinstance(value, float) and not math.isfinite(value):
             yield f"{f.name} must be a finite number (got {value})"
-    if not 0.0 <= c.temperature <= 2.0:
-        yield f"temperature must be within [0, 2] (got {c.temperature})"
-    positive = ["max_tokens", "concurrency", "max_steps", "epochs", "batch_size", "gate_n_max"]
+    for name in ("temperature", "judge_temperature"):
+        if not 0.0 <= getattr(c, name) <= 2.0:
+            yield f"{name} must be within [0, 2] (got {getattr(c, name)})"
+    positive = ["max_tokens", "concurrency", "max_steps", "epochs", "batch_size", "gate_n_max",
+                "judge_samples"]
     for name in positive:
         if getattr(c, name) < 1:
             yield f"{name} must be >= 1 (got {getattr(c, name)})"
     non_negative = ["min_class_per_batch", "eval_min_per_class", "trainable_min_units",
                     "edit_budget_start", "edit_budget_end", "cooldown_steps", "momentum_samples",
                     "early_stop_patience", "gate_w_net_min", "gate_shrink_k", "max_retries",
-                    "sim_latency_ms", "sim_latency_jitter_ms", "request_timeout_s"]
+                    "sim_latency_ms", "sim_latency_jitter_ms", "request_timeout_s",
+                    "judge_max_calls_per_batch", "memory_k"]
     for name in non_negative:
         if getattr(c, name) < 0:
             yield f"{name} must be >= 0 (got {getattr(c, name)})"
-    shares = ["batch_correct_ratio", "gate_guard_err", "gate_futility_share", "sim_fault_rate", "sim_harmful_share",
-              "sim_useless_share", "sim_adversarial_share", "gate_delta_min"]
+    shares = ["batch_correct_ratio", "gate_guard_err", "gate_futility_share", "sim_fault_rate",
+              "sim_harmful_share", "sim_useless_share", "sim_adversarial_share", "gate_delta_min",
+              "sim_judge_noise", "sim_judge_position_bias"]
     for name in shares:
         if not 0.0 <= getattr(c, name) <= 1.0:
             yield f"{name} must be within [0, 1] (got {getattr(c, name)})"

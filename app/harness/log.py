@@ -27,7 +27,8 @@ QUICK_CHECK_MAX_BYTES = 256 * 1024 * 1024  # quick_check reads every page: ~1 s 
 # Tables every run may write; each has a run_id column so a step's rows can be cleared.
 RUN_TABLES = ("predictions", "traces", "llm_calls", "gate_evidence", "quadrant_pair",
               "dual_metric", "holdout_eval", "shadow_gate", "diagnoses", "evolutions",
-              "step_reports", "epoch_reports", "reply_attempts")
+              "step_reports", "epoch_reports", "reply_attempts",
+              "branches", "verdicts", "judgments", "rankings")  # the last four: issue 14
 
 MIGRATIONS: list[tuple[str, list[str]]] = [
     ("initial schema", [
@@ -102,6 +103,36 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             purpose TEXT, subject TEXT, attempt INTEGER, response_format TEXT, status TEXT,
             error TEXT, reply TEXT, at TEXT)""",
         "CREATE INDEX idx_reply_attempts_run ON reply_attempts(run_id)",
+    ]),
+    # 4 (issue 14): best-of-N rollouts. A fork is a run (run_id = rollout id); its branches
+    # carry the predictions table's columns plus the branch's own (app/harness/fork.py).
+    ("best-of-N rollouts: branches, verdicts, judgments, rankings, memories", [
+        """CREATE TABLE branches (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
+            question_id TEXT NOT NULL, branch_index INTEGER NOT NULL, session_id TEXT,
+            temperature REAL, seed INTEGER, unit_id TEXT, task_type TEXT, prediction TEXT,
+            answer TEXT, correct INTEGER, stop_reason TEXT, steps_json TEXT,
+            tool_calls_json TEXT, final_text TEXT, tokens_in INTEGER, tokens_out INTEGER,
+            cost_usd REAL, latency_s REAL, skills_version TEXT, prompts_version TEXT,
+            created_at TEXT, answer_source TEXT)""",
+        "CREATE UNIQUE INDEX idx_branches_key ON branches(run_id, question_id, branch_index)",
+        """CREATE TABLE verdicts (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
+            question_id TEXT NOT NULL, branch_index INTEGER NOT NULL, verifier TEXT,
+            status TEXT, passed INTEGER, score REAL, reason TEXT, cost_usd REAL, at TEXT)""",
+        "CREATE INDEX idx_verdicts_run ON verdicts(run_id, question_id)",
+        """CREATE TABLE judgments (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
+            question_id TEXT NOT NULL, kind TEXT, branch_a INTEGER, branch_b INTEGER,
+            shown_first TEXT, sample INTEGER, score REAL, preferred TEXT, capped INTEGER,
+            parse_error TEXT, reasoning TEXT, model TEXT, cost_usd REAL, at TEXT)""",
+        "CREATE INDEX idx_judgments_run ON judgments(run_id, question_id)",
+        """CREATE TABLE rankings (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
+            question_id TEXT NOT NULL, branch_index INTEGER NOT NULL, rank INTEGER,
+            reward REAL, objective REAL, judge REAL, bt REAL, components_json TEXT)""",
+        "CREATE INDEX idx_rankings_run ON rankings(run_id, question_id)",
+        """CREATE TABLE memories (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
+            question_id TEXT NOT NULL, branch_index INTEGER NOT NULL, task_type TEXT,
+            task TEXT, key_steps TEXT, final_answer TEXT, created_at TEXT)""",
+        "CREATE UNIQUE INDEX idx_memories_key ON memories(run_id, question_id, branch_index)",
+        "CREATE VIRTUAL TABLE memories_fts USING fts5(task, task_type UNINDEXED)",
     ]),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

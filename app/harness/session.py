@@ -81,8 +81,13 @@ class Session:
 
     def agent_prompts(self, skills_dir: Path | None = None,
                       prompts_dir: Path | None = None) -> AgentPrompts:
-        return AgentPrompts.load(skills_dir or self.paths.skills_dir,
-                                 prompts_dir or self.paths.prompts_dir, self.config.skill_mode)
+        prompts = AgentPrompts.load(skills_dir or self.paths.skills_dir,
+                                    prompts_dir or self.paths.prompts_dir, self.config.skill_mode)
+        if self.config.memory_k > 0:  # issue 14: verified memories before the system prompt
+            from app.harness.memory import with_memories
+
+            prompts = with_memories(prompts, self.log, self.config.memory_k)
+        return prompts
 
     @property
     def agent_settings(self) -> AgentSettings:

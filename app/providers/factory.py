@@ -30,6 +30,8 @@ class BudgetedProvider:
 def sim_settings(config: RunConfig) -> SimSettings:
     return SimSettings(latency_ms=config.sim_latency_ms, jitter_ms=config.sim_latency_jitter_ms,
                        fault_rate=config.sim_fault_rate,
+                       judge_noise=config.sim_judge_noise,
+                       judge_position_bias=config.sim_judge_position_bias,
                        shares=EvolverShares(harmful=config.sim_harmful_share,
                                             useless=config.sim_useless_share,
                                             adversarial=config.sim_adversarial_share))

@@ -36,7 +36,7 @@ WARM_UP_DELAY_S = 0.5
 
 class SkillTrainerApp(App[int]):
     TITLE = "skill-trainer"
-    CSS_PATH = [STYLES / "app.tcss", STYLES / "screens.tcss"]
+    CSS_PATH = [STYLES / "app.tcss", STYLES / "screens.tcss", STYLES / "branches.tcss"]
     MODES = {"overview": OverviewScreen, "steps": StepsScreen, "versions": VersionsScreen,
              "runs": RunsScreen}
     BINDINGS = [

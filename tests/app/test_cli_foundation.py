@@ -54,7 +54,7 @@ def test_help_lists_every_command() -> None:
     assert proc.returncode == 0, proc.stderr
     listed = set(re.findall(r"^\s{4}([\w-]+)\s", proc.stdout, flags=re.MULTILINE))
     expected = {"demo", "init", "train", "infer", "eval", "diagnose", "promote", "report", "tui",
-                "import-skills", "export-skills"}
+                "import-skills", "export-skills", "fork", "rank", "export"}
     assert expected <= listed, proc.stdout
     assert set(COMMANDS) == expected
 

@@ -37,6 +37,8 @@ def add_run(log: HarnessLog, run_id: str) -> None:
         row = {"run_id": run_id}
         if "question_id" in columns(log, table):
             row["question_id"] = "q1"
+        if "branch_index" in columns(log, table):  # the rollout tables of issue 14
+            row["branch_index"] = 0
         log.insert_rows(table, [row])
 
 
@@ -287,10 +289,33 @@ def test_schema_2_log_gains_the_model_io_columns_in_migration_3(tmp_path):
     conn.commit()
     conn.close()
     with HarnessLog(path) as log:
-        assert log.schema_version() == 3 == SCHEMA_VERSION
+        assert log.schema_version() == SCHEMA_VERSION >= 3
         calls = {r["name"] for r in log.query("PRAGMA table_info(llm_calls)")}
         assert {"attempts", "retries", "timeouts", "response_format"} <= calls
         assert "answer_source" in {r["name"] for r in log.query("PRAGMA table_info(predictions)")}
         assert "reply_attempts" in RUN_TABLES
         assert log.query("SELECT role, attempts FROM llm_calls") == [{"role": "agent",
                                                                       "attempts": None}]
+
+
+def test_schema_3_log_gains_the_rollout_tables_in_migration_4(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE _migrations (version INTEGER PRIMARY KEY, description TEXT, "
+                 "applied_at TEXT)")
+    for version, (description, statements) in enumerate(MIGRATIONS[:3], start=1):
+        for sql in statements:
+            conn.execute(sql)
+        conn.execute("INSERT INTO _migrations VALUES (?, ?, 'then')", (version, description))
+    conn.execute("INSERT INTO predictions (run_id, question_id) VALUES ('r', 'q')")
+    conn.commit()
+    conn.close()
+    with HarnessLog(path) as log:
+        assert log.schema_version() >= 4
+        tables = {r["name"] for r in log.query("SELECT name FROM sqlite_master")}
+        assert {"branches", "verdicts", "judgments", "rankings", "memories",
+                "memories_fts"} <= tables
+        assert log.query("SELECT question_id FROM predictions") == [{"question_id": "q"}]
+        assert {"branches", "verdicts", "judgments", "rankings"} <= set(RUN_TABLES)

@@ -360,3 +360,111 @@ def test_bradley_terry_recovers_known_strengths() -> None:
     scores = bradley_terry(4, comps, prior=0.1)
     geo = math.prod(truth) ** 0.25
     assert scores == pytest.approx([t / geo for t in truth], rel=0.12)
+
+
+# --------------------------------------------------------------------------- audit fixes (issue 14)
+
+
+def _choix_map(n_items: int, comparisons: list[tuple[int, int]], repeat: int) -> np.ndarray:
+    """The MAP of `bradley_terry(prior=1/repeat)` as a plain MLE that choix computes: every
+    real comparison `repeat` times plus one win and one loss of each item against an extra
+    reference item (same maximiser: the objective is scaled by `repeat`), normalised so the
+    reference sits at strength 1, then geometric mean 1 over the real items."""
+    import choix
+
+    ref = n_items
+    data = [c for c in comparisons for _ in range(repeat)]
+    data += [(i, ref) for i in range(n_items)] + [(ref, i) for i in range(n_items)]
+    theta = choix.ilsr_pairwise(n_items + 1, data, alpha=0.0, tol=1e-13, max_iter=10_000)
+    theta = theta[:n_items] - theta[ref]
+    return np.exp(theta - theta.mean())
+
+
+def _random_bt_case(rng: random.Random) -> tuple[int, list[tuple[int, int]]]:
+    n_items = rng.randint(2, 8)
+    comps = []
+    for _ in range(rng.randint(1, 40)):
+        i, j = rng.sample(range(n_items), 2)
+        comps.append((i, j))
+    return n_items, comps
+
+
+def test_bradley_terry_with_prior_converges_and_matches_choix_on_40_random_cases() -> None:
+    import warnings
+
+    rng = random.Random(14)
+    for case in range(40):
+        n_items, comps = _random_bt_case(rng)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", stats.ConvergenceWarning)
+            scores = bradley_terry(n_items, comps, prior=0.1)
+        oracle = _choix_map(n_items, comps, repeat=10)
+        assert np.log(scores) == pytest.approx(np.log(oracle), abs=1e-6), case
+        # the rank order agrees wherever the oracle separates items
+        order = sorted(range(n_items), key=lambda i: -oracle[i])
+        for a, b in zip(order, order[1:], strict=False):
+            if oracle[a] - oracle[b] > 1e-6:
+                assert scores[a] > scores[b], case
+
+
+def test_bradley_terry_mle_matches_choix() -> None:
+    import choix
+
+    theta = choix.ilsr_pairwise(4, COMPARISONS, alpha=0.0, tol=1e-13, max_iter=10_000)
+    expected = np.exp(theta - theta.mean())
+    assert np.log(bradley_terry(4, COMPARISONS, prior=0.0)) == pytest.approx(
+        np.log(expected), abs=1e-6)
+
+
+def test_bradley_terry_warns_when_the_cap_is_hit() -> None:
+    with pytest.warns(stats.ConvergenceWarning, match="not converged"):
+        bradley_terry(4, COMPARISONS, prior=0.1, iters=1)
+
+
+def test_mdd_has_no_false_root_at_small_n() -> None:
+    # the audit's case: the old formula returned 0.9585, whose real power is 0.10
+    assert min_detectable_difference(3, 0.96, 0.05, 0.9) == math.inf
+    for n in range(1, 6):  # the exact test cannot reject at all with <= 5 units at 5%
+        assert min_detectable_difference(n, 1.0, 0.05, 0.8) == math.inf
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 20, 35, 50])
+@pytest.mark.parametrize(("psi", "alpha", "power"),
+                         [(0.96, 0.05, 0.9), (1.0, 0.05, 0.8), (0.6, 0.05, 0.8),
+                          (0.3, 0.1, 0.5), (0.8, 0.01, 0.8)])
+def test_mdd_matches_exact_power_oracle(n: int, psi: float, alpha: float, power: float) -> None:
+    delta = min_detectable_difference(n, psi, alpha, power)
+    if delta == math.inf:
+        assert _exact_power(psi, n, psi, alpha) < power
+    else:
+        assert 0.0 < delta <= psi
+        assert _exact_power(delta, n, psi, alpha) == pytest.approx(power, abs=1e-6)
+        # and it is the smallest such δ (power is increasing in δ)
+        assert _exact_power(max(0.0, delta - 1e-4), n, psi, alpha) < power
+
+
+def test_exact_mcnemar_power_matches_scipy() -> None:
+    for n, psi, delta, alpha in [(6, 1.0, 0.8, 0.05), (20, 0.5, 0.3, 0.05), (40, 0.3, 0.1, 0.01)]:
+        assert stats.exact_mcnemar_power(n, psi, delta, alpha) == pytest.approx(
+            _exact_power(delta, n, psi, alpha), abs=1e-9)
+
+
+def test_mdd_large_n_root_solves_the_unsquared_equation() -> None:
+    for n in (51, 80, 200, 1000):
+        for psi, power in ((0.96, 0.9), (0.3, 0.8), (0.5, 0.3)):
+            delta = min_detectable_difference(n, psi, 0.05, power)
+            if delta != math.inf:
+                assert _approx_power(delta, n, psi, 0.05) == pytest.approx(power, abs=1e-6)
+
+
+@pytest.mark.parametrize("alpha", [0.05, 1e-6, 1e-12, 1e-16, 1e-17, 1e-40, 1e-300])
+def test_wilson_z_precise_for_tiny_alpha(alpha: float) -> None:
+    z = stats._z_upper(alpha / 2)
+    assert z == pytest.approx(norm.isf(alpha / 2), rel=1e-9)
+    lo, hi = wilson_interval(7, 10, alpha)
+    zz = norm.isf(alpha / 2)
+    p, n = 0.7, 10
+    centre = (p + zz**2 / (2 * n)) / (1 + zz**2 / n)
+    half = zz * math.sqrt(p * (1 - p) / n + zz**2 / (4 * n * n)) / (1 + zz**2 / n)
+    assert (lo, hi) == pytest.approx((max(0.0, centre - half), min(1.0, centre + half)),
+                                     abs=1e-9)

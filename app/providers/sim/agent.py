@@ -18,6 +18,12 @@ from core.types import ToolCall, ToolSpec
 P_KNOWN = 0.93
 P_UNKNOWN = 0.25
 P_CONFUSED = 0.05
+# A verified memory of a past case that needed the same rule (issue 14, app/harness/memory.py)
+# works like a worked example: the agent answers as if it half-knew the rule.
+P_EXAMPLE = 0.7
+MEMORY_BEGIN = "<memories>"
+MEMORY_END = "</memories>"
+MEMORY_TASK_PREFIX = "Task: "
 DILUTION_BUDGET_CHARS = 3000
 DILUTION_MAX_PENALTY = 0.15
 
@@ -32,6 +38,7 @@ class AgentView:
     tools: dict[str, str]  # offered tool name -> description
     called: dict[str, list[str]]  # tool name -> results seen
     catalog: tuple[tuple[str, str], ...] = field(default=())  # progressive: (name, description)
+    memory_tasks: tuple[str, ...] = ()  # task texts of memories in the system prompt
 
 
 CATALOG_HEADING = "# Available skills"  # as app/harness/agent_prompts.py writes it
@@ -99,7 +106,17 @@ def read_view(messages: list[dict], tools: list[ToolSpec] | None) -> AgentView:
         tools={t.name: t.description for t in tools or []},
         called=called,
         catalog=read_catalog(system),
+        memory_tasks=memory_tasks(system),
     )
+
+
+def memory_tasks(system: str) -> tuple[str, ...]:
+    """Task lines of the memory block (app/harness/memory.py `format_block`), if any."""
+    block = tag(system, MEMORY_BEGIN[1:-1])
+    if not block:
+        return ()
+    return tuple(line.strip()[len(MEMORY_TASK_PREFIX):] for line in block.splitlines()
+                 if line.strip().startswith(MEMORY_TASK_PREFIX))
 
 
 def next_tool_call(view: AgentView, case: CaseSpec | None, turn: int) -> ToolCall | None:
@@ -130,6 +147,8 @@ def p_correct(world: World, view: AgentView, case: CaseSpec) -> float:
     if case.needs_context:
         known = known and any(FACT_MARKER in r for r in view.called.get("read_context", []))
     p = P_KNOWN if known else P_UNKNOWN
+    if not known and view.memory_tasks and _has_example(world, view, case):
+        p = P_EXAMPLE
     excess = max(0, view.skill_chars - DILUTION_BUDGET_CHARS)
     return max(0.0, p - DILUTION_MAX_PENALTY * min(1.0, excess / DILUTION_BUDGET_CHARS))
 
@@ -144,3 +163,12 @@ def final_text(case: CaseSpec | None, correct: bool, pick: int) -> str:
 def tool_call_message(call: ToolCall) -> dict:
     return {"id": call.id, "type": "function",
             "function": {"name": call.name, "arguments": json.dumps(call.arguments)}}
+
+
+def _has_example(world: World, view: AgentView, case: CaseSpec) -> bool:
+    for task in view.memory_tasks:
+        other = world.case_for_text(task)
+        if other is not None and other.rule_id == case.rule_id \
+                and other.question_id != case.question_id:
+            return True
+    return False

@@ -16,11 +16,16 @@ import anyio
 from app.providers.errors import TransientError
 from app.providers.sim import agent
 from app.providers.sim.evolver import EvolverShares, reply_for_task
+from app.providers.sim.judge import judge_reply
 from app.providers.sim.rng import draw, pick
 from app.providers.sim.world import World, build_world
 from core.types import LLMResponse, ToolSpec, Usage
 
 NOISE_SHARE = 0.03  # share of agent answers re-drawn from the whole request (sampling noise)
+# Temperature > 0 (issue 14, best-of-N forks): this share of answers, times the temperature
+# (capped at 1), is re-drawn from (question, seed, temperature), so branches sampled at
+# different temperatures really differ. At temperature 0 nothing changes.
+TEMPERATURE_REDRAW_PER_UNIT = 1.0
 SIM_PRICE_IN_PER_MTOK = 0.5  # notional prices so cost accounting is exercised; labelled sim
 SIM_PRICE_OUT_PER_MTOK = 1.5
 
@@ -31,6 +36,8 @@ class SimSettings:
     jitter_ms: float = 0.0
     fault_rate: float = 0.0
     shares: EvolverShares = EvolverShares()
+    judge_noise: float = 0.0  # share of judge samples drawn at random (app/providers/sim/judge.py)
+    judge_position_bias: float = 0.0  # share of pairwise samples that pick whatever is shown first
 
 
 class SimRateLimit(TransientError):
@@ -64,9 +71,14 @@ class SimProvider:
         if "## Task: " in last_user:
             return self._response(messages, reply_for_task(self.world, last_user,
                                                            self.settings.shares), ())
-        return self._agent_turn(messages, tools, seed, request_key)
+        if "## Judge: " in last_user:
+            return self._response(messages, judge_reply(self.world, last_user, request_key,
+                                                        self.settings.judge_noise,
+                                                        self.settings.judge_position_bias), ())
+        return self._agent_turn(messages, tools, seed, request_key, temperature)
 
-    def _agent_turn(self, messages, tools, seed, request_key) -> LLMResponse:
+    def _agent_turn(self, messages, tools, seed, request_key,
+                    temperature: float = 0.0) -> LLMResponse:
         view = agent.read_view(messages, tools)
         case = self.world.case_for_text(view.question)
         turn = sum(1 for m in messages if m.get("role") == "assistant")
@@ -79,6 +91,10 @@ class SimProvider:
             u = draw(self.world.seed, "agent", case.question_id, seed)
             if draw(self.world.seed, "noise", request_key) < NOISE_SHARE:
                 u = draw(self.world.seed, "redraw", request_key)
+            if temperature > 0 and draw(self.world.seed, "temp-mix", case.question_id, seed,
+                                        temperature) < min(1.0, temperature
+                                                           * TEMPERATURE_REDRAW_PER_UNIT):
+                u = draw(self.world.seed, "temp", case.question_id, seed, temperature)
             correct = u < p
         wrong_pick = pick(3, self.world.seed, "wrong", view.question, seed)
         return self._response(messages, agent.final_text(case, correct, wrong_pick), ())

@@ -127,6 +127,12 @@ class RunsScreen(BaseScreen):
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.data_table.id == "runs-table" and event.row_key.value:
+            run = next((r for r in self.page.rows if r["run_id"] == event.row_key.value), None)
+            if run is not None and run["kind"] == "fork":  # issue 14: a fork's branches
+                from app.tui.screens.branches import BranchesScreen
+
+                self.app.push_screen(BranchesScreen(event.row_key.value))
+                return
             self.app.push_screen(PredictionsScreen(event.row_key.value))
 
 

@@ -1,0 +1,94 @@
+"""Ranking a question's branches (issue 14): Bradley–Terry over pairwise judgments plus a
+weighted sum of reward components, and the honesty statistics every ranking report carries.
+
+Pure logic, no I/O; app/harness/rank.py feeds it from the harness log.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from core.stats import bradley_terry, mcnemar_exact, min_detectable_difference, wilson_interval
+
+DEFAULT_WEIGHTS: dict[str, float] = {"objective": 1.0, "judge": 0.3, "bt": 0.3}
+POWERED_MIN_N = 10
+POWERED_MAX_HALF_WIDTH = 0.30
+NO_DISCORDANCE_PSI = 0.5  # the MDD's ψ when no discordant pair was seen yet
+
+
+@dataclass(frozen=True)
+class Ranked:
+    branch_index: int
+    rank: int  # 1 = best
+    reward: float
+    components: dict[str, float] = field(default_factory=dict)
+
+
+def bt_strengths(n_items: int, preferences: Sequence[tuple[int, int, str]],
+                 prior: float = 0.1) -> list[float]:
+    """Strengths from (a, b, preferred ∈ {"a", "b", "tie"}); a tie counts one win each way
+    (the usual half-win per side, on a doubled scale). With no preferences everyone is 1."""
+    comparisons: list[tuple[int, int]] = []
+    for a, b, pref in preferences:
+        if pref == "a":
+            comparisons.append((a, b))
+        elif pref == "b":
+            comparisons.append((b, a))
+        else:
+            comparisons += [(a, b), (b, a)]
+    if n_items == 0:
+        return []
+    if not comparisons:
+        return [1.0] * n_items
+    return bradley_terry(n_items, comparisons, prior=prior)
+
+
+def bt_component(strength: float) -> float:
+    """γ as a [0, 1] reward: its win probability against the average (γ = 1) branch."""
+    return strength / (1.0 + strength)
+
+
+def rank(components: Mapping[int, Mapping[str, float]],
+         weights: Mapping[str, float] = DEFAULT_WEIGHTS) -> list[Ranked]:
+    """Order branches by Σ weight·component (missing components count 0); ties keep the
+    lower branch index first, so the order is deterministic."""
+    scored = []
+    for index, comp in components.items():
+        reward = math.fsum(w * float(comp.get(key, 0.0)) for key, w in weights.items())
+        scored.append((reward, index, dict(comp)))
+    scored.sort(key=lambda t: (-t[0], t[1]))
+    return [Ranked(index, r + 1, round(reward, 12), comp)
+            for r, (reward, index, comp) in enumerate(scored)]
+
+
+def paired_report(chosen: Sequence[bool], baseline: Sequence[bool],
+                  alpha: float = 0.05, power: float = 0.8) -> dict:
+    """Statistics for "chosen beats baseline" over n paired units (one per question).
+
+    - `powered`: False when n < 10, or when the Wilson interval of the chosen accuracy is
+      30 pp wide or more on either side: then read the ranking as a best-effort estimate.
+    - `min_detectable_delta_pp`: core.stats.min_detectable_difference in percentage points,
+      at the observed discordance (0.5 before any discordant pair); None when no difference
+      is detectable at this n.
+    - `mcnemar_p`: exact two-sided McNemar p-value on the discordant pairs (None when n = 0).
+    """
+    if len(chosen) != len(baseline):
+        raise ValueError("chosen and baseline must be paired (same length)")
+    n = len(chosen)
+    w = sum(1 for c, b in zip(chosen, baseline, strict=True) if c and not b)
+    l = sum(1 for c, b in zip(chosen, baseline, strict=True) if b and not c)  # noqa: E741
+    correct = sum(chosen)
+    lo, hi = wilson_interval(correct, n, alpha) if n else (0.0, 1.0)
+    half = (hi - lo) / 2.0
+    psi = (w + l) / n if n and (w + l) else NO_DISCORDANCE_PSI
+    mdd = min_detectable_difference(n, psi, alpha, power) if n else math.inf
+    return {
+        "n": n, "powered": n >= POWERED_MIN_N and half < POWERED_MAX_HALF_WIDTH,
+        "accuracy": correct / n if n else None,
+        "baseline_accuracy": sum(baseline) / n if n else None,
+        "wilson": [lo, hi], "wins": w, "losses": l,
+        "min_detectable_delta_pp": None if math.isinf(mdd) else round(100.0 * mdd, 2),
+        "mcnemar_p": mcnemar_exact(w, l) if n else None,
+    }
