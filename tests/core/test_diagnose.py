@@ -86,9 +86,12 @@ def test_valid_object_followed_by_prose_with_braces_parses() -> None:
 def test_parse_time_is_bounded_on_brace_heavy_junk() -> None:
     import time
 
-    started = time.perf_counter()
-    assert parse_diagnosis("{\n" * 20_000, Q).degraded
-    assert time.perf_counter() - started < 0.1
+    # CPU time, not wall time: a loaded CI machine must not fail it. A quadratic scan took
+    # 6-10 s on 20,000 braces; the bounded one takes ~0.08 s whatever the length.
+    for n in (20_000, 80_000):
+        started = time.process_time()
+        assert parse_diagnosis("{\n" * n, Q).degraded
+        assert time.process_time() - started < 0.5, n
 
 
 @pytest.mark.parametrize("target", [
