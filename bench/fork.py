@@ -125,7 +125,7 @@ def main() -> int:
           f"target >={TARGET_TOP_CORRECT}")
     print(f"RESULT fork.ranker_top_correct_share_judge_only "
           f"{judge_only['ranker_top_correct_share']:.3f} rate")
-    print(f"RESULT fork.judge_calls_over_cap {j['calls_over_cap']} calls target 0")
+    print(f"RESULT fork.judge_calls_over_cap {j['calls_over_cap']} calls target ==0")
     print(f"RESULT fork.judge_max_calls_in_a_batch {j['max_calls_in_a_batch']} calls "
           f"target <={j['cap_per_batch']}")
     print(f"RESULT memory.accuracy_on {on.accuracy:.3f} rate")
