@@ -250,15 +250,8 @@ async def run_fork(session, spec: ForkSpec, rollout_id: str, *, resume: bool = F
 
 
 def _write(log, rows: list[dict[str, Any]]) -> None:
-    if not rows:
-        return
-    columns = list(rows[0])
-    sql = (f"INSERT OR IGNORE INTO branches ({', '.join(columns)}) "
-           f"VALUES ({', '.join('?' for _ in columns)})")
-    from app.harness.log import _row_values
-
-    with log._txn():
-        log.conn.executemany(sql, _row_values(rows, columns))
+    """Branch rows; a branch already written (a resumed fork) is kept as it is."""
+    log.insert_rows("branches", rows, skip_existing=True)
 
 
 def fork_summary(log, rollout_id: str) -> dict[str, Any]:

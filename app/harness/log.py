@@ -251,12 +251,15 @@ class HarnessLog:
         return row[0] or 0
 
     # -- writes -----------------------------------------------------------------------------
-    def insert_rows(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
-        """All-or-nothing batched insert (one transaction, executemany)."""
+    def insert_rows(self, table: str, rows: Sequence[dict[str, Any]], *,
+                    skip_existing: bool = False) -> None:
+        """All-or-nothing batched insert (one transaction, executemany). `skip_existing`:
+        rows that hit a unique key already present are left out (INSERT OR IGNORE)."""
         if not rows:
             return
         columns = list(rows[0])
-        sql = (f"INSERT INTO {table} ({', '.join(columns)}) "
+        verb = "INSERT OR IGNORE" if skip_existing else "INSERT"
+        sql = (f"{verb} INTO {table} ({', '.join(columns)}) "
                f"VALUES ({', '.join('?' for _ in columns)})")
         with self._txn():
             self.conn.executemany(sql, _row_values(rows, columns))
