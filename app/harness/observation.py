@@ -12,6 +12,7 @@ from app.harness.log import HarnessLog
 from app.harness.validate import ValidationOutcome
 from app.harness.workspace import now_iso
 from core.evolution.evolve import EvolutionRecord
+from core.evolution.gate import GateDecision
 
 # Flags of the step being reported (e.g. "no_tool_calls"), set by the step that writes them.
 current_step_flags: ContextVar[tuple[str, ...]] = ContextVar("current_step_flags", default=())
@@ -74,12 +75,14 @@ def write_step_report(root: Path, log: HarnessLog, report: dict[str, Any],
         "gate_run_id": report["gate_run_id"], "report_json": json.dumps(report)}])
 
 
-def evidence_rows(outcome: ValidationOutcome, epoch: int, step: int) -> list[dict[str, Any]]:
-    return [{"run_id": outcome.gate_run_id, "epoch": epoch, "step": step,
-             "task_type": outcome.task_type, "idx": i, "unit_id": e["unit_id"],
-             "base": int(e["base"]), "cand": int(e["cand"]), "outcome": e["outcome"],
-             "w": e["W"], "l": e["L"], "e_win": e["e_win"], "e_harm": e["e_harm"]}
-            for i, e in enumerate(outcome.decision.evidence)]
+def evidence_rows(run_id: str, task_type: str, decision: GateDecision, epoch: int,
+                  step: int) -> list[dict[str, Any]]:
+    """`gate_evidence` rows, one per unit, for a gate run or a probation's continuation."""
+    return [{"run_id": run_id, "epoch": epoch, "step": step, "task_type": task_type,
+             "idx": i, "unit_id": e["unit_id"], "base": int(e["base"]), "cand": int(e["cand"]),
+             "outcome": e["outcome"], "w": e["W"], "l": e["L"], "e_win": e["e_win"],
+             "e_harm": e["e_harm"]}
+            for i, e in enumerate(decision.evidence)]
 
 
 def quadrant_rows(outcome: ValidationOutcome, run_id: str, epoch: int,

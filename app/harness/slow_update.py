@@ -14,7 +14,7 @@ from loguru import logger
 from app.harness import killpoints
 from app.harness.agent_prompts import AgentPrompts
 from app.harness.momentum import run_slow_momentum
-from app.harness.observation import write_epoch_report
+from app.harness.observation import evidence_rows, write_epoch_report
 from app.harness.question_units import build_units, unit_accuracy, unit_correctness_view
 from app.harness.telemetry import current_run_id
 from app.harness.train_state import Probation, TrainContext, TrainState
@@ -119,12 +119,8 @@ async def _probation_test(ctx: TrainContext, p: Probation, r: InferenceResult,
             break
         test.observe_family(family, [(u, base_view[u], cand_view[u]) for u in ids])
     verdict, decision = test.verdict()
-    ctx.log.insert_rows("gate_evidence", [
-        {"run_id": f"{prefix}probation-{p.task_type}", "epoch": p.epoch, "step": p.step,
-         "task_type": p.task_type, "idx": i, "unit_id": e["unit_id"], "base": int(e["base"]),
-         "cand": int(e["cand"]), "outcome": e["outcome"], "w": e["W"], "l": e["L"],
-         "e_win": e["e_win"], "e_harm": e["e_harm"]}
-        for i, e in enumerate(decision.evidence)])
+    ctx.log.insert_rows("gate_evidence", evidence_rows(
+        f"{prefix}probation-{p.task_type}", p.task_type, decision, p.epoch, p.step))
     return verdict, decision
 
 

@@ -103,6 +103,7 @@ async def diagnose_batch(ctx: TrainContext, prompts: AgentPrompts, batch: Sequen
                     [(c.question_id, c.attempts) for c in sorted(calls,
                                                                key=lambda c: c.question_id)])
     degraded = sum(d.degraded for d in diagnoses)
+    parse_errors = {d.question_id: d.rationale for d in diagnoses if d.degraded}
     c = ctx.config
     if failures and degraded / len(failures) > c.diagnosis_degraded_max_share:
         problem = (f"{degraded}/{len(failures)} diagnoses did not parse (more than "
@@ -112,10 +113,7 @@ async def diagnose_batch(ctx: TrainContext, prompts: AgentPrompts, batch: Sequen
             raise RunFailed(f"{problem}, and on_degraded_diagnoses = 'abort' stops the run")
         logger.warning("{}: evolving from the raw failure packs instead "
                        "(on_degraded_diagnoses = 'raw_packs')", problem)
-        parse_errors = {d.question_id: d.rationale for d in diagnoses if d.degraded}
         diagnoses = raw_diagnoses(diagnoses)
-    else:
-        parse_errors = {d.question_id: d.rationale for d in diagnoses if d.degraded}
     ctx.log.insert_rows("diagnoses", [
         {"run_id": prefix + "diag", "question_id": d.question_id, "task_type": d.task_type,
          "category": d.category, "target": d.target, "rationale": d.rationale,
@@ -235,7 +233,8 @@ def settle(ctx: TrainContext, state: TrainState, epoch: int, step: int, record: 
            outcome: ValidationOutcome, budget: int, prefix: str) -> None:
     """Phase D for one task type: evidence, report, then accept or reject."""
     d = outcome.decision
-    ctx.log.insert_rows("gate_evidence", evidence_rows(outcome, epoch, step))
+    ctx.log.insert_rows("gate_evidence", evidence_rows(
+        outcome.gate_run_id, outcome.task_type, outcome.decision, epoch, step))
     ctx.log.insert_rows("quadrant_pair", quadrant_rows(outcome, prefix + "report", epoch, step))
     ctx.log.insert_rows("shadow_gate", [shadow_row(ctx, outcome, prefix, epoch, step)])
     paths = ctx.session.refresh_paths()

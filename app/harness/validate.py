@@ -32,7 +32,13 @@ from app.harness.inference import AgentSettings, answer_question, prediction_row
 from app.harness.log import HarnessLog
 from app.harness.question_units import unit_correctness_view
 from app.harness.telemetry import current_run_id
-from core.evolution.gate import GateDecision, GateParams, SequentialGate, family_outcome
+from core.evolution.gate import (
+    OUTCOME_NAMES,
+    GateDecision,
+    GateParams,
+    SequentialGate,
+    family_outcome,
+)
 from core.stats import mcnemar_exact
 from core.types import Question, QuestionUnit
 
@@ -108,13 +114,13 @@ class _Tally:
     def error_share(self) -> float:
         return self.errors / self.total if self.total else 0.0
 
-    def record(self, pairs: Sequence[tuple[str, bool, bool]], units: Mapping[str, QuestionUnit],
-               answers: Mapping[str, bool]) -> None:
+    def record(self, pairs: Sequence[tuple[str, bool, bool]],
+               units: Mapping[str, QuestionUnit]) -> None:
         """Keep what the rule actually used (units evaluated but not observed are left out)."""
         for unit_id, base, cand in pairs:
             self.cand[unit_id], self.base[unit_id] = cand, base
             for q in units[unit_id].questions:
-                self.by_question[q.question_id] = answers[q.question_id]
+                self.by_question[q.question_id] = self.answers[q.question_id]
 
 
 class Validator:
@@ -212,7 +218,7 @@ class Validator:
             for chunk in chunks(part):
                 for family, pairs in await self._evaluate(spec, chunk, tally):
                     gate.observe_family(family, pairs)
-                    tally.record(pairs, self.units, tally.answers)
+                    tally.record(pairs, self.units)
                     if gate.done:
                         break
                 if gate.done:
@@ -228,7 +234,7 @@ class Validator:
         for chunk in chunks(spec.ladder.families):
             observed += await self._evaluate(spec, chunk, tally)
         for _, pairs in observed:
-            tally.record(pairs, self.units, tally.answers)
+            tally.record(pairs, self.units)
         outcomes = [family_outcome(pairs) for _, pairs in observed]
         w, l = outcomes.count(1), outcomes.count(-1)  # noqa: E741 - W and L
         p_value = mcnemar_exact(w, l, "greater")
@@ -243,7 +249,7 @@ class Validator:
         units = [(f, (pick.choice(ids),)) for f, ids in spec.ladder.families][:spec.minibatch_k]
         observed = await self._evaluate(spec, units, tally) if units else []
         for _, pairs in observed:
-            tally.record(pairs, self.units, tally.answers)
+            tally.record(pairs, self.units)
         base = sum(b for _, pairs in observed for _, b, _ in pairs)
         cand = sum(c for _, pairs in observed for _, _, c in pairs)
         return _fixed_decision("minibatch", cand > base, observed, e_value=float(cand - base),
@@ -277,7 +283,7 @@ def _fixed_decision(strategy: str, accepted: bool,
         wins, losses = wins + (g == 1), losses + (g == -1)
         for unit_id, base, cand in pairs:
             evidence.append({"unit_id": unit_id, "family": family, "base": base, "cand": cand,
-                             "outcome": {1: "W", -1: "L", 0: "tie"}[g], "e_win": e_value,
+                             "outcome": OUTCOME_NAMES[g], "e_win": e_value,
                              "e_harm": 1.0, "W": wins, "L": losses, "n": n})
     n = len(observed)
     return GateDecision(

@@ -61,7 +61,7 @@ ACTIONS = ("accept", "accept_provisional", "reject")
 STOP_REASONS = ("confirmed", "harm", "futility", "provisional", "insufficient_evidence")
 ENDED_BY = ("threshold", "no_signal", "curtailed", "stage", "n_max", "exhausted")
 BET_STRATEGIES = ("mixture", *STRATEGIES)
-_OUTCOME_NAMES = {1: "W", -1: "L", 0: "tie"}
+OUTCOME_NAMES = {1: "W", -1: "L", 0: "tie"}
 
 Pair = tuple[str, bool, bool]  # (unit_id, baseline correct, candidate correct)
 
@@ -330,7 +330,7 @@ class SequentialGate:
             "family": family_id,
             "base": bool(base),
             "cand": bool(cand),
-            "outcome": _OUTCOME_NAMES[g],
+            "outcome": OUTCOME_NAMES[g],
             "e_win": self.e_win,
             "e_harm": self.e_harm,
             "W": self.W,
@@ -365,6 +365,15 @@ class SequentialGate:
         denom = self.n + self.params.shrink_k
         return (self.W - self.L) / denom if denom else 0.0
 
+    @classmethod
+    def resume(cls, params: GateParams, state: Mapping[str, Any]) -> SequentialGate:
+        """The test `state()` describes, going on with no stage boundary left."""
+        gate = cls(params, horizon=int(state["horizon"]), stage1=int(state["horizon"]))
+        gate.threshold = float(state["threshold"])
+        gate._ev.restore(state["evidence"])
+        gate.n, gate.units = int(state["n"]), int(state["units"])
+        return gate
+
     def state(self) -> dict[str, Any]:
         """What a probation needs to go on with this test (JSON-plain)."""
         return {"evidence": self._ev.to_dict(), "n": self.n, "units": self.units,
@@ -388,11 +397,7 @@ class ProbationTest:
     first family to the last, P(a null edit is accepted at the gate or kept here) ≤ α."""
 
     def __init__(self, params: GateParams, state: Mapping[str, Any]) -> None:
-        self.gate = SequentialGate(params, horizon=int(state["horizon"]),
-                                   stage1=int(state["horizon"]))
-        self.gate.threshold = float(state["threshold"])
-        self.gate._ev.restore(state["evidence"])
-        self.gate.n, self.gate.units = int(state["n"]), int(state["units"])
+        self.gate = SequentialGate.resume(params, state)
 
     def observe_family(self, family_id: str, pairs: Sequence[Pair]) -> str | None:
         return self.gate.observe_family(family_id, pairs)
