@@ -211,10 +211,9 @@ async def _gate(ctx: TrainContext, state: TrainState, prefix: str, base: AgentPr
     stem = file[:-3]
     ladder = ctx.gate_pools.ladder_for(task_type, set(), key=f"{prefix}desc-{stem}",
                                        with_stage2=False).truncated(ctx.config.gate_n_max)
-    act_gate = SequentialGate(ctx.gate_params, horizon=max(1, len(ladder.families)),
-                              stage1=max(1, len(ladder.families)))
-    acc_gate = SequentialGate(ctx.gate_params, horizon=max(1, len(ladder.families)),
-                              stage1=max(1, len(ladder.families)))
+    horizon = max(1, len(ladder.families))  # no stage 2: descriptions get no probation
+    act_gate = SequentialGate(ctx.gate_params, horizon=horizon, stage1=horizon)
+    acc_gate = SequentialGate(ctx.gate_params, horizon=horizon, stage1=horizon)
     base_id, cand_id = f"{prefix}desc-{stem}-base", f"{prefix}desc-{stem}-cand"
     ctx.session.register(base_id, "gate", base, parent_run_id=state.train_id)
     ctx.session.register(cand_id, "gate", cand, parent_run_id=state.train_id)
