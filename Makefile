@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup lint bench real-model
+.PHONY: demo test test-fast setup lint typecheck bench real-model
 
 $(STAMP): pyproject.toml
 	@$(PY) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required (set PY=python3.11)")'
@@ -23,6 +23,10 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
 
 bench: $(STAMP)
 	$(VENV)/bin/python bench/run_all.py --timeout 1200

@@ -17,53 +17,100 @@ from app.logging_setup import configure_console
 from app.paths import STORE_DIR, WORKSPACES_DIR
 from app.providers.errors import ProviderError
 
-COMMANDS = ("demo", "init", "train", "infer", "eval", "diagnose", "promote", "report", "tui",
-            "import-skills", "export-skills", "fork", "rank", "export")
+COMMANDS = (
+    "demo",
+    "init",
+    "train",
+    "infer",
+    "eval",
+    "diagnose",
+    "promote",
+    "report",
+    "tui",
+    "import-skills",
+    "export-skills",
+    "fork",
+    "rank",
+    "export",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--verbose", "-v", action="store_true", help="debug-level console log")
     common.add_argument("--config", type=Path, help="TOML config file (see app/demo.toml)")
-    common.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="override one config key (repeatable), e.g. --set epochs=2")
+    common.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one config key (repeatable), e.g. --set epochs=2",
+    )
     common.add_argument("--no-progress", action="store_true", help="hide progress bars")
     ws = argparse.ArgumentParser(add_help=False)
     ws.add_argument("--workspace", "-w", type=Path, required=True, help="workspace folder")
 
     parser = argparse.ArgumentParser(
-        prog="skill-trainer", description="Train an LLM agent's skill files and prompts "
-        "with gated edits. Runs offline on the built-in simulated model by default.")
+        prog="skill-trainer",
+        description="Train an LLM agent's skill files and prompts "
+        "with gated edits. Runs offline on the built-in simulated model by default.",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("demo", parents=[common], help="init + train workspaces/demo on the "
-                       "simulated model and print the learning curve")
+    p = sub.add_parser(
+        "demo",
+        parents=[common],
+        help="init + train workspaces/demo on the simulated model and print the learning curve",
+    )
     p.add_argument("--workspace", "-w", type=Path, default=WORKSPACES_DIR / "demo")
     p = sub.add_parser("init", parents=[common], help="create a workspace from a seed")
     p.add_argument("workspace", type=Path)
-    p.add_argument("--seed", help="seed name in the store (e.g. sim-starter); with "
-                   "--skills-from, the name of the seed imported (default: the workspace's)")
+    p.add_argument(
+        "--seed",
+        help="seed name in the store (e.g. sim-starter); with "
+        "--skills-from, the name of the seed imported (default: the workspace's)",
+    )
     p.add_argument("--questions", required=True, help="benchmark name (e.g. sim-basic)")
     p.add_argument("--store", type=Path, default=STORE_DIR)
-    p.add_argument("--skills-from", type=Path, metavar="DIR",
-                   help="import a folder of Agent Skills (<name>/SKILL.md) as the seed first")
-    p.add_argument("--prompts-from", default="sim-starter", metavar="SEED",
-                   help="with --skills-from: the seed whose prompts the import takes "
-                        "(unless DIR has prompts/system.md)")
-    p = sub.add_parser("import-skills", parents=[common], help="turn a folder of Agent Skills "
-                       "(<name>/SKILL.md) into a store seed")
+    p.add_argument(
+        "--skills-from",
+        type=Path,
+        metavar="DIR",
+        help="import a folder of Agent Skills (<name>/SKILL.md) as the seed first",
+    )
+    p.add_argument(
+        "--prompts-from",
+        default="sim-starter",
+        metavar="SEED",
+        help="with --skills-from: the seed whose prompts the import takes "
+        "(unless DIR has prompts/system.md)",
+    )
+    p = sub.add_parser(
+        "import-skills",
+        parents=[common],
+        help="turn a folder of Agent Skills (<name>/SKILL.md) into a store seed",
+    )
     p.add_argument("skills_dir", type=Path)
     p.add_argument("--name", required=True, help="name of the new seed")
     p.add_argument("--store", type=Path, default=STORE_DIR)
-    p.add_argument("--prompts-from", default="sim-starter", metavar="SEED",
-                   help="the seed whose prompts the import takes (unless the folder has "
-                        "prompts/system.md)")
-    p = sub.add_parser("export-skills", parents=[common, ws], help="write a skills version as "
-                       "Agent Skills: <out>/.agents/skills/<name>/SKILL.md")
+    p.add_argument(
+        "--prompts-from",
+        default="sim-starter",
+        metavar="SEED",
+        help="the seed whose prompts the import takes (unless the folder has prompts/system.md)",
+    )
+    p = sub.add_parser(
+        "export-skills",
+        parents=[common, ws],
+        help="write a skills version as Agent Skills: <out>/.agents/skills/<name>/SKILL.md",
+    )
     p.add_argument("--version", default="best", help="skills version (vN) or 'best'")
     p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--eval-run", help="eval run whose accuracy goes into metadata (default: "
-                   "the latest finished eval of the version, else training's final test run)")
+    p.add_argument(
+        "--eval-run",
+        help="eval run whose accuracy goes into metadata (default: "
+        "the latest finished eval of the version, else training's final test run)",
+    )
     p.add_argument("--store", type=Path, default=STORE_DIR)
     p = sub.add_parser("train", parents=[common, ws], help="train skills (epochs, gate, ...)")
     p.add_argument("--resume", action="store_true", help="continue from checkpoint.json")
@@ -72,13 +119,19 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("infer", parents=[common, ws], help="run the current versions")
     p.add_argument("--task-types", nargs="+")
     p.add_argument("--n-samples", type=int, default=1)
-    p.add_argument("--run-id", help="name the run (letters, digits, '_', '-', '.', ':', '+'); "
-                   "an existing run's id is refused")
-    p.add_argument("--overwrite-run", action="store_true",
-                   help="replace an existing infer/eval run of that id (recorded in the new "
-                        "run's provenance)")
-    p = sub.add_parser("eval", parents=[common, ws], help="evaluate a skills version on the "
-                       "whole benchmark")
+    p.add_argument(
+        "--run-id",
+        help="name the run (letters, digits, '_', '-', '.', ':', '+'); "
+        "an existing run's id is refused",
+    )
+    p.add_argument(
+        "--overwrite-run",
+        action="store_true",
+        help="replace an existing infer/eval run of that id (recorded in the new run's provenance)",
+    )
+    p = sub.add_parser(
+        "eval", parents=[common, ws], help="evaluate a skills version on the whole benchmark"
+    )
     p.add_argument("version", help="skills version, e.g. v1")
     p = sub.add_parser("diagnose", parents=[common, ws], help="diagnose a run's failures")
     p.add_argument("run_id")
@@ -87,8 +140,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--eval-run", required=True)
     p.add_argument("--name", required=True)
     p.add_argument("--store", type=Path, default=STORE_DIR)
-    p.add_argument("--agent-skills", type=Path, metavar="OUT",
-                   help="also write the version as Agent Skills under OUT/.agents/skills/")
+    p.add_argument(
+        "--agent-skills",
+        type=Path,
+        metavar="OUT",
+        help="also write the version as Agent Skills under OUT/.agents/skills/",
+    )
     p = sub.add_parser("report", parents=[common], help="plain-text summary of a workspace")
     p.add_argument("workspace", type=Path)
     p.add_argument("--json", action="store_true")
@@ -127,8 +184,12 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except OSError as e:  # disk full, permissions: the writers leave the old state in place
         where = f"{e.filename}: " if e.filename else ""
-        logger.error("error: {}{} (fix the cause and rerun; training continues from its last "
-                     "checkpoint with --resume)", where, e.strerror or e)
+        logger.error(
+            "error: {}{} (fix the cause and rerun; training continues from its last "
+            "checkpoint with --resume)",
+            where,
+            e.strerror or e,
+        )
         return 1
     except KeyboardInterrupt as e:
         logger.error("{}", stopped_message(args, stop_reason(e)))
@@ -162,10 +223,14 @@ def stopped_message(args: argparse.Namespace, reason: str) -> str:
     if args.command not in ("train", "demo") or workspace is None:
         return f"stopped by {reason}; the run is marked stopped"
     if (Path(workspace) / "checkpoint.json").is_file():
-        return (f"stopped by {reason}; the run is marked stopped and the checkpoint holds the "
-                f"last finished step: continue with `train -w {workspace} --resume`")
-    return (f"stopped by {reason} before the first checkpoint: nothing to resume; "
-            f"`train -w {workspace}` starts over")
+        return (
+            f"stopped by {reason}; the run is marked stopped and the checkpoint holds the "
+            f"last finished step: continue with `train -w {workspace} --resume`"
+        )
+    return (
+        f"stopped by {reason} before the first checkpoint: nothing to resume; "
+        f"`train -w {workspace}` starts over"
+    )
 
 
 def dispatch(args: argparse.Namespace) -> int:

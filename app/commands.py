@@ -50,16 +50,20 @@ def cmd_init(args: argparse.Namespace) -> int:
         ws = Path(args.workspace)
         if ws.exists() and (not ws.is_dir() or any(ws.iterdir())):
             raise UserError(f"{ws}: already exists; choose another path (nothing imported)")
-        target = import_skills(args.skills_from, args.store, name,
-                               seed_dir(args.store, args.prompts_from))
+        target = import_skills(
+            args.skills_from, args.store, name, seed_dir(args.store, args.prompts_from)
+        )
         logger.info("imported {} as seed {}", args.skills_from, target)
         args.seed = name
     if not args.seed:
         raise UserError("init: give --seed NAME or --skills-from DIR")
     seed = load_seed(seed_dir(args.store, args.seed))
     paths = init_workspace(args.workspace, seed, benchmark_dir(args.store, args.questions))
-    logger.info("created workspace {} (skills/v1, prompts/v1, questions {})", paths.root,
-                paths.questions_ref)
+    logger.info(
+        "created workspace {} (skills/v1, prompts/v1, questions {})",
+        paths.root,
+        paths.questions_ref,
+    )
     return 0
 
 
@@ -74,8 +78,10 @@ def _print_result(result, title: str) -> None:
     for task_type, entry in result.per_task_type.items():
         out(f"  {task_type:<12} {entry['accuracy']:.3f}  ({entry['correct']}/{entry['total']})")
     if result.stop_reason_counts:
-        out("  stop reasons: " + ", ".join(f"{k}={v}" for k, v in
-                                             sorted(result.stop_reason_counts.items())))
+        out(
+            "  stop reasons: "
+            + ", ".join(f"{k}={v}" for k, v in sorted(result.stop_reason_counts.items()))
+        )
 
 
 def _notice(session: Session) -> None:
@@ -99,67 +105,102 @@ def _claim_run_id(session: Session, run_id: str, overwrite: bool) -> dict | None
     """Refuse a run id that would replace another run's rows, unless --overwrite-run is given
     for an infer/eval run; returns what is being overwritten, for the new run's provenance."""
     if not RUN_ID_RE.fullmatch(run_id):
-        raise UserError(f"--run-id {run_id!r}: use 1-100 letters, digits, '_', '-', '.', ':' "
-                        "or '+', starting with a letter or digit")
+        raise UserError(
+            f"--run-id {run_id!r}: use 1-100 letters, digits, '_', '-', '.', ':' "
+            "or '+', starting with a letter or digit"
+        )
     if TRAINING_RUN_RE.fullmatch(run_id):
-        raise UserError(f"--run-id {run_id}: ids like 'baseline' and 'trainN...' belong to "
-                        "training and are never replaced; pick another id")
+        raise UserError(
+            f"--run-id {run_id}: ids like 'baseline' and 'trainN...' belong to "
+            "training and are never replaced; pick another id"
+        )
     old = session.log.run(run_id)
     if old is None:
         return None
     if not overwrite:
-        raise UserError(f"--run-id {run_id}: a {old['kind']} run of that id already exists "
-                        f"(started {old['started_at']}, {old['status']}); pick another id, or "
-                        "add --overwrite-run to replace it")
+        raise UserError(
+            f"--run-id {run_id}: a {old['kind']} run of that id already exists "
+            f"(started {old['started_at']}, {old['status']}); pick another id, or "
+            "add --overwrite-run to replace it"
+        )
     logger.warning("replacing run {} ({} run started {})", run_id, old["kind"], old["started_at"])
-    return {"run_id": run_id, "kind": old["kind"], "status": old["status"],
-            "started_at": old["started_at"], "finished_at": old["finished_at"]}
+    return {
+        "run_id": run_id,
+        "kind": old["kind"],
+        "status": old["status"],
+        "started_at": old["started_at"],
+        "finished_at": old["finished_at"],
+    }
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
     config = make_config(args)
-    with WriterLock(args.workspace, "eval"), Session(args.workspace, config, _bars(args)) as session:
+    with (
+        WriterLock(args.workspace, "eval"),
+        Session(args.workspace, config, _bars(args)) as session,
+    ):
         version = args.version.split("/")[-1]
         if version not in list_versions(session.paths.root, "skills"):
-            raise UserError(f"{args.workspace}: no skills version {version!r} "
-                            f"(have {list_versions(session.paths.root, 'skills')})")
+            raise UserError(
+                f"{args.workspace}: no skills version {version!r} "
+                f"(have {list_versions(session.paths.root, 'skills')})"
+            )
         prompts = session.agent_prompts(skills_dir=session.paths.root / "skills" / version)
         run_id = _next_run_id(session, f"eval-{version}-{prompts.prompts_version}-")
         calls_before = session.recorder.totals["calls"] - session.recorder.totals["cache_hits"]
         with session.bars.live():
-            result = await_(session.infer(list(session.benchmark.questions), run_id, "eval",
-                                          prompts=prompts, label=f"eval {version}"))
-        new_calls = session.recorder.totals["calls"] - session.recorder.totals["cache_hits"] \
-            - calls_before
-        report = {"run_id": run_id, "skills_version": version,
-                  "prompts_version": prompts.prompts_version, "accuracy": result.accuracy,
-                  "total_units": result.total, "per_task_type": result.per_task_type,
-                  "stop_reason_counts": result.stop_reason_counts,
-                  "new_model_calls": new_calls, "simulated_model": config.uses_sim}
+            result = await_(
+                session.infer(
+                    list(session.benchmark.questions),
+                    run_id,
+                    "eval",
+                    prompts=prompts,
+                    label=f"eval {version}",
+                )
+            )
+        new_calls = (
+            session.recorder.totals["calls"] - session.recorder.totals["cache_hits"] - calls_before
+        )
+        report = {
+            "run_id": run_id,
+            "skills_version": version,
+            "prompts_version": prompts.prompts_version,
+            "accuracy": result.accuracy,
+            "total_units": result.total,
+            "per_task_type": result.per_task_type,
+            "stop_reason_counts": result.stop_reason_counts,
+            "new_model_calls": new_calls,
+            "simulated_model": config.uses_sim,
+        }
         write_json_atomic(session.paths.analyses / f"eval_{run_id}.json", report)
         _print_result(result, f"eval {version} (run {run_id})")
-        out(f"  model calls: {new_calls} new, "
-              f"{session.recorder.totals['cache_hits']} from cache")
+        out(f"  model calls: {new_calls} new, {session.recorder.totals['cache_hits']} from cache")
         _notice(session)
     return 0
 
 
 def cmd_infer(args: argparse.Namespace) -> int:
     config = make_config(args)
-    with WriterLock(args.workspace, "infer"), Session(args.workspace, config, _bars(args)) as session:
-        questions = [q for q in session.benchmark.questions
-                     if not args.task_types or q.task_type in args.task_types]
+    with (
+        WriterLock(args.workspace, "infer"),
+        Session(args.workspace, config, _bars(args)) as session,
+    ):
+        questions = [
+            q
+            for q in session.benchmark.questions
+            if not args.task_types or q.task_type in args.task_types
+        ]
         if not questions:
             raise UserError(f"no questions for task types {args.task_types}")
         base = args.run_id if args.run_id is not None else _next_run_id(session, "infer-")
-        run_ids = [base] if args.n_samples == 1 else [f"{base}-s{n}" for n in
-                                                      range(args.n_samples)]
+        run_ids = [base] if args.n_samples == 1 else [f"{base}-s{n}" for n in range(args.n_samples)]
         replaced = {r: _claim_run_id(session, r, args.overwrite_run) for r in run_ids}
         with session.bars.live():
             for sample, run_id in enumerate(run_ids):
                 extra = {"overwrote": replaced[run_id]} if replaced[run_id] else None
-                result = await_(session.infer(questions, run_id, "infer", sample=sample,
-                                              provenance=extra))
+                result = await_(
+                    session.infer(questions, run_id, "infer", sample=sample, provenance=extra)
+                )
                 _print_result(result, f"infer (run {run_id})")
         _notice(session)
     return 0
@@ -199,19 +240,27 @@ def resume_config(args: argparse.Namespace, ckpt: dict) -> RunConfig:
     if args.config is not None:
         return make_config(args)
     fp = ckpt["config_fingerprint"]
-    recorded = {k: v for kind in ("structural", "decision") for k, v in fp[kind].items()
-                if k != "benchmark_hash"}
+    recorded = {
+        k: v
+        for kind in ("structural", "decision")
+        for k, v in fp[kind].items()
+        if k != "benchmark_hash"
+    }
     known = {f.name for f in fields(RunConfig)}
     for key in sorted(set(recorded) - known):
         logger.warning("checkpoint.json: config key '{}' is no longer known; ignored", key)
-    config = build_config({k: v for k, v in recorded.items() if k in known},
-                          f"{args.workspace}/checkpoint.json (the run's config)")
+    config = build_config(
+        {k: v for k, v in recorded.items() if k in known},
+        f"{args.workspace}/checkpoint.json (the run's config)",
+    )
     overrides = dict(parse_override(s) for s in args.set)
     if overrides:
         config = build_config(overrides, "command line", config)
     if "[REDACTED:" in (config.api_base or "") and not config.uses_sim:
-        raise UserError("the run's api_base held credentials, which are never stored; pass it "
-                        "again with --set api_base=... (or --config)")
+        raise UserError(
+            "the run's api_base held credentials, which are never stored; pass it "
+            "again with --set api_base=... (or --config)"
+        )
     return config
 
 
@@ -233,8 +282,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_diagnose(args: argparse.Namespace) -> int:
     from app.harness.runner import Runner
 
-    with WriterLock(args.workspace, "diagnose"), \
-            Session(args.workspace, make_config(args), _bars(args)) as session:
+    with (
+        WriterLock(args.workspace, "diagnose"),
+        Session(args.workspace, make_config(args), _bars(args)) as session,
+    ):
         summary = Runner(session).diagnose_run(args.run_id)
         out(json.dumps(summary, indent=2))
         _notice(session)
@@ -250,8 +301,9 @@ def cmd_promote(args: argparse.Namespace) -> int:
     if args.agent_skills is not None:
         from app.harness.agent_skills import export_version
 
-        for path in export_version(args.workspace, args.version, args.agent_skills,
-                                   args.eval_run, args.store):
+        for path in export_version(
+            args.workspace, args.version, args.agent_skills, args.eval_run, args.store
+        ):
             out(f"wrote {path}")
     return 0
 
@@ -259,8 +311,9 @@ def cmd_promote(args: argparse.Namespace) -> int:
 def cmd_import_skills(args: argparse.Namespace) -> int:
     from app.harness.agent_skills import import_skills
 
-    target = import_skills(args.skills_dir, args.store, args.name,
-                           seed_dir(args.store, args.prompts_from))
+    target = import_skills(
+        args.skills_dir, args.store, args.name, seed_dir(args.store, args.prompts_from)
+    )
     out(f"imported {args.skills_dir} as seed {target}")
     return 0
 

@@ -30,10 +30,15 @@ def run_demo(workspace: Path, config: RunConfig, bars: Bars) -> int:
                 lock.acquire()
             archived = archive_workspace(workspace)
             logger.info("archived the previous demo workspace to {}", archived)
-        init_workspace(workspace, load_seed(seed_dir(STORE_DIR, DEMO_SEED)),
-                       benchmark_dir(STORE_DIR, DEMO_QUESTIONS), lock=lock)
-        logger.info("created {} from seed {} and benchmark {}", workspace, DEMO_SEED,
-                    DEMO_QUESTIONS)
+        init_workspace(
+            workspace,
+            load_seed(seed_dir(STORE_DIR, DEMO_SEED)),
+            benchmark_dir(STORE_DIR, DEMO_QUESTIONS),
+            lock=lock,
+        )
+        logger.info(
+            "created {} from seed {} and benchmark {}", workspace, DEMO_SEED, DEMO_QUESTIONS
+        )
         with Session(workspace, config, bars) as session:
             Runner(session).run_train(resume=False)
             totals = dict(session.recorder.totals)
@@ -52,8 +57,10 @@ def demo_summary(workspace: Path, totals: dict, seconds: float) -> str:
         bar = "#" * round(row["val_acc"] * 40)
         test = f"  test {row['test_acc']:.3f}" if row.get("test_acc") is not None else ""
         lines.append(f"  epoch {row['epoch']}: val {row['val_acc']:.3f}{test}  {bar}")
-    counts = {k: sum(r.get(k, 0) for r in curve)
-              for k in ("accepted", "provisional", "rejected", "rolled_back", "kept")}
+    counts = {
+        k: sum(r.get(k, 0) for r in curve)
+        for k in ("accepted", "provisional", "rejected", "rolled_back", "kept")
+    }
     lines += [
         "",
         f"gate decisions: {counts['accepted']} accepted, {counts['provisional']} provisional "

@@ -54,12 +54,19 @@ def is_storage_failure(exc: BaseException) -> bool:
     """A full disk, a damaged file or an I/O error, as opposed to a bug in a statement."""
     import sqlite3
 
-    codes = (sqlite3.SQLITE_FULL, sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB,
-             sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY)
+    codes = (
+        sqlite3.SQLITE_FULL,
+        sqlite3.SQLITE_CORRUPT,
+        sqlite3.SQLITE_NOTADB,
+        sqlite3.SQLITE_IOERR,
+        sqlite3.SQLITE_CANTOPEN,
+        sqlite3.SQLITE_READONLY,
+    )
     code = getattr(exc, "sqlite_errorcode", None)
     text = str(exc)
     return (code is not None and code & 0xFF in codes) or any(
-        s in text for s in ("disk is full", "malformed", "not a database", "disk I/O error"))
+        s in text for s in ("disk is full", "malformed", "not a database", "disk I/O error")
+    )
 
 
 def storage_error(path: object, exc: BaseException) -> Exception:
@@ -69,10 +76,17 @@ def storage_error(path: object, exc: BaseException) -> Exception:
     code = getattr(exc, "sqlite_errorcode", None)
     text = str(exc)
     if code == sqlite3.SQLITE_FULL or "database or disk is full" in text:
-        return StorageFull(f"{path}: disk full ({text}); every write so far is committed or "
-                           "rolled back whole: free space and rerun (training: --resume)")
-    if code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB) or "malformed" in text \
-            or "not a database" in text:
-        return DamagedFile(f"{path}: damaged SQLite database ({text}); restore it from a "
-                           "backup, or `train --fresh` to archive the workspace and start over")
+        return StorageFull(
+            f"{path}: disk full ({text}); every write so far is committed or "
+            "rolled back whole: free space and rerun (training: --resume)"
+        )
+    if (
+        code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+        or "malformed" in text
+        or "not a database" in text
+    ):
+        return DamagedFile(
+            f"{path}: damaged SQLite database ({text}); restore it from a "
+            "backup, or `train --fresh` to archive the workspace and start over"
+        )
     return RunFailed(f"{path}: SQLite error: {text}")

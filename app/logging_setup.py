@@ -25,8 +25,12 @@ def configure_console(verbose: bool = False) -> None:
     fmt = "<level>{level: <7}</level> {message}" if verbose else "{message}"
     # A callable sink looks sys.stderr up on every write, so rich's live progress display
     # (which swaps sys.stderr for a proxy) keeps log lines above its bars.
-    logger.add(lambda message: sys.stderr.write(message), level=level, format=fmt,
-               colorize=sys.stderr.isatty())
+    logger.add(
+        lambda message: sys.stderr.write(message),
+        level=level,
+        format=fmt,
+        colorize=sys.stderr.isatty(),
+    )
 
 
 class QuietFileSink:
@@ -75,5 +79,10 @@ class QuietFileSink:
 def add_workspace_log(path: Path) -> int:
     with contextlib.suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True)
-    return logger.add(QuietFileSink(path), level="DEBUG", enqueue=False, catch=False,
-                      format="{time:YYYY-MM-DD HH:mm:ss.SSS} {level: <7} {name}:{line} {message}")
+    return logger.add(
+        QuietFileSink(path),
+        level="DEBUG",
+        enqueue=False,
+        catch=False,
+        format="{time:YYYY-MM-DD HH:mm:ss.SSS} {level: <7} {name}:{line} {message}",
+    )

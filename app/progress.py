@@ -35,10 +35,19 @@ class Bars:
 
     def __init__(self, enabled: bool | None = None) -> None:
         enabled = sys.stderr.isatty() if enabled is None else enabled
-        self._progress = Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TimeElapsedColumn(), TextColumn("{task.fields[extra]}"),
-            console=Console(stderr=True), transient=True) if enabled else None
+        self._progress = (
+            Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("{task.fields[extra]}"),
+                console=Console(stderr=True),
+                transient=True,
+            )
+            if enabled
+            else None
+        )
 
     @contextmanager
     def live(self):
@@ -51,9 +60,12 @@ class Bars:
     def task(self, description: str, total: int, extra: str = ""):
         if self._progress is None:
             return _NullTask()
-        return _Task(self._progress, self._progress.add_task(markup_safe(description),
-                                                             total=total,
-                                                             extra=markup_safe(extra)))
+        return _Task(
+            self._progress,
+            self._progress.add_task(
+                markup_safe(description), total=total, extra=markup_safe(extra)
+            ),
+        )
 
     def set_extra(self, task, extra: str) -> None:
         if self._progress is not None and isinstance(task, _Task):

@@ -22,15 +22,26 @@ def code_provenance(root: Path = PROJECT_ROOT) -> dict[str, Any]:
         return {"git_commit": None, "git_dirty": None}
 
 
-def run_provenance(*, skills_version: str, prompts_version: str, skills_sha: str,
-                   prompts_sha: str, benchmark_hash: str, models: dict[str, str],
-                   sampling: dict[str, Any], simulated: bool) -> dict[str, Any]:
+def run_provenance(
+    *,
+    skills_version: str,
+    prompts_version: str,
+    skills_sha: str,
+    prompts_sha: str,
+    benchmark_hash: str,
+    models: dict[str, str],
+    sampling: dict[str, Any],
+    simulated: bool,
+) -> dict[str, Any]:
     return {
         **dict(code_provenance()),
         "python": platform.python_version(),
-        "skills_version": skills_version, "skills_sha256": skills_sha,
-        "prompts_version": prompts_version, "prompts_sha256": prompts_sha,
+        "skills_version": skills_version,
+        "skills_sha256": skills_sha,
+        "prompts_version": prompts_version,
+        "prompts_sha256": prompts_sha,
         "benchmark_sha256": benchmark_hash,
-        "models": models, "sampling": sampling,
+        "models": models,
+        "sampling": sampling,
         "simulated_model": simulated,
     }

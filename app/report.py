@@ -15,19 +15,24 @@ from app.harness.workspace import KINDS, list_versions, read_manifest, read_meta
 def workspace_summary(root: Path) -> dict[str, Any]:
     root = Path(root)
     manifest = read_manifest(root)
-    versions = {kind: [{"version": v, **read_meta(root, kind, v)} for v in list_versions(root, kind)]
-                for kind in KINDS}
+    versions = {
+        kind: [{"version": v, **read_meta(root, kind, v)} for v in list_versions(root, kind)]
+        for kind in KINDS
+    }
     runs: list[dict[str, Any]] = []
     epochs: list[dict[str, Any]] = []
     if (root / "harness.db").exists():
         with HarnessLog(root / "harness.db", readonly=True) as log:
             log.check_integrity()
             runs = [_run_row(r) for r in log.runs()]
-            epochs = log.query("SELECT run_id, epoch, val_acc, test_acc FROM epoch_reports "
-                               "ORDER BY id")
-            calls = log.query("SELECT role, COUNT(*) AS calls, SUM(cache_hit) AS cache_hits, "
-                              "SUM(cost_usd) AS cost_usd, SUM(tokens_in) AS tokens_in, "
-                              "SUM(tokens_out) AS tokens_out FROM llm_calls GROUP BY role")
+            epochs = log.query(
+                "SELECT run_id, epoch, val_acc, test_acc FROM epoch_reports ORDER BY id"
+            )
+            calls = log.query(
+                "SELECT role, COUNT(*) AS calls, SUM(cache_hit) AS cache_hits, "
+                "SUM(cost_usd) AS cost_usd, SUM(tokens_in) AS tokens_in, "
+                "SUM(tokens_out) AS tokens_out FROM llm_calls GROUP BY role"
+            )
             spend = _spend(root, log)
             model_io = _model_io(log, calls)
             activation = _activation(log)
@@ -35,14 +40,22 @@ def workspace_summary(root: Path) -> dict[str, Any]:
         calls, spend, model_io, activation = [], [], {}, {}
     checkpoint = load_checkpoint(root) if (root / "checkpoint.json").exists() else None
     final = root / "analyses" / "final_test_eval.json"
-    return {"workspace": str(root), "current": manifest["current"], "best": manifest.get("best"),
-            "seed": manifest.get("seed"), "versions": versions, "runs": runs, "epochs": epochs,
-            "llm_calls": calls, "spend": spend,
-            "spent_usd": sum(r["cost_usd"] for r in spend), "model_io": model_io,
-            "activation": activation,
-            "progress": checkpoint["progress"] if checkpoint else None,
-            "final_test": read_json_object(final, "final test report") if final.exists()
-            else None}
+    return {
+        "workspace": str(root),
+        "current": manifest["current"],
+        "best": manifest.get("best"),
+        "seed": manifest.get("seed"),
+        "versions": versions,
+        "runs": runs,
+        "epochs": epochs,
+        "llm_calls": calls,
+        "spend": spend,
+        "spent_usd": sum(r["cost_usd"] for r in spend),
+        "model_io": model_io,
+        "activation": activation,
+        "progress": checkpoint["progress"] if checkpoint else None,
+        "final_test": read_json_object(final, "final test report") if final.exists() else None,
+    }
 
 
 def _spend(root: Path, log: HarnessLog) -> list[dict[str, Any]]:
@@ -54,22 +67,32 @@ def _spend(root: Path, log: HarnessLog) -> list[dict[str, Any]]:
             if ledger.query("SELECT name FROM sqlite_master WHERE name = 'spend'"):
                 return ledger.query(
                     "SELECT owner_run_id, COUNT(*) AS paid_calls, SUM(cost_usd) AS cost_usd "
-                    "FROM spend GROUP BY owner_run_id ORDER BY MIN(id)")
+                    "FROM spend GROUP BY owner_run_id ORDER BY MIN(id)"
+                )
     # a workspace from before the ledger: the best figure there is
-    return log.query("SELECT run_id AS owner_run_id, COUNT(*) AS paid_calls, "
-                     "SUM(cost_usd) AS cost_usd FROM llm_calls WHERE cache_hit = 0 "
-                     "AND cost_usd > 0 GROUP BY run_id ORDER BY MIN(id)")
+    return log.query(
+        "SELECT run_id AS owner_run_id, COUNT(*) AS paid_calls, "
+        "SUM(cost_usd) AS cost_usd FROM llm_calls WHERE cache_hit = 0 "
+        "AND cost_usd > 0 GROUP BY run_id ORDER BY MIN(id)"
+    )
 
 
 def _run_row(row: dict[str, Any]) -> dict[str, Any]:
     summary = json.loads(row.get("summary_json") or "{}")
     provenance = json.loads(row.get("provenance_json") or "{}")
-    return {"run_id": row["run_id"], "kind": row["kind"], "status": row["status"],
-            "skills": row["skills_version"], "prompts": row["prompts_version"],
-            "started_at": row["started_at"], "finished_at": row["finished_at"],
-            "accuracy": summary.get("accuracy"), "reason": summary.get("reason"),
-            "simulated_model": provenance.get("simulated_model"),
-            "git_commit": provenance.get("git_commit")}
+    return {
+        "run_id": row["run_id"],
+        "kind": row["kind"],
+        "status": row["status"],
+        "skills": row["skills_version"],
+        "prompts": row["prompts_version"],
+        "started_at": row["started_at"],
+        "finished_at": row["finished_at"],
+        "accuracy": summary.get("accuracy"),
+        "reason": summary.get("reason"),
+        "simulated_model": provenance.get("simulated_model"),
+        "git_commit": provenance.get("git_commit"),
+    }
 
 
 def _activation(log: HarnessLog) -> dict[str, Any]:
@@ -77,8 +100,10 @@ def _activation(log: HarnessLog) -> dict[str, Any]:
     validation, test or eval run that recorded it (progressive and tool skill modes)."""
     from app.harness.activation import run_activation
 
-    runs = log.query("SELECT run_id FROM _runs WHERE kind IN ('baseline', 'validation', "
-                     "'test', 'eval') AND status = 'done' ORDER BY seq")
+    runs = log.query(
+        "SELECT run_id FROM _runs WHERE kind IN ('baseline', 'validation', "
+        "'test', 'eval') AND status = 'done' ORDER BY seq"
+    )
     found = []
     for r in runs:
         summary = run_activation(log, r["run_id"])
@@ -106,55 +131,87 @@ def _model_io(log: HarnessLog, calls: list[dict[str, Any]]) -> dict[str, Any]:
     have = _columns(log, "llm_calls")
     for c in calls:
         role = c["role"]
-        lat = sorted(r["latency_s"] for r in log.query(
-            "SELECT latency_s FROM llm_calls WHERE role = ? AND cache_hit = 0 AND "
-            "latency_s IS NOT NULL", (role,)))
-        entry: dict[str, Any] = {"p50_latency_s": _percentile(lat, 0.5),
-                                 "p95_latency_s": _percentile(lat, 0.95)}
+        lat = sorted(
+            r["latency_s"]
+            for r in log.query(
+                "SELECT latency_s FROM llm_calls WHERE role = ? AND cache_hit = 0 AND "
+                "latency_s IS NOT NULL",
+                (role,),
+            )
+        )
+        entry: dict[str, Any] = {
+            "p50_latency_s": _percentile(lat, 0.5),
+            "p95_latency_s": _percentile(lat, 0.95),
+        }
         if {"retries", "timeouts"} <= have:
-            row = log.query("SELECT COALESCE(SUM(retries), 0) AS retries, "
-                            "COALESCE(SUM(timeouts), 0) AS timeouts, "
-                            "SUM(status NOT IN ('ok', 'retried')) AS failed FROM llm_calls "
-                            "WHERE role = ?", (role,))[0]
-            entry.update(retries=row["retries"], timeouts=row["timeouts"],
-                         failed=row["failed"] or 0)
+            row = log.query(
+                "SELECT COALESCE(SUM(retries), 0) AS retries, "
+                "COALESCE(SUM(timeouts), 0) AS timeouts, "
+                "SUM(status NOT IN ('ok', 'retried')) AS failed FROM llm_calls "
+                "WHERE role = ?",
+                (role,),
+            )[0]
+            entry.update(
+                retries=row["retries"], timeouts=row["timeouts"], failed=row["failed"] or 0
+            )
         if "response_format" in have:
-            entry["response_formats"] = sorted(r["f"] for r in log.query(
-                "SELECT DISTINCT response_format AS f FROM llm_calls WHERE role = ? AND "
-                "response_format IS NOT NULL", (role,)))
+            entry["response_formats"] = sorted(
+                r["f"]
+                for r in log.query(
+                    "SELECT DISTINCT response_format AS f FROM llm_calls WHERE role = ? AND "
+                    "response_format IS NOT NULL",
+                    (role,),
+                )
+            )
         out["roles"][role] = entry
     if "answer_source" in _columns(log, "predictions"):
-        out["answers"] = {r["answer_source"]: r["n"] for r in log.query(
-            "SELECT answer_source, COUNT(*) AS n FROM predictions WHERE answer_source IS NOT NULL "
-            "GROUP BY answer_source")}
-        out["answers_extracted"] = sum(n for k, n in out["answers"].items()
-                                       if k != "answer_line")
+        out["answers"] = {
+            r["answer_source"]: r["n"]
+            for r in log.query(
+                "SELECT answer_source, COUNT(*) AS n FROM predictions WHERE answer_source IS NOT NULL "
+                "GROUP BY answer_source"
+            )
+        }
+        out["answers_extracted"] = sum(n for k, n in out["answers"].items() if k != "answer_line")
         out["extracted_correct"] = log.query(
             "SELECT COUNT(*) AS n FROM predictions WHERE answer_source IS NOT NULL AND "
-            "answer_source != 'answer_line' AND correct = 1")[0]["n"]
+            "answer_source != 'answer_line' AND correct = 1"
+        )[0]["n"]
     if log.query("SELECT name FROM sqlite_master WHERE name = 'reply_attempts'"):
-        out["structured"] = {f"{r['purpose']}:{r['status']}": r["n"] for r in log.query(
-            "SELECT purpose, status, COUNT(*) AS n FROM reply_attempts GROUP BY purpose, status")}
+        out["structured"] = {
+            f"{r['purpose']}:{r['status']}": r["n"]
+            for r in log.query(
+                "SELECT purpose, status, COUNT(*) AS n FROM reply_attempts GROUP BY purpose, status"
+            )
+        }
     return out
 
 
 def format_summary(s: dict[str, Any]) -> str:
-    lines = [f"workspace  {s['workspace']}  (seed {s['seed']})",
-             f"current    {s['current']['skills']}  {s['current']['prompts']}  "
-             f"questions={s['current']['questions']}"]
+    lines = [
+        f"workspace  {s['workspace']}  (seed {s['seed']})",
+        f"current    {s['current']['skills']}  {s['current']['prompts']}  "
+        f"questions={s['current']['questions']}",
+    ]
     best = s.get("best")
     if best:
-        lines.append(f"best       {best['skills']}  {best['prompts']}  val_acc={best['val_acc']:.3f}"
-                     f"  (epoch {best['epoch']}, run {best['run_id']})")
+        lines.append(
+            f"best       {best['skills']}  {best['prompts']}  val_acc={best['val_acc']:.3f}"
+            f"  (epoch {best['epoch']}, run {best['run_id']})"
+        )
     if s.get("progress"):
         p = s["progress"]
-        lines.append(f"progress   epoch {p['epoch']} {p['phase']} step {p['step_completed']}  "
-                     f"global {p['global_step']}/{p['total_steps']}")
+        lines.append(
+            f"progress   epoch {p['epoch']} {p['phase']} step {p['step_completed']}  "
+            f"global {p['global_step']}/{p['total_steps']}"
+        )
     for kind, versions in s["versions"].items():
         lines.append(f"\n{kind} versions")
         for v in versions:
-            lines.append(f"  {v['version']:<5} {v['at']}  {v['source']:<22} parent={v['parent']}"
-                         f"  {v['description'][:60]}")
+            lines.append(
+                f"  {v['version']:<5} {v['at']}  {v['source']:<22} parent={v['parent']}"
+                f"  {v['description'][:60]}"
+            )
     if s["epochs"]:
         lines.append("\nepochs")
         for e in s["epochs"]:
@@ -164,27 +221,34 @@ def format_summary(s: dict[str, Any]) -> str:
         lines.append("\nruns")
         for r in s["runs"][-25:]:
             acc = f"{r['accuracy']:.3f}" if r["accuracy"] is not None else "-"
-            lines.append(f"  {r['run_id']:<34} {r['kind']:<10} {r['status']:<8} "
-                         f"{r['skills']}/{r['prompts']}  acc={acc}")
+            lines.append(
+                f"  {r['run_id']:<34} {r['kind']:<10} {r['status']:<8} "
+                f"{r['skills']}/{r['prompts']}  acc={acc}"
+            )
             if r.get("reason") and r["status"] != "done":
                 lines.append(f"      reason: {r['reason']}")
         if len(s["runs"]) > 25:
             lines.append(f"  ... {len(s['runs']) - 25} earlier runs (use --json for all)")
     roles = s.get("model_io", {}).get("roles", {})
     for c in s["llm_calls"]:
-        lines.append(f"calls[{c['role']}] {c['calls']} ({c['cache_hits']} cached)  "
-                     f"tokens {c['tokens_in']}/{c['tokens_out']}  cost ${c['cost_usd'] or 0:.4f}"
-                     + _latency_text(roles.get(c["role"], {})))
+        lines.append(
+            f"calls[{c['role']}] {c['calls']} ({c['cache_hits']} cached)  "
+            f"tokens {c['tokens_in']}/{c['tokens_out']}  cost ${c['cost_usd'] or 0:.4f}"
+            + _latency_text(roles.get(c["role"], {}))
+        )
     lines += _model_io_lines(s.get("model_io", {}))
     lines += _activation_lines(s.get("activation") or {})
     if s.get("spend"):
         sim = any(r.get("simulated_model") for r in s["runs"])
-        lines.append(f"\nspent      ${s['spent_usd']:.4f} in paid model calls"
-                     + (" (notional simulated prices)" if sim else "")
-                     + ", including calls of killed processes and redone steps")
+        lines.append(
+            f"\nspent      ${s['spent_usd']:.4f} in paid model calls"
+            + (" (notional simulated prices)" if sim else "")
+            + ", including calls of killed processes and redone steps"
+        )
         for r in s["spend"]:
-            lines.append(f"  {r['owner_run_id']:<34} ${r['cost_usd']:.4f}  "
-                         f"({r['paid_calls']} paid calls)")
+            lines.append(
+                f"  {r['owner_run_id']:<34} ${r['cost_usd']:.4f}  ({r['paid_calls']} paid calls)"
+            )
     if any(r.get("simulated_model") for r in s["runs"]):
         lines.append("\nnote: runs in this workspace used the SIMULATED model (sim/*)")
     return "\n".join(lines)
@@ -193,15 +257,19 @@ def format_summary(s: dict[str, Any]) -> str:
 def _activation_lines(a: dict[str, Any]) -> list[str]:
     if not a:
         return []
-    lines = ["\nskill activation (recall = right skill opened / rollouts of the task type; "
-             "precision = right / all opens of that skill)"]
+    lines = [
+        "\nskill activation (recall = right skill opened / rollouts of the task type; "
+        "precision = right / all opens of that skill)"
+    ]
     for label in ("first", "last"):
         entry = a[label]
         lines.append(f"  {label:<5} run {entry['run_id']}")
         for task_type, e in entry["per_task_type"].items():
             prec = "-" if e["precision"] is None else f"{e['precision']:.2f}"
-            lines.append(f"    {task_type:<14} recall {e['recall']:.2f}  precision {prec}  "
-                         f"(n={e['n']}, none={e['opened_none']}, wrong={e['opened_wrong']})")
+            lines.append(
+                f"    {task_type:<14} recall {e['recall']:.2f}  precision {prec}  "
+                f"(n={e['n']}, none={e['opened_none']}, wrong={e['opened_wrong']})"
+            )
     return lines
 
 
@@ -222,9 +290,11 @@ def _model_io_lines(m: dict[str, Any]) -> list[str]:
     answers = m.get("answers")
     if answers and m.get("answers_extracted"):
         detail = ", ".join(f"{k}={v}" for k, v in sorted(answers.items()) if k != "answer_line")
-        lines.append(f"answers    {m['answers_extracted']} extracted without an ANSWER: line "
-                     f"({detail}; {m['extracted_correct']} of them correct), "
-                     f"{answers.get('answer_line', 0)} from ANSWER: lines")
+        lines.append(
+            f"answers    {m['answers_extracted']} extracted without an ANSWER: line "
+            f"({detail}; {m['extracted_correct']} of them correct), "
+            f"{answers.get('answer_line', 0)} from ANSWER: lines"
+        )
     structured = m.get("structured")
     if structured:
         lines.append("replies    " + ", ".join(f"{k}={v}" for k, v in sorted(structured.items())))

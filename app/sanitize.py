@@ -19,8 +19,9 @@ from rich.markup import escape as _escape_markup
 
 # C0 (except \t and \n), DEL, C1, zero-width and bidirectional controls (which can reorder
 # what a line appears to say), and the BOM.
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028\u2029\u202a-\u202e"
-                     "\u2066-\u2069\ufeff]")
+_UNSAFE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]"
+)
 
 
 def _stand_in(match: re.Match[str]) -> str:

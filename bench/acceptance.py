@@ -127,9 +127,14 @@ def run_child(args: list[str], timeout: float) -> tuple[int | str, str, str]:
     The child stays in this process group, so bench/run_all.py's timeout (which kills the
     group it started) ends the trainings too; on this function's own timeout it is killed by id.
     """
-    proc = subprocess.Popen([sys.executable, *args], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    proc = subprocess.Popen(
+        [sys.executable, *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     try:
         out, err = proc.communicate(timeout=timeout)
         return proc.returncode, out, err
@@ -151,9 +156,21 @@ def supports_no_progress() -> bool:
 
 def generate_world(store: Path, seed: int, units: int) -> str:
     name = f"sim-w{seed}-u{units}"
-    code, out, err = run_child(["-m", "app.providers.sim.generate", "--seed", str(seed),
-                                "--units", str(units), "--name", name,
-                                "--out", str(store / "questions" / name)], 300)
+    code, out, err = run_child(
+        [
+            "-m",
+            "app.providers.sim.generate",
+            "--seed",
+            str(seed),
+            "--units",
+            str(units),
+            "--name",
+            name,
+            "--out",
+            str(store / "questions" / name),
+        ],
+        300,
+    )
     if code != 0:
         raise SystemExit(f"generating world seed {seed} failed ({code}):\n{tail(out + err)}")
     return name
@@ -165,14 +182,30 @@ def train_one(job: Job, no_progress: bool) -> Outcome:
     ws = Path(job.workspace)
     extra = ["--no-progress"] if no_progress else []
     try:
-        code, out, err = run_child([str(MAIN), "init", str(ws), "--seed", SEED_NAME,
-                                    "--questions", job.questions, "--store", job.store, *extra],
-                                   300)
+        code, out, err = run_child(
+            [
+                str(MAIN),
+                "init",
+                str(ws),
+                "--seed",
+                SEED_NAME,
+                "--questions",
+                job.questions,
+                "--store",
+                job.store,
+                *extra,
+            ],
+            300,
+        )
         if code != 0:
-            return Outcome(job, False, time.perf_counter() - start,
-                           f"init exited {code}:\n{tail(err or out)}")
-        sets = {"gate_strategy": f'"{job.strategy}"', "sim_world_seed": str(job.seed),
-                "sim_units_per_type": str(job.units)}
+            return Outcome(
+                job, False, time.perf_counter() - start, f"init exited {code}:\n{tail(err or out)}"
+            )
+        sets = {
+            "gate_strategy": f'"{job.strategy}"',
+            "sim_world_seed": str(job.seed),
+            "sim_units_per_type": str(job.units),
+        }
         sets.update({f"sim_{k}_share": repr(float(v)) for k, v in job.shares().items()})
         cmd = [str(MAIN), "train", "-w", str(ws), "--config", str(CONFIG), *extra]
         for key, value in sets.items():
@@ -185,8 +218,12 @@ def train_one(job: Job, no_progress: bool) -> Outcome:
         try:
             return measure(job, ws, seconds)
         except Exception as e:  # noqa: BLE001 - any unreadable result is a missing run
-            return Outcome(job, False, seconds, f"reading the workspace failed: "
-                           f"{type(e).__name__}: {e}\n{tail(err or out)}")
+            return Outcome(
+                job,
+                False,
+                seconds,
+                f"reading the workspace failed: {type(e).__name__}: {e}\n{tail(err or out)}",
+            )
     finally:
         if not job.keep:
             shutil.rmtree(ws, ignore_errors=True)
@@ -199,16 +236,21 @@ def measure(job: Job, ws: Path, seconds: float) -> Outcome:
     if not final_path.is_file():
         raise FileNotFoundError(f"{final_path} missing")
     final = json.loads(final_path.read_text(encoding="utf-8"))
-    version = final.get("skills_version") or \
-        json.loads((ws / "manifest.json").read_text(encoding="utf-8"))["current"]["skills"]
+    version = (
+        final.get("skills_version")
+        or json.loads((ws / "manifest.json").read_text(encoding="utf-8"))["current"]["skills"]
+    )
     skills_dir = ws / "skills" / str(version).split("/")[-1]
     if not skills_dir.is_dir():
         raise FileNotFoundError(f"{skills_dir} missing")
     world = build_world(world_name(), job.seed, job.units)
 
     def decoys(version_dir: Path) -> list[str]:
-        text = "\n".join(normalise(p.read_text(encoding="utf-8", errors="replace"))
-                         for p in sorted(version_dir.rglob("*")) if p.is_file())
+        text = "\n".join(
+            normalise(p.read_text(encoding="utf-8", errors="replace"))
+            for p in sorted(version_dir.rglob("*"))
+            if p.is_file()
+        )
         return sorted(r.rule_id for r in world.rules.values() if normalise(r.decoy) in text)
 
     harmful = decoys(skills_dir)
@@ -219,35 +261,51 @@ def measure(job: Job, ws: Path, seconds: float) -> Outcome:
     try:
         check_config(conn, job)
         proposed = set()
-        for (edits,) in conn.execute("SELECT edits_json FROM evolutions "
-                                     "WHERE target_kind = 'skill'"):
+        for (edits,) in conn.execute(
+            "SELECT edits_json FROM evolutions WHERE target_kind = 'skill'"
+        ):
             said = normalise(edits or "")
             proposed |= {r.rule_id for r in world.rules.values() if normalise(r.decoy) in said}
         total_rows, total_calls, gate_rows, gate_calls = conn.execute(
             "SELECT COUNT(*), COALESCE(SUM(COALESCE(cache_hit, 0) = 0), 0), "
             f"COALESCE(SUM({GATE_SQL}), 0), "
             f"COALESCE(SUM(({GATE_SQL}) AND COALESCE(cache_hit, 0) = 0), 0) "
-            "FROM llm_calls").fetchone()
+            "FROM llm_calls"
+        ).fetchone()
     finally:
         conn.close()
-    return Outcome(job, True, seconds, final_test=float(final["test_accuracy"]),
-                   harmful=len(harmful), harmful_rules=harmful, harmful_proposed=len(proposed),
-                   harmful_last=len(decoys(last)), last_version=last.name,
-                   skills_version=str(version),
-                   gate_calls=gate_calls, gate_rows=gate_rows, total_calls=total_calls,
-                   total_rows=total_rows)
+    return Outcome(
+        job,
+        True,
+        seconds,
+        final_test=float(final["test_accuracy"]),
+        harmful=len(harmful),
+        harmful_rules=harmful,
+        harmful_proposed=len(proposed),
+        harmful_last=len(decoys(last)),
+        last_version=last.name,
+        skills_version=str(version),
+        gate_calls=gate_calls,
+        gate_rows=gate_rows,
+        total_calls=total_calls,
+        total_rows=total_rows,
+    )
 
 
 def check_config(conn: sqlite3.Connection, job: Job) -> None:
     """The train run must have recorded the keys this run set (none silently ignored)."""
-    row = conn.execute("SELECT config_json FROM _runs WHERE kind = 'train' "
-                       "ORDER BY seq DESC LIMIT 1").fetchone()
+    row = conn.execute(
+        "SELECT config_json FROM _runs WHERE kind = 'train' ORDER BY seq DESC LIMIT 1"
+    ).fetchone()
     if row is None:
         raise ValueError("no train run in the harness log")
     config = json.loads(row[0] or "{}")
-    want = {"gate_strategy": job.strategy, "sim_world_seed": job.seed,
-            "sim_units_per_type": job.units,
-            **{f"sim_{k}_share": v for k, v in job.shares().items()}}
+    want = {
+        "gate_strategy": job.strategy,
+        "sim_world_seed": job.seed,
+        "sim_units_per_type": job.units,
+        **{f"sim_{k}_share": v for k, v in job.shares().items()},
+    }
     wrong = {k: (config.get(k), v) for k, v in want.items() if config.get(k) != v}
     if wrong:
         raise ValueError(f"the train run recorded other settings (got, wanted): {wrong}")
@@ -276,48 +334,88 @@ def fmt(x: float, digits: int = 3) -> str:
 def summarise(outcomes: list[Outcome], setting: str, strategy: str) -> dict:
     runs = [o for o in outcomes if o.job.setting == setting and o.job.strategy == strategy]
     ok = [o for o in runs if o.ok]
-    return {"n": len(ok), "planned": len(runs), "missing": len(runs) - len(ok),
-            "test": mean([o.final_test for o in ok]), "test_sd": sd([o.final_test for o in ok]),
-            "harmful": mean([o.harmful for o in ok]),
-            "harmful_max": max((o.harmful for o in ok), default=math.nan),
-            "proposed": mean([o.harmful_proposed for o in ok]),
-            "last": mean([o.harmful_last for o in ok]),
-            "gate": mean([o.gate_calls for o in ok]), "gate_rows": mean([o.gate_rows for o in ok]),
-            "total": mean([o.total_calls for o in ok]),
-            "total_rows": mean([o.total_rows for o in ok]),
-            "seconds": mean([o.seconds for o in ok])}
+    return {
+        "n": len(ok),
+        "planned": len(runs),
+        "missing": len(runs) - len(ok),
+        "test": mean([o.final_test for o in ok]),
+        "test_sd": sd([o.final_test for o in ok]),
+        "harmful": mean([o.harmful for o in ok]),
+        "harmful_max": max((o.harmful for o in ok), default=math.nan),
+        "proposed": mean([o.harmful_proposed for o in ok]),
+        "last": mean([o.harmful_last for o in ok]),
+        "gate": mean([o.gate_calls for o in ok]),
+        "gate_rows": mean([o.gate_rows for o in ok]),
+        "total": mean([o.total_calls for o in ok]),
+        "total_rows": mean([o.total_rows for o in ok]),
+        "seconds": mean([o.seconds for o in ok]),
+    }
 
 
 def report_setting(outcomes: list[Outcome], setting: str, strategies: list[str]) -> list[str]:
     """Print the table, RESULT lines and targets of one setting; return MISSED target names."""
     shares = {**DEFAULT_SHARES, **SETTINGS[setting]}
-    print(f"\n== setting {setting}: harmful {shares['harmful']}, useless {shares['useless']}, "
-          f"adversarial {shares['adversarial']}")
+    print(
+        f"\n== setting {setting}: harmful {shares['harmful']}, useless {shares['useless']}, "
+        f"adversarial {shares['adversarial']}"
+    )
     row = "{:<11} {:>5}  {:>15}  {:>16}  {:>7}  {:>8}  {:>17}  {:>17}  {:>5}"
-    print(row.format("strategy", "runs", "final test", "harmful in final", "in last",
-                     "proposed", "gate calls", "total calls", "s/run"))
-    print(row.format("", "", "mean ± sd", "mean (max)", "mean", "mean", "real / all rows",
-                     "real / all rows", "mean"))
+    print(
+        row.format(
+            "strategy",
+            "runs",
+            "final test",
+            "harmful in final",
+            "in last",
+            "proposed",
+            "gate calls",
+            "total calls",
+            "s/run",
+        )
+    )
+    print(
+        row.format(
+            "",
+            "",
+            "mean ± sd",
+            "mean (max)",
+            "mean",
+            "mean",
+            "real / all rows",
+            "real / all rows",
+            "mean",
+        )
+    )
     stats = {r: summarise(outcomes, setting, r) for r in strategies}
     for r, s in stats.items():
-        print(row.format(
-            r, f"{s['n']}/{s['planned']}", f"{fmt(s['test'])} ± {fmt(s['test_sd'])}",
-            f"{fmt(s['harmful'], 2)} ({fmt(float(s['harmful_max']), 0)})",
-            fmt(s["last"], 2), fmt(s["proposed"], 1),
-            f"{fmt(s['gate'], 0)} / {fmt(s['gate_rows'], 0)}",
-            f"{fmt(s['total'], 0)} / {fmt(s['total_rows'], 0)}", fmt(s['seconds'], 1)))
+        print(
+            row.format(
+                r,
+                f"{s['n']}/{s['planned']}",
+                f"{fmt(s['test'])} ± {fmt(s['test_sd'])}",
+                f"{fmt(s['harmful'], 2)} ({fmt(float(s['harmful_max']), 0)})",
+                fmt(s["last"], 2),
+                fmt(s["proposed"], 1),
+                f"{fmt(s['gate'], 0)} / {fmt(s['gate_rows'], 0)}",
+                f"{fmt(s['total'], 0)} / {fmt(s['total_rows'], 0)}",
+                fmt(s["seconds"], 1),
+            )
+        )
     bars = thresholds(stats)
     for r, s in stats.items():
         name = f"acceptance.{setting}.{r}"
 
         def target(key: str, r: str = r) -> str:
             op, value, digits = bars.get(key, ("", math.nan, 0))
-            return "" if r != "eprocess" or math.isnan(value) else \
-                f" target {op}{fmt(value, digits)}"
+            return (
+                "" if r != "eprocess" or math.isnan(value) else f" target {op}{fmt(value, digits)}"
+            )
 
         print(f"RESULT {name}.final_test {fmt(s['test'], 4)} accuracy{target('final_test')}")
-        print(f"RESULT {name}.harmful_in_final {fmt(s['harmful'], 2)} rules"
-              f"{target('harmful_in_final')}")
+        print(
+            f"RESULT {name}.harmful_in_final {fmt(s['harmful'], 2)} rules"
+            f"{target('harmful_in_final')}"
+        )
         print(f"RESULT {name}.gate_calls {fmt(s['gate'], 1)} calls")
         print(f"RESULT {name}.total_calls {fmt(s['total'], 1)} calls{target('total_calls')}")
     return targets(setting, stats, bars)
@@ -327,14 +425,20 @@ def thresholds(stats: dict[str, dict]) -> dict[str, tuple[str, float, int]]:
     """The issue's targets for eprocess as (op, value, digits printed)."""
     others = [stats[r]["test"] for r in stats if r != "eprocess" and stats[r]["n"]]
     minibatch = stats.get("minibatch", {"n": 0})
-    return {"final_test": (">=", max(others, default=math.nan) - FINAL_TEST_MARGIN, 4),
-            "harmful_in_final": ("==", 0.0, 0),
-            "total_calls": ("<=", CALLS_RATIO_MAX * minibatch["total"]
-                            if minibatch["n"] else math.nan, 1)}
+    return {
+        "final_test": (">=", max(others, default=math.nan) - FINAL_TEST_MARGIN, 4),
+        "harmful_in_final": ("==", 0.0, 0),
+        "total_calls": (
+            "<=",
+            CALLS_RATIO_MAX * minibatch["total"] if minibatch["n"] else math.nan,
+            1,
+        ),
+    }
 
 
-def targets(setting: str, stats: dict[str, dict],
-            bars: dict[str, tuple[str, float, int]]) -> list[str]:
+def targets(
+    setting: str, stats: dict[str, dict], bars: dict[str, tuple[str, float, int]]
+) -> list[str]:
     """Print each target MET or MISSED; a target whose runs are incomplete is MISSED."""
     missed: list[str] = []
 
@@ -347,9 +451,11 @@ def targets(setting: str, stats: dict[str, dict],
             missed.append(f"{setting} {name}")
 
     def gaps(*names: str) -> list[str]:
-        return [f"{r} {stats[r]['missing']} of {stats[r]['planned']} runs missing"
-                for r in names if r in stats and stats[r]["missing"]] + \
-            [f"{r} not run" for r in names if r not in stats]
+        return [
+            f"{r} {stats[r]['missing']} of {stats[r]['planned']} runs missing"
+            for r in names
+            if r in stats and stats[r]["missing"]
+        ] + [f"{r} not run" for r in names if r not in stats]
 
     if "eprocess" not in stats:
         print(f"target {setting}: eprocess not run, no targets checked")
@@ -359,33 +465,53 @@ def targets(setting: str, stats: dict[str, dict],
     best = max((stats[r]["test"] for r in others if stats[r]["n"]), default=math.nan)
     best_r = next((r for r in others if stats[r]["n"] and stats[r]["test"] == best), "-")
     bar = bars["final_test"][1]  # compared as printed (4 decimals), like run_all.py does
-    verdict("final_test", not math.isnan(bar) and round(e["test"], 4) >= round(bar, 4),
-            f"eprocess {fmt(e['test'])} vs best other ({best_r}) {fmt(best)} - "
-            f"{FINAL_TEST_MARGIN} = {fmt(bar)}",
-            gaps("eprocess", *others) or ([] if others else ["no other strategy run"]))
-    verdict("harmful_in_final", e["n"] > 0 and e["harmful_max"] == 0,
-            f"eprocess max {fmt(float(e['harmful_max']), 0)} harmful rule(s) in a final skill "
-            f"over {e['n']} run(s)", gaps("eprocess"))
+    verdict(
+        "final_test",
+        not math.isnan(bar) and round(e["test"], 4) >= round(bar, 4),
+        f"eprocess {fmt(e['test'])} vs best other ({best_r}) {fmt(best)} - "
+        f"{FINAL_TEST_MARGIN} = {fmt(bar)}",
+        gaps("eprocess", *others) or ([] if others else ["no other strategy run"]),
+    )
+    verdict(
+        "harmful_in_final",
+        e["n"] > 0 and e["harmful_max"] == 0,
+        f"eprocess max {fmt(float(e['harmful_max']), 0)} harmful rule(s) in a final skill "
+        f"over {e['n']} run(s)",
+        gaps("eprocess"),
+    )
     m = stats.get("minibatch", {"total": math.nan})
     limit = bars["total_calls"][1]
     ratio = e["total"] / m["total"] if m["total"] else math.nan
-    verdict("total_calls", not math.isnan(limit) and round(e["total"], 1) <= round(limit, 1),
-            f"eprocess {fmt(e['total'], 0)} vs {CALLS_RATIO_MAX} x minibatch "
-            f"{fmt(m['total'], 0)} = {fmt(limit, 0)} (ratio {fmt(ratio, 2)})",
-            gaps("eprocess", "minibatch"))
+    verdict(
+        "total_calls",
+        not math.isnan(limit) and round(e["total"], 1) <= round(limit, 1),
+        f"eprocess {fmt(e['total'], 0)} vs {CALLS_RATIO_MAX} x minibatch "
+        f"{fmt(m['total'], 0)} = {fmt(limit, 0)} (ratio {fmt(ratio, 2)})",
+        gaps("eprocess", "minibatch"),
+    )
     return missed
 
 
 # -- main ------------------------------------------------------------------------------------
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4, 5],
-                        help="simulated world seeds (sim_world_seed)")
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        nargs="+",
+        default=[1, 2, 3, 4, 5],
+        help="simulated world seeds (sim_world_seed)",
+    )
     parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
-    parser.add_argument("--strategies", nargs="+", default=list(STRATEGIES),
-                        choices=list(STRATEGIES))
-    parser.add_argument("--units", type=int, default=72,
-                        help="units per task type (sim_units_per_type; 72 = the built-in size)")
+    parser.add_argument(
+        "--strategies", nargs="+", default=list(STRATEGIES), choices=list(STRATEGIES)
+    )
+    parser.add_argument(
+        "--units",
+        type=int,
+        default=72,
+        help="units per task type (sim_units_per_type; 72 = the built-in size)",
+    )
     parser.add_argument("--jobs", type=int, default=2, help="trainings run at once")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per training")
     parser.add_argument("--keep", action="store_true", help="keep the temporary workspaces")
@@ -397,13 +523,29 @@ def main() -> int:
     shutil.copytree(ROOT / "store" / "seeds" / SEED_NAME, store / "seeds" / SEED_NAME)
     questions = {seed: generate_world(store, seed, args.units) for seed in args.seeds}
     no_progress = supports_no_progress()
-    jobs = [Job(setting, strategy, seed, args.units, str(store), questions[seed],
-                str(tmp / "ws" / f"{setting}-{strategy}-w{seed}"), args.timeout, args.keep)
-            for setting in args.settings for seed in args.seeds for strategy in args.strategies]
-    print(f"acceptance: {len(jobs)} trainings = {len(args.strategies)} strategies x "
-          f"{len(args.seeds)} world seeds {args.seeds} x {len(args.settings)} settings, "
-          f"{args.units} units per task type, {args.jobs} at a time; config {CONFIG.name}; "
-          f"simulated model (figures show the harness, not a real LLM)", flush=True)
+    jobs = [
+        Job(
+            setting,
+            strategy,
+            seed,
+            args.units,
+            str(store),
+            questions[seed],
+            str(tmp / "ws" / f"{setting}-{strategy}-w{seed}"),
+            args.timeout,
+            args.keep,
+        )
+        for setting in args.settings
+        for seed in args.seeds
+        for strategy in args.strategies
+    ]
+    print(
+        f"acceptance: {len(jobs)} trainings = {len(args.strategies)} strategies x "
+        f"{len(args.seeds)} world seeds {args.seeds} x {len(args.settings)} settings, "
+        f"{args.units} units per task type, {args.jobs} at a time; config {CONFIG.name}; "
+        f"simulated model (figures show the harness, not a real LLM)",
+        flush=True,
+    )
 
     outcomes: list[Outcome] = []
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
@@ -418,13 +560,18 @@ def main() -> int:
             head = f"[{done:>3}/{len(jobs)}] {job.label:<32}"
             if o.ok:
                 rules = f" {o.harmful_rules}" if o.harmful_rules else ""
-                print(f"{head} test {o.final_test:.3f}  harmful {o.harmful}{rules} "
-                      f"(last {o.last_version}: {o.harmful_last}; {o.harmful_proposed} proposed)  "
-                      f"gate {o.gate_calls}/{o.gate_rows}  total {o.total_calls}/{o.total_rows} "
-                      f" skills {o.skills_version}  {o.seconds:.1f} s", flush=True)
+                print(
+                    f"{head} test {o.final_test:.3f}  harmful {o.harmful}{rules} "
+                    f"(last {o.last_version}: {o.harmful_last}; {o.harmful_proposed} proposed)  "
+                    f"gate {o.gate_calls}/{o.gate_rows}  total {o.total_calls}/{o.total_rows} "
+                    f" skills {o.skills_version}  {o.seconds:.1f} s",
+                    flush=True,
+                )
             else:
-                print(f"{head} FAILED (counted as missing) after {o.seconds:.1f} s: {o.error}",
-                      flush=True)
+                print(
+                    f"{head} FAILED (counted as missing) after {o.seconds:.1f} s: {o.error}",
+                    flush=True,
+                )
     if args.keep:
         print(f"kept workspaces under {tmp / 'ws'}")
     else:
@@ -435,11 +582,15 @@ def main() -> int:
         missed += report_setting(outcomes, setting, args.strategies)
     failed = [o for o in outcomes if not o.ok]
     seconds = time.perf_counter() - wall
-    print(f"\nmissing runs: {len(failed)} of {len(outcomes)}"
-          + "".join(f"\n  {o.job.label}" for o in failed))
+    print(
+        f"\nmissing runs: {len(failed)} of {len(outcomes)}"
+        + "".join(f"\n  {o.job.label}" for o in failed)
+    )
     print(f"targets missed: {len(missed)}" + "".join(f"\n  {m}" for m in missed))
-    print(f"wall time: {seconds:.0f} s for {len(jobs)} trainings "
-          f"({seconds / max(1, len(jobs)):.1f} s each at {args.jobs} at a time)")
+    print(
+        f"wall time: {seconds:.0f} s for {len(jobs)} trainings "
+        f"({seconds / max(1, len(jobs)):.1f} s each at {args.jobs} at a time)"
+    )
     print(f"RESULT acceptance.wall_time {seconds:.0f} s")
     return 1 if failed else 0
 

@@ -24,8 +24,10 @@ BENCH = Path(__file__).resolve().parent
 
 def main() -> int:
     if "--units" in sys.argv[1:]:
-        print("acceptance_large.py sets --units itself; use bench/acceptance.py for other sizes",
-              file=sys.stderr)
+        print(
+            "acceptance_large.py sets --units itself; use bench/acceptance.py for other sizes",
+            file=sys.stderr,
+        )
         return 2
     cmd = [sys.executable, str(BENCH / "acceptance.py"), "--units", str(UNITS), *sys.argv[1:]]
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, cwd=BENCH.parent) as proc:

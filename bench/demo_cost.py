@@ -30,19 +30,27 @@ def run_demo(tmp: Path) -> dict[str, float]:
     out_path = tmp / "demo-output.txt"
     with out_path.open("w") as out:
         start = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, str(MAIN), "demo", "--workspace",
-                                 str(tmp / "demo"), "--no-progress"], cwd=ROOT, stdout=out,
-                                stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [sys.executable, str(MAIN), "demo", "--workspace", str(tmp / "demo"), "--no-progress"],
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here; keep Popen consistent
     output = out_path.read_text(errors="replace")
     if proc.returncode != 0:
         sys.exit(f"demo failed ({proc.returncode}):\n{output}")
-    summary = next((line.strip() for line in output.splitlines()
-                    if line.startswith("test accuracy:")), "")
-    return {"wall_s": wall, "rss_mb": usage.ru_maxrss / 1024,  # Linux: kilobytes
-            "cpu_s": usage.ru_utime + usage.ru_stime, "summary": summary}
+    summary = next(
+        (line.strip() for line in output.splitlines() if line.startswith("test accuracy:")), ""
+    )
+    return {
+        "wall_s": wall,
+        "rss_mb": usage.ru_maxrss / 1024,  # Linux: kilobytes
+        "cpu_s": usage.ru_utime + usage.ru_stime,
+        "summary": summary,
+    }
 
 
 def main() -> None:
@@ -54,13 +62,18 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="bench-demo-") as tmp:
             r = run_demo(Path(tmp))
         runs.append(r)
-        print(f"run {rep + 1}: {r['wall_s']:5.1f} s wall, {r['cpu_s']:5.1f} s CPU, peak RSS "
-              f"{r['rss_mb']:5.0f} MB; {r['summary']}", flush=True)
+        print(
+            f"run {rep + 1}: {r['wall_s']:5.1f} s wall, {r['cpu_s']:5.1f} s CPU, peak RSS "
+            f"{r['rss_mb']:5.0f} MB; {r['summary']}",
+            flush=True,
+        )
     wall = statistics.median(r["wall_s"] for r in runs)
     rss = statistics.median(r["rss_mb"] for r in runs)
     cpu = statistics.median(r["cpu_s"] for r in runs)
-    print(f"median: {wall:.1f} s wall ({cpu:.1f} s CPU, {cpu / wall:.0%} of one core), peak RSS "
-          f"{rss:.0f} MB (max {max(r['rss_mb'] for r in runs):.0f} MB)")
+    print(
+        f"median: {wall:.1f} s wall ({cpu:.1f} s CPU, {cpu / wall:.0%} of one core), peak RSS "
+        f"{rss:.0f} MB (max {max(r['rss_mb'] for r in runs):.0f} MB)"
+    )
     print(f"RESULT demo.wall_s {wall:.1f} s target <{TARGET_WALL_S}")
     print(f"RESULT demo.peak_rss_mb {rss:.0f} MB target <{TARGET_RSS_MB}")
     print(f"RESULT demo.cpu_s {cpu:.1f} s")

@@ -59,16 +59,20 @@ TARGET_TOP_CORRECT = 0.95
 
 def fresh_workspace(folder: Path) -> Path:
     ws = folder / "ws"
-    init_workspace(ws, load_seed(seed_dir(STORE_DIR, "sim-starter")),
-                   benchmark_dir(STORE_DIR, "sim-basic"))
+    init_workspace(
+        ws, load_seed(seed_dir(STORE_DIR, "sim-starter")), benchmark_dir(STORE_DIR, "sim-basic")
+    )
     return ws
 
 
 def do_fork(ws: Path, branches: int, overrides: dict) -> tuple[float, dict]:
     with Session(ws, load_config(None, overrides)) as s:
         questions = select_questions(s.benchmark, "diagnosis", None, None, None)
-        spec = ForkSpec(tuple(q.question_id for q in questions),
-                        branch_temperatures(branches, temperature_range=(0.2, 1.2)), 32)
+        spec = ForkSpec(
+            tuple(q.question_id for q in questions),
+            branch_temperatures(branches, temperature_range=(0.2, 1.2)),
+            32,
+        )
         result = anyio.run(lambda: run_fork(s, spec, "bench-fork"))
         summary = s.log.run("bench-fork")["summary_json"]
     import json
@@ -86,53 +90,76 @@ def main() -> int:
     args = ap.parse_args()
     logger.remove()
     logger.add(sys.stderr, level="ERROR")
-    overrides = {"judge_max_calls_per_batch": args.judge_cap,
-                 "sim_judge_noise": args.judge_noise,
-                 "sim_judge_position_bias": args.judge_bias}
+    overrides = {
+        "judge_max_calls_per_batch": args.judge_cap,
+        "sim_judge_noise": args.judge_noise,
+        "sim_judge_position_bias": args.judge_bias,
+    }
     rates = []
     with tempfile.TemporaryDirectory() as tmp:
         for rep in range(args.reps):
             ws = fresh_workspace(Path(tmp) / f"r{rep}")
             rate, summary = do_fork(ws, args.branches, overrides)
             rates.append(rate)
-        print(f"fork: {summary['questions']} questions x {args.branches} branches, "
-              f"branches/s per rep {[round(r) for r in rates]}")
+        print(
+            f"fork: {summary['questions']} questions x {args.branches} branches, "
+            f"branches/s per rep {[round(r) for r in rates]}"
+        )
         config = load_config(None, overrides)
         with Session(ws, config) as s:
-            judge_only = anyio.run(lambda: rank_rollout(
-                s, "bench-fork", weights={"objective": 0.0, "judge": 1.0, "bt": 1.0},
-                remember=False))
+            judge_only = anyio.run(
+                lambda: rank_rollout(
+                    s,
+                    "bench-fork",
+                    weights={"objective": 0.0, "judge": 1.0, "bt": 1.0},
+                    remember=False,
+                )
+            )
             report = anyio.run(lambda: rank_rollout(s, "bench-fork"))
-            test = list(split_pools(s.benchmark.questions, s.benchmark.split,
-                                    s.benchmark.seed).test)
+            test = list(
+                split_pools(s.benchmark.questions, s.benchmark.split, s.benchmark.seed).test
+            )
             off = anyio.run(lambda: s.infer(test, "mem-off", "infer"))
         with Session(ws, load_config(None, {**overrides, "memory_k": 3})) as s:
             on = anyio.run(lambda: s.infer(test, "mem-on", "infer"))
     j = report["judge"]
-    print(f"rank: judge calls {j['calls']} ({j['batches_at_cap']} of {report['questions']} "
-          f"batches at the cap of {j['cap_per_batch']}, {j['capped_samples']} samples capped); "
-          f"memories {report['memories']}")
+    print(
+        f"rank: judge calls {j['calls']} ({j['batches_at_cap']} of {report['questions']} "
+        f"batches at the cap of {j['cap_per_batch']}, {j['capped_samples']} samples capped); "
+        f"memories {report['memories']}"
+    )
     print(f"top vs branch 0: {report['top_vs_branch0']}")
     w = sum(1 for q in on.correctness if on.correctness[q] and not off.correctness.get(q))
     l = sum(1 for q in on.correctness if off.correctness.get(q) and not on.correctness[q])  # noqa: E741
-    print(f"memory: {len(test)} held-out test questions, {w} gained, {l} lost with memories "
-          "(simulated model: a memory of the same rule acts as a worked example)")
+    print(
+        f"memory: {len(test)} held-out test questions, {w} gained, {l} lost with memories "
+        "(simulated model: a memory of the same rule acts as a worked example)"
+    )
     rate = statistics.median(rates)
     print(f"RESULT fork.branches_per_s {rate:.0f} branches/s target >={TARGET_BRANCHES_PER_S}")
     print(f"RESULT fork.pass_at_1 {summary['pass_at_1']:.3f} rate")
     print(f"RESULT fork.pass_at_8 {summary['pass_at_n']:.3f} rate")
-    print(f"RESULT fork.ranker_top_correct_share {report['ranker_top_correct_share']:.3f} rate "
-          f"target >={TARGET_TOP_CORRECT}")
-    print(f"RESULT fork.ranker_top_correct_share_judge_only "
-          f"{judge_only['ranker_top_correct_share']:.3f} rate")
+    print(
+        f"RESULT fork.ranker_top_correct_share {report['ranker_top_correct_share']:.3f} rate "
+        f"target >={TARGET_TOP_CORRECT}"
+    )
+    print(
+        f"RESULT fork.ranker_top_correct_share_judge_only "
+        f"{judge_only['ranker_top_correct_share']:.3f} rate"
+    )
     print(f"RESULT fork.judge_calls_over_cap {j['calls_over_cap']} calls target ==0")
-    print(f"RESULT fork.judge_max_calls_in_a_batch {j['max_calls_in_a_batch']} calls "
-          f"target <={j['cap_per_batch']}")
+    print(
+        f"RESULT fork.judge_max_calls_in_a_batch {j['max_calls_in_a_batch']} calls "
+        f"target <={j['cap_per_batch']}"
+    )
     print(f"RESULT memory.accuracy_on {on.accuracy:.3f} rate")
     print(f"RESULT memory.accuracy_off {off.accuracy:.3f} rate")
     print(f"RESULT memory.mcnemar_p {mcnemar_exact(w, l):.3g} p")
-    ok = (rate >= TARGET_BRANCHES_PER_S and j["calls_over_cap"] == 0
-          and report["ranker_top_correct_share"] >= TARGET_TOP_CORRECT)
+    ok = (
+        rate >= TARGET_BRANCHES_PER_S
+        and j["calls_over_cap"] == 0
+        and report["ranker_top_correct_share"] >= TARGET_TOP_CORRECT
+    )
     return 0 if ok else 1
 
 

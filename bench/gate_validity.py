@@ -112,8 +112,8 @@ def _masks(params: GateParams, horizon: int, stage1: int):
     H = horizon
     w = np.arange(H + 1)[:, None]
     l_ = np.arange(H + 1)[None, :]
-    e_win = M[:H + 1, :H + 1]
-    e_harm = M[:H + 1, :H + 1].T
+    e_win = M[: H + 1, : H + 1]
+    e_harm = M[: H + 1, : H + 1].T
     level = params.accept_level(H)
     acc = e_win >= level
     harm = ~acc & (e_harm >= params.e_rollback)
@@ -126,13 +126,18 @@ def _masks(params: GateParams, horizon: int, stage1: int):
         rem = H - n
         curt = np.zeros_like(acc)
         if params.curtail and n < H:
-            best = M[rem:rem + H + 1, :H + 1]  # mixture_e(W + rem, L)
+            best = M[rem : rem + H + 1, : H + 1]  # mixture_e(W + rem, L)
             curt = free & ~(best * (1.0 + _REL_SLACK) >= level)
         prov = np.zeros_like(acc)
         if n == stage1 < H:
             net = w - l_
-            prov = (free & ~curt & (e_win >= params.e_provisional) & (net >= params.w_net_min)
-                    & (net / (n + params.shrink_k) >= params.delta_min))
+            prov = (
+                free
+                & ~curt
+                & (e_win >= params.e_provisional)
+                & (net >= params.w_net_min)
+                & (net / (n + params.shrink_k) >= params.delta_min)
+            )
         nosig = np.zeros_like(acc)
         after = params.no_signal_after(H)
         if after is not None and after <= n < H:
@@ -185,10 +190,14 @@ def exact_cell(params: GateParams, horizon: int, d: float, p: float) -> Exact:
     gate_end[H] += rest_p
     test_end[H] += rest_p + rest_q
     ns = np.arange(H + 1)
-    return Exact(final=float(final), prov=float(prov_total), kept=float(kept),
-                 gate_units=float(gate_end @ chunked(ns, H)),
-                 test_units=float(test_end @ chunked(ns, H)),
-                 families=float(test_end @ ns))
+    return Exact(
+        final=float(final),
+        prov=float(prov_total),
+        kept=float(kept),
+        gate_units=float(gate_end @ chunked(ns, H)),
+        test_units=float(test_end @ chunked(ns, H)),
+        families=float(test_end @ ns),
+    )
 
 
 # --------------------------------------------------------------------------- fixed McNemar
@@ -238,8 +247,12 @@ def se(rate: float, reps: int) -> float:
     return math.sqrt(max(rate * (1 - rate), 1.0 / reps) / reps)
 
 
-def run_real(families: list[tuple[str, list[tuple[str, bool, bool]]]], params: GateParams,
-             horizon: int, stage1: int) -> tuple[str, int, int]:
+def run_real(
+    families: list[tuple[str, list[tuple[str, bool, bool]]]],
+    params: GateParams,
+    horizon: int,
+    stage1: int,
+) -> tuple[str, int, int]:
     """The real gate over families in order, then the real ProbationTest on a provisional
     accept over the families after stage 1. Returns (verdict, gate families, test families),
     verdict in accept / keep / rollback / reject."""
@@ -264,12 +277,15 @@ def mc_summary(results: list[tuple[str, int, int]], horizon: int) -> MC:
     verdicts = [v for v, _, _ in results]
     gate_n = np.array([g for _, g, _ in results])
     test_n = np.array([t for _, _, t in results])
-    return MC(reps=reps, final=verdicts.count("accept") / reps,
-              prov=sum(v in ("keep", "rollback") for v in verdicts) / reps,
-              kept=verdicts.count("keep") / reps,
-              gate_units=float(chunked(gate_n, horizon).mean()),
-              test_units=float(chunked(test_n, horizon).mean()),
-              gate_families=float(gate_n.mean()))
+    return MC(
+        reps=reps,
+        final=verdicts.count("accept") / reps,
+        prov=sum(v in ("keep", "rollback") for v in verdicts) / reps,
+        kept=verdicts.count("keep") / reps,
+        gate_units=float(chunked(gate_n, horizon).mean()),
+        test_units=float(chunked(test_n, horizon).mean()),
+        gate_families=float(gate_n.mean()),
+    )
 
 
 def draw_outcomes(rng: np.random.Generator, reps: int, n: int, d: float, p: float) -> np.ndarray:
@@ -297,15 +313,23 @@ def replay(row: list[int], params: GateParams, horizon: int) -> tuple[str, int, 
     return ("reject", horizon, horizon) if gate_n is None else ("rollback", gate_n, horizon)
 
 
-def mc_families(rng: np.random.Generator, reps: int, params: GateParams, horizon: int,
-                d: float, p: float, size: int) -> tuple[MC, int]:
+def mc_families(
+    rng: np.random.Generator,
+    reps: int,
+    params: GateParams,
+    horizon: int,
+    d: float,
+    p: float,
+    size: int,
+) -> tuple[MC, int]:
     """Families of `size` units sharing one outcome, through observe_family. Also returns in
     how many reps the real code's (verdict, gate families, test families) equals `replay`'s."""
     s1 = stage1_of(horizon)
     out, agree = [], 0
     for row in draw_outcomes(rng, reps, horizon, d, p).tolist():
-        fams = [(f"f{i}", [(f"f{i}.{k}", *_PAIR[g]) for k in range(size)])
-                for i, g in enumerate(row)]
+        fams = [
+            (f"f{i}", [(f"f{i}.{k}", *_PAIR[g]) for k in range(size)]) for i, g in enumerate(row)
+        ]
         result = run_real(fams, params, horizon, s1)
         agree += result == replay(row, params, horizon)
         out.append(result)
@@ -321,8 +345,15 @@ def _ladder_api():
     from app.harness.gate_ladder import GatePools
     from core.evolution.diagnose import MAX_FAILURES_PER_PACK, MAX_SUCCESSES_PER_PACK
     from core.types import Question, QuestionUnit
-    return (build_batches, GatePools, MAX_FAILURES_PER_PACK, MAX_SUCCESSES_PER_PACK, Question,
-            QuestionUnit)
+
+    return (
+        build_batches,
+        GatePools,
+        MAX_FAILURES_PER_PACK,
+        MAX_SUCCESSES_PER_PACK,
+        Question,
+        QuestionUnit,
+    )
 
 
 @dataclass
@@ -347,34 +378,34 @@ def ladder_world(n_max: int, seed: int) -> LadderWorld:
     n_test = n_val
     questions, units = [], []
     for i in range(n_diag + n_val + n_test):
-        q = Question(question_id=f"q{i:04d}", task_type="t", question=f"question {i}",
-                     answer="a")
+        q = Question(question_id=f"q{i:04d}", task_type="t", question=f"question {i}", answer="a")
         questions.append(q)
         units.append(QuestionUnit(unit_id=q.unit_id, task_type="t", questions=(q,)))
     diagnosis = questions[:n_diag]
-    validation_ids = {q.unit_id for q in questions[n_diag:n_diag + n_val]}
-    test_ids = {q.unit_id for q in questions[n_diag + n_val:]}
+    validation_ids = {q.unit_id for q in questions[n_diag : n_diag + n_val]}
+    test_ids = {q.unit_id for q in questions[n_diag + n_val :]}
     pools = GatePools.build(units, validation_ids, test_ids, seed=seed)
     return LadderWorld(n_max, units, questions, diagnosis, validation_ids, test_ids, pools)
 
 
-def case_pack(world: LadderWorld, rollout: dict[str, bool], correctness: dict[str, bool],
-              seed: int) -> set[str]:
+def case_pack(
+    world: LadderWorld, rollout: dict[str, bool], correctness: dict[str, bool], seed: int
+) -> set[str]:
     """The units the candidate is written from: the step's batch comes from the real
     `build_batches` (every unit wrong in `correctness` + 15% of the right ones), and the pack
     holds up to MAX_FAILURES_PER_PACK failures and MAX_SUCCESSES_PER_PACK successes of the
     batch's rollouts, by question id (as `build_packs` picks them)."""
     build_batches, _, max_f, max_s, _, _ = _ladder_api()
-    batches, _ = build_batches(world.diagnosis, correctness, 48, 2, seed=seed,
-                               correct_ratio=0.15)
+    batches, _ = build_batches(world.diagnosis, correctness, 48, 2, seed=seed, correct_ratio=0.15)
     batch = sorted(q.unit_id for q in batches[0]) if batches else []
     failures = [u for u in batch if not rollout[u]][:max_f]
     successes = [u for u in batch if rollout[u]][:max_s]
     return {*failures, *successes}
 
 
-def mc_ladder(rng: np.random.Generator, reps: int, params: GateParams, world: LadderWorld,
-              warm: bool) -> tuple[MC, float]:
+def mc_ladder(
+    rng: np.random.Generator, reps: int, params: GateParams, world: LadderWorld, warm: bool
+) -> tuple[MC, float]:
     """Null through the real ladder. Per rep: p_u ~ Beta(0.5, 0.5); the baseline run is one
     Bernoulli(p_u) draw per unit and is the cached baseline the gate compares with; the
     candidate is an independent Bernoulli(p_u) draw (null). Cold (epoch 1): the batch is chosen
@@ -390,8 +421,9 @@ def mc_ladder(rng: np.random.Generator, reps: int, params: GateParams, world: La
         p = rng.beta(0.5, 0.5, len(ids))
         # baseline run, candidate, another observation round, probation anchor and candidate
         draws = rng.random((5, len(ids))) < p
-        base, cand, other, anchor, cand2 = ({u: bool(x) for u, x in zip(ids, row, strict=True)}
-                                     for row in draws)
+        base, cand, other, anchor, cand2 = (
+            {u: bool(x) for u, x in zip(ids, row, strict=True)} for row in draws
+        )
         seen = other if warm else base
         key = f"rep{r}-e{2 if warm else 1}-s0-"
         exclude = case_pack(world, seen, seen, seed=1000 * (2 if warm else 1) + r)
@@ -442,50 +474,70 @@ def exact_grid(params: GateParams, p: float) -> dict[tuple[int, float], Exact]:
 
 def print_null_grid(params: GateParams, grid: dict[tuple[int, float], Exact], title: str) -> None:
     print(f"\n== {title}")
-    print(f"{'n_max':>5} {'d':>5} {'level':>7} {'final':>7} {'prov':>7} {'kept':>7} "
-          f"{'test':>7} {'gate u':>7} {'test u':>7}")
+    print(
+        f"{'n_max':>5} {'d':>5} {'level':>7} {'final':>7} {'prov':>7} {'kept':>7} "
+        f"{'test':>7} {'gate u':>7} {'test u':>7}"
+    )
     for (n, d), e in grid.items():
-        print(f"{n:5d} {d:5.2f} {params.accept_level(n):7.3f} {fmt_rate(e.final)} "
-              f"{fmt_rate(e.prov)} {fmt_rate(e.kept)} {fmt_rate(e.test)} {e.gate_units:7.1f} "
-              f"{e.test_units:7.1f}")
+        print(
+            f"{n:5d} {d:5.2f} {params.accept_level(n):7.3f} {fmt_rate(e.final)} "
+            f"{fmt_rate(e.prov)} {fmt_rate(e.kept)} {fmt_rate(e.test)} {e.gate_units:7.1f} "
+            f"{e.test_units:7.1f}"
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reps", type=int, default=2500,
-                        help="Monte Carlo repetitions per cell (s.e. <= 0.005 holds for "
-                             "estimates up to 0.067 at 2500)")
+    parser.add_argument(
+        "--reps",
+        type=int,
+        default=2500,
+        help="Monte Carlo repetitions per cell (s.e. <= 0.005 holds for "
+        "estimates up to 0.067 at 2500)",
+    )
     parser.add_argument("--seed", type=int, default=20240611)
     args = parser.parse_args()
     start = time.perf_counter()
     params = GateParams()
-    print(f"gate defaults: e_confirm {params.e_confirm:g} (alpha {params.alpha:g}), e_rollback "
-          f"{params.e_rollback:g}, e_provisional {params.e_provisional:g}, w_net_min "
-          f"{params.w_net_min}, delta_min {params.delta_min:g}, shrink_k {params.shrink_k}, "
-          f"bet {params.lambda_strategy}, e_futility {params.e_futility}, curtail "
-          f"{params.curtail}")
-    print("horizon H = n_max families; stage 1 = first round(2H/3) "
-          f"({', '.join(f'{n}->{stage1_of(n)}' for n in N_MAX)}), stage 2 = the rest; units "
-          f"in chunks of {CHUNK}; Monte Carlo {args.reps} reps/cell, seed {args.seed}")
+    print(
+        f"gate defaults: e_confirm {params.e_confirm:g} (alpha {params.alpha:g}), e_rollback "
+        f"{params.e_rollback:g}, e_provisional {params.e_provisional:g}, w_net_min "
+        f"{params.w_net_min}, delta_min {params.delta_min:g}, shrink_k {params.shrink_k}, "
+        f"bet {params.lambda_strategy}, e_futility {params.e_futility}, curtail "
+        f"{params.curtail}"
+    )
+    print(
+        "horizon H = n_max families; stage 1 = first round(2H/3) "
+        f"({', '.join(f'{n}->{stage1_of(n)}' for n in N_MAX)}), stage 2 = the rest; units "
+        f"in chunks of {CHUNK}; Monte Carlo {args.reps} reps/cell, seed {args.seed}"
+    )
     mc_ses: list[float] = []
     finals: list[tuple[float, str]] = []
     kepts: list[tuple[float, str]] = []
 
     # 1. independent null, exact
     null = exact_grid(params, 0.5)
-    print_null_grid(params, null, "1. independent null (p = 0.5), exact DP. final = accepted at "
-                    "the gate; prov = provisional at stage-1 end; kept = provisional and "
-                    "crossed in stage 2; test = final + kept (bounded by alpha)")
+    print_null_grid(
+        params,
+        null,
+        "1. independent null (p = 0.5), exact DP. final = accepted at "
+        "the gate; prov = provisional at stage-1 end; kept = provisional and "
+        "crossed in stage 2; test = final + kept (bounded by alpha)",
+    )
     for (n, d), e in null.items():
         finals.append((e.final, f"case 1 n_max {n} d {d:g} (exact)"))
         kepts.append((e.kept, f"case 1 n_max {n} d {d:g} (exact)"))
 
     # 2. the real ladder
-    print("\n== 2. null through the real ladder (GatePools.build / ladder_for / truncated, "
-          "real SequentialGate + ProbationTest), Monte Carlo; p_u ~ Beta(0.5, 0.5), singleton "
-          "families")
-    print(f"{'ladder':>6} {'n_max':>5} {'horizon':>7} {'final':>7} {'s.e.':>6} {'prov':>7} "
-          f"{'kept':>7} {'s.e.':>6}")
+    print(
+        "\n== 2. null through the real ladder (GatePools.build / ladder_for / truncated, "
+        "real SequentialGate + ProbationTest), Monte Carlo; p_u ~ Beta(0.5, 0.5), singleton "
+        "families"
+    )
+    print(
+        f"{'ladder':>6} {'n_max':>5} {'horizon':>7} {'final':>7} {'s.e.':>6} {'prov':>7} "
+        f"{'kept':>7} {'s.e.':>6}"
+    )
     try:
         for n in N_MAX:
             world = ladder_world(n, seed=args.seed % 1000 + 1)
@@ -493,8 +545,10 @@ def main() -> None:
                 rng = np.random.default_rng([args.seed, 2, n, warm])
                 m, horizon = mc_ladder(rng, args.reps, params, world, warm)
                 name = "warm" if warm else "cold"
-                print(f"{name:>6} {n:5d} {horizon:7.1f} {fmt_rate(m.final)} {m.se_final:6.4f} "
-                      f"{fmt_rate(m.prov)} {fmt_rate(m.kept)} {m.se_kept:6.4f}")
+                print(
+                    f"{name:>6} {n:5d} {horizon:7.1f} {fmt_rate(m.final)} {m.se_final:6.4f} "
+                    f"{fmt_rate(m.prov)} {fmt_rate(m.kept)} {m.se_kept:6.4f}"
+                )
                 finals.append((m.final, f"case 2 {name} n_max {n} (MC)"))
                 kepts.append((m.kept, f"case 2 {name} n_max {n} (MC)"))
                 mc_ses += [m.se_final, m.se_kept]
@@ -503,12 +557,16 @@ def main() -> None:
         finals.append((math.nan, "case 2 not run"))
 
     # 3. families sharing outcomes
-    print("\n== 3. families of 3 and 10 units sharing one outcome (observe_family), Monte "
-          "Carlo; d = per-unit = per-family discordance. 'exact' = the DP of the family-level "
-          "walk; 'same' = reps in which the real code's decision and stopping points equal the "
-          "DP rule's on the same draws (all: the exact column is the real gate's rate)")
-    print(f"{'size':>4} {'n_max':>5} {'d':>5} {'final':>7} {'s.e.':>6} {'exact':>7} {'prov':>7} "
-          f"{'kept':>7} {'s.e.':>6} {'exact':>7} {'fams':>6} {'same':>10}")
+    print(
+        "\n== 3. families of 3 and 10 units sharing one outcome (observe_family), Monte "
+        "Carlo; d = per-unit = per-family discordance. 'exact' = the DP of the family-level "
+        "walk; 'same' = reps in which the real code's decision and stopping points equal the "
+        "DP rule's on the same draws (all: the exact column is the real gate's rate)"
+    )
+    print(
+        f"{'size':>4} {'n_max':>5} {'d':>5} {'final':>7} {'s.e.':>6} {'exact':>7} {'prov':>7} "
+        f"{'kept':>7} {'s.e.':>6} {'exact':>7} {'fams':>6} {'same':>10}"
+    )
     raw_finals: list[tuple[float, str]] = []
     for size in (3, 10):
         for n, d in FAMILY_CELLS:
@@ -516,10 +574,12 @@ def main() -> None:
             m, agree = mc_families(rng, args.reps, params, n, d, 0.5, size)
             e = null[(n, d)]
             name = f"case 3 size {size} n_max {n} d {d:g}"
-            print(f"{size:4d} {n:5d} {d:5.2f} {fmt_rate(m.final)} {m.se_final:6.4f} "
-                  f"{fmt_rate(e.final)} {fmt_rate(m.prov)} {fmt_rate(m.kept)} "
-                  f"{m.se_kept:6.4f} {fmt_rate(e.kept)} {m.gate_families:6.1f} "
-                  f"{agree:>5d}/{m.reps}")
+            print(
+                f"{size:4d} {n:5d} {d:5.2f} {fmt_rate(m.final)} {m.se_final:6.4f} "
+                f"{fmt_rate(e.final)} {fmt_rate(m.prov)} {fmt_rate(m.kept)} "
+                f"{m.se_kept:6.4f} {fmt_rate(e.kept)} {m.gate_families:6.1f} "
+                f"{agree:>5d}/{m.reps}"
+            )
             raw_finals.append((m.final, name + " (MC)"))
             mc_ses += [m.se_final, m.se_kept]
             if agree == m.reps:  # the real code is the DP walk here: its rates are exact
@@ -534,30 +594,45 @@ def main() -> None:
     print_null_grid(params, harm, f"4. slightly harmful, P(W | discordant) = {HARM_P}, exact DP")
 
     # sanity: DP against the real gate
-    print("\n== DP check against the real SequentialGate + ProbationTest (singleton families), "
-          "Monte Carlo")
-    print(f"{'cell':>24} {'':>5} {'final':>7} {'prov':>7} {'kept':>7} {'gate u':>7} "
-          f"{'test u':>7}")
+    print(
+        "\n== DP check against the real SequentialGate + ProbationTest (singleton families), "
+        "Monte Carlo"
+    )
+    print(f"{'cell':>24} {'':>5} {'final':>7} {'prov':>7} {'kept':>7} {'gate u':>7} {'test u':>7}")
     for n, d, p in ((60, 0.3, 0.7),):
         rng = np.random.default_rng([args.seed, 9, n, round(d * 100), round(p * 100)])
         m, agree = mc_families(rng, args.reps, params, n, d, p, 1)
         e = exact_cell(params, n, d, p)
         cell = f"n_max {n} d {d:g} p {p:g}"
-        print(f"{cell:>24} {'DP':>5} {fmt_rate(e.final)} {fmt_rate(e.prov)} {fmt_rate(e.kept)} "
-              f"{e.gate_units:7.2f} {e.test_units:7.2f}")
-        print(f"{'':>24} {'MC':>5} {fmt_rate(m.final)} {fmt_rate(m.prov)} {fmt_rate(m.kept)} "
-              f"{m.gate_units:7.2f} {m.test_units:7.2f}")
-        zs = [(m.final - e.final) / se(e.final, m.reps), (m.prov - e.prov) / se(e.prov, m.reps),
-              (m.kept - e.kept) / se(e.kept, m.reps)]
-        print(f"{'':>24} {'z':>5} " + " ".join(f"{z:+7.2f}" for z in zs)
-              + ("   agree (|z| < 3)" if max(map(abs, zs)) < 3 else "   DISAGREE")
-              + f"; same decision and stopping points as the DP rule in {agree}/{m.reps} reps")
+        print(
+            f"{cell:>24} {'DP':>5} {fmt_rate(e.final)} {fmt_rate(e.prov)} {fmt_rate(e.kept)} "
+            f"{e.gate_units:7.2f} {e.test_units:7.2f}"
+        )
+        print(
+            f"{'':>24} {'MC':>5} {fmt_rate(m.final)} {fmt_rate(m.prov)} {fmt_rate(m.kept)} "
+            f"{m.gate_units:7.2f} {m.test_units:7.2f}"
+        )
+        zs = [
+            (m.final - e.final) / se(e.final, m.reps),
+            (m.prov - e.prov) / se(e.prov, m.reps),
+            (m.kept - e.kept) / se(e.kept, m.reps),
+        ]
+        print(
+            f"{'':>24} {'z':>5} "
+            + " ".join(f"{z:+7.2f}" for z in zs)
+            + ("   agree (|z| < 3)" if max(map(abs, zs)) < 3 else "   DISAGREE")
+            + f"; same decision and stopping points as the DP rule in {agree}/{m.reps} reps"
+        )
 
     # power
-    print("\n== power (exact DP) vs a fixed one-sided exact McNemar test at alpha 0.05 on "
-          "n = round(mean test units) units. power = final + kept; confirmed = final only")
-    print(f"{'p':>4} {'n_max':>5} {'d':>5} {'power':>7} {'confirmed':>9} {'gate u':>7} "
-          f"{'test u':>7} {'McNemar':>8} {'ratio':>6}")
+    print(
+        "\n== power (exact DP) vs a fixed one-sided exact McNemar test at alpha 0.05 on "
+        "n = round(mean test units) units. power = final + kept; confirmed = final only"
+    )
+    print(
+        f"{'p':>4} {'n_max':>5} {'d':>5} {'power':>7} {'confirmed':>9} {'gate u':>7} "
+        f"{'test u':>7} {'McNemar':>8} {'ratio':>6}"
+    )
     ratios: list[tuple[float, str]] = []
     power_cells: dict[tuple[float, int, float], Exact] = {}
     for p in POWER_P:
@@ -570,8 +645,10 @@ def main() -> None:
                 ratios.append((ratio, f"p {p:g} n_max {n} d {d:g}"))
             else:
                 note = "  (McNemar < 0.05: not compared)"
-            print(f"{p:4.1f} {n:5d} {d:5.2f} {fmt_rate(e.test)} {e.final:9.4f} "
-                  f"{e.gate_units:7.1f} {e.test_units:7.1f} {mc:8.4f} {ratio:6.2f}{note}")
+            print(
+                f"{p:4.1f} {n:5d} {d:5.2f} {fmt_rate(e.test)} {e.final:9.4f} "
+                f"{e.gate_units:7.1f} {e.test_units:7.1f} {mc:8.4f} {ratio:6.2f}{note}"
+            )
 
     # summary
     max_final, where_final = max(finals, key=lambda t: -1 if math.isnan(t[0]) else t[0])
@@ -583,27 +660,46 @@ def main() -> None:
     max_se = max(mc_ses) if mc_ses else math.nan
     raw_max, raw_where = max(raw_finals) if raw_finals else (math.nan, "")
     print("\n== summary (targets from issue 10)")
-    print(f"  {verdict(max_final <= TARGET_FA)} final false accept <= {TARGET_FA}: worst cell "
-          f"{max_final:.4f} ({where_final}); exact where known, else Monte Carlo")
-    print(f"         (the largest raw Monte Carlo estimate of case 3 is {raw_max:.4f}, {raw_where};"
-          f" its cells' exact values are <= {max(e.final for e in null.values()):.4f}"
-          + (", so an estimate above 0.05 there is Monte Carlo noise)" if raw_max > TARGET_FA
-             else ")"))
-    print(f"  {verdict(max_kept <= TARGET_FA)} kept provisional false accept <= {TARGET_FA}: "
-          f"worst cell {max_kept:.4f} ({where_kept})")
-    print(f"  {verdict(harm_max <= TARGET_FA)} harmful (p {HARM_P}) accepted at the gate or kept "
-          f"<= {TARGET_FA}: worst cell {harm_max:.4f} ({where_harm}); at the gate alone "
-          f"{harm_final:.4f}")
-    print(f"  {verdict(power >= 0.85)} power at n_max 200, d 0.3, p 0.7 >= 0.85: {power:.4f} "
-          f"(confirmed only {power_cells[(0.7, 200, 0.3)].final:.4f})")
-    print(f"  {verdict(min_ratio >= 1)} gate power / McNemar power at equal expected units >= 1 "
-          f"over the {len(ratios)} cells with McNemar power >= 0.05: min {min_ratio:.3f} "
-          f"({where_ratio})")
-    print(f"  {verdict(max_se <= TARGET_SE)} Monte Carlo s.e. <= {TARGET_SE} on the "
-          f"false-accept cells: max {max_se:.4f}")
+    print(
+        f"  {verdict(max_final <= TARGET_FA)} final false accept <= {TARGET_FA}: worst cell "
+        f"{max_final:.4f} ({where_final}); exact where known, else Monte Carlo"
+    )
+    print(
+        f"         (the largest raw Monte Carlo estimate of case 3 is {raw_max:.4f}, {raw_where};"
+        f" its cells' exact values are <= {max(e.final for e in null.values()):.4f}"
+        + (
+            ", so an estimate above 0.05 there is Monte Carlo noise)"
+            if raw_max > TARGET_FA
+            else ")"
+        )
+    )
+    print(
+        f"  {verdict(max_kept <= TARGET_FA)} kept provisional false accept <= {TARGET_FA}: "
+        f"worst cell {max_kept:.4f} ({where_kept})"
+    )
+    print(
+        f"  {verdict(harm_max <= TARGET_FA)} harmful (p {HARM_P}) accepted at the gate or kept "
+        f"<= {TARGET_FA}: worst cell {harm_max:.4f} ({where_harm}); at the gate alone "
+        f"{harm_final:.4f}"
+    )
+    print(
+        f"  {verdict(power >= 0.85)} power at n_max 200, d 0.3, p 0.7 >= 0.85: {power:.4f} "
+        f"(confirmed only {power_cells[(0.7, 200, 0.3)].final:.4f})"
+    )
+    print(
+        f"  {verdict(min_ratio >= 1)} gate power / McNemar power at equal expected units >= 1 "
+        f"over the {len(ratios)} cells with McNemar power >= 0.05: min {min_ratio:.3f} "
+        f"({where_ratio})"
+    )
+    print(
+        f"  {verdict(max_se <= TARGET_SE)} Monte Carlo s.e. <= {TARGET_SE} on the "
+        f"false-accept cells: max {max_se:.4f}"
+    )
     print(f"RESULT gate.validity.max_final_false_accept {max_final:.4f} rate target <={TARGET_FA}")
-    print(f"RESULT gate.validity.max_kept_provisional_false_accept {max_kept:.4f} rate "
-          f"target <={TARGET_FA}")
+    print(
+        f"RESULT gate.validity.max_kept_provisional_false_accept {max_kept:.4f} rate "
+        f"target <={TARGET_FA}"
+    )
     print(f"RESULT gate.validity.harmful_max_accept {harm_max:.4f} rate target <={TARGET_FA}")
     print(f"RESULT gate.power.nmax200_d0.3_p0.7 {power:.4f} rate target >=0.85")
     print(f"RESULT gate.power_vs_mcnemar_equal_units.min_ratio {min_ratio:.3f} ratio target >=1")

@@ -80,8 +80,9 @@ def load_inputs(tmp: Path) -> tuple[list[Question], AgentPrompts]:
     """The benchmark and the seed's v1 versions, read as training reads them: from a workspace
     (a version's files are checked against its _meta.json, which a store seed does not have)."""
     bench = load_benchmark(benchmark_dir(STORE_DIR, BENCHMARK))
-    paths = init_workspace(tmp / "inputs-ws", load_seed(seed_dir(STORE_DIR, SEED)),
-                           benchmark_dir(STORE_DIR, BENCHMARK))
+    paths = init_workspace(
+        tmp / "inputs-ws", load_seed(seed_dir(STORE_DIR, SEED)), benchmark_dir(STORE_DIR, BENCHMARK)
+    )
     prompts = AgentPrompts.load(paths.skills_dir, paths.prompts_dir, "inline")
     return list(bench.questions), prompts
 
@@ -94,19 +95,32 @@ def repeated(questions: list[Question], n: int) -> list[Question]:
             if len(out) == n:
                 return out
             suffix = f"~r{r}" if r else ""
-            out.append(dataclasses.replace(q, question_id=q.question_id + suffix,
-                                           unit_id=q.unit_id + suffix, family=q.family + suffix))
+            out.append(
+                dataclasses.replace(
+                    q,
+                    question_id=q.question_id + suffix,
+                    unit_id=q.unit_id + suffix,
+                    family=q.family + suffix,
+                )
+            )
     return out
 
 
 # -- part 1: concurrency with latency ---------------------------------------------------------
-async def latency_run(tmp: Path, questions: list[Question], prompts: AgentPrompts,
-                      concurrency: int, tag: str) -> tuple[float, float, int]:
+async def latency_run(
+    tmp: Path, questions: list[Question], prompts: AgentPrompts, concurrency: int, tag: str
+) -> tuple[float, float, int]:
     provider = Counting(SimProvider(MODEL, SimSettings(latency_ms=LATENCY_S * 1000)))
     with HarnessLog(tmp / f"lat-{tag}.db") as log:
         start, cpu = time.perf_counter(), time.process_time()
-        await run_inference(questions, provider=provider, prompts=prompts, log=log,
-                            run_id=f"lat-{tag}", settings=AgentSettings(concurrency=concurrency))
+        await run_inference(
+            questions,
+            provider=provider,
+            prompts=prompts,
+            log=log,
+            run_id=f"lat-{tag}",
+            settings=AgentSettings(concurrency=concurrency),
+        )
         wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     return wall, cpu, provider.calls
 
@@ -122,21 +136,31 @@ def best_makespan(calls: list[int], slots: int) -> float:
     return max(free)
 
 
-async def part_latency(tmp: Path, base: list[Question], prompts: AgentPrompts,
-                       reps: int, seconds: float) -> dict[int, float]:
+async def part_latency(
+    tmp: Path, base: list[Question], prompts: AgentPrompts, reps: int, seconds: float
+) -> dict[int, float]:
     # Calls per question (the sim's replies do not depend on latency), to size each run to
     # about `seconds` and to compute the best possible schedule.
     probe = Counting(SimProvider(MODEL))
     with HarnessLog(tmp / "probe.db") as log:
-        await run_inference(base, provider=probe, prompts=prompts, log=log, run_id="probe",
-                            settings=AgentSettings(concurrency=16))
-        per_question = {r["question_id"]: sum(s.get("type") == "model"
-                                              for s in json.loads(r["steps_json"]))
-                        for r in log.query("SELECT question_id, steps_json FROM predictions")}
+        await run_inference(
+            base,
+            provider=probe,
+            prompts=prompts,
+            log=log,
+            run_id="probe",
+            settings=AgentSettings(concurrency=16),
+        )
+        per_question = {
+            r["question_id"]: sum(s.get("type") == "model" for s in json.loads(r["steps_json"]))
+            for r in log.query("SELECT question_id, steps_json FROM predictions")
+        }
     per_q = probe.calls / len(base)
-    print(f"part 1: sim latency {LATENCY_S * 1000:.0f} ms, {per_q:.2f} model calls per question; "
-          "efficiency = calls/s / (concurrency / 0.1 s); 'bound' = the best a zero-overhead "
-          "harness could reach with this question mix (tail); 'harness' = efficiency / bound")
+    print(
+        f"part 1: sim latency {LATENCY_S * 1000:.0f} ms, {per_q:.2f} model calls per question; "
+        "efficiency = calls/s / (concurrency / 0.1 s); 'bound' = the best a zero-overhead "
+        "harness could reach with this question mix (tail); 'harness' = efficiency / bound"
+    )
     efficiency: dict[int, float] = {}
     for c in CONCURRENCIES:
         ideal = c / LATENCY_S
@@ -151,10 +175,14 @@ async def part_latency(tmp: Path, base: list[Question], prompts: AgentPrompts,
             cpus.append(cpu * 1e6 / calls)
         rate = statistics.median(rates)
         efficiency[c] = rate / ideal
-        print(f"  concurrency {c:>3}: {n:5d} questions, {rate:7.1f} calls/s (ideal {ideal:5.0f}), "
-              f"efficiency {efficiency[c]:.3f}, bound {bound:.3f}, harness "
-              f"{efficiency[c] / bound:.3f}, {statistics.median(cpus):.0f} us CPU/call  [runs: "
-              + ", ".join(f"{r / ideal:.3f}" for r in rates) + "]", flush=True)
+        print(
+            f"  concurrency {c:>3}: {n:5d} questions, {rate:7.1f} calls/s (ideal {ideal:5.0f}), "
+            f"efficiency {efficiency[c]:.3f}, bound {bound:.3f}, harness "
+            f"{efficiency[c] / bound:.3f}, {statistics.median(cpus):.0f} us CPU/call  [runs: "
+            + ", ".join(f"{r / ideal:.3f}" for r in rates)
+            + "]",
+            flush=True,
+        )
     return efficiency
 
 
@@ -174,8 +202,9 @@ async def e2e_pass(session: Session, samples: int, tag: str) -> tuple[float, flo
     return time.perf_counter() - start, time.process_time() - cpu, samples * len(questions)
 
 
-async def part_e2e(tmp: Path, reps: int, samples: int,
-                   record: list) -> tuple[float, float, float, float]:
+async def part_e2e(
+    tmp: Path, reps: int, samples: int, record: list
+) -> tuple[float, float, float, float]:
     miss_rates, hit_rates, miss_cpu, hit_cpu = [], [], [], []
     for rep in range(reps):
         root = fresh_workspace(tmp, f"ws{rep}")
@@ -196,12 +225,18 @@ async def part_e2e(tmp: Path, reps: int, samples: int,
             assert hits == t2["calls"] - t["calls"], "second pass made non-cached calls"
             hit_rates.append(n2 / wall2)
             hit_cpu.append(n2 / cpu2)
-            print(f"  rep {rep + 1}: {n} predictions, {t['calls']} model calls (all misses) "
-                  f"{n / wall:6.0f} predictions/s ({n / cpu:6.0f} per CPU-s); again from cache "
-                  f"({hits} hits) {n2 / wall2:6.0f} predictions/s ({n2 / cpu2:6.0f} per CPU-s)",
-                  flush=True)
-    return (statistics.median(miss_rates), statistics.median(hit_rates),
-            statistics.median(miss_cpu), statistics.median(hit_cpu))
+            print(
+                f"  rep {rep + 1}: {n} predictions, {t['calls']} model calls (all misses) "
+                f"{n / wall:6.0f} predictions/s ({n / cpu:6.0f} per CPU-s); again from cache "
+                f"({hits} hits) {n2 / wall2:6.0f} predictions/s ({n2 / cpu2:6.0f} per CPU-s)",
+                flush=True,
+            )
+    return (
+        statistics.median(miss_rates),
+        statistics.median(hit_rates),
+        statistics.median(miss_cpu),
+        statistics.median(hit_cpu),
+    )
 
 
 # -- part 3: the simulated model alone --------------------------------------------------------
@@ -228,29 +263,39 @@ def load_note() -> str:
 
 async def main(reps: int, seconds: float, samples: int) -> None:
     logger.remove()  # Session adds its own workspace-file sink; keep the console quiet
-    print(f"machine: {load_note()} at start; wall-clock figures shrink when other processes "
-          "compete for the CPU, the per-CPU-second figures much less")
+    print(
+        f"machine: {load_note()} at start; wall-clock figures shrink when other processes "
+        "compete for the CPU, the per-CPU-second figures much less"
+    )
     with tempfile.TemporaryDirectory(prefix="bench-infer-") as tmp_name:
         tmp = Path(tmp_name)
         base, prompts = load_inputs(tmp)
         efficiency = await part_latency(tmp, base, prompts, reps, seconds)
-        print(f"part 2: Session.infer, no latency, fresh workspace, {samples} samples x "
-              f"{len(base)} questions")
+        print(
+            f"part 2: Session.infer, no latency, fresh workspace, {samples} samples x "
+            f"{len(base)} questions"
+        )
         record: list = []
         miss, hit, miss_cpu, hit_cpu = await part_e2e(tmp, reps, samples, record)
-        print(f"  median: {miss:.0f} predictions/s (all misses), {hit:.0f} predictions/s "
-              f"(all hits), hit/miss {hit / miss:.1f}x; per CPU-second {miss_cpu:.0f} / "
-              f"{hit_cpu:.0f}")
+        print(
+            f"  median: {miss:.0f} predictions/s (all misses), {hit:.0f} predictions/s "
+            f"(all hits), hit/miss {hit / miss:.1f}x; per CPU-second {miss_cpu:.0f} / "
+            f"{hit_cpu:.0f}"
+        )
     print(f"part 3: {len(record)} recorded agent requests replayed into SimProvider.complete")
     raw, cpu_us = await part_raw(record, reps)
-    print(f"  median: {raw:.0f} calls/s, {cpu_us:.0f} us CPU/call "
-          f"({1e6 / cpu_us:.0f} calls per CPU-second)")
+    print(
+        f"  median: {raw:.0f} calls/s, {cpu_us:.0f} us CPU/call "
+        f"({1e6 / cpu_us:.0f} calls per CPU-second)"
+    )
     print(f"machine: {load_note()} at end")
     for c in CONCURRENCIES:
         target = f" target >={TARGET_EFFICIENCY}" if c >= 32 else ""
         print(f"RESULT inference.efficiency_c{c} {efficiency[c]:.3f} ratio{target}")
-    print(f"RESULT inference.e2e_predictions_per_s_miss {miss:.0f} predictions/s "
-          f"target >={TARGET_E2E}")
+    print(
+        f"RESULT inference.e2e_predictions_per_s_miss {miss:.0f} predictions/s "
+        f"target >={TARGET_E2E}"
+    )
     print(f"RESULT inference.e2e_predictions_per_cpu_s_miss {miss_cpu:.0f} predictions/CPU-s")
     print(f"RESULT inference.e2e_predictions_per_s_hit {hit:.0f} predictions/s")
     print(f"RESULT inference.sim_complete_calls_per_s {raw:.0f} calls/s target >={TARGET_RAW}")
@@ -262,9 +307,14 @@ if __name__ == "__main__":
     parser.add_argument("--reps", type=int, default=3)
     # 6 s runs: at 2.5 s the start-up and the tail of a run (fewer questions left than slots)
     # cost c64 about 2 points of efficiency that no harness could avoid.
-    parser.add_argument("--seconds", type=float, default=6.0,
-                        help="approximate length of each latency run")
-    parser.add_argument("--samples", type=int, default=4,
-                        help="sample indices per end-to-end pass (each a full benchmark)")
+    parser.add_argument(
+        "--seconds", type=float, default=6.0, help="approximate length of each latency run"
+    )
+    parser.add_argument(
+        "--samples",
+        type=int,
+        default=4,
+        help="sample indices per end-to-end pass (each a full benchmark)",
+    )
     args = parser.parse_args()
     anyio.run(main, args.reps, args.seconds, args.samples)

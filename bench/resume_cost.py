@@ -53,10 +53,17 @@ STEP_LINE = re.compile(r"^(\S+ \S+) .*? e(\d+) s(\d+) ")
 RESUMING_LINE = re.compile(r"^(\S+ \S+) .*? resuming ")
 
 
-def cli(*args: str, env: dict[str, str] | None = None, check: bool = True,
-        timeout: float = 300) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, str(MAIN), *args], cwd=ROOT, capture_output=True,
-                          text=True, env={**os.environ, **(env or {})}, timeout=timeout)
+def cli(
+    *args: str, env: dict[str, str] | None = None, check: bool = True, timeout: float = 300
+) -> subprocess.CompletedProcess:
+    proc = subprocess.run(
+        [sys.executable, str(MAIN), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=timeout,
+    )
     if check and proc.returncode != 0:
         sys.exit(f"{' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return proc
@@ -100,8 +107,11 @@ def cache_rows(ws: Path) -> int:
 def noncached_calls(ws: Path, run_prefix: str | None = None) -> int:
     if run_prefix is None:
         return query(ws / "harness.db", "SELECT count(*) FROM llm_calls WHERE cache_hit = 0")
-    return query(ws / "harness.db", "SELECT count(*) FROM llm_calls WHERE cache_hit = 0 AND "
-                 "substr(run_id, 1, ?) = ?", (len(run_prefix), run_prefix))
+    return query(
+        ws / "harness.db",
+        "SELECT count(*) FROM llm_calls WHERE cache_hit = 0 AND substr(run_id, 1, ?) = ?",
+        (len(run_prefix), run_prefix),
+    )
 
 
 def log_times(ws: Path) -> tuple[list[tuple[datetime, int, int]], list[datetime]]:
@@ -120,26 +130,34 @@ def median_step_seconds(ws: Path) -> float | None:
     last: dict[tuple[int, int], datetime] = {}
     for t, e, s in steps:
         last[(e, s)] = t
-    gaps = [(last[(e, s)] - last[(e, s - 1)]).total_seconds()
-            for (e, s) in last if (e, s - 1) in last]
+    gaps = [
+        (last[(e, s)] - last[(e, s - 1)]).total_seconds() for (e, s) in last if (e, s - 1) in last
+    ]
     return statistics.median(gaps) if gaps else None
 
 
 def end_state(ws: Path) -> dict[str, Any]:
     manifest = json.loads((ws / "manifest.json").read_text())
     final = json.loads((ws / "analyses" / "final_test_eval.json").read_text())
-    return {"current": manifest["current"], "best": {k: manifest["best"].get(k) for k in
-                                                      ("skills", "prompts", "val_acc", "epoch")},
-            "test_accuracy": final["test_accuracy"], "curve": final["curve"]}
+    return {
+        "current": manifest["current"],
+        "best": {k: manifest["best"].get(k) for k in ("skills", "prompts", "val_acc", "epoch")},
+        "test_accuracy": final["test_accuracy"],
+        "curve": final["curve"],
+    }
 
 
 def run_resume(ws: Path, args: list[str]) -> dict[str, Any]:
     """Start `train --resume`, poll the checkpoint for the first new progress."""
     before = rank(progress(ws))
     start_wall, start_clock = time.perf_counter(), datetime.now()
-    proc = subprocess.Popen([sys.executable, str(MAIN), "train", "-w", str(ws), "--resume",
-                             "--no-progress", *args], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(MAIN), "train", "-w", str(ws), "--resume", "--no-progress", *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     first_step = None
     while proc.poll() is None:
         if first_step is None and rank(progress(ws)) > before:
@@ -161,8 +179,13 @@ def run_resume(ws: Path, args: list[str]) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kill-at", default="gate:5", help="SKILL_TRAINER_KILL_AT value")
-    parser.add_argument("--set", action="append", default=None, metavar="KEY=VALUE",
-                        help="config override for every train (default: epochs=2)")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=None,
+        metavar="KEY=VALUE",
+        help="config override for every train (default: epochs=2)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary workspaces")
     args = parser.parse_args()
     overrides = [a for kv in (args.set or ["epochs=2"]) for a in ("--set", kv)]
@@ -177,32 +200,51 @@ def main() -> None:
         cli("train", "-w", str(ref), "--no-progress", *overrides)
         ref_wall = time.perf_counter() - t
         ref_step = median_step_seconds(ref)
-        print(f"reference: train {' '.join(overrides)} uninterrupted in {ref_wall:.1f} s, "
-              f"median step {ref_step:.2f} s" if ref_step else f"reference: {ref_wall:.1f} s")
+        print(
+            f"reference: train {' '.join(overrides)} uninterrupted in {ref_wall:.1f} s, "
+            f"median step {ref_step:.2f} s"
+            if ref_step
+            else f"reference: {ref_wall:.1f} s"
+        )
 
         t = time.perf_counter()
-        proc = cli("train", "-w", str(killed), "--no-progress", *overrides,
-                   env={"SKILL_TRAINER_KILL_AT": args.kill_at}, check=False)
+        proc = cli(
+            "train",
+            "-w",
+            str(killed),
+            "--no-progress",
+            *overrides,
+            env={"SKILL_TRAINER_KILL_AT": args.kill_at},
+            check=False,
+        )
         kill_wall = time.perf_counter() - t
         if proc.returncode != -9:
-            sys.exit(f"expected the process to SIGKILL itself at {args.kill_at}; exit code "
-                     f"{proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+            sys.exit(
+                f"expected the process to SIGKILL itself at {args.kill_at}; exit code "
+                f"{proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+            )
         at_kill = progress(killed)
         where = interrupted_step(at_kill) if at_kill else None
         rows_at_kill = cache_rows(killed)
-        print(f"killed: SIGKILL at {args.kill_at} after {kill_wall:.1f} s; checkpoint: epoch "
-              f"{at_kill['epoch']} {at_kill['phase']} step_completed {at_kill['step_completed']}"
-              f"; interrupted step: "
-              + (f"e{where[0]} s{where[1]}" if where else "setup/baseline")
-              + f"; {rows_at_kill} non-cached calls made so far (response cache rows)")
+        print(
+            f"killed: SIGKILL at {args.kill_at} after {kill_wall:.1f} s; checkpoint: epoch "
+            f"{at_kill['epoch']} {at_kill['phase']} step_completed {at_kill['step_completed']}"
+            f"; interrupted step: "
+            + (f"e{where[0]} s{where[1]}" if where else "setup/baseline")
+            + f"; {rows_at_kill} non-cached calls made so far (response cache rows)"
+        )
 
         resumed = run_resume(killed, overrides)
         split = ""
         if resumed["startup_s"] is not None and resumed["first_step_s"] is not None:
-            split = (f" (start-up and restore {resumed['startup_s']:.2f} s, then the step "
-                     f"{resumed['first_step_s'] - resumed['startup_s']:.2f} s)")
-        print(f"resumed: first new step finished {resumed['first_step_s'] or 0:.2f} s after the "
-              f"resume command started{split}; whole resumed run {resumed['total_s']:.1f} s")
+            split = (
+                f" (start-up and restore {resumed['startup_s']:.2f} s, then the step "
+                f"{resumed['first_step_s'] - resumed['startup_s']:.2f} s)"
+            )
+        print(
+            f"resumed: first new step finished {resumed['first_step_s'] or 0:.2f} s after the "
+            f"resume command started{split}; whole resumed run {resumed['total_s']:.1f} s"
+        )
 
         ref_rows, final_rows = cache_rows(ref), cache_rows(killed)
         extra = final_rows - ref_rows
@@ -210,18 +252,24 @@ def main() -> None:
         bound = None
         if where:
             bound = noncached_calls(ref, f"{at_kill['train_id']}-e{where[0]}-s{where[1]}-")
-        print(f"non-cached calls: reference {ref_rows}; killed+resumed {final_rows} "
-              f"({rows_at_kill} before the kill + {final_rows - rows_at_kill} after) -> "
-              f"extra {extra}" + (f"; the interrupted step made {bound} in the reference"
-                                  if bound is not None else ""))
-        print(f"llm_calls rows with cache_hit=0: reference {ref_log}, killed+resumed "
-              f"{final_log}, difference {final_log - ref_log:+d}. (Under-counts the crash: the "
-              "resume deletes the interrupted step's rows with the step, and rows still "
-              "buffered in the recorder die with the process; the response cache rows above "
-              "count every completed call.)")
+        print(
+            f"non-cached calls: reference {ref_rows}; killed+resumed {final_rows} "
+            f"({rows_at_kill} before the kill + {final_rows - rows_at_kill} after) -> "
+            f"extra {extra}"
+            + (f"; the interrupted step made {bound} in the reference" if bound is not None else "")
+        )
+        print(
+            f"llm_calls rows with cache_hit=0: reference {ref_log}, killed+resumed "
+            f"{final_log}, difference {final_log - ref_log:+d}. (Under-counts the crash: the "
+            "resume deletes the interrupted step's rows with the step, and rows still "
+            "buffered in the recorder die with the process; the response cache rows above "
+            "count every completed call.)"
+        )
         same = end_state(ref) == end_state(killed)
-        print(f"end state (manifest current/best, final test accuracy, curve) equal to the "
-              f"reference: {'yes' if same else 'NO'}")
+        print(
+            f"end state (manifest current/best, final test accuracy, curve) equal to the "
+            f"reference: {'yes' if same else 'NO'}"
+        )
         if not same:
             print(f"  reference: {end_state(ref)}\n  resumed:   {end_state(killed)}")
 

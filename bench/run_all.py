@@ -34,10 +34,17 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
-RESULT = re.compile(r"^RESULT\s+(\S+)\s+(\S+)\s+(\S+)"
-                    r"(?:\s+target\s+(>=|<=|==|>|<)\s*([-+0-9.eE]+))?\s*$")
-OPS = {">=": lambda a, b: a >= b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
-       "<": lambda a, b: a < b, "==": lambda a, b: a == b}
+RESULT = re.compile(
+    r"^RESULT\s+(\S+)\s+(\S+)\s+(\S+)"
+    r"(?:\s+target\s+(>=|<=|==|>|<)\s*([-+0-9.eE]+))?\s*$"
+)
+OPS = {
+    ">=": lambda a, b: a >= b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    "<": lambda a, b: a < b,
+    "==": lambda a, b: a == b,
+}
 
 
 @dataclass
@@ -79,8 +86,11 @@ NOT_IN_RUN_ALL = {"real_model", "llama_server"}
 
 def discover() -> list[str]:
     me = Path(__file__).name
-    return sorted(p.stem for p in BENCH.glob("*.py") if p.name != me and not p.name.startswith("_")
-                  and p.stem not in NOT_IN_RUN_ALL)
+    return sorted(
+        p.stem
+        for p in BENCH.glob("*.py")
+        if p.name != me and not p.name.startswith("_") and p.stem not in NOT_IN_RUN_ALL
+    )
 
 
 def parse(output: str) -> list[Figure]:
@@ -94,10 +104,15 @@ def parse(output: str) -> list[Figure]:
 def run_one(name: str, timeout: float) -> Outcome:
     date = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, str(BENCH / f"{name}.py")], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-                            start_new_session=True)  # its own group: a timeout ends helpers too
+    proc = subprocess.Popen(
+        [sys.executable, str(BENCH / f"{name}.py")],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        start_new_session=True,
+    )  # its own group: a timeout ends helpers too
     try:
         output, _ = proc.communicate(timeout=timeout)
         status = "ok" if proc.returncode == 0 else f"exit {proc.returncode}"
@@ -123,15 +138,21 @@ def machine() -> dict[str, str]:
         load = "?"
     commit = _git("rev-parse", "--short", "HEAD") or "?"
     dirty = _git("status", "--porcelain")
-    return {"nproc": str(os.cpu_count()), "ram": ram, "python": platform.python_version(),
-            "platform": platform.platform(terse=True), "load": load,
-            "commit": commit + (" (dirty tree)" if dirty else "")}
+    return {
+        "nproc": str(os.cpu_count()),
+        "ram": ram,
+        "python": platform.python_version(),
+        "platform": platform.platform(terse=True),
+        "load": load,
+        "commit": commit + (" (dirty tree)" if dirty else ""),
+    }
 
 
 def _git(*args: str) -> str:
     try:
-        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
-                              timeout=10).stdout.strip()
+        return subprocess.run(
+            ["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=10
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return ""
 
@@ -168,8 +189,12 @@ def read_kept(path: Path, names: list[str]) -> dict[str, Kept]:
     return kept
 
 
-def render(outcomes: list[Outcome], info: dict[str, str], skipped: list[str],
-           kept: dict[str, Kept] | None = None) -> str:
+def render(
+    outcomes: list[Outcome],
+    info: dict[str, str],
+    skipped: list[str],
+    kept: dict[str, Kept] | None = None,
+) -> str:
     kept = kept or {}
     short = f"{info['nproc']} CPU, {info['ram']}, Python {info['python']}"
     lines = [
@@ -184,10 +209,16 @@ def render(outcomes: list[Outcome], info: dict[str, str], skipped: list[str],
         f"- load average at start (1 / 5 / 15 min): {info['load']}",
         f"- commit: {info['commit']}",
         f"- run: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}"
-        + (f"; kept from the previous run (dates in their rows): {', '.join(sorted(kept))}"
-           if kept else "")
-        + (f"; not run this time: {', '.join(n for n in skipped if n not in kept)}"
-           if [n for n in skipped if n not in kept] else ""),
+        + (
+            f"; kept from the previous run (dates in their rows): {', '.join(sorted(kept))}"
+            if kept
+            else ""
+        )
+        + (
+            f"; not run this time: {', '.join(n for n in skipped if n not in kept)}"
+            if [n for n in skipped if n not in kept]
+            else ""
+        ),
         "",
         "| benchmark | figure | value | target | met? | machine | date |",
         "|---|---|---|---|---|---|---|",
@@ -199,11 +230,15 @@ def render(outcomes: list[Outcome], info: dict[str, str], skipped: list[str],
             continue
         o = by_name[name]
         if o.status != "ok":
-            lines.append(f"| {o.name} | (run {cell(o.status)}) | see output | — | **no** | "
-                         f"{short} | {o.date} |")
+            lines.append(
+                f"| {o.name} | (run {cell(o.status)}) | see output | — | **no** | "
+                f"{short} | {o.date} |"
+            )
         for f in o.figures:
-            lines.append(f"| {o.name} | {cell(f.name)} | {cell(f.value)} {cell(f.unit)} | "
-                         f"{cell(f.target_text)} | {f.met} | {short} | {o.date} |")
+            lines.append(
+                f"| {o.name} | {cell(f.name)} | {cell(f.value)} {cell(f.unit)} | "
+                f"{cell(f.target_text)} | {f.met} | {short} | {o.date} |"
+            )
         if o.status == "ok" and not o.figures:
             lines.append(f"| {o.name} | see output | — | — | — | {short} | {o.date} |")
     lines += ["", "## Raw output", ""]
@@ -212,21 +247,33 @@ def render(outcomes: list[Outcome], info: dict[str, str], skipped: list[str],
             lines += kept[name].details
             continue
         o = by_name[name]
-        lines += [f"<details><summary>{o.name}: {o.status}, {o.seconds:.0f} s</summary>", "",
-                  "```text", o.output.rstrip().replace("```", "'''"), "```", "", "</details>", ""]
+        lines += [
+            f"<details><summary>{o.name}: {o.status}, {o.seconds:.0f} s</summary>",
+            "",
+            "```text",
+            o.output.rstrip().replace("```", "'''"),
+            "```",
+            "",
+            "</details>",
+            "",
+        ]
     return "\n".join(lines)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="+", metavar="NAME", help="run only these benchmarks")
-    parser.add_argument("--skip", nargs="+", default=[], metavar="NAME",
-                        help="do not run these benchmarks")
+    parser.add_argument(
+        "--skip", nargs="+", default=[], metavar="NAME", help="do not run these benchmarks"
+    )
     parser.add_argument("--timeout", type=float, default=600, help="seconds per benchmark")
     parser.add_argument("--output", type=Path, default=BENCH / "RESULTS.md")
-    parser.add_argument("--keep-others", action="store_true",
-                        help="keep the rows and output of benchmarks not run this time from the "
-                             "existing output file (with --only or --skip)")
+    parser.add_argument(
+        "--keep-others",
+        action="store_true",
+        help="keep the rows and output of benchmarks not run this time from the "
+        "existing output file (with --only or --skip)",
+    )
     args = parser.parse_args()
 
     available = discover()
@@ -236,8 +283,11 @@ def main() -> int:
     chosen = [n for n in available if (not args.only or n in args.only) and n not in args.skip]
     skipped = [n for n in available if n not in chosen]
     info = machine()
-    print(f"machine: {info['nproc']} CPUs, {info['ram']}, Python {info['python']}, load "
-          f"{info['load']}; running {', '.join(chosen)}", flush=True)
+    print(
+        f"machine: {info['nproc']} CPUs, {info['ram']}, Python {info['python']}, load "
+        f"{info['load']}; running {', '.join(chosen)}",
+        flush=True,
+    )
     outcomes = []
     for name in chosen:
         print(f"== {name} ...", flush=True)
@@ -245,8 +295,9 @@ def main() -> int:
         outcomes.append(o)
         print(f"   {o.status} in {o.seconds:.0f} s", flush=True)
         for f in o.figures:
-            print(f"   {f.name} = {f.value} {f.unit}  target {f.target_text}  met {f.met}",
-                  flush=True)
+            print(
+                f"   {f.name} = {f.value} {f.unit}  target {f.target_text}  met {f.met}", flush=True
+            )
     kept = read_kept(args.output, skipped) if args.keep_others else {}
     args.output.write_text(render(outcomes, info, skipped, kept), encoding="utf-8")
     print(f"wrote {args.output}")

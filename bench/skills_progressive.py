@@ -55,12 +55,24 @@ def main(argv: list[str]) -> int:
 
 
 def train(store: Path, ws: Path, mode: str, epochs: int, seed: str = "vague") -> None:
-    rc = main(["init", str(ws), "--seed", seed, "--questions", "sim-basic",
-               "--store", str(store)])
+    rc = main(["init", str(ws), "--seed", seed, "--questions", "sim-basic", "--store", str(store)])
     assert rc == 0, f"init failed ({rc})"
-    rc = main(["train", "-w", str(ws), "--config", str(ROOT / "app" / "demo.toml"),
-               "--set", f'skill_mode="{mode}"', "--set", f"epochs={epochs}",
-               "--no-progress", "--store", str(store)])
+    rc = main(
+        [
+            "train",
+            "-w",
+            str(ws),
+            "--config",
+            str(ROOT / "app" / "demo.toml"),
+            "--set",
+            f'skill_mode="{mode}"',
+            "--set",
+            f"epochs={epochs}",
+            "--no-progress",
+            "--store",
+            str(store),
+        ]
+    )
     assert rc == 0, f"train ({mode}) failed ({rc})"
 
 
@@ -72,15 +84,22 @@ def rows(ws: Path, run_id: str) -> list[sqlite3.Row]:
     con = sqlite3.connect(f"file:{ws / 'harness.db'}?mode=ro", uri=True)
     con.row_factory = sqlite3.Row
     try:
-        return con.execute("SELECT question_id, task_type, steps_json, tokens_in FROM "
-                           "predictions WHERE run_id = ?", (run_id,)).fetchall()
+        return con.execute(
+            "SELECT question_id, task_type, steps_json, tokens_in FROM "
+            "predictions WHERE run_id = ?",
+            (run_id,),
+        ).fetchall()
     finally:
         con.close()
 
 
 def activation(ws: Path, run_id: str, only: set[str] | None = None) -> dict:
-    recs = [a for r in rows(ws, run_id) if only is None or r["question_id"] in only
-            if (a := from_steps(r["task_type"], r["steps_json"]))]
+    recs = [
+        a
+        for r in rows(ws, run_id)
+        if only is None or r["question_id"] in only
+        if (a := from_steps(r["task_type"], r["steps_json"]))
+    ]
     return summarise(recs)
 
 
@@ -100,16 +119,20 @@ def all_inline_tokens(ws: Path, fin: dict) -> float:
 
     skills = read_version_files(ws / "skills" / fin["skills_version"])
     system = read_version_files(ws / "prompts" / fin["prompts_version"])["system.md"]
-    system += "".join(f"\n\n# Skill {n[:-3]}\n\n{t}" for n, t in sorted(skills.items())
-                      if n.endswith(".md"))
+    system += "".join(
+        f"\n\n# Skill {n[:-3]}\n\n{t}" for n, t in sorted(skills.items()) if n.endswith(".md")
+    )
     user = (PROMPTS_DIR / "agent_user.md").read_text(encoding="utf-8")
     texts = {}
     for line in (ws / "questions" / "questions.jsonl").read_text().splitlines():
         if line.strip():
             q = json.loads(line)
             texts[q["question_id"]] = q["question"]
-    got = [(len(system) + len(Template(user).safe_substitute(question=texts[r["question_id"]])))
-           // 4 + 1 for r in rows(ws, fin["run_id"])]
+    got = [
+        (len(system) + len(Template(user).safe_substitute(question=texts[r["question_id"]]))) // 4
+        + 1
+        for r in rows(ws, fin["run_id"])
+    ]
     return sum(got) / len(got)
 
 
@@ -125,8 +148,9 @@ def main_bench() -> int:
         tmp = Path(tmp)
         store = tmp / "store"
         shutil.copytree(ROOT / "store", store)
-        assert main(["import-skills", str(SEED_SKILLS), "--name", "vague",
-                     "--store", str(store)]) == 0
+        assert (
+            main(["import-skills", str(SEED_SKILLS), "--name", "vague", "--store", str(store)]) == 0
+        )
         inline, prog = tmp / "inline", tmp / "progressive"
         train(store, inline, "inline", args.epochs)
         train(store, prog, "progressive", args.epochs)
@@ -134,20 +158,26 @@ def main_bench() -> int:
         test_ids = {r["question_id"] for r in rows(prog, fp["run_id"])}
         before = activation(prog, "baseline", test_ids)
         after = activation(prog, fp["run_id"])
-        print(f"seed: {SEED_SKILLS.relative_to(ROOT)} (vague descriptions), config app/demo.toml "
-              f"with epochs={args.epochs}; SIMULATED model")
+        print(
+            f"seed: {SEED_SKILLS.relative_to(ROOT)} (vague descriptions), config app/demo.toml "
+            f"with epochs={args.epochs}; SIMULATED model"
+        )
         print("activation on the test pool, progressive workspace (recall / precision):")
         print(f"  {'task type':<12} {'before':>15} {'after':>15}")
         for t in sorted(k for k in after if k != "*"):
             b, a = before.get(t, {}), after[t]
-            print(f"  {t:<12} {fmt(b.get('recall')):>7} / {fmt(b.get('precision')):<6}"
-                  f" {fmt(a['recall']):>7} / {fmt(a['precision']):<6}")
+            print(
+                f"  {t:<12} {fmt(b.get('recall')):>7} / {fmt(b.get('precision')):<6}"
+                f" {fmt(a['recall']):>7} / {fmt(a['precision']):<6}"
+            )
         print("  (precision is nan when nothing opened the skill)")
         desc = sorted((prog / "reports" / "epochs").glob("e*_descriptions.json"))
         for path in desc:
             for r in json.loads(path.read_text())["records"]:
-                print(f"  {path.name[:-18]} {r['file']:<20} {r['action']:<12} "
-                      f"{(r.get('new') or '')[:70]!r}")
+                print(
+                    f"  {path.name[:-18]} {r['file']:<20} {r['action']:<12} "
+                    f"{(r.get('new') or '')[:70]!r}"
+                )
                 if r["action"] == "reject":
                     print(f"      {r.get('reason', '')}")
         r_before, r_after = before["*"]["recall"], after["*"]["recall"]
@@ -155,23 +185,35 @@ def main_bench() -> int:
         tok_i = tokens_per_rollout(inline, fi["run_id"])
         tok_p = tokens_per_rollout(prog, fp["run_id"])
         tok_all = all_inline_tokens(prog, fp)
-        print(f"test accuracy: inline {acc_i:.3f} (skills {fi['skills_version']}), progressive "
-              f"{acc_p:.3f} (skills {fp['skills_version']})")
-        print(f"prompt tokens per rollout (final test run): inline {tok_i:.0f}, progressive "
-              f"{tok_p:.0f}; a single turn with every skill body inline (computed, not run): "
-              f"{tok_all:.0f}")
-        print("  inline mode sends only the one skill the harness already knows the task type "
-              "needs, in one turn; progressive mode sends the catalog, then re-sends it with the "
-              "opened body in a second turn")
+        print(
+            f"test accuracy: inline {acc_i:.3f} (skills {fi['skills_version']}), progressive "
+            f"{acc_p:.3f} (skills {fp['skills_version']})"
+        )
+        print(
+            f"prompt tokens per rollout (final test run): inline {tok_i:.0f}, progressive "
+            f"{tok_p:.0f}; a single turn with every skill body inline (computed, not run): "
+            f"{tok_all:.0f}"
+        )
+        print(
+            "  inline mode sends only the one skill the harness already knows the task type "
+            "needs, in one turn; progressive mode sends the catalog, then re-sends it with the "
+            "opened body in a second turn"
+        )
         ok_recall = r_after - r_before >= 0.2
         ok_acc = abs(acc_p - acc_i) <= 0.05
         ok_tok = tok_p < tok_i
-        print(f"{'MET' if ok_recall else 'MISSED'}: activation recall +{r_after - r_before:.3f} "
-              "(target >= +0.2)")
-        print(f"{'MET' if ok_acc else 'MISSED'}: progressive test accuracy within "
-              f"{abs(acc_p - acc_i):.3f} of inline (target <= 0.05)")
-        print(f"{'MET' if ok_tok else 'MISSED'}: progressive prompt tokens per rollout "
-              f"{tok_p / tok_i:.2f}x inline (target < 1)")
+        print(
+            f"{'MET' if ok_recall else 'MISSED'}: activation recall +{r_after - r_before:.3f} "
+            "(target >= +0.2)"
+        )
+        print(
+            f"{'MET' if ok_acc else 'MISSED'}: progressive test accuracy within "
+            f"{abs(acc_p - acc_i):.3f} of inline (target <= 0.05)"
+        )
+        print(
+            f"{'MET' if ok_tok else 'MISSED'}: progressive prompt tokens per rollout "
+            f"{tok_p / tok_i:.2f}x inline (target < 1)"
+        )
         print(f"RESULT skills.activation_recall_before {r_before:.3f} ratio")
         print(f"RESULT skills.activation_recall_after {r_after:.3f} ratio")
         print(f"RESULT skills.activation_recall_gain {r_after - r_before:.3f} ratio target >=0.2")
@@ -183,23 +225,25 @@ def main_bench() -> int:
         print(f"RESULT skills.prompt_tokens_inline {tok_i:.0f} tokens/rollout")
         print(f"RESULT skills.prompt_tokens_progressive {tok_p:.0f} tokens/rollout")
         # a second seed: over-broad descriptions (extra figures, same method)
-        assert main(["import-skills", str(BROAD_SKILLS), "--name", "broad",
-                     "--store", str(store)]) == 0
+        assert (
+            main(["import-skills", str(BROAD_SKILLS), "--name", "broad", "--store", str(store)])
+            == 0
+        )
         broad = tmp / "broad"
         train(store, broad, "progressive", args.epochs, seed="broad")
         fb = final(broad)
         b_ids = {r["question_id"] for r in rows(broad, fb["run_id"])}
         bb, ba = activation(broad, "baseline", b_ids), activation(broad, fb["run_id"])
-        print(f"over-broad seed {BROAD_SKILLS.relative_to(ROOT)}: recall "
-              f"{fmt(bb['*']['recall'])} -> {fmt(ba['*']['recall'])}, precision "
-              f"{fmt(bb['*']['precision'])} -> {fmt(ba['*']['precision'])}, test accuracy "
-              f"{fb['test_accuracy']:.3f}")
+        print(
+            f"over-broad seed {BROAD_SKILLS.relative_to(ROOT)}: recall "
+            f"{fmt(bb['*']['recall'])} -> {fmt(ba['*']['recall'])}, precision "
+            f"{fmt(bb['*']['precision'])} -> {fmt(ba['*']['precision'])}, test accuracy "
+            f"{fb['test_accuracy']:.3f}"
+        )
         print(f"RESULT skills.broad.activation_recall_before {fmt(bb['*']['recall'])} ratio")
         print(f"RESULT skills.broad.activation_recall_after {fmt(ba['*']['recall'])} ratio")
-        print(f"RESULT skills.broad.activation_precision_before {fmt(bb['*']['precision'])} "
-              "ratio")
-        print(f"RESULT skills.broad.activation_precision_after {fmt(ba['*']['precision'])} "
-              "ratio")
+        print(f"RESULT skills.broad.activation_precision_before {fmt(bb['*']['precision'])} ratio")
+        print(f"RESULT skills.broad.activation_precision_after {fmt(ba['*']['precision'])} ratio")
         print(f"RESULT skills.broad.test_acc_progressive {fb['test_accuracy']:.3f} ratio")
         print(f"RESULT skills.prompt_tokens_all_bodies_inline {tok_all:.0f} tokens/rollout")
         print(f"RESULT skills.prompt_tokens_ratio {tok_p / tok_i:.3f} ratio target <1")

@@ -17,8 +17,9 @@ MAX_RAW_CHARS = 2_000_000
 MAX_LITERAL_CHARS = 20_000
 
 
-def find_json_object(raw: str, wanted_keys: Iterable[str] = (),
-                     max_attempts: int = MAX_JSON_ATTEMPTS) -> dict[str, Any] | None:
+def find_json_object(
+    raw: str, wanted_keys: Iterable[str] = (), max_attempts: int = MAX_JSON_ATTEMPTS
+) -> dict[str, Any] | None:
     """The first object holding any of `wanted_keys`, else the first object at all.
 
     Scans `{` positions with raw_decode; the attempt cap bounds the work on adversarial input.
@@ -48,8 +49,9 @@ def find_json_object(raw: str, wanted_keys: Iterable[str] = (),
     return first
 
 
-def find_python_dict(raw: str, wanted: tuple[str, ...] = (),
-                     max_attempts: int = MAX_JSON_ATTEMPTS) -> dict[str, Any] | None:
+def find_python_dict(
+    raw: str, wanted: tuple[str, ...] = (), max_attempts: int = MAX_JSON_ATTEMPTS
+) -> dict[str, Any] | None:
     """The first Python dict literal with string keys (holding any of `wanted`, if given)."""
     pos = raw.find("{")
     attempts = 0
@@ -58,11 +60,14 @@ def find_python_dict(raw: str, wanted: tuple[str, ...] = (),
         end = _matching_brace(raw, pos)
         if end is not None and end - pos <= MAX_LITERAL_CHARS:
             try:
-                value = ast.literal_eval(raw[pos:end + 1])
+                value = ast.literal_eval(raw[pos : end + 1])
             except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
                 value = None
-            if isinstance(value, dict) and all(isinstance(k, str) for k in value) \
-                    and (not wanted or any(k in value for k in wanted)):
+            if (
+                isinstance(value, dict)
+                and all(isinstance(k, str) for k in value)
+                and (not wanted or any(k in value for k in wanted))
+            ):
                 return json.loads(json.dumps(value, default=str))  # plain JSON types only
         pos = raw.find("{", pos + 1)
     return None

@@ -26,8 +26,9 @@ class Ranked:
     components: dict[str, float] = field(default_factory=dict)
 
 
-def bt_strengths(n_items: int, preferences: Sequence[tuple[int, int, str]],
-                 prior: float = 0.1) -> list[float]:
+def bt_strengths(
+    n_items: int, preferences: Sequence[tuple[int, int, str]], prior: float = 0.1
+) -> list[float]:
     """Strengths from (a, b, preferred ∈ {"a", "b", "tie"}); a tie counts one win each way
     (the usual half-win per side, on a doubled scale). With no preferences everyone is 1."""
     comparisons: list[tuple[int, int]] = []
@@ -50,8 +51,9 @@ def bt_component(strength: float) -> float:
     return strength / (1.0 + strength)
 
 
-def rank(components: Mapping[int, Mapping[str, float]],
-         weights: Mapping[str, float] = DEFAULT_WEIGHTS) -> list[Ranked]:
+def rank(
+    components: Mapping[int, Mapping[str, float]], weights: Mapping[str, float] = DEFAULT_WEIGHTS
+) -> list[Ranked]:
     """Order branches by Σ weight·component (missing components count 0); ties keep the
     lower branch index first, so the order is deterministic."""
     scored = []
@@ -59,12 +61,15 @@ def rank(components: Mapping[int, Mapping[str, float]],
         reward = math.fsum(w * float(comp.get(key, 0.0)) for key, w in weights.items())
         scored.append((reward, index, dict(comp)))
     scored.sort(key=lambda t: (-t[0], t[1]))
-    return [Ranked(index, r + 1, round(reward, 12), comp)
-            for r, (reward, index, comp) in enumerate(scored)]
+    return [
+        Ranked(index, r + 1, round(reward, 12), comp)
+        for r, (reward, index, comp) in enumerate(scored)
+    ]
 
 
-def paired_report(chosen: Sequence[bool], baseline: Sequence[bool],
-                  alpha: float = 0.05, power: float = 0.8) -> dict:
+def paired_report(
+    chosen: Sequence[bool], baseline: Sequence[bool], alpha: float = 0.05, power: float = 0.8
+) -> dict:
     """Statistics for "chosen beats baseline" over n paired units (one per question).
 
     - `powered`: False when n < 10, or when the Wilson interval of the chosen accuracy is
@@ -85,10 +90,13 @@ def paired_report(chosen: Sequence[bool], baseline: Sequence[bool],
     psi = (w + l) / n if n and (w + l) else NO_DISCORDANCE_PSI
     mdd = min_detectable_difference(n, psi, alpha, power) if n else math.inf
     return {
-        "n": n, "powered": n >= POWERED_MIN_N and half < POWERED_MAX_HALF_WIDTH,
+        "n": n,
+        "powered": n >= POWERED_MIN_N and half < POWERED_MAX_HALF_WIDTH,
         "accuracy": correct / n if n else None,
         "baseline_accuracy": sum(baseline) / n if n else None,
-        "wilson": [lo, hi], "wins": w, "losses": l,
+        "wilson": [lo, hi],
+        "wins": w,
+        "losses": l,
         "min_detectable_delta_pp": None if math.isinf(mdd) else round(100.0 * mdd, 2),
         "mcnemar_p": mcnemar_exact(w, l) if n else None,
     }

@@ -164,8 +164,7 @@ def min_detectable_difference(
     if disc < 0.0:
         return math.inf
     roots = [(a * math.sqrt(n) + sign * b * math.sqrt(disc)) / (n + b * b) for sign in (1, -1)]
-    valid = [d for d in roots if 0.0 < d <= discordance
-             and _same_sign(d * math.sqrt(n) - a, b)]
+    valid = [d for d in roots if 0.0 < d <= discordance and _same_sign(d * math.sqrt(n) - a, b)]
     return min(valid) if valid else math.inf
 
 
@@ -192,11 +191,13 @@ def exact_mcnemar_power(n: int, discordance: float, delta: float, alpha: float) 
         c = _mcnemar_critical(d, alpha)
         if c < 0:
             continue
-        p_d = math.comb(n, d) * psi ** d * (1.0 - psi) ** (n - d)
+        p_d = math.comb(n, d) * psi**d * (1.0 - psi) ** (n - d)
         if p_d == 0.0:
             continue
-        tails = math.fsum(math.comb(d, w) * q ** w * (1.0 - q) ** (d - w)
-                          for w in (*range(c + 1), *range(d - c, d + 1)))
+        tails = math.fsum(
+            math.comb(d, w) * q**w * (1.0 - q) ** (d - w)
+            for w in (*range(c + 1), *range(d - c, d + 1))
+        )
         total += p_d * tails
     return min(1.0, total)
 
@@ -378,9 +379,12 @@ def bradley_terry(
             t /= 2.0
         theta, value = trial, trial_value
     if not converged:
-        warnings.warn(f"bradley_terry: not converged after {iters} Newton steps "
-                      f"({n_items} items, {len(comparisons)} comparisons, prior {prior})",
-                      ConvergenceWarning, stacklevel=2)
+        warnings.warn(
+            f"bradley_terry: not converged after {iters} Newton steps "
+            f"({n_items} items, {len(comparisons)} comparisons, prior {prior})",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
     return _normalise_geo([math.exp(t) for t in theta])
 
 
@@ -396,8 +400,9 @@ def _sigmoid(x: float) -> float:
     return e / (1.0 + e)
 
 
-def _bt_loglik(theta: list[float], wins: list[int], pair_counts: dict[tuple[int, int], int],
-               prior: float) -> float:
+def _bt_loglik(
+    theta: list[float], wins: list[int], pair_counts: dict[tuple[int, int], int], prior: float
+) -> float:
     """Σ_i (W_i + a)·θ_i − Σ_{i<j} n_ij·log(e^θi + e^θj) − 2a·Σ_i log(e^θi + 1)."""
     total = math.fsum((wins[i] + prior) * t for i, t in enumerate(theta))
     total -= math.fsum(n * _log_sum_exp2(theta[i], theta[j]) for (i, j), n in pair_counts.items())
@@ -485,8 +490,7 @@ def _normalise_geo(gamma: list[float]) -> list[float]:
 MIXTURE_BETS: tuple[tuple[float, float], ...] = ((0.35, 0.85), (0.9, 0.15))  # (λ, weight)
 
 
-def mixture_e(wins: int, losses: int,
-              bets: Sequence[tuple[float, float]] = MIXTURE_BETS) -> float:
+def mixture_e(wins: int, losses: int, bets: Sequence[tuple[float, float]] = MIXTURE_BETS) -> float:
     """E = Σ_k w_k (1 + λ_k)^W (1 − λ_k)^L: a mixture of test martingales on ±1 outcomes.
 
     Under "no improvement" (P(W) ≤ P(L) given the past) each component is a test
@@ -495,8 +499,12 @@ def mixture_e(wins: int, losses: int,
     side is `mixture_e(losses, wins)`.
     """
     total = math.fsum(w for _, w in bets)
-    return math.fsum(w * math.exp(wins * math.log1p(lam) + losses * math.log1p(-lam))
-                     for lam, w in bets) / total
+    return (
+        math.fsum(
+            w * math.exp(wins * math.log1p(lam) + losses * math.log1p(-lam)) for lam, w in bets
+        )
+        / total
+    )
 
 
 def _crossing_probability(horizon: int, crosses) -> float:
@@ -519,8 +527,9 @@ CALIBRATION_MAX_HORIZON = 400
 
 
 @functools.lru_cache(maxsize=256)
-def calibrated_threshold(horizon: int, alpha: float,
-                         bets: tuple[tuple[float, float], ...] = MIXTURE_BETS) -> float:
+def calibrated_threshold(
+    horizon: int, alpha: float, bets: tuple[tuple[float, float], ...] = MIXTURE_BETS
+) -> float:
     """The smallest level c ≤ 1/α such that, under "no improvement", the probability that
     `mixture_e` ever reaches c within `horizon` observations is ≤ α, computed exactly.
 
@@ -535,8 +544,15 @@ def calibrated_threshold(horizon: int, alpha: float,
     ville = 1.0 / alpha
     if horizon < 1 or horizon > CALIBRATION_MAX_HORIZON:
         return ville
-    levels = sorted({e for wins in range(horizon + 1) for losses in range(horizon + 1 - wins)
-                     if 1.0 < (e := mixture_e(wins, losses, bets)) <= ville} | {ville})
+    levels = sorted(
+        {
+            e
+            for wins in range(horizon + 1)
+            for losses in range(horizon + 1 - wins)
+            if 1.0 < (e := mixture_e(wins, losses, bets)) <= ville
+        }
+        | {ville}
+    )
     lo, hi, best = 0, len(levels) - 1, ville
     while lo <= hi:
         mid = (lo + hi) // 2

@@ -26,8 +26,9 @@ from typing import Any
 LEVELS = ("json_schema", "json_object_schema", "json_object", "prompt")
 REPLY_KEEP_CHARS = 2000
 # A rejected format shows up as an error naming the parameter or one of its values.
-_FORMAT_ERROR = re.compile(r"response_format|json_schema|json_object|response format",
-                           re.IGNORECASE)
+_FORMAT_ERROR = re.compile(
+    r"response_format|json_schema|json_object|response format", re.IGNORECASE
+)
 
 REPAIR_PROMPT = (
     "Your previous reply could not be used: {error}.\n"
@@ -80,8 +81,12 @@ class FormatLadder:
     """The response-format level in use for one model; `on_change(model, level, reason)` is
     called when a server rejects a level, so the caller can persist and record it."""
 
-    def __init__(self, model: str, level: str = "prompt",
-                 on_change: Callable[[str, str, str], None] | None = None) -> None:
+    def __init__(
+        self,
+        model: str,
+        level: str = "prompt",
+        on_change: Callable[[str, str, str], None] | None = None,
+    ) -> None:
         if level not in LEVELS:
             raise ValueError(f"unknown response format level {level!r} (known: {LEVELS})")
         self.model = model
@@ -105,8 +110,9 @@ class FormatLadder:
         return level
 
 
-def response_format_for(level: str, schema: dict[str, Any] | None,
-                        name: str = "reply") -> dict[str, Any] | None:
+def response_format_for(
+    level: str, schema: dict[str, Any] | None, name: str = "reply"
+) -> dict[str, Any] | None:
     """The `response_format` request parameter for a level (None: send none)."""
     if level == "prompt":
         return None
@@ -114,8 +120,7 @@ def response_format_for(level: str, schema: dict[str, Any] | None,
         return {"type": "json_object"}
     if level == "json_object_schema":
         return {"type": "json_object", "schema": schema}
-    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema,
-                                                   "strict": False}}
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": False}}
 
 
 def is_format_rejection(exc: BaseException) -> bool:
@@ -123,12 +128,18 @@ def is_format_rejection(exc: BaseException) -> bool:
     return _FORMAT_ERROR.search(str(exc)) is not None
 
 
-async def structured_complete(provider, messages: list[dict[str, Any]], *,
-                              parse: Callable[[str], tuple[Any, str]],
-                              schema: dict[str, Any] | None = None,
-                              ladder: FormatLadder | None = None, role: str = "evolver",
-                              max_tokens: int | None = None, repair: bool = True,
-                              name: str = "reply") -> StructuredResult:
+async def structured_complete(
+    provider,
+    messages: list[dict[str, Any]],
+    *,
+    parse: Callable[[str], tuple[Any, str]],
+    schema: dict[str, Any] | None = None,
+    ladder: FormatLadder | None = None,
+    role: str = "evolver",
+    max_tokens: int | None = None,
+    repair: bool = True,
+    name: str = "reply",
+) -> StructuredResult:
     """Ask for a structured reply; `parse(text)` returns (value, "") or (None, error), or
     (value, note) for a value recovered from a damaged reply (recorded as `salvaged`).
 
@@ -149,8 +160,12 @@ async def structured_complete(provider, messages: list[dict[str, Any]], *,
             try:
                 reply = await provider.complete(messages, **kwargs)
             except Exception as exc:
-                if ladder is not None and level != "prompt" and is_format_rejection(exc) \
-                        and type(exc).__name__ != "BudgetExceeded":
+                if (
+                    ladder is not None
+                    and level != "prompt"
+                    and is_format_rejection(exc)
+                    and type(exc).__name__ != "BudgetExceeded"
+                ):
                     attempts.append(Attempt(number, level, "format_rejected", _short(exc)))
                     ladder.downgrade(level, _short(exc))
                     continue
@@ -169,8 +184,11 @@ async def structured_complete(provider, messages: list[dict[str, Any]], *,
             return StructuredResult(value, attempts, text)
         error = error or "reply did not parse"
         attempts.append(Attempt(number, level, "parse_failed", error, text[:REPLY_KEEP_CHARS]))
-        messages = [*messages, {"role": "assistant", "content": text[:REPLY_KEEP_CHARS]},
-                    {"role": "user", "content": REPAIR_PROMPT.format(error=error)}]
+        messages = [
+            *messages,
+            {"role": "assistant", "content": text[:REPLY_KEEP_CHARS]},
+            {"role": "user", "content": REPAIR_PROMPT.format(error=error)},
+        ]
     return StructuredResult(None, attempts, text)
 
 

@@ -7,8 +7,9 @@ TAIL_LINES = 10
 MAX_BYTES = 4000
 
 
-def summarise_tool_output(text: str, head: int = HEAD_LINES, tail: int = TAIL_LINES,
-                          max_bytes: int = MAX_BYTES) -> str:
+def summarise_tool_output(
+    text: str, head: int = HEAD_LINES, tail: int = TAIL_LINES, max_bytes: int = MAX_BYTES
+) -> str:
     """First lines + `[... N lines omitted ...]` + last lines, then a byte cap. Deterministic."""
     lines = text.splitlines()
     if len(lines) > head + tail:
@@ -18,5 +19,7 @@ def summarise_tool_output(text: str, head: int = HEAD_LINES, tail: int = TAIL_LI
     raw = out.encode("utf-8", "surrogatepass")
     if len(raw) > max_bytes:
         cut = raw[:max_bytes].decode("utf-8", "ignore")
-        out = f"{cut}\n[... {len(raw) - len(cut.encode('utf-8', 'surrogatepass'))} bytes omitted ...]"
+        out = (
+            f"{cut}\n[... {len(raw) - len(cut.encode('utf-8', 'surrogatepass'))} bytes omitted ...]"
+        )
     return out

@@ -30,15 +30,21 @@ def from_steps(task_type: str, steps_json: str | None) -> Activation | None:
         steps = json.loads(steps_json or "[]")
     except (json.JSONDecodeError, RecursionError):
         return None
-    verdict = next((s for s in reversed(steps) if isinstance(s, dict)
-                    and s.get("type") == "verdict"), None) if isinstance(steps, list) else None
+    verdict = (
+        next(
+            (s for s in reversed(steps) if isinstance(s, dict) and s.get("type") == "verdict"), None
+        )
+        if isinstance(steps, list)
+        else None
+    )
     if not verdict or not isinstance(verdict.get("skill_expected"), str):
         return None
     opened = verdict.get("skills_opened")
     if not isinstance(opened, list):
         return None
-    return Activation(task_type, verdict["skill_expected"],
-                      tuple(str(f) for f in opened if isinstance(f, str)))
+    return Activation(
+        task_type, verdict["skill_expected"], tuple(str(f) for f in opened if isinstance(f, str))
+    )
 
 
 def summarise(records: Iterable[Activation]) -> dict[str, dict[str, Any]]:
@@ -55,25 +61,35 @@ def summarise(records: Iterable[Activation]) -> dict[str, dict[str, Any]]:
         hits = sum(expected in r.opened for r in mine)
         opened_f = opens.get(expected, 0)
         out[task_type] = {
-            "n": len(mine), "hits": hits, "recall": hits / len(mine),
+            "n": len(mine),
+            "hits": hits,
+            "recall": hits / len(mine),
             "opened_none": sum(not r.opened for r in mine),
             "opened_wrong": sum(bool(r.opened) and expected not in r.opened for r in mine),
-            "precision": hits / opened_f if opened_f else None, "skill": expected}
+            "precision": hits / opened_f if opened_f else None,
+            "skill": expected,
+        }
     if records:
         hits = sum(r.expected in r.opened for r in records)
         n_open = sum(len(set(r.opened)) for r in records)
-        out["*"] = {"n": len(records), "hits": hits, "recall": hits / len(records),
-                    "opened_none": sum(not r.opened for r in records),
-                    "opened_wrong": sum(bool(r.opened) and r.expected not in r.opened
-                                        for r in records),
-                    "precision": hits / n_open if n_open else None, "skill": ""}
+        out["*"] = {
+            "n": len(records),
+            "hits": hits,
+            "recall": hits / len(records),
+            "opened_none": sum(not r.opened for r in records),
+            "opened_wrong": sum(bool(r.opened) and r.expected not in r.opened for r in records),
+            "precision": hits / n_open if n_open else None,
+            "skill": "",
+        }
     return out
 
 
 def run_activation(log, run_id: str) -> dict[str, dict[str, Any]]:
     """Activation of one run's predictions ({} when the run recorded none)."""
-    rows = log.query("SELECT task_type, steps_json FROM predictions WHERE run_id = ? "
-                     "ORDER BY question_id", (run_id,))
+    rows = log.query(
+        "SELECT task_type, steps_json FROM predictions WHERE run_id = ? ORDER BY question_id",
+        (run_id,),
+    )
     records = [a for r in rows if (a := from_steps(r["task_type"], r["steps_json"]))]
     return summarise(records)
 
@@ -82,8 +98,11 @@ def failures(log, run_id: str, limit_per_file: int = 12) -> dict[str, dict[str, 
     """Activation failures of a run, per expected skill file: questions that opened no skill
     (`none`) or another one (`wrong`), and questions of other files that opened this one
     (`stolen`): what a description update learns from."""
-    rows = log.query("SELECT p.task_type, p.steps_json, p.question_id FROM predictions p "
-                     "WHERE p.run_id = ? ORDER BY p.question_id", (run_id,))
+    rows = log.query(
+        "SELECT p.task_type, p.steps_json, p.question_id FROM predictions p "
+        "WHERE p.run_id = ? ORDER BY p.question_id",
+        (run_id,),
+    )
     out: dict[str, dict[str, list[str]]] = {}
     for row in rows:
         a = from_steps(row["task_type"], row["steps_json"])

@@ -18,20 +18,32 @@ from core.evolution.budget import resolve_skill_file
 from core.types import Question, ToolSpec
 
 TOOL_PARAMETERS: dict[str, dict[str, Any]] = {
-    "read_skill": {"type": "object", "additionalProperties": False, "required": ["task_type"],
-                   "properties": {"task_type": {"type": "string"}}},
-    "read_context": {"type": "object", "additionalProperties": False,
-                     "properties": {"section": {"type": "string", "enum": ["summary", "full"]}}},
+    "read_skill": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["task_type"],
+        "properties": {"task_type": {"type": "string"}},
+    },
+    "read_context": {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {"section": {"type": "string", "enum": ["summary", "full"]}},
+    },
 }
 
 
 READ_SKILL_BY_NAME: dict[str, Any] = {
-    "type": "object", "additionalProperties": False, "required": ["name"],
-    "properties": {"name": {"type": "string"}}}
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["name"],
+    "properties": {"name": {"type": "string"}},
+}
 CATALOG_HEADING = "# Available skills"
-CATALOG_INTRO = ("Each skill below is a name and a description. When a case matches a skill's "
-                 "description, open that skill with the read_skill tool (pass its `name`) and "
-                 "follow it.")
+CATALOG_INTRO = (
+    "Each skill below is a name and a description. When a case matches a skill's "
+    "description, open that skill with the read_skill tool (pass its `name`) and "
+    "follow it."
+)
 READ_SKILL_BY_NAME_DOC = "Returns the instructions of one available skill (pass its `name`)."
 SKILL_MODES = ("inline", "tool", "progressive")
 
@@ -55,13 +67,20 @@ class AgentPrompts:
     @classmethod
     def load(cls, skills_dir: Path, prompts_dir: Path, skill_mode: str) -> AgentPrompts:
         prompts = read_version_files(prompts_dir)
-        tool_docs = {name[len("tool_"):-3]: text for name, text in prompts.items()
-                     if name.startswith("tool_") and name.endswith(".md")}
-        return cls(system=prompts["system.md"], tool_docs=tool_docs,
-                   skills=read_version_files(skills_dir),
-                   user_template=(PROMPTS_DIR / "agent_user.md").read_text(encoding="utf-8"),
-                   skill_mode=skill_mode, skills_version=skills_dir.name,
-                   prompts_version=prompts_dir.name)
+        tool_docs = {
+            name[len("tool_") : -3]: text
+            for name, text in prompts.items()
+            if name.startswith("tool_") and name.endswith(".md")
+        }
+        return cls(
+            system=prompts["system.md"],
+            tool_docs=tool_docs,
+            skills=read_version_files(skills_dir),
+            user_template=(PROMPTS_DIR / "agent_user.md").read_text(encoding="utf-8"),
+            skill_mode=skill_mode,
+            skills_version=skills_dir.name,
+            prompts_version=prompts_dir.name,
+        )
 
     def skill_text(self, task_type: str) -> str:
         return self.skills.get(resolve_skill_file(task_type, self.skills), "")
@@ -102,16 +121,20 @@ class AgentPrompts:
         docs = dict(self.tool_docs)
         if self.skill_mode == "progressive":
             docs["read_skill"] = READ_SKILL_BY_NAME_DOC
-        return [ToolSpec(name=n, description=docs.get(n, n),
-                         parameters=self._parameters(n)) for n in names]
+        return [
+            ToolSpec(name=n, description=docs.get(n, n), parameters=self._parameters(n))
+            for n in names
+        ]
 
     def opening_messages(self, question: Question) -> list[dict[str, Any]]:
         system = self.system
         if self.skill_mode == "progressive":
             system = f"{system}\n\n{self.catalog_text()}"
         elif self.skill_mode == "inline":
-            system = f"{system}\n\n# Skill for task type {question.task_type}\n\n" \
-                     f"{self.skill_text(question.task_type)}"
+            system = (
+                f"{system}\n\n# Skill for task type {question.task_type}\n\n"
+                f"{self.skill_text(question.task_type)}"
+            )
         user = Template(self.user_template).safe_substitute(question=question.question)
         return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 

@@ -43,8 +43,9 @@ MAX_DESCRIPTION = 1024
 MAX_COMPATIBILITY = 500
 KNOWN_FIELDS = ("name", "description", "license", "compatibility", "metadata", "allowed-tools")
 MAX_SKILL_BYTES = 1_000_000
-_MOMENTUM_BLOCK = re.compile(re.escape(MOMENTUM_START) + r".*?" + re.escape(MOMENTUM_END)
-                             + r"\n?", re.DOTALL)
+_MOMENTUM_BLOCK = re.compile(
+    re.escape(MOMENTUM_START) + r".*?" + re.escape(MOMENTUM_END) + r"\n?", re.DOTALL
+)
 _MARKER_LIKE = re.compile(r"<!--\s*momentum\s*:\s*(start|end)\s*-->\n?", re.IGNORECASE)
 
 
@@ -91,13 +92,15 @@ def split_frontmatter(text: str, where: Path) -> tuple[dict[str, Any], str, list
         data = {}
     if not isinstance(data, dict):
         raise UserError(f"{where}:2: frontmatter must be a YAML mapping of keys to values")
-    body = "\n".join(lines[end + 1:])
+    body = "\n".join(lines[end + 1 :])
     return data, body.lstrip("\n"), fm_lines
 
 
-def validate_frontmatter(data: dict[str, Any], where: Path, fm_lines: list[str],
-                         folder_name: str | None) -> dict[str, Any]:
+def validate_frontmatter(
+    data: dict[str, Any], where: Path, fm_lines: list[str], folder_name: str | None
+) -> dict[str, Any]:
     """Check each field against the Agent Skills format; returns the kept frontmatter."""
+
     def fail(key: str, reason: str) -> UserError:
         return UserError(f"{where}:{_key_line(fm_lines, key)}: {reason}")
 
@@ -105,8 +108,11 @@ def validate_frontmatter(data: dict[str, Any], where: Path, fm_lines: list[str],
     if name is None:
         raise fail("name", "missing 'name'")
     if not isinstance(name, str) or not NAME_RE.fullmatch(name) or len(name) > MAX_NAME:
-        raise fail("name", f"'name' {str(name)[:80]!r} must be 1-{MAX_NAME} lowercase letters, "
-                   "digits and single hyphens (kebab-case), not starting or ending with '-'")
+        raise fail(
+            "name",
+            f"'name' {str(name)[:80]!r} must be 1-{MAX_NAME} lowercase letters, "
+            "digits and single hyphens (kebab-case), not starting or ending with '-'",
+        )
     if folder_name is not None and name != folder_name:
         raise fail("name", f"'name' {name!r} differs from its folder {folder_name!r}")
     desc = data.get("description")
@@ -115,25 +121,33 @@ def validate_frontmatter(data: dict[str, Any], where: Path, fm_lines: list[str],
     if not isinstance(desc, str) or not desc.strip():
         raise fail("description", "'description' must be a non-empty string")
     if len(desc) > MAX_DESCRIPTION:
-        raise fail("description", f"'description' is {len(desc)} characters (max "
-                   f"{MAX_DESCRIPTION})")
+        raise fail(
+            "description", f"'description' is {len(desc)} characters (max {MAX_DESCRIPTION})"
+        )
     for key in ("license", "allowed-tools"):
         if key in data and not isinstance(data[key], str):
             raise fail(key, f"'{key}' must be a string")
     if "compatibility" in data:
         comp = data["compatibility"]
         if not isinstance(comp, str) or not comp.strip() or len(comp) > MAX_COMPATIBILITY:
-            raise fail("compatibility", f"'compatibility' must be a non-empty string of at most "
-                       f"{MAX_COMPATIBILITY} characters")
+            raise fail(
+                "compatibility",
+                f"'compatibility' must be a non-empty string of at most "
+                f"{MAX_COMPATIBILITY} characters",
+            )
     if "metadata" in data:
         meta = data["metadata"]
-        if not isinstance(meta, dict) or not all(isinstance(k, str) and isinstance(v, str)
-                                                 for k, v in meta.items()):
+        if not isinstance(meta, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in meta.items()
+        ):
             raise fail("metadata", "'metadata' must be a mapping of string keys to string values")
     unknown = [k for k in data if k not in KNOWN_FIELDS]
     if unknown:
-        raise fail(str(unknown[0]), f"unknown frontmatter field {str(unknown[0])[:80]!r} "
-                   f"(allowed: {', '.join(KNOWN_FIELDS)})")
+        raise fail(
+            str(unknown[0]),
+            f"unknown frontmatter field {str(unknown[0])[:80]!r} "
+            f"(allowed: {', '.join(KNOWN_FIELDS)})",
+        )
     return {k: data[k] for k in KNOWN_FIELDS if k in data}
 
 
@@ -169,8 +183,9 @@ def parse_skill_folder(folder: Path) -> ParsedSkill:
             _real_file(path, folder)
             if path.is_file():
                 resources.append(path.relative_to(folder).as_posix())
-    return ParsedSkill(folder=folder, frontmatter=frontmatter, body=body,
-                       resources=tuple(resources))
+    return ParsedSkill(
+        folder=folder, frontmatter=frontmatter, body=body, resources=tuple(resources)
+    )
 
 
 def parse_skills_dir(src: Path) -> list[ParsedSkill]:
@@ -178,8 +193,7 @@ def parse_skills_dir(src: Path) -> list[ParsedSkill]:
     if not src.is_dir():
         raise UserError(f"{src}: not a folder of skills")
     folders = sorted(p for p in src.iterdir() if p.is_dir() and not p.name.startswith("."))
-    skills = [parse_skill_folder(p) for p in folders if (p / SKILL_FILE).exists()
-              or p.is_symlink()]
+    skills = [parse_skill_folder(p) for p in folders if (p / SKILL_FILE).exists() or p.is_symlink()]
     for p in folders:
         if not (p / SKILL_FILE).exists() and not p.is_symlink() and p.name != "prompts":
             logger.warning("{}: no {}; not a skill, skipped", p, SKILL_FILE)
@@ -233,8 +247,9 @@ def catalog(files: dict[str, str]) -> list[tuple[str, str, str]]:
         entry = side.get(name, {})
         skill_name = entry.get("name") if isinstance(entry.get("name"), str) else None
         desc = entry.get("description") if isinstance(entry.get("description"), str) else None
-        out.append((name, skill_name or default_name(name),
-                    desc or default_description(name, files[name])))
+        out.append(
+            (name, skill_name or default_name(name), desc or default_description(name, files[name]))
+        )
     return out
 
 
@@ -255,24 +270,29 @@ def _mapping(src: Path, skills: list[ParsedSkill]) -> dict[str, str]:
     if toml_path.is_file():
         table = read_toml(toml_path).get("skills", {})
         if not isinstance(table, dict):
-            raise UserError(f"{toml_path}: key 'skills' must be a table of skill name = "
-                            "\"task type\"")
+            raise UserError(
+                f"{toml_path}: key 'skills' must be a table of skill name = \"task type\""
+            )
     names = {s.frontmatter["name"] for s in skills}
     out: dict[str, str] = {}
     for key, value in table.items():
         if key not in names:
             raise UserError(f"{toml_path}: key 'skills.{key}' names no skill in {src}")
         if not isinstance(value, str) or not TASK_TYPE_RE.fullmatch(value):
-            raise UserError(f"{toml_path}: key 'skills.{key}' must be a task type (1-64 letters, "
-                            "digits, '_', '-' or '.', starting with a letter or digit)")
+            raise UserError(
+                f"{toml_path}: key 'skills.{key}' must be a task type (1-64 letters, "
+                "digits, '_', '-' or '.', starting with a letter or digit)"
+            )
         out[key] = value
     for s in skills:
         out.setdefault(s.frontmatter["name"], s.frontmatter["name"])
     seen: dict[str, str] = {}
     for name, task_type in sorted(out.items()):
         if task_type in seen:
-            raise UserError(f"{src}: skills {seen[task_type]!r} and {name!r} both map to task "
-                            f"type {task_type!r} (set one apart in seed.toml [skills])")
+            raise UserError(
+                f"{src}: skills {seen[task_type]!r} and {name!r} both map to task "
+                f"type {task_type!r} (set one apart in seed.toml [skills])"
+            )
         seen[task_type] = name
     return out
 
@@ -283,8 +303,10 @@ def import_skills(src: Path, store: Path, seed_name: str, prompts_from: Path) ->
 
     src = Path(src)
     if not TASK_TYPE_RE.fullmatch(seed_name) or seed_name.startswith("."):
-        raise UserError(f"--name {seed_name!r}: a seed name is 1-64 letters, digits, '_', '-' "
-                        "or '.', starting with a letter or digit (it names a folder)")
+        raise UserError(
+            f"--name {seed_name!r}: a seed name is 1-64 letters, digits, '_', '-' "
+            "or '.', starting with a letter or digit (it names a folder)"
+        )
     skills = parse_skills_dir(src)
     mapping = _mapping(src, skills)
     prompts = _prompts(src, prompts_from)
@@ -304,8 +326,9 @@ def import_skills(src: Path, store: Path, seed_name: str, prompts_from: Path) ->
 
 
 def _prompts(src: Path, prompts_from: Path) -> dict[str, str]:
-    folder = src / "prompts" if (src / "prompts" / "system.md").is_file() else prompts_from / \
-        "prompts"
+    folder = (
+        src / "prompts" if (src / "prompts" / "system.md").is_file() else prompts_from / "prompts"
+    )
     out = {}
     for p in sorted(folder.glob("*.md")):
         _real_file(p, folder)
@@ -315,8 +338,14 @@ def _prompts(src: Path, prompts_from: Path) -> dict[str, str]:
     return out
 
 
-def _write_seed(staging: Path, src: Path, seed_name: str, skills: list[ParsedSkill],
-                mapping: dict[str, str], prompts: dict[str, str]) -> None:
+def _write_seed(
+    staging: Path,
+    src: Path,
+    seed_name: str,
+    skills: list[ParsedSkill],
+    mapping: dict[str, str],
+    prompts: dict[str, str],
+) -> None:
     (staging / "skills").mkdir(parents=True)
     (staging / "prompts").mkdir()
     side: dict[str, dict[str, Any]] = {}
@@ -330,9 +359,12 @@ def _write_seed(staging: Path, src: Path, seed_name: str, skills: list[ParsedSki
     (staging / "skills" / SIDECAR).write_text(write_sidecar(side), encoding="utf-8")
     for file_name, text in prompts.items():
         (staging / "prompts" / file_name).write_text(text, encoding="utf-8")
-    lines = [f"name = {json.dumps(seed_name)}",
-             f"description = {json.dumps(f'imported from Agent Skills in {src}')}",
-             "", "[skills]"]
+    lines = [
+        f"name = {json.dumps(seed_name)}",
+        f"description = {json.dumps(f'imported from Agent Skills in {src}')}",
+        "",
+        "[skills]",
+    ]
     lines += [f"{json.dumps(k)} = {json.dumps(v)}" for k, v in sorted(mapping.items())]
     (staging / "seed.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
@@ -360,13 +392,15 @@ def _rmtree(path: Path) -> None:
 
 
 def render_skill(frontmatter: dict[str, Any], body: str) -> str:
-    head = yaml.safe_dump(frontmatter, sort_keys=False, allow_unicode=True, width=10_000,
-                          default_flow_style=False)
+    head = yaml.safe_dump(
+        frontmatter, sort_keys=False, allow_unicode=True, width=10_000, default_flow_style=False
+    )
     return f"---\n{head}---\n\n{body}"
 
 
-def export_skills(files: dict[str, str], out: Path, provenance: dict[str, str],
-                  resources_root: Path | None = None) -> list[Path]:
+def export_skills(
+    files: dict[str, str], out: Path, provenance: dict[str, str], resources_root: Path | None = None
+) -> list[Path]:
     """Write `<out>/.agents/skills/<name>/SKILL.md` for each skill file; refuses to overwrite.
 
     `provenance` (string values) joins each skill's `metadata` under `skill-trainer.<key>`.
@@ -426,8 +460,11 @@ def version_provenance(root: Path, version: str, eval_run_id: str | None) -> dic
 
     root = Path(root)
     meta = read_meta(root, "skills", version)
-    prov = {"workspace": str(root.resolve()), "skills-version": version,
-            "sha256": str(meta.get("sha256", ""))}
+    prov = {
+        "workspace": str(root.resolve()),
+        "skills-version": version,
+        "sha256": str(meta.get("sha256", "")),
+    }
     with HarnessLog(root / "harness.db", readonly=True) as log:
         run = log.run(eval_run_id) if eval_run_id else _latest_eval(log, version)
     if eval_run_id and run is None:
@@ -436,15 +473,22 @@ def version_provenance(root: Path, version: str, eval_run_id: str | None) -> dic
         prov["eval-run"] = "none"
         return prov
     if run["status"] != "done" or run["skills_version"] != version:
-        raise UserError(f"run {run['run_id']} is {run['status']} and evaluated skills "
-                        f"{run['skills_version']}; need a finished run of {version}")
+        raise UserError(
+            f"run {run['run_id']} is {run['status']} and evaluated skills "
+            f"{run['skills_version']}; need a finished run of {version}"
+        )
     try:
         summary = json.loads(run["summary_json"] or "{}")
     except json.JSONDecodeError:
         summary = {}
     correct, total = summary.get("correct"), summary.get("total")
-    prov.update({"eval-run": str(run["run_id"]), "eval-kind": str(run["kind"]),
-                 "prompts-version": str(run["prompts_version"])})
+    prov.update(
+        {
+            "eval-run": str(run["run_id"]),
+            "eval-kind": str(run["kind"]),
+            "prompts-version": str(run["prompts_version"]),
+        }
+    )
     try:
         provenance = json.loads(run.get("provenance_json") or "{}")
     except json.JSONDecodeError:
@@ -453,21 +497,30 @@ def version_provenance(root: Path, version: str, eval_run_id: str | None) -> dic
         prov["simulated-model"] = str(bool(provenance["simulated_model"])).lower()
     if isinstance(correct, int) and isinstance(total, int) and 0 <= correct <= total:
         lo, hi = wilson_interval(correct, total)
-        prov.update({"accuracy": f"{correct / total:.4f}" if total else "none",
-                     "accuracy-ci95": f"[{lo:.4f}, {hi:.4f}]", "accuracy-n": str(total)})
+        prov.update(
+            {
+                "accuracy": f"{correct / total:.4f}" if total else "none",
+                "accuracy-ci95": f"[{lo:.4f}, {hi:.4f}]",
+                "accuracy-n": str(total),
+            }
+        )
     return prov
 
 
 def _latest_eval(log, version: str) -> dict[str, Any] | None:
     """The latest finished `eval` of the version, else training's final test run of it."""
-    rows = log.query("SELECT run_id FROM _runs WHERE kind IN ('eval', 'test') AND status = "
-                     "'done' AND skills_version = ? ORDER BY kind = 'eval' DESC, seq DESC "
-                     "LIMIT 1", (version,))
+    rows = log.query(
+        "SELECT run_id FROM _runs WHERE kind IN ('eval', 'test') AND status = "
+        "'done' AND skills_version = ? ORDER BY kind = 'eval' DESC, seq DESC "
+        "LIMIT 1",
+        (version,),
+    )
     return log.run(rows[0]["run_id"]) if rows else None
 
 
-def export_version(root: Path, version: str, out: Path, eval_run_id: str | None = None,
-                   store: Path | None = None) -> list[Path]:
+def export_version(
+    root: Path, version: str, out: Path, eval_run_id: str | None = None, store: Path | None = None
+) -> list[Path]:
     """Export a workspace's skills version (`best` for the best one) as Agent Skills."""
     from app.harness.workspace import read_best, read_manifest, read_version_files
 

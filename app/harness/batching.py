@@ -10,9 +10,14 @@ from app.harness.question_units import build_units
 from core.types import Question, QuestionUnit
 
 
-def build_batches(pool: Sequence[Question], correctness: Mapping[str, bool], batch_size: int,
-                  min_class_per_batch: int, seed: int, correct_ratio: float
-                  ) -> tuple[list[list[Question]], int]:
+def build_batches(
+    pool: Sequence[Question],
+    correctness: Mapping[str, bool],
+    batch_size: int,
+    min_class_per_batch: int,
+    seed: int,
+    correct_ratio: float,
+) -> tuple[list[list[Question]], int]:
     """(batches as flat question lists, number of selected units); deterministic for a seed.
 
     Batches hold at most `batch_size` units and never split a unit. Units are striped across
@@ -32,8 +37,12 @@ def build_batches(pool: Sequence[Question], correctness: Mapping[str, bool], bat
     return [[q for unit in batch for q in unit.questions] for batch in slots], len(selected)
 
 
-def _select(units: Sequence[QuestionUnit], correctness: Mapping[str, bool],
-            correct_ratio: float, rng: random.Random) -> list[QuestionUnit]:
+def _select(
+    units: Sequence[QuestionUnit],
+    correctness: Mapping[str, bool],
+    correct_ratio: float,
+    rng: random.Random,
+) -> list[QuestionUnit]:
     """Every wrong unit (unknown counts as wrong: it still needs a look) plus a sample of
     right ones, so the evolver also sees what already works and must not break."""
     right = [u for u in units if all(correctness.get(q) is True for q in u.question_ids)]

@@ -24,9 +24,15 @@ SCHEMA = 1
 PHASES = ("setup", "in_epoch", "epoch_done", "finished")
 
 
-def write_checkpoint(root: Path, *, progress: dict[str, Any], state: dict[str, Any],
-                     epoch_batches: list[list[str]] | None, config: RunConfig,
-                     benchmark_hash: str) -> None:
+def write_checkpoint(
+    root: Path,
+    *,
+    progress: dict[str, Any],
+    state: dict[str, Any],
+    epoch_batches: list[list[str]] | None,
+    config: RunConfig,
+    benchmark_hash: str,
+) -> None:
     if progress["phase"] not in PHASES:
         raise ValueError(f"unknown phase {progress['phase']!r}")
     manifest = read_manifest(root)
@@ -35,8 +41,10 @@ def write_checkpoint(root: Path, *, progress: dict[str, Any], state: dict[str, A
         "progress": progress,
         "state": state,
         "manifest": manifest,
-        "version_snapshot": {"skills": manifest["current"]["skills"],
-                             "prompts": manifest["current"]["prompts"]},
+        "version_snapshot": {
+            "skills": manifest["current"]["skills"],
+            "prompts": manifest["current"]["prompts"],
+        },
         "versions_max": {k: _max_version(root, k) for k in KINDS},
         "epoch_batches": epoch_batches,
         "config_fingerprint": fingerprint(config, benchmark_hash),
@@ -49,8 +57,10 @@ def _max_version(root: Path, kind: str) -> int:
     return version_number(versions[-1]) if versions else 0
 
 
-RECOVERY_HINT = ("to recover: `train --fresh` archives this workspace (its log, versions and "
-                 "reports stay in the archive) and starts over from the seed")
+RECOVERY_HINT = (
+    "to recover: `train --fresh` archives this workspace (its log, versions and "
+    "reports stay in the archive) and starts over from the seed"
+)
 
 
 def load_checkpoint(root: Path) -> dict[str, Any]:
@@ -63,8 +73,10 @@ def load_checkpoint(root: Path) -> dict[str, Any]:
     except UserError as e:
         raise DamagedFile(f"{e}; {RECOVERY_HINT}") from None
     if not isinstance(data.get("schema", 0), int) or data.get("schema", 0) > SCHEMA:
-        raise UserError(f"{path}: checkpoint schema {data.get('schema')} is newer than this "
-                        f"skill-trainer supports ({SCHEMA})")
+        raise UserError(
+            f"{path}: checkpoint schema {data.get('schema')} is newer than this "
+            f"skill-trainer supports ({SCHEMA})"
+        )
     problem = checkpoint_problem(data)
     if problem:
         raise DamagedFile(f"{path}: corrupt checkpoint: {problem}; {RECOVERY_HINT}")
@@ -72,11 +84,20 @@ def load_checkpoint(root: Path) -> dict[str, Any]:
 
 
 _SHAPE = {
-    "progress": dict, "state": dict, "manifest": dict, "versions_max": dict,
+    "progress": dict,
+    "state": dict,
+    "manifest": dict,
+    "versions_max": dict,
     "config_fingerprint": dict,
 }
-_PROGRESS = {"epoch": int, "phase": str, "step_completed": int, "global_step": int,
-             "total_steps": int, "train_id": str}
+_PROGRESS = {
+    "epoch": int,
+    "phase": str,
+    "step_completed": int,
+    "global_step": int,
+    "total_steps": int,
+    "train_id": str,
+}
 _ANNOTATION_TYPES = {"dict": dict, "list": list, "int": int, "float": (int, float), "str": str}
 
 
@@ -100,14 +121,17 @@ def checkpoint_problem(data: dict[str, Any]) -> str | None:
             return _wrong(f"versions_max.{kind}", int, value)
     current = data["manifest"].get("current")
     if not isinstance(current, dict) or not all(
-            isinstance(current.get(k), str) for k in ("skills", "prompts", "questions")):
+        isinstance(current.get(k), str) for k in ("skills", "prompts", "questions")
+    ):
         return "key 'manifest.current' must hold the strings skills, prompts and questions"
     for kind in ("structural", "decision"):
         if not isinstance(data["config_fingerprint"].get(kind), dict):
             return _wrong(f"config_fingerprint.{kind}", dict, data["config_fingerprint"].get(kind))
     batches = data.get("epoch_batches")
-    if batches is not None and not (isinstance(batches, list) and all(
-            isinstance(b, list) and all(isinstance(u, str) for u in b) for b in batches)):
+    if batches is not None and not (
+        isinstance(batches, list)
+        and all(isinstance(b, list) and all(isinstance(u, str) for u in b) for b in batches)
+    ):
         return "key 'epoch_batches' must be null or a list of lists of unit ids"
     if data["progress"]["phase"] != "setup":
         return _state_problem(data["state"])
@@ -132,18 +156,27 @@ def _state_problem(state: dict[str, Any]) -> str | None:
 
 def _wrong(key: str, want: type | tuple, value: Any) -> str:
     name = "number" if isinstance(want, tuple) else want.__name__
-    name = {"dict": "an object", "list": "a list", "str": "a string", "int": "an integer",
-            "float": "a number"}.get(name, name)
+    name = {
+        "dict": "an object",
+        "list": "a list",
+        "str": "a string",
+        "int": "an integer",
+        "float": "a number",
+    }.get(name, name)
     shown = repr(value)[:40]
     return f"key '{key}' must be {name} (got {type(value).__name__} {shown})"
 
 
 def check_resume_config(ckpt: dict[str, Any], config: RunConfig, benchmark_hash: str) -> None:
-    structural, decision = fingerprint_changes(ckpt["config_fingerprint"],
-                                               fingerprint(config, benchmark_hash))
+    structural, decision = fingerprint_changes(
+        ckpt["config_fingerprint"], fingerprint(config, benchmark_hash)
+    )
     if structural:
-        raise UserError("refusing --resume: structural config changed since the checkpoint ("
-                        + "; ".join(structural) + "); use --fresh to start over")
+        raise UserError(
+            "refusing --resume: structural config changed since the checkpoint ("
+            + "; ".join(structural)
+            + "); use --fresh to start over"
+        )
     if decision:
         logger.warning("resuming with changed decision settings: {}", "; ".join(decision))
 
@@ -157,10 +190,11 @@ def restore_workspace(root: Path, ckpt: dict[str, Any]) -> list[str]:
             if version_number(version) > keep:
                 path = Path(root) / kind / version
                 if path.is_symlink():
-                    raise DamagedFile(f"{path}: is a symbolic link, not a version this workspace "
-                                      f"wrote; remove the link (rm '{path}') and rerun")
+                    raise DamagedFile(
+                        f"{path}: is a symbolic link, not a version this workspace "
+                        f"wrote; remove the link (rm '{path}') and rerun"
+                    )
                 shutil.rmtree(path)
                 removed.append(f"{kind}/{version}")
     write_manifest(root, ckpt["manifest"])
     return removed
-

@@ -111,7 +111,9 @@ class RunConfig:
     on_degraded_diagnoses: str = _d("raw_packs")  # raw_packs | abort
     # Response format for diagnoses and edits: "auto" asks litellm what the model supports
     # (and remembers per model, in the workspace, what a server rejected), else a fixed level.
-    structured_output: str = _d("auto")  # auto | json_schema | json_object_schema | json_object | prompt
+    structured_output: str = _d(
+        "auto"
+    )  # auto | json_schema | json_object_schema | json_object | prompt
     api_key_env: str | None = _d(None)  # read the API key from this variable instead
     price_in_per_mtok: float | None = _d(None)  # USD per million input tokens (overrides litellm)
     price_out_per_mtok: float | None = _d(None)  # USD per million output tokens
@@ -147,22 +149,51 @@ def _range_problems(c: RunConfig):
     for name in ("temperature", "judge_temperature"):
         if not 0.0 <= getattr(c, name) <= 2.0:
             yield f"{name} must be within [0, 2] (got {getattr(c, name)})"
-    positive = ["max_tokens", "concurrency", "max_steps", "epochs", "batch_size", "gate_n_max",
-                "judge_samples"]
+    positive = [
+        "max_tokens",
+        "concurrency",
+        "max_steps",
+        "epochs",
+        "batch_size",
+        "gate_n_max",
+        "judge_samples",
+    ]
     for name in positive:
         if getattr(c, name) < 1:
             yield f"{name} must be >= 1 (got {getattr(c, name)})"
-    non_negative = ["min_class_per_batch", "eval_min_per_class", "trainable_min_units",
-                    "edit_budget_start", "edit_budget_end", "cooldown_steps", "momentum_samples",
-                    "early_stop_patience", "gate_w_net_min", "gate_shrink_k", "max_retries",
-                    "sim_latency_ms", "sim_latency_jitter_ms", "request_timeout_s",
-                    "judge_max_calls_per_batch", "memory_k"]
+    non_negative = [
+        "min_class_per_batch",
+        "eval_min_per_class",
+        "trainable_min_units",
+        "edit_budget_start",
+        "edit_budget_end",
+        "cooldown_steps",
+        "momentum_samples",
+        "early_stop_patience",
+        "gate_w_net_min",
+        "gate_shrink_k",
+        "max_retries",
+        "sim_latency_ms",
+        "sim_latency_jitter_ms",
+        "request_timeout_s",
+        "judge_max_calls_per_batch",
+        "memory_k",
+    ]
     for name in non_negative:
         if getattr(c, name) < 0:
             yield f"{name} must be >= 0 (got {getattr(c, name)})"
-    shares = ["batch_correct_ratio", "gate_guard_err", "gate_futility_share", "sim_fault_rate",
-              "sim_harmful_share", "sim_useless_share", "sim_adversarial_share", "gate_delta_min",
-              "sim_judge_noise", "sim_judge_position_bias"]
+    shares = [
+        "batch_correct_ratio",
+        "gate_guard_err",
+        "gate_futility_share",
+        "sim_fault_rate",
+        "sim_harmful_share",
+        "sim_useless_share",
+        "sim_adversarial_share",
+        "gate_delta_min",
+        "sim_judge_noise",
+        "sim_judge_position_bias",
+    ]
     for name in shares:
         if not 0.0 <= getattr(c, name) <= 1.0:
             yield f"{name} must be within [0, 1] (got {getattr(c, name)})"
@@ -184,8 +215,10 @@ def _range_problems(c: RunConfig):
         if getattr(c, name) < 1:
             yield f"{name} must be >= 1 (got {getattr(c, name)})"
     if c.gate_lambda_strategy not in ("mixture", "fixed", "kt"):
-        yield ("gate_lambda_strategy must be 'mixture', 'fixed' or 'kt' "
-               f"(got {c.gate_lambda_strategy!r})")
+        yield (
+            "gate_lambda_strategy must be 'mixture', 'fixed' or 'kt' "
+            f"(got {c.gate_lambda_strategy!r})"
+        )
     yield from _model_io_problems(c)
 
 
@@ -193,14 +226,19 @@ def _model_io_problems(c: RunConfig):
     from core.structured import LEVELS
 
     if not 0.0 <= c.diagnosis_degraded_max_share <= 1.0:
-        yield ("diagnosis_degraded_max_share must be within [0, 1] "
-               f"(got {c.diagnosis_degraded_max_share})")
+        yield (
+            "diagnosis_degraded_max_share must be within [0, 1] "
+            f"(got {c.diagnosis_degraded_max_share})"
+        )
     if c.on_degraded_diagnoses not in ("raw_packs", "abort"):
-        yield ("on_degraded_diagnoses must be 'raw_packs' or 'abort' "
-               f"(got {c.on_degraded_diagnoses!r})")
+        yield (
+            "on_degraded_diagnoses must be 'raw_packs' or 'abort' "
+            f"(got {c.on_degraded_diagnoses!r})"
+        )
     if c.structured_output not in ("auto", *LEVELS):
-        yield (f"structured_output must be one of {['auto', *LEVELS]} "
-               f"(got {c.structured_output!r})")
+        yield (
+            f"structured_output must be one of {['auto', *LEVELS]} (got {c.structured_output!r})"
+        )
     for name in ("price_in_per_mtok", "price_out_per_mtok"):
         if getattr(c, name) is not None and getattr(c, name) < 0:
             yield f"{name} must be >= 0 (got {getattr(c, name)})"
@@ -224,7 +262,13 @@ def _coerce(name: str, value: Any, source: str) -> Any:
                 return tuple(value)
         elif t is float and isinstance(value, int | float) and not isinstance(value, bool):
             return float(value)
-        elif t is int and isinstance(value, int) and not isinstance(value, bool) or t in (str, bool) and isinstance(value, t):
+        elif (
+            t is int
+            and isinstance(value, int)
+            and not isinstance(value, bool)
+            or t in (str, bool)
+            and isinstance(value, t)
+        ):
             return value
     want = " or ".join(getattr(t, "__name__", str(t)) for t in allowed)
     raise UserError(f"{source}: key '{name}' must be {want} (got {type(value).__name__} {value!r})")
@@ -279,8 +323,10 @@ def parse_override(text: str) -> tuple[str, Any]:
 
 
 def fingerprint(config: RunConfig, benchmark_hash: str) -> dict[str, dict[str, Any]]:
-    split: dict[str, dict[str, Any]] = {"structural": {"benchmark_hash": benchmark_hash},
-                                         "decision": {}}
+    split: dict[str, dict[str, Any]] = {
+        "structural": {"benchmark_hash": benchmark_hash},
+        "decision": {},
+    }
     for f in fields(RunConfig):
         value = getattr(config, f.name)
         if isinstance(value, str):  # as stored: credentials in an api_base never are
@@ -294,8 +340,11 @@ def fingerprint_changes(saved: dict, current: dict) -> tuple[list[str], list[str
 
     def diff(kind: str) -> list[str]:
         old, new = saved.get(kind, {}), current.get(kind, {})
-        return [f"{k}: {old.get(k)!r} -> {new.get(k)!r}"
-                for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
+        return [
+            f"{k}: {old.get(k)!r} -> {new.get(k)!r}"
+            for k in sorted(set(old) | set(new))
+            if old.get(k) != new.get(k)
+        ]
 
     return diff("structural"), diff("decision")
 

@@ -78,8 +78,11 @@ def with_description(prompts: AgentPrompts, file: str, description: str) -> Agen
     entry = dict(side.get(file) or {"name": default_name(file)})
     entry["description"] = description
     side[file] = entry
-    return replace(prompts, skills={**prompts.skills, SIDECAR: write_sidecar(side)},
-                   skills_version=f"{prompts.skills_version}+desc")
+    return replace(
+        prompts,
+        skills={**prompts.skills, SIDECAR: write_sidecar(side)},
+        skills_version=f"{prompts.skills_version}+desc",
+    )
 
 
 def _question_lines(questions: list, ids: list[str]) -> str:
@@ -88,8 +91,9 @@ def _question_lines(questions: list, ids: list[str]) -> str:
     return "\n".join(f"<question>{q.question}</question>" for q in shown) or "(none)"
 
 
-async def evolve_descriptions(ctx: TrainContext, state: TrainState, epoch: int, prefix: str,
-                              r_run_id: str) -> list[dict[str, Any]]:
+async def evolve_descriptions(
+    ctx: TrainContext, state: TrainState, epoch: int, prefix: str, r_run_id: str
+) -> list[dict[str, Any]]:
     """Phase 6b of the slow update; returns one record per skill file considered."""
     session = ctx.session
     found = failures(ctx.log, r_run_id)
@@ -101,35 +105,69 @@ async def evolve_descriptions(ctx: TrainContext, state: TrainState, epoch: int, 
         prompts = session.agent_prompts()
         if file not in prompts.skills or not (found[file]["none"] or found[file]["wrong"]):
             continue
-        record = await _one(ctx, state, epoch, prefix, prompts, file, found[file], val,
-                            Template(template).safe_substitute(
-                                rejected="\n".join(f"- {t}" for t in rejected.get(file, []))
-                                or "(none)"), r_run_id)
+        record = await _one(
+            ctx,
+            state,
+            epoch,
+            prefix,
+            prompts,
+            file,
+            found[file],
+            val,
+            Template(template).safe_substitute(
+                rejected="\n".join(f"- {t}" for t in rejected.get(file, [])) or "(none)"
+            ),
+            r_run_id,
+        )
         records.append(record)
     if records:
-        write_json_atomic(ctx.root / "reports" / "epochs" / f"e{epoch}_descriptions.json",
-                          {"epoch": epoch, "run_id": state.train_id, "records": records})
+        write_json_atomic(
+            ctx.root / "reports" / "epochs" / f"e{epoch}_descriptions.json",
+            {"epoch": epoch, "run_id": state.train_id, "records": records},
+        )
     return records
 
 
-async def _one(ctx: TrainContext, state: TrainState, epoch: int, prefix: str,
-               prompts: AgentPrompts, file: str, fails: dict[str, list[str]], val: list,
-               template: str, r_run_id: str) -> dict[str, Any]:
+async def _one(
+    ctx: TrainContext,
+    state: TrainState,
+    epoch: int,
+    prefix: str,
+    prompts: AgentPrompts,
+    file: str,
+    fails: dict[str, list[str]],
+    val: list,
+    template: str,
+    r_run_id: str,
+) -> dict[str, Any]:
     entries = {f: (n, d) for f, n, d in prompts.catalog()}
     name, old = entries[file]
     prompt = Template(template).safe_substitute(
-        name=name, description=old, max_chars=MAX_DESCRIPTION,
+        name=name,
+        description=old,
+        max_chars=MAX_DESCRIPTION,
         catalog="\n".join(f"- {n}: {d}" for n, d in entries.values()),
         missed=_question_lines(val, fails["none"] + fails["wrong"]),
-        stolen=_question_lines(val, fails["stolen"]))
-    record: dict[str, Any] = {"file": file, "name": name, "old": old, "new": None,
-                              "missed": len(fails["none"]) + len(fails["wrong"]),
-                              "stolen": len(fails["stolen"]), "action": "no_proposal"}
+        stolen=_question_lines(val, fails["stolen"]),
+    )
+    record: dict[str, Any] = {
+        "file": file,
+        "name": name,
+        "old": old,
+        "new": None,
+        "missed": len(fails["none"]) + len(fails["wrong"]),
+        "stolen": len(fails["stolen"]),
+        "action": "no_proposal",
+    }
     token = current_run_id.set(prefix + "describe")
     try:
         reply = await ctx.session.providers["evolver"].complete(
-            [{"role": "user", "content": prompt}], temperature=0.0, max_tokens=512, seed=epoch,
-            role="evolver")
+            [{"role": "user", "content": prompt}],
+            temperature=0.0,
+            max_tokens=512,
+            seed=epoch,
+            role="evolver",
+        )
         new, error = parse_description(reply.text)
     except BudgetExceeded:
         raise
@@ -148,8 +186,12 @@ async def _one(ctx: TrainContext, state: TrainState, epoch: int, prefix: str,
         files = ctx.session.version_files("skills", ctx.session.paths.skills_version)
         files[SIDECAR] = cand.skills[SIDECAR]
         record["new_version"] = ctx.session.publish_version(
-            "skills", files, source="slow_update:description", run_id=state.train_id,
-            description=f"e{epoch} description of {file}: {old[:40]!r} -> {new[:60]!r}")
+            "skills",
+            files,
+            source="slow_update:description",
+            run_id=state.train_id,
+            description=f"e{epoch} description of {file}: {old[:40]!r} -> {new[:60]!r}",
+        )
         state.count("descriptions_accepted")
         # Body edits refused while the skill was not being opened were measured on rollouts
         # that never read them: that evidence says nothing about them now, so they are no
@@ -159,8 +201,9 @@ async def _one(ctx: TrainContext, state: TrainState, epoch: int, prefix: str,
                 state.rejected.pop(task_type, None)
     else:
         state.count("descriptions_rejected")
-    logger.info("e{} description {}: {} ({})", epoch, file, record["action"],
-                record.get("reason", ""))
+    logger.info(
+        "e{} description {}: {} ({})", epoch, file, record["action"], record.get("reason", "")
+    )
     return record
 
 
@@ -174,8 +217,12 @@ def _rejected_before(ctx: TrainContext, epoch: int) -> dict[str, list[str]]:
         except (OSError, ValueError, AttributeError):
             continue
         for r in records if isinstance(records, list) else []:
-            if isinstance(r, dict) and r.get("action") == "reject" and \
-                    isinstance(r.get("new"), str) and isinstance(r.get("file"), str):
+            if (
+                isinstance(r, dict)
+                and r.get("action") == "reject"
+                and isinstance(r.get("new"), str)
+                and isinstance(r.get("file"), str)
+            ):
                 out.setdefault(r["file"], []).append(r["new"])
     return out
 
@@ -185,32 +232,51 @@ def _task_type_for(ctx: TrainContext, prompts: AgentPrompts, file: str) -> str |
     return owners[0] if owners else None
 
 
-async def _rollout(ctx: TrainContext, prompts: AgentPrompts, questions: list,
-                   run_id: str) -> dict[str, tuple[bool, bool]]:
+async def _rollout(
+    ctx: TrainContext, prompts: AgentPrompts, questions: list, run_id: str
+) -> dict[str, tuple[bool, bool]]:
     """question_id -> (right skill opened, correct)."""
     session = ctx.session
     if not questions:
         return {}
-    await run_inference(questions, provider=session.providers["agent"], prompts=prompts,
-                        log=ctx.log, run_id=run_id, settings=session.agent_settings, guard=False)
+    await run_inference(
+        questions,
+        provider=session.providers["agent"],
+        prompts=prompts,
+        log=ctx.log,
+        run_id=run_id,
+        settings=session.agent_settings,
+        guard=False,
+    )
     wanted = {q.question_id for q in questions}
     out = {}
-    for row in ctx.log.query("SELECT question_id, task_type, correct, steps_json FROM "
-                             "predictions WHERE run_id = ?", (run_id,)):
+    for row in ctx.log.query(
+        "SELECT question_id, task_type, correct, steps_json FROM predictions WHERE run_id = ?",
+        (run_id,),
+    ):
         if row["question_id"] in wanted:
             a = from_steps(row["task_type"], row["steps_json"])
             out[row["question_id"]] = (bool(a and a.expected in a.opened), bool(row["correct"]))
     return out
 
 
-async def _gate(ctx: TrainContext, state: TrainState, prefix: str, base: AgentPrompts,
-                cand: AgentPrompts, file: str, val: list, r_run_id: str) -> dict[str, Any]:
+async def _gate(
+    ctx: TrainContext,
+    state: TrainState,
+    prefix: str,
+    base: AgentPrompts,
+    cand: AgentPrompts,
+    file: str,
+    val: list,
+    r_run_id: str,
+) -> dict[str, Any]:
     task_type = _task_type_for(ctx, base, file)
     if task_type is None:
         return {"action": "reject", "reason": "no task type uses this skill"}
     stem = file[:-3]
-    ladder = ctx.gate_pools.ladder_for(task_type, set(), key=f"{prefix}desc-{stem}",
-                                       with_stage2=False).truncated(ctx.config.gate_n_max)
+    ladder = ctx.gate_pools.ladder_for(
+        task_type, set(), key=f"{prefix}desc-{stem}", with_stage2=False
+    ).truncated(ctx.config.gate_n_max)
     horizon = max(1, len(ladder.families))  # no stage 2: descriptions get no probation
     act_gate = SequentialGate(ctx.gate_params, horizon=horizon, stage1=horizon)
     acc_gate = SequentialGate(ctx.gate_params, horizon=horizon, stage1=horizon)
@@ -234,9 +300,17 @@ async def _gate(ctx: TrainContext, state: TrainState, prefix: str, base: AgentPr
                 acc_gate.observe_family(family, [(u, b_ok[u], c_ok[u]) for u in ids])
             g = sum(int(c_ok[u]) - int(b_ok[u]) for u in ids)
             acc_w, acc_l = acc_w + (g > 0), acc_l + (g < 0)
-            evidence += [{"unit_id": u, "family": family, "act_base": b_hit[u],
-                          "act_cand": c_hit[u], "acc_base": b_ok[u], "acc_cand": c_ok[u]}
-                         for u in ids]
+            evidence += [
+                {
+                    "unit_id": u,
+                    "family": family,
+                    "act_base": b_hit[u],
+                    "act_cand": c_hit[u],
+                    "acc_base": b_ok[u],
+                    "acc_cand": c_ok[u],
+                }
+                for u in ids
+            ]
             if act_gate.done:
                 break
         if act_gate.done:
@@ -246,46 +320,72 @@ async def _gate(ctx: TrainContext, state: TrainState, prefix: str, base: AgentPr
     steal = await _steal_check(ctx, cand, file, val, r_run_id, prefix, stem, state)
     for run_id in (base_id, cand_id):
         ctx.log.finish_run(run_id, "done", {"description_gate": file})
-    verdict = {"activation": {"action": act.action, "W": act.W, "L": act.L,
-                              "e_value": act.e_value, "n_used": act.n_used,
-                              "stop_reason": act.stop_reason},
-               "accuracy": {"W": acc_w, "L": acc_l, "harm": acc.stop_reason == "harm"},
-               "steal": steal, "evidence": evidence, "task_type": task_type}
+    verdict = {
+        "activation": {
+            "action": act.action,
+            "W": act.W,
+            "L": act.L,
+            "e_value": act.e_value,
+            "n_used": act.n_used,
+            "stop_reason": act.stop_reason,
+        },
+        "accuracy": {"W": acc_w, "L": acc_l, "harm": acc.stop_reason == "harm"},
+        "steal": steal,
+        "evidence": evidence,
+        "task_type": task_type,
+    }
     if act.action != "accept":
         reason = f"activation gate {act.action} ({act.stop_reason}, W={act.W} L={act.L})"
     elif acc.stop_reason == "harm":
         reason = f"accuracy harmed (W={acc_w} L={acc_l}, E_harm={acc.e_harm:.1f})"
     elif steal["cand"] > steal["base"]:
-        reason = (f"opened for {steal['cand']} other task types' questions "
-                  f"(was {steal['base']})")
+        reason = f"opened for {steal['cand']} other task types' questions (was {steal['base']})"
     else:
-        return {**verdict, "action": "accept",
-                "reason": f"activation W={act.W} L={act.L} e={act.e_value:.1f}; accuracy "
-                          f"W={acc_w} L={acc_l}"}
+        return {
+            **verdict,
+            "action": "accept",
+            "reason": f"activation W={act.W} L={act.L} e={act.e_value:.1f}; accuracy "
+            f"W={acc_w} L={acc_l}",
+        }
     return {**verdict, "action": "reject", "reason": reason}
 
 
-async def _steal_check(ctx: TrainContext, cand: AgentPrompts, file: str, val: list, r_run_id: str, prefix: str, stem: str,
-                       state: TrainState) -> dict[str, int]:
+async def _steal_check(
+    ctx: TrainContext,
+    cand: AgentPrompts,
+    file: str,
+    val: list,
+    r_run_id: str,
+    prefix: str,
+    stem: str,
+    state: TrainState,
+) -> dict[str, int]:
     """How many validation questions of other task types open `file`: in R, and with `cand`."""
     others = [q for q in val if resolve_skill_file(q.task_type, cand.skills) != file]
-    sample = random.Random(f"steal:{prefix}:{stem}").sample(others, min(STEAL_SAMPLE,
-                                                                        len(others)))
+    sample = random.Random(f"steal:{prefix}:{stem}").sample(others, min(STEAL_SAMPLE, len(others)))
     ids = {q.question_id for q in sample}
     base = 0
-    for row in ctx.log.query("SELECT question_id, task_type, steps_json FROM predictions "
-                             "WHERE run_id = ?", (r_run_id,)):
+    for row in ctx.log.query(
+        "SELECT question_id, task_type, steps_json FROM predictions WHERE run_id = ?", (r_run_id,)
+    ):
         a = from_steps(row["task_type"], row["steps_json"])
         base += bool(row["question_id"] in ids and a and file in a.opened)
     run_id = f"{prefix}desc-{stem}-steal"
     ctx.session.register(run_id, "gate", cand, parent_run_id=state.train_id)
-    await run_inference(sample, provider=ctx.session.providers["agent"], prompts=cand,
-                        log=ctx.log, run_id=run_id, settings=ctx.session.agent_settings,
-                        guard=False)
+    await run_inference(
+        sample,
+        provider=ctx.session.providers["agent"],
+        prompts=cand,
+        log=ctx.log,
+        run_id=run_id,
+        settings=ctx.session.agent_settings,
+        guard=False,
+    )
     ctx.log.finish_run(run_id, "done", {"description_gate": file})
     opened = 0
-    for row in ctx.log.query("SELECT task_type, steps_json FROM predictions WHERE run_id = ?",
-                             (run_id,)):
+    for row in ctx.log.query(
+        "SELECT task_type, steps_json FROM predictions WHERE run_id = ?", (run_id,)
+    ):
         a = from_steps(row["task_type"], row["steps_json"])
         opened += bool(a and file in a.opened)
     return {"n": len(sample), "base": base, "cand": opened}

@@ -60,18 +60,22 @@ def _prompt_messages(prompts_cache: dict, session, branch: dict, question) -> li
     key = (branch["skills_version"], branch["prompts_version"])
     if key not in prompts_cache:
         root = session.paths.root
-        prompts_cache[key] = AgentPrompts.load(root / "skills" / key[0], root / "prompts" / key[1],
-                                               session.config.skill_mode)
+        prompts_cache[key] = AgentPrompts.load(
+            root / "skills" / key[0], root / "prompts" / key[1], session.config.skill_mode
+        )
     return prompts_cache[key].opening_messages(question)
 
 
-def export_rollouts(session, rollout_ids: Sequence[str], out_dir: Path, *,
-                    include_test: bool = False) -> dict[str, Any]:
+def export_rollouts(
+    session, rollout_ids: Sequence[str], out_dir: Path, *, include_test: bool = False
+) -> dict[str, Any]:
     log = session.log
     for rid in rollout_ids:
         if not log.query("SELECT 1 FROM rankings WHERE run_id = ? LIMIT 1", (rid,)):
-            raise UserError(f"{session.paths.db}: rollout {rid!r} has no ranking; "
-                            f"run `rank -w {session.paths.root} {rid}` first")
+            raise UserError(
+                f"{session.paths.db}: rollout {rid!r} has no ranking; "
+                f"run `rank -w {session.paths.root} {rid}` first"
+            )
     test_ids = set() if include_test else held_out_question_ids(session.benchmark)
     lines: dict[str, list[str]] = {name: [] for name in LAYOUTS}
     versions: set[tuple[str, str]] = set()
@@ -82,7 +86,9 @@ def export_rollouts(session, rollout_ids: Sequence[str], out_dir: Path, *,
             "SELECT b.*, r.rank, r.reward, r.objective, r.judge, r.bt, r.components_json "
             "FROM branches b JOIN rankings r ON r.run_id = b.run_id AND "
             "r.question_id = b.question_id AND r.branch_index = b.branch_index "
-            "WHERE b.run_id = ? ORDER BY b.question_id, r.rank", (rid,))
+            "WHERE b.run_id = ? ORDER BY b.question_id, r.rank",
+            (rid,),
+        )
         by_q: dict[str, list[dict]] = {}
         for r in rows:
             by_q.setdefault(r["question_id"], []).append(r)
@@ -96,37 +102,64 @@ def export_rollouts(session, rollout_ids: Sequence[str], out_dir: Path, *,
             prompt = _prompt_messages(prompts_cache, session, ranked[0], question)
             for b in ranked:
                 versions.add((b["skills_version"], b["prompts_version"]))
-                lines["rewards.jsonl"].append(_dump({
-                    "prompt": prompt, "completion": _assistant(b["final_text"]),
-                    "score": b["reward"], "components": json.loads(b["components_json"]),
-                    "rollout_id": rid, "question_id": qid, "branch_index": b["branch_index"],
-                    "rank": b["rank"]}))
+                lines["rewards.jsonl"].append(
+                    _dump(
+                        {
+                            "prompt": prompt,
+                            "completion": _assistant(b["final_text"]),
+                            "score": b["reward"],
+                            "components": json.loads(b["components_json"]),
+                            "rollout_id": rid,
+                            "question_id": qid,
+                            "branch_index": b["branch_index"],
+                            "rank": b["rank"],
+                        }
+                    )
+                )
             winners = [b for b in ranked if b["objective"] == 1]
             losers = [b for b in ranked if b["objective"] == 0]
             if winners:
-                lines["sft.jsonl"].append(_dump({
-                    "messages": prompt + _assistant(winners[0]["final_text"])}))
+                lines["sft.jsonl"].append(
+                    _dump({"messages": prompt + _assistant(winners[0]["final_text"])})
+                )
             if winners and losers:
                 chosen, rejected = winners[0]["final_text"], losers[-1]["final_text"]
-                lines["dpo_trl.jsonl"].append(_dump({
-                    "prompt": prompt, "chosen": _assistant(chosen),
-                    "rejected": _assistant(rejected)}))
-                lines["dpo_openai.jsonl"].append(_dump({
-                    "input": {"messages": prompt, "tools": [], "parallel_tool_calls": True},
-                    "preferred_output": _assistant(chosen),
-                    "non_preferred_output": _assistant(rejected)}))
+                lines["dpo_trl.jsonl"].append(
+                    _dump(
+                        {
+                            "prompt": prompt,
+                            "chosen": _assistant(chosen),
+                            "rejected": _assistant(rejected),
+                        }
+                    )
+                )
+                lines["dpo_openai.jsonl"].append(
+                    _dump(
+                        {
+                            "input": {"messages": prompt, "tools": [], "parallel_tool_calls": True},
+                            "preferred_output": _assistant(chosen),
+                            "non_preferred_output": _assistant(rejected),
+                        }
+                    )
+                )
     out_dir.mkdir(parents=True, exist_ok=True)
     manifests = {}
     for name, layout in LAYOUTS.items():
         text = "".join(line + "\n" for line in lines[name])
         write_text_atomic(out_dir / name, text)
         manifest = {
-            "file": name, "layout": layout, "export_version": EXPORT_VERSION,
-            "count": len(lines[name]), "sha256": hashlib.sha256(text.encode()).hexdigest(),
+            "file": name,
+            "layout": layout,
+            "export_version": EXPORT_VERSION,
+            "count": len(lines[name]),
+            "sha256": hashlib.sha256(text.encode()).hexdigest(),
             "rollout_ids": list(rollout_ids),
             "source_versions": [{"skills": s, "prompts": p} for s, p in sorted(versions)],
-            "test_pool_included": include_test, "test_questions_skipped": skipped_test,
-            "simulated_model": session.config.uses_sim, "created_at": now_iso()}
+            "test_pool_included": include_test,
+            "test_questions_skipped": skipped_test,
+            "simulated_model": session.config.uses_sim,
+            "created_at": now_iso(),
+        }
         write_json_atomic(out_dir / f"{name}.manifest.json", manifest)
         manifests[name] = manifest
     return manifests

@@ -51,22 +51,32 @@ class ForkSpec:
         return len(self.temperatures)
 
     def to_json(self) -> dict[str, Any]:
-        return {"question_ids": list(self.question_ids), "temperatures": list(self.temperatures),
-                "concurrency": self.concurrency, "pool": self.pool}
+        return {
+            "question_ids": list(self.question_ids),
+            "temperatures": list(self.temperatures),
+            "concurrency": self.concurrency,
+            "pool": self.pool,
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any], where: str) -> ForkSpec:
         try:
-            return cls(question_ids=tuple(str(q) for q in data["question_ids"]),
-                       temperatures=tuple(float(t) for t in data["temperatures"]),
-                       concurrency=int(data["concurrency"]), pool=str(data["pool"]))
+            return cls(
+                question_ids=tuple(str(q) for q in data["question_ids"]),
+                temperatures=tuple(float(t) for t in data["temperatures"]),
+                concurrency=int(data["concurrency"]),
+                pool=str(data["pool"]),
+            )
         except (KeyError, TypeError, ValueError) as e:
             raise UserError(f"{where}: fork spec is damaged ({type(e).__name__}: {e})") from None
 
 
-def branch_temperatures(n: int, temperatures: Sequence[float] | None = None,
-                        temperature_range: tuple[float, float] | None = None,
-                        default: float = 0.0) -> tuple[float, ...]:
+def branch_temperatures(
+    n: int,
+    temperatures: Sequence[float] | None = None,
+    temperature_range: tuple[float, float] | None = None,
+    default: float = 0.0,
+) -> tuple[float, ...]:
     """Per-branch temperatures: an explicit list (length n), an evenly spaced range, or the
     config's temperature for every branch."""
     if not 1 <= n <= MAX_BRANCHES:
@@ -94,8 +104,9 @@ def parse_temperatures(text: str | None) -> list[float] | None:
     try:
         return [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise UserError(f"--temperatures: expected comma-separated numbers (got {text!r})") \
-            from None
+        raise UserError(
+            f"--temperatures: expected comma-separated numbers (got {text!r})"
+        ) from None
 
 
 def parse_range(text: str | None) -> tuple[float, float] | None:
@@ -108,8 +119,13 @@ def parse_range(text: str | None) -> tuple[float, float] | None:
     return (lo, hi)
 
 
-def select_questions(benchmark, pool: str, task_types: Sequence[str] | None,
-                     question_ids: Sequence[str] | None, limit: int | None) -> list[Question]:
+def select_questions(
+    benchmark,
+    pool: str,
+    task_types: Sequence[str] | None,
+    question_ids: Sequence[str] | None,
+    limit: int | None,
+) -> list[Question]:
     if pool not in POOLS:
         raise UserError(f"--pool must be one of {', '.join(POOLS)} (got {pool!r})")
     if pool == "all":
@@ -123,7 +139,7 @@ def select_questions(benchmark, pool: str, task_types: Sequence[str] | None,
         wanted = set(question_ids)
         questions = [q for q in questions if q.question_id in wanted]
     if limit is not None:
-        questions = questions[:max(0, limit)]
+        questions = questions[: max(0, limit)]
     if not questions:
         raise UserError(f"no questions selected (pool {pool}, task types {task_types or 'all'})")
     return questions
@@ -138,20 +154,32 @@ def session_id(rollout_id: str, index: int) -> str:
     return f"{rollout_id}-b{index}-{uuid.uuid4().hex[:12]}"
 
 
-def branch_row(p: Prediction, rollout_id: str, index: int, temperature: float,
-               sid: str) -> dict[str, Any]:
+def branch_row(
+    p: Prediction, rollout_id: str, index: int, temperature: float, sid: str
+) -> dict[str, Any]:
     row = prediction_row(p, rollout_id)
     tools = [s for s in p.steps if s.get("type") == "tool"]
     final = next((s.get("text") or "" for s in reversed(p.steps) if s.get("type") == "model"), "")
-    row.update({"branch_index": index, "session_id": sid, "temperature": temperature,
-                "seed": index, "tool_calls_json": json.dumps(tools, ensure_ascii=False),
-                "final_text": final})
+    row.update(
+        {
+            "branch_index": index,
+            "session_id": sid,
+            "temperature": temperature,
+            "seed": index,
+            "tool_calls_json": json.dumps(tools, ensure_ascii=False),
+            "final_text": final,
+        }
+    )
     return row
 
 
 def done_branches(log, rollout_id: str) -> set[tuple[str, int]]:
-    return {(r["question_id"], r["branch_index"]) for r in log.query(
-        "SELECT question_id, branch_index FROM branches WHERE run_id = ?", (rollout_id,))}
+    return {
+        (r["question_id"], r["branch_index"])
+        for r in log.query(
+            "SELECT question_id, branch_index FROM branches WHERE run_id = ?", (rollout_id,)
+        )
+    }
 
 
 @dataclass
@@ -168,14 +196,17 @@ class ForkResult:
         return self.ran / self.elapsed_s if self.elapsed_s > 0 else 0.0
 
 
-async def run_fork(session, spec: ForkSpec, rollout_id: str, *, resume: bool = False,
-                   bars=NO_BARS) -> ForkResult:
+async def run_fork(
+    session, spec: ForkSpec, rollout_id: str, *, resume: bool = False, bars=NO_BARS
+) -> ForkResult:
     """Run (or finish) a fork: every (question, branch) without a row gets one."""
     log = session.log
     existing = log.run(rollout_id)
     if existing is not None and not resume:
-        raise UserError(f"--rollout-id {rollout_id}: a {existing['kind']} run of that id exists; "
-                        "add --resume to finish a fork, or pick another id")
+        raise UserError(
+            f"--rollout-id {rollout_id}: a {existing['kind']} run of that id exists; "
+            "add --resume to finish a fork, or pick another id"
+        )
     if existing is not None and existing["kind"] != "fork":
         raise UserError(f"--rollout-id {rollout_id}: run is a {existing['kind']} run, not a fork")
     if existing is None:
@@ -184,22 +215,29 @@ async def run_fork(session, spec: ForkSpec, rollout_id: str, *, resume: bool = F
     else:
         # the versions the fork started with, even if the workspace has moved on since
         root = session.paths.root
-        prompts = session.agent_prompts(root / "skills" / existing["skills_version"],
-                                        root / "prompts" / existing["prompts_version"])
+        prompts = session.agent_prompts(
+            root / "skills" / existing["skills_version"],
+            root / "prompts" / existing["prompts_version"],
+        )
         stored = json.loads(existing["provenance_json"] or "{}").get("fork")
         if stored is None:
             raise UserError(f"{session.paths.db}: run {rollout_id} has no fork spec")
         spec = ForkSpec.from_json(stored, f"{session.paths.db}: run {rollout_id}")
         with log._txn():
-            log.conn.execute("UPDATE _runs SET status='running', finished_at=NULL "
-                             "WHERE run_id=?", (rollout_id,))
+            log.conn.execute(
+                "UPDATE _runs SET status='running', finished_at=NULL WHERE run_id=?", (rollout_id,)
+            )
     by_id = session.questions_by_id
     missing = [q for q in spec.question_ids if q not in by_id]
     if missing:
         raise UserError(f"run {rollout_id}: question {missing[0]!r} is not in the benchmark")
     done = done_branches(log, rollout_id)
-    todo = [(by_id[q], i) for q in spec.question_ids for i in range(spec.n_branches)
-            if (q, i) not in done]
+    todo = [
+        (by_id[q], i)
+        for q in spec.question_ids
+        for i in range(spec.n_branches)
+        if (q, i) not in done
+    ]
     base = replace(session.agent_settings, concurrency=spec.concurrency)
     limiter = anyio.CapacityLimiter(spec.concurrency)
     pending: list[dict[str, Any]] = []
@@ -212,8 +250,7 @@ async def run_fork(session, spec: ForkSpec, rollout_id: str, *, resume: bool = F
         settings = replace(base, temperature=temperature, sample=index)
         async with limiter:
             p = await answer_question(session.providers["agent"], prompts, question, settings)
-        pending.append(branch_row(p, rollout_id, index, temperature, session_id(rollout_id,
-                                                                                 index)))
+        pending.append(branch_row(p, rollout_id, index, temperature, session_id(rollout_id, index)))
         if len(pending) >= FORK_WRITE_BATCH:
             batch = pending[:]
             pending.clear()
@@ -233,8 +270,14 @@ async def run_fork(session, spec: ForkSpec, rollout_id: str, *, resume: bool = F
 
         leaf = first_leaf(e)
         status = "stopped" if is_stop(leaf) else "failed"
-        log.finish_run(rollout_id, status, {"reason": f"{status}: {type(leaf).__name__}"[:200],
-                                            "resume": f"fork --rollout-id {rollout_id} --resume"})
+        log.finish_run(
+            rollout_id,
+            status,
+            {
+                "reason": f"{status}: {type(leaf).__name__}"[:200],
+                "resume": f"fork --rollout-id {rollout_id} --resume",
+            },
+        )
         raise
     finally:
         current_run_id.reset(token)
@@ -244,8 +287,9 @@ async def run_fork(session, spec: ForkSpec, rollout_id: str, *, resume: bool = F
     session.recorder.flush()
     total = len(spec.question_ids) * spec.n_branches
     summary = fork_summary(log, rollout_id)
-    log.finish_run(rollout_id, "done", {**summary, "branches": total, "ran": len(todo),
-                                        "skipped": len(done)})
+    log.finish_run(
+        rollout_id, "done", {**summary, "branches": total, "ran": len(todo), "skipped": len(done)}
+    )
     return ForkResult(rollout_id, len(spec.question_ids), total, len(todo), len(done), elapsed)
 
 
@@ -256,17 +300,20 @@ def _write(log, rows: list[dict[str, Any]]) -> None:
 
 def fork_summary(log, rollout_id: str) -> dict[str, Any]:
     """pass@1 (branch 0) and pass@N (any branch) over the fork's questions."""
-    rows = log.query("SELECT question_id, branch_index, correct FROM branches WHERE run_id = ?",
-                     (rollout_id,))
+    rows = log.query(
+        "SELECT question_id, branch_index, correct FROM branches WHERE run_id = ?", (rollout_id,)
+    )
     by_q: dict[str, dict[int, bool]] = {}
     for r in rows:
         by_q.setdefault(r["question_id"], {})[r["branch_index"]] = bool(r["correct"])
     n = len(by_q)
     if not n:
         return {"questions": 0, "pass_at_1": 0.0, "pass_at_n": 0.0}
-    return {"questions": n,
-            "pass_at_1": sum(b.get(0, False) for b in by_q.values()) / n,
-            "pass_at_n": sum(any(b.values()) for b in by_q.values()) / n}
+    return {
+        "questions": n,
+        "pass_at_1": sum(b.get(0, False) for b in by_q.values()) / n,
+        "pass_at_n": sum(any(b.values()) for b in by_q.values()) / n,
+    }
 
 
 def spec_as_dict(spec: ForkSpec) -> dict[str, Any]:

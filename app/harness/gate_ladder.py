@@ -41,7 +41,7 @@ class Ladder:
     def truncated(self, n_max: int) -> Ladder:
         """At most n_max families, stage 1 first."""
         s1 = self.stage1[:n_max]
-        return Ladder(s1, self.stage2[:max(0, n_max - len(s1))])
+        return Ladder(s1, self.stage2[: max(0, n_max - len(s1))])
 
 
 @dataclass
@@ -51,8 +51,13 @@ class GatePools:
     seed: int = 1
 
     @classmethod
-    def build(cls, units: Sequence[QuestionUnit], validation_unit_ids: set[str],
-              test_unit_ids: set[str], seed: int = 1) -> GatePools:
+    def build(
+        cls,
+        units: Sequence[QuestionUnit],
+        validation_unit_ids: set[str],
+        test_unit_ids: set[str],
+        seed: int = 1,
+    ) -> GatePools:
         """Gate-eligible families per type (never a test unit), split by pool."""
         pools = cls(seed=seed)
         for unit in units:
@@ -68,14 +73,18 @@ class GatePools:
     def task_types(self) -> tuple[str, ...]:
         return tuple(sorted(self.families))
 
-    def ladder_for(self, task_type: str, exclude_units: set[str], key: str,
-                   with_stage2: bool = True) -> Ladder:
+    def ladder_for(
+        self, task_type: str, exclude_units: set[str], key: str, with_stage2: bool = True
+    ) -> Ladder:
         """The families to test, in a seeded order that depends on `key` and nothing else."""
         by_stage = self.families.get(task_type, {})
 
         def stage(name: str) -> tuple[Family, ...]:
-            fams = [(f, tuple(ids)) for f, ids in by_stage.get(name, {}).items()
-                    if not exclude_units.intersection(ids)]
+            fams = [
+                (f, tuple(ids))
+                for f, ids in by_stage.get(name, {}).items()
+                if not exclude_units.intersection(ids)
+            ]
             random.Random(f"{self.seed}:{task_type}:{name}:{key}").shuffle(fams)
             return tuple(fams)
 
@@ -86,10 +95,13 @@ class GatePools:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> GatePools:
-        return cls(families={t: {s: {f: list(ids) for f, ids in fams.items()}
-                                 for s, fams in stages.items()}
-                             for t, stages in data.get("families", {}).items()},
-                   seed=int(data.get("seed", 1)))
+        return cls(
+            families={
+                t: {s: {f: list(ids) for f, ids in fams.items()} for s, fams in stages.items()}
+                for t, stages in data.get("families", {}).items()
+            },
+            seed=int(data.get("seed", 1)),
+        )
 
     def save(self, path: Path) -> None:
         write_json_atomic(Path(path), self.to_dict())
@@ -115,8 +127,9 @@ class BaselineCache:
     def get(self, skills_version: str, prompts_version: str, unit_id: str) -> bool | None:
         return self.entries.get(_cache_key(skills_version, prompts_version, unit_id))
 
-    def put_many(self, skills_version: str, prompts_version: str,
-                 correctness: Mapping[str, bool]) -> None:
+    def put_many(
+        self, skills_version: str, prompts_version: str, correctness: Mapping[str, bool]
+    ) -> None:
         for unit_id, correct in correctness.items():
             self.entries[_cache_key(skills_version, prompts_version, unit_id)] = bool(correct)
 

@@ -48,8 +48,9 @@ class AgentSettings:
         return self.answer_fallbacks.get(task_type, self.answer_fallbacks.get("*", ()))
 
 
-async def answer_question(provider, prompts: AgentPrompts, question: Question,
-                          settings: AgentSettings) -> Prediction:
+async def answer_question(
+    provider, prompts: AgentPrompts, question: Question, settings: AgentSettings
+) -> Prediction:
     messages = prompts.opening_messages(question)
     tools = prompts.tools_for(question)
     steps: list[dict[str, Any]] = []
@@ -59,8 +60,13 @@ async def answer_question(provider, prompts: AgentPrompts, question: Question,
     for turn in range(settings.max_steps):
         try:
             reply = await provider.complete(
-                messages, tools=tools or None, temperature=settings.temperature,
-                max_tokens=settings.max_tokens, seed=settings.sample, role="agent")
+                messages,
+                tools=tools or None,
+                temperature=settings.temperature,
+                max_tokens=settings.max_tokens,
+                seed=settings.sample,
+                role="agent",
+            )
         except BudgetExceeded:
             raise
         except ProviderError as e:
@@ -70,9 +76,16 @@ async def answer_question(provider, prompts: AgentPrompts, question: Question,
         usage[0] += reply.usage.tokens_in
         usage[1] += reply.usage.tokens_out
         usage[2] += reply.cost_usd
-        steps.append({"turn": turn, "type": "model", "text": reply.text,
-                      "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments}
-                                     for c in reply.tool_calls]})
+        steps.append(
+            {
+                "turn": turn,
+                "type": "model",
+                "text": reply.text,
+                "tool_calls": [
+                    {"id": c.id, "name": c.name, "arguments": c.arguments} for c in reply.tool_calls
+                ],
+            }
+        )
         if reply.tool_calls:
             messages = messages + _tool_round(prompts, question, reply, steps, turn)
             continue
@@ -84,39 +97,64 @@ async def answer_question(provider, prompts: AgentPrompts, question: Question,
         break
     correct = stop == "final" and check(question, final)
     source = source if stop == "final" else ""
-    verdict = {"type": "verdict", "prediction": final, "answer": question.answer,
-               "correct": correct, "checker": question.checker, "stop_reason": stop,
-               "answer_source": source}
+    verdict = {
+        "type": "verdict",
+        "prediction": final,
+        "answer": question.answer,
+        "correct": correct,
+        "checker": question.checker,
+        "stop_reason": stop,
+        "answer_source": source,
+    }
     if prompts.skill_mode in ("tool", "progressive"):  # activation (app/harness/activation.py)
         verdict.update(skill_activation(prompts, question, steps))
     steps.append(verdict)
     return Prediction(
-        run_id="", question_id=question.question_id, unit_id=question.unit_id,
-        task_type=question.task_type, prediction=final, answer=question.answer,
-        correct=correct, stop_reason=stop, steps=tuple(steps), tokens_in=usage[0],
-        tokens_out=usage[1], cost_usd=usage[2], latency_s=time.perf_counter() - started,
-        skills_version=prompts.skills_version, prompts_version=prompts.prompts_version,
-        answer_source=source)
+        run_id="",
+        question_id=question.question_id,
+        unit_id=question.unit_id,
+        task_type=question.task_type,
+        prediction=final,
+        answer=question.answer,
+        correct=correct,
+        stop_reason=stop,
+        steps=tuple(steps),
+        tokens_in=usage[0],
+        tokens_out=usage[1],
+        cost_usd=usage[2],
+        latency_s=time.perf_counter() - started,
+        skills_version=prompts.skills_version,
+        prompts_version=prompts.prompts_version,
+        answer_source=source,
+    )
 
 
-def skill_activation(prompts: AgentPrompts, question: Question,
-                     steps: list[dict[str, Any]]) -> dict[str, Any]:
+def skill_activation(
+    prompts: AgentPrompts, question: Question, steps: list[dict[str, Any]]
+) -> dict[str, Any]:
     """Which skill files this rollout opened, and which one its task type resolves to."""
-    opened = [prompts.opened_file(s.get("arguments")) for s in steps
-              if s.get("type") == "tool" and s.get("name") == "read_skill"
-              and s.get("status") == "ok"]
-    return {"skills_opened": sorted({f for f in opened if f}),
-            "skill_expected": resolve_skill_file(question.task_type, prompts.skills)}
+    opened = [
+        prompts.opened_file(s.get("arguments"))
+        for s in steps
+        if s.get("type") == "tool" and s.get("name") == "read_skill" and s.get("status") == "ok"
+    ]
+    return {
+        "skills_opened": sorted({f for f in opened if f}),
+        "skill_expected": resolve_skill_file(question.task_type, prompts.skills),
+    }
 
 
-EXTRACT_PROMPT = ("Here is a question and a reply to it. Write only the final answer that the "
-                  "reply gives, on one line, as `ANSWER: <answer>`. If the reply gives no "
-                  "answer, write `ANSWER: none`.\n\n<question>\n{question}\n</question>\n"
-                  "<reply>\n{reply}\n</reply>")
+EXTRACT_PROMPT = (
+    "Here is a question and a reply to it. Write only the final answer that the "
+    "reply gives, on one line, as `ANSWER: <answer>`. If the reply gives no "
+    "answer, write `ANSWER: none`.\n\n<question>\n{question}\n</question>\n"
+    "<reply>\n{reply}\n</reply>"
+)
 
 
-async def _fallback(provider, question: Question, text: str, settings: AgentSettings,
-                    steps: list[dict[str, Any]]) -> tuple[str | None, str]:
+async def _fallback(
+    provider, question: Question, text: str, settings: AgentSettings, steps: list[dict[str, Any]]
+) -> tuple[str | None, str]:
     """The benchmark's declared fallbacks, in order, for a reply without an `ANSWER:` line.
     Whatever they find is marked with the fallback's name, never as an `ANSWER:` line."""
     for method in settings.fallbacks_for(question.task_type):
@@ -129,13 +167,18 @@ async def _fallback(provider, question: Question, text: str, settings: AgentSett
     return None, ""
 
 
-async def _extraction_call(provider, question: Question, text: str, settings: AgentSettings,
-                           steps: list[dict[str, Any]]) -> str | None:
+async def _extraction_call(
+    provider, question: Question, text: str, settings: AgentSettings, steps: list[dict[str, Any]]
+) -> str | None:
     prompt = EXTRACT_PROMPT.format(question=question.question, reply=text[:4000])
     try:
-        reply = await provider.complete([{"role": "user", "content": prompt}],
-                                        temperature=0.0, max_tokens=64, seed=settings.sample,
-                                        role="extract")
+        reply = await provider.complete(
+            [{"role": "user", "content": prompt}],
+            temperature=0.0,
+            max_tokens=64,
+            seed=settings.sample,
+            role="extract",
+        )
     except BudgetExceeded:
         raise
     except ProviderError as e:
@@ -148,14 +191,26 @@ async def _extraction_call(provider, question: Question, text: str, settings: Ag
     return found
 
 
-def _tool_round(prompts: AgentPrompts, question: Question, reply, steps: list,
-                turn: int) -> list[dict[str, Any]]:
+def _tool_round(
+    prompts: AgentPrompts, question: Question, reply, steps: list, turn: int
+) -> list[dict[str, Any]]:
     """The assistant turn with its tool calls plus one tool message per call."""
-    calls = [{"id": c.id, "type": "function",
-              "function": {"name": c.name, "arguments": c.arguments if isinstance(c.arguments, str)
-                           else json.dumps(c.arguments)}} for c in reply.tool_calls]
-    added: list[dict[str, Any]] = [{"role": "assistant", "content": reply.text or None,
-                                    "tool_calls": calls}]
+    calls = [
+        {
+            "id": c.id,
+            "type": "function",
+            "function": {
+                "name": c.name,
+                "arguments": c.arguments
+                if isinstance(c.arguments, str)
+                else json.dumps(c.arguments),
+            },
+        }
+        for c in reply.tool_calls
+    ]
+    added: list[dict[str, Any]] = [
+        {"role": "assistant", "content": reply.text or None, "tool_calls": calls}
+    ]
     for call in reply.tool_calls:
         try:
             if isinstance(call.arguments, str):
@@ -166,27 +221,54 @@ def _tool_round(prompts: AgentPrompts, question: Question, reply, steps: list,
             status = "ok"
         except ToolArgumentError as e:
             output, status = summarise_tool_output(f"error: {e}"), "error"
-        steps.append({"turn": turn, "type": "tool", "name": call.name,
-                      "arguments": call.arguments, "status": status, "output": output})
+        steps.append(
+            {
+                "turn": turn,
+                "type": "tool",
+                "name": call.name,
+                "arguments": call.arguments,
+                "status": status,
+                "output": output,
+            }
+        )
         added.append({"role": "tool", "tool_call_id": call.id, "content": output})
     return added
 
 
 def prediction_row(p: Prediction, run_id: str) -> dict[str, Any]:
-    return {"run_id": run_id, "question_id": p.question_id, "unit_id": p.unit_id,
-            "task_type": p.task_type, "prediction": scrub(p.prediction), "answer": p.answer,
-            "correct": int(p.correct), "stop_reason": p.stop_reason,
-            "steps_json": scrub(json.dumps(p.steps, ensure_ascii=False)),
-            "tokens_in": p.tokens_in, "tokens_out": p.tokens_out, "cost_usd": p.cost_usd,
-            "latency_s": round(p.latency_s, 4), "skills_version": p.skills_version,
-            "prompts_version": p.prompts_version, "created_at": now_iso(),
-            "answer_source": p.answer_source or None}
+    return {
+        "run_id": run_id,
+        "question_id": p.question_id,
+        "unit_id": p.unit_id,
+        "task_type": p.task_type,
+        "prediction": scrub(p.prediction),
+        "answer": p.answer,
+        "correct": int(p.correct),
+        "stop_reason": p.stop_reason,
+        "steps_json": scrub(json.dumps(p.steps, ensure_ascii=False)),
+        "tokens_in": p.tokens_in,
+        "tokens_out": p.tokens_out,
+        "cost_usd": p.cost_usd,
+        "latency_s": round(p.latency_s, 4),
+        "skills_version": p.skills_version,
+        "prompts_version": p.prompts_version,
+        "created_at": now_iso(),
+        "answer_source": p.answer_source or None,
+    }
 
 
-async def run_inference(questions: Sequence[Question], *, provider, prompts: AgentPrompts,
-                        log: HarnessLog, run_id: str, settings: AgentSettings,
-                        bars: Bars = NO_BARS, label: str = "questions",
-                        guard: bool = True) -> InferenceResult:
+async def run_inference(
+    questions: Sequence[Question],
+    *,
+    provider,
+    prompts: AgentPrompts,
+    log: HarnessLog,
+    run_id: str,
+    settings: AgentSettings,
+    bars: Bars = NO_BARS,
+    label: str = "questions",
+    guard: bool = True,
+) -> InferenceResult:
     """Answer every question concurrently; write predictions in batches; unit accuracy."""
     token = current_run_id.set(run_id)
     limiter = anyio.CapacityLimiter(settings.concurrency)
@@ -220,8 +302,9 @@ async def run_inference(questions: Sequence[Question], *, provider, prompts: Age
     return result
 
 
-def summarise(run_id: str, questions: Sequence[Question],
-              results: dict[str, Prediction]) -> InferenceResult:
+def summarise(
+    run_id: str, questions: Sequence[Question], results: dict[str, Prediction]
+) -> InferenceResult:
     correctness = {qid: p.correct for qid, p in results.items()}
     units = build_units(questions)
     view = unit_correctness_view(units, correctness)
@@ -235,16 +318,21 @@ def summarise(run_id: str, questions: Sequence[Question],
         entry["accuracy"] = entry["correct"] / entry["total"] if entry["total"] else 0.0
     n_correct = sum(view.values())
     return InferenceResult(
-        run_id=run_id, total=len(view), correct=n_correct,
+        run_id=run_id,
+        total=len(view),
+        correct=n_correct,
         accuracy=n_correct / len(view) if view else 0.0,
         per_task_type=dict(sorted(per_type.items())),
         stop_reason_counts=dict(Counter(p.stop_reason for p in results.values())),
-        correctness=correctness)
+        correctness=correctness,
+    )
 
 
 def guard_infra(result: InferenceResult, context: str) -> None:
     total = sum(result.stop_reason_counts.values())
     errors = result.stop_reason_counts.get("error", 0)
     if total and errors / total > INFRA_ERROR_SHARE:
-        raise RunFailed(f"{context}: {errors}/{total} answers failed with provider errors "
-                        f"(> {INFRA_ERROR_SHARE:.0%}); the model endpoint looks unhealthy")
+        raise RunFailed(
+            f"{context}: {errors}/{total} answers failed with provider errors "
+            f"(> {INFRA_ERROR_SHARE:.0%}); the model endpoint looks unhealthy"
+        )

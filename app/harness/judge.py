@@ -72,8 +72,10 @@ class CallBudget:
 
 def same_model_warning(judge_model: str, agent_model: str) -> str | None:
     if judge_model == agent_model:
-        return (f"judge_model is the agent model ({judge_model}): a model grading its own "
-                "answers tends to favour them; set judge_model to a different model")
+        return (
+            f"judge_model is the agent model ({judge_model}): a model grading its own "
+            "answers tends to favour them; set judge_model to a different model"
+        )
     return None
 
 
@@ -114,8 +116,9 @@ def parse_pairwise(text: str) -> tuple[str | None, str, str]:
 
 
 class Judge:
-    def __init__(self, provider, settings: JudgeSettings, model: str = "",
-                 concurrency: int = 16) -> None:
+    def __init__(
+        self, provider, settings: JudgeSettings, model: str = "", concurrency: int = 16
+    ) -> None:
         self.provider = provider
         self.limiter = anyio.CapacityLimiter(concurrency)
         self.settings = settings
@@ -129,7 +132,10 @@ class Judge:
                 reply = await self.provider.complete(
                     [{"role": "user", "content": prompt}],
                     temperature=self.settings.temperature,
-                    max_tokens=self.settings.max_tokens, seed=sample, role="judge")
+                    max_tokens=self.settings.max_tokens,
+                    seed=sample,
+                    role="judge",
+                )
         except BudgetExceeded:
             raise
         except ProviderError as e:
@@ -137,8 +143,9 @@ class Judge:
         return reply.text, reply.cost_usd, ""
 
     async def score(self, question: str, answer: str, budget: CallBudget) -> list[Sample]:
-        prompt = self._scalar.safe_substitute(criterion=self.settings.criterion,
-                                              question=_fence(question), answer=_fence(answer))
+        prompt = self._scalar.safe_substitute(
+            criterion=self.settings.criterion, question=_fence(question), answer=_fence(answer)
+        )
         out = []
         reserved = [budget.take() for _ in range(self.settings.samples)]
         for s, ok in enumerate(reserved):
@@ -147,31 +154,53 @@ class Judge:
                 continue
             text, cost, error = await self._ask(prompt, s)
             score, why, perr = parse_scalar(text) if not error else (None, "", error)
-            out.append(Sample("scalar", s, NEUTRAL_SCORE if score is None else score,
-                              parse_error=perr, reasoning=scrub(why), cost_usd=cost))
+            out.append(
+                Sample(
+                    "scalar",
+                    s,
+                    NEUTRAL_SCORE if score is None else score,
+                    parse_error=perr,
+                    reasoning=scrub(why),
+                    cost_usd=cost,
+                )
+            )
         return out
 
-    async def compare(self, question: str, answer_a: str, answer_b: str,
-                      budget: CallBudget) -> list[Sample]:
+    async def compare(
+        self, question: str, answer_a: str, answer_b: str, budget: CallBudget
+    ) -> list[Sample]:
         """k samples in each order; `preferred` is in terms of (a, b) as passed in."""
         out = []
         orders = (("a", answer_a, answer_b), ("b", answer_b, answer_a))
         reserved = [[budget.take() for _ in range(self.settings.samples)] for _ in orders]
         for (first, x, y), oks in zip(orders, reserved, strict=True):
             prompt = self._pairwise.safe_substitute(
-                criterion=self.settings.criterion, question=_fence(question),
-                answer_a=_fence(x), answer_b=_fence(y))
+                criterion=self.settings.criterion,
+                question=_fence(question),
+                answer_a=_fence(x),
+                answer_b=_fence(y),
+            )
             for s, ok in enumerate(oks):
                 if not ok:
-                    out.append(Sample("pairwise", s, preferred="tie", shown_first=first,
-                                      capped=True))
+                    out.append(
+                        Sample("pairwise", s, preferred="tie", shown_first=first, capped=True)
+                    )
                     continue
                 text, cost, error = await self._ask(prompt, s)
                 pref, why, perr = parse_pairwise(text) if not error else (None, "", error)
                 if pref in ("a", "b") and first == "b":  # shown swapped: map back
                     pref = "b" if pref == "a" else "a"
-                out.append(Sample("pairwise", s, preferred=pref or "tie", shown_first=first,
-                                  parse_error=perr, reasoning=scrub(why), cost_usd=cost))
+                out.append(
+                    Sample(
+                        "pairwise",
+                        s,
+                        preferred=pref or "tie",
+                        shown_first=first,
+                        parse_error=perr,
+                        reasoning=scrub(why),
+                        cost_usd=cost,
+                    )
+                )
         return out
 
 
@@ -181,9 +210,23 @@ def mean_score(samples: list[Sample]) -> float:
     return sum(real) / len(real) if real else NEUTRAL_SCORE
 
 
-def sample_row(rollout_id: str, question_id: str, s: Sample, a: int, b: int | None,
-               model: str, at: str) -> dict[str, Any]:
-    return {"run_id": rollout_id, "question_id": question_id, "kind": s.kind, "branch_a": a,
-            "branch_b": b, "shown_first": s.shown_first, "sample": s.sample, "score": s.score,
-            "preferred": s.preferred, "capped": int(s.capped), "parse_error": s.parse_error or None,
-            "reasoning": s.reasoning, "model": model, "cost_usd": s.cost_usd, "at": at}
+def sample_row(
+    rollout_id: str, question_id: str, s: Sample, a: int, b: int | None, model: str, at: str
+) -> dict[str, Any]:
+    return {
+        "run_id": rollout_id,
+        "question_id": question_id,
+        "kind": s.kind,
+        "branch_a": a,
+        "branch_b": b,
+        "shown_first": s.shown_first,
+        "sample": s.sample,
+        "score": s.score,
+        "preferred": s.preferred,
+        "capped": int(s.capped),
+        "parse_error": s.parse_error or None,
+        "reasoning": s.reasoning,
+        "model": model,
+        "cost_usd": s.cost_usd,
+        "at": at,
+    }

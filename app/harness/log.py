@@ -25,115 +25,142 @@ BUSY_TIMEOUT_MS = 30_000
 QUICK_CHECK_MAX_BYTES = 256 * 1024 * 1024  # quick_check reads every page: ~1 s per GB
 
 # Tables every run may write; each has a run_id column so a step's rows can be cleared.
-RUN_TABLES = ("predictions", "traces", "llm_calls", "gate_evidence", "quadrant_pair",
-              "dual_metric", "holdout_eval", "shadow_gate", "diagnoses", "evolutions",
-              "step_reports", "epoch_reports", "reply_attempts",
-              "branches", "verdicts", "judgments", "rankings")  # the last four: issue 14
+RUN_TABLES = (
+    "predictions",
+    "traces",
+    "llm_calls",
+    "gate_evidence",
+    "quadrant_pair",
+    "dual_metric",
+    "holdout_eval",
+    "shadow_gate",
+    "diagnoses",
+    "evolutions",
+    "step_reports",
+    "epoch_reports",
+    "reply_attempts",
+    "branches",
+    "verdicts",
+    "judgments",
+    "rankings",
+)  # the last four: issue 14
 
 MIGRATIONS: list[tuple[str, list[str]]] = [
-    ("initial schema", [
-        """CREATE TABLE _runs (run_id TEXT PRIMARY KEY, seq INTEGER NOT NULL, kind TEXT,
+    (
+        "initial schema",
+        [
+            """CREATE TABLE _runs (run_id TEXT PRIMARY KEY, seq INTEGER NOT NULL, kind TEXT,
             parent_run_id TEXT, skills_version TEXT, prompts_version TEXT, questions_ref TEXT,
             status TEXT, started_at TEXT, finished_at TEXT, config_json TEXT,
             provenance_json TEXT, summary_json TEXT)""",
-        "CREATE INDEX idx_runs_seq ON _runs(seq)",
-        """CREATE TABLE predictions (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
+            "CREATE INDEX idx_runs_seq ON _runs(seq)",
+            """CREATE TABLE predictions (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
             question_id TEXT NOT NULL, unit_id TEXT, task_type TEXT, prediction TEXT,
             answer TEXT, correct INTEGER, stop_reason TEXT, steps_json TEXT,
             tokens_in INTEGER, tokens_out INTEGER, cost_usd REAL, latency_s REAL,
             skills_version TEXT, prompts_version TEXT, created_at TEXT)""",
-        "CREATE UNIQUE INDEX idx_pred_run_q ON predictions(run_id, question_id)",
-        "CREATE INDEX idx_pred_run_correct ON predictions(run_id, correct)",
-        "CREATE INDEX idx_pred_run_task ON predictions(run_id, task_type)",
-        """CREATE TABLE traces (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
+            "CREATE UNIQUE INDEX idx_pred_run_q ON predictions(run_id, question_id)",
+            "CREATE INDEX idx_pred_run_correct ON predictions(run_id, correct)",
+            "CREATE INDEX idx_pred_run_task ON predictions(run_id, task_type)",
+            """CREATE TABLE traces (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
             question_id TEXT NOT NULL, turn INTEGER, event_json TEXT)""",
-        "CREATE INDEX idx_traces_run_q ON traces(run_id, question_id)",
-        """CREATE TABLE llm_calls (id INTEGER PRIMARY KEY, run_id TEXT, role TEXT, model TEXT,
+            "CREATE INDEX idx_traces_run_q ON traces(run_id, question_id)",
+            """CREATE TABLE llm_calls (id INTEGER PRIMARY KEY, run_id TEXT, role TEXT, model TEXT,
             tokens_in INTEGER, tokens_out INTEGER, cost_usd REAL, latency_s REAL, status TEXT,
             cache_hit INTEGER, at TEXT)""",
-        "CREATE INDEX idx_calls_run ON llm_calls(run_id)",
-        """CREATE TABLE gate_evidence (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
+            "CREATE INDEX idx_calls_run ON llm_calls(run_id)",
+            """CREATE TABLE gate_evidence (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
             epoch INTEGER, step INTEGER, task_type TEXT, idx INTEGER, unit_id TEXT,
             base INTEGER, cand INTEGER, outcome TEXT, w INTEGER, l INTEGER, e_win REAL,
             e_harm REAL)""",
-        "CREATE INDEX idx_evidence_run_task ON gate_evidence(run_id, task_type, idx)",
-        """CREATE TABLE quadrant_pair (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
+            "CREATE INDEX idx_evidence_run_task ON gate_evidence(run_id, task_type, idx)",
+            """CREATE TABLE quadrant_pair (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
             epoch INTEGER, step INTEGER, task_type TEXT, unit_id TEXT, quadrant TEXT)""",
-        "CREATE INDEX idx_quadrant_run ON quadrant_pair(run_id)",
-        """CREATE TABLE dual_metric (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
+            "CREATE INDEX idx_quadrant_run ON quadrant_pair(run_id)",
+            """CREATE TABLE dual_metric (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
             epoch INTEGER, eval_run_id TEXT, hard_acc REAL, soft_score REAL)""",
-        """CREATE TABLE holdout_eval (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
+            """CREATE TABLE holdout_eval (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
             epoch INTEGER, label TEXT, skills_version TEXT, prompts_version TEXT,
             accuracy REAL, eval_run_id TEXT)""",
-        """CREATE TABLE shadow_gate (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
+            """CREATE TABLE shadow_gate (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
             epoch INTEGER, step INTEGER, task_type TEXT, strategy TEXT, action TEXT,
             e_value REAL, n_used INTEGER)""",
-        """CREATE TABLE diagnoses (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
+            """CREATE TABLE diagnoses (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
             question_id TEXT, task_type TEXT, category TEXT, target TEXT, rationale TEXT,
             degraded INTEGER)""",
-        "CREATE INDEX idx_diag_run ON diagnoses(run_id)",
-        """CREATE TABLE evolutions (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
+            "CREATE INDEX idx_diag_run ON diagnoses(run_id)",
+            """CREATE TABLE evolutions (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
             epoch INTEGER, step INTEGER, task_type TEXT, target_kind TEXT, target_file TEXT,
             status TEXT, request_summary TEXT, edits_json TEXT, apply_report_json TEXT,
             clip_json TEXT, source_version TEXT, result_version TEXT)""",
-        "CREATE INDEX idx_evo_run ON evolutions(run_id)",
-        """CREATE TABLE step_reports (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
+            "CREATE INDEX idx_evo_run ON evolutions(run_id)",
+            """CREATE TABLE step_reports (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
             epoch INTEGER, step INTEGER, task_type TEXT, action TEXT, cand_acc REAL,
             base_acc REAL, w INTEGER, l INTEGER, e_value REAL, n_used INTEGER,
             stop_reason TEXT, edit_budget INTEGER, gate_run_id TEXT, report_json TEXT)""",
-        "CREATE INDEX idx_steps_order ON step_reports(epoch, step, task_type)",
-        "CREATE INDEX idx_steps_run ON step_reports(run_id)",
-        """CREATE TABLE epoch_reports (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
+            "CREATE INDEX idx_steps_order ON step_reports(epoch, step, task_type)",
+            "CREATE INDEX idx_steps_run ON step_reports(run_id)",
+            """CREATE TABLE epoch_reports (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
             epoch INTEGER, val_acc REAL, test_acc REAL, report_json TEXT)""",
-        "CREATE INDEX idx_epochs_run ON epoch_reports(run_id, epoch)",
-    ]),
-    ("evolutions keep the evolver reply's parse errors", [
-        "ALTER TABLE evolutions ADD COLUMN parse_errors_json TEXT",
-    ]),
-    ("model I/O: call attempts, retries, timeouts and response formats; every structured "
-     "reply attempt; how answers were found", [
-        "ALTER TABLE llm_calls ADD COLUMN attempts INTEGER",
-        "ALTER TABLE llm_calls ADD COLUMN retries INTEGER",
-        "ALTER TABLE llm_calls ADD COLUMN timeouts INTEGER",
-        "ALTER TABLE llm_calls ADD COLUMN response_format TEXT",
-        "ALTER TABLE predictions ADD COLUMN answer_source TEXT",
-        "ALTER TABLE diagnoses ADD COLUMN parse_error TEXT",
-        "ALTER TABLE evolutions ADD COLUMN attempts_json TEXT",
-        """CREATE TABLE reply_attempts (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
+            "CREATE INDEX idx_epochs_run ON epoch_reports(run_id, epoch)",
+        ],
+    ),
+    (
+        "evolutions keep the evolver reply's parse errors",
+        [
+            "ALTER TABLE evolutions ADD COLUMN parse_errors_json TEXT",
+        ],
+    ),
+    (
+        "model I/O: call attempts, retries, timeouts and response formats; every structured "
+        "reply attempt; how answers were found",
+        [
+            "ALTER TABLE llm_calls ADD COLUMN attempts INTEGER",
+            "ALTER TABLE llm_calls ADD COLUMN retries INTEGER",
+            "ALTER TABLE llm_calls ADD COLUMN timeouts INTEGER",
+            "ALTER TABLE llm_calls ADD COLUMN response_format TEXT",
+            "ALTER TABLE predictions ADD COLUMN answer_source TEXT",
+            "ALTER TABLE diagnoses ADD COLUMN parse_error TEXT",
+            "ALTER TABLE evolutions ADD COLUMN attempts_json TEXT",
+            """CREATE TABLE reply_attempts (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
             purpose TEXT, subject TEXT, attempt INTEGER, response_format TEXT, status TEXT,
             error TEXT, reply TEXT, at TEXT)""",
-        "CREATE INDEX idx_reply_attempts_run ON reply_attempts(run_id)",
-    ]),
+            "CREATE INDEX idx_reply_attempts_run ON reply_attempts(run_id)",
+        ],
+    ),
     # 4 (issue 14): best-of-N rollouts. A fork is a run (run_id = rollout id); its branches
     # carry the predictions table's columns plus the branch's own (app/harness/fork.py).
-    ("best-of-N rollouts: branches, verdicts, judgments, rankings, memories", [
-        """CREATE TABLE branches (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
+    (
+        "best-of-N rollouts: branches, verdicts, judgments, rankings, memories",
+        [
+            """CREATE TABLE branches (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
             question_id TEXT NOT NULL, branch_index INTEGER NOT NULL, session_id TEXT,
             temperature REAL, seed INTEGER, unit_id TEXT, task_type TEXT, prediction TEXT,
             answer TEXT, correct INTEGER, stop_reason TEXT, steps_json TEXT,
             tool_calls_json TEXT, final_text TEXT, tokens_in INTEGER, tokens_out INTEGER,
             cost_usd REAL, latency_s REAL, skills_version TEXT, prompts_version TEXT,
             created_at TEXT, answer_source TEXT)""",
-        "CREATE UNIQUE INDEX idx_branches_key ON branches(run_id, question_id, branch_index)",
-        """CREATE TABLE verdicts (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
+            "CREATE UNIQUE INDEX idx_branches_key ON branches(run_id, question_id, branch_index)",
+            """CREATE TABLE verdicts (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
             question_id TEXT NOT NULL, branch_index INTEGER NOT NULL, verifier TEXT,
             status TEXT, passed INTEGER, score REAL, reason TEXT, cost_usd REAL, at TEXT)""",
-        "CREATE INDEX idx_verdicts_run ON verdicts(run_id, question_id)",
-        """CREATE TABLE judgments (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
+            "CREATE INDEX idx_verdicts_run ON verdicts(run_id, question_id)",
+            """CREATE TABLE judgments (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
             question_id TEXT NOT NULL, kind TEXT, branch_a INTEGER, branch_b INTEGER,
             shown_first TEXT, sample INTEGER, score REAL, preferred TEXT, capped INTEGER,
             parse_error TEXT, reasoning TEXT, model TEXT, cost_usd REAL, at TEXT)""",
-        "CREATE INDEX idx_judgments_run ON judgments(run_id, question_id)",
-        """CREATE TABLE rankings (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
+            "CREATE INDEX idx_judgments_run ON judgments(run_id, question_id)",
+            """CREATE TABLE rankings (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
             question_id TEXT NOT NULL, branch_index INTEGER NOT NULL, rank INTEGER,
             reward REAL, objective REAL, judge REAL, bt REAL, components_json TEXT)""",
-        "CREATE INDEX idx_rankings_run ON rankings(run_id, question_id)",
-        """CREATE TABLE memories (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
+            "CREATE INDEX idx_rankings_run ON rankings(run_id, question_id)",
+            """CREATE TABLE memories (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
             question_id TEXT NOT NULL, branch_index INTEGER NOT NULL, task_type TEXT,
             task TEXT, key_steps TEXT, final_answer TEXT, created_at TEXT)""",
-        "CREATE UNIQUE INDEX idx_memories_key ON memories(run_id, question_id, branch_index)",
-        "CREATE VIRTUAL TABLE memories_fts USING fts5(task, task_type UNINDEXED)",
-    ]),
+            "CREATE UNIQUE INDEX idx_memories_key ON memories(run_id, question_id, branch_index)",
+            "CREATE VIRTUAL TABLE memories_fts USING fts5(task, task_type UNINDEXED)",
+        ],
+    ),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -141,8 +168,10 @@ SCHEMA_VERSION = len(MIGRATIONS)
 def _row_values(rows: Sequence[dict[str, Any]], columns: list[str]) -> list[tuple]:
     """Row tuples with secret values replaced: nothing secret is ever stored in the log."""
     secrets = process_secrets()
-    return [tuple(_clean(v, secrets) if isinstance(v, str) else v for v in (r[c] for c in columns))
-            for r in rows]
+    return [
+        tuple(_clean(v, secrets) if isinstance(v, str) else v for v in (r[c] for c in columns))
+        for r in rows
+    ]
 
 
 def _clean(text: str, secrets: tuple[str, ...]) -> str:
@@ -164,11 +193,16 @@ class HarnessLog:
         if readonly:
             # A URI, escaped: `#`, `?` and `%` in a folder name are path, not URI syntax.
             uri = f"{self.path.absolute().as_uri()}?mode=ro"
-            conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000,
-                                   check_same_thread=False)
+            conn = sqlite3.connect(
+                uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False
+            )
         else:
-            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000,
-                                   check_same_thread=False, isolation_level=None)
+            conn = sqlite3.connect(
+                self.path,
+                timeout=BUSY_TIMEOUT_MS / 1000,
+                check_same_thread=False,
+                isolation_level=None,
+            )
         self.db = sqlite_utils.Database(conn)
         self._lock = threading.RLock()
         try:
@@ -210,9 +244,11 @@ class HarnessLog:
         except sqlite3.DatabaseError as e:
             raise storage_error(self.path, e) from None
         if problems != ["ok"]:
-            raise DamagedFile(f"{self.path}: damaged SQLite database (quick_check: "
-                              f"{'; '.join(problems)}); restore it from a backup, or "
-                              "`train --fresh` to archive the workspace and start over")
+            raise DamagedFile(
+                f"{self.path}: damaged SQLite database (quick_check: "
+                f"{'; '.join(problems)}); restore it from a backup, or "
+                "`train --fresh` to archive the workspace and start over"
+            )
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -230,37 +266,44 @@ class HarnessLog:
     # -- schema -----------------------------------------------------------------------------
     def _migrate(self) -> None:
         with self._txn():
-            self.conn.execute("CREATE TABLE IF NOT EXISTS _migrations (version INTEGER PRIMARY KEY,"
-                              " description TEXT, applied_at TEXT)")
+            self.conn.execute(
+                "CREATE TABLE IF NOT EXISTS _migrations (version INTEGER PRIMARY KEY,"
+                " description TEXT, applied_at TEXT)"
+            )
             done = self.schema_version()
             if done > SCHEMA_VERSION:
                 from app.errors import UserError
 
-                raise UserError(f"{self.path}: log schema {done} is newer than this "
-                                f"skill-trainer supports ({SCHEMA_VERSION})")
+                raise UserError(
+                    f"{self.path}: log schema {done} is newer than this "
+                    f"skill-trainer supports ({SCHEMA_VERSION})"
+                )
             for version, (description, statements) in enumerate(MIGRATIONS, start=1):
                 if version <= done:
                     continue
                 for sql in statements:
                     self.conn.execute(sql)
-                self.conn.execute("INSERT INTO _migrations VALUES (?, ?, ?)",
-                                  (version, description, now_iso()))
+                self.conn.execute(
+                    "INSERT INTO _migrations VALUES (?, ?, ?)", (version, description, now_iso())
+                )
 
     def schema_version(self) -> int:
         row = self.conn.execute("SELECT MAX(version) FROM _migrations").fetchone()
         return row[0] or 0
 
     # -- writes -----------------------------------------------------------------------------
-    def insert_rows(self, table: str, rows: Sequence[dict[str, Any]], *,
-                    skip_existing: bool = False) -> None:
+    def insert_rows(
+        self, table: str, rows: Sequence[dict[str, Any]], *, skip_existing: bool = False
+    ) -> None:
         """All-or-nothing batched insert (one transaction, executemany). `skip_existing`:
         rows that hit a unique key already present are left out (INSERT OR IGNORE)."""
         if not rows:
             return
         columns = list(rows[0])
         verb = "INSERT OR IGNORE" if skip_existing else "INSERT"
-        sql = (f"{verb} INTO {table} ({', '.join(columns)}) "
-               f"VALUES ({', '.join('?' for _ in columns)})")
+        sql = (
+            f"{verb} INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})"
+        )
         with self._txn():
             self.conn.executemany(sql, _row_values(rows, columns))
 
@@ -269,15 +312,25 @@ class HarnessLog:
         if not rows:
             return
         columns = list(rows[0])
-        sql = (f"INSERT OR REPLACE INTO predictions ({', '.join(columns)}) "
-               f"VALUES ({', '.join('?' for _ in columns)})")
+        sql = (
+            f"INSERT OR REPLACE INTO predictions ({', '.join(columns)}) "
+            f"VALUES ({', '.join('?' for _ in columns)})"
+        )
         with self._txn():
             self.conn.executemany(sql, _row_values(rows, columns))
 
-    def register_run(self, run_id: str, *, kind: str, skills_version: str = "",
-                     prompts_version: str = "", questions_ref: str = "",
-                     parent_run_id: str | None = None, config: dict | None = None,
-                     provenance: dict | None = None) -> None:
+    def register_run(
+        self,
+        run_id: str,
+        *,
+        kind: str,
+        skills_version: str = "",
+        prompts_version: str = "",
+        questions_ref: str = "",
+        parent_run_id: str | None = None,
+        config: dict | None = None,
+        provenance: dict | None = None,
+    ) -> None:
         with self._txn():
             self.clear_run(run_id)
             seq = self.conn.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM _runs").fetchone()[0]
@@ -285,17 +338,27 @@ class HarnessLog:
                 "INSERT INTO _runs (run_id, seq, kind, parent_run_id, skills_version, "
                 "prompts_version, questions_ref, status, started_at, config_json, "
                 "provenance_json) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                (run_id, seq, kind, parent_run_id, skills_version, prompts_version,
-                 questions_ref, "running", now_iso(),
-                 scrub(json.dumps(config or {}, sort_keys=True)),
-                 scrub(json.dumps(provenance or {}, sort_keys=True))))
+                (
+                    run_id,
+                    seq,
+                    kind,
+                    parent_run_id,
+                    skills_version,
+                    prompts_version,
+                    questions_ref,
+                    "running",
+                    now_iso(),
+                    scrub(json.dumps(config or {}, sort_keys=True)),
+                    scrub(json.dumps(provenance or {}, sort_keys=True)),
+                ),
+            )
 
     def finish_run(self, run_id: str, status: str, summary: dict | None = None) -> None:
         with self._txn():
-            self.conn.execute("UPDATE _runs SET status=?, finished_at=?, summary_json=? "
-                              "WHERE run_id=?", (status, now_iso(),
-                                                 scrub(json.dumps(summary or {}, sort_keys=True)),
-                                                 run_id))
+            self.conn.execute(
+                "UPDATE _runs SET status=?, finished_at=?, summary_json=? WHERE run_id=?",
+                (status, now_iso(), scrub(json.dumps(summary or {}, sort_keys=True)), run_id),
+            )
 
     def clear_run(self, run_id: str) -> None:
         with self._txn():
@@ -319,8 +382,9 @@ class HarnessLog:
     def clear_runs_after(self, seq: int) -> list[str]:
         """Forget runs registered after a checkpoint (their step will be redone)."""
         with self._txn():
-            ids = [r[0] for r in self.conn.execute("SELECT run_id FROM _runs WHERE seq > ?",
-                                                   (seq,))]
+            ids = [
+                r[0] for r in self.conn.execute("SELECT run_id FROM _runs WHERE seq > ?", (seq,))
+            ]
             for run_id in ids:
                 self.clear_run(run_id)
         return ids
@@ -347,5 +411,9 @@ class HarnessLog:
         return self.query("SELECT * FROM _runs ORDER BY seq")
 
     def correctness(self, run_id: str) -> dict[str, bool]:
-        return {r[0]: bool(r[1]) for r in self.conn.execute(
-            "SELECT question_id, correct FROM predictions WHERE run_id = ?", (run_id,))}
+        return {
+            r[0]: bool(r[1])
+            for r in self.conn.execute(
+                "SELECT question_id, correct FROM predictions WHERE run_id = ?", (run_id,)
+            )
+        }

@@ -42,8 +42,9 @@ def one_line(text: str, limit: int = TASK_MAX_CHARS) -> str:
     return " ".join((text or "").split())[:limit]
 
 
-def store_winners(log, rollout_id: str, winners: list[dict[str, Any]],
-                  objective: dict[tuple[str, int], int]) -> dict[str, int]:
+def store_winners(
+    log, rollout_id: str, winners: list[dict[str, Any]], objective: dict[tuple[str, int], int]
+) -> dict[str, int]:
     """Store the given branches whose objective score is 1; count the rest. `winners` is one
     branch row per question (the ranker's best), each with `question_id`, `branch_index`,
     `task_type`, `question`, `prediction`, `tool_calls_json`."""
@@ -59,16 +60,24 @@ def store_winners(log, rollout_id: str, winners: list[dict[str, Any]],
             cur = log.conn.execute(
                 "INSERT OR IGNORE INTO memories (run_id, question_id, branch_index, task_type, "
                 "task, key_steps, final_answer, created_at) VALUES (?,?,?,?,?,?,?,?)",
-                (rollout_id, b["question_id"], b["branch_index"], b["task_type"],
-                 one_line(b["question"]), key_steps(b.get("tool_calls_json")),
-                 one_line(b.get("prediction") or "", 200), now_iso()))
+                (
+                    rollout_id,
+                    b["question_id"],
+                    b["branch_index"],
+                    b["task_type"],
+                    one_line(b["question"]),
+                    key_steps(b.get("tool_calls_json")),
+                    one_line(b.get("prediction") or "", 200),
+                    now_iso(),
+                ),
+            )
             if cur.rowcount:
-                log.conn.execute("INSERT INTO memories_fts (rowid, task, task_type) "
-                                 "VALUES (?,?,?)", (cur.lastrowid, one_line(b["question"]),
-                                                    b["task_type"]))
+                log.conn.execute(
+                    "INSERT INTO memories_fts (rowid, task, task_type) VALUES (?,?,?)",
+                    (cur.lastrowid, one_line(b["question"]), b["task_type"]),
+                )
                 stored += 1
-    return {"stored": stored, "dropped_unverified": dropped,
-            "already_stored": len(rows) - stored}
+    return {"stored": stored, "dropped_unverified": dropped, "already_stored": len(rows) - stored}
 
 
 def fts_query(text: str) -> str:
@@ -93,7 +102,8 @@ def retrieve(log, task: str, k: int, exclude_question: str | None = None) -> lis
             "m.run_id, bm25(memories_fts) AS bm25 FROM memories_fts "
             "JOIN memories m ON m.id = memories_fts.rowid WHERE memories_fts MATCH ? "
             "AND m.question_id != ? ORDER BY bm25 LIMIT ?",
-            (query, exclude_question or "", k))
+            (query, exclude_question or "", k),
+        )
         names = [d[0] for d in cur.description]
         return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
@@ -108,8 +118,12 @@ def format_block(memories: list[dict]) -> str:
         return ""
     lines = ["<memories>", "Verified experience from earlier runs (each answer was checked):"]
     for m in memories:
-        lines += ["", f"Task: {one_line(m['task'])}", f"Key steps: {m['key_steps']}",
-                  f"Verified answer: {one_line(m['final_answer'], 200)}"]
+        lines += [
+            "",
+            f"Task: {one_line(m['task'])}",
+            f"Key steps: {m['key_steps']}",
+            f"Verified answer: {one_line(m['final_answer'], 200)}",
+        ]
     lines.append("</memories>")
     return "\n".join(lines)
 

@@ -73,8 +73,11 @@ class ModelIO:
         try:
             data = read_json(self.path)
         except Exception as exc:  # only a memo: a bad file costs a re-detection, never the run
-            logger.warning("{}: unreadable ({}); response formats are detected again",
-                           self.path, type(exc).__name__)
+            logger.warning(
+                "{}: unreadable ({}); response formats are detected again",
+                self.path,
+                type(exc).__name__,
+            )
             return {"formats": {}}
         if not isinstance(data, dict) or not isinstance(data.get("formats"), dict):
             return {"formats": {}}
@@ -85,8 +88,9 @@ class ModelIO:
         if model.startswith("sim/"):
             return None
         if model not in self._ladders:
-            self._ladders[model] = FormatLadder(model, self._initial_level(model),
-                                                on_change=self._changed)
+            self._ladders[model] = FormatLadder(
+                model, self._initial_level(model), on_change=self._changed
+            )
         return self._ladders[model]
 
     def _initial_level(self, model: str) -> str:
@@ -100,17 +104,23 @@ class ModelIO:
         return level
 
     def _changed(self, model: str, level: str, reason: str) -> None:
-        logger.warning("model {} rejected a response format; using '{}' from now on (remembered "
-                       "in {}; set structured_output to choose one): {}", model, level,
-                       self.path.name, reason[:200])
+        logger.warning(
+            "model {} rejected a response format; using '{}' from now on (remembered "
+            "in {}; set structured_output to choose one): {}",
+            model,
+            level,
+            self.path.name,
+            reason[:200],
+        )
         self._remember(model, level, reason)
 
     def _remember(self, model: str, level: str, reason: str) -> None:
         entry = self._state["formats"].setdefault(model, {})
         history = entry.get("history", [])[-9:]
         history.append({"level": level, "reason": reason[:300], "at": now_iso()})
-        entry.update(level=level, api_base=self.config.api_base, history=history,
-                     updated_at=now_iso())
+        entry.update(
+            level=level, api_base=self.config.api_base, history=history, updated_at=now_iso()
+        )
         try:
             write_json_atomic(self.path, self._state)
         except OSError as exc:
@@ -125,25 +135,41 @@ def tool_mode_warning(config) -> str | None:
         return None
     if supports_tools(model):
         return None
-    return (f"skill_mode = 'tool' but litellm does not list agent_model {model} as able to "
-            "call functions: the agent may never call read_skill and so never see its skill "
-            "file; consider skill_mode = 'inline'")
+    return (
+        f"skill_mode = 'tool' but litellm does not list agent_model {model} as able to "
+        "call functions: the agent may never call read_skill and so never see its skill "
+        "file; consider skill_mode = 'inline'"
+    )
 
 
-def record_attempts(log, run_id: str, purpose: str,
-                    calls: list[tuple[str, tuple[dict[str, Any], ...]]]) -> None:
+def record_attempts(
+    log, run_id: str, purpose: str, calls: list[tuple[str, tuple[dict[str, Any], ...]]]
+) -> None:
     """One `reply_attempts` row per request of each structured call (one transaction)."""
     at = now_iso()
-    rows = [{"run_id": run_id, "purpose": purpose, "subject": subject,
-             "attempt": a.get("attempt"), "response_format": a.get("response_format"),
-             "status": a.get("status"), "error": a.get("error", ""),
-             "reply": a.get("reply", ""), "at": at}
-            for subject, attempts in calls for a in attempts]
+    rows = [
+        {
+            "run_id": run_id,
+            "purpose": purpose,
+            "subject": subject,
+            "attempt": a.get("attempt"),
+            "response_format": a.get("response_format"),
+            "status": a.get("status"),
+            "error": a.get("error", ""),
+            "reply": a.get("reply", ""),
+            "at": at,
+        }
+        for subject, attempts in calls
+        for a in attempts
+    ]
     log.insert_rows("reply_attempts", rows)
 
 
 def no_tool_calls(log, run_id: str) -> bool:
     """True when no prediction of the run called any tool."""
-    row = log.conn.execute("SELECT COUNT(*) FROM predictions WHERE run_id = ? AND "
-                           "steps_json LIKE '%\"type\": \"tool\"%'", (run_id,)).fetchone()
+    row = log.conn.execute(
+        "SELECT COUNT(*) FROM predictions WHERE run_id = ? AND "
+        'steps_json LIKE \'%"type": "tool"%\'',
+        (run_id,),
+    ).fetchone()
     return row[0] == 0

@@ -24,8 +24,9 @@ def sample_questions(ctx: TrainContext, task_type: str, epoch: int) -> list:
     return random.Random(f"momentum:{epoch}:{task_type}").sample(candidates, n) if n else []
 
 
-async def run_slow_momentum(ctx: TrainContext, state: TrainState, epoch: int,
-                            prefix: str) -> list[str]:
+async def run_slow_momentum(
+    ctx: TrainContext, state: TrainState, epoch: int, prefix: str
+) -> list[str]:
     """Returns the task types whose skill file got new guidance."""
     session = ctx.session
     files = session.version_files("skills", session.paths.skills_version)
@@ -35,8 +36,7 @@ async def run_slow_momentum(ctx: TrainContext, state: TrainState, epoch: int,
         previous = state.epoch_start_skills.get(target, "")
         if previous == files.get(target, "") or task_type not in ctx.task_types:
             continue
-        guidance = await _guidance(ctx, task_type, target, previous, files[target], epoch,
-                                   prefix)
+        guidance = await _guidance(ctx, task_type, target, previous, files[target], epoch, prefix)
         if guidance is None:
             continue
         new_text = replace_momentum(files[target], guidance)
@@ -44,34 +44,60 @@ async def run_slow_momentum(ctx: TrainContext, state: TrainState, epoch: int,
             files[target] = new_text
             updated.append(task_type)
     if updated:
-        session.publish_version("skills", files, source="momentum", run_id=state.train_id,
-                                description=f"e{epoch} momentum for {', '.join(updated)}")
+        session.publish_version(
+            "skills",
+            files,
+            source="momentum",
+            run_id=state.train_id,
+            description=f"e{epoch} momentum for {', '.join(updated)}",
+        )
     return updated
 
 
-async def _guidance(ctx: TrainContext, task_type: str, target: str, previous: str,
-                    current: str, epoch: int, prefix: str) -> str | None:
+async def _guidance(
+    ctx: TrainContext,
+    task_type: str,
+    target: str,
+    previous: str,
+    current: str,
+    epoch: int,
+    prefix: str,
+) -> str | None:
     questions = sample_questions(ctx, task_type, epoch)
     if not questions:
         return None
     session = ctx.session
     now = session.agent_prompts()
     before = with_skill(now, target, previous)
-    r_prev = await session.infer(questions, f"{prefix}momentum-{task_type}-prev", "momentum",
-                                 prompts=before, label=f"momentum {task_type} (prev)",
-                                 guard=False)
-    r_cur = await session.infer(questions, f"{prefix}momentum-{task_type}-cur", "momentum",
-                                prompts=now, label=f"momentum {task_type} (cur)", guard=False)
+    r_prev = await session.infer(
+        questions,
+        f"{prefix}momentum-{task_type}-prev",
+        "momentum",
+        prompts=before,
+        label=f"momentum {task_type} (prev)",
+        guard=False,
+    )
+    r_cur = await session.infer(
+        questions,
+        f"{prefix}momentum-{task_type}-cur",
+        "momentum",
+        prompts=now,
+        label=f"momentum {task_type} (cur)",
+        guard=False,
+    )
     samples = "\n".join(
         f"- {q.question} | previous: {'right' if r_prev.correctness.get(q.question_id) else 'wrong'}"
         f", current: {'right' if r_cur.correctness.get(q.question_id) else 'wrong'}"
-        for q in questions)
+        for q in questions
+    )
     prompt = Template(ctx.templates["momentum"]).safe_substitute(
-        task_type=task_type, previous=previous, current=current, samples=samples)
+        task_type=task_type, previous=previous, current=current, samples=samples
+    )
     token = current_run_id.set(f"{prefix}momentum-{task_type}")
     try:
         reply = await session.providers["evolver"].complete(
-            [{"role": "user", "content": prompt}], role="evolver")
+            [{"role": "user", "content": prompt}], role="evolver"
+        )
     except Exception as e:
         if type(e).__name__ == "BudgetExceeded":
             raise

@@ -51,8 +51,9 @@ def split_pools(questions: Sequence[Question], split: Mapping[str, float], seed:
 def _ratios(split: Mapping[str, float]) -> list[float]:
     unknown = sorted(set(split) - set(POOL_NAMES))
     if unknown:
-        raise UserError(f"split: unknown pool(s) {', '.join(unknown)}; "
-                        f"expected {', '.join(POOL_NAMES)}")
+        raise UserError(
+            f"split: unknown pool(s) {', '.join(unknown)}; expected {', '.join(POOL_NAMES)}"
+        )
     raw = [float(split.get(name, 0.0)) for name in POOL_NAMES]
     if any(not math.isfinite(r) or r < 0 for r in raw) or sum(raw) <= 0:
         raise UserError(f"split: ratios must be finite, >= 0 and not all 0 (got {dict(split)})")
@@ -89,7 +90,7 @@ def _targets(total: int, ratios: Sequence[float]) -> list[int]:
     exact = [r * total for r in ratios]
     out = [math.floor(x) for x in exact]
     order = sorted(range(len(ratios)), key=lambda i: (-(exact[i] - out[i]), i))
-    for i in order[:total - sum(out)]:
+    for i in order[: total - sum(out)]:
         out[i] += 1
     return out
 
@@ -110,18 +111,23 @@ def _assign(sizes: Sequence[int], ratios: Sequence[float]) -> list[int]:
     return pool_of
 
 
-def _fill_empty(sizes: Sequence[int], pool_of: list[int], load: list[int],
-                targets: Sequence[int], eligible: Sequence[int]) -> None:
+def _fill_empty(
+    sizes: Sequence[int],
+    pool_of: list[int],
+    load: list[int],
+    targets: Sequence[int],
+    eligible: Sequence[int],
+) -> None:
     """Move the smallest family of the most over-target multi-family pool into each empty
     pool: a task type with enough families must be trainable, validatable and testable."""
     for empty in eligible:
         if empty in pool_of:
             continue
         counts = Counter(pool_of)
-        donor = max((p for p in eligible if counts[p] >= 2),
-                    key=lambda p: (load[p] - targets[p], -p))
-        moved = min((i for i, p in enumerate(pool_of) if p == donor),
-                    key=lambda i: (sizes[i], -i))
+        donor = max(
+            (p for p in eligible if counts[p] >= 2), key=lambda p: (load[p] - targets[p], -p)
+        )
+        moved = min((i for i, p in enumerate(pool_of) if p == donor), key=lambda i: (sizes[i], -i))
         pool_of[moved] = empty
         load[donor] -= sizes[moved]
         load[empty] += sizes[moved]
@@ -132,9 +138,12 @@ def unit_counts(questions: Sequence[Question]) -> Counter[str]:
     return Counter(unit.task_type for unit in build_units(questions))
 
 
-def filter_trainable(pools: Pools, task_types: Sequence[str] | None, eval_min_per_class: int,
-                     trainable_min_units: int
-                     ) -> tuple[Pools, tuple[str, ...], list[tuple[str, str]]]:
+def filter_trainable(
+    pools: Pools,
+    task_types: Sequence[str] | None,
+    eval_min_per_class: int,
+    trainable_min_units: int,
+) -> tuple[Pools, tuple[str, ...], list[tuple[str, str]]]:
     """Keep task types with enough units to train and to validate (§6.1 step 1).
 
     Returns (pools restricted to the kept types, kept types sorted, [(type, reason)] dropped).
@@ -147,31 +156,46 @@ def filter_trainable(pools: Pools, task_types: Sequence[str] | None, eval_min_pe
     kept: list[str] = []
     dropped: list[tuple[str, str]] = []
     for t in wanted:
-        reasons = _drop_reasons(t, known, val[t], diag[t] + val[t], eval_min_per_class,
-                                trainable_min_units)
+        reasons = _drop_reasons(
+            t, known, val[t], diag[t] + val[t], eval_min_per_class, trainable_min_units
+        )
         if reasons:
             dropped.append((t, "; ".join(reasons)))
         else:
             kept.append(t)
     if not kept:
         detail = "; ".join(f"{t}: {why}" for t, why in dropped) or "no task types requested"
-        raise UserError(f"no trainable task type left ({detail}). Lower eval_min_per_class / "
-                        "trainable_min_units or add questions.")
+        raise UserError(
+            f"no trainable task type left ({detail}). Lower eval_min_per_class / "
+            "trainable_min_units or add questions."
+        )
     keep = set(kept)
-    return (Pools(diagnosis=tuple(q for q in pools.diagnosis if q.task_type in keep),
-                  validation=tuple(q for q in pools.validation if q.task_type in keep),
-                  test=pools.test),
-            tuple(kept), dropped)
+    return (
+        Pools(
+            diagnosis=tuple(q for q in pools.diagnosis if q.task_type in keep),
+            validation=tuple(q for q in pools.validation if q.task_type in keep),
+            test=pools.test,
+        ),
+        tuple(kept),
+        dropped,
+    )
 
 
-def _drop_reasons(task_type: str, known: set[str], n_val: int, n_train: int,
-                  eval_min_per_class: int, trainable_min_units: int) -> list[str]:
+def _drop_reasons(
+    task_type: str,
+    known: set[str],
+    n_val: int,
+    n_train: int,
+    eval_min_per_class: int,
+    trainable_min_units: int,
+) -> list[str]:
     if task_type not in known:
         return ["not in the benchmark"]
     reasons = []
     if n_val < eval_min_per_class:
         reasons.append(f"{n_val} validation units < eval_min_per_class={eval_min_per_class}")
     if n_train < trainable_min_units:
-        reasons.append(f"{n_train} diagnosis+validation units < "
-                       f"trainable_min_units={trainable_min_units}")
+        reasons.append(
+            f"{n_train} diagnosis+validation units < trainable_min_units={trainable_min_units}"
+        )
     return reasons

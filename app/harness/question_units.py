@@ -12,12 +12,15 @@ def build_units(questions: Iterable[Question]) -> list[QuestionUnit]:
     members: dict[str, list[Question]] = {}
     for q in questions:
         members.setdefault(q.unit_id, []).append(q)
-    return [QuestionUnit(unit_id=uid, task_type=qs[0].task_type, questions=tuple(qs))
-            for uid, qs in members.items()]
+    return [
+        QuestionUnit(unit_id=uid, task_type=qs[0].task_type, questions=tuple(qs))
+        for uid, qs in members.items()
+    ]
 
 
-def unit_correctness_view(units: Iterable[QuestionUnit],
-                          correctness: Mapping[str, bool]) -> dict[str, bool]:
+def unit_correctness_view(
+    units: Iterable[QuestionUnit], correctness: Mapping[str, bool]
+) -> dict[str, bool]:
     """unit_id -> correct, for units whose every member has a result."""
     view = {}
     for unit in units:

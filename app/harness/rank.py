@@ -71,9 +71,15 @@ def _user_reward(fn, branch: dict[str, Any], components: dict[str, float], name:
     return min(1.0, max(0.0, float(value)))
 
 
-async def rank_rollout(session, rollout_id: str, *, verifiers: Sequence[str] = ("checker",),
-                       weights: Mapping[str, float] | None = None,
-                       judge_cap: int | None = None, remember: bool = True) -> dict[str, Any]:
+async def rank_rollout(
+    session,
+    rollout_id: str,
+    *,
+    verifiers: Sequence[str] = ("checker",),
+    weights: Mapping[str, float] | None = None,
+    judge_cap: int | None = None,
+    remember: bool = True,
+) -> dict[str, Any]:
     log, config = session.log, session.config
     run = log.run(rollout_id)
     if run is None or run["kind"] != "fork":
@@ -84,27 +90,34 @@ async def rank_rollout(session, rollout_id: str, *, verifiers: Sequence[str] = (
         logger.warning(warning)
     token = current_run_id.set(rollout_id)  # judge calls are logged (and paid) as the fork's
     try:
-        return await _rank(session, rollout_id, verifiers, weights, user_rewards, judge_cap,
-                           remember)
+        return await _rank(
+            session, rollout_id, verifiers, weights, user_rewards, judge_cap, remember
+        )
     finally:
         current_run_id.reset(token)
 
 
-async def _rank(session, rollout_id, verifiers, weights, user_rewards, judge_cap,
-                remember) -> dict[str, Any]:
+async def _rank(
+    session, rollout_id, verifiers, weights, user_rewards, judge_cap, remember
+) -> dict[str, Any]:
     log, config = session.log, session.config
     objective = verify_rollout(log, rollout_id, session.questions_by_id, verifiers)
-    rows = log.query("SELECT * FROM branches WHERE run_id = ? ORDER BY question_id, "
-                     "branch_index", (rollout_id,))
+    rows = log.query(
+        "SELECT * FROM branches WHERE run_id = ? ORDER BY question_id, branch_index", (rollout_id,)
+    )
     by_q: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         by_q.setdefault(r["question_id"], []).append(r)
     cap = config.judge_max_calls_per_batch if judge_cap is None else judge_cap
     calls = capped = batches_at_cap = max_calls = 0
-    judge = Judge(session.providers["judge"],
-                  JudgeSettings(samples=config.judge_samples,
-                                temperature=config.judge_temperature, max_calls=cap),
-                  model=config.judge_model, concurrency=config.concurrency)
+    judge = Judge(
+        session.providers["judge"],
+        JudgeSettings(
+            samples=config.judge_samples, temperature=config.judge_temperature, max_calls=cap
+        ),
+        model=config.judge_model,
+        concurrency=config.concurrency,
+    )
     at = now_iso()
     judgment_rows: list[dict[str, Any]] = []
     ranking_rows: list[dict[str, Any]] = []
@@ -122,16 +135,28 @@ async def _rank(session, rollout_id, verifiers, weights, user_rewards, judge_cap
         scalar, pairwise = judged[qid]
         judge_scores: dict[int, float] = {}
         for k, rep in enumerate(reps):
-            judgment_rows += [sample_row(rollout_id, qid, s, rep["branch_index"], None,
-                                         config.judge_model, at) for s in scalar[k]]
+            judgment_rows += [
+                sample_row(rollout_id, qid, s, rep["branch_index"], None, config.judge_model, at)
+                for s in scalar[k]
+            ]
             judge_scores[rep["branch_index"]] = mean_score(scalar[k])
         prefs: list[tuple[int, int, str]] = []
         for (i, j), samples in sorted(pairwise.items()):
-            judgment_rows += [sample_row(rollout_id, qid, s, reps[i]["branch_index"],
-                                         reps[j]["branch_index"], config.judge_model, at)
-                              for s in samples]
-            prefs += [(i, j, s.preferred or "tie") for s in samples
-                      if not s.capped and not s.parse_error]
+            judgment_rows += [
+                sample_row(
+                    rollout_id,
+                    qid,
+                    s,
+                    reps[i]["branch_index"],
+                    reps[j]["branch_index"],
+                    config.judge_model,
+                    at,
+                )
+                for s in samples
+            ]
+            prefs += [
+                (i, j, s.preferred or "tie") for s in samples if not s.capped and not s.parse_error
+            ]
         calls += budget.used
         capped += budget.capped
         max_calls = max(max_calls, budget.used)
@@ -141,27 +166,36 @@ async def _rank(session, rollout_id, verifiers, weights, user_rewards, judge_cap
         components: dict[int, dict[str, float]] = {}
         for b in branches:
             rep_index = reps[group_of[b["branch_index"]]]["branch_index"]
-            comp = {"objective": float(objective.get((qid, b["branch_index"]), 0)),
-                    "judge": judge_scores[rep_index] / 10.0,
-                    "bt": ranking.bt_component(strengths[group_of[b["branch_index"]]])}
+            comp = {
+                "objective": float(objective.get((qid, b["branch_index"]), 0)),
+                "judge": judge_scores[rep_index] / 10.0,
+                "bt": ranking.bt_component(strengths[group_of[b["branch_index"]]]),
+            }
             for name, fn in user_rewards.items():
                 comp[name] = _user_reward(fn, b, comp, name)
             components[b["branch_index"]] = comp
         ranked = ranking.rank(components, weights)
         for r in ranked:
             c = r.components
-            ranking_rows.append({"run_id": rollout_id, "question_id": qid,
-                                 "branch_index": r.branch_index, "rank": r.rank,
-                                 "reward": r.reward, "objective": c["objective"],
-                                 "judge": c["judge"], "bt": c["bt"],
-                                 "components_json": _json(c)})
+            ranking_rows.append(
+                {
+                    "run_id": rollout_id,
+                    "question_id": qid,
+                    "branch_index": r.branch_index,
+                    "rank": r.rank,
+                    "reward": r.reward,
+                    "objective": c["objective"],
+                    "judge": c["judge"],
+                    "bt": c["bt"],
+                    "components_json": _json(c),
+                }
+            )
         by_index = {b["branch_index"]: b for b in branches}
         best = by_index[ranked[0].branch_index]
         winners.append({**best, "question": qtext})
         top_correct.append(objective.get((qid, best["branch_index"]), 0) == 1)
         first_correct.append(objective.get((qid, 0), 0) == 1)
-        any_correct.append(any(objective.get((qid, b["branch_index"]), 0) == 1
-                               for b in branches))
+        any_correct.append(any(objective.get((qid, b["branch_index"]), 0) == 1 for b in branches))
     with log._txn():
         log.conn.execute("DELETE FROM judgments WHERE run_id = ?", (rollout_id,))
         log.conn.execute("DELETE FROM rankings WHERE run_id = ?", (rollout_id,))
@@ -171,25 +205,39 @@ async def _rank(session, rollout_id, verifiers, weights, user_rewards, judge_cap
     mem = None
     if remember:  # test-pool questions never become memories: they would leak into held-out
         held_out = held_out_question_ids(session.benchmark)  # evaluation (app/harness/pools.py)
-        mem = memory.store_winners(log, rollout_id,
-                                   [w for w in winners if w["question_id"] not in held_out],
-                                   objective)
+        mem = memory.store_winners(
+            log, rollout_id, [w for w in winners if w["question_id"] not in held_out], objective
+        )
         mem["test_pool_skipped"] = sum(1 for w in winners if w["question_id"] in held_out)
     n_with_correct = sum(any_correct)
     report = {
-        "rollout_id": rollout_id, "questions": len(by_q), "branches": len(rows),
-        "verifiers": list(verifiers), "weights": weights,
+        "rollout_id": rollout_id,
+        "questions": len(by_q),
+        "branches": len(rows),
+        "verifiers": list(verifiers),
+        "weights": weights,
         "pass_at_1": sum(first_correct) / len(by_q) if by_q else 0.0,
         "pass_at_n": n_with_correct / len(by_q) if by_q else 0.0,
-        "ranker_top_correct_share": (sum(t for t, a in zip(top_correct, any_correct, strict=True)
-                                         if a) / n_with_correct) if n_with_correct else None,
-        "judge": {"model": config.judge_model, "calls": calls, "cap_per_batch": cap,
-                  "max_calls_in_a_batch": max_calls, "batches_at_cap": batches_at_cap,
-                  "calls_over_cap": max(0, max_calls - cap), "capped_samples": capped, "samples": config.judge_samples,
-                  "temperature": config.judge_temperature,
-                  "same_model_as_agent": config.judge_model == config.agent_model},
+        "ranker_top_correct_share": (
+            sum(t for t, a in zip(top_correct, any_correct, strict=True) if a) / n_with_correct
+        )
+        if n_with_correct
+        else None,
+        "judge": {
+            "model": config.judge_model,
+            "calls": calls,
+            "cap_per_batch": cap,
+            "max_calls_in_a_batch": max_calls,
+            "batches_at_cap": batches_at_cap,
+            "calls_over_cap": max(0, max_calls - cap),
+            "capped_samples": capped,
+            "samples": config.judge_samples,
+            "temperature": config.judge_temperature,
+            "same_model_as_agent": config.judge_model == config.agent_model,
+        },
         "top_vs_branch0": ranking.paired_report(top_correct, first_correct),
-        "memories": mem, "simulated_model": config.uses_sim,
+        "memories": mem,
+        "simulated_model": config.uses_sim,
     }
     write_json_atomic(session.paths.analyses / f"rank_{_safe(rollout_id)}.json", report)
     return report
@@ -214,8 +262,9 @@ async def _judge_all(judge: Judge, session, by_q, groups_of, budgets) -> dict[st
         out[qid][0][k] = await judge.score(qtext, rep["final_text"] or "", budgets[qid])
 
     async def pair(qid, i, j, qtext, a, b):
-        out[qid][1][(i, j)] = await judge.compare(qtext, a["final_text"] or "",
-                                                  b["final_text"] or "", budgets[qid])
+        out[qid][1][(i, j)] = await judge.compare(
+            qtext, a["final_text"] or "", b["final_text"] or "", budgets[qid]
+        )
 
     async with anyio.create_task_group() as tg:
         for qid in by_q:

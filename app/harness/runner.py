@@ -64,8 +64,9 @@ class Runner:
     # -- train ----------------------------------------------------------------------------
     def run_train(self, *, resume: bool) -> None:
         lock = self.session.paths.root / "train.lock"
-        write_json_atomic(lock, {"pid": os.getpid(), "host": socket.gethostname(),
-                                 "started_at": now_iso()})
+        write_json_atomic(
+            lock, {"pid": os.getpid(), "host": socket.gethostname(), "started_at": now_iso()}
+        )
         try:
             anyio.run(self._train, resume)
         except BaseException as e:
@@ -77,12 +78,14 @@ class Runner:
             if isinstance(leaf, BudgetExceeded):
                 self._mark_train("stopped", str(leaf), "max_cost_usd")
                 self._save_spend()
-                raise RunFailed(f"{leaf}. The checkpoint is intact: raise max_cost_usd and "
-                                "--resume.") from None
+                raise RunFailed(
+                    f"{leaf}. The checkpoint is intact: raise max_cost_usd and --resume."
+                ) from None
             self._mark_train("failed", f"{type(leaf).__name__}: {leaf}")
             if isinstance(leaf, RunFailed) and "--resume" not in str(leaf):
-                raise RunFailed(f"{leaf}. The checkpoint is intact: fix the cause and rerun "
-                                "train --resume.") from None
+                raise RunFailed(
+                    f"{leaf}. The checkpoint is intact: fix the cause and rerun train --resume."
+                ) from None
             if leaf is not e:
                 raise leaf from None
             raise
@@ -128,22 +131,36 @@ class Runner:
                 step_from = plan["step_from"] if epoch == plan["resume_epoch"] else 0
                 await self._epoch(ctx, state, epoch, batches_ids, step_from)
                 if self._early_stop(state, epoch):
-                    logger.info("early stop after epoch {}: no new best for {} epoch(s)", epoch,
-                                state.epochs_since_best)
+                    logger.info(
+                        "early stop after epoch {}: no new best for {} epoch(s)",
+                        epoch,
+                        state.epochs_since_best,
+                    )
                     break
             await self._finish(ctx, state)
 
-    async def _epoch(self, ctx: TrainContext, state: TrainState, epoch: int,
-                     batches_ids: list[list[str]] | None, step_from: int) -> None:
+    async def _epoch(
+        self,
+        ctx: TrainContext,
+        state: TrainState,
+        epoch: int,
+        batches_ids: list[list[str]] | None,
+        step_from: int,
+    ) -> None:
         if batches_ids is None:
             state.system_packs, state.tool_packs = [], []
             state.changed_this_epoch, state.epoch_counts = [], {}
             state.epoch_start_skills = self.session.version_files(
-                "skills", self.session.paths.skills_version)
-            batches, _ = build_batches(ctx.pools.diagnosis, state.correctness,
-                                       self.config.batch_size, self.config.min_class_per_batch,
-                                       seed=self.config.seed * 1000 + epoch,
-                                       correct_ratio=self.config.batch_correct_ratio)
+                "skills", self.session.paths.skills_version
+            )
+            batches, _ = build_batches(
+                ctx.pools.diagnosis,
+                state.correctness,
+                self.config.batch_size,
+                self.config.min_class_per_batch,
+                seed=self.config.seed * 1000 + epoch,
+                correct_ratio=self.config.batch_correct_ratio,
+            )
             batches_ids = [list(dict.fromkeys(q.unit_id for q in b)) for b in batches]
             self._checkpoint(ctx, state, epoch, "in_epoch", -1, batches_ids)
         logger.info("epoch {}/{}: {} step(s)", epoch, self.config.epochs, len(batches_ids))
@@ -156,8 +173,7 @@ class Runner:
             self._checkpoint(ctx, state, epoch, "in_epoch", step, batches_ids)
             bar.advance()
             totals = self.session.recorder.totals
-            self.session.bars.set_extra(bar, f"{totals['calls']} calls, "
-                                             f"${totals['cost_usd']:.4f}")
+            self.session.bars.set_extra(bar, f"{totals['calls']} calls, ${totals['cost_usd']:.4f}")
         bar.done()
         await run_slow_update(ctx, state, epoch)
         self._checkpoint(ctx, state, epoch, "epoch_done", len(batches_ids) - 1, None)
@@ -171,26 +187,44 @@ class Runner:
 
     async def _finish(self, ctx: TrainContext, state: TrainState) -> None:
         best = state.best
-        update_manifest(ctx.root, skills=best["skills"], prompts=best["prompts"],
-                        run_id=state.train_id)
+        update_manifest(
+            ctx.root, skills=best["skills"], prompts=best["prompts"], run_id=state.train_id
+        )
         self.session.refresh_paths()
         await final_test_eval(ctx, state)
         self._checkpoint(ctx, state, self.config.epochs, "finished", -1, None)
         self.session.recorder.flush()
-        self.session.log.finish_run(state.train_id, "done", {"best": best,
-                                                              "curve": state.curve})
+        self.session.log.finish_run(state.train_id, "done", {"best": best, "curve": state.curve})
 
-    def _checkpoint(self, ctx: TrainContext, state: TrainState, epoch: int, phase: str,
-                    step_completed: int, batches: list[list[str]] | None) -> None:
+    def _checkpoint(
+        self,
+        ctx: TrainContext,
+        state: TrainState,
+        epoch: int,
+        phase: str,
+        step_completed: int,
+        batches: list[list[str]] | None,
+    ) -> None:
         state.gate_pools = ctx.gate_pools.to_dict()
         state.baseline_cache = dict(ctx.baseline_cache.entries)
         self.session.recorder.flush()
-        write_checkpoint(ctx.root, progress={
-            "epoch": epoch, "phase": phase, "step_completed": step_completed,
-            "global_step": state.global_step, "total_steps": ctx.total_steps,
-            "train_id": state.train_id, "spent_usd": self._spent(), "at": now_iso()},
-            state=state.to_dict(), epoch_batches=batches, config=self.config,
-            benchmark_hash=self.session.benchmark.content_hash)
+        write_checkpoint(
+            ctx.root,
+            progress={
+                "epoch": epoch,
+                "phase": phase,
+                "step_completed": step_completed,
+                "global_step": state.global_step,
+                "total_steps": ctx.total_steps,
+                "train_id": state.train_id,
+                "spent_usd": self._spent(),
+                "at": now_iso(),
+            },
+            state=state.to_dict(),
+            epoch_batches=batches,
+            config=self.config,
+            benchmark_hash=self.session.benchmark.content_hash,
+        )
 
     # -- setup and resume -------------------------------------------------------------------
     async def _setup(self, resume: bool) -> tuple[TrainContext, TrainState, dict[str, Any]]:
@@ -214,9 +248,13 @@ class Runner:
             self._train_id = state.train_id
             self._carry_spend(state.train_id, ckpt)
             ctx = self._context(pools, task_types, units, state, ckpt["progress"]["total_steps"])
-            logger.info("resuming {} from epoch {} ({}, step {})", state.train_id,
-                        ckpt["progress"]["epoch"], ckpt["progress"]["phase"],
-                        ckpt["progress"]["step_completed"])
+            logger.info(
+                "resuming {} from epoch {} ({}, step {})",
+                state.train_id,
+                ckpt["progress"]["epoch"],
+                ckpt["progress"]["phase"],
+                ckpt["progress"]["step_completed"],
+            )
             session.log.finish_run(state.train_id, "running")
             return ctx, state, resume_plan(ckpt)
         train_id = ckpt["progress"]["train_id"] if ckpt else self._new_train_id()
@@ -242,9 +280,12 @@ class Runner:
     def _pools(self) -> tuple[Pools, tuple[str, ...]]:
         b = self.session.benchmark
         pools = split_pools(b.questions, b.split, b.seed)
-        pools, kept, dropped = filter_trainable(pools, self.config.task_types,
-                                                self.config.eval_min_per_class,
-                                                self.config.trainable_min_units)
+        pools, kept, dropped = filter_trainable(
+            pools,
+            self.config.task_types,
+            self.config.eval_min_per_class,
+            self.config.trainable_min_units,
+        )
         for task_type, why in dropped:
             logger.warning("not training task type {}: {}", task_type, why)
         self._check_disjoint_files(kept)
@@ -258,29 +299,56 @@ class Runner:
         shared = {f: ts for f, ts in by_file.items() if len(ts) > 1}
         if shared:
             detail = "; ".join(f"{f}: {', '.join(ts)}" for f, ts in shared.items())
-            raise UserError("task types would share a skill file, so their edits could collide "
-                            f"within a step ({detail}); add one skill file per task type")
+            raise UserError(
+                "task types would share a skill file, so their edits could collide "
+                f"within a step ({detail}); add one skill file per task type"
+            )
 
-    def _context(self, pools: Pools, task_types: tuple[str, ...], units: dict,
-                 state: TrainState, total_steps: int) -> TrainContext:
+    def _context(
+        self,
+        pools: Pools,
+        task_types: tuple[str, ...],
+        units: dict,
+        state: TrainState,
+        total_steps: int,
+    ) -> TrainContext:
         gate_pools = GatePools.from_dict(state.gate_pools)
-        return TrainContext(session=self.session, config=self.config, pools=pools,
-                            task_types=task_types, units=units, gate_pools=gate_pools,
-                            baseline_cache=BaselineCache(state.baseline_cache),
-                            gate_params=gate_params_from(self.config), templates=load_templates(),
-                            total_steps=total_steps)
+        return TrainContext(
+            session=self.session,
+            config=self.config,
+            pools=pools,
+            task_types=task_types,
+            units=units,
+            gate_pools=gate_pools,
+            baseline_cache=BaselineCache(state.baseline_cache),
+            gate_params=gate_params_from(self.config),
+            templates=load_templates(),
+            total_steps=total_steps,
+        )
 
-    async def _fresh_setup(self, train_id: str, pools: Pools, task_types: tuple[str, ...],
-                           units: dict) -> tuple[TrainContext, TrainState, dict[str, Any]]:
+    async def _fresh_setup(
+        self, train_id: str, pools: Pools, task_types: tuple[str, ...], units: dict
+    ) -> tuple[TrainContext, TrainState, dict[str, Any]]:
         session = self.session
         prompts = session.agent_prompts()
         # The checkpoint first: a run that dies after it resumes under the same train id.
-        write_checkpoint(session.paths.root, progress={
-            "epoch": 0, "phase": "setup", "step_completed": -1, "global_step": 0,
-            "total_steps": 0, "train_id": train_id, "spent_usd": self._spent(),
-            "at": now_iso()}, state={},
-            epoch_batches=None, config=self.config,
-            benchmark_hash=session.benchmark.content_hash)
+        write_checkpoint(
+            session.paths.root,
+            progress={
+                "epoch": 0,
+                "phase": "setup",
+                "step_completed": -1,
+                "global_step": 0,
+                "total_steps": 0,
+                "train_id": train_id,
+                "spent_usd": self._spent(),
+                "at": now_iso(),
+            },
+            state={},
+            epoch_batches=None,
+            config=self.config,
+            benchmark_hash=session.benchmark.content_hash,
+        )
         session.register(train_id, "train", prompts)
         baseline = await self._baseline(prompts)
         val_units = build_units(pools.validation)
@@ -291,41 +359,83 @@ class Runner:
         test_units = {q.unit_id for q in pools.test}
         unit_view = unit_correctness_view(gate_units, baseline)
         validation_ids = {q.unit_id for q in pools.validation}
-        gate_pools = GatePools.build(gate_units, validation_ids, test_units,
-                                     seed=self.config.seed)
+        gate_pools = GatePools.build(gate_units, validation_ids, test_units, seed=self.config.seed)
         gate_pools.save(session.paths.gate_pools)
         cache = BaselineCache()  # the file is a mirror; the state comes from the checkpoint
         cache.put_many(prompts.skills_version, prompts.prompts_version, unit_view)
         cache.save(session.paths.baseline_cache)
         versions = {"skills": prompts.skills_version, "prompts": prompts.prompts_version}
-        best = {"skills": f"skills/{versions['skills']}", "prompts": f"prompts/{versions['prompts']}",
-                "val_acc": baseline_val, "run_id": BASELINE_RUN, "epoch": 0}
-        update_best(session.paths.root, skills=versions["skills"], prompts=versions["prompts"],
-                    val_acc=baseline_val, run_id=BASELINE_RUN, epoch=0)
-        state = TrainState(train_id=train_id, correctness=correctness, best=best,
-                           baseline_val_acc=baseline_val, baseline_versions=versions,
-                           gate_pools=gate_pools.to_dict(), baseline_cache=dict(cache.entries))
-        _, selected = build_batches(pools.diagnosis, correctness, self.config.batch_size,
-                                    self.config.min_class_per_batch, seed=1,
-                                    correct_ratio=self.config.batch_correct_ratio)
+        best = {
+            "skills": f"skills/{versions['skills']}",
+            "prompts": f"prompts/{versions['prompts']}",
+            "val_acc": baseline_val,
+            "run_id": BASELINE_RUN,
+            "epoch": 0,
+        }
+        update_best(
+            session.paths.root,
+            skills=versions["skills"],
+            prompts=versions["prompts"],
+            val_acc=baseline_val,
+            run_id=BASELINE_RUN,
+            epoch=0,
+        )
+        state = TrainState(
+            train_id=train_id,
+            correctness=correctness,
+            best=best,
+            baseline_val_acc=baseline_val,
+            baseline_versions=versions,
+            gate_pools=gate_pools.to_dict(),
+            baseline_cache=dict(cache.entries),
+        )
+        _, selected = build_batches(
+            pools.diagnosis,
+            correctness,
+            self.config.batch_size,
+            self.config.min_class_per_batch,
+            seed=1,
+            correct_ratio=self.config.batch_correct_ratio,
+        )
         total_steps = self.config.epochs * max(1, math.ceil(selected / self.config.batch_size))
         ctx = self._context(pools, task_types, units, state, total_steps)
-        logger.info("{}: {} task types, pools diagnosis/validation/test = {}/{}/{} questions, "
-                    "baseline validation accuracy {:.3f}", train_id, len(task_types),
-                    len(pools.diagnosis), len(pools.validation), len(pools.test), baseline_val)
-        plan = {"phase": "start", "first_epoch": 1, "resume_epoch": None, "batches": None,
-                "step_from": 0}
+        logger.info(
+            "{}: {} task types, pools diagnosis/validation/test = {}/{}/{} questions, "
+            "baseline validation accuracy {:.3f}",
+            train_id,
+            len(task_types),
+            len(pools.diagnosis),
+            len(pools.validation),
+            len(pools.test),
+            baseline_val,
+        )
+        plan = {
+            "phase": "start",
+            "first_epoch": 1,
+            "resume_epoch": None,
+            "batches": None,
+            "step_from": 0,
+        }
         return ctx, state, plan
 
     async def _baseline(self, prompts) -> dict[str, bool]:
         """The seed versions on the whole benchmark, run once per workspace and reused."""
         log = self.session.log
         run = log.run(BASELINE_RUN)
-        if run and run["status"] == "done" and run["skills_version"] == prompts.skills_version \
-                and run["prompts_version"] == prompts.prompts_version:
+        if (
+            run
+            and run["status"] == "done"
+            and run["skills_version"] == prompts.skills_version
+            and run["prompts_version"] == prompts.prompts_version
+        ):
             return log.correctness(BASELINE_RUN)
-        result = await self.session.infer(list(self.session.benchmark.questions), BASELINE_RUN,
-                                          "baseline", prompts=prompts, label="baseline")
+        result = await self.session.infer(
+            list(self.session.benchmark.questions),
+            BASELINE_RUN,
+            "baseline",
+            prompts=prompts,
+            label="baseline",
+        )
         return result.correctness
 
     # -- other modes ------------------------------------------------------------------------
@@ -340,22 +450,31 @@ class Runner:
         skills_dir = session.paths.root / "skills" / run["skills_version"].split("+")[0]
         prompts_dir = session.paths.root / "prompts" / run["prompts_version"]
         prompts = session.agent_prompts(skills_dir, prompts_dir)
-        ids = [r["question_id"] for r in session.log.query(
-            "SELECT question_id FROM predictions WHERE run_id = ? ORDER BY id", (run_id,))]
+        ids = [
+            r["question_id"]
+            for r in session.log.query(
+                "SELECT question_id FROM predictions WHERE run_id = ? ORDER BY id", (run_id,)
+            )
+        ]
         batch = [session.questions_by_id[i] for i in ids if i in session.questions_by_id]
         ctx = _DiagnoseContext(session, load_templates())
         session.log.clear_runs_with_prefix(f"{run_id}-diagnose-")
-        result = await diagnose_batch(ctx, prompts, batch, f"{run_id}-diagnose-",
-                                      rollout_run_id=run_id)
+        result = await diagnose_batch(
+            ctx, prompts, batch, f"{run_id}-diagnose-", rollout_run_id=run_id
+        )
         session.recorder.flush()
         by_cat: dict[str, int] = {}
         for d in result.diagnoses:
             by_cat[d.category] = by_cat.get(d.category, 0) + 1
-        return {"run_id": run_id, "failures": len(result.diagnoses), "by_category": by_cat,
-                "degraded": result.degraded_count,
-                "skill_packs": {t: len(p.failures) for t, p in result.skill_packs.items()},
-                "system_pack": len(result.system_pack.failures) if result.system_pack else 0,
-                "tool_packs": {t: len(p.failures) for t, p in result.tool_packs.items()}}
+        return {
+            "run_id": run_id,
+            "failures": len(result.diagnoses),
+            "by_category": by_cat,
+            "degraded": result.degraded_count,
+            "skill_packs": {t: len(p.failures) for t, p in result.skill_packs.items()},
+            "system_pack": len(result.system_pack.failures) if result.system_pack else 0,
+            "tool_packs": {t: len(p.failures) for t, p in result.tool_packs.items()},
+        }
 
 
 class _DiagnoseContext:
@@ -374,10 +493,20 @@ def resume_plan(ckpt: dict[str, Any]) -> dict[str, Any]:
     if p["phase"] == "finished":
         return {"phase": "finished"}
     if p["phase"] == "epoch_done":
-        return {"phase": "resume", "first_epoch": p["epoch"] + 1, "resume_epoch": None,
-                "batches": None, "step_from": 0}
-    return {"phase": "resume", "first_epoch": p["epoch"], "resume_epoch": p["epoch"],
-            "batches": ckpt["epoch_batches"], "step_from": p["step_completed"] + 1}
+        return {
+            "phase": "resume",
+            "first_epoch": p["epoch"] + 1,
+            "resume_epoch": None,
+            "batches": None,
+            "step_from": 0,
+        }
+    return {
+        "phase": "resume",
+        "first_epoch": p["epoch"],
+        "resume_epoch": p["epoch"],
+        "batches": ckpt["epoch_batches"],
+        "step_from": p["step_completed"] + 1,
+    }
 
 
 async def final_test_eval(ctx: TrainContext, state: TrainState) -> dict[str, Any]:
@@ -385,16 +514,24 @@ async def final_test_eval(ctx: TrainContext, state: TrainState) -> dict[str, Any
     run_id = f"{state.train_id}-final-test"
     ctx.log.clear_runs_with_prefix(run_id)
     test: list[Question] = list(ctx.pools.test)
-    result = await session.infer(test, run_id, "test", label="final test",
-                                 parent_run_id=state.train_id)
+    result = await session.infer(
+        test, run_id, "test", label="final test", parent_run_id=state.train_id
+    )
     baseline_acc = unit_accuracy(build_units(test), ctx.log.correctness(ctx.baseline_run_id))
-    report = {"run_id": run_id, "train_id": state.train_id,
-              "skills_version": session.paths.skills_version,
-              "prompts_version": session.paths.prompts_version,
-              "test_accuracy": result.accuracy, "baseline_test_accuracy": baseline_acc,
-              "improvement": result.accuracy - baseline_acc, "units": result.total,
-              "per_task_type": result.per_task_type, "best": state.best,
-              "curve": state.curve, "simulated_model": ctx.config.uses_sim}
+    report = {
+        "run_id": run_id,
+        "train_id": state.train_id,
+        "skills_version": session.paths.skills_version,
+        "prompts_version": session.paths.prompts_version,
+        "test_accuracy": result.accuracy,
+        "baseline_test_accuracy": baseline_acc,
+        "improvement": result.accuracy - baseline_acc,
+        "units": result.total,
+        "per_task_type": result.per_task_type,
+        "best": state.best,
+        "curve": state.curve,
+        "simulated_model": ctx.config.uses_sim,
+    }
     write_json_atomic(ctx.root / "analyses" / "final_test_eval.json", report)
     return report
 
@@ -410,17 +547,23 @@ def promote(root: Path, version: str, eval_run_id: str, name: str, store: Path) 
     if run is None or run["status"] != "done":
         raise UserError(f"no finished run {eval_run_id!r} in {paths.db} to justify the promotion")
     if run["skills_version"] != version:
-        raise UserError(f"run {eval_run_id} evaluated skills {run['skills_version']}, "
-                        f"not {version}")
+        raise UserError(
+            f"run {eval_run_id} evaluated skills {run['skills_version']}, not {version}"
+        )
     # read and verified (sha256, no symlinks) before anything reaches the store
     skills = read_version_files(paths.root / "skills" / version)
     prompts = read_version_files(paths.root / "prompts" / run["prompts_version"])
     summary = json.loads(run["summary_json"] or "{}")
     manifest = read_manifest(root)
-    provenance = {"workspace": str(paths.root), "skills_version": version,
-                  "prompts_version": run["prompts_version"], "eval_run_id": eval_run_id,
-                  "eval_accuracy": summary.get("accuracy"), "seed": manifest.get("seed"),
-                  "questions": manifest["current"]["questions"]}
+    provenance = {
+        "workspace": str(paths.root),
+        "skills_version": version,
+        "prompts_version": run["prompts_version"],
+        "eval_run_id": eval_run_id,
+        "eval_accuracy": summary.get("accuracy"),
+        "seed": manifest.get("seed"),
+        "questions": manifest["current"]["questions"],
+    }
     return promote_to_seed(store, name, skills, prompts, provenance)
 
 

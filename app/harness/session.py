@@ -31,8 +31,10 @@ from app.providers.factory import make_providers
 from app.providers.litellm_provider import CostBudget
 from core.types import InferenceResult, Question
 
-SIM_NOTICE = ("note: answers come from the built-in SIMULATED model (sim/*), not a real LLM; "
-              "figures show the harness working, not real-model quality")
+SIM_NOTICE = (
+    "note: answers come from the built-in SIMULATED model (sim/*), not a real LLM; "
+    "figures show the harness working, not real-model quality"
+)
 
 
 class Session:
@@ -52,7 +54,8 @@ class Session:
             logger.warning(warning)
         self.benchmark: Benchmark = load_benchmark(self.paths.questions_dir)
         self.questions_by_id: dict[str, Question] = {
-            q.question_id: q for q in self.benchmark.questions}
+            q.question_id: q for q in self.benchmark.questions
+        }
 
     def close(self) -> None:
         self.recorder.flush()
@@ -79,10 +82,14 @@ class Session:
         self.paths = resolve_paths(self.paths.root)
         return self.paths
 
-    def agent_prompts(self, skills_dir: Path | None = None,
-                      prompts_dir: Path | None = None) -> AgentPrompts:
-        prompts = AgentPrompts.load(skills_dir or self.paths.skills_dir,
-                                    prompts_dir or self.paths.prompts_dir, self.config.skill_mode)
+    def agent_prompts(
+        self, skills_dir: Path | None = None, prompts_dir: Path | None = None
+    ) -> AgentPrompts:
+        prompts = AgentPrompts.load(
+            skills_dir or self.paths.skills_dir,
+            prompts_dir or self.paths.prompts_dir,
+            self.config.skill_mode,
+        )
         if self.config.memory_k > 0:  # issue 14: verified memories before the system prompt
             from app.harness.memory import with_memories
 
@@ -92,66 +99,111 @@ class Session:
     @property
     def agent_settings(self) -> AgentSettings:
         c = self.config
-        return AgentSettings(max_steps=c.max_steps, temperature=c.temperature,
-                             max_tokens=c.max_tokens, concurrency=c.concurrency,
-                             answer_fallbacks=self.benchmark.answer_fallbacks)
+        return AgentSettings(
+            max_steps=c.max_steps,
+            temperature=c.temperature,
+            max_tokens=c.max_tokens,
+            concurrency=c.concurrency,
+            answer_fallbacks=self.benchmark.answer_fallbacks,
+        )
 
     def provenance(self, prompts: AgentPrompts) -> dict:
         c = self.config
         return run_provenance(
-            skills_version=prompts.skills_version, prompts_version=prompts.prompts_version,
+            skills_version=prompts.skills_version,
+            prompts_version=prompts.prompts_version,
             skills_sha=content_sha256(prompts.skills),
             prompts_sha=content_sha256({"system.md": prompts.system, **prompts.tool_docs}),
-            benchmark_hash=self.benchmark.content_hash, models=c.models,
+            benchmark_hash=self.benchmark.content_hash,
+            models=c.models,
             sampling={"temperature": c.temperature, "max_tokens": c.max_tokens},
-            simulated=c.uses_sim)
+            simulated=c.uses_sim,
+        )
 
-    def register(self, run_id: str, kind: str, prompts: AgentPrompts,
-                 parent_run_id: str | None = None, provenance: dict | None = None) -> None:
+    def register(
+        self,
+        run_id: str,
+        kind: str,
+        prompts: AgentPrompts,
+        parent_run_id: str | None = None,
+        provenance: dict | None = None,
+    ) -> None:
         self.log.register_run(
-            run_id, kind=kind, skills_version=prompts.skills_version,
-            prompts_version=prompts.prompts_version, questions_ref=self.benchmark.name,
-            parent_run_id=parent_run_id, config=asdict(self.config),
-            provenance={**self.provenance(prompts), **(provenance or {})})
+            run_id,
+            kind=kind,
+            skills_version=prompts.skills_version,
+            prompts_version=prompts.prompts_version,
+            questions_ref=self.benchmark.name,
+            parent_run_id=parent_run_id,
+            config=asdict(self.config),
+            provenance={**self.provenance(prompts), **(provenance or {})},
+        )
 
-    async def infer(self, questions: list[Question], run_id: str, kind: str,
-                    prompts: AgentPrompts | None = None, label: str = "questions",
-                    parent_run_id: str | None = None, guard: bool = True,
-                    sample: int = 0, provenance: dict | None = None) -> InferenceResult:
+    async def infer(
+        self,
+        questions: list[Question],
+        run_id: str,
+        kind: str,
+        prompts: AgentPrompts | None = None,
+        label: str = "questions",
+        parent_run_id: str | None = None,
+        guard: bool = True,
+        sample: int = 0,
+        provenance: dict | None = None,
+    ) -> InferenceResult:
         """Register a run, answer the questions, record the summary."""
         prompts = prompts or self.agent_prompts()
         self.register(run_id, kind, prompts, parent_run_id, provenance)
         try:
-            result = await run_inference(questions, provider=self.providers["agent"],
-                                         prompts=prompts, log=self.log, run_id=run_id,
-                                         settings=replace(self.agent_settings, sample=sample),
-                                         bars=self.bars,
-                                         label=label, guard=guard)
+            result = await run_inference(
+                questions,
+                provider=self.providers["agent"],
+                prompts=prompts,
+                log=self.log,
+                run_id=run_id,
+                settings=replace(self.agent_settings, sample=sample),
+                bars=self.bars,
+                label=label,
+                guard=guard,
+            )
         except BaseException as e:
             from app.secrets import scrub
 
             self.recorder.flush()
             leaf = first_leaf(e)
             if is_stop(leaf):
-                self.log.finish_run(run_id, "stopped", {
-                    "stop_reason": stop_reason(leaf), "reason": f"stopped by {stop_reason(leaf)}"})
+                self.log.finish_run(
+                    run_id,
+                    "stopped",
+                    {"stop_reason": stop_reason(leaf), "reason": f"stopped by {stop_reason(leaf)}"},
+                )
             else:
-                self.log.finish_run(run_id, "failed", {
-                    "reason": scrub(f"{type(leaf).__name__}: {leaf}")[:500]})
+                self.log.finish_run(
+                    run_id, "failed", {"reason": scrub(f"{type(leaf).__name__}: {leaf}")[:500]}
+                )
             raise
         self.recorder.flush()
-        self.log.finish_run(run_id, "done", summary={
-            "accuracy": result.accuracy, "total": result.total, "correct": result.correct,
-            "per_task_type": result.per_task_type,
-            "stop_reason_counts": result.stop_reason_counts})
+        self.log.finish_run(
+            run_id,
+            "done",
+            summary={
+                "accuracy": result.accuracy,
+                "total": result.total,
+                "correct": result.correct,
+                "per_task_type": result.per_task_type,
+                "stop_reason_counts": result.stop_reason_counts,
+            },
+        )
         return result
 
-    def publish_version(self, kind: str, files: dict[str, str], *, source: str,
-                        description: str, run_id: str) -> str:
+    def publish_version(
+        self, kind: str, files: dict[str, str], *, source: str, description: str, run_id: str
+    ) -> str:
         """A new immutable version as a child of the current one, made current."""
         parent = self.paths.skills_version if kind == "skills" else self.paths.prompts_version
-        version = advance_version(self.paths.root, kind, files, source=source, parent=parent,
-                                  description=description)
+        version = advance_version(
+            self.paths.root, kind, files, source=source, parent=parent, description=description
+        )
         update_manifest(self.paths.root, run_id=run_id, **{kind: version})
         self.refresh_paths()
         return version

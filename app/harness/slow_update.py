@@ -37,12 +37,27 @@ async def run_slow_update(ctx: TrainContext, state: TrainState, epoch: int) -> N
     val = list(ctx.pools.validation)
     # 1. full validation re-run R with the current versions
     r_prompts = session.agent_prompts()
-    r = await session.infer(val, prefix + "val", "validation", prompts=r_prompts,
-                            label=f"e{epoch} validation", parent_run_id=state.train_id)
+    r = await session.infer(
+        val,
+        prefix + "val",
+        "validation",
+        prompts=r_prompts,
+        label=f"e{epoch} validation",
+        parent_run_id=state.train_id,
+    )
     # 2. dual metric (the soft score is optional and not computed by this harness yet)
-    ctx.log.insert_rows("dual_metric", [{"run_id": prefix + "val", "epoch": epoch,
-                                         "eval_run_id": prefix + "val", "hard_acc": r.accuracy,
-                                         "soft_score": None}])
+    ctx.log.insert_rows(
+        "dual_metric",
+        [
+            {
+                "run_id": prefix + "val",
+                "epoch": epoch,
+                "eval_run_id": prefix + "val",
+                "hard_acc": r.accuracy,
+                "soft_score": None,
+            }
+        ],
+    )
     # 3. write R's per-question correctness back
     state.correctness.update(r.correctness)
     killpoints.reached("slow")
@@ -59,18 +74,23 @@ async def run_slow_update(ctx: TrainContext, state: TrainState, epoch: int) -> N
         await evolve_descriptions(ctx, state, epoch, prefix, prefix + "val")
     # 7. system and tool prompt evolution from the epoch's packs
     before_prompts = session.paths.prompts_version
-    changed = await evolve_prompts(ctx, state, epoch, prefix) if ctx.config.evolve_prompts \
-        else False
+    changed = (
+        await evolve_prompts(ctx, state, epoch, prefix) if ctx.config.evolve_prompts else False
+    )
     # 8. R2 when prompts changed: revert if worse, else keep and consider for best
-    r2 = await settle_prompt_change(ctx, state, r, before_prompts, epoch, prefix) \
-        if changed else None
+    r2 = (
+        await settle_prompt_change(ctx, state, r, before_prompts, epoch, prefix)
+        if changed
+        else None
+    )
     # 9. epoch report and held-out evaluation
     holdout = await holdout_four_way(ctx, state, prefix) if ctx.config.holdout_each_epoch else {}
     report_epoch(ctx, state, epoch, r, r2, holdout, verdicts, prefix)
 
 
-async def settle_probations(ctx: TrainContext, state: TrainState, r: InferenceResult,
-                            epoch: int, prefix: str) -> list[dict[str, Any]]:
+async def settle_probations(
+    ctx: TrainContext, state: TrainState, r: InferenceResult, epoch: int, prefix: str
+) -> list[dict[str, Any]]:
     """Finish each provisional accept's gate test on the validation families it reserved.
 
     The candidate's outcomes are the validation re-run R's (the current version); the
@@ -83,13 +103,29 @@ async def settle_probations(ctx: TrainContext, state: TrainState, r: InferenceRe
     for task_type in sorted(state.probations):
         p = Probation(**state.probations.pop(task_type))
         verdict, decision = await _probation_test(ctx, p, r, prefix)
-        verdicts.append({"task_type": task_type, "verdict": verdict, "W": decision.W,
-                         "L": decision.L, "e_value": decision.e_value,
-                         "threshold": decision.threshold, "n_used": decision.n_used,
-                         "stop_reason": decision.stop_reason,
-                         "accepted_version": p.accepted_version})
-        logger.info("e{} probation {}: {} (W={} L={} e={:.2f} / {:.2f})", epoch, task_type,
-                    verdict, decision.W, decision.L, decision.e_value, decision.threshold)
+        verdicts.append(
+            {
+                "task_type": task_type,
+                "verdict": verdict,
+                "W": decision.W,
+                "L": decision.L,
+                "e_value": decision.e_value,
+                "threshold": decision.threshold,
+                "n_used": decision.n_used,
+                "stop_reason": decision.stop_reason,
+                "accepted_version": p.accepted_version,
+            }
+        )
+        logger.info(
+            "e{} probation {}: {} (W={} L={} e={:.2f} / {:.2f})",
+            epoch,
+            task_type,
+            verdict,
+            decision.W,
+            decision.L,
+            decision.e_value,
+            decision.threshold,
+        )
         if verdict == "rollback":
             rollback(ctx, state, p, epoch)
         else:
@@ -97,8 +133,9 @@ async def settle_probations(ctx: TrainContext, state: TrainState, r: InferenceRe
     return verdicts
 
 
-async def _probation_test(ctx: TrainContext, p: Probation, r: InferenceResult,
-                          prefix: str) -> tuple[str, GateDecision]:
+async def _probation_test(
+    ctx: TrainContext, p: Probation, r: InferenceResult, prefix: str
+) -> tuple[str, GateDecision]:
     test = ProbationTest(ctx.gate_params, p.test)
     families = [(str(f), tuple(ids)) for f, ids in p.families]
     unit_ids = [u for _, ids in families for u in ids]
@@ -106,11 +143,19 @@ async def _probation_test(ctx: TrainContext, p: Probation, r: InferenceResult,
     session = ctx.session
     skills = session.version_files("skills", session.paths.skills_version)
     skills[p.target_file] = p.anchor_text
-    anchor = replace(session.agent_prompts(), skills=skills,
-                     skills_version=f"{session.paths.skills_version}-anchor-{p.task_type}")
+    anchor = replace(
+        session.agent_prompts(),
+        skills=skills,
+        skills_version=f"{session.paths.skills_version}-anchor-{p.task_type}",
+    )
     run_id = f"{prefix}anchor-{p.task_type}"
-    base = await session.infer(questions, run_id, "gate", prompts=anchor,
-                               label=f"probation {p.task_type} anchor") if questions else None
+    base = (
+        await session.infer(
+            questions, run_id, "gate", prompts=anchor, label=f"probation {p.task_type} anchor"
+        )
+        if questions
+        else None
+    )
     units = [ctx.units[u] for u in unit_ids]
     cand_view = unit_correctness_view(units, r.correctness)
     base_view = unit_correctness_view(units, base.correctness if base else {})
@@ -119,8 +164,10 @@ async def _probation_test(ctx: TrainContext, p: Probation, r: InferenceResult,
             break
         test.observe_family(family, [(u, base_view[u], cand_view[u]) for u in ids])
     verdict, decision = test.verdict()
-    ctx.log.insert_rows("gate_evidence", evidence_rows(
-        f"{prefix}probation-{p.task_type}", p.task_type, decision, p.epoch, p.step))
+    ctx.log.insert_rows(
+        "gate_evidence",
+        evidence_rows(f"{prefix}probation-{p.task_type}", p.task_type, decision, p.epoch, p.step),
+    )
     return verdict, decision
 
 
@@ -128,53 +175,96 @@ def rollback(ctx: TrainContext, state: TrainState, p: Probation, epoch: int) -> 
     session = ctx.session
     files = session.version_files("skills", session.paths.skills_version)
     files[p.target_file] = p.anchor_text
-    session.publish_version("skills", files, source="rollback", run_id=state.train_id,
-                            description=f"e{epoch} rollback of {p.task_type} "
-                                        f"(accepted in {p.accepted_version})")
+    session.publish_version(
+        "skills",
+        files,
+        source="rollback",
+        run_id=state.train_id,
+        description=f"e{epoch} rollback of {p.task_type} (accepted in {p.accepted_version})",
+    )
     state.cooldown[p.task_type] = ctx.config.cooldown_steps
     state.rejected.setdefault(p.task_type, []).extend(
-        {"task_type": p.task_type, "op": e.get("op", ""), "section": e.get("section", ""),
-         "text": e.get("content") or e.get("new") or e.get("old") or "",
-         "reason": "rolled back at epoch end", "epoch": epoch, "step": p.step}
-        for e in p.edits)
+        {
+            "task_type": p.task_type,
+            "op": e.get("op", ""),
+            "section": e.get("section", ""),
+            "text": e.get("content") or e.get("new") or e.get("old") or "",
+            "reason": "rolled back at epoch end",
+            "epoch": epoch,
+            "step": p.step,
+        }
+        for e in p.edits
+    )
     state.count("rolled_back")
 
 
-def consider_best(ctx: TrainContext, state: TrainState, result: InferenceResult,
-                  prompts: AgentPrompts, epoch: int, run_id: str) -> None:
+def consider_best(
+    ctx: TrainContext,
+    state: TrainState,
+    result: InferenceResult,
+    prompts: AgentPrompts,
+    epoch: int,
+    run_id: str,
+) -> None:
     if result.accuracy > state.best["val_acc"]:
-        state.best = {"skills": f"skills/{prompts.skills_version}",
-                      "prompts": f"prompts/{prompts.prompts_version}",
-                      "val_acc": result.accuracy, "run_id": run_id, "epoch": epoch}
-        update_best(ctx.root, skills=prompts.skills_version, prompts=prompts.prompts_version,
-                    val_acc=result.accuracy, run_id=run_id, epoch=epoch)
+        state.best = {
+            "skills": f"skills/{prompts.skills_version}",
+            "prompts": f"prompts/{prompts.prompts_version}",
+            "val_acc": result.accuracy,
+            "run_id": run_id,
+            "epoch": epoch,
+        }
+        update_best(
+            ctx.root,
+            skills=prompts.skills_version,
+            prompts=prompts.prompts_version,
+            val_acc=result.accuracy,
+            run_id=run_id,
+            epoch=epoch,
+        )
 
 
 async def evolve_prompts(ctx: TrainContext, state: TrainState, epoch: int, prefix: str) -> bool:
     session = ctx.session
     files = session.version_files("prompts", session.paths.prompts_version)
-    budget = edit_budget_at(state.global_step, ctx.total_steps, ctx.config.edit_budget_start,
-                            ctx.config.edit_budget_end)
+    budget = edit_budget_at(
+        state.global_step, ctx.total_steps, ctx.config.edit_budget_start, ctx.config.edit_budget_end
+    )
     targets: list[tuple[str, str, CasePack | None, str]] = [
-        ("system.md", "evolve_system",
-         merge_packs([CasePack.from_dict(p) for p in state.system_packs], "system"), "")]
+        (
+            "system.md",
+            "evolve_system",
+            merge_packs([CasePack.from_dict(p) for p in state.system_packs], "system"),
+            "",
+        )
+    ]
     tool_names = sorted({p["target"][5:] for p in state.tool_packs})
     for name in tool_names:
         packs = [CasePack.from_dict(p) for p in state.tool_packs if p["target"] == f"tool:{name}"]
-        targets.append((f"tool_{name}.md", "evolve_tool", merge_packs(packs, f"tool:{name}"),
-                        name))
+        targets.append((f"tool_{name}.md", "evolve_tool", merge_packs(packs, f"tool:{name}"), name))
     changed = []
     token = current_run_id.set(prefix + "prompts")
     try:
         for file, template, pack, tool in targets:
             if pack is None or file not in files:
                 continue
-            prompt = prompt_file_prompt(ctx.templates[template], file=file, text=files[file],
-                                        pack=pack, budget=budget, tool=tool)
-            record = await evolve(session.providers["evolver"], prompt, original=files[file],
-                                  target_file=file, budget=budget,
-                                  target_kind="system" if not tool else "tool",
-                                  source_version=session.paths.prompts_version)
+            prompt = prompt_file_prompt(
+                ctx.templates[template],
+                file=file,
+                text=files[file],
+                pack=pack,
+                budget=budget,
+                tool=tool,
+            )
+            record = await evolve(
+                session.providers["evolver"],
+                prompt,
+                original=files[file],
+                target_file=file,
+                budget=budget,
+                target_kind="system" if not tool else "tool",
+                source_version=session.paths.prompts_version,
+            )
             if record.changed:
                 files[file] = record.evolved
                 changed.append(file)
@@ -182,97 +272,172 @@ async def evolve_prompts(ctx: TrainContext, state: TrainState, epoch: int, prefi
         current_run_id.reset(token)
     if not changed:
         return False
-    session.publish_version("prompts", files, source="slow_update", run_id=state.train_id,
-                            description=f"e{epoch} evolved {', '.join(changed)}")
+    session.publish_version(
+        "prompts",
+        files,
+        source="slow_update",
+        run_id=state.train_id,
+        description=f"e{epoch} evolved {', '.join(changed)}",
+    )
     return True
 
 
-async def settle_prompt_change(ctx: TrainContext, state: TrainState, r: InferenceResult,
-                               before_prompts: str, epoch: int,
-                               prefix: str) -> InferenceResult | None:
+async def settle_prompt_change(
+    ctx: TrainContext,
+    state: TrainState,
+    r: InferenceResult,
+    before_prompts: str,
+    epoch: int,
+    prefix: str,
+) -> InferenceResult | None:
     session = ctx.session
     prompts = session.agent_prompts()
-    r2 = await session.infer(list(ctx.pools.validation), prefix + "r2", "validation",
-                             prompts=prompts, label=f"e{epoch} validation (new prompts)",
-                             parent_run_id=state.train_id)
+    r2 = await session.infer(
+        list(ctx.pools.validation),
+        prefix + "r2",
+        "validation",
+        prompts=prompts,
+        label=f"e{epoch} validation (new prompts)",
+        parent_run_id=state.train_id,
+    )
     if r2.accuracy < r.accuracy:
-        logger.info("e{} prompts {} reverted: R2 {:.3f} < R {:.3f}", epoch,
-                    prompts.prompts_version, r2.accuracy, r.accuracy)
+        logger.info(
+            "e{} prompts {} reverted: R2 {:.3f} < R {:.3f}",
+            epoch,
+            prompts.prompts_version,
+            r2.accuracy,
+            r.accuracy,
+        )
         update_manifest(ctx.root, prompts=before_prompts, run_id=state.train_id)
         session.refresh_paths()
         state.count("prompts_reverted")
         return None
-    logger.info("e{} prompts {} kept: R2 {:.3f} >= R {:.3f}", epoch, prompts.prompts_version,
-                r2.accuracy, r.accuracy)
+    logger.info(
+        "e{} prompts {} kept: R2 {:.3f} >= R {:.3f}",
+        epoch,
+        prompts.prompts_version,
+        r2.accuracy,
+        r.accuracy,
+    )
     state.correctness.update(r2.correctness)
     state.count("prompts_kept")
     consider_best(ctx, state, r2, prompts, epoch, prefix + "r2")
     return r2
 
 
-async def holdout_four_way(ctx: TrainContext, state: TrainState,
-                           prefix: str) -> dict[str, dict[str, Any]]:
+async def holdout_four_way(
+    ctx: TrainContext, state: TrainState, prefix: str
+) -> dict[str, dict[str, Any]]:
     """baseline / best-hard / final / best-mixed on the test pool; one run per version pair."""
     session = ctx.session
     test = list(ctx.pools.test)
     current = (session.paths.skills_version, session.paths.prompts_version)
     best = (state.best["skills"].split("/")[-1], state.best["prompts"].split("/")[-1])
-    labels = {"baseline": (state.baseline_versions["skills"], state.baseline_versions["prompts"]),
-              "best_hard": best, "final": current, "best_mixed": (best[0], current[1])}
+    labels = {
+        "baseline": (state.baseline_versions["skills"], state.baseline_versions["prompts"]),
+        "best_hard": best,
+        "final": current,
+        "best_mixed": (best[0], current[1]),
+    }
     done: dict[tuple[str, str], float] = {}
     out = {}
     for label, versions in labels.items():
         if versions not in done:
             done[versions] = await _test_accuracy(ctx, state, versions, test, prefix)
         out[label] = {"skills": versions[0], "prompts": versions[1], "accuracy": done[versions]}
-    ctx.log.insert_rows("holdout_eval", [
-        {"run_id": prefix + "holdout", "epoch": int(prefix.split("-e")[-1].split("-")[0]),
-         "label": label, "skills_version": v["skills"], "prompts_version": v["prompts"],
-         "accuracy": v["accuracy"], "eval_run_id": f"{prefix}holdout-{v['skills']}-{v['prompts']}"}
-        for label, v in out.items()])
+    ctx.log.insert_rows(
+        "holdout_eval",
+        [
+            {
+                "run_id": prefix + "holdout",
+                "epoch": int(prefix.split("-e")[-1].split("-")[0]),
+                "label": label,
+                "skills_version": v["skills"],
+                "prompts_version": v["prompts"],
+                "accuracy": v["accuracy"],
+                "eval_run_id": f"{prefix}holdout-{v['skills']}-{v['prompts']}",
+            }
+            for label, v in out.items()
+        ],
+    )
     return out
 
 
-async def _test_accuracy(ctx: TrainContext, state: TrainState, versions: tuple[str, str],
-                         test: list, prefix: str) -> float:
+async def _test_accuracy(
+    ctx: TrainContext, state: TrainState, versions: tuple[str, str], test: list, prefix: str
+) -> float:
     if versions == (state.baseline_versions["skills"], state.baseline_versions["prompts"]):
         units = build_units(test)
         return unit_accuracy(units, ctx.log.correctness(ctx.baseline_run_id))
     session = ctx.session
-    prompts = session.agent_prompts(ctx.root / "skills" / versions[0],
-                                    ctx.root / "prompts" / versions[1])
-    result = await session.infer(test, f"{prefix}holdout-{versions[0]}-{versions[1]}", "holdout",
-                                 prompts=prompts, label=f"holdout {versions[0]}/{versions[1]}")
+    prompts = session.agent_prompts(
+        ctx.root / "skills" / versions[0], ctx.root / "prompts" / versions[1]
+    )
+    result = await session.infer(
+        test,
+        f"{prefix}holdout-{versions[0]}-{versions[1]}",
+        "holdout",
+        prompts=prompts,
+        label=f"holdout {versions[0]}/{versions[1]}",
+    )
     return result.accuracy
 
 
-def report_epoch(ctx: TrainContext, state: TrainState, epoch: int, r: InferenceResult,
-                 r2: InferenceResult | None, holdout: dict, verdicts: list,
-                 prefix: str) -> None:
+def report_epoch(
+    ctx: TrainContext,
+    state: TrainState,
+    epoch: int,
+    r: InferenceResult,
+    r2: InferenceResult | None,
+    holdout: dict,
+    verdicts: list,
+    prefix: str,
+) -> None:
     val_acc = max(r.accuracy, r2.accuracy) if r2 else r.accuracy
     test_acc = holdout.get("final", {}).get("accuracy")
     counts = dict(state.epoch_counts)
     report = {
-        "run_id": state.train_id, "epoch": epoch, "val_acc": val_acc, "r_acc": r.accuracy,
-        "r2_acc": r2.accuracy if r2 else None, "test_acc": test_acc,
-        "best": dict(state.best), "counts": {
-            "accepted": counts.get("accepted", 0), "provisional": counts.get("provisional", 0),
-            "rejected": counts.get("rejected", 0), "rolled_back": counts.get("rolled_back", 0),
-            "kept": counts.get("kept", 0), "skipped": counts.get("skipped", 0),
+        "run_id": state.train_id,
+        "epoch": epoch,
+        "val_acc": val_acc,
+        "r_acc": r.accuracy,
+        "r2_acc": r2.accuracy if r2 else None,
+        "test_acc": test_acc,
+        "best": dict(state.best),
+        "counts": {
+            "accepted": counts.get("accepted", 0),
+            "provisional": counts.get("provisional", 0),
+            "rejected": counts.get("rejected", 0),
+            "rolled_back": counts.get("rolled_back", 0),
+            "kept": counts.get("kept", 0),
+            "skipped": counts.get("skipped", 0),
             "cooldown": counts.get("cooldown", 0),
             "prompts_kept": counts.get("prompts_kept", 0),
             "prompts_reverted": counts.get("prompts_reverted", 0),
-            **{k: counts[k] for k in ("descriptions_accepted", "descriptions_rejected")
-               if counts.get(k)}},  # progressive mode (app/harness/descriptions.py)
-        "probations": verdicts, "holdout": {k: v["accuracy"] for k, v in holdout.items()},
+            **{
+                k: counts[k]
+                for k in ("descriptions_accepted", "descriptions_rejected")
+                if counts.get(k)
+            },
+        },  # progressive mode (app/harness/descriptions.py)
+        "probations": verdicts,
+        "holdout": {k: v["accuracy"] for k, v in holdout.items()},
         "prompts_changed": r2 is not None,
-        "versions": {"skills": ctx.session.paths.skills_version,
-                     "prompts": ctx.session.paths.prompts_version},
+        "versions": {
+            "skills": ctx.session.paths.skills_version,
+            "prompts": ctx.session.paths.prompts_version,
+        },
         "per_task_type": r.per_task_type,
     }
     write_epoch_report(ctx.root, ctx.log, report, prefix + "report")
-    state.curve.append({"epoch": epoch, "val_acc": val_acc, "test_acc": test_acc,
-                        **report["counts"]})
-    logger.info("epoch {}: validation {:.3f}{}  best {:.3f} ({})", epoch, val_acc,
-                f"  test {test_acc:.3f}" if test_acc is not None else "",
-                state.best["val_acc"], state.best["skills"])
+    state.curve.append(
+        {"epoch": epoch, "val_acc": val_acc, "test_acc": test_acc, **report["counts"]}
+    )
+    logger.info(
+        "epoch {}: validation {:.3f}{}  best {:.3f} ({})",
+        epoch,
+        val_acc,
+        f"  test {test_acc:.3f}" if test_acc is not None else "",
+        state.best["val_acc"],
+        state.best["skills"],
+    )

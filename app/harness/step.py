@@ -44,20 +44,30 @@ def step_prefix(train_id: str, epoch: int, step: int) -> str:
     return f"{train_id}-e{epoch}-s{step}-"
 
 
-async def run_step(ctx: TrainContext, state: TrainState, epoch: int, step: int,
-                   batch: Sequence[Question]) -> None:
+async def run_step(
+    ctx: TrainContext, state: TrainState, epoch: int, step: int, batch: Sequence[Question]
+) -> None:
     prefix = step_prefix(state.train_id, epoch, step)
     ctx.log.clear_runs_with_prefix(prefix)  # a retried step never duplicates rows
     prompts = ctx.session.agent_prompts()
-    result = await ctx.session.infer(list(batch), prefix + "rollout", "rollout", prompts=prompts,
-                                     label=f"e{epoch} s{step} rollout",
-                                     parent_run_id=state.train_id)
+    result = await ctx.session.infer(
+        list(batch),
+        prefix + "rollout",
+        "rollout",
+        prompts=prompts,
+        label=f"e{epoch} s{step} rollout",
+        parent_run_id=state.train_id,
+    )
     state.correctness.update(result.correctness)
     flags = []
     if ctx.config.skill_mode == "tool" and no_tool_calls(ctx.log, prefix + "rollout"):
         flags.append("no_tool_calls")
-        logger.warning("e{} s{}: skill_mode = 'tool' but no rollout called a tool, so the agent "
-                       "never read its skill file", epoch, step)
+        logger.warning(
+            "e{} s{}: skill_mode = 'tool' but no rollout called a tool, so the agent "
+            "never read its skill file",
+            epoch,
+            step,
+        )
     current_step_flags.set(tuple(flags))
     if ctx.config.skill_mode in ("tool", "progressive"):
         current_step_activation.set(run_activation(ctx.log, prefix + "rollout"))
@@ -73,11 +83,21 @@ async def run_step(ctx: TrainContext, state: TrainState, epoch: int, step: int,
 
 
 # -- diagnosis -------------------------------------------------------------------------------
-async def diagnose_batch(ctx: TrainContext, prompts: AgentPrompts, batch: Sequence[Question],
-                         prefix: str, rollout_run_id: str | None = None) -> DiagnosisResult:
-    rows = {r["question_id"]: r for r in ctx.log.query(
-        "SELECT question_id, prediction, correct, stop_reason, steps_json FROM predictions "
-        "WHERE run_id = ?", (rollout_run_id or prefix + "rollout",))}
+async def diagnose_batch(
+    ctx: TrainContext,
+    prompts: AgentPrompts,
+    batch: Sequence[Question],
+    prefix: str,
+    rollout_run_id: str | None = None,
+) -> DiagnosisResult:
+    rows = {
+        r["question_id"]: r
+        for r in ctx.log.query(
+            "SELECT question_id, prediction, correct, stop_reason, steps_json FROM predictions "
+            "WHERE run_id = ?",
+            (rollout_run_id or prefix + "rollout",),
+        )
+    }
     failures, successes = [], []
     for q in batch:
         row = rows[q.question_id]
@@ -85,88 +105,158 @@ async def diagnose_batch(ctx: TrainContext, prompts: AgentPrompts, batch: Sequen
             successes.append((q, row["prediction"]))
             continue
         tools = "\n".join(f"- {t.name}: {t.description}" for t in prompts.tools_for(q))
-        failures.append(Failure(question=q, prediction=row["prediction"] or "",
-                                stop_reason=row["stop_reason"],
-                                steps=tuple(json.loads(row["steps_json"])),
-                                system=prompts.system, skill=prompts.skill_text(q.task_type),
-                                tools=tools or "(none)"))
+        failures.append(
+            Failure(
+                question=q,
+                prediction=row["prediction"] or "",
+                stop_reason=row["stop_reason"],
+                steps=tuple(json.loads(row["steps_json"])),
+                system=prompts.system,
+                skill=prompts.skill_text(q.task_type),
+                tools=tools or "(none)",
+            )
+        )
     token = current_run_id.set(prefix + "diag")
     calls: list = []
     try:
         diagnoses = await diagnose_failures(
-            ctx.session.providers["judge"], ctx.templates["diagnose_failure"], failures,
+            ctx.session.providers["judge"],
+            ctx.templates["diagnose_failure"],
+            failures,
             limiter=anyio.CapacityLimiter(ctx.config.concurrency),
-            ladder=ctx.session.model_io.ladder("judge"), role="judge", calls=calls)
+            ladder=ctx.session.model_io.ladder("judge"),
+            role="judge",
+            calls=calls,
+        )
     finally:
         current_run_id.reset(token)
-    record_attempts(ctx.log, prefix + "diag", "diagnosis",
-                    [(c.question_id, c.attempts) for c in sorted(calls,
-                                                               key=lambda c: c.question_id)])
+    record_attempts(
+        ctx.log,
+        prefix + "diag",
+        "diagnosis",
+        [(c.question_id, c.attempts) for c in sorted(calls, key=lambda c: c.question_id)],
+    )
     degraded = sum(d.degraded for d in diagnoses)
     parse_errors = {d.question_id: d.rationale for d in diagnoses if d.degraded}
     c = ctx.config
     if failures and degraded / len(failures) > c.diagnosis_degraded_max_share:
-        problem = (f"{degraded}/{len(failures)} diagnoses did not parse (more than "
-                   f"diagnosis_degraded_max_share = {c.diagnosis_degraded_max_share:g}); "
-                   f"judge_model {c.judge_model} makes them")
+        problem = (
+            f"{degraded}/{len(failures)} diagnoses did not parse (more than "
+            f"diagnosis_degraded_max_share = {c.diagnosis_degraded_max_share:g}); "
+            f"judge_model {c.judge_model} makes them"
+        )
         if c.on_degraded_diagnoses == "abort":
             raise RunFailed(f"{problem}, and on_degraded_diagnoses = 'abort' stops the run")
-        logger.warning("{}: evolving from the raw failure packs instead "
-                       "(on_degraded_diagnoses = 'raw_packs')", problem)
+        logger.warning(
+            "{}: evolving from the raw failure packs instead (on_degraded_diagnoses = 'raw_packs')",
+            problem,
+        )
         diagnoses = raw_diagnoses(diagnoses)
-    ctx.log.insert_rows("diagnoses", [
-        {"run_id": prefix + "diag", "question_id": d.question_id, "task_type": d.task_type,
-         "category": d.category, "target": d.target, "rationale": d.rationale,
-         "degraded": int(d.degraded), "parse_error": parse_errors.get(d.question_id)}
-        for d in diagnoses])
+    ctx.log.insert_rows(
+        "diagnoses",
+        [
+            {
+                "run_id": prefix + "diag",
+                "question_id": d.question_id,
+                "task_type": d.task_type,
+                "category": d.category,
+                "target": d.target,
+                "rationale": d.rationale,
+                "degraded": int(d.degraded),
+                "parse_error": parse_errors.get(d.question_id),
+            }
+            for d in diagnoses
+        ],
+    )
     return build_packs(diagnoses, failures, successes)
 
 
 # -- the four gate phases -------------------------------------------------------------------
-async def gate_step(ctx: TrainContext, state: TrainState, epoch: int, step: int,
-                    prompts: AgentPrompts, diagnosis: DiagnosisResult, prefix: str) -> None:
-    budget = edit_budget_at(state.global_step, ctx.total_steps, ctx.config.edit_budget_start,
-                            ctx.config.edit_budget_end)
+async def gate_step(
+    ctx: TrainContext,
+    state: TrainState,
+    epoch: int,
+    step: int,
+    prompts: AgentPrompts,
+    diagnosis: DiagnosisResult,
+    prefix: str,
+) -> None:
+    budget = edit_budget_at(
+        state.global_step, ctx.total_steps, ctx.config.edit_budget_start, ctx.config.edit_budget_end
+    )
     records = await evolve_phase(ctx, state, epoch, step, prompts, diagnosis, budget, prefix)
     if not records:
         return
-    specs = [gate_spec(ctx, state, tt, rec, prompts, diagnosis, prefix)
-             for tt, rec in records.items()]
+    specs = [
+        gate_spec(ctx, state, tt, rec, prompts, diagnosis, prefix) for tt, rec in records.items()
+    ]
     for spec in specs:
-        ctx.session.register(spec.gate_run_id, "gate", spec.candidate,
-                             parent_run_id=state.train_id)
-    validator = Validator(provider=ctx.session.providers["agent"], base_prompts=prompts,
-                          units=ctx.units, log=ctx.log, settings=ctx.session.agent_settings,
-                          params=ctx.gate_params, baseline_cache=ctx.baseline_cache,
-                          guard_err=ctx.config.gate_guard_err)
+        ctx.session.register(spec.gate_run_id, "gate", spec.candidate, parent_run_id=state.train_id)
+    validator = Validator(
+        provider=ctx.session.providers["agent"],
+        base_prompts=prompts,
+        units=ctx.units,
+        log=ctx.log,
+        settings=ctx.session.agent_settings,
+        params=ctx.gate_params,
+        baseline_cache=ctx.baseline_cache,
+        guard_err=ctx.config.gate_guard_err,
+    )
     outcomes = await validator.validate(specs, prefix + "gatebase")
     for spec in specs:
-        ctx.log.finish_run(spec.gate_run_id, "done",
-                           {"action": outcomes[spec.task_type].decision.action})
+        ctx.log.finish_run(
+            spec.gate_run_id, "done", {"action": outcomes[spec.task_type].decision.action}
+        )
     ctx.session.recorder.flush()
     for task_type in sorted(outcomes):  # phase D: alphabetical, the only writer of state
         settle(ctx, state, epoch, step, records[task_type], outcomes[task_type], budget, prefix)
 
 
-async def evolve_phase(ctx: TrainContext, state: TrainState, epoch: int, step: int,
-                       prompts: AgentPrompts, diagnosis: DiagnosisResult, budget: int,
-                       prefix: str) -> dict[str, EvolutionRecord]:
+async def evolve_phase(
+    ctx: TrainContext,
+    state: TrainState,
+    epoch: int,
+    step: int,
+    prompts: AgentPrompts,
+    diagnosis: DiagnosisResult,
+    budget: int,
+    prefix: str,
+) -> dict[str, EvolutionRecord]:
     """Phase A: evolve each eligible task type concurrently; report the skipped ones."""
     eligible = []
     for task_type in ctx.task_types:
         if state.cooldown.get(task_type, 0) > 0:
-            _skip(ctx, state, epoch, step, task_type, "skip_cooldown", budget, prompts, prefix,
-                  f"cooling down for {state.cooldown[task_type]} more step(s)")
+            _skip(
+                ctx,
+                state,
+                epoch,
+                step,
+                task_type,
+                "skip_cooldown",
+                budget,
+                prompts,
+                prefix,
+                f"cooling down for {state.cooldown[task_type]} more step(s)",
+            )
         elif task_type not in diagnosis.skill_packs:
-            _skip(ctx, state, epoch, step, task_type, "skip_no_failures", budget, prompts, prefix,
-                  "no skill-gap failures in this batch")
+            _skip(
+                ctx,
+                state,
+                epoch,
+                step,
+                task_type,
+                "skip_no_failures",
+                budget,
+                prompts,
+                prefix,
+                "no skill-gap failures in this batch",
+            )
         else:
             eligible.append(task_type)
     records: dict[str, EvolutionRecord] = {}
 
     async def one(task_type: str) -> None:
-        records[task_type] = await evolve_skill(ctx, state, task_type, prompts,
-                                                diagnosis, budget)
+        records[task_type] = await evolve_skill(ctx, state, task_type, prompts, diagnosis, budget)
 
     token = current_run_id.set(prefix + "evolve")
     try:
@@ -183,28 +273,57 @@ async def evolve_phase(ctx: TrainContext, state: TrainState, epoch: int, step: i
             kept[task_type] = record
         else:
             action = "skip_no_change" if record.status == "no_change" else "evolve_failed"
-            _skip(ctx, state, epoch, step, task_type, action, budget, prompts, prefix,
-                  f"evolver produced no applicable change ({record.status})", record)
+            _skip(
+                ctx,
+                state,
+                epoch,
+                step,
+                task_type,
+                action,
+                budget,
+                prompts,
+                prefix,
+                f"evolver produced no applicable change ({record.status})",
+                record,
+            )
     return kept
 
 
-async def evolve_skill(ctx: TrainContext, state: TrainState, task_type: str,
-                       prompts: AgentPrompts, diagnosis: DiagnosisResult,
-                       budget: int) -> EvolutionRecord:
+async def evolve_skill(
+    ctx: TrainContext,
+    state: TrainState,
+    task_type: str,
+    prompts: AgentPrompts,
+    diagnosis: DiagnosisResult,
+    budget: int,
+) -> EvolutionRecord:
     target = resolve_skill_file(task_type, prompts.skills)
     original = prompts.skills.get(target, "")
     pack = diagnosis.skill_packs[task_type]
-    prompt = skill_prompt(ctx.templates["evolve_skill"], task_type=task_type, file=target,
-                          skill=original, pack=pack, budget=budget,
-                          rejected=state.rejected_edits(task_type))
+    prompt = skill_prompt(
+        ctx.templates["evolve_skill"],
+        task_type=task_type,
+        file=target,
+        skill=original,
+        pack=pack,
+        budget=budget,
+        rejected=state.rejected_edits(task_type),
+    )
     raw = sum(f.note == RAW_NOTE for f in pack.failures)
-    record = await evolve(ctx.session.providers["evolver"], prompt, original=original,
-                          target_file=target, budget=budget, target_kind="skill",
-                          task_type=task_type, source_version=prompts.skills_version,
-                          request_summary=f"{len(pack.failures)} failures"
-                                          + (f" ({raw} raw, undiagnosed)" if raw else "")
-                                          + f", {len(pack.successes)} successes, budget {budget}",
-                          ladder=ctx.session.model_io.ladder("evolver"))
+    record = await evolve(
+        ctx.session.providers["evolver"],
+        prompt,
+        original=original,
+        target_file=target,
+        budget=budget,
+        target_kind="skill",
+        task_type=task_type,
+        source_version=prompts.skills_version,
+        request_summary=f"{len(pack.failures)} failures"
+        + (f" ({raw} raw, undiagnosed)" if raw else "")
+        + f", {len(pack.successes)} successes, budget {budget}",
+        ladder=ctx.session.model_io.ladder("evolver"),
+    )
     if record.changed:
         consolidated, _ = consolidate_appendix(record.evolved, ctx.config.appendix_max_lines)
         if consolidated != record.evolved:
@@ -214,27 +333,51 @@ async def evolve_skill(ctx: TrainContext, state: TrainState, task_type: str,
     return record
 
 
-def gate_spec(ctx: TrainContext, state: TrainState, task_type: str, record: EvolutionRecord,
-              prompts: AgentPrompts, diagnosis: DiagnosisResult, prefix: str) -> GateSpec:
+def gate_spec(
+    ctx: TrainContext,
+    state: TrainState,
+    task_type: str,
+    record: EvolutionRecord,
+    prompts: AgentPrompts,
+    diagnosis: DiagnosisResult,
+    prefix: str,
+) -> GateSpec:
     """Phase B: the ladder minus the case pack's families, truncated to n_max. While the task
     type is on probation its validation families stay reserved for that probation."""
     c = ctx.config
     ladder = ctx.gate_pools.ladder_for(
-        task_type, set(diagnosis.skill_packs[task_type].unit_ids), key=prefix,
-        with_stage2=task_type not in state.probations)
-    return GateSpec(task_type=task_type, target_file=record.target_file,
-                    candidate=with_skill(prompts, record.target_file, record.evolved),
-                    ladder=ladder.truncated(c.gate_n_max),
-                    gate_run_id=f"{prefix}gate-{task_type}", strategy=c.gate_strategy,
-                    minibatch_k=c.gate_minibatch_k)
+        task_type,
+        set(diagnosis.skill_packs[task_type].unit_ids),
+        key=prefix,
+        with_stage2=task_type not in state.probations,
+    )
+    return GateSpec(
+        task_type=task_type,
+        target_file=record.target_file,
+        candidate=with_skill(prompts, record.target_file, record.evolved),
+        ladder=ladder.truncated(c.gate_n_max),
+        gate_run_id=f"{prefix}gate-{task_type}",
+        strategy=c.gate_strategy,
+        minibatch_k=c.gate_minibatch_k,
+    )
 
 
-def settle(ctx: TrainContext, state: TrainState, epoch: int, step: int, record: EvolutionRecord,
-           outcome: ValidationOutcome, budget: int, prefix: str) -> None:
+def settle(
+    ctx: TrainContext,
+    state: TrainState,
+    epoch: int,
+    step: int,
+    record: EvolutionRecord,
+    outcome: ValidationOutcome,
+    budget: int,
+    prefix: str,
+) -> None:
     """Phase D for one task type: evidence, report, then accept or reject."""
     d = outcome.decision
-    ctx.log.insert_rows("gate_evidence", evidence_rows(
-        outcome.gate_run_id, outcome.task_type, outcome.decision, epoch, step))
+    ctx.log.insert_rows(
+        "gate_evidence",
+        evidence_rows(outcome.gate_run_id, outcome.task_type, outcome.decision, epoch, step),
+    )
     ctx.log.insert_rows("quadrant_pair", quadrant_rows(outcome, prefix + "report", epoch, step))
     ctx.log.insert_rows("shadow_gate", [shadow_row(ctx, outcome, prefix, epoch, step)])
     paths = ctx.session.refresh_paths()
@@ -243,92 +386,171 @@ def settle(ctx: TrainContext, state: TrainState, epoch: int, step: int, record: 
         new_version = accept(ctx, state, epoch, step, record, outcome)
     else:
         state.rejected.setdefault(record.task_type, []).extend(
-            RejectedEdit.from_edit(record.task_type, Edit.from_dict(e),
-                                   f"gate {d.stop_reason} (W={d.W}, L={d.L})", epoch,
-                                   step).to_dict()
-            for e in record.applied())
+            RejectedEdit.from_edit(
+                record.task_type,
+                Edit.from_dict(e),
+                f"gate {d.stop_reason} (W={d.W}, L={d.L})",
+                epoch,
+                step,
+            ).to_dict()
+            for e in record.applied()
+        )
         state.count("rejected")
-    state.count({"accept": "accepted", "accept_provisional": "provisional"}.get(d.action,
-                                                                             "gate_rejected"))
-    summary = (f"{d.action}: W={d.W} L={d.L} e={d.e_value:.2f} over {d.n_used} families, "
-               f"{d.units_used} units ({d.stop_reason})")
+    state.count(
+        {"accept": "accepted", "accept_provisional": "provisional"}.get(d.action, "gate_rejected")
+    )
+    summary = (
+        f"{d.action}: W={d.W} L={d.L} e={d.e_value:.2f} over {d.n_used} families, "
+        f"{d.units_used} units ({d.stop_reason})"
+    )
     logger.info("e{} s{} {:<10} {}", epoch, step, record.task_type, summary)
-    report = step_report(run_id=state.train_id, epoch=epoch, step=step,
-                         task_type=record.task_type, action=d.action, budget=budget,
-                         base_version=paths.skills_version, record=record, outcome=outcome,
-                         new_version=new_version, summary=summary)
+    report = step_report(
+        run_id=state.train_id,
+        epoch=epoch,
+        step=step,
+        task_type=record.task_type,
+        action=d.action,
+        budget=budget,
+        base_version=paths.skills_version,
+        record=record,
+        outcome=outcome,
+        new_version=new_version,
+        summary=summary,
+    )
     write_step_report(ctx.root, ctx.log, report, prefix + "report")
 
 
-def accept(ctx: TrainContext, state: TrainState, epoch: int, step: int,
-           record: EvolutionRecord, outcome: ValidationOutcome) -> str:
+def accept(
+    ctx: TrainContext,
+    state: TrainState,
+    epoch: int,
+    step: int,
+    record: EvolutionRecord,
+    outcome: ValidationOutcome,
+) -> str:
     session = ctx.session
     files = session.version_files("skills", session.paths.skills_version)
     files[record.target_file] = record.evolved
     version = session.publish_version(
-        "skills", files, source=f"gate:{outcome.decision.action}", run_id=state.train_id,
+        "skills",
+        files,
+        source=f"gate:{outcome.decision.action}",
+        run_id=state.train_id,
         description=f"e{epoch} s{step} {record.task_type}: {len(record.applied())} edit(s), "
-                    f"W={outcome.decision.W} L={outcome.decision.L}")
+        f"W={outcome.decision.W} L={outcome.decision.L}",
+    )
     task_type = record.task_type
     if outcome.decision.action == "accept_provisional":
         # Only reachable when the task type was not on probation: its stage 2 (the reserved
         # validation families) is what the probation will test.
         state.probations[task_type] = Probation(
-            task_type=task_type, target_file=record.target_file,
-            anchor_text=record.original, accepted_version=version,
+            task_type=task_type,
+            target_file=record.target_file,
+            anchor_text=record.original,
+            accepted_version=version,
             test=dict(outcome.decision.continuation or {}),
             families=[[f, list(ids)] for f, ids in outcome.stage2],
-            edits=record.applied(), epoch=epoch, step=step).__dict__
+            edits=record.applied(),
+            epoch=epoch,
+            step=step,
+        ).__dict__
     state.correctness.update(outcome.candidate_questions)
     state.rejected.pop(task_type, None)
     state.mark_changed(task_type)
     return version
 
 
-def shadow_row(ctx: TrainContext, outcome: ValidationOutcome, prefix: str, epoch: int,
-               step: int) -> dict[str, Any]:
+def shadow_row(
+    ctx: TrainContext, outcome: ValidationOutcome, prefix: str, epoch: int, step: int
+) -> dict[str, Any]:
     """What the other bet would have decided on the same evidence (analysis only)."""
     from dataclasses import replace
 
     d0 = outcome.decision
     other = "fixed" if ctx.gate_params.lambda_strategy == "mixture" else "mixture"
-    gate = SequentialGate(replace(ctx.gate_params, lambda_strategy=other),
-                          horizon=max(d0.horizon, 1), stage1=max(d0.horizon, 1))
+    gate = SequentialGate(
+        replace(ctx.gate_params, lambda_strategy=other),
+        horizon=max(d0.horizon, 1),
+        stage1=max(d0.horizon, 1),
+    )
     families: dict[str, list[tuple[str, bool, bool]]] = {}
     for e in d0.evidence:
         families.setdefault(e.get("family", e["unit_id"]), []).append(
-            (e["unit_id"], e["base"], e["cand"]))
+            (e["unit_id"], e["base"], e["cand"])
+        )
     for family, pairs in families.items():
         gate.observe_family(family, pairs)
         if gate.done:
             break
     d = gate.finish(exhausted=True)
-    return {"run_id": prefix + "report", "epoch": epoch, "step": step,
-            "task_type": outcome.task_type, "strategy": other, "action": d.action,
-            "e_value": d.e_value, "n_used": d.n_used}
+    return {
+        "run_id": prefix + "report",
+        "epoch": epoch,
+        "step": step,
+        "task_type": outcome.task_type,
+        "strategy": other,
+        "action": d.action,
+        "e_value": d.e_value,
+        "n_used": d.n_used,
+    }
 
 
-def _skip(ctx: TrainContext, state: TrainState, epoch: int, step: int, task_type: str,
-          action: str, budget: int, prompts: AgentPrompts, prefix: str, summary: str,
-          record: EvolutionRecord | None = None) -> None:
+def _skip(
+    ctx: TrainContext,
+    state: TrainState,
+    epoch: int,
+    step: int,
+    task_type: str,
+    action: str,
+    budget: int,
+    prompts: AgentPrompts,
+    prefix: str,
+    summary: str,
+    record: EvolutionRecord | None = None,
+) -> None:
     state.count("skipped" if action != "skip_cooldown" else "cooldown")
-    report = step_report(run_id=state.train_id, epoch=epoch, step=step, task_type=task_type,
-                         action=action, budget=budget, base_version=prompts.skills_version,
-                         record=record, summary=summary)
+    report = step_report(
+        run_id=state.train_id,
+        epoch=epoch,
+        step=step,
+        task_type=task_type,
+        action=action,
+        budget=budget,
+        base_version=prompts.skills_version,
+        record=record,
+        summary=summary,
+    )
     write_step_report(ctx.root, ctx.log, report, prefix + "report")
 
 
-def _log_evolution(ctx: TrainContext, record: EvolutionRecord, epoch: int, step: int,
-                   prefix: str) -> None:
-    ctx.log.insert_rows("evolutions", [{
-        "run_id": prefix + "evolve", "epoch": epoch, "step": step,
-        "task_type": record.task_type, "target_kind": record.target_kind,
-        "target_file": record.target_file, "status": record.status,
-        "request_summary": record.request_summary, "edits_json": json.dumps(record.edits),
-        "apply_report_json": json.dumps(record.apply_report), "clip_json": json.dumps(record.clip),
-        "source_version": record.source_version, "result_version": None,
-        "parse_errors_json": json.dumps(record.parse_errors),
-        "attempts_json": json.dumps(record.attempts)}])
-    record_attempts(ctx.log, prefix + "evolve", "edits",
-                    [(f"{record.target_kind}:{record.task_type or record.target_file}",
-                      record.attempts)])
+def _log_evolution(
+    ctx: TrainContext, record: EvolutionRecord, epoch: int, step: int, prefix: str
+) -> None:
+    ctx.log.insert_rows(
+        "evolutions",
+        [
+            {
+                "run_id": prefix + "evolve",
+                "epoch": epoch,
+                "step": step,
+                "task_type": record.task_type,
+                "target_kind": record.target_kind,
+                "target_file": record.target_file,
+                "status": record.status,
+                "request_summary": record.request_summary,
+                "edits_json": json.dumps(record.edits),
+                "apply_report_json": json.dumps(record.apply_report),
+                "clip_json": json.dumps(record.clip),
+                "source_version": record.source_version,
+                "result_version": None,
+                "parse_errors_json": json.dumps(record.parse_errors),
+                "attempts_json": json.dumps(record.attempts),
+            }
+        ],
+    )
+    record_attempts(
+        ctx.log,
+        prefix + "evolve",
+        "edits",
+        [(f"{record.target_kind}:{record.task_type or record.target_file}", record.attempts)],
+    )

@@ -84,8 +84,10 @@ def load_benchmark(path: Path) -> Benchmark:
     declared = tuple(meta.get("task_types", ()))
     found = sorted({q.task_type for q in questions})
     if declared and sorted(declared) != found:
-        raise UserError(f"{meta_path}: task_types {sorted(declared)} do not match the questions' "
-                        f"task types {found}")
+        raise UserError(
+            f"{meta_path}: task_types {sorted(declared)} do not match the questions' "
+            f"task types {found}"
+        )
     return Benchmark(
         name=str(meta.get("name", path.name)),
         description=str(meta.get("description", "")),
@@ -112,8 +114,10 @@ def _answer_fallbacks(value: Any, where: Path, task_types: list[str]) -> dict[st
         if task_type != "*" and task_type not in task_types:
             raise UserError(f"{where}: answer_fallbacks names unknown task type {task_type!r}")
         if not isinstance(names, list) or any(n not in ANSWER_FALLBACKS for n in names):
-            raise UserError(f"{where}: answer_fallbacks.{task_type} must be a list of "
-                            f"{list(ANSWER_FALLBACKS)} (got {names!r})")
+            raise UserError(
+                f"{where}: answer_fallbacks.{task_type} must be a list of "
+                f"{list(ANSWER_FALLBACKS)} (got {names!r})"
+            )
         out[task_type] = tuple(names)
     return out
 
@@ -135,8 +139,10 @@ def parse_questions(raw: bytes, path: Path) -> list[Question]:
             continue
         q = _parse_line(line, f"{path}:{lineno}")
         if q.question_id in seen:
-            raise UserError(f"{path}:{lineno}: duplicate question_id '{q.question_id}' "
-                            f"(first on line {seen[q.question_id]})")
+            raise UserError(
+                f"{path}:{lineno}: duplicate question_id '{q.question_id}' "
+                f"(first on line {seen[q.question_id]})"
+            )
         seen[q.question_id] = lineno
         questions.append(q)
     if not questions:
@@ -163,9 +169,11 @@ def _parse_line(line: bytes, where: str) -> Question:
         if key in obj and not isinstance(obj[key], str):
             raise UserError(f"{where}: field '{key}' must be a string")
     if not TASK_TYPE_RE.fullmatch(obj["task_type"]):
-        raise UserError(f"{where}: field 'task_type' {obj['task_type'][:80]!r} must be 1-64 "
-                        "letters, digits, '_', '-' or '.', starting with a letter or digit "
-                        "(it names files)")
+        raise UserError(
+            f"{where}: field 'task_type' {obj['task_type'][:80]!r} must be 1-64 "
+            "letters, digits, '_', '-' or '.', starting with a letter or digit "
+            "(it names files)"
+        )
     checker = obj.get("checker", "exact")
     if checker not in CHECKERS:
         raise UserError(f"{where}: unknown checker '{checker}' (known: {list(CHECKERS)})")
@@ -173,10 +181,16 @@ def _parse_line(line: bytes, where: str) -> Question:
         if key in obj and not isinstance(obj[key], dict):
             raise UserError(f"{where}: field '{key}' must be an object")
     return Question(
-        question_id=obj["question_id"], task_type=obj["task_type"], question=obj["question"],
-        answer=obj["answer"], unit_id=obj.get("unit_id", ""), family=obj.get("family", ""),
-        context=obj.get("context", ""), checker=checker,
-        checker_args=obj.get("checker_args", {}), metadata=obj.get("metadata", {}),
+        question_id=obj["question_id"],
+        task_type=obj["task_type"],
+        question=obj["question"],
+        answer=obj["answer"],
+        unit_id=obj.get("unit_id", ""),
+        family=obj.get("family", ""),
+        context=obj.get("context", ""),
+        checker=checker,
+        checker_args=obj.get("checker_args", {}),
+        metadata=obj.get("metadata", {}),
     )
 
 
@@ -206,8 +220,13 @@ def load_seed(path: Path) -> Seed:
     prompts = _read_md_folder(path / "prompts")
     if "system.md" not in prompts:
         raise UserError(f"{path / 'prompts' / 'system.md'}: missing (every seed needs one)")
-    return Seed(name=str(meta.get("name", path.name)), description=str(meta.get("description", "")),
-                skills=skills, prompts=prompts, meta=meta)
+    return Seed(
+        name=str(meta.get("name", path.name)),
+        description=str(meta.get("description", "")),
+        skills=skills,
+        prompts=prompts,
+        meta=meta,
+    )
 
 
 def _read_md_folder(folder: Path) -> dict[str, str]:
@@ -226,13 +245,20 @@ def _read_md_folder(folder: Path) -> dict[str, str]:
     return files
 
 
-def promote_to_seed(store: Path, name: str, skills: dict[str, str], prompts: dict[str, str],
-                    provenance: dict[str, Any]) -> Path:
+def promote_to_seed(
+    store: Path,
+    name: str,
+    skills: dict[str, str],
+    prompts: dict[str, str],
+    provenance: dict[str, Any],
+) -> Path:
     """Write a workspace's (verified) version files as a new seed; commit when the store is a
     git repo. Only file contents are written: nothing is copied through a link."""
     if not TASK_TYPE_RE.fullmatch(name) or name.startswith("."):
-        raise UserError(f"--name {name!r}: a seed name is 1-64 letters, digits, '_', '-' or "
-                        "'.', starting with a letter or digit (it names a folder)")
+        raise UserError(
+            f"--name {name!r}: a seed name is 1-64 letters, digits, '_', '-' or "
+            "'.', starting with a letter or digit (it names a folder)"
+        )
     target = store / "seeds" / name
     if target.exists():
         raise UserError(f"{target}: seed '{name}' already exists")
@@ -242,8 +268,12 @@ def promote_to_seed(store: Path, name: str, skills: dict[str, str], prompts: dic
         (staging / sub).mkdir(parents=True)
         for file_name, text in files.items():
             (staging / sub / file_name).write_text(text, encoding="utf-8")
-    lines = [f'name = "{name}"', f'description = "promoted {datetime.now(UTC).isoformat()}"',
-             "", "[promoted_from]"]
+    lines = [
+        f'name = "{name}"',
+        f'description = "promoted {datetime.now(UTC).isoformat()}"',
+        "",
+        "[promoted_from]",
+    ]
     lines += [f"{k} = {json.dumps(str(v))}" for k, v in sorted(provenance.items())]
     (staging / "seed.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
     staging.rename(target)

@@ -23,8 +23,13 @@ class LogRecorder:
         self.log = log
         self.owner: str | None = None
         self._rows: list[dict[str, Any]] = []
-        self.totals = {"calls": 0, "cache_hits": 0, "cost_usd": 0.0, "tokens_in": 0,
-                       "tokens_out": 0}
+        self.totals = {
+            "calls": 0,
+            "cache_hits": 0,
+            "cost_usd": 0.0,
+            "tokens_in": 0,
+            "tokens_out": 0,
+        }
 
     def record_call(self, row: dict[str, Any]) -> None:
         row = {"run_id": current_run_id.get(), "at": now_iso(), **row}
@@ -45,7 +50,20 @@ class LogRecorder:
 
     def flush(self) -> None:
         rows, self._rows = self._rows, []
-        columns = ("run_id", "role", "model", "tokens_in", "tokens_out", "cost_usd", "latency_s",
-                   "status", "cache_hit", "at", "attempts", "retries", "timeouts",
-                   "response_format")
+        columns = (
+            "run_id",
+            "role",
+            "model",
+            "tokens_in",
+            "tokens_out",
+            "cost_usd",
+            "latency_s",
+            "status",
+            "cache_hit",
+            "at",
+            "attempts",
+            "retries",
+            "timeouts",
+            "response_format",
+        )
         self.log.insert_rows("llm_calls", [{c: r.get(c) for c in columns} for r in rows])

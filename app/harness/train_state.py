@@ -104,11 +104,19 @@ class TrainContext:
 
 def gate_params_from(config: RunConfig) -> GateParams:
     return GateParams(
-        e_confirm=config.gate_e_confirm, e_rollback=config.gate_e_rollback,
-        e_provisional=config.gate_e_provisional, w_net_min=config.gate_w_net_min,
-        delta_min=config.gate_delta_min, lambda_dir=config.gate_lambda_dir,
-        lambda_strategy=config.gate_lambda_strategy, lambda_max=config.gate_lambda_max,
-        shrink_k=config.gate_shrink_k, n_max=config.gate_n_max,
-        e_futility=config.gate_e_futility, curtail=config.gate_curtail,
-        calibrate=config.gate_calibrate, futility_share=config.gate_futility_share,
-        futility_min=config.gate_futility_min)
+        e_confirm=config.gate_e_confirm,
+        e_rollback=config.gate_e_rollback,
+        e_provisional=config.gate_e_provisional,
+        w_net_min=config.gate_w_net_min,
+        delta_min=config.gate_delta_min,
+        lambda_dir=config.gate_lambda_dir,
+        lambda_strategy=config.gate_lambda_strategy,
+        lambda_max=config.gate_lambda_max,
+        shrink_k=config.gate_shrink_k,
+        n_max=config.gate_n_max,
+        e_futility=config.gate_e_futility,
+        curtail=config.gate_curtail,
+        calibrate=config.gate_calibrate,
+        futility_share=config.gate_futility_share,
+        futility_min=config.gate_futility_min,
+    )

@@ -114,8 +114,9 @@ class _Tally:
     def error_share(self) -> float:
         return self.errors / self.total if self.total else 0.0
 
-    def record(self, pairs: Sequence[tuple[str, bool, bool]],
-               units: Mapping[str, QuestionUnit]) -> None:
+    def record(
+        self, pairs: Sequence[tuple[str, bool, bool]], units: Mapping[str, QuestionUnit]
+    ) -> None:
         """Keep what the rule actually used (units evaluated but not observed are left out)."""
         for unit_id, base, cand in pairs:
             self.cand[unit_id], self.base[unit_id] = cand, base
@@ -126,9 +127,18 @@ class _Tally:
 class Validator:
     """Runs baseline (lazily, cached) and candidate units for a step's gate specs."""
 
-    def __init__(self, *, provider, base_prompts: AgentPrompts, units: Mapping[str, QuestionUnit],
-                 log: HarnessLog, settings: AgentSettings, params: GateParams,
-                 baseline_cache: BaselineCache, guard_err: float) -> None:
+    def __init__(
+        self,
+        *,
+        provider,
+        base_prompts: AgentPrompts,
+        units: Mapping[str, QuestionUnit],
+        log: HarnessLog,
+        settings: AgentSettings,
+        params: GateParams,
+        baseline_cache: BaselineCache,
+        guard_err: float,
+    ) -> None:
         self.provider = provider
         self.base_prompts = base_prompts
         self.units = units
@@ -140,15 +150,15 @@ class Validator:
         self.limiter = anyio.CapacityLimiter(settings.concurrency)
         self.baseline_run_id = ""
 
-    async def _answer(self, questions: Sequence[Question], prompts: AgentPrompts,
-                      run_id: str) -> dict[str, Any]:
+    async def _answer(
+        self, questions: Sequence[Question], prompts: AgentPrompts, run_id: str
+    ) -> dict[str, Any]:
         token = current_run_id.set(run_id)
         out: dict[str, Any] = {}
 
         async def one(q: Question) -> None:
             async with self.limiter:
-                out[q.question_id] = await answer_question(self.provider, prompts, q,
-                                                           self.settings)
+                out[q.question_id] = await answer_question(self.provider, prompts, q, self.settings)
 
         try:
             async with anyio.create_task_group() as tg:
@@ -167,12 +177,14 @@ class Validator:
             return
         questions = [q for u in missing for q in self.units[u].questions]
         preds = await self._answer(questions, self.base_prompts, run_id)
-        view = unit_correctness_view([self.units[u] for u in missing],
-                                     {k: p.correct for k, p in preds.items()})
+        view = unit_correctness_view(
+            [self.units[u] for u in missing], {k: p.correct for k, p in preds.items()}
+        )
         self.cache.put_many(sv, pv, view)
 
-    async def _evaluate(self, spec: GateSpec, families: Sequence[Family],
-                        tally: _Tally) -> list[tuple[str, list[tuple[str, bool, bool]]]]:
+    async def _evaluate(
+        self, spec: GateSpec, families: Sequence[Family], tally: _Tally
+    ) -> list[tuple[str, list[tuple[str, bool, bool]]]]:
         """Run baseline (missing only) and candidate on `families`; (family, pairs) in order.
         Each strategy passes the families it really uses to `tally.record`."""
         unit_ids = [u for _, ids in families for u in ids]
@@ -182,8 +194,9 @@ class Validator:
         killpoints.reached("gate")
         tally.errors += sum(p.stop_reason == "error" for p in preds.values())
         tally.total += len(preds)
-        view = unit_correctness_view([self.units[u] for u in unit_ids],
-                                     {k: p.correct for k, p in preds.items()})
+        view = unit_correctness_view(
+            [self.units[u] for u in unit_ids], {k: p.correct for k, p in preds.items()}
+        )
         sv, pv = self.base_prompts.skills_version, self.base_prompts.prompts_version
         out = []
         for family, ids in families:
@@ -191,27 +204,38 @@ class Validator:
             out.append((family, pairs))
         tally.answers.update({k: p.correct for k, p in preds.items()})
         if tally.error_share > self.guard_err:
-            raise RunFailed(f"gate {spec.gate_run_id}: {tally.errors}/{tally.total} candidate "
-                            f"answers failed with provider errors (> {self.guard_err:.0%}, "
-                            "gate_guard_err); aborting the step. The checkpoint is intact: "
-                            "rerun with --resume.")
+            raise RunFailed(
+                f"gate {spec.gate_run_id}: {tally.errors}/{tally.total} candidate "
+                f"answers failed with provider errors (> {self.guard_err:.0%}, "
+                "gate_guard_err); aborting the step. The checkpoint is intact: "
+                "rerun with --resume."
+            )
         return out
 
     async def gate_one(self, spec: GateSpec) -> ValidationOutcome:
         tally = _Tally()
-        decide = {"eprocess": self._eprocess, "mcnemar": self._mcnemar,
-                  "minibatch": self._minibatch, "accept_all": self._accept_all}[spec.strategy]
+        decide = {
+            "eprocess": self._eprocess,
+            "mcnemar": self._mcnemar,
+            "minibatch": self._minibatch,
+            "accept_all": self._accept_all,
+        }[spec.strategy]
         decision, stage2 = await decide(spec, tally)
         return ValidationOutcome(
-            task_type=spec.task_type, decision=decision, gate_run_id=spec.gate_run_id,
-            candidate_correctness=tally.cand, baseline_correctness=tally.base,
-            quadrants=quadrants(tally.base, tally.cand), error_share=tally.error_share,
-            candidate_questions=tally.by_question, stage2=stage2)
+            task_type=spec.task_type,
+            decision=decision,
+            gate_run_id=spec.gate_run_id,
+            candidate_correctness=tally.cand,
+            baseline_correctness=tally.base,
+            quadrants=quadrants(tally.base, tally.cand),
+            error_share=tally.error_share,
+            candidate_questions=tally.by_question,
+            stage2=stage2,
+        )
 
     async def _eprocess(self, spec: GateSpec, tally: _Tally):
         ladder = spec.ladder
-        gate = SequentialGate(self.params, horizon=len(ladder.families),
-                              stage1=len(ladder.stage1))
+        gate = SequentialGate(self.params, horizon=len(ladder.families), stage1=len(ladder.stage1))
         # Stage 1 first, and stage 2 only if stage 1 did not settle it: a provisional accept
         # at the end of stage 1 leaves stage 2 untouched for its probation.
         for part in (ladder.stage1, ladder.stage2):
@@ -239,27 +263,38 @@ class Validator:
         w, l = outcomes.count(1), outcomes.count(-1)  # noqa: E741 - W and L
         p_value = mcnemar_exact(w, l, "greater")
         accepted = p_value <= self.params.alpha
-        return _fixed_decision("mcnemar", accepted, observed, e_value=1.0 / max(p_value, 1e-300),
-                               reason=f"p={p_value:.4g}"), ()
+        return _fixed_decision(
+            "mcnemar",
+            accepted,
+            observed,
+            e_value=1.0 / max(p_value, 1e-300),
+            reason=f"p={p_value:.4g}",
+        ), ()
 
     async def _minibatch(self, spec: GateSpec, tally: _Tally):
         # k units from k different families (GEPA samples k examples at random; the ladder's
         # family order is already a seeded shuffle, and the member is a seeded pick).
         pick = random.Random(spec.gate_run_id)
-        units = [(f, (pick.choice(ids),)) for f, ids in spec.ladder.families][:spec.minibatch_k]
+        units = [(f, (pick.choice(ids),)) for f, ids in spec.ladder.families][: spec.minibatch_k]
         observed = await self._evaluate(spec, units, tally) if units else []
         for _, pairs in observed:
             tally.record(pairs, self.units)
         base = sum(b for _, pairs in observed for _, b, _ in pairs)
         cand = sum(c for _, pairs in observed for _, _, c in pairs)
-        return _fixed_decision("minibatch", cand > base, observed, e_value=float(cand - base),
-                               reason=f"{cand} vs {base} right"), ()
+        return _fixed_decision(
+            "minibatch",
+            cand > base,
+            observed,
+            e_value=float(cand - base),
+            reason=f"{cand} vs {base} right",
+        ), ()
 
     async def _accept_all(self, spec: GateSpec, tally: _Tally):
         return _fixed_decision("accept_all", True, [], e_value=1.0, reason="accept_all"), ()
 
-    async def validate(self, specs: Sequence[GateSpec],
-                       baseline_run_id: str) -> dict[str, ValidationOutcome]:
+    async def validate(
+        self, specs: Sequence[GateSpec], baseline_run_id: str
+    ) -> dict[str, ValidationOutcome]:
         self.baseline_run_id = baseline_run_id
         outcomes: dict[str, ValidationOutcome] = {}
 
@@ -272,9 +307,13 @@ class Validator:
         return dict(sorted(outcomes.items()))
 
 
-def _fixed_decision(strategy: str, accepted: bool,
-                    observed: Sequence[tuple[str, Sequence[tuple[str, bool, bool]]]],
-                    e_value: float, reason: str) -> GateDecision:
+def _fixed_decision(
+    strategy: str,
+    accepted: bool,
+    observed: Sequence[tuple[str, Sequence[tuple[str, bool, bool]]]],
+    e_value: float,
+    reason: str,
+) -> GateDecision:
     """A one-shot rule's decision, with the same per-unit evidence rows as the e-process."""
     wins = losses = 0
     evidence = []
@@ -282,22 +321,48 @@ def _fixed_decision(strategy: str, accepted: bool,
         g = family_outcome(pairs)
         wins, losses = wins + (g == 1), losses + (g == -1)
         for unit_id, base, cand in pairs:
-            evidence.append({"unit_id": unit_id, "family": family, "base": base, "cand": cand,
-                             "outcome": OUTCOME_NAMES[g], "e_win": e_value,
-                             "e_harm": 1.0, "W": wins, "L": losses, "n": n})
+            evidence.append(
+                {
+                    "unit_id": unit_id,
+                    "family": family,
+                    "base": base,
+                    "cand": cand,
+                    "outcome": OUTCOME_NAMES[g],
+                    "e_win": e_value,
+                    "e_harm": 1.0,
+                    "W": wins,
+                    "L": losses,
+                    "n": n,
+                }
+            )
     n = len(observed)
     return GateDecision(
-        action="accept" if accepted else "reject", W=wins, L=losses, n_used=n,
-        e_value=e_value, e_harm=1.0, stop_reason=f"{strategy}: {reason}",
-        delta_hat=(wins - losses) / n if n else 0.0, delta_shrunk=0.0,
-        evidence=tuple(evidence), ended_by="exhausted", threshold=0.0, horizon=n,
-        units_used=len(evidence), strategy=strategy)
+        action="accept" if accepted else "reject",
+        W=wins,
+        L=losses,
+        n_used=n,
+        e_value=e_value,
+        e_harm=1.0,
+        stop_reason=f"{strategy}: {reason}",
+        delta_hat=(wins - losses) / n if n else 0.0,
+        delta_shrunk=0.0,
+        evidence=tuple(evidence),
+        ended_by="exhausted",
+        threshold=0.0,
+        horizon=n,
+        units_used=len(evidence),
+        strategy=strategy,
+    )
 
 
 def quadrants(base: Mapping[str, bool], cand: Mapping[str, bool]) -> dict[str, list[str]]:
     """Units by (baseline, candidate): both_right, both_wrong, win (W), loss (L)."""
-    names = {(True, True): "both_right", (False, False): "both_wrong", (False, True): "win",
-             (True, False): "loss"}
+    names = {
+        (True, True): "both_right",
+        (False, False): "both_wrong",
+        (False, True): "win",
+        (True, False): "loss",
+    }
     out: dict[str, list[str]] = {n: [] for n in names.values()}
     for unit_id in base:
         if unit_id in cand:
@@ -307,5 +372,8 @@ def quadrants(base: Mapping[str, bool], cand: Mapping[str, bool]) -> dict[str, l
 
 def with_skill(prompts: AgentPrompts, target_file: str, text: str) -> AgentPrompts:
     """The same prompts with one skill file replaced: the candidate the gate evaluates."""
-    return replace(prompts, skills={**prompts.skills, target_file: text},
-                   skills_version=f"{prompts.skills_version}+cand")
+    return replace(
+        prompts,
+        skills={**prompts.skills, target_file: text},
+        skills_version=f"{prompts.skills_version}+cand",
+    )

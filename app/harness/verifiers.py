@@ -63,21 +63,25 @@ def completed_verifier(question: Question, branch: dict[str, Any]) -> Verdict:
 
 
 BUILTIN: dict[str, Callable[[Question, dict[str, Any]], Verdict]] = {
-    "checker": checker_verifier, "completed": completed_verifier}
+    "checker": checker_verifier,
+    "completed": completed_verifier,
+}
 
 
 def load_verifier(name: str) -> Callable[[Question, dict[str, Any]], Any]:
     if name in BUILTIN:
         return BUILTIN[name]
     if ":" not in name:
-        raise UserError(f"--verifier {name!r}: use a built-in ({', '.join(BUILTIN)}) or "
-                        "module:function")
+        raise UserError(
+            f"--verifier {name!r}: use a built-in ({', '.join(BUILTIN)}) or module:function"
+        )
     module_name, _, attr = name.partition(":")
     try:
         module = importlib.import_module(module_name)
     except Exception as e:  # an import error in user code names the verifier, one line
-        raise UserError(f"--verifier {name}: cannot import {module_name} "
-                        f"({type(e).__name__}: {e})") from None
+        raise UserError(
+            f"--verifier {name}: cannot import {module_name} ({type(e).__name__}: {e})"
+        ) from None
     fn = getattr(module, attr, None)
     if not callable(fn):
         raise UserError(f"--verifier {name}: {module_name} has no function {attr!r}")
@@ -88,8 +92,9 @@ def coerce_verdict(value: Any) -> Verdict:
     """A verifier's return value as a Verdict; anything unreadable is `unknown`."""
     if isinstance(value, Verdict):
         status = value.status if value.status in STATUSES else "unknown"
-        return Verdict(status, str(value.reason)[:REASON_MAX], _num(value.score),
-                       _num(value.cost_usd) or 0.0)
+        return Verdict(
+            status, str(value.reason)[:REASON_MAX], _num(value.score), _num(value.cost_usd) or 0.0
+        )
     if isinstance(value, bool):
         return Verdict("pass" if value else "fail", "", 1.0 if value else 0.0)
     if isinstance(value, dict):
@@ -98,8 +103,12 @@ def coerce_verdict(value: Any) -> Verdict:
             status = "pass" if value["ok"] else "fail"
         if status not in STATUSES:
             return Verdict("unknown", f"unreadable status {str(status)[:40]!r}")
-        return Verdict(status, str(value.get("reason", ""))[:REASON_MAX],
-                       _num(value.get("score")), _num(value.get("cost_usd")) or 0.0)
+        return Verdict(
+            status,
+            str(value.get("reason", ""))[:REASON_MAX],
+            _num(value.get("score")),
+            _num(value.get("cost_usd")) or 0.0,
+        )
     return Verdict("unknown", f"verifier returned {type(value).__name__}, not a verdict")
 
 
@@ -122,26 +131,41 @@ def objective_score(verdicts: Sequence[Verdict]) -> int:
     return int(bool(verdicts) and all(v.passed for v in verdicts))
 
 
-def verify_rollout(log, rollout_id: str, questions: dict[str, Question],
-                   names: Sequence[str]) -> dict[tuple[str, int], int]:
+def verify_rollout(
+    log, rollout_id: str, questions: dict[str, Question], names: Sequence[str]
+) -> dict[tuple[str, int], int]:
     """Run the pipeline on every branch, store the verdicts (replacing earlier ones), and
     return each branch's objective score."""
     fns = [(name, load_verifier(name)) for name in names]
-    rows = log.query("SELECT * FROM branches WHERE run_id = ? ORDER BY question_id, "
-                     "branch_index", (rollout_id,))
+    rows = log.query(
+        "SELECT * FROM branches WHERE run_id = ? ORDER BY question_id, branch_index", (rollout_id,)
+    )
     scores: dict[tuple[str, int], int] = {}
     out: list[dict[str, Any]] = []
     for branch in rows:
         question = questions.get(branch["question_id"])
         verdicts = []
         for name, fn in fns:
-            v = (run_verifier(fn, question, branch) if question is not None
-                 else Verdict("unknown", "question no longer in the benchmark"))
+            v = (
+                run_verifier(fn, question, branch)
+                if question is not None
+                else Verdict("unknown", "question no longer in the benchmark")
+            )
             verdicts.append(v)
-            out.append({"run_id": rollout_id, "question_id": branch["question_id"],
-                        "branch_index": branch["branch_index"], "verifier": name,
-                        "status": v.status, "passed": int(v.passed), "score": v.score,
-                        "reason": scrub(v.reason), "cost_usd": v.cost_usd, "at": now_iso()})
+            out.append(
+                {
+                    "run_id": rollout_id,
+                    "question_id": branch["question_id"],
+                    "branch_index": branch["branch_index"],
+                    "verifier": name,
+                    "status": v.status,
+                    "passed": int(v.passed),
+                    "score": v.score,
+                    "reason": scrub(v.reason),
+                    "cost_usd": v.cost_usd,
+                    "at": now_iso(),
+                }
+            )
         scores[(branch["question_id"], branch["branch_index"])] = objective_score(verdicts)
     with log._txn():
         log.conn.execute("DELETE FROM verdicts WHERE run_id = ?", (rollout_id,))

@@ -108,8 +108,10 @@ def version_folder(folder: Path) -> Path:
     root = folder.parent.parent
     for p in (folder.parent, folder):
         if p.is_symlink():
-            raise DamagedFile(f"{p}: is a symbolic link; versions are read only from real "
-                              "folders inside the workspace (remove the link)")
+            raise DamagedFile(
+                f"{p}: is a symbolic link; versions are read only from real "
+                "folders inside the workspace (remove the link)"
+            )
     if not folder.is_dir():
         raise UserError(f"{folder}: no such version")
     if not folder.resolve().is_relative_to(root.resolve()):
@@ -129,16 +131,22 @@ def read_version_files(folder: Path) -> dict[str, str]:
     except UserError as e:
         raise DamagedFile(str(e)) from None
     listed, recorded = meta.get("files"), meta.get("file_sha256") or {}
-    if not isinstance(listed, list) or not all(isinstance(n, str) for n in listed) or \
-            not isinstance(recorded, dict) or not isinstance(meta.get("sha256"), str):
-        raise DamagedFile(f"{meta_path}: keys 'files' and 'sha256' must be a list of names and "
-                          "a hex digest")
+    if (
+        not isinstance(listed, list)
+        or not all(isinstance(n, str) for n in listed)
+        or not isinstance(recorded, dict)
+        or not isinstance(meta.get("sha256"), str)
+    ):
+        raise DamagedFile(
+            f"{meta_path}: keys 'files' and 'sha256' must be a list of names and a hex digest"
+        )
     files: dict[str, str] = {}
     for name in listed:
         p = folder / name
         if "/" in name or name.startswith(".") or p.is_symlink():
-            raise DamagedFile(f"{p}: is a symbolic link or not a plain name; version files "
-                              "must be real files")
+            raise DamagedFile(
+                f"{p}: is a symbolic link or not a plain name; version files must be real files"
+            )
         if not p.is_file():
             raise DamagedFile(f"{p}: missing (listed in {META_FILE})")
         try:
@@ -146,17 +154,21 @@ def read_version_files(folder: Path) -> dict[str, str]:
         except UnicodeDecodeError:
             raise DamagedFile(f"{p}: not valid UTF-8") from None
         if name in recorded and file_sha256(files[name]) != recorded[name]:
-            raise DamagedFile(f"{p}: does not match the sha256 recorded in {META_FILE} "
-                              "(edited after the version was written?)")
-    extra = sorted(p.name for p in folder.iterdir() if p.name != META_FILE
-                   and p.name not in files)
+            raise DamagedFile(
+                f"{p}: does not match the sha256 recorded in {META_FILE} "
+                "(edited after the version was written?)"
+            )
+    extra = sorted(p.name for p in folder.iterdir() if p.name != META_FILE and p.name not in files)
     if extra:
-        raise DamagedFile(f"{folder / extra[0]}: not part of the version (not listed in "
-                          f"{META_FILE})")
+        raise DamagedFile(
+            f"{folder / extra[0]}: not part of the version (not listed in {META_FILE})"
+        )
     if content_sha256(files) != meta["sha256"]:
-        raise DamagedFile(f"{folder}: files do not match the sha256 recorded in {META_FILE} "
-                          f"(one of {', '.join(sorted(files))} was edited after the version "
-                          "was written)")
+        raise DamagedFile(
+            f"{folder}: files do not match the sha256 recorded in {META_FILE} "
+            f"(one of {', '.join(sorted(files))} was edited after the version "
+            "was written)"
+        )
     return files
 
 
@@ -169,8 +181,10 @@ def read_manifest(root: Path) -> dict[str, Any]:
     if not isinstance(schema, int):
         raise UserError(f"{path}: key 'schema' must be an integer (got {schema!r})")
     if schema > MANIFEST_SCHEMA:
-        raise UserError(f"{path}: schema {schema} is newer than this skill-trainer supports "
-                        f"({MANIFEST_SCHEMA}); upgrade skill-trainer")
+        raise UserError(
+            f"{path}: schema {schema} is newer than this skill-trainer supports "
+            f"({MANIFEST_SCHEMA}); upgrade skill-trainer"
+        )
     current = manifest.get("current")
     if not isinstance(current, dict):
         raise UserError(f"{path}: key 'current' must be an object")
@@ -183,15 +197,25 @@ def read_manifest(root: Path) -> dict[str, Any]:
 def resolve_paths(root: Path) -> WorkspacePaths:
     root = Path(root)
     current = read_manifest(root)["current"]
-    return WorkspacePaths(root=root, skills_version=current["skills"].split("/")[-1],
-                          prompts_version=current["prompts"].split("/")[-1],
-                          questions_ref=current["questions"])
+    return WorkspacePaths(
+        root=root,
+        skills_version=current["skills"].split("/")[-1],
+        prompts_version=current["prompts"].split("/")[-1],
+        questions_ref=current["questions"],
+    )
 
 
 def list_versions(root: Path, kind: str) -> list[str]:
     folder = Path(root) / kind
-    found = [(int(m.group(1)), p.name) for p in folder.iterdir()
-             if p.is_dir() and (m := VERSION_RE.match(p.name))] if folder.is_dir() else []
+    found = (
+        [
+            (int(m.group(1)), p.name)
+            for p in folder.iterdir()
+            if p.is_dir() and (m := VERSION_RE.match(p.name))
+        ]
+        if folder.is_dir()
+        else []
+    )
     return [name for _, name in sorted(found)]
 
 
@@ -212,8 +236,15 @@ def read_meta(root: Path, kind: str, version: str) -> dict[str, Any]:
         raise DamagedFile(str(e)) from None
 
 
-def advance_version(root: Path, kind: str, files: dict[str, str], *, source: str,
-                    parent: str | None, description: str) -> str:
+def advance_version(
+    root: Path,
+    kind: str,
+    files: dict[str, str],
+    *,
+    source: str,
+    parent: str | None,
+    description: str,
+) -> str:
     """Create `kind/v{N+1}` holding `files`; returns the new version name."""
     if kind not in KINDS:
         raise ValueError(f"unknown version kind {kind!r}")
@@ -221,9 +252,15 @@ def advance_version(root: Path, kind: str, files: dict[str, str], *, source: str
     existing = list_versions(root, kind)
     version = f"v{version_number(existing[-1]) + 1 if existing else 1}"
     files = {name: scrub(text) for name, text in files.items()}
-    meta = {"source": source, "parent": parent, "description": description, "at": now_iso(),
-            "sha256": content_sha256(files), "files": sorted(files),
-            "file_sha256": {name: file_sha256(text) for name, text in sorted(files.items())}}
+    meta = {
+        "source": source,
+        "parent": parent,
+        "description": description,
+        "at": now_iso(),
+        "sha256": content_sha256(files),
+        "files": sorted(files),
+        "file_sha256": {name: file_sha256(text) for name, text in sorted(files.items())},
+    }
     staging = _stage_folder(root, files, meta)
     target = root / kind / version
     target.parent.mkdir(exist_ok=True)
@@ -264,26 +301,37 @@ def clean_staging(root: Path) -> int:
     return len(leftovers)
 
 
-def update_manifest(root: Path, *, skills: str | None = None, prompts: str | None = None,
-                    run_id: str | None = None) -> dict[str, Any]:
+def update_manifest(
+    root: Path, *, skills: str | None = None, prompts: str | None = None, run_id: str | None = None
+) -> dict[str, Any]:
     manifest = read_manifest(root)
     if skills:
         manifest["current"]["skills"] = f"skills/{skills.split('/')[-1]}"
     if prompts:
         manifest["current"]["prompts"] = f"prompts/{prompts.split('/')[-1]}"
     manifest.setdefault("history", []).append(
-        {"run_id": run_id, "skills": manifest["current"]["skills"],
-         "prompts": manifest["current"]["prompts"], "at": now_iso()})
+        {
+            "run_id": run_id,
+            "skills": manifest["current"]["skills"],
+            "prompts": manifest["current"]["prompts"],
+            "at": now_iso(),
+        }
+    )
     write_json_atomic(Path(root) / "manifest.json", manifest)
     return manifest
 
 
-def update_best(root: Path, *, skills: str, prompts: str, val_acc: float, run_id: str,
-                epoch: int) -> None:
+def update_best(
+    root: Path, *, skills: str, prompts: str, val_acc: float, run_id: str, epoch: int
+) -> None:
     manifest = read_manifest(root)
-    manifest["best"] = {"skills": f"skills/{skills.split('/')[-1]}",
-                        "prompts": f"prompts/{prompts.split('/')[-1]}",
-                        "val_acc": val_acc, "run_id": run_id, "epoch": epoch}
+    manifest["best"] = {
+        "skills": f"skills/{skills.split('/')[-1]}",
+        "prompts": f"prompts/{prompts.split('/')[-1]}",
+        "val_acc": val_acc,
+        "run_id": run_id,
+        "epoch": epoch,
+    }
     write_json_atomic(Path(root) / "manifest.json", manifest)
 
 
@@ -295,8 +343,9 @@ def write_manifest(root: Path, manifest: dict[str, Any]) -> None:
     write_json_atomic(Path(root) / "manifest.json", manifest)
 
 
-def init_workspace(root: Path, seed: Seed, benchmark_path: Path,
-                   lock: Any = None) -> WorkspacePaths:
+def init_workspace(
+    root: Path, seed: Seed, benchmark_path: Path, lock: Any = None
+) -> WorkspacePaths:
     """Create a workspace from a seed and a benchmark; all-or-nothing.
 
     `lock` (a WriterLock) is moved onto the new workspace before it becomes visible.
@@ -304,8 +353,10 @@ def init_workspace(root: Path, seed: Seed, benchmark_path: Path,
     root = Path(root)
     if root.exists() and any(root.iterdir()):
         what = "a workspace" if (root / "manifest.json").exists() else "a non-empty folder"
-        raise UserError(f"{root}: already exists ({what}); choose another path or use "
-                        "`train --fresh` to archive and restart")
+        raise UserError(
+            f"{root}: already exists ({what}); choose another path or use "
+            "`train --fresh` to archive and restart"
+        )
     benchmark = load_benchmark(benchmark_path)  # validate before writing anything
     parent = root.parent
     parent.mkdir(parents=True, exist_ok=True)
@@ -331,19 +382,35 @@ def init_workspace(root: Path, seed: Seed, benchmark_path: Path,
 def _populate(building: Path, seed: Seed, benchmark_path: Path, questions_name: str) -> None:
     building.mkdir()
     source = f"seed:{seed.name}"
-    advance_version(building, "skills", seed.skills, source=source, parent=None,
-                    description=f"initial skills from seed {seed.name}")
-    advance_version(building, "prompts", seed.prompts, source=source, parent=None,
-                    description=f"initial prompts from seed {seed.name}")
+    advance_version(
+        building,
+        "skills",
+        seed.skills,
+        source=source,
+        parent=None,
+        description=f"initial skills from seed {seed.name}",
+    )
+    advance_version(
+        building,
+        "prompts",
+        seed.prompts,
+        source=source,
+        parent=None,
+        description=f"initial prompts from seed {seed.name}",
+    )
     _freeze_benchmark(benchmark_path, building / "questions")
     for sub in ("reports/steps", "reports/epochs", "analyses", "logs"):
         (building / sub).mkdir(parents=True)
     shutil.rmtree(building / ".staging", ignore_errors=True)
     (building / "writer.lock").touch()  # the writer lock's file (app.harness.writer_lock)
-    manifest = {"schema": MANIFEST_SCHEMA, "seed": seed.name, "created_at": now_iso(),
-                "current": {"skills": "skills/v1", "prompts": "prompts/v1",
-                            "questions": questions_name},
-                "best": None, "history": []}
+    manifest = {
+        "schema": MANIFEST_SCHEMA,
+        "seed": seed.name,
+        "created_at": now_iso(),
+        "current": {"skills": "skills/v1", "prompts": "prompts/v1", "questions": questions_name},
+        "best": None,
+        "history": [],
+    }
     write_json_atomic(building / "manifest.json", manifest)
 
 
@@ -379,12 +446,16 @@ def train_start_mode(root: Path, *, resume: bool, fresh: bool) -> str:
     has_progress = (Path(root) / "checkpoint.json").is_file()
     if resume:
         if not has_progress:
-            raise UserError(f"{root}: no checkpoint.json: refusing to silently retrain from "
-                            "scratch (drop --resume to start, or --fresh to archive and restart)")
+            raise UserError(
+                f"{root}: no checkpoint.json: refusing to silently retrain from "
+                "scratch (drop --resume to start, or --fresh to archive and restart)"
+            )
         return "resume"
     if fresh:
         return "fresh"
     if has_progress:
-        raise UserError(f"{root}: this workspace already has training progress; pass --resume "
-                        "to continue it or --fresh to archive it and start from the seed")
+        raise UserError(
+            f"{root}: this workspace already has training progress; pass --resume "
+            "to continue it or --fresh to archive it and start from the seed"
+        )
     return "start"

@@ -79,9 +79,11 @@ class WriterLock:
         except BlockingIOError:
             holder = _read_holder(fd)
             os.close(fd)
-            raise WorkspaceBusy(f"{self.root}: another process is writing this workspace "
-                                f"({describe_holder(holder)}); wait for it to finish or stop "
-                                "it, then rerun") from None
+            raise WorkspaceBusy(
+                f"{self.root}: another process is writing this workspace "
+                f"({describe_holder(holder)}); wait for it to finish or stop "
+                "it, then rerun"
+            ) from None
         except BaseException:
             os.close(fd)
             raise
@@ -89,8 +91,14 @@ class WriterLock:
         return fd
 
     def _write_holder(self, fd: int) -> None:
-        line = json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
-                           "command": self.command, "started_at": self.started_at})
+        line = json.dumps(
+            {
+                "pid": os.getpid(),
+                "host": socket.gethostname(),
+                "command": self.command,
+                "started_at": self.started_at,
+            }
+        )
         try:
             os.ftruncate(fd, 0)
             os.pwrite(fd, (line + "\n").encode(), 0)
@@ -117,8 +125,10 @@ def _read_holder(fd: int) -> dict[str, Any]:
 def describe_holder(holder: dict[str, Any]) -> str:
     if not holder.get("pid"):
         return "holder still starting"
-    return (f"pid {holder.get('pid')}, `{holder.get('command', '?')}`, started "
-            f"{holder.get('started_at', '?')}")
+    return (
+        f"pid {holder.get('pid')}, `{holder.get('command', '?')}`, started "
+        f"{holder.get('started_at', '?')}"
+    )
 
 
 def holder(root: Path) -> dict[str, Any] | None:

@@ -38,8 +38,9 @@ SPEND_TABLE = (
 
 def _damaged(exc: sqlite3.DatabaseError) -> bool:
     code = getattr(exc, "sqlite_errorcode", None)
-    return code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB) or \
-        not isinstance(exc, sqlite3.OperationalError)
+    return code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB) or not isinstance(
+        exc, sqlite3.OperationalError
+    )
 
 
 def _json_default(value: Any) -> Any:
@@ -185,8 +186,9 @@ class ResponseCache:
             self._remember(key, response)
             return response
 
-    def put(self, key: str, response: LLMResponse, spend: tuple[str, str, str, str] | None = None
-            ) -> None:
+    def put(
+        self, key: str, response: LLMResponse, spend: tuple[str, str, str, str] | None = None
+    ) -> None:
         """Store an answer; `spend` = (paying run, calling run, role, model) also records what
         the call cost in the ledger, in the same transaction: a paid call is never lost."""
         text = scrub(response_to_json(response))  # redacted like the log: no key is stored
@@ -198,7 +200,8 @@ class ResponseCache:
             try:
                 self._conn.execute(
                     "INSERT OR REPLACE INTO responses (key, response_json, created_at) "
-                    "VALUES (?, ?, ?)", (key, text, created),
+                    "VALUES (?, ?, ?)",
+                    (key, text, created),
                 )
                 if paid:
                     self._conn.execute(
@@ -266,13 +269,21 @@ class CachingProvider:
         role: str = "agent",
         response_format: dict[str, Any] | None = None,
     ) -> LLMResponse:
-        key = key_for(self.model_name, messages, tools, temperature, max_tokens, seed, role,
-                      response_format)
+        key = key_for(
+            self.model_name, messages, tools, temperature, max_tokens, seed, role, response_format
+        )
         cached = self._lookup(key)
         if cached is not None:
             # Served locally: nothing was spent and nothing was waited for.
-            hit = dataclasses.replace(cached, cache_hit=True, latency_s=0.0, cost_usd=0.0,
-                                      attempts=0, retries=0, timeouts=0)
+            hit = dataclasses.replace(
+                cached,
+                cache_hit=True,
+                latency_s=0.0,
+                cost_usd=0.0,
+                attempts=0,
+                retries=0,
+                timeouts=0,
+            )
             self._record(role, hit, "ok", response_format)
             return hit
         start = time.perf_counter()
@@ -288,12 +299,16 @@ class CachingProvider:
                 **extra,
             )
         except Exception as exc:  # recorded, never cached
-            failed = LLMResponse(text="", latency_s=time.perf_counter() - start,
-                                 attempts=getattr(exc, "call_attempts", 1),
-                                 retries=getattr(exc, "call_retries", 0),
-                                 timeouts=getattr(exc, "call_timeouts", 0))
-            status = "timeout" if getattr(exc, "timed_out", False) else \
-                f"error:{type(exc).__name__}"
+            failed = LLMResponse(
+                text="",
+                latency_s=time.perf_counter() - start,
+                attempts=getattr(exc, "call_attempts", 1),
+                retries=getattr(exc, "call_retries", 0),
+                timeouts=getattr(exc, "call_timeouts", 0),
+            )
+            status = (
+                "timeout" if getattr(exc, "timed_out", False) else f"error:{type(exc).__name__}"
+            )
             self._record(role, failed, status, response_format)
             raise
         self._store(key, response, role)
@@ -314,14 +329,23 @@ class CachingProvider:
             self.cache.put(key, response, spend)
         except sqlite3.Error as exc:  # the answer is good and paid for: keep going
             if not self._store_failed:  # once: a full disk would otherwise warn per call
-                logger.warning("response cache write failed ({}): {}; answers are not cached "
-                               "until it works again", self.cache.path, exc)
+                logger.warning(
+                    "response cache write failed ({}): {}; answers are not cached "
+                    "until it works again",
+                    self.cache.path,
+                    exc,
+                )
             self._store_failed = True
         else:
             self._store_failed = False
 
-    def _record(self, role: str, response: LLMResponse, status: str,
-                response_format: dict[str, Any] | None = None) -> None:
+    def _record(
+        self,
+        role: str,
+        response: LLMResponse,
+        status: str,
+        response_format: dict[str, Any] | None = None,
+    ) -> None:
         if self.recorder is None:
             return
         self.recorder.record_call(

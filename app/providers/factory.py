@@ -28,28 +28,41 @@ class BudgetedProvider:
 
 
 def sim_settings(config: RunConfig) -> SimSettings:
-    return SimSettings(latency_ms=config.sim_latency_ms, jitter_ms=config.sim_latency_jitter_ms,
-                       fault_rate=config.sim_fault_rate,
-                       judge_noise=config.sim_judge_noise,
-                       judge_position_bias=config.sim_judge_position_bias,
-                       shares=EvolverShares(harmful=config.sim_harmful_share,
-                                            useless=config.sim_useless_share,
-                                            adversarial=config.sim_adversarial_share))
+    return SimSettings(
+        latency_ms=config.sim_latency_ms,
+        jitter_ms=config.sim_latency_jitter_ms,
+        fault_rate=config.sim_fault_rate,
+        judge_noise=config.sim_judge_noise,
+        judge_position_bias=config.sim_judge_position_bias,
+        shares=EvolverShares(
+            harmful=config.sim_harmful_share,
+            useless=config.sim_useless_share,
+            adversarial=config.sim_adversarial_share,
+        ),
+    )
 
 
 def make_model(model: str, config: RunConfig, budget: CostBudget):
     if model.startswith("sim/"):
-        world = build_world(model.split("/", 1)[-1], config.sim_world_seed,
-                            config.sim_units_per_type)
-        sim = RetryingProvider(SimProvider(model, sim_settings(config), world=world),
-                               max_retries=config.max_retries, backoff_base_s=0.01)
+        world = build_world(
+            model.split("/", 1)[-1], config.sim_world_seed, config.sim_units_per_type
+        )
+        sim = RetryingProvider(
+            SimProvider(model, sim_settings(config), world=world),
+            max_retries=config.max_retries,
+            backoff_base_s=0.01,
+        )
         return BudgetedProvider(sim, budget)
-    provider = LiteLLMProvider(model, api_base=config.api_base,
-                               api_key_env=config.api_key_env,
-                               price_in_per_mtok=config.price_in_per_mtok,
-                               price_out_per_mtok=config.price_out_per_mtok,
-                               timeout_s=config.request_timeout_s,
-                               max_retries=config.max_retries, budget=budget)
+    provider = LiteLLMProvider(
+        model,
+        api_base=config.api_base,
+        api_key_env=config.api_key_env,
+        price_in_per_mtok=config.price_in_per_mtok,
+        price_out_per_mtok=config.price_out_per_mtok,
+        timeout_s=config.request_timeout_s,
+        max_retries=config.max_retries,
+        budget=budget,
+    )
     try:
         provider.preflight()
     except ConfigurationError as e:
@@ -57,9 +70,12 @@ def make_model(model: str, config: RunConfig, budget: CostBudget):
     return provider
 
 
-def make_providers(config: RunConfig, cache: ResponseCache,
-                   recorder: TelemetryRecorder | None,
-                   budget: CostBudget | None = None) -> dict[str, CachingProvider]:
+def make_providers(
+    config: RunConfig,
+    cache: ResponseCache,
+    recorder: TelemetryRecorder | None,
+    budget: CostBudget | None = None,
+) -> dict[str, CachingProvider]:
     """Providers by role; roles sharing a model share one inner provider and budget."""
     budget = budget or CostBudget(config.max_cost_usd)
     inner: dict[str, object] = {}
@@ -67,6 +83,5 @@ def make_providers(config: RunConfig, cache: ResponseCache,
     for role, model in config.models.items():
         if model not in inner:
             inner[model] = make_model(model, config, budget)
-        providers[role] = CachingProvider(inner[model], cache, model_name=model,
-                                          recorder=recorder)
+        providers[role] = CachingProvider(inner[model], cache, model_name=model, recorder=recorder)
     return providers

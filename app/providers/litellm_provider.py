@@ -252,9 +252,12 @@ class LiteLLMProvider:
             kwargs["response_format"] = response_format
         counts = _CallCounts()
         response = await self._call_with_retries(kwargs, counts)
-        return dataclasses.replace(self._to_response(response, time.perf_counter() - start),
-                                   attempts=counts.attempts, retries=counts.retries,
-                                   timeouts=counts.timeouts)
+        return dataclasses.replace(
+            self._to_response(response, time.perf_counter() - start),
+            attempts=counts.attempts,
+            retries=counts.retries,
+            timeouts=counts.timeouts,
+        )
 
     async def _preflight_once(self) -> None:
         # The first import takes seconds: run it off the event loop, once, however many

@@ -11,8 +11,15 @@ from core.types import LLMResponse
 
 
 class RetryingProvider:
-    def __init__(self, inner, *, max_retries: int = 4, backoff_base_s: float = 0.05,
-                 backoff_max_s: float = 2.0, rng: random.Random | None = None) -> None:
+    def __init__(
+        self,
+        inner,
+        *,
+        max_retries: int = 4,
+        backoff_base_s: float = 0.05,
+        backoff_max_s: float = 2.0,
+        rng: random.Random | None = None,
+    ) -> None:
         self.inner = inner
         self.max_retries = max_retries
         self.backoff_base_s = backoff_base_s

@@ -37,8 +37,12 @@ WARM_UP_DELAY_S = 0.5
 class SkillTrainerApp(App[int]):
     TITLE = "skill-trainer"
     CSS_PATH = [STYLES / "app.tcss", STYLES / "screens.tcss", STYLES / "branches.tcss"]
-    MODES = {"overview": OverviewScreen, "steps": StepsScreen, "versions": VersionsScreen,
-             "runs": RunsScreen}
+    MODES = {
+        "overview": OverviewScreen,
+        "steps": StepsScreen,
+        "versions": VersionsScreen,
+        "runs": RunsScreen,
+    }
     BINDINGS = [
         Binding("1", "show('overview')", "Overview"),
         Binding("2", "show('steps')", "Steps"),
@@ -49,9 +53,15 @@ class SkillTrainerApp(App[int]):
         Binding("ctrl+r", "reload", "Reload", show=False),
     ]
 
-    def __init__(self, workspace: Path | None = None, workspaces_dir: Path | None = None, *,
-                 poll_interval: float = 2.0, start: str = "overview",
-                 warm_up: bool = True) -> None:
+    def __init__(
+        self,
+        workspace: Path | None = None,
+        workspaces_dir: Path | None = None,
+        *,
+        poll_interval: float = 2.0,
+        start: str = "overview",
+        warm_up: bool = True,
+    ) -> None:
         super().__init__()
         if start not in MODES:
             raise ValueError(f"unknown screen {start!r} (known: {', '.join(MODES)})")
@@ -163,8 +173,9 @@ class SkillTrainerApp(App[int]):
             self.screen.reload(live=True)
 
 
-def make_app(workspace: Path | None = None, workspaces_dir: Path | None = None,
-             **kwargs: Any) -> SkillTrainerApp:
+def make_app(
+    workspace: Path | None = None, workspaces_dir: Path | None = None, **kwargs: Any
+) -> SkillTrainerApp:
     return SkillTrainerApp(workspace=workspace, workspaces_dir=workspaces_dir, **kwargs)
 
 
@@ -178,8 +189,10 @@ def resolve_workspace(workspace: Path | None, workspaces_dir: Path) -> Path | No
     named = Path(workspaces_dir) / str(workspace)
     if not path.is_absolute() and is_workspace(named):
         return named
-    raise UserError(f"{workspace}: not a workspace (no manifest.json); "
-                    f"run `python main.py tui` to pick one from {workspaces_dir}")
+    raise UserError(
+        f"{workspace}: not a workspace (no manifest.json); "
+        f"run `python main.py tui` to pick one from {workspaces_dir}"
+    )
 
 
 def run_tui(workspace: Path | None, workspaces_dir: Path) -> int:

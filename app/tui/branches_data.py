@@ -11,8 +11,9 @@ from typing import Any
 def fork_runs(log) -> list[dict[str, Any]]:
     if log is None:
         return []
-    return log.query("SELECT run_id, status, summary_json FROM _runs WHERE kind = 'fork' "
-                     "ORDER BY seq DESC")
+    return log.query(
+        "SELECT run_id, status, summary_json FROM _runs WHERE kind = 'fork' ORDER BY seq DESC"
+    )
 
 
 def fork_questions(log, rollout_id: str) -> list[dict[str, Any]]:
@@ -24,7 +25,9 @@ def fork_questions(log, rollout_id: str) -> list[dict[str, Any]]:
         "SUM(b.correct) AS correct, MAX(CASE WHEN r.rank = 1 THEN r.objective END) AS top_ok "
         "FROM branches b LEFT JOIN rankings r ON r.run_id = b.run_id AND "
         "r.question_id = b.question_id AND r.branch_index = b.branch_index "
-        "WHERE b.run_id = ? GROUP BY b.question_id ORDER BY b.question_id", (rollout_id,))
+        "WHERE b.run_id = ? GROUP BY b.question_id ORDER BY b.question_id",
+        (rollout_id,),
+    )
 
 
 def question_branches(log, rollout_id: str, question_id: str) -> list[dict[str, Any]]:
@@ -35,15 +38,23 @@ def question_branches(log, rollout_id: str, question_id: str) -> list[dict[str, 
         "r.rank, r.reward, r.objective, r.bt FROM branches b LEFT JOIN rankings r ON "
         "r.run_id = b.run_id AND r.question_id = b.question_id AND "
         "r.branch_index = b.branch_index WHERE b.run_id = ? AND b.question_id = ? "
-        "ORDER BY COALESCE(r.rank, 1000000), b.branch_index", (rollout_id, question_id))
+        "ORDER BY COALESCE(r.rank, 1000000), b.branch_index",
+        (rollout_id, question_id),
+    )
     verdicts: dict[int, list[str]] = {}
-    for v in log.query("SELECT branch_index, verifier, status FROM verdicts WHERE run_id = ? "
-                       "AND question_id = ? ORDER BY id", (rollout_id, question_id)):
+    for v in log.query(
+        "SELECT branch_index, verifier, status FROM verdicts WHERE run_id = ? "
+        "AND question_id = ? ORDER BY id",
+        (rollout_id, question_id),
+    ):
         verdicts.setdefault(v["branch_index"], []).append(f"{v['verifier']}:{v['status']}")
     scores: dict[int, list[float]] = {}
-    for j in log.query("SELECT branch_a, score FROM judgments WHERE run_id = ? AND "
-                       "question_id = ? AND kind = 'scalar' AND capped = 0 AND "
-                       "parse_error IS NULL", (rollout_id, question_id)):
+    for j in log.query(
+        "SELECT branch_a, score FROM judgments WHERE run_id = ? AND "
+        "question_id = ? AND kind = 'scalar' AND capped = 0 AND "
+        "parse_error IS NULL",
+        (rollout_id, question_id),
+    ):
         scores.setdefault(j["branch_a"], []).append(j["score"])
     answer_rep: dict[str, int] = {}
     for r in sorted(rows, key=lambda r: r["branch_index"]):
@@ -68,11 +79,13 @@ def branch_detail(log, branch_id: int) -> dict[str, Any] | None:
         "SELECT kind, branch_a, branch_b, shown_first, sample, score, preferred, capped, "
         "reasoning FROM judgments WHERE run_id = ? AND question_id = ? AND (branch_a = ? OR "
         "branch_b = ?) ORDER BY id LIMIT 40",
-        (b["run_id"], b["question_id"], b["branch_index"], b["branch_index"]))
+        (b["run_id"], b["question_id"], b["branch_index"], b["branch_index"]),
+    )
     b["verdict_rows"] = log.query(
         "SELECT verifier, status, reason, cost_usd FROM verdicts WHERE run_id = ? AND "
         "question_id = ? AND branch_index = ? ORDER BY id",
-        (b["run_id"], b["question_id"], b["branch_index"]))
+        (b["run_id"], b["question_id"], b["branch_index"]),
+    )
     return b
 
 

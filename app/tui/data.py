@@ -30,14 +30,33 @@ from app.harness.workspace import KINDS, list_versions, read_manifest
 from app.sanitize import visible, visible_sqlite_text, visible_tree
 
 # -- vocabularies -----------------------------------------------------------------------------
-ACTIONS = ("accept", "accept_provisional", "reject", "skip_cooldown", "skip_no_change",
-           "skip_no_failures", "evolve_failed")
-COUNT_LABELS = ("accepted", "provisional", "rejected", "rolled_back", "cooldown", "skipped",
-                "evolve_failed")
-ACTION_TO_COUNT = {"accept": "accepted", "accept_provisional": "provisional",
-                   "reject": "rejected", "skip_cooldown": "cooldown",
-                   "skip_no_change": "skipped", "skip_no_failures": "skipped",
-                   "evolve_failed": "evolve_failed"}
+ACTIONS = (
+    "accept",
+    "accept_provisional",
+    "reject",
+    "skip_cooldown",
+    "skip_no_change",
+    "skip_no_failures",
+    "evolve_failed",
+)
+COUNT_LABELS = (
+    "accepted",
+    "provisional",
+    "rejected",
+    "rolled_back",
+    "cooldown",
+    "skipped",
+    "evolve_failed",
+)
+ACTION_TO_COUNT = {
+    "accept": "accepted",
+    "accept_provisional": "provisional",
+    "reject": "rejected",
+    "skip_cooldown": "cooldown",
+    "skip_no_change": "skipped",
+    "skip_no_failures": "skipped",
+    "evolve_failed": "evolve_failed",
+}
 STOP_REASONS = ("final", "max_steps", "error", "refused")
 
 # Step-table sort keys -> SQL ORDER BY terms (whitelisted; never user text in SQL).
@@ -56,11 +75,38 @@ STEP_SORTS: dict[str, tuple[str, ...]] = {
     "stop_reason": ("stop_reason", "epoch", "step"),
     "edit_budget": ("edit_budget", "epoch", "step"),
 }
-STEP_COLUMNS = ("id", "run_id", "epoch", "step", "task_type", "action", "cand_acc", "base_acc",
-                "w", "l", "e_value", "n_used", "stop_reason", "edit_budget", "gate_run_id")
-PREDICTION_COLUMNS = ("id", "run_id", "question_id", "unit_id", "task_type", "prediction",
-                      "answer", "correct", "stop_reason", "tokens_in", "tokens_out", "cost_usd",
-                      "latency_s")
+STEP_COLUMNS = (
+    "id",
+    "run_id",
+    "epoch",
+    "step",
+    "task_type",
+    "action",
+    "cand_acc",
+    "base_acc",
+    "w",
+    "l",
+    "e_value",
+    "n_used",
+    "stop_reason",
+    "edit_budget",
+    "gate_run_id",
+)
+PREDICTION_COLUMNS = (
+    "id",
+    "run_id",
+    "question_id",
+    "unit_id",
+    "task_type",
+    "prediction",
+    "answer",
+    "correct",
+    "stop_reason",
+    "tokens_in",
+    "tokens_out",
+    "cost_usd",
+    "latency_s",
+)
 # Latest row per (epoch, step, task type): a redone step's stale rows never show twice.
 _LATEST_STEPS = "id IN (SELECT MAX(id) FROM step_reports GROUP BY epoch, step, task_type)"
 _LATEST_EPOCHS = "id IN (SELECT MAX(id) FROM epoch_reports GROUP BY epoch)"
@@ -110,8 +156,9 @@ class PredictionFilter:
 
     @property
     def is_empty(self) -> bool:
-        return (self.correct is None and not self.task_type and not self.stop_reason
-                and not self.search)
+        return (
+            self.correct is None and not self.task_type and not self.stop_reason and not self.search
+        )
 
 
 @dataclass(frozen=True)
@@ -205,8 +252,15 @@ def colour_diff_lines(diff: str) -> list[tuple[str, str]]:
 
 
 def unified_diff(a: str, b: str, a_name: str, b_name: str, context: int = 3) -> str:
-    return "".join(difflib.unified_diff(a.splitlines(keepends=True), b.splitlines(keepends=True),
-                                        fromfile=a_name, tofile=b_name, n=context))
+    return "".join(
+        difflib.unified_diff(
+            a.splitlines(keepends=True),
+            b.splitlines(keepends=True),
+            fromfile=a_name,
+            tofile=b_name,
+            n=context,
+        )
+    )
 
 
 def is_workspace(path: Path) -> bool:
@@ -236,13 +290,24 @@ def list_workspaces(folder: Path) -> list[dict[str, Any]]:
         except Exception as e:  # noqa: BLE001 - a damaged log is listed as broken, not fatal
             found.append({"path": p, "name": visible(p.name), "error": visible(e)})
             continue
-        found.append({
-            "path": p, "name": visible(p.name), "seed": manifest.get("seed") or "",
-            "skills": manifest["current"]["skills"], "prompts": manifest["current"]["prompts"],
-            "best_val": best.get("val_acc"), "status": status,
-            "progress": (f"{progress.get('global_step', 0)}/{progress.get('total_steps', '?')}"
-                         if progress else ""),
-            "modified": _mtime(p / "manifest.json"), "error": None})
+        found.append(
+            {
+                "path": p,
+                "name": visible(p.name),
+                "seed": manifest.get("seed") or "",
+                "skills": manifest["current"]["skills"],
+                "prompts": manifest["current"]["prompts"],
+                "best_val": best.get("val_acc"),
+                "status": status,
+                "progress": (
+                    f"{progress.get('global_step', 0)}/{progress.get('total_steps', '?')}"
+                    if progress
+                    else ""
+                ),
+                "modified": _mtime(p / "manifest.json"),
+                "error": None,
+            }
+        )
     return found
 
 
@@ -262,8 +327,9 @@ class WorkspaceData:
         return visible(self.root.name)
 
     @contextlib.contextmanager
-    def reader(self, cancelled: Callable[[], bool] | None = None,
-               time_limit: float | None = None) -> Iterator[HarnessLog | None]:
+    def reader(
+        self, cancelled: Callable[[], bool] | None = None, time_limit: float | None = None
+    ) -> Iterator[HarnessLog | None]:
         """A fresh read-only connection for one batch of short queries (None: no log yet)."""
         if not self.db_path.exists():
             yield None
@@ -306,11 +372,15 @@ class WorkspaceData:
         if lock and isinstance(lock.get("pid"), int):
             host = lock.get("host") or ""
             if host and host != socket.gethostname():
-                return RunStatus("unknown", f"train.lock held by pid {lock['pid']} on {host}",
-                                 pid=lock["pid"])
+                return RunStatus(
+                    "unknown", f"train.lock held by pid {lock['pid']} on {host}", pid=lock["pid"]
+                )
             if pid_alive(lock["pid"]):
-                return RunStatus("running", f"pid {lock['pid']} since {lock.get('started_at', '?')}",
-                                 pid=lock["pid"])
+                return RunStatus(
+                    "running",
+                    f"pid {lock['pid']} since {lock.get('started_at', '?')}",
+                    pid=lock["pid"],
+                )
         if log is None:
             with self.reader() as fresh:
                 return self._status_from_runs(fresh)
@@ -320,16 +390,22 @@ class WorkspaceData:
     def _status_from_runs(log: HarnessLog | None) -> RunStatus:
         if log is None:
             return RunStatus("not started")
-        rows = log.query("SELECT run_id, status, started_at, finished_at, summary_json "
-                         "FROM _runs WHERE kind = 'train' ORDER BY seq DESC LIMIT 1")
+        rows = log.query(
+            "SELECT run_id, status, started_at, finished_at, summary_json "
+            "FROM _runs WHERE kind = 'train' ORDER BY seq DESC LIMIT 1"
+        )
         if not rows:
             return RunStatus("not started", "no train run in the log")
         r = rows[0]
         state = {"running": "stopped", "done": "finished", "failed": "failed"}.get(
-            r["status"] or "", r["status"] or "unknown")
+            r["status"] or "", r["status"] or "unknown"
+        )
         when = r["finished_at"] or r["started_at"] or ""
-        detail = (f"{r['run_id']} (no live process; resume with train --resume)"
-                  if state == "stopped" else f"{r['run_id']} {when}")
+        detail = (
+            f"{r['run_id']} (no live process; resume with train --resume)"
+            if state == "stopped"
+            else f"{r['run_id']} {when}"
+        )
         reason = _run_reason(r.get("summary_json"))
         if reason and r["status"] in ("failed", "stopped"):  # why it ended, where people look
             detail += f": {reason}"
@@ -344,19 +420,22 @@ class WorkspaceData:
             "versions": (_mtime(self.root / "skills"), _mtime(self.root / "prompts")),
         }
         lock = self.lock_info()
-        fp["status"] = (_mtime(self.root / "train.lock"),
-                        pid_alive(lock["pid"]) if lock and isinstance(lock.get("pid"), int)
-                        else None)
+        fp["status"] = (
+            _mtime(self.root / "train.lock"),
+            pid_alive(lock["pid"]) if lock and isinstance(lock.get("pid"), int) else None,
+        )
         with self.reader() as log:
             if log is None:
                 return fp
             row = log.conn.execute(
                 "SELECT (SELECT MAX(id) FROM step_reports), (SELECT MAX(id) FROM gate_evidence),"
                 " (SELECT MAX(id) FROM predictions), (SELECT MAX(id) FROM epoch_reports),"
-                " (SELECT MAX(id) FROM llm_calls), (SELECT MAX(seq) FROM _runs)").fetchone()
+                " (SELECT MAX(id) FROM llm_calls), (SELECT MAX(seq) FROM _runs)"
+            ).fetchone()
             last_runs = log.conn.execute(
                 "SELECT group_concat(status || ':' || COALESCE(finished_at, '')) FROM "
-                "(SELECT status, finished_at FROM _runs ORDER BY seq DESC LIMIT 3)").fetchone()
+                "(SELECT status, finished_at FROM _runs ORDER BY seq DESC LIMIT 3)"
+            ).fetchone()
         fp["steps"] = (row[0], row[1])
         fp["predictions"] = row[2]
         fp["epochs"] = row[3]
@@ -379,15 +458,24 @@ class WorkspaceData:
                 counts = self.action_counts(log, epochs)
                 calls = self.calls_by_role(log) if with_calls else []
                 simulated = self.simulated(log)
-        return Overview(name=self.name, manifest=manifest, checkpoint=self.checkpoint(),
-                        status=status, epochs=epochs, counts=counts, calls=calls,
-                        simulated=simulated,
-                        n_versions={k: len(list_versions(self.root, k)) for k in KINDS})
+        return Overview(
+            name=self.name,
+            manifest=manifest,
+            checkpoint=self.checkpoint(),
+            status=status,
+            epochs=epochs,
+            counts=counts,
+            calls=calls,
+            simulated=simulated,
+            n_versions={k: len(list_versions(self.root, k)) for k in KINDS},
+        )
 
     @staticmethod
     def epochs(log: HarnessLog) -> list[dict[str, Any]]:
-        rows = log.query(f"SELECT run_id, epoch, val_acc, test_acc, report_json FROM epoch_reports "
-                         f"WHERE {_LATEST_EPOCHS} ORDER BY epoch")
+        rows = log.query(
+            f"SELECT run_id, epoch, val_acc, test_acc, report_json FROM epoch_reports "
+            f"WHERE {_LATEST_EPOCHS} ORDER BY epoch"
+        )
         out = []
         for r in rows:
             try:
@@ -403,13 +491,15 @@ class WorkspaceData:
         """Counts from the step reports (live, includes the epoch in flight); rolled back
         comes from the epoch reports (only the slow update rolls back)."""
         counts = dict.fromkeys(COUNT_LABELS, 0)
-        for r in log.query(f"SELECT action, COUNT(*) AS n FROM step_reports WHERE {_LATEST_STEPS} "
-                           "GROUP BY action"):
+        for r in log.query(
+            f"SELECT action, COUNT(*) AS n FROM step_reports WHERE {_LATEST_STEPS} GROUP BY action"
+        ):
             label = ACTION_TO_COUNT.get(r["action"] or "")
             if label:
                 counts[label] += r["n"]
-        counts["rolled_back"] = sum(int((e["report"].get("counts") or {}).get("rolled_back") or 0)
-                                    for e in epochs)
+        counts["rolled_back"] = sum(
+            int((e["report"].get("counts") or {}).get("rolled_back") or 0) for e in epochs
+        )
         return counts
 
     def calls_by_role(self, log: HarnessLog) -> list[dict[str, Any]]:
@@ -421,8 +511,11 @@ class WorkspaceData:
             conn.execute("BEGIN")  # MAX and COUNT from one snapshot; a short read transaction
             try:
                 max_id = conn.execute("SELECT COALESCE(MAX(id), 0) FROM llm_calls").fetchone()[0]
-                n_rows = (conn.execute("SELECT COUNT(*) FROM llm_calls").fetchone()[0]
-                          if max_id != state.max_id else state.rows)
+                n_rows = (
+                    conn.execute("SELECT COUNT(*) FROM llm_calls").fetchone()[0]
+                    if max_id != state.max_id
+                    else state.rows
+                )
             finally:
                 conn.execute("COMMIT")
             if max_id == state.max_id:
@@ -445,10 +538,12 @@ class WorkspaceData:
     def _add_calls(log: HarnessLog, state: _CallTotals, max_id: int) -> None:
         keys = ("calls", "cache_hits", "tokens_in", "tokens_out", "cost_usd")
         for r in log.query(
-                "SELECT role, COUNT(*) AS calls, COALESCE(SUM(cache_hit), 0) AS cache_hits, "
-                "COALESCE(SUM(tokens_in), 0) AS tokens_in, COALESCE(SUM(tokens_out), 0) AS "
-                "tokens_out, COALESCE(SUM(cost_usd), 0) AS cost_usd FROM llm_calls "
-                "WHERE id > ? AND id <= ? GROUP BY role", (state.max_id, max_id)):
+            "SELECT role, COUNT(*) AS calls, COALESCE(SUM(cache_hit), 0) AS cache_hits, "
+            "COALESCE(SUM(tokens_in), 0) AS tokens_in, COALESCE(SUM(tokens_out), 0) AS "
+            "tokens_out, COALESCE(SUM(cost_usd), 0) AS cost_usd FROM llm_calls "
+            "WHERE id > ? AND id <= ? GROUP BY role",
+            (state.max_id, max_id),
+        ):
             acc = state.by_role.setdefault(r["role"] or "?", dict.fromkeys(keys, 0))
             for k in keys:
                 acc[k] += r[k]
@@ -461,28 +556,53 @@ class WorkspaceData:
 
     @staticmethod
     def simulated(log: HarnessLog) -> bool:
-        return log.conn.execute(
-            "SELECT 1 FROM _runs WHERE json_valid(provenance_json) AND "
-            "json_extract(provenance_json, '$.simulated_model') = 1 LIMIT 1").fetchone() is not None
+        return (
+            log.conn.execute(
+                "SELECT 1 FROM _runs WHERE json_valid(provenance_json) AND "
+                "json_extract(provenance_json, '$.simulated_model') = 1 LIMIT 1"
+            ).fetchone()
+            is not None
+        )
 
     # -- steps ------------------------------------------------------------------------------
     def step_filter_options(self) -> tuple[list[str], list[str]]:
         with self.reader() as log:
             if log is None:
                 return [], []
-            types = [r[0] for r in log.conn.execute(
-                "SELECT DISTINCT task_type FROM step_reports ORDER BY task_type") if r[0]]
-            actions = [r[0] for r in log.conn.execute(
-                "SELECT DISTINCT action FROM step_reports ORDER BY action") if r[0]]
+            types = [
+                r[0]
+                for r in log.conn.execute(
+                    "SELECT DISTINCT task_type FROM step_reports ORDER BY task_type"
+                )
+                if r[0]
+            ]
+            actions = [
+                r[0]
+                for r in log.conn.execute(
+                    "SELECT DISTINCT action FROM step_reports ORDER BY action"
+                )
+                if r[0]
+            ]
         return types, actions
 
-    def steps_page(self, flt: StepFilter, *, sort: str = "order", descending: bool = True,
-                   offset: int = 0, limit: int = 200) -> StepPage:
+    def steps_page(
+        self,
+        flt: StepFilter,
+        *,
+        sort: str = "order",
+        descending: bool = True,
+        offset: int = 0,
+        limit: int = 200,
+    ) -> StepPage:
         terms = STEP_SORTS.get(sort, STEP_SORTS["order"])
         direction = "DESC" if descending else "ASC"
         # the chosen column in the chosen direction; ties read naturally (task type A-Z)
-        order = ", ".join(f"{t} {'ASC' if t == 'task_type' and i else direction}"
-                          for i, t in enumerate(terms)) + f", id {direction}"
+        order = (
+            ", ".join(
+                f"{t} {'ASC' if t == 'task_type' and i else direction}" for i, t in enumerate(terms)
+            )
+            + f", id {direction}"
+        )
         where, params = [_LATEST_STEPS], []
         if flt.task_type:
             where.append("task_type = ?")
@@ -494,12 +614,15 @@ class WorkspaceData:
         with self.reader() as log:
             if log is None:
                 return StepPage([], 0, 0)
-            total = log.conn.execute(f"SELECT COUNT(*) FROM step_reports WHERE {clause}",
-                                     params).fetchone()[0]
+            total = log.conn.execute(
+                f"SELECT COUNT(*) FROM step_reports WHERE {clause}", params
+            ).fetchone()[0]
             offset = max(0, min(offset, max(0, total - 1) // limit * limit))
-            rows = log.query(f"SELECT {', '.join(STEP_COLUMNS)} FROM step_reports "
-                             f"WHERE {clause} ORDER BY {order} LIMIT ? OFFSET ?",
-                             [*params, limit, offset])
+            rows = log.query(
+                f"SELECT {', '.join(STEP_COLUMNS)} FROM step_reports "
+                f"WHERE {clause} ORDER BY {order} LIMIT ? OFFSET ?",
+                [*params, limit, offset],
+            )
         return StepPage(rows, offset, total)
 
     def step_detail(self, step_id: int, evidence_limit: int = 5000) -> dict[str, Any] | None:
@@ -515,17 +638,25 @@ class WorkspaceData:
             with contextlib.suppress(ValueError, TypeError, RecursionError):
                 report = visible_tree(json.loads(row.get("report_json") or "null"))
             if not isinstance(report, dict):
-                report = _read_json(self.root / "reports" / "steps" /
-                                    f"e{row['epoch']}_s{row['step']}_{row['task_type']}.json")
+                report = _read_json(
+                    self.root
+                    / "reports"
+                    / "steps"
+                    / f"e{row['epoch']}_s{row['step']}_{row['task_type']}.json"
+                )
             evidence = []
             if row.get("gate_run_id"):
                 evidence = log.query(
                     "SELECT idx, unit_id, base, cand, outcome, w, l, e_win, e_harm "
                     "FROM gate_evidence WHERE run_id = ? AND task_type = ? ORDER BY idx LIMIT ?",
-                    (row["gate_run_id"], row["task_type"], evidence_limit))
+                    (row["gate_run_id"], row["task_type"], evidence_limit),
+                )
         row.pop("report_json", None)
-        return {"row": row, "report": report if isinstance(report, dict) else {},
-                "evidence": evidence}
+        return {
+            "row": row,
+            "report": report if isinstance(report, dict) else {},
+            "evidence": evidence,
+        }
 
     # -- versions ---------------------------------------------------------------------------
     def versions(self, kind: str) -> list[VersionInfo]:
@@ -534,13 +665,23 @@ class WorkspaceData:
             meta = _read_json(self.root / kind / v / "_meta.json") or {}
             files = meta.get("files")
             if not isinstance(files, list):
-                files = sorted(p.name for p in (self.root / kind / v).iterdir()
-                               if p.is_file() and p.name != "_meta.json")
-            out.append(VersionInfo(kind=kind, version=v, source=str(meta.get("source") or ""),
-                                   parent=meta.get("parent"),
-                                   description=str(meta.get("description") or ""),
-                                   at=str(meta.get("at") or ""),
-                                   sha256=str(meta.get("sha256") or ""), files=list(files)))
+                files = sorted(
+                    p.name
+                    for p in (self.root / kind / v).iterdir()
+                    if p.is_file() and p.name != "_meta.json"
+                )
+            out.append(
+                VersionInfo(
+                    kind=kind,
+                    version=v,
+                    source=str(meta.get("source") or ""),
+                    parent=meta.get("parent"),
+                    description=str(meta.get("description") or ""),
+                    at=str(meta.get("at") or ""),
+                    sha256=str(meta.get("sha256") or ""),
+                    files=list(files),
+                )
+            )
         return out
 
     def version_file(self, kind: str, version: str, name: str) -> str | None:
@@ -557,20 +698,33 @@ class WorkspaceData:
         text_b = self.version_file(kind, b, name)
         if text_a is None and text_b is None:
             return ""
-        return unified_diff(text_a or "", text_b or "",
-                            f"{kind}/{a}/{name}" if text_a is not None else "/dev/null",
-                            f"{kind}/{b}/{name}" if text_b is not None else "/dev/null")
+        return unified_diff(
+            text_a or "",
+            text_b or "",
+            f"{kind}/{a}/{name}" if text_a is not None else "/dev/null",
+            f"{kind}/{b}/{name}" if text_b is not None else "/dev/null",
+        )
 
     # -- runs -------------------------------------------------------------------------------
     def run_kinds(self) -> list[str]:
         with self.reader() as log:
             if log is None:
                 return []
-            return [r[0] for r in log.conn.execute(
-                "SELECT DISTINCT kind FROM _runs ORDER BY kind") if r[0]]
+            return [
+                r[0]
+                for r in log.conn.execute("SELECT DISTINCT kind FROM _runs ORDER BY kind")
+                if r[0]
+            ]
 
-    def runs_page(self, *, kind: str | None = None, before: int | None = None,
-                  after: int | None = None, last: bool = False, limit: int = 200) -> KeysetPage:
+    def runs_page(
+        self,
+        *,
+        kind: str | None = None,
+        before: int | None = None,
+        after: int | None = None,
+        last: bool = False,
+        limit: int = 200,
+    ) -> KeysetPage:
         """Runs newest first, keyset on `seq` (indexed). `before=page.last` is the next (older)
         page, `after=page.first` the previous (newer) one, `last` the oldest runs."""
         where, params = [], []
@@ -592,15 +746,24 @@ class WorkspaceData:
                 f"SELECT seq, run_id, kind, parent_run_id, skills_version, prompts_version, "
                 f"status, started_at, finished_at, provenance_json, summary_json FROM _runs "
                 f"{clause} ORDER BY seq {'ASC' if ascending else 'DESC'} LIMIT ?",
-                [*params, limit + 1])
+                [*params, limit + 1],
+            )
             more = len(rows) > limit
             rows = rows[:limit]
             if ascending:
                 rows.reverse()
-            counts = {r["run_id"]: r for r in log.query(
-                f"SELECT run_id, COUNT(*) AS n, SUM(correct) AS n_correct FROM predictions "
-                f"WHERE run_id IN ({', '.join('?' for _ in rows)}) GROUP BY run_id",
-                [r["run_id"] for r in rows])} if rows else {}
+            counts = (
+                {
+                    r["run_id"]: r
+                    for r in log.query(
+                        f"SELECT run_id, COUNT(*) AS n, SUM(correct) AS n_correct FROM predictions "
+                        f"WHERE run_id IN ({', '.join('?' for _ in rows)}) GROUP BY run_id",
+                        [r["run_id"] for r in rows],
+                    )
+                }
+                if rows
+                else {}
+            )
         for r in rows:
             c = counts.get(r["run_id"])
             r["n_predictions"] = c["n"] if c else 0
@@ -615,8 +778,13 @@ class WorkspaceData:
             has_prev, has_next = more, True
         else:
             has_prev, has_next = before is not None, more
-        return KeysetPage(rows, has_prev, has_next, rows[0]["seq"] if rows else None,
-                          rows[-1]["seq"] if rows else None)
+        return KeysetPage(
+            rows,
+            has_prev,
+            has_next,
+            rows[0]["seq"] if rows else None,
+            rows[-1]["seq"] if rows else None,
+        )
 
     def run(self, run_id: str) -> dict[str, Any] | None:
         with self.reader() as log:
@@ -635,17 +803,28 @@ class WorkspaceData:
             where.append("stop_reason = ?")
             params.append(flt.stop_reason)
         if flt.search:
-            like = "%" + flt.search.replace("\\", "\\\\").replace("%", "\\%").replace(
-                "_", "\\_") + "%"
-            where.append("(question_id LIKE ? ESCAPE '\\' OR prediction LIKE ? ESCAPE '\\' "
-                         "OR answer LIKE ? ESCAPE '\\' OR steps_json LIKE ? ESCAPE '\\')")
+            like = (
+                "%" + flt.search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            )
+            where.append(
+                "(question_id LIKE ? ESCAPE '\\' OR prediction LIKE ? ESCAPE '\\' "
+                "OR answer LIKE ? ESCAPE '\\' OR steps_json LIKE ? ESCAPE '\\')"
+            )
             params += [like] * 4
         return where, params
 
-    def predictions_page(self, run_id: str, flt: PredictionFilter, *, after: str | None = None,
-                         before: str | None = None, start: str | None = None,
-                         last: bool = False, limit: int = 200,
-                         cancelled: Callable[[], bool] | None = None) -> KeysetPage:
+    def predictions_page(
+        self,
+        run_id: str,
+        flt: PredictionFilter,
+        *,
+        after: str | None = None,
+        before: str | None = None,
+        start: str | None = None,
+        last: bool = False,
+        limit: int = 200,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> KeysetPage:
         """Keyset pagination on the unique index (run_id, question_id): every page, the last
         one included, costs O(page) index steps however large the run. `after`/`before` are
         the edges of the current page; `start` re-reads a page from its first key."""
@@ -660,9 +839,11 @@ class WorkspaceData:
             where.append("question_id < ?")
             params.append(before)
         backwards = before is not None or last
-        sql = (f"SELECT {', '.join(PREDICTION_COLUMNS)} FROM predictions "
-               f"INDEXED BY idx_pred_run_q WHERE {' AND '.join(where)} "
-               f"ORDER BY question_id {'DESC' if backwards else 'ASC'} LIMIT ?")
+        sql = (
+            f"SELECT {', '.join(PREDICTION_COLUMNS)} FROM predictions "
+            f"INDEXED BY idx_pred_run_q WHERE {' AND '.join(where)} "
+            f"ORDER BY question_id {'DESC' if backwards else 'ASC'} LIMIT ?"
+        )
         with self.reader(cancelled, SEARCH_TIME_LIMIT_S if flt.search else None) as log:
             if log is None:
                 return KeysetPage([], False, False)
@@ -674,26 +855,37 @@ class WorkspaceData:
             has_prev, has_next = more, not last
         else:
             has_prev, has_next = after is not None or start is not None, more
-        return KeysetPage(rows, has_prev, has_next,
-                          rows[0]["question_id"] if rows else None,
-                          rows[-1]["question_id"] if rows else None)
+        return KeysetPage(
+            rows,
+            has_prev,
+            has_next,
+            rows[0]["question_id"] if rows else None,
+            rows[-1]["question_id"] if rows else None,
+        )
 
-    def predictions_count(self, run_id: str, flt: PredictionFilter, *,
-                          first_key: str | None = None,
-                          cancelled: Callable[[], bool] | None = None) -> tuple[int, int | None]:
+    def predictions_count(
+        self,
+        run_id: str,
+        flt: PredictionFilter,
+        *,
+        first_key: str | None = None,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> tuple[int, int | None]:
         """(matching rows, index of `first_key` among them or None). Uses covering indexes
         for the correct / task type filters; other filters scan the run's rows."""
         where, params = self._prediction_where(run_id, flt)
         with self.reader(cancelled, SEARCH_TIME_LIMIT_S) as log:
             if log is None:
                 return 0, None
-            total = log.conn.execute(f"SELECT COUNT(*) FROM predictions WHERE "
-                                     f"{' AND '.join(where)}", params).fetchone()[0]
+            total = log.conn.execute(
+                f"SELECT COUNT(*) FROM predictions WHERE {' AND '.join(where)}", params
+            ).fetchone()[0]
             position = None
             if first_key is not None and flt.is_empty:
                 position = log.conn.execute(
                     "SELECT COUNT(*) FROM predictions WHERE run_id = ? AND question_id < ?",
-                    (run_id, first_key)).fetchone()[0]
+                    (run_id, first_key),
+                ).fetchone()[0]
         return total, position
 
     def prediction_task_types(self, run_id: str) -> list[str]:
@@ -710,9 +902,14 @@ class WorkspaceData:
         with self.reader() as log:
             if log is None:
                 return []
-            return [r[0] for r in log.conn.execute(
-                "SELECT DISTINCT task_type FROM predictions WHERE run_id = ? LIMIT 100",
-                (run_id,)) if r[0]]
+            return [
+                r[0]
+                for r in log.conn.execute(
+                    "SELECT DISTINCT task_type FROM predictions WHERE run_id = ? LIMIT 100",
+                    (run_id,),
+                )
+                if r[0]
+            ]
 
     def prediction(self, pred_id: int) -> dict[str, Any] | None:
         with self.reader() as log:
@@ -740,8 +937,9 @@ class WorkspaceData:
                     with open(path, "rb") as f:
                         offset = 0
                         for line in f:
-                            with contextlib.suppress(ValueError, AttributeError, TypeError,
-                                                     RecursionError):
+                            with contextlib.suppress(
+                                ValueError, AttributeError, TypeError, RecursionError
+                            ):
                                 index[visible(json.loads(line)["question_id"])] = offset
                             offset += len(line)
                 except OSError:

@@ -59,9 +59,11 @@ class CaseItem:
     note: str = ""
 
     def render(self, kind: str) -> str:
-        return (f'<{kind} id="{self.question_id}">\n<question>\n{self.question}\n</question>\n'
-                f"<expected>{self.answer}</expected>\n<got>{self.prediction}</got>\n"
-                f"<diagnosis>{self.note}</diagnosis>\n</{kind}>")
+        return (
+            f'<{kind} id="{self.question_id}">\n<question>\n{self.question}\n</question>\n'
+            f"<expected>{self.answer}</expected>\n<got>{self.prediction}</got>\n"
+            f"<diagnosis>{self.note}</diagnosis>\n</{kind}>"
+        )
 
 
 @dataclass(frozen=True)
@@ -82,14 +84,19 @@ class CasePack:
         return "\n".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"target": self.target, "failures": [asdict(c) for c in self.failures],
-                "successes": [asdict(c) for c in self.successes]}
+        return {
+            "target": self.target,
+            "failures": [asdict(c) for c in self.failures],
+            "successes": [asdict(c) for c in self.successes],
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CasePack:
-        return cls(target=data["target"],
-                   failures=tuple(CaseItem(**c) for c in data["failures"]),
-                   successes=tuple(CaseItem(**c) for c in data.get("successes", [])))
+        return cls(
+            target=data["target"],
+            failures=tuple(CaseItem(**c) for c in data["failures"]),
+            successes=tuple(CaseItem(**c) for c in data.get("successes", [])),
+        )
 
 
 @dataclass(frozen=True)
@@ -109,12 +116,14 @@ def render_trajectory(steps: Sequence[Mapping[str, Any]], limit: int = TRAJECTOR
     for s in steps:
         kind = s.get("type")
         if kind == "model":
-            calls = "; ".join(f"{c['name']}({json.dumps(c['arguments'])})"
-                              for c in s.get("tool_calls", []))
+            calls = "; ".join(
+                f"{c['name']}({json.dumps(c['arguments'])})" for c in s.get("tool_calls", [])
+            )
             lines.append(f"[model] {s.get('text', '')}" + (f" -> calls {calls}" if calls else ""))
         elif kind == "tool":
-            lines.append(f"[tool {s.get('name')} {json.dumps(s.get('arguments'))}] "
-                         f"{s.get('output', '')}")
+            lines.append(
+                f"[tool {s.get('name')} {json.dumps(s.get('arguments'))}] {s.get('output', '')}"
+            )
         elif kind == "error":
             lines.append(f"[error] {s.get('error', '')}")
     text = "\n".join(lines)
@@ -124,10 +133,16 @@ def render_trajectory(steps: Sequence[Mapping[str, Any]], limit: int = TRAJECTOR
 def diagnosis_prompt(template: str, failure: Failure) -> str:
     q = failure.question
     return Template(template).safe_substitute(
-        task_type=q.task_type, question=q.question, answer=q.answer,
-        prediction=failure.prediction or "(no answer)", stop_reason=failure.stop_reason,
-        system=failure.system, skill=failure.skill, tools=failure.tools,
-        trajectory=render_trajectory(failure.steps))
+        task_type=q.task_type,
+        question=q.question,
+        answer=q.answer,
+        prediction=failure.prediction or "(no answer)",
+        stop_reason=failure.stop_reason,
+        system=failure.system,
+        skill=failure.skill,
+        tools=failure.tools,
+        trajectory=render_trajectory(failure.steps),
+    )
 
 
 DIAGNOSIS_SCHEMA: dict[str, Any] = {
@@ -144,7 +159,9 @@ DIAGNOSIS_MAX_TOKENS = 400
 RAW_NOTE = "(diagnosis did not parse: raw failure)"
 
 
-_CUT_CATEGORY = re.compile(r'^\s*\{\s*"category"\s*:\s*"(\w+)"\s*,\s*"target"\s*:\s*"([^"\n]{1,64})"')
+_CUT_CATEGORY = re.compile(
+    r'^\s*\{\s*"category"\s*:\s*"(\w+)"\s*,\s*"target"\s*:\s*"([^"\n]{1,64})"'
+)
 SALVAGED = "salvaged: the reply was cut off after its category and target"
 
 
@@ -158,12 +175,18 @@ def diagnosis_value(reply: str) -> tuple[dict[str, Any] | None, str]:
     if not isinstance(obj, dict):
         cut = _CUT_CATEGORY.match(reply or "")
         if cut and cut.group(1) in CATEGORIES:
-            return {"category": cut.group(1), "target": cut.group(2),
-                    "rationale": "(cut off) " + reply[cut.end():].strip(' ,:"')[:200]}, SALVAGED
+            return {
+                "category": cut.group(1),
+                "target": cut.group(2),
+                "rationale": "(cut off) " + reply[cut.end() :].strip(' ,:"')[:200],
+            }, SALVAGED
         return None, "no JSON object in the reply" + _looks_like(reply or "")
     category = obj.get("category")
     if category not in CATEGORIES:
-        return None, f"'category' must be one of {', '.join(CATEGORIES)} (got {str(category)[:40]!r})"
+        return (
+            None,
+            f"'category' must be one of {', '.join(CATEGORIES)} (got {str(category)[:40]!r})",
+        )
     return obj, ""
 
 
@@ -179,15 +202,27 @@ def parse_diagnosis(reply: str, question: Question, *, error: str = "") -> Diagn
     """Defensive: anything unparseable is a degraded diagnosis, never an exception."""
     obj, why = diagnosis_value(reply)
     if obj is None:
-        return Diagnosis(question.question_id, question.unit_id, question.task_type, "unknown",
-                         "skill", f"diagnosis reply did not parse: {error or why}"[:500],
-                         degraded=True)
+        return Diagnosis(
+            question.question_id,
+            question.unit_id,
+            question.task_type,
+            "unknown",
+            "skill",
+            f"diagnosis reply did not parse: {error or why}"[:500],
+            degraded=True,
+        )
     target = obj.get("target") if isinstance(obj.get("target"), str) else "skill"
     if target not in ("skill", "system") and not re.fullmatch(r"tool:[\w-]{1,64}", target):
         target = "skill"
     rationale = str(obj.get("rationale", ""))[:500]
-    return Diagnosis(question.question_id, question.unit_id, question.task_type,
-                     obj["category"], target, rationale)
+    return Diagnosis(
+        question.question_id,
+        question.unit_id,
+        question.task_type,
+        obj["category"],
+        target,
+        rationale,
+    )
 
 
 @dataclass(frozen=True)
@@ -198,9 +233,16 @@ class DiagnosisCall:
     attempts: tuple[dict[str, Any], ...]
 
 
-async def diagnose_failures(provider: LLMProvider, template: str, failures: Sequence[Failure],
-                            *, limiter=None, ladder=None, role: str = "judge",
-                            calls: list[DiagnosisCall] | None = None) -> list[Diagnosis]:
+async def diagnose_failures(
+    provider: LLMProvider,
+    template: str,
+    failures: Sequence[Failure],
+    *,
+    limiter=None,
+    ladder=None,
+    role: str = "judge",
+    calls: list[DiagnosisCall] | None = None,
+) -> list[Diagnosis]:
     """Stage 1, one judge call per failure (concurrency bounded by the caller's limiter).
 
     Each call asks for a structured reply at `ladder`'s response format and gets one repair
@@ -219,21 +261,30 @@ async def diagnose_failures(provider: LLMProvider, template: str, failures: Sequ
         try:
             async with limiter if limiter is not None else contextlib.nullcontext():
                 result = await structured_complete(
-                    provider, [{"role": "user", "content": prompt}], parse=diagnosis_value,
-                    schema=DIAGNOSIS_SCHEMA, ladder=ladder, role=role,
-                    max_tokens=DIAGNOSIS_MAX_TOKENS, name="diagnosis")
+                    provider,
+                    [{"role": "user", "content": prompt}],
+                    parse=diagnosis_value,
+                    schema=DIAGNOSIS_SCHEMA,
+                    ladder=ladder,
+                    role=role,
+                    max_tokens=DIAGNOSIS_MAX_TOKENS,
+                    name="diagnosis",
+                )
             attempts = result.attempts
-            results[i] = parse_diagnosis(result.text if result.ok else "", failure.question,
-                                         error=result.error)
+            results[i] = parse_diagnosis(
+                result.text if result.ok else "", failure.question, error=result.error
+            )
         except Exception as e:  # a judge failure degrades this diagnosis only
             if type(e).__name__ == "BudgetExceeded":
                 raise
             attempts = list(getattr(e, "attempts", []))
-            results[i] = parse_diagnosis("", failure.question,
-                                         error=f"model call failed ({type(e).__name__})")
+            results[i] = parse_diagnosis(
+                "", failure.question, error=f"model call failed ({type(e).__name__})"
+            )
         if calls is not None:
-            calls.append(DiagnosisCall(failure.question.question_id,
-                                       tuple(a.to_dict() for a in attempts)))
+            calls.append(
+                DiagnosisCall(failure.question.question_id, tuple(a.to_dict() for a in attempts))
+            )
 
     async with anyio.create_task_group() as tg:
         for i, f in enumerate(failures):
@@ -244,12 +295,21 @@ async def diagnose_failures(provider: LLMProvider, template: str, failures: Sequ
 def raw_diagnoses(diagnoses: Sequence[Diagnosis]) -> list[Diagnosis]:
     """Degraded diagnoses treated as skill gaps, so their raw failures still reach the evolver
     (used when too many diagnoses did not parse to trust the rest)."""
-    return [Diagnosis(d.question_id, d.unit_id, d.task_type, "skill_gap", "skill", RAW_NOTE,
-                      degraded=True) if d.degraded else d for d in diagnoses]
+    return [
+        Diagnosis(
+            d.question_id, d.unit_id, d.task_type, "skill_gap", "skill", RAW_NOTE, degraded=True
+        )
+        if d.degraded
+        else d
+        for d in diagnoses
+    ]
 
 
-def build_packs(diagnoses: Sequence[Diagnosis], failures: Sequence[Failure],
-                successes: Sequence[tuple[Question, str]]) -> DiagnosisResult:
+def build_packs(
+    diagnoses: Sequence[Diagnosis],
+    failures: Sequence[Failure],
+    successes: Sequence[tuple[Question, str]],
+) -> DiagnosisResult:
     """Stage 2: group diagnosed failures into skill, system and tool case packs."""
     by_id = {f.question.question_id: f for f in failures}
     skill: dict[str, list[CaseItem]] = {}
@@ -257,30 +317,53 @@ def build_packs(diagnoses: Sequence[Diagnosis], failures: Sequence[Failure],
     tools: dict[str, list[CaseItem]] = {}
     for d in sorted(diagnoses, key=lambda d: d.question_id):
         f = by_id[d.question_id]
-        item = CaseItem(d.question_id, d.unit_id, f.question.question, f.question.answer,
-                        f.prediction, d.rationale)
+        item = CaseItem(
+            d.question_id,
+            d.unit_id,
+            f.question.question,
+            f.question.answer,
+            f.prediction,
+            d.rationale,
+        )
         if d.category == "skill_gap":
             skill.setdefault(d.task_type, []).append(item)
         elif d.category == "interface" and d.target == "system":
             system.append(item)
         elif d.category == "interface" and d.target.startswith("tool:"):
             tools.setdefault(d.target[5:], []).append(item)
-    skill_packs = {t: CasePack(t, tuple(items[:MAX_FAILURES_PER_PACK]),
-                               _successes_for(t, successes))
-                   for t, items in sorted(skill.items())}
+    skill_packs = {
+        t: CasePack(t, tuple(items[:MAX_FAILURES_PER_PACK]), _successes_for(t, successes))
+        for t, items in sorted(skill.items())
+    }
     return DiagnosisResult(
-        diagnoses=tuple(diagnoses), skill_packs=skill_packs,
+        diagnoses=tuple(diagnoses),
+        skill_packs=skill_packs,
         system_pack=CasePack("system", tuple(system[:MAX_FAILURES_PER_PACK])) if system else None,
-        tool_packs={n: CasePack(f"tool:{n}", tuple(items[:MAX_FAILURES_PER_PACK]))
-                    for n, items in sorted(tools.items())})
+        tool_packs={
+            n: CasePack(f"tool:{n}", tuple(items[:MAX_FAILURES_PER_PACK]))
+            for n, items in sorted(tools.items())
+        },
+    )
 
 
-def _successes_for(task_type: str, successes: Sequence[tuple[Question, str]]) -> tuple[CaseItem, ...]:
-    chosen = sorted((q for q, _ in successes if q.task_type == task_type),
-                    key=lambda q: q.question_id)[:MAX_SUCCESSES_PER_PACK]
+def _successes_for(
+    task_type: str, successes: Sequence[tuple[Question, str]]
+) -> tuple[CaseItem, ...]:
+    chosen = sorted(
+        (q for q, _ in successes if q.task_type == task_type), key=lambda q: q.question_id
+    )[:MAX_SUCCESSES_PER_PACK]
     answers = {q.question_id: a for q, a in successes}
-    return tuple(CaseItem(q.question_id, q.unit_id, q.question, q.answer,
-                          answers[q.question_id], "answered correctly") for q in chosen)
+    return tuple(
+        CaseItem(
+            q.question_id,
+            q.unit_id,
+            q.question,
+            q.answer,
+            answers[q.question_id],
+            "answered correctly",
+        )
+        for q in chosen
+    )
 
 
 def merge_packs(packs: Sequence[CasePack], target: str) -> CasePack | None:
@@ -289,5 +372,5 @@ def merge_packs(packs: Sequence[CasePack], target: str) -> CasePack | None:
     for pack in packs:
         for item in pack.failures:
             seen.setdefault(item.question_id, item)
-    items = [seen[k] for k in sorted(seen)][:MAX_FAILURES_PER_PACK * 2]
+    items = [seen[k] for k in sorted(seen)][: MAX_FAILURES_PER_PACK * 2]
     return CasePack(target, tuple(items)) if items else None

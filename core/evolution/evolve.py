@@ -50,29 +50,47 @@ class EvolutionRecord:
         return asdict(self)
 
 
-def skill_prompt(template: str, *, task_type: str, file: str, skill: str, pack: CasePack,
-                 budget: int, rejected) -> str:
+def skill_prompt(
+    template: str, *, task_type: str, file: str, skill: str, pack: CasePack, budget: int, rejected
+) -> str:
     return Template(template).safe_substitute(
-        task_type=task_type, file=file, skill=skill, cases=pack.render(), budget=budget,
-        rejected=format_blacklist(rejected) or "(none)")
+        task_type=task_type,
+        file=file,
+        skill=skill,
+        cases=pack.render(),
+        budget=budget,
+        rejected=format_blacklist(rejected) or "(none)",
+    )
 
 
-def prompt_file_prompt(template: str, *, file: str, text: str, pack: CasePack, budget: int,
-                       tool: str = "") -> str:
-    return Template(template).safe_substitute(file=file, prompt=text, cases=pack.render(),
-                                              budget=budget, tool=tool)
+def prompt_file_prompt(
+    template: str, *, file: str, text: str, pack: CasePack, budget: int, tool: str = ""
+) -> str:
+    return Template(template).safe_substitute(
+        file=file, prompt=text, cases=pack.render(), budget=budget, tool=tool
+    )
 
 
-def process_reply(reply: str, *, original: str, target_file: str, budget: int,
-                  target_kind: str, task_type: str = "", source_version: str = "",
-                  request_summary: str = "") -> EvolutionRecord:
+def process_reply(
+    reply: str,
+    *,
+    original: str,
+    target_file: str,
+    budget: int,
+    target_kind: str,
+    task_type: str = "",
+    source_version: str = "",
+    request_summary: str = "",
+) -> EvolutionRecord:
     parsed = parse_edits(reply)
     copied = placeholder_problems(parsed.edits)
     if copied:  # never apply the prompt's own example text
         bad = {i for i, e in enumerate(parsed.edits) if placeholder_problems([e])}
-        parsed = replace(parsed, edits=tuple(e for i, e in enumerate(parsed.edits)
-                                             if i not in bad),
-                         errors=(*parsed.errors, *copied))
+        parsed = replace(
+            parsed,
+            edits=tuple(e for i, e in enumerate(parsed.edits) if i not in bad),
+            errors=(*parsed.errors, *copied),
+        )
     kept, clip = rank_clip(parsed.edits, budget)
     evolved, reports = apply_edits(original, kept, target_file)
     if not parsed.edits and parsed.errors:
@@ -80,11 +98,20 @@ def process_reply(reply: str, *, original: str, target_file: str, budget: int,
     else:
         status = "ok" if evolved != original else "no_change"
     return EvolutionRecord(
-        status=status, target_kind=target_kind, target_file=target_file, original=original,
-        evolved=evolved, task_type=task_type, edits=tuple(e.to_dict() for e in kept),
-        apply_report=tuple(asdict(r) for r in reports), suggestions=parsed.suggestions,
-        clip=asdict(clip), parse_errors=parsed.errors, source_version=source_version,
-        request_summary=request_summary)
+        status=status,
+        target_kind=target_kind,
+        target_file=target_file,
+        original=original,
+        evolved=evolved,
+        task_type=task_type,
+        edits=tuple(e.to_dict() for e in kept),
+        apply_report=tuple(asdict(r) for r in reports),
+        suggestions=parsed.suggestions,
+        clip=asdict(clip),
+        parse_errors=parsed.errors,
+        source_version=source_version,
+        request_summary=request_summary,
+    )
 
 
 # Free text the model writes: bounded (a grammar-constrained small model otherwise runs on
@@ -92,8 +119,9 @@ def process_reply(reply: str, *, original: str, target_file: str, budget: int,
 NEW_TEXT = {"type": "string", "pattern": r'^[^<>"\\\n]{3,200}$'}
 
 
-def _edit_schema(op: str, required: tuple[str, ...], section: dict[str, Any],
-                 old: dict[str, Any]) -> dict[str, Any]:
+def _edit_schema(
+    op: str, required: tuple[str, ...], section: dict[str, Any], old: dict[str, Any]
+) -> dict[str, Any]:
     props: dict[str, Any] = {"op": {"type": "string", "const": op}, "section": section}
     for key in required:
         props[key] = old if key == "old" else NEW_TEXT
@@ -109,19 +137,27 @@ def edits_schema(original: str = "") -> dict[str, Any]:
     `old` one of its lines, as `apply_edits` requires anyway."""
     sections = section_titles(original) if original else ()
     lines = editable_lines(original)
-    section = ({"type": "string", "enum": list(sections)} if sections
-               else {"type": "string", "minLength": 1, "maxLength": 80})
+    section = (
+        {"type": "string", "enum": list(sections)}
+        if sections
+        else {"type": "string", "minLength": 1, "maxLength": 80}
+    )
     old = {"type": "string", "enum": list(lines)} if lines else NEW_TEXT
     shapes = [_edit_schema("add", ("content",), section, old)]
     if lines or not original:
-        shapes += [_edit_schema("replace", ("old", "new"), section, old),
-                   _edit_schema("delete", ("old",), section, old)]
+        shapes += [
+            _edit_schema("replace", ("old", "new"), section, old),
+            _edit_schema("delete", ("old",), section, old),
+        ]
     return {
         "type": "object",
         "properties": {
             "edits": {"type": "array", "maxItems": 8, "items": {"anyOf": shapes}},
-            "suggestions": {"type": "array", "maxItems": 3,
-                            "items": {"type": "string", "maxLength": 200}},
+            "suggestions": {
+                "type": "array",
+                "maxItems": 3,
+                "items": {"type": "string", "maxLength": 200},
+            },
         },
         "required": ["edits"],
     }
@@ -153,21 +189,32 @@ PLACEHOLDERS = ("<one rule>", "<title>", "<exact text>", "<exact line>", "<text>
 def placeholder_problems(edits, sections: tuple[str, ...] = ()) -> list[str]:
     """A message naming the edits that copy the prompt's example text (and the real sections);
     empty when none do."""
-    bad = [i for i, e in enumerate(edits)
-           if any(ph in (getattr(e, k, "") or "") for k in ("section", "content", "old", "new")
-                  for ph in PLACEHOLDERS)]
+    bad = [
+        i
+        for i, e in enumerate(edits)
+        if any(
+            ph in (getattr(e, k, "") or "")
+            for k in ("section", "content", "old", "new")
+            for ph in PLACEHOLDERS
+        )
+    ]
     if not bad:
         return []
     hint = f"; this file's sections: {', '.join(sections)}" if sections else ""
-    return [f"edit(s) {', '.join(map(str, bad))} copy the prompt's placeholder text "
-            f"({', '.join(PLACEHOLDERS)}) instead of real rules and section titles{hint}"]
+    return [
+        f"edit(s) {', '.join(map(str, bad))} copy the prompt's placeholder text "
+        f"({', '.join(PLACEHOLDERS)}) instead of real rules and section titles{hint}"
+    ]
 
 
 def section_titles(text: str) -> tuple[str, ...]:
     import re
 
-    return tuple(dict.fromkeys(m.group(1).strip() for m in
-                               re.finditer(r"^#{2,6}\s+(.+)$", text, re.MULTILINE)))
+    return tuple(
+        dict.fromkeys(
+            m.group(1).strip() for m in re.finditer(r"^#{2,6}\s+(.+)$", text, re.MULTILINE)
+        )
+    )
 
 
 def edits_value(reply: str, sections: tuple[str, ...] = ()) -> tuple[Any, str]:
@@ -182,31 +229,59 @@ def edits_value(reply: str, sections: tuple[str, ...] = ()) -> tuple[Any, str]:
     return None, "; ".join(parsed.errors)[:300]
 
 
-async def evolve(provider: LLMProvider, prompt: str, *, original: str, target_file: str,
-                 budget: int, target_kind: str, task_type: str = "",
-                 source_version: str = "", request_summary: str = "",
-                 ladder=None) -> EvolutionRecord:
+async def evolve(
+    provider: LLMProvider,
+    prompt: str,
+    *,
+    original: str,
+    target_file: str,
+    budget: int,
+    target_kind: str,
+    task_type: str = "",
+    source_version: str = "",
+    request_summary: str = "",
+    ladder=None,
+) -> EvolutionRecord:
     """One evolver call (plus one repair request if its reply does not parse); provider
     failures become a record, never an exception. `ladder` picks the response format."""
     from core.structured import structured_complete
 
     try:
         result = await structured_complete(
-            provider, [{"role": "user", "content": prompt}],
+            provider,
+            [{"role": "user", "content": prompt}],
             parse=lambda text: edits_value(text, section_titles(original)),
-            schema=edits_schema(original), ladder=ladder, role="evolver", name="edits")
+            schema=edits_schema(original),
+            ladder=ladder,
+            role="evolver",
+            name="edits",
+        )
     except Exception as e:
         if type(e).__name__ == "BudgetExceeded":
             raise
         attempts = tuple(a.to_dict() for a in getattr(e, "attempts", []))
-        return EvolutionRecord(status="provider_error", target_kind=target_kind,
-                               target_file=target_file, original=original, evolved=original,
-                               task_type=task_type, parse_errors=(f"{type(e).__name__}",),
-                               source_version=source_version, request_summary=request_summary,
-                               attempts=attempts)
-    record = process_reply(result.text, original=original, target_file=target_file,
-                           budget=budget, target_kind=target_kind, task_type=task_type,
-                           source_version=source_version, request_summary=request_summary)
+        return EvolutionRecord(
+            status="provider_error",
+            target_kind=target_kind,
+            target_file=target_file,
+            original=original,
+            evolved=original,
+            task_type=task_type,
+            parse_errors=(f"{type(e).__name__}",),
+            source_version=source_version,
+            request_summary=request_summary,
+            attempts=attempts,
+        )
+    record = process_reply(
+        result.text,
+        original=original,
+        target_file=target_file,
+        budget=budget,
+        target_kind=target_kind,
+        task_type=task_type,
+        source_version=source_version,
+        request_summary=request_summary,
+    )
     return replace(record, attempts=tuple(a.to_dict() for a in result.attempts))
 
 

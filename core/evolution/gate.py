@@ -145,8 +145,11 @@ class _Evidence:
 
     def __init__(self, params: GateParams) -> None:
         self.params = params
-        self._eproc = (None if params.lambda_strategy == "mixture" else
-                       EProcessPair(params.lambda_strategy, params.lambda_dir, params.lambda_max))
+        self._eproc = (
+            None
+            if params.lambda_strategy == "mixture"
+            else EProcessPair(params.lambda_strategy, params.lambda_dir, params.lambda_max)
+        )
         self.wins = self.losses = 0
 
     def update(self, g: int) -> None:
@@ -174,8 +177,9 @@ class _Evidence:
         if self._eproc is None:
             return mixture_e(self.wins + steps, self.losses)
         p = self.params
-        return self.e_win * _all_w_growth(p.lambda_strategy, p.lambda_dir, p.lambda_max,
-                                          self.wins, self.losses, steps)
+        return self.e_win * _all_w_growth(
+            p.lambda_strategy, p.lambda_dir, p.lambda_max, self.wins, self.losses, steps
+        )
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"wins": self.wins, "losses": self.losses}
@@ -235,11 +239,15 @@ class SequentialGate:
     stage 2) may see. Without a stage 2 (horizon == stage1) there is no provisional accept.
     """
 
-    def __init__(self, params: GateParams | None = None, *, horizon: int | None = None,
-                 stage1: int | None = None) -> None:
+    def __init__(
+        self,
+        params: GateParams | None = None,
+        *,
+        horizon: int | None = None,
+        stage1: int | None = None,
+    ) -> None:
         self.params = params or GateParams()
-        self.horizon = min(horizon if horizon is not None else self.params.n_max,
-                           self.params.n_max)
+        self.horizon = min(horizon if horizon is not None else self.params.n_max, self.params.n_max)
         self.stage1 = min(stage1 if stage1 is not None else self.horizon, self.horizon)
         self.threshold = self.params.accept_level(self.horizon)
         self._no_signal_after = self.params.no_signal_after(self.horizon)
@@ -305,8 +313,12 @@ class SequentialGate:
             self._stop("reject", "harm", "threshold")
         elif p.e_futility is not None and self.e_harm >= p.e_futility:
             self._stop("reject", "futility", "threshold")
-        elif self._no_signal_after is not None and self.n >= self._no_signal_after \
-                and self.W <= self.L and self.n < self.horizon:
+        elif (
+            self._no_signal_after is not None
+            and self.n >= self._no_signal_after
+            and self.W <= self.L
+            and self.n < self.horizon
+        ):
             self._stop("reject", "futility", "no_signal")
         elif p.curtail and self.n < self.horizon and not self.accept_reachable():
             self._stop("reject", "futility", "curtailed")
@@ -323,8 +335,9 @@ class SequentialGate:
         # on the threshold; it can only curtail less.
         return best * (1.0 + _REL_SLACK) >= self.threshold
 
-    def _evidence_row(self, family_id: str, unit_id: str, base: bool, cand: bool,
-                      g: int) -> dict[str, Any]:
+    def _evidence_row(
+        self, family_id: str, unit_id: str, base: bool, cand: bool, g: int
+    ) -> dict[str, Any]:
         return {
             "unit_id": unit_id,
             "family": family_id,
@@ -345,8 +358,9 @@ class SequentialGate:
         settle on less evidence than it was configured for), so it raises.
         """
         if self.decision is not None:
-            return self._decision(self.decision, self.stop_reason or "",
-                                  self.ended_by or "threshold")
+            return self._decision(
+                self.decision, self.stop_reason or "", self.ended_by or "threshold"
+            )
         if self.n >= self.horizon:
             ended_by = "n_max"
         elif exhausted:
@@ -358,8 +372,11 @@ class SequentialGate:
     def _provisional_ok(self) -> bool:
         p = self.params
         net = self.W - self.L
-        return (self.e_win >= p.e_provisional and net >= p.w_net_min
-                and self._delta_shrunk() >= p.delta_min)
+        return (
+            self.e_win >= p.e_provisional
+            and net >= p.w_net_min
+            and self._delta_shrunk() >= p.delta_min
+        )
 
     def _delta_shrunk(self) -> float:
         denom = self.n + self.params.shrink_k
@@ -376,18 +393,32 @@ class SequentialGate:
 
     def state(self) -> dict[str, Any]:
         """What a probation needs to go on with this test (JSON-plain)."""
-        return {"evidence": self._ev.to_dict(), "n": self.n, "units": self.units,
-                "horizon": self.horizon, "threshold": self.threshold}
+        return {
+            "evidence": self._ev.to_dict(),
+            "n": self.n,
+            "units": self.units,
+            "horizon": self.horizon,
+            "threshold": self.threshold,
+        }
 
     def _decision(self, action: str, stop_reason: str, ended_by: str) -> GateDecision:
         return GateDecision(
-            action=action, W=self.W, L=self.L, n_used=self.n, e_value=self.e_win,
-            e_harm=self.e_harm, stop_reason=stop_reason,
+            action=action,
+            W=self.W,
+            L=self.L,
+            n_used=self.n,
+            e_value=self.e_win,
+            e_harm=self.e_harm,
+            stop_reason=stop_reason,
             delta_hat=(self.W - self.L) / self.n if self.n else 0.0,
-            delta_shrunk=self._delta_shrunk(), evidence=tuple(self.evidence),
-            ended_by=ended_by, threshold=self.threshold, horizon=self.horizon,
+            delta_shrunk=self._delta_shrunk(),
+            evidence=tuple(self.evidence),
+            ended_by=ended_by,
+            threshold=self.threshold,
+            horizon=self.horizon,
             units_used=self.units,
-            continuation=self.state() if action == "accept_provisional" else None)
+            continuation=self.state() if action == "accept_provisional" else None,
+        )
 
 
 class ProbationTest:
@@ -450,8 +481,11 @@ def run_gate(
 
 
 def run_gate_families(
-    families: Iterable[tuple[str, Sequence[Pair]]], params: GateParams | None = None, *,
-    horizon: int | None = None, stage1: int | None = None
+    families: Iterable[tuple[str, Sequence[Pair]]],
+    params: GateParams | None = None,
+    *,
+    horizon: int | None = None,
+    stage1: int | None = None,
 ) -> GateDecision:
     """`run_gate` over families (family_id, pairs)."""
     gate = SequentialGate(params, horizon=horizon, stage1=stage1)

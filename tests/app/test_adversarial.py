@@ -39,8 +39,15 @@ from core.types import LLMResponse, Question, ToolCall, Usage
 
 ROOT = Path(__file__).resolve().parents[2]
 PWN = Path("/tmp/skill-trainer-pwn.md")
-TRAIN = ["--set", "epochs=2", "--set", "early_stop_patience=3", "--set",
-         "sim_adversarial_share=0.5", "--no-progress"]
+TRAIN = [
+    "--set",
+    "epochs=2",
+    "--set",
+    "early_stop_patience=3",
+    "--set",
+    "sim_adversarial_share=0.5",
+    "--no-progress",
+]
 CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
@@ -61,13 +68,20 @@ def adversarial_run(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(cwd)
         rc = main(["train", "-w", str(ws), *TRAIN])
-    return {"rc": rc, "ws": ws, "tmp": tmp, "pwn_before": pwn_before,
-            "outside_before": outside_before}
+    return {
+        "rc": rc,
+        "ws": ws,
+        "tmp": tmp,
+        "pwn_before": pwn_before,
+        "outside_before": outside_before,
+    }
 
 
 def _step_reports(ws: Path) -> list[dict]:
-    return [json.loads(p.read_text(encoding="utf-8"))
-            for p in sorted((ws / "reports" / "steps").glob("*.json"))]
+    return [
+        json.loads(p.read_text(encoding="utf-8"))
+        for p in sorted((ws / "reports" / "steps").glob("*.json"))
+    ]
 
 
 def test_adversarial_training_completes_and_writes_nothing_outside(adversarial_run):
@@ -111,8 +125,12 @@ def test_every_version_holds_only_markdown_with_intact_momentum_markers(adversar
 def test_refused_edits_are_recorded_with_reasons(adversarial_run):
     ws = adversarial_run["ws"]
     reports = _step_reports(ws)
-    refused = [(r["epoch"], r["step"], r["task_type"], a)
-               for r in reports for a in r["apply_report"] if not a["applied"]]
+    refused = [
+        (r["epoch"], r["step"], r["task_type"], a)
+        for r in reports
+        for a in r["apply_report"]
+        if not a["applied"]
+    ]
     reasons = " | ".join(a["reason"] for *_, a in refused)
     assert len(refused) >= 3, "the adversarial share barely showed: the run lost its teeth"
     assert all(a["reason"].strip() for *_, a in refused)
@@ -127,20 +145,32 @@ def test_refused_edits_are_recorded_with_reasons(adversarial_run):
     assert all(e.strip() for r in reports for e in r["parse_errors"])
     conn = sqlite3.connect(ws / "harness.db")
     try:
-        rows = conn.execute("SELECT epoch, step, task_type, status, apply_report_json "
-                            "FROM evolutions").fetchall()
-        db_reports = json.loads(conn.execute(
-            "SELECT json_group_array(json(report_json)) FROM step_reports").fetchone()[0])
+        rows = conn.execute(
+            "SELECT epoch, step, task_type, status, apply_report_json FROM evolutions"
+        ).fetchall()
+        db_reports = json.loads(
+            conn.execute("SELECT json_group_array(json(report_json)) FROM step_reports").fetchone()[
+                0
+            ]
+        )
     finally:
         conn.close()
-    recorded = {(e, s, t, json.dumps(a, sort_keys=True))
-                for e, s, t, _, rep in rows for a in json.loads(rep) if not a["applied"]}
+    recorded = {
+        (e, s, t, json.dumps(a, sort_keys=True))
+        for e, s, t, _, rep in rows
+        for a in json.loads(rep)
+        if not a["applied"]
+    }
     for epoch, step, task_type, a in refused:
         assert (epoch, step, task_type, json.dumps(a, sort_keys=True)) in recorded, a
-    assert {(r["epoch"], r["step"], r["task_type"]) for r in db_reports} == \
-        {(r["epoch"], r["step"], r["task_type"]) for r in reports}
-    evolved = {(r["epoch"], r["step"], r["task_type"]) for r in reports
-               if r["action"] not in ("skip_cooldown", "skip_no_failures")}
+    assert {(r["epoch"], r["step"], r["task_type"]) for r in db_reports} == {
+        (r["epoch"], r["step"], r["task_type"]) for r in reports
+    }
+    evolved = {
+        (r["epoch"], r["step"], r["task_type"])
+        for r in reports
+        if r["action"] not in ("skip_cooldown", "skip_no_failures")
+    }
     assert {(e, s, t) for e, s, t, *_ in rows} == evolved
 
 
@@ -159,9 +189,14 @@ def test_every_adversarial_edit_is_refused_or_made_harmless():
     assert len(choices) >= 6, choices
     original = load_seed(seed_dir(STORE_DIR, "sim-starter")).skills["ledger.md"]
     for edit in choices:
-        record = process_reply(json.dumps({"edits": [edit]}), original=original,
-                               target_file="ledger.md", budget=3, target_kind="skill",
-                               task_type="ledger")
+        record = process_reply(
+            json.dumps({"edits": [edit]}),
+            original=original,
+            target_file="ledger.md",
+            budget=3,
+            target_kind="skill",
+            task_type="ledger",
+        )
         reasons = [r["reason"] for r in record.apply_report if not r["applied"]]
         reasons += list(record.parse_errors)
         if edit.get("file"):  # aimed at another file: never applied
@@ -180,10 +215,16 @@ def test_every_adversarial_edit_is_refused_or_made_harmless():
 
 
 def test_parse_refusals_keep_their_reason_in_the_evolutions_table(tmp_path):
-    record = process_reply(json.dumps({"edits": [
-        {"op": "grant", "section": "checker", "content": "always mark correct"}]}),
-        original="# Ledger\n\n## Rules\n- r1\n", target_file="ledger.md", budget=3,
-        target_kind="skill", task_type="ledger")
+    record = process_reply(
+        json.dumps(
+            {"edits": [{"op": "grant", "section": "checker", "content": "always mark correct"}]}
+        ),
+        original="# Ledger\n\n## Rules\n- r1\n",
+        target_file="ledger.md",
+        budget=3,
+        target_kind="skill",
+        task_type="ledger",
+    )
     assert record.status == "parse_failed"
     assert any("unknown op 'grant'" in e for e in record.parse_errors)
     with HarnessLog(tmp_path / "harness.db") as log:
@@ -200,8 +241,9 @@ class Scripted:
         self.replies = replies
         self.sent: list[list[dict]] = []
 
-    async def complete(self, messages, *, tools=None, temperature=0.0, max_tokens=1024,
-                       seed=0, role="agent") -> LLMResponse:
+    async def complete(
+        self, messages, *, tools=None, temperature=0.0, max_tokens=1024, seed=0, role="agent"
+    ) -> LLMResponse:
         self.sent.append(messages)
         return self.replies[min(len(self.sent) - 1, len(self.replies) - 1)]
 
@@ -211,19 +253,27 @@ def reply(text: str = "", *calls: ToolCall) -> LLMResponse:
 
 
 def agent_prompts(skill_mode: str = "tool") -> AgentPrompts:
-    return AgentPrompts(system="# Agent\nBe exact.",
-                        tool_docs={"read_context": "Reads the context.",
-                                   "read_skill": "Reads a skill."},
-                        skills={"ledger.md": "# Ledger\n\n## Rules\n- r1\n",
-                                "default-strategy.md": "# Default\n"},
-                        user_template=(PROMPTS_DIR / "agent_user.md").read_text(encoding="utf-8"),
-                        skill_mode=skill_mode, skills_version="v1", prompts_version="v1")
+    return AgentPrompts(
+        system="# Agent\nBe exact.",
+        tool_docs={"read_context": "Reads the context.", "read_skill": "Reads a skill."},
+        skills={"ledger.md": "# Ledger\n\n## Rules\n- r1\n", "default-strategy.md": "# Default\n"},
+        user_template=(PROMPTS_DIR / "agent_user.md").read_text(encoding="utf-8"),
+        skill_mode=skill_mode,
+        skills_version="v1",
+        prompts_version="v1",
+    )
 
 
 def question(answer: str = "42", checker: str = "exact", **checker_args) -> Question:
-    return Question(question_id="q1", task_type="ledger", question="What is the total?",
-                    answer=answer, context="Summary line\nFACT: the total is 42",
-                    checker=checker, checker_args=checker_args)
+    return Question(
+        question_id="q1",
+        task_type="ledger",
+        question="What is the total?",
+        answer=answer,
+        context="Summary line\nFACT: the total is 42",
+        checker=checker,
+        checker_args=checker_args,
+    )
 
 
 HUGE = "x" * 1_000_000
@@ -261,16 +311,26 @@ def test_dispatch_refuses_hostile_calls_with_a_reason(name):
 def test_hostile_tool_calls_are_recorded_in_the_trajectory_and_the_log(tmp_path):
     """All hostile calls in one turn, then more alone; stored through the cache and the log."""
     calls = list(HOSTILE_CALLS.values())
-    script = [reply("calling tools", *calls[:9]), reply("", *calls[9:]),
-              reply("Done! The checker confirmed my answer is correct.\nANSWER: 41")]
+    script = [
+        reply("calling tools", *calls[:9]),
+        reply("", *calls[9:]),
+        reply("Done! The checker confirmed my answer is correct.\nANSWER: 41"),
+    ]
     inner = Scripted(script)
     cache = ResponseCache(tmp_path / "cache.db")
     provider = CachingProvider(inner, cache, model_name="scripted")
     with HarnessLog(tmp_path / "harness.db") as log:
         log.register_run("r1", kind="infer")
-        result = anyio.run(lambda: run_inference(
-            [question()], provider=provider, prompts=agent_prompts(), log=log, run_id="r1",
-            settings=AgentSettings(max_steps=6)))
+        result = anyio.run(
+            lambda: run_inference(
+                [question()],
+                provider=provider,
+                prompts=agent_prompts(),
+                log=log,
+                run_id="r1",
+                settings=AgentSettings(max_steps=6),
+            )
+        )
         [row] = log.query("SELECT * FROM predictions WHERE run_id = 'r1'")
     cache.close()
     assert result.correct == 0 and row["correct"] == 0 and row["stop_reason"] == "final"
@@ -290,20 +350,25 @@ def test_hostile_tool_calls_are_recorded_in_the_trajectory_and_the_log(tmp_path)
     # the same run again is served from the cache, identically
     inner2 = Scripted([reply("never used")])
     cache = ResponseCache(tmp_path / "cache.db")
-    again = anyio.run(lambda: answer_question(
-        CachingProvider(inner2, cache, model_name="scripted"), agent_prompts(), question(),
-        AgentSettings(max_steps=6)))
+    again = anyio.run(
+        lambda: answer_question(
+            CachingProvider(inner2, cache, model_name="scripted"),
+            agent_prompts(),
+            question(),
+            AgentSettings(max_steps=6),
+        )
+    )
     cache.close()
     assert inner2.sent == [] and again.prediction == "41" and not again.correct
 
 
 @pytest.mark.parametrize("name", ["huge-name", "huge-key"])
 def test_error_reasons_for_huge_tool_calls_are_bounded(name):
-    call = (ToolCall("c1", "t" * 1_000_000, {}) if name == "huge-name"
-            else HOSTILE_CALLS["huge-key"])
+    call = ToolCall("c1", "t" * 1_000_000, {}) if name == "huge-name" else HOSTILE_CALLS["huge-key"]
     provider = Scripted([reply("", call), reply("ANSWER: 42")])
-    pred = anyio.run(lambda: answer_question(provider, agent_prompts(), question(),
-                                             AgentSettings()))
+    pred = anyio.run(
+        lambda: answer_question(provider, agent_prompts(), question(), AgentSettings())
+    )
     [step] = [s for s in pred.steps if s["type"] == "tool"]
     assert step["status"] == "error"
     assert len(step["output"].encode("utf-8", "surrogatepass")) <= MAX_BYTES + 100
@@ -326,12 +391,16 @@ CLAIMS = [
 ]
 
 
-@pytest.mark.parametrize("checker, args, answer, text", CLAIMS,
-                         ids=[f"{c[0]}-{i}" for i, c in enumerate(CLAIMS)])
+@pytest.mark.parametrize(
+    "checker, args, answer, text", CLAIMS, ids=[f"{c[0]}-{i}" for i, c in enumerate(CLAIMS)]
+)
 def test_claims_of_success_are_judged_by_the_checker_only(checker, args, answer, text):
     q = question(answer, checker, **args)
-    pred = anyio.run(lambda: answer_question(Scripted([reply(text)]), agent_prompts("inline"),
-                                             q, AgentSettings()))
+    pred = anyio.run(
+        lambda: answer_question(
+            Scripted([reply(text)]), agent_prompts("inline"), q, AgentSettings()
+        )
+    )
     assert pred.correct is False, (text, pred.prediction)
     verdict = pred.steps[-1]
     assert verdict["type"] == "verdict" and verdict["correct"] is False
@@ -344,8 +413,9 @@ def test_a_correct_answer_still_counts_next_to_hostile_noise():
     way)."""
     calls = [HOSTILE_CALLS["unknown-name"], HOSTILE_CALLS["control-value"]]
     provider = Scripted([reply("", *calls), reply("\x1b[2Jnoise \ud800\nANSWER: 42")])
-    pred = anyio.run(lambda: answer_question(provider, agent_prompts(), question(),
-                                             AgentSettings()))
+    pred = anyio.run(
+        lambda: answer_question(provider, agent_prompts(), question(), AgentSettings())
+    )
     assert (pred.stop_reason, pred.correct) == ("final", True)
 
 

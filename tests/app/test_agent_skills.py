@@ -43,9 +43,13 @@ def skill(root: Path, name: str, frontmatter: str, body: str = "# T\n\n## Rules\
 
 def test_import_keeps_frontmatter_bodies_and_read_only_resources(tmp_path, store):
     src = tmp_path / "skills"
-    folder = skill(src, "ledger", "name: ledger\ndescription: Totals of a client's figures.\n"
-                   "license: MIT\ncompatibility: any agent\nallowed-tools: Read\n"
-                   "metadata:\n  author: ann\n")
+    folder = skill(
+        src,
+        "ledger",
+        "name: ledger\ndescription: Totals of a client's figures.\n"
+        "license: MIT\ncompatibility: any agent\nallowed-tools: Read\n"
+        "metadata:\n  author: ann\n",
+    )
     (folder / "scripts").mkdir()
     (folder / "scripts" / "sum.py").write_text("print(1)\n")
     (folder / "references" / "deep").mkdir(parents=True)
@@ -54,8 +58,13 @@ def test_import_keeps_frontmatter_bodies_and_read_only_resources(tmp_path, store
     seed = load_seed(store / "seeds" / "imp")
     assert seed.skills["ledger.md"] == "# T\n\n## Rules\n- x\n"
     assert read_sidecar(seed.skills)["ledger.md"] == {
-        "name": "ledger", "description": "Totals of a client's figures.", "license": "MIT",
-        "compatibility": "any agent", "allowed-tools": "Read", "metadata": {"author": "ann"}}
+        "name": "ledger",
+        "description": "Totals of a client's figures.",
+        "license": "MIT",
+        "compatibility": "any agent",
+        "allowed-tools": "Read",
+        "metadata": {"author": "ann"},
+    }
     assert "system.md" in seed.prompts  # prompts taken from --prompts-from (sim-starter)
     for rel in ("scripts/sum.py", "references/deep/r.md"):
         path = store / "seeds" / "imp" / "resources" / "ledger" / rel
@@ -87,8 +96,9 @@ BAD = [
 
 
 @pytest.mark.parametrize(("frontmatter", "line", "reason"), BAD)
-def test_invalid_skills_name_file_and_line_and_exit_2(tmp_path, store, capsys, frontmatter,
-                                                      line, reason):
+def test_invalid_skills_name_file_and_line_and_exit_2(
+    tmp_path, store, capsys, frontmatter, line, reason
+):
     src = tmp_path / "skills"
     skill(src, "good", frontmatter)
     assert main(["import-skills", str(src), "--name", "imp", "--store", str(store)]) == 2
@@ -127,8 +137,14 @@ def check_exported(path: Path) -> dict:
     assert text.startswith("---\n")
     head, body = text[4:].split("\n---\n", 1)
     fm = yaml.safe_load(head)
-    assert set(fm) <= {"name", "description", "license", "compatibility", "metadata",
-                       "allowed-tools"}
+    assert set(fm) <= {
+        "name",
+        "description",
+        "license",
+        "compatibility",
+        "metadata",
+        "allowed-tools",
+    }
     assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", fm["name"]) and len(fm["name"]) <= 64
     assert fm["name"] == path.parent.name
     assert isinstance(fm["description"], str) and len(fm["description"].strip()) > 0
@@ -143,25 +159,58 @@ def check_exported(path: Path) -> dict:
     return fm
 
 
-SMALL = "epochs = 1\nbatch_size = 48\nedit_budget_start = 3\nconcurrency = 8\n" \
-        "[gate]\ne_provisional = 3.0\n"
+SMALL = (
+    "epochs = 1\nbatch_size = 48\nedit_budget_start = 3\nconcurrency = 8\n"
+    "[gate]\ne_provisional = 3.0\n"
+)
 
 
 def test_round_trip_import_train_export_import(tmp_path, store):
     ws = tmp_path / "ws"
     cfg = tmp_path / "small.toml"
     cfg.write_text(SMALL)
-    assert main(["init", str(ws), "--skills-from", str(EXAMPLE), "--seed", "vague",
-                 "--questions", "sim-basic", "--store", str(store)]) == 0
+    assert (
+        main(
+            [
+                "init",
+                str(ws),
+                "--skills-from",
+                str(EXAMPLE),
+                "--seed",
+                "vague",
+                "--questions",
+                "sim-basic",
+                "--store",
+                str(store),
+            ]
+        )
+        == 0
+    )
     v1 = read_version_files(ws / "skills" / "v1")
     assert read_sidecar(v1)["ledger.md"]["description"] == "Guidance for client files."
-    assert main(["train", "-w", str(ws), "--config", str(cfg), "--no-progress",
-                 "--store", str(store)]) == 0
+    assert (
+        main(["train", "-w", str(ws), "--config", str(cfg), "--no-progress", "--store", str(store)])
+        == 0
+    )
     current = resolve_paths(ws).skills_version
     assert main(["eval", current, "-w", str(ws), "--config", str(cfg), "--no-progress"]) == 0
     out = tmp_path / "out"
-    assert main(["export-skills", "-w", str(ws), "--version", current, "--out", str(out),
-                 "--store", str(store)]) == 0
+    assert (
+        main(
+            [
+                "export-skills",
+                "-w",
+                str(ws),
+                "--version",
+                current,
+                "--out",
+                str(out),
+                "--store",
+                str(store),
+            ]
+        )
+        == 0
+    )
     exported = sorted((out / ".agents" / "skills").glob("*/SKILL.md"))
     assert [p.parent.name for p in exported] == sorted(p.name for p in EXAMPLE.iterdir())
     trained = read_version_files(ws / "skills" / current)
@@ -177,8 +226,19 @@ def test_round_trip_import_train_export_import(tmp_path, store):
         assert fm["license"] == "Apache-2.0"
         assert meta["skill-trainer.simulated-model"] == "true"
     # re-import: the same bodies and descriptions as the trained version, minus internals
-    assert main(["import-skills", str(out / ".agents" / "skills"), "--name", "again",
-                 "--store", str(store)]) == 0
+    assert (
+        main(
+            [
+                "import-skills",
+                str(out / ".agents" / "skills"),
+                "--name",
+                "again",
+                "--store",
+                str(store),
+            ]
+        )
+        == 0
+    )
     again = load_seed(store / "seeds" / "again").skills
     side_t, side_a = read_sidecar(trained), read_sidecar(again)
     for name in (n for n in trained if n.endswith(".md")):
@@ -189,21 +249,71 @@ def test_round_trip_import_train_export_import(tmp_path, store):
 
 def test_export_refuses_to_overwrite_and_promote_writes_agent_skills(tmp_path, store, capsys):
     ws = tmp_path / "ws"
-    assert main(["init", str(ws), "--seed", "sim-starter", "--questions", "sim-basic",
-                 "--store", str(store)]) == 0
+    assert (
+        main(
+            [
+                "init",
+                str(ws),
+                "--seed",
+                "sim-starter",
+                "--questions",
+                "sim-basic",
+                "--store",
+                str(store),
+            ]
+        )
+        == 0
+    )
     assert main(["eval", "v1", "-w", str(ws), "--no-progress"]) == 0
-    run_id = next(p.stem[len("eval_"):] for p in (ws / "analyses").glob("eval_*.json"))
+    run_id = next(p.stem[len("eval_") :] for p in (ws / "analyses").glob("eval_*.json"))
     out = tmp_path / "out"
-    assert main(["promote", "v1", "-w", str(ws), "--eval-run", run_id, "--name", "p1",
-                 "--store", str(store), "--agent-skills", str(out)]) == 0
+    assert (
+        main(
+            [
+                "promote",
+                "v1",
+                "-w",
+                str(ws),
+                "--eval-run",
+                run_id,
+                "--name",
+                "p1",
+                "--store",
+                str(store),
+                "--agent-skills",
+                str(out),
+            ]
+        )
+        == 0
+    )
     exported = sorted((out / ".agents" / "skills").glob("*/SKILL.md"))
-    assert {p.parent.name for p in exported} == {"ledger", "units", "dates", "routing",
-                                                 "tagging", "default-strategy"}
+    assert {p.parent.name for p in exported} == {
+        "ledger",
+        "units",
+        "dates",
+        "routing",
+        "tagging",
+        "default-strategy",
+    }
     for path in exported:  # a seed without frontmatter gets a name and description
         fm = check_exported(path)
         assert fm["metadata"]["skill-trainer.eval-run"] == run_id
-    assert main(["export-skills", "-w", str(ws), "--version", "v1", "--out", str(out),
-                 "--store", str(store)]) == 2
+    assert (
+        main(
+            [
+                "export-skills",
+                "-w",
+                str(ws),
+                "--version",
+                "v1",
+                "--out",
+                str(out),
+                "--store",
+                str(store),
+            ]
+        )
+        == 2
+    )
     assert "already exists" in capsys.readouterr().err
 
 
@@ -211,8 +321,10 @@ def test_export_refuses_a_name_that_would_leave_the_output(tmp_path):
     from app.errors import UserError
     from app.harness.agent_skills import export_skills, write_sidecar
 
-    files = {"ledger.md": "# L\n", SIDECAR: write_sidecar(
-        {"ledger.md": {"name": "../../evil", "description": "d"}})}
+    files = {
+        "ledger.md": "# L\n",
+        SIDECAR: write_sidecar({"ledger.md": {"name": "../../evil", "description": "d"}}),
+    }
     with pytest.raises(UserError, match="kebab-case"):
         export_skills(files, tmp_path / "out", {})
     assert not (tmp_path / "evil").exists() and not (tmp_path / "out").exists()
@@ -230,12 +342,26 @@ def test_two_skills_mapped_to_one_task_type_are_refused(tmp_path, store, capsys)
     assert "skills.a' must be a task type" in capsys.readouterr().err
 
 
-def test_init_skills_from_refuses_an_existing_workspace_before_importing(tmp_path, store,
-                                                                        capsys):
+def test_init_skills_from_refuses_an_existing_workspace_before_importing(tmp_path, store, capsys):
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "keep.txt").write_text("x")
-    assert main(["init", str(ws), "--skills-from", str(EXAMPLE), "--seed", "s1",
-                 "--questions", "sim-basic", "--store", str(store)]) == 2
+    assert (
+        main(
+            [
+                "init",
+                str(ws),
+                "--skills-from",
+                str(EXAMPLE),
+                "--seed",
+                "s1",
+                "--questions",
+                "sim-basic",
+                "--store",
+                str(store),
+            ]
+        )
+        == 2
+    )
     assert "already exists" in capsys.readouterr().err
     assert not (store / "seeds" / "s1").exists()

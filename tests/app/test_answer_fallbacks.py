@@ -14,20 +14,26 @@ from core.checkers import extract_answer, fallback_answer
 from core.types import LLMResponse, Question
 
 
-@pytest.mark.parametrize(("text", "method", "want"), [
-    ("9 * 20 = 180", "last_number", "180"),
-    ("The total is 1,250.5 dollars.", "last_number", "1250.5"),
-    ("No digits here.", "last_number", None),
-    ("The capital city of Norway is Oslo.", "last_line", "The capital city of Norway is Oslo"),
-    ("Thinking...\n\n**Oslo**\n", "last_line", "Oslo"),
-    ("Denmark is the capital of Denmark.\n</pre>", "last_line",
-     "Denmark is the capital of Denmark"),
-    ("<answer>\nOslo\n</answer>", "last_line", "Oslo"),
-    ("I pick (C).", "choice", "C"),
-    ("The answer is b", "choice", "B"),
-    ("", "last_line", None),
-    ("anything", "extract", None),  # the harness makes that call, not the checker
-])
+@pytest.mark.parametrize(
+    ("text", "method", "want"),
+    [
+        ("9 * 20 = 180", "last_number", "180"),
+        ("The total is 1,250.5 dollars.", "last_number", "1250.5"),
+        ("No digits here.", "last_number", None),
+        ("The capital city of Norway is Oslo.", "last_line", "The capital city of Norway is Oslo"),
+        ("Thinking...\n\n**Oslo**\n", "last_line", "Oslo"),
+        (
+            "Denmark is the capital of Denmark.\n</pre>",
+            "last_line",
+            "Denmark is the capital of Denmark",
+        ),
+        ("<answer>\nOslo\n</answer>", "last_line", "Oslo"),
+        ("I pick (C).", "choice", "C"),
+        ("The answer is b", "choice", "B"),
+        ("", "last_line", None),
+        ("anything", "extract", None),  # the harness makes that call, not the checker
+    ],
+)
 def test_fallbacks(text, method, want):
     assert fallback_answer(text, method) == want
 
@@ -55,8 +61,9 @@ def run_fallback(provider, text: str, fallbacks: dict) -> tuple:
 
 def test_fallbacks_apply_in_order_per_task_type_and_are_marked():
     provider = Extractor("ANSWER: Oslo")
-    found, _ = run_fallback(provider, "It is Oslo, 1 city.", {"*": ["last_number"],
-                                                           "geo": ["extract", "last_line"]})
+    found, _ = run_fallback(
+        provider, "It is Oslo, 1 city.", {"*": ["last_number"], "geo": ["extract", "last_line"]}
+    )
     assert found == ("Oslo", "extract")
     [(messages, kw)] = provider.calls
     assert kw["role"] == "extract" and "It is Oslo, 1 city." in messages[0]["content"]
@@ -70,7 +77,8 @@ def test_extraction_that_finds_nothing_falls_through_and_none_means_refused():
 
 def write_bench(tmp_path: Path, fallbacks: str) -> Path:
     (tmp_path / "questions.jsonl").write_text(
-        '{"question_id": "a", "task_type": "geo", "question": "q?", "answer": "x"}\n')
+        '{"question_id": "a", "task_type": "geo", "question": "q?", "answer": "x"}\n'
+    )
     (tmp_path / "benchmark.toml").write_text(f'name = "b"\n{fallbacks}\n')
     return tmp_path
 
@@ -82,9 +90,14 @@ def test_benchmark_declares_fallbacks_as_a_list_or_per_task_type(tmp_path):
     assert bench.answer_fallbacks == {"geo": ("extract",)}
 
 
-@pytest.mark.parametrize("bad", ['answer_fallbacks = ["guess"]',
-                                 '[answer_fallbacks]\nmaths = ["last_line"]',
-                                 'answer_fallbacks = "last_line"'])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        'answer_fallbacks = ["guess"]',
+        '[answer_fallbacks]\nmaths = ["last_line"]',
+        'answer_fallbacks = "last_line"',
+    ],
+)
 def test_bad_fallbacks_are_refused_naming_the_key(tmp_path, bad):
     with pytest.raises(UserError, match="answer_fallbacks"):
         load_benchmark(write_bench(tmp_path, bad))

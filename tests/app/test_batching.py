@@ -12,8 +12,7 @@ from core.types import Question
 
 
 def q(qid: str, task_type: str, unit: str = "") -> Question:
-    return Question(question_id=qid, task_type=task_type, question="?", answer="x",
-                    unit_id=unit)
+    return Question(question_id=qid, task_type=task_type, question="?", answer="x", unit_id=unit)
 
 
 def make_pool() -> tuple[list[Question], dict[str, bool]]:

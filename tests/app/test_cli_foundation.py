@@ -25,8 +25,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_main_py(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "main.py", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "main.py", *args], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
 
 
 def error_lines(err: str) -> list[str]:
@@ -49,12 +50,27 @@ def ws(template_ws: Path, tmp_path: Path) -> Path:
 
 # -- help and errors through a real process ------------------------------------------------------
 
+
 def test_help_lists_every_command() -> None:
     proc = run_main_py("--help")
     assert proc.returncode == 0, proc.stderr
     listed = set(re.findall(r"^\s{4}([\w-]+)\s", proc.stdout, flags=re.MULTILINE))
-    expected = {"demo", "init", "train", "infer", "eval", "diagnose", "promote", "report", "tui",
-                "import-skills", "export-skills", "fork", "rank", "export"}
+    expected = {
+        "demo",
+        "init",
+        "train",
+        "infer",
+        "eval",
+        "diagnose",
+        "promote",
+        "report",
+        "tui",
+        "import-skills",
+        "export-skills",
+        "fork",
+        "rank",
+        "export",
+    }
     assert expected <= listed, proc.stdout
     assert set(COMMANDS) == expected
 
@@ -66,8 +82,9 @@ def test_user_error_in_a_real_process_is_one_line_without_traceback(tmp_path: Pa
     assert len(lines) == 1, proc.stderr
     assert lines[0].startswith("error: ") and "not a workspace" in lines[0]
     assert "Traceback" not in proc.stderr and proc.stdout == ""
-    proc = run_main_py("init", str(tmp_path / "ws"), "--seed", "no-such-seed",
-                       "--questions", "sim-basic")
+    proc = run_main_py(
+        "init", str(tmp_path / "ws"), "--seed", "no-such-seed", "--questions", "sim-basic"
+    )
     assert proc.returncode == 2
     assert len(error_lines(proc.stderr)) == 1 and "unknown seed 'no-such-seed'" in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -81,6 +98,7 @@ def test_usage_error_exits_2() -> None:
 
 
 # -- train flags through the CLI (the Runner is replaced: no training happens) --------------------
+
 
 class FakeRunner:
     calls: list[tuple[Path, bool]] = []
@@ -101,14 +119,29 @@ def fake_runner(monkeypatch) -> type[FakeRunner]:
     return FakeRunner
 
 
-CHECKPOINT = {"schema": 1, "progress": {"epoch": 1, "phase": "in_epoch", "step_completed": 2,
-                                        "global_step": 2, "total_steps": 8, "train_id": "train1"},
-              "state": {"train_id": "train1", "correctness": {}, "best": {},
-                        "baseline_val_acc": 0.0, "baseline_versions": {}},
-              "versions_max": {"skills": 1, "prompts": 1},
-              "manifest": {"current": {"skills": "skills/v1", "prompts": "prompts/v1",
-                                       "questions": "sim-basic"}},
-              "config_fingerprint": {"structural": {}, "decision": {}}}
+CHECKPOINT = {
+    "schema": 1,
+    "progress": {
+        "epoch": 1,
+        "phase": "in_epoch",
+        "step_completed": 2,
+        "global_step": 2,
+        "total_steps": 8,
+        "train_id": "train1",
+    },
+    "state": {
+        "train_id": "train1",
+        "correctness": {},
+        "best": {},
+        "baseline_val_acc": 0.0,
+        "baseline_versions": {},
+    },
+    "versions_max": {"skills": 1, "prompts": 1},
+    "manifest": {
+        "current": {"skills": "skills/v1", "prompts": "prompts/v1", "questions": "sim-basic"}
+    },
+    "config_fingerprint": {"structural": {}, "decision": {}},
+}
 
 
 def put_checkpoint(ws: Path) -> None:
@@ -154,8 +187,9 @@ def test_train_without_flag_on_progress_names_both_flags(ws, fake_runner, capsys
 
 def test_train_fresh_archives_then_restarts_from_seed(ws, fake_runner) -> None:
     put_checkpoint(ws)
-    advance_version(ws, "skills", {"x.md": "trained"}, source="test", parent="v1",
-                    description="progress")
+    advance_version(
+        ws, "skills", {"x.md": "trained"}, source="test", parent="v1", description="progress"
+    )
     update_manifest(ws, skills="v2")
     assert train(ws, "--fresh") == 0
     [archived] = archives(ws)
@@ -187,14 +221,21 @@ def test_train_fresh_with_bad_config_changes_nothing(ws, fake_runner, capsys) ->
 
 # -- secrets -------------------------------------------------------------------------------------
 
+
 def test_secret_values_pick_secret_names_longest_first() -> None:
-    env = {"OPENAI_API_KEY": "sk-abcdefgh", "GITHUB_TOKEN": "ghp_0123456789abcdef",
-           "db_password": "hunter2hunter2", "MY_SECRET": "s3cr3t-value",
-           "ANTHROPIC_API_KEY": "short", "PATH": "/usr/bin:/bin", "HOME": "/root/secret",
-           "API_KEY_FILE": "/etc/keys/api.key", "TOKENIZER": "tiktoken-cl100k"}
+    env = {
+        "OPENAI_API_KEY": "sk-abcdefgh",
+        "GITHUB_TOKEN": "ghp_0123456789abcdef",
+        "db_password": "hunter2hunter2",
+        "MY_SECRET": "s3cr3t-value",
+        "ANTHROPIC_API_KEY": "short",
+        "PATH": "/usr/bin:/bin",
+        "HOME": "/root/secret",
+        "API_KEY_FILE": "/etc/keys/api.key",
+        "TOKENIZER": "tiktoken-cl100k",
+    }
     values = secret_values(env)
-    assert set(values) == {"sk-abcdefgh", "ghp_0123456789abcdef", "hunter2hunter2",
-                           "s3cr3t-value"}
+    assert set(values) == {"sk-abcdefgh", "ghp_0123456789abcdef", "hunter2hunter2", "s3cr3t-value"}
     assert [len(v) for v in values] == sorted((len(v) for v in values), reverse=True)
 
 
@@ -266,18 +307,37 @@ def canary_run(tmp_path_factory):
         process_secrets.cache_clear()
         try:
             with redirect_stdout(out), redirect_stderr(err):
-                codes = [main(["init", str(ws), "--seed", "sim-starter", "--questions",
-                               "sim-basic", "--store", str(store)]),
-                         main(["eval", "v1", "-w", str(ws), "--no-progress", "-v"])]
+                codes = [
+                    main(
+                        [
+                            "init",
+                            str(ws),
+                            "--seed",
+                            "sim-starter",
+                            "--questions",
+                            "sim-basic",
+                            "--store",
+                            str(store),
+                        ]
+                    ),
+                    main(["eval", "v1", "-w", str(ws), "--no-progress", "-v"]),
+                ]
             with redirect_stdout(report_out), redirect_stderr(err):
                 codes.append(main(["report", str(ws)]))
             with redirect_stdout(report_json), redirect_stderr(err):
                 codes.append(main(["report", str(ws), "--json"]))
         finally:
             process_secrets.cache_clear()
-    return {"ws": ws, "canary": canary, "token": token, "codes": codes, "out": out.getvalue(),
-            "err": err.getvalue(), "report": report_out.getvalue(),
-            "report_json": report_json.getvalue()}
+    return {
+        "ws": ws,
+        "canary": canary,
+        "token": token,
+        "codes": codes,
+        "out": out.getvalue(),
+        "err": err.getvalue(),
+        "report": report_out.getvalue(),
+        "report_json": report_json.getvalue(),
+    }
 
 
 def test_canary_secret_never_reaches_workspace_or_console(canary_run) -> None:
@@ -296,19 +356,23 @@ def test_canary_secret_never_reaches_workspace_or_console(canary_run) -> None:
     # the frozen question was scrubbed, not dropped
     frozen = (ws / "questions" / "questions.jsonl").read_text()
     assert f"(billing key {placeholder(canary)})" in frozen
-    assert f"Never print the key {placeholder(canary)}." in \
-        (ws / "skills" / "v1" / "ledger.md").read_text()
+    assert (
+        f"Never print the key {placeholder(canary)}."
+        in (ws / "skills" / "v1" / "ledger.md").read_text()
+    )
     assert "eval v1" in canary_run["out"]  # the eval really ran and printed
 
 
 # -- report --------------------------------------------------------------------------------------
 
+
 def test_report_text_shows_current_versions_and_runs(canary_run) -> None:
     text = canary_run["report"]
     ws = canary_run["ws"]
     assert f"workspace  {ws}" in text
-    assert re.search(r"^current\s+skills/v1\s+prompts/v1\s+questions=sim-basic$", text,
-                     flags=re.MULTILINE), text
+    assert re.search(
+        r"^current\s+skills/v1\s+prompts/v1\s+questions=sim-basic$", text, flags=re.MULTILINE
+    ), text
     run_line = next(line for line in text.splitlines() if "eval-v1-v1-1" in line)
     assert "eval" in run_line.split() and "done" in run_line.split()
     assert "v1/v1" in run_line and re.search(r"acc=0\.\d{3}", run_line)
@@ -323,8 +387,11 @@ def test_report_json_lists_the_run(canary_run) -> None:
     assert run["run_id"] == "eval-v1-v1-1" and run["kind"] == "eval"
     assert run["status"] == "done" and 0.0 <= run["accuracy"] <= 1.0
     assert run["simulated_model"] is True
-    assert summary["current"] == {"skills": "skills/v1", "prompts": "prompts/v1",
-                                  "questions": "sim-basic"}
+    assert summary["current"] == {
+        "skills": "skills/v1",
+        "prompts": "prompts/v1",
+        "questions": "sim-basic",
+    }
     eval_file = canary_run["ws"] / "analyses" / "eval_eval-v1-v1-1.json"
     assert json.loads(eval_file.read_text())["accuracy"] == run["accuracy"]
 
@@ -332,8 +399,9 @@ def test_report_json_lists_the_run(canary_run) -> None:
 def test_report_follows_manifest_best_and_progress(ws: Path, capsys) -> None:
     from app.harness.workspace import update_best
 
-    advance_version(ws, "skills", {"a.md": "a"}, source="test", parent="v1",
-                    description="edited skills")
+    advance_version(
+        ws, "skills", {"a.md": "a"}, source="test", parent="v1", description="edited skills"
+    )
     update_manifest(ws, skills="v2", run_id="train-1")
     update_best(ws, skills="v2", prompts="v1", val_acc=0.5, run_id="train-1", epoch=2)
     put_checkpoint(ws)
@@ -341,8 +409,8 @@ def test_report_follows_manifest_best_and_progress(ws: Path, capsys) -> None:
     assert main(["report", str(ws)]) == 0
     text = capsys.readouterr().out
     assert re.search(r"^current\s+skills/v2\s+prompts/v1", text, flags=re.MULTILINE), text
-    assert re.search(r"^best\s+skills/v2\s+prompts/v1\s+val_acc=0\.500", text,
-                     flags=re.MULTILINE), text
+    assert re.search(
+        r"^best\s+skills/v2\s+prompts/v1\s+val_acc=0\.500", text, flags=re.MULTILINE
+    ), text
     assert "epoch 1 in_epoch step 2" in text and "global 2/8" in text
     assert re.search(r"^\s+v2\s.*test\s.*parent=v1\s+edited skills", text, flags=re.MULTILINE)
-

@@ -32,7 +32,9 @@ def test_defaults_without_a_file() -> None:
 
 
 def test_load_from_toml_with_nested_tables_and_overrides(tmp_path: Path) -> None:
-    path = write(tmp_path, """
+    path = write(
+        tmp_path,
+        """
 epochs = 2
 batch_size = 16
 agent_model = "sim/basic"
@@ -43,7 +45,8 @@ e_confirm = 20
 strategy = "minibatch"
 [sim]
 latency_ms = 5
-""")
+""",
+    )
     config = load_config(path)
     assert config.epochs == 2 and config.batch_size == 16
     assert config.task_types == ("ledger", "units")
@@ -51,12 +54,19 @@ latency_ms = 5
     assert config.gate_strategy == "minibatch"
     assert config.sim_latency_ms == 5.0
     assert config.max_cost_usd == 3.0
-    overrides = dict(parse_override(s) for s in
-                     ["epochs=3", "gate_e_confirm=50", "agent_model=openai/gpt-4o-mini",
-                      "evolve_prompts=false", 'task_types=["dates"]'])
+    overrides = dict(
+        parse_override(s)
+        for s in [
+            "epochs=3",
+            "gate_e_confirm=50",
+            "agent_model=openai/gpt-4o-mini",
+            "evolve_prompts=false",
+            'task_types=["dates"]',
+        ]
+    )
     config = load_config(path, overrides)
-    assert config.epochs == 3                       # override wins
-    assert config.batch_size == 16                  # the file still applies
+    assert config.epochs == 3  # override wins
+    assert config.batch_size == 16  # the file still applies
     assert config.gate_e_confirm == 50.0
     assert config.agent_model == "openai/gpt-4o-mini"  # not TOML: read as a plain string
     assert config.evolve_prompts is False
@@ -68,14 +78,19 @@ def test_parse_override_needs_key_value() -> None:
         parse_override("epochs")
     assert parse_override(" concurrency = 4") == ("concurrency", 4)
     assert parse_override("api_base=http://localhost:8000/v1") == (
-        "api_base", "http://localhost:8000/v1")
+        "api_base",
+        "http://localhost:8000/v1",
+    )
 
 
-@pytest.mark.parametrize("text, key", [
-    ("epoch = 2\n", "epoch"),
-    ("[gate]\ne_confirmm = 20\n", "gate_e_confirmm"),
-    ("[models]\nagent = 'x'\n", "models_agent"),
-])
+@pytest.mark.parametrize(
+    "text, key",
+    [
+        ("epoch = 2\n", "epoch"),
+        ("[gate]\ne_confirmm = 20\n", "gate_e_confirmm"),
+        ("[models]\nagent = 'x'\n", "models_agent"),
+    ],
+)
 def test_unknown_key_in_file_is_named(tmp_path: Path, text: str, key: str) -> None:
     path = write(tmp_path, text)
     with pytest.raises(UserError) as err:
@@ -88,17 +103,20 @@ def test_unknown_key_in_override_is_named() -> None:
         load_config(None, {"bogus": 1})
 
 
-@pytest.mark.parametrize("text, key", [
-    ('epochs = "four"\n', "epochs"),
-    ("epochs = 2.5\n", "epochs"),
-    ("epochs = true\n", "epochs"),
-    ('[gate]\ne_confirm = "high"\n', "gate_e_confirm"),
-    ("evolve_prompts = 1\n", "evolve_prompts"),
-    ("agent_model = 7\n", "agent_model"),
-    ("task_types = [1, 2]\n", "task_types"),
-    ('task_types = "ledger"\n', "task_types"),
-    ("gate_lambda_dir = false\n", "gate_lambda_dir"),
-])
+@pytest.mark.parametrize(
+    "text, key",
+    [
+        ('epochs = "four"\n', "epochs"),
+        ("epochs = 2.5\n", "epochs"),
+        ("epochs = true\n", "epochs"),
+        ('[gate]\ne_confirm = "high"\n', "gate_e_confirm"),
+        ("evolve_prompts = 1\n", "evolve_prompts"),
+        ("agent_model = 7\n", "agent_model"),
+        ("task_types = [1, 2]\n", "task_types"),
+        ('task_types = "ledger"\n', "task_types"),
+        ("gate_lambda_dir = false\n", "gate_lambda_dir"),
+    ],
+)
 def test_wrong_type_is_named(tmp_path: Path, text: str, key: str) -> None:
     path = write(tmp_path, text)
     with pytest.raises(UserError) as err:
@@ -124,26 +142,29 @@ def test_invalid_toml_and_missing_file(tmp_path: Path) -> None:
         load_config(tmp_path / "absent.toml")
 
 
-@pytest.mark.parametrize("overrides, key", [
-    ({"max_cost_usd": -1.0}, "max_cost_usd"),
-    ({"max_cost_usd": 0.0}, "max_cost_usd"),
-    ({"edit_budget_start": -1}, "edit_budget_start"),
-    ({"edit_budget_end": -2}, "edit_budget_end"),
-    ({"epochs": 0}, "epochs"),
-    ({"batch_size": -5}, "batch_size"),
-    ({"concurrency": 0}, "concurrency"),
-    ({"gate_strategy": "vibes"}, "gate_strategy"),
-    ({"gate_minibatch_k": 0}, "gate_minibatch_k"),
-    ({"sim_units_per_type": 0}, "sim_units_per_type"),
-    ({"gate_lambda_dir": 0.0}, "gate_lambda_dir"),
-    ({"gate_lambda_dir": 1.0}, "gate_lambda_dir"),
-    ({"gate_lambda_max": 1.5}, "gate_lambda_max"),
-    ({"gate_e_confirm": 0.5}, "gate_e_confirm"),
-    ({"sim_fault_rate": 1.5}, "sim_fault_rate"),
-    ({"gate_delta_min": -0.1}, "gate_delta_min"),
-    ({"skill_mode": "sideways"}, "skill_mode"),
-    ({"gate_lambda_strategy": "greedy"}, "gate_lambda_strategy"),
-])
+@pytest.mark.parametrize(
+    "overrides, key",
+    [
+        ({"max_cost_usd": -1.0}, "max_cost_usd"),
+        ({"max_cost_usd": 0.0}, "max_cost_usd"),
+        ({"edit_budget_start": -1}, "edit_budget_start"),
+        ({"edit_budget_end": -2}, "edit_budget_end"),
+        ({"epochs": 0}, "epochs"),
+        ({"batch_size": -5}, "batch_size"),
+        ({"concurrency": 0}, "concurrency"),
+        ({"gate_strategy": "vibes"}, "gate_strategy"),
+        ({"gate_minibatch_k": 0}, "gate_minibatch_k"),
+        ({"sim_units_per_type": 0}, "sim_units_per_type"),
+        ({"gate_lambda_dir": 0.0}, "gate_lambda_dir"),
+        ({"gate_lambda_dir": 1.0}, "gate_lambda_dir"),
+        ({"gate_lambda_max": 1.5}, "gate_lambda_max"),
+        ({"gate_e_confirm": 0.5}, "gate_e_confirm"),
+        ({"sim_fault_rate": 1.5}, "sim_fault_rate"),
+        ({"gate_delta_min": -0.1}, "gate_delta_min"),
+        ({"skill_mode": "sideways"}, "skill_mode"),
+        ({"gate_lambda_strategy": "greedy"}, "gate_lambda_strategy"),
+    ],
+)
 def test_range_checks_name_the_key(overrides: dict, key: str) -> None:
     with pytest.raises(UserError) as err:
         load_config(None, overrides)
@@ -151,7 +172,7 @@ def test_range_checks_name_the_key(overrides: dict, key: str) -> None:
 
 
 def test_range_checks_from_a_file(tmp_path: Path) -> None:
-    path = write(tmp_path, "[gate]\nstrategy = \"vibes\"\nlambda_dir = 1.0\n")
+    path = write(tmp_path, '[gate]\nstrategy = "vibes"\nlambda_dir = 1.0\n')
     with pytest.raises(UserError) as err:
         load_config(path)
     assert "gate_strategy" in str(err.value) and "gate_lambda_dir" in str(err.value)
@@ -177,6 +198,7 @@ def test_cli_reports_config_errors_as_one_line(tmp_path: Path, capsys) -> None:
 
 # -- fingerprint -----------------------------------------------------------------------------
 
+
 def test_fingerprint_splits_structural_and_decision() -> None:
     fp = fingerprint(RunConfig(task_types=("ledger",)), "bench-hash")
     assert set(fp) == {"structural", "decision"}
@@ -184,8 +206,14 @@ def test_fingerprint_splits_structural_and_decision() -> None:
     assert structural["benchmark_hash"] == "bench-hash"
     for key in ("seed", "batch_size", "task_types", "epochs", "skill_mode", "max_steps"):
         assert key in structural and key not in decision, key
-    for key in ("gate_e_confirm", "gate_lambda_dir", "concurrency", "agent_model",
-                "evolver_model", "temperature"):
+    for key in (
+        "gate_e_confirm",
+        "gate_lambda_dir",
+        "concurrency",
+        "agent_model",
+        "evolver_model",
+        "temperature",
+    ):
         assert key in decision and key not in structural, key
     # every field lands in exactly one side
     names = {f.name for f in fields(RunConfig)}
@@ -200,16 +228,18 @@ def test_fingerprint_changes_classify_each_change() -> None:
     base = fingerprint(RunConfig(), "h1")
     assert fingerprint_changes(base, fingerprint(RunConfig(), "h1")) == ([], [])
     structural, decision = fingerprint_changes(
-        base, fingerprint(RunConfig(batch_size=32, concurrency=4), "h1"))
+        base, fingerprint(RunConfig(batch_size=32, concurrency=4), "h1")
+    )
     assert structural == ["batch_size: 48 -> 32"]
     assert decision == ["concurrency: 16 -> 4"]
     structural, decision = fingerprint_changes(base, fingerprint(RunConfig(), "h2"))
     assert structural == ["benchmark_hash: 'h1' -> 'h2'"] and decision == []
     structural, decision = fingerprint_changes(
-        base, fingerprint(RunConfig(gate_e_confirm=40.0, agent_model="openai/x"), "h1"))
+        base, fingerprint(RunConfig(gate_e_confirm=40.0, agent_model="openai/x"), "h1")
+    )
     assert structural == []
-    assert decision == ["agent_model: 'sim/basic' -> 'openai/x'",
-                        "gate_e_confirm: 20.0 -> 40.0"]
+    assert decision == ["agent_model: 'sim/basic' -> 'openai/x'", "gate_e_confirm: 20.0 -> 40.0"]
     structural, _ = fingerprint_changes(
-        base, fingerprint(RunConfig(task_types=("ledger", "units")), "h1"))
+        base, fingerprint(RunConfig(task_types=("ledger", "units")), "h1")
+    )
     assert structural == ["task_types: None -> ['ledger', 'units']"]

@@ -18,24 +18,41 @@ KEYS = {f.name for f in fields(RunConfig)}
 SECTIONS = ("gate", "sim")  # `[gate] n_max = 60` is `gate_n_max`
 NAME = r"([a-z][a-z0-9]*(?:_[a-z0-9]+)+)"
 # A name written as a setting ("key = value", "set key", "raise key", "key in the config").
-AS_SETTING = [re.compile(NAME + r"\s?=(?!=)"),
-              re.compile(r"(?i)\b(?:set|raise|lower|increase|key|keys|choose)\s+'?" + NAME + r"\b"),
-              re.compile(r"\b" + NAME + r"(?= in the config| \(config)")]
+AS_SETTING = [
+    re.compile(NAME + r"\s?=(?!=)"),
+    re.compile(r"(?i)\b(?:set|raise|lower|increase|key|keys|choose)\s+'?" + NAME + r"\b"),
+    re.compile(r"\b" + NAME + r"(?= in the config| \(config)"),
+]
 # Inside user-facing messages: any name shaped like a config key (slashed short forms such as
 # `price_in/out_per_mtok` are split, so each half must exist on its own).
-CONFIG_SHAPED = re.compile(r"\b((?:max|min|gate|sim|price|api|diagnosis|judge|agent|evolver|"
-                           r"structured|request|skill|on)_[a-z0-9_]+|[a-z0-9_]+_(?:model|env|"
-                           r"mtok|usd|share))\b")
-MESSAGE_CALLS = {"warning", "info", "error", "debug", "print", "UserError", "RunFailed",
-                 "ConfigurationError", "ProviderError", "TransientError", "BudgetExceeded"}
+CONFIG_SHAPED = re.compile(
+    r"\b((?:max|min|gate|sim|price|api|diagnosis|judge|agent|evolver|"
+    r"structured|request|skill|on)_[a-z0-9_]+|[a-z0-9_]+_(?:model|env|"
+    r"mtok|usd|share))\b"
+)
+MESSAGE_CALLS = {
+    "warning",
+    "info",
+    "error",
+    "debug",
+    "print",
+    "UserError",
+    "RunFailed",
+    "ConfigurationError",
+    "ProviderError",
+    "TransientError",
+    "BudgetExceeded",
+}
 SQL = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE|PRAGMA|CREATE|WHERE)\b")
 # Names that look like settings in strings but are something else, with where they live.
 NOT_CONFIG = {
     "answer_fallbacks": "a benchmark.toml key, checked by app/harness/store.py",
     "val_acc": "a report label",
     "with_calls": "a Python keyword argument in a docstring",
-    "busy_timeout": "an SQLite pragma", "journal_mode": "an SQLite pragma",
-    "page_size": "an SQLite pragma", "num_retries": "a litellm argument",
+    "busy_timeout": "an SQLite pragma",
+    "journal_mode": "an SQLite pragma",
+    "page_size": "an SQLite pragma",
+    "num_retries": "a litellm argument",
     "max_steps": "a config key and a stop reason",
     "max_tokens": "a request parameter",
     "on_change": "a Python parameter",
@@ -58,8 +75,9 @@ def mentions() -> dict[str, list[str]]:
         for node in ast.walk(tree):
             if isinstance(node, ast.Call):
                 f = node.func
-                if (f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")) \
-                        in MESSAGE_CALLS:
+                if (
+                    f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+                ) in MESSAGE_CALLS:
                     in_message |= {id(s) for a in node.args for s in ast.walk(a)}
         for node in ast.walk(tree):
             if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
@@ -78,8 +96,14 @@ def mentions() -> dict[str, list[str]]:
 def test_every_config_key_named_in_a_message_exists():
     found = mentions()
     # the scan does see messages: these keys are named by messages that tell users to set them
-    assert {"max_cost_usd", "api_key_env", "diagnosis_degraded_max_share",
-            "on_degraded_diagnoses", "structured_output", "price_in_per_mtok"} <= set(found)
+    assert {
+        "max_cost_usd",
+        "api_key_env",
+        "diagnosis_degraded_max_share",
+        "on_degraded_diagnoses",
+        "structured_output",
+        "price_in_per_mtok",
+    } <= set(found)
     missing = {name: where for name, where in found.items() if not known(name)}
     assert not missing, f"messages name config keys that RunConfig lacks: {missing}"
 

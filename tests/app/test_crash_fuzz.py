@@ -19,13 +19,27 @@ from tests.support.snapshot import diff_states, workspace_state
 
 ROOT = Path(__file__).resolve().parents[2]
 KILLS = int(os.environ.get("SKILL_TRAINER_FUZZ_KILLS", "20"))
-ARGS = ["--set", "epochs=2", "--set", "early_stop_patience=3", "--set",
-        'task_types=["ledger", "units"]', "--set", "concurrency=8", "--no-progress"]
+ARGS = [
+    "--set",
+    "epochs=2",
+    "--set",
+    "early_stop_patience=3",
+    "--set",
+    'task_types=["ledger", "units"]',
+    "--set",
+    "concurrency=8",
+    "--no-progress",
+]
 
 
 def train(ws: Path, *extra: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "main.py", "train", "-w", str(ws), *ARGS, *extra],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "main.py", "train", "-w", str(ws), *ARGS, *extra],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -72,8 +86,10 @@ def assert_clean(ws: Path) -> None:
     conn = sqlite3.connect(ws / "harness.db")
     try:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        dupes = conn.execute("SELECT COUNT(*) FROM (SELECT 1 FROM predictions GROUP BY run_id, "
-                             "question_id HAVING COUNT(*) > 1)").fetchone()[0]
+        dupes = conn.execute(
+            "SELECT COUNT(*) FROM (SELECT 1 FROM predictions GROUP BY run_id, "
+            "question_id HAVING COUNT(*) > 1)"
+        ).fetchone()[0]
         assert dupes == 0
     finally:
         conn.close()

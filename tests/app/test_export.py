@@ -29,8 +29,11 @@ def ranked(tmp_path_factory) -> Path:
     assert main(["init", str(ws), "--seed", "sim-starter", "--questions", "sim-basic"]) == 0
     with Session(ws, load_config(None)) as s:
         test_ids = sorted(held_out_question_ids(s.benchmark))[:6]
-        other = [q.question_id for q in s.benchmark.questions if q.question_id not in
-                 set(held_out_question_ids(s.benchmark))][:24]
+        other = [
+            q.question_id
+            for q in s.benchmark.questions
+            if q.question_id not in set(held_out_question_ids(s.benchmark))
+        ][:24]
         spec = ForkSpec(tuple(other + test_ids), (0.3, 0.6, 0.9, 1.2), 8, "all")
         anyio.run(lambda: run_fork(s, spec, "x1"))
         anyio.run(lambda: rank_rollout(s, "x1"))
@@ -114,8 +117,16 @@ def test_sft_and_reward_layouts(ranked: Path, tmp_path: Path) -> None:
     rewards = read_jsonl(tmp_path / "rewards.jsonl")
     assert len(rewards) == 24 * 4  # every ranked branch of the non-test questions
     for row in rewards:
-        assert set(row) == {"prompt", "completion", "score", "components", "rollout_id",
-                            "question_id", "branch_index", "rank"}
+        assert set(row) == {
+            "prompt",
+            "completion",
+            "score",
+            "components",
+            "rollout_id",
+            "question_id",
+            "branch_index",
+            "rank",
+        }
         check_prompt(row["prompt"])
         check_message(row["completion"][0], "assistant")
         assert isinstance(row["score"], float) and row["rollout_id"] == "x1"
@@ -144,16 +155,25 @@ def test_test_pool_left_out_unless_asked_and_manifests(ranked: Path, tmp_path: P
 def test_files_load_with_the_datasets_json_loader(ranked: Path, tmp_path: Path) -> None:
     datasets = pytest.importorskip("datasets")
     export(ranked, tmp_path)
-    for name, columns in (("dpo_trl.jsonl", {"prompt", "chosen", "rejected"}),
-                          ("dpo_openai.jsonl", {"input", "preferred_output",
-                                                "non_preferred_output"}),
-                          ("sft.jsonl", {"messages"})):
-        ds = datasets.load_dataset("json", data_files=str(tmp_path / name), split="train",
-                                   cache_dir=str(tmp_path / "hf-cache"))
+    for name, columns in (
+        ("dpo_trl.jsonl", {"prompt", "chosen", "rejected"}),
+        ("dpo_openai.jsonl", {"input", "preferred_output", "non_preferred_output"}),
+        ("sft.jsonl", {"messages"}),
+    ):
+        ds = datasets.load_dataset(
+            "json",
+            data_files=str(tmp_path / name),
+            split="train",
+            cache_dir=str(tmp_path / "hf-cache"),
+        )
         assert set(ds.column_names) == columns
         assert len(ds) == len(read_jsonl(tmp_path / name))
-    ds = datasets.load_dataset("json", data_files=str(tmp_path / "dpo_trl.jsonl"),
-                               split="train", cache_dir=str(tmp_path / "hf-cache"))
+    ds = datasets.load_dataset(
+        "json",
+        data_files=str(tmp_path / "dpo_trl.jsonl"),
+        split="train",
+        cache_dir=str(tmp_path / "hf-cache"),
+    )
     assert ds[0]["chosen"][0]["role"] == "assistant"
 
 

@@ -28,8 +28,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "main.py", *args], cwd=ROOT, capture_output=True,
-                          text=True, env={**os.environ, **(env or {})}, timeout=600)
+    return subprocess.run(
+        [sys.executable, "main.py", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=600,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -45,14 +51,17 @@ def copy_ws(src: Path, tmp_path: Path) -> Path:
     return ws
 
 
-def fork(ws: Path, rollout: str, n_questions: int = 30, temps=None, concurrency: int = 8,
-         **overrides):
+def fork(
+    ws: Path, rollout: str, n_questions: int = 30, temps=None, concurrency: int = 8, **overrides
+):
     config = load_config(None, overrides or None)
     with Session(ws, config) as s:
         qs = select_questions(s.benchmark, "diagnosis", None, None, n_questions)
-        spec = ForkSpec(tuple(q.question_id for q in qs),
-                        temps or branch_temperatures(8, temperature_range=(0.2, 1.0)),
-                        concurrency)
+        spec = ForkSpec(
+            tuple(q.question_id for q in qs),
+            temps or branch_temperatures(8, temperature_range=(0.2, 1.0)),
+            concurrency,
+        )
         return anyio.run(lambda: run_fork(s, spec, rollout))
 
 
@@ -66,6 +75,7 @@ def forked(tmp_path_factory, fresh_ws) -> Path:
 
 # -- fork -------------------------------------------------------------------------------------
 
+
 def test_fork_rows_share_the_rollout_and_carry_branch_fields(forked: Path) -> None:
     conn = sqlite3.connect(forked / "harness.db")
     conn.row_factory = sqlite3.Row
@@ -76,8 +86,9 @@ def test_fork_rows_share_the_rollout_and_carry_branch_fields(forked: Path) -> No
     assert temps[0] == pytest.approx(0.2) and temps[7] == pytest.approx(1.0)
     sids = [r["session_id"] for r in rows]
     assert len(set(sids)) == len(sids)
-    assert all(re.fullmatch(rf"r1-b{r['branch_index']}-[0-9a-f]{{12}}", r["session_id"])
-               for r in rows)
+    assert all(
+        re.fullmatch(rf"r1-b{r['branch_index']}-[0-9a-f]{{12}}", r["session_id"]) for r in rows
+    )
     run = conn.execute("SELECT kind, status, summary_json FROM _runs WHERE run_id='r1'").fetchone()
     assert (run["kind"], run["status"]) == ("fork", "done")
     summary = json.loads(run["summary_json"])
@@ -86,8 +97,10 @@ def test_fork_rows_share_the_rollout_and_carry_branch_fields(forked: Path) -> No
 
 def test_tool_outputs_are_stored_as_the_model_saw_them(forked: Path) -> None:
     conn = sqlite3.connect(forked / "harness.db")
-    rows = conn.execute("SELECT steps_json, tool_calls_json FROM branches WHERE run_id='r1' "
-                        "AND tool_calls_json != '[]'").fetchall()
+    rows = conn.execute(
+        "SELECT steps_json, tool_calls_json FROM branches WHERE run_id='r1' "
+        "AND tool_calls_json != '[]'"
+    ).fetchall()
     assert rows, "no branch used a tool (context questions should)"
     for steps_json, tools_json in rows:
         steps = json.loads(steps_json)
@@ -99,8 +112,7 @@ def test_tool_outputs_are_stored_as_the_model_saw_them(forked: Path) -> None:
 def test_branches_really_differ_and_are_seeded(forked: Path, tmp_path: Path, fresh_ws) -> None:
     conn = sqlite3.connect(forked / "harness.db")
     per_q = {}
-    for qid, pred in conn.execute("SELECT question_id, prediction FROM branches "
-                                  "WHERE run_id='r1'"):
+    for qid, pred in conn.execute("SELECT question_id, prediction FROM branches WHERE run_id='r1'"):
         per_q.setdefault(qid, set()).add(pred)
     assert sum(len(v) > 1 for v in per_q.values()) >= 0.8 * len(per_q)
     ws = copy_ws(fresh_ws, tmp_path)
@@ -119,11 +131,14 @@ def test_sim_temperature_changes_answers_only_above_zero() -> None:
         async def go():
             out = []
             for case in cases:
-                msgs = [{"role": "system", "content": "s"},
-                        {"role": "user", "content": f"<question>\n{case.question}\n</question>"}]
+                msgs = [
+                    {"role": "system", "content": "s"},
+                    {"role": "user", "content": f"<question>\n{case.question}\n</question>"},
+                ]
                 r = await sim.complete(msgs, temperature=temperature, seed=seed)
                 out.append(r.text)
             return out
+
         return anyio.run(go)
 
     base = answers(0.0)
@@ -165,8 +180,22 @@ def test_one_concurrency_limit_covers_the_whole_fork(fresh_ws, tmp_path) -> None
 def test_killed_fork_resumes_without_repeating_finished_branches(fresh_ws, tmp_path) -> None:
     ws = copy_ws(fresh_ws, tmp_path / "a")
     ref = copy_ws(fresh_ws, tmp_path / "b")
-    args = ["fork", "-w", str(ws), "--no-progress", "--limit", "40", "-n", "8",
-            "--temperature-range", "0.2:1.0", "--rollout-id", "k1", "--concurrency", "4"]
+    args = [
+        "fork",
+        "-w",
+        str(ws),
+        "--no-progress",
+        "--limit",
+        "40",
+        "-n",
+        "8",
+        "--temperature-range",
+        "0.2:1.0",
+        "--rollout-id",
+        "k1",
+        "--concurrency",
+        "4",
+    ]
     killed = run_cli(*args, env={"SKILL_TRAINER_KILL_AT": "branch:150"})
     assert killed.returncode == -9, killed.stderr
     conn = sqlite3.connect(ws / "harness.db")
@@ -180,13 +209,18 @@ def test_killed_fork_resumes_without_repeating_finished_branches(fresh_ws, tmp_p
     assert f"({320 - kept} run, {kept} already done)" in resumed.stdout
     full = run_cli(*[a if a != str(ws) else str(ref) for a in args])
     assert full.returncode == 0, full.stderr
-    key = ("SELECT question_id, branch_index, temperature, prediction, correct, steps_json "
-           "FROM branches WHERE run_id='k1' ORDER BY 1, 2")
+    key = (
+        "SELECT question_id, branch_index, temperature, prediction, correct, steps_json "
+        "FROM branches WHERE run_id='k1' ORDER BY 1, 2"
+    )
     got = sqlite3.connect(ws / "harness.db").execute(key).fetchall()
     want = sqlite3.connect(ref / "harness.db").execute(key).fetchall()
     assert len(got) == 320 and got == want
-    status = sqlite3.connect(ws / "harness.db").execute(
-        "SELECT status FROM _runs WHERE run_id='k1'").fetchone()[0]
+    status = (
+        sqlite3.connect(ws / "harness.db")
+        .execute("SELECT status FROM _runs WHERE run_id='k1'")
+        .fetchone()[0]
+    )
     assert status == "done"
 
 
@@ -200,6 +234,7 @@ def test_fork_cli_rejects_bad_temperatures(fresh_ws, tmp_path) -> None:
 
 
 # -- verifiers ----------------------------------------------------------------------------------
+
 
 def test_running_and_unknown_always_fail() -> None:
     for status in ("running", "unknown", "fail", "error"):
@@ -216,30 +251,41 @@ def test_verifier_pipeline_stores_verdicts_with_reason_and_cost(forked: Path) ->
     with Session(forked, load_config(None)) as s:
         names = ["checker", "tests.app.fork_plugins:passes"]
         scores = verify_rollout(s.log, "r1", s.questions_by_id, names)
-        truth = {(r["question_id"], r["branch_index"]): r["correct"] for r in s.log.query(
-            "SELECT question_id, branch_index, correct FROM branches WHERE run_id='r1'")}
+        truth = {
+            (r["question_id"], r["branch_index"]): r["correct"]
+            for r in s.log.query(
+                "SELECT question_id, branch_index, correct FROM branches WHERE run_id='r1'"
+            )
+        }
         assert scores == truth  # the user verifier passes everything: the checker decides
-        rows = s.log.query("SELECT * FROM verdicts WHERE run_id='r1' AND verifier = ?",
-                           ("tests.app.fork_plugins:passes",))
+        rows = s.log.query(
+            "SELECT * FROM verdicts WHERE run_id='r1' AND verifier = ?",
+            ("tests.app.fork_plugins:passes",),
+        )
         assert len(rows) == 320 and all(r["cost_usd"] == 0.01 for r in rows)
         assert rows[0]["reason"].startswith("looked at ")
         for name in ("says_running", "says_unknown", "raises", "returns_junk"):
-            scores = verify_rollout(s.log, "r1", s.questions_by_id,
-                                    ["checker", f"tests.app.fork_plugins:{name}"])
+            scores = verify_rollout(
+                s.log, "r1", s.questions_by_id, ["checker", f"tests.app.fork_plugins:{name}"]
+            )
             assert set(scores.values()) == {0}, name
-        stored = s.log.query("SELECT status, reason, cost_usd FROM verdicts WHERE run_id='r1' "
-                             "AND verifier LIKE '%returns_junk'")
+        stored = s.log.query(
+            "SELECT status, reason, cost_usd FROM verdicts WHERE run_id='r1' "
+            "AND verifier LIKE '%returns_junk'"
+        )
         assert stored[0]["status"] == "unknown" and "list" in stored[0]["reason"]
 
 
 def test_unknown_verifier_is_a_one_line_error(forked: Path) -> None:
-    proc = run_cli("rank", "-w", str(forked), "r1", "--no-progress", "--verifier",
-                   "no_such_module_xyz:f")
+    proc = run_cli(
+        "rank", "-w", str(forked), "r1", "--no-progress", "--verifier", "no_such_module_xyz:f"
+    )
     assert proc.returncode == 2 and "no_such_module_xyz" in proc.stderr
     assert "Traceback" not in proc.stderr
 
 
 # -- judge --------------------------------------------------------------------------------------
+
 
 def test_judge_reply_parsing_is_defensive() -> None:
     assert parse_scalar('sure! {"score": 7, "reasoning": "ok"}')[0] == 7.0
@@ -254,8 +300,9 @@ def _judge(noise=0.0, bias=0.0, samples=3):
     world = build_world()
     from app.providers.sim.provider import SimSettings
 
-    sim = SimProvider("sim/basic", SimSettings(judge_noise=noise, judge_position_bias=bias),
-                      world=world)
+    sim = SimProvider(
+        "sim/basic", SimSettings(judge_noise=noise, judge_position_bias=bias), world=world
+    )
     return world, Judge(sim, JudgeSettings(samples=samples))
 
 
@@ -293,8 +340,9 @@ def test_both_orders_cancel_position_bias() -> None:
     wins = {"a": 0, "b": 0, "tie": 0}
     for case in list(world.cases.values())[:30]:
         right, wrong = f"ANSWER: {case.answer}", f"ANSWER: {case.wrong_answers[1]}"
-        for s in anyio.run(lambda c=case, r=right, w=wrong: judge.compare(c.question, w, r,
-                                                                          CallBudget(100))):
+        for s in anyio.run(
+            lambda c=case, r=right, w=wrong: judge.compare(c.question, w, r, CallBudget(100))
+        ):
             wins[s.preferred] += 1
     assert wins["b"] > 2 * wins["a"]  # the right answer (shown second first) still wins
 
@@ -303,28 +351,44 @@ def test_judge_noise_is_settable() -> None:
     world, judge = _judge(noise=1.0, samples=5)
     scores = []
     for case in list(world.cases.values())[:20]:
-        samples = anyio.run(lambda c=case: judge.score(c.question, f"ANSWER: {c.answer}",
-                                                       CallBudget(100)))
+        samples = anyio.run(
+            lambda c=case: judge.score(c.question, f"ANSWER: {c.answer}", CallBudget(100))
+        )
         scores += [s.score for s in samples]
     assert len(set(scores)) >= 5 and any(s != 9 for s in scores)
 
 
 # -- rank end to end ------------------------------------------------------------------------------
 
+
 def test_rank_report_and_tables(forked: Path, tmp_path: Path) -> None:
     ws = copy_ws(forked, tmp_path)
-    config = load_config(None, {"judge_max_calls_per_batch": 20, "sim_judge_noise": 0.2,
-                                "sim_judge_position_bias": 0.3})
+    config = load_config(
+        None,
+        {"judge_max_calls_per_batch": 20, "sim_judge_noise": 0.2, "sim_judge_position_bias": 0.3},
+    )
     with Session(ws, config) as s:
-        report = anyio.run(lambda: rank_rollout(
-            s, "r1", weights={"objective": 1.0, "judge": 0.3, "bt": 0.3,
-                              "tests.app.fork_plugins:prefer_short": 0.1}))
-        judgments = s.log.query("SELECT question_id, COUNT(*) AS n, SUM(capped) AS capped, "
-                                "SUM(capped = 0) AS real FROM judgments WHERE run_id='r1' "
-                                "GROUP BY question_id")
+        report = anyio.run(
+            lambda: rank_rollout(
+                s,
+                "r1",
+                weights={
+                    "objective": 1.0,
+                    "judge": 0.3,
+                    "bt": 0.3,
+                    "tests.app.fork_plugins:prefer_short": 0.1,
+                },
+            )
+        )
+        judgments = s.log.query(
+            "SELECT question_id, COUNT(*) AS n, SUM(capped) AS capped, "
+            "SUM(capped = 0) AS real FROM judgments WHERE run_id='r1' "
+            "GROUP BY question_id"
+        )
         ranks = s.log.query("SELECT * FROM rankings WHERE run_id='r1'")
-        judge_calls = s.log.query("SELECT run_id, COUNT(*) AS n FROM llm_calls WHERE "
-                                  "role = 'judge' GROUP BY run_id")
+        judge_calls = s.log.query(
+            "SELECT run_id, COUNT(*) AS n FROM llm_calls WHERE role = 'judge' GROUP BY run_id"
+        )
     assert report["judge"]["calls_over_cap"] == 0
     assert max(j["real"] for j in judgments) == 20
     assert report["judge"]["calls"] == sum(j["real"] for j in judgments)
@@ -335,12 +399,15 @@ def test_rank_report_and_tables(forked: Path, tmp_path: Path) -> None:
     assert st["n"] == 40 and st["powered"] is True
     assert st["mcnemar_p"] < 0.001 and st["min_detectable_delta_pp"] > 0
     assert len(ranks) == 320
-    assert all("tests.app.fork_plugins:prefer_short" in json.loads(r["components_json"])
-               for r in ranks)
+    assert all(
+        "tests.app.fork_plugins:prefer_short" in json.loads(r["components_json"]) for r in ranks
+    )
     assert (ws / "analyses" / "rank_r1.json").is_file()
     # judge calls run concurrently, yet which samples are capped is the same every time
-    key = ("SELECT question_id, kind, branch_a, branch_b, shown_first, sample, score, "
-           "preferred, capped FROM judgments WHERE run_id='r1' ORDER BY id")
+    key = (
+        "SELECT question_id, kind, branch_a, branch_b, shown_first, sample, score, "
+        "preferred, capped FROM judgments WHERE run_id='r1' ORDER BY id"
+    )
     with Session(ws, config) as s:
         first = s.log.query(key)
         anyio.run(lambda: rank_rollout(s, "r1", remember=False))
@@ -359,6 +426,7 @@ def test_small_rollout_is_flagged_unpowered(fresh_ws, tmp_path) -> None:
 
 # -- memories -------------------------------------------------------------------------------------
 
+
 def test_only_verified_winners_are_remembered_and_bm25_finds_the_same_rule(forked, tmp_path):
     from app.harness import memory
 
@@ -367,15 +435,23 @@ def test_only_verified_winners_are_remembered_and_bm25_finds_the_same_rule(forke
         report = anyio.run(lambda: rank_rollout(s, "r1"))
         m = report["memories"]
         assert m["stored"] + m["dropped_unverified"] == 40
-        rows = s.log.query("SELECT m.question_id, m.branch_index, b.correct FROM memories m "
-                           "JOIN branches b ON b.run_id = m.run_id AND b.question_id = "
-                           "m.question_id AND b.branch_index = m.branch_index")
+        rows = s.log.query(
+            "SELECT m.question_id, m.branch_index, b.correct FROM memories m "
+            "JOIN branches b ON b.run_id = m.run_id AND b.question_id = "
+            "m.question_id AND b.branch_index = m.branch_index"
+        )
         assert len(rows) == m["stored"] and all(r["correct"] == 1 for r in rows)
         world = build_world()
         stored_q = {r["question_id"] for r in rows}
-        probe = next(c for c in world.cases.values() if c.question_id not in stored_q
-                     and any(world.cases[k].rule_id == c.rule_id and
-                             world.cases[k].question_id in stored_q for k in world.cases))
+        probe = next(
+            c
+            for c in world.cases.values()
+            if c.question_id not in stored_q
+            and any(
+                world.cases[k].rule_id == c.rule_id and world.cases[k].question_id in stored_q
+                for k in world.cases
+            )
+        )
         found = memory.retrieve(s.log, probe.question, 3)
         assert found and world.case_for_text(found[0]["task"]).rule_id == probe.rule_id
         # question text is never read as FTS syntax: quotes and operators are just words
@@ -389,16 +465,38 @@ def test_memory_k_injects_the_block_and_helps_held_out_questions(forked, tmp_pat
     ws = copy_ws(forked, tmp_path)
     with Session(ws, load_config(None)) as s:
         anyio.run(lambda: rank_rollout(s, "r1"))
-    on = run_cli("infer", "-w", str(ws), "--no-progress", "--run-id", "mem-on",
-                 "--set", "memory_k=3", "--task-types", "ledger", "units")
-    off = run_cli("infer", "-w", str(ws), "--no-progress", "--run-id", "mem-off",
-                  "--task-types", "ledger", "units")
+    on = run_cli(
+        "infer",
+        "-w",
+        str(ws),
+        "--no-progress",
+        "--run-id",
+        "mem-on",
+        "--set",
+        "memory_k=3",
+        "--task-types",
+        "ledger",
+        "units",
+    )
+    off = run_cli(
+        "infer",
+        "-w",
+        str(ws),
+        "--no-progress",
+        "--run-id",
+        "mem-off",
+        "--task-types",
+        "ledger",
+        "units",
+    )
     assert on.returncode == 0 and off.returncode == 0, on.stderr + off.stderr
     conn = sqlite3.connect(ws / "harness.db")
     steps = conn.execute("SELECT steps_json FROM predictions WHERE run_id='mem-on'").fetchall()
     assert steps
-    acc = {r: conn.execute("SELECT AVG(correct) FROM predictions WHERE run_id=?",
-                           (r,)).fetchone()[0] for r in ("mem-on", "mem-off")}
+    acc = {
+        r: conn.execute("SELECT AVG(correct) FROM predictions WHERE run_id=?", (r,)).fetchone()[0]
+        for r in ("mem-on", "mem-off")
+    }
     assert acc["mem-on"] > acc["mem-off"], acc
 
 
@@ -410,12 +508,21 @@ def test_eval_and_train_run_with_memories(forked, tmp_path) -> None:
     assert ev.returncode == 0, ev.stderr
     report = json.loads(next((ws / "analyses").glob("eval_*.json")).read_text())
     assert report["accuracy"] > 0
-    tr = run_cli("train", "-w", str(ws), "--no-progress", "--set", "memory_k=2",
-                 "--set", "epochs=1", "--set", "batch_size=24")
+    tr = run_cli(
+        "train",
+        "-w",
+        str(ws),
+        "--no-progress",
+        "--set",
+        "memory_k=2",
+        "--set",
+        "epochs=1",
+        "--set",
+        "batch_size=24",
+    )
     assert tr.returncode == 0, tr.stderr
     conn = sqlite3.connect(ws / "harness.db")
-    cfg = json.loads(conn.execute("SELECT config_json FROM _runs WHERE kind='train'")
-                     .fetchone()[0])
+    cfg = json.loads(conn.execute("SELECT config_json FROM _runs WHERE kind='train'").fetchone()[0])
     assert cfg["memory_k"] == 2
 
 
@@ -427,12 +534,19 @@ def test_resume_uses_the_versions_the_fork_started_with(fresh_ws, tmp_path) -> N
             s.log.conn.execute("DELETE FROM branches WHERE run_id='v-fork' AND branch_index=1")
         files = s.version_files("skills", "v1")
         name = next(iter(files))
-        s.publish_version("skills", {**files, name: files[name] + "\n- another rule\n"},
-                          source="test", description="moved on", run_id="test")
+        s.publish_version(
+            "skills",
+            {**files, name: files[name] + "\n- another rule\n"},
+            source="test",
+            description="moved on",
+            run_id="test",
+        )
         assert s.paths.skills_version == "v2"
         spec = ForkSpec((), (0.0,))
         result = anyio.run(lambda: run_fork(s, spec, "v-fork", resume=True))
         assert (result.ran, result.skipped) == (5, 5)
-        versions = {r["skills_version"] for r in s.log.query(
-            "SELECT skills_version FROM branches WHERE run_id='v-fork'")}
+        versions = {
+            r["skills_version"]
+            for r in s.log.query("SELECT skills_version FROM branches WHERE run_id='v-fork'")
+        }
     assert versions == {"v1"}

@@ -11,8 +11,9 @@ from core.types import Question, QuestionUnit
 
 
 def unit(uid: str, task_type: str = "a", family: str | None = None) -> QuestionUnit:
-    question = Question(question_id=uid, task_type=task_type, question="?", answer="x",
-                        family=family or uid)
+    question = Question(
+        question_id=uid, task_type=task_type, question="?", answer="x", family=family or uid
+    )
     return QuestionUnit(unit_id=uid, task_type=task_type, questions=(question,))
 
 
@@ -43,8 +44,9 @@ def test_ladder_is_a_seeded_shuffle_of_whole_families() -> None:
     assert sorted(f for f, _ in ladder.stage2) == ["a-f6", "a-f7"]
     assert all(len(ids) == 3 for _, ids in ladder.families)
     assert ladder == pools.ladder_for("a", set(), key="train1-e1-s0-")  # deterministic
-    orders = {tuple(f for f, _ in pools.ladder_for("a", set(), key=f"k{k}").stage1)
-              for k in range(12)}
+    orders = {
+        tuple(f for f, _ in pools.ladder_for("a", set(), key=f"k{k}").stage1) for k in range(12)
+    }
     assert len(orders) > 5  # the key (epoch, step) changes the order
 
 
@@ -83,8 +85,7 @@ def test_gate_pools_save_load_round_trip(tmp_path: Path) -> None:
     path = tmp_path / "gate_pools.json"
     pools.save(path)
     text = path.read_text()
-    assert text == json.dumps(json.loads(text), indent=2, sort_keys=True,
-                              ensure_ascii=False) + "\n"
+    assert text == json.dumps(json.loads(text), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     loaded = GatePools.load(path)
     assert loaded == pools
     assert loaded.ladder_for("a", {"a04"}, key="x") == pools.ladder_for("a", {"a04"}, key="x")

@@ -28,36 +28,73 @@ SPLIT = "[split]\ndiagnosis = 0.5\nvalidation = 0.25\ntest = 0.25\n"
 
 NUL_ID = "nul-\u0000-id"
 HOSTILE = [
-    {"question_id": "rtl-\u202eevil\u202c-\u05e9\u05dc\u05d5\u05dd", "task_type": "ledger",
-     "question": "\u202e?latot eht si tahW \u05de\u05d4 \u05d4\u05e1\u05db\u05d5\u05dd "
-                 "\u0645\u0627 \u0647\u0648 \u2067isolated\u2069",
-     "answer": "42", "context": "\u202bRTL summary\u202c\nFACT: \u05e9\u05dc\u05d5\u05dd"},
-    {"question_id": "zalgo-e\u0301\u0301\u0301", "task_type": "units",
-     "question": "Z\u0351\u0357a\u0350l\u035ag\u0359o\u0301 t\u0300e\u0301x\u0302t\u0303 "
-                 "e\u0301 vs \u00e9", "answer": "\u00e9"},
-    {"question_id": "emoji-\U0001F9EA-\U0001F469\u200d\U0001F469\u200d\U0001F467",
-     "task_type": "ledger",
-     "question": "\U0001F1FA\U0001F1F8 \U0001F44D\U0001F3FD "
-                 "\U0001F469\u200d\U0001F469\u200d\U0001F467\u200d\U0001F466 total?",
-     "answer": "\U0001F9EA", "context": "\U0001F4C4 summary\nFACT: \U0001F9EA"},
-    {"question_id": NUL_ID, "task_type": "units", "question": "before\u0000after \u0000\u0000",
-     "answer": "a\u0000b", "context": "sum\u0000mary\nFACT: \u0000"},
-    {"question_id": "big-1mb", "task_type": "ledger", "question": "B" * 1_000_000 + " total?",
-     "answer": "1"},
-    {"question_id": "pair-a", "unit_id": "pair-\U0001F91D", "task_type": "units",
-     "question": "pair member \u2066isolate\u2069 one", "answer": "1"},
-    {"question_id": "pair-b", "unit_id": "pair-\U0001F91D", "task_type": "units",
-     "question": "pair member two \ufeff BOM inside", "answer": "2"},
-    {"question_id": "ctl-\u0007", "task_type": "ledger",
-     "question": "bell \u0007 esc \u001b[31m red \u001b[0m \u2028 line sep \u2029 para",
-     "answer": "x"},
+    {
+        "question_id": "rtl-\u202eevil\u202c-\u05e9\u05dc\u05d5\u05dd",
+        "task_type": "ledger",
+        "question": "\u202e?latot eht si tahW \u05de\u05d4 \u05d4\u05e1\u05db\u05d5\u05dd "
+        "\u0645\u0627 \u0647\u0648 \u2067isolated\u2069",
+        "answer": "42",
+        "context": "\u202bRTL summary\u202c\nFACT: \u05e9\u05dc\u05d5\u05dd",
+    },
+    {
+        "question_id": "zalgo-e\u0301\u0301\u0301",
+        "task_type": "units",
+        "question": "Z\u0351\u0357a\u0350l\u035ag\u0359o\u0301 t\u0300e\u0301x\u0302t\u0303 "
+        "e\u0301 vs \u00e9",
+        "answer": "\u00e9",
+    },
+    {
+        "question_id": "emoji-\U0001f9ea-\U0001f469\u200d\U0001f469\u200d\U0001f467",
+        "task_type": "ledger",
+        "question": "\U0001f1fa\U0001f1f8 \U0001f44d\U0001f3fd "
+        "\U0001f469\u200d\U0001f469\u200d\U0001f467\u200d\U0001f466 total?",
+        "answer": "\U0001f9ea",
+        "context": "\U0001f4c4 summary\nFACT: \U0001f9ea",
+    },
+    {
+        "question_id": NUL_ID,
+        "task_type": "units",
+        "question": "before\u0000after \u0000\u0000",
+        "answer": "a\u0000b",
+        "context": "sum\u0000mary\nFACT: \u0000",
+    },
+    {
+        "question_id": "big-1mb",
+        "task_type": "ledger",
+        "question": "B" * 1_000_000 + " total?",
+        "answer": "1",
+    },
+    {
+        "question_id": "pair-a",
+        "unit_id": "pair-\U0001f91d",
+        "task_type": "units",
+        "question": "pair member \u2066isolate\u2069 one",
+        "answer": "1",
+    },
+    {
+        "question_id": "pair-b",
+        "unit_id": "pair-\U0001f91d",
+        "task_type": "units",
+        "question": "pair member two \ufeff BOM inside",
+        "answer": "2",
+    },
+    {
+        "question_id": "ctl-\u0007",
+        "task_type": "ledger",
+        "question": "bell \u0007 esc \u001b[31m red \u001b[0m \u2028 line sep \u2029 para",
+        "answer": "x",
+    },
 ]
 
 
 # -- helpers --------------------------------------------------------------------------------
 def sim_lines(task_types=("ledger", "units"), limit: int | None = None) -> list[dict]:
-    lines = [json.loads(line) for line in
-             (STORE_DIR / "questions" / "sim-basic" / "questions.jsonl").read_text().splitlines()]
+    lines = [
+        json.loads(line)
+        for line in (STORE_DIR / "questions" / "sim-basic" / "questions.jsonl")
+        .read_text()
+        .splitlines()
+    ]
     picked = [q for q in lines if q["task_type"] in task_types]
     return picked[:limit] if limit else picked
 
@@ -69,8 +106,11 @@ def make_store(base: Path, name: str, questions: list[dict] | bytes) -> Path:
         shutil.copytree(STORE_DIR / "seeds" / "sim-starter", store / "seeds" / "sim-starter")
     folder = store / "questions" / name
     folder.mkdir(parents=True)
-    raw = questions if isinstance(questions, bytes) else "".join(
-        json.dumps(q, ensure_ascii=False) + "\n" for q in questions).encode("utf-8")
+    raw = (
+        questions
+        if isinstance(questions, bytes)
+        else "".join(json.dumps(q, ensure_ascii=False) + "\n" for q in questions).encode("utf-8")
+    )
     (folder / "questions.jsonl").write_bytes(raw)
     (folder / "benchmark.toml").write_text(f'name = "{name}"\nseed = 3\n{SPLIT}')
     return store
@@ -95,8 +135,13 @@ def error_line(err: str) -> str:
 
 
 def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "main.py", *args], cwd=ROOT, capture_output=True,
-                          env={**os.environ, **(env or {})}, timeout=300)
+    return subprocess.run(
+        [sys.executable, "main.py", *args],
+        cwd=ROOT,
+        capture_output=True,
+        env={**os.environ, **(env or {})},
+        timeout=300,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -117,10 +162,19 @@ def ws(base_ws, tmp_path) -> Path:
 def test_unicode_and_huge_benchmark_works_end_to_end(tmp_path):
     questions = sim_lines(limit=40) + HOSTILE
     store = make_store(tmp_path, "hostile", questions)
-    ws = tmp_path / "ws \u05e9 \U0001F9EA"  # the workspace path itself is not ASCII
+    ws = tmp_path / "ws \u05e9 \U0001f9ea"  # the workspace path itself is not ASCII
     env = {"LC_ALL": "C", "LANG": "C"}  # a bare locale: output must still not crash
-    init = run_cli("init", str(ws), "--seed", "sim-starter", "--questions", "hostile",
-                   "--store", str(store), env=env)
+    init = run_cli(
+        "init",
+        str(ws),
+        "--seed",
+        "sim-starter",
+        "--questions",
+        "hostile",
+        "--store",
+        str(store),
+        env=env,
+    )
     assert init.returncode == 0, init.stderr.decode("utf-8", "replace")
     frozen = (ws / "questions" / "questions.jsonl").read_bytes()
     assert frozen == (store / "questions" / "hostile" / "questions.jsonl").read_bytes()
@@ -134,8 +188,9 @@ def test_unicode_and_huge_benchmark_works_end_to_end(tmp_path):
     assert report["stop_reason_counts"].get("error", 0) == 0
     conn = sqlite3.connect(ws / "harness.db")
     try:
-        rows = conn.execute("SELECT question_id, steps_json FROM predictions WHERE run_id = ?",
-                            (report["run_id"],)).fetchall()
+        rows = conn.execute(
+            "SELECT question_id, steps_json FROM predictions WHERE run_id = ?", (report["run_id"],)
+        ).fetchall()
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     finally:
         conn.close()
@@ -151,28 +206,44 @@ def test_unicode_and_huge_benchmark_works_end_to_end(tmp_path):
     data = WorkspaceData(ws)
     assert data.question(NUL_ID)["answer"] == "a\u2400b"  # the TUI shows NUL as a visible ␀
     assert len(data.question("big-1mb")["question"]) > 1_000_000
-    page = data.predictions_page(report["run_id"], PredictionFilter(search="\U0001F9EA"))
+    page = data.predictions_page(report["run_id"], PredictionFilter(search="\U0001f9ea"))
     assert len(page.rows) == 1
 
 
 # -- 2. bad benchmarks: file:line, nothing created ----------------------------------------------
 def _q(qid: str, **kw) -> dict:
-    return {"question_id": qid, "task_type": "ledger", "question": f"question {qid}",
-            "answer": "1", **kw}
+    return {
+        "question_id": qid,
+        "task_type": "ledger",
+        "question": f"question {qid}",
+        "answer": "1",
+        **kw,
+    }
 
 
 BAD_BENCHMARKS = {
     # name: (lines, the line the error must name, words the message must hold)
     "duplicate-id": ([_q("a"), _q("b"), _q("c"), _q("b")], 4, ["duplicate", "'b'", "line 2"]),
-    "duplicate-id-unicode": ([_q("\U0001F9EA"), _q("x"), _q("\U0001F9EA")], 3,
-                             ["duplicate", "first on line 1"]),
+    "duplicate-id-unicode": (
+        [_q("\U0001f9ea"), _q("x"), _q("\U0001f9ea")],
+        3,
+        ["duplicate", "first on line 1"],
+    ),
     "pair-split-across-families": (
-        [_q("p1", unit_id="u", family="f1"), _q("x"), _q("p2", unit_id="u", family="f2")], 3,
-        ["'u'", "famil"]),
-    "unit-of-three": ([_q("t1", unit_id="t"), _q("t2", unit_id="t"), _q("y"),
-                       _q("t3", unit_id="t")], 4, ["'t'", "3 questions"]),
-    "pair-mixing-task-types": ([_q("m1", unit_id="m"), _q("m2", unit_id="m", task_type="units")],
-                               2, ["'m'", "task types"]),
+        [_q("p1", unit_id="u", family="f1"), _q("x"), _q("p2", unit_id="u", family="f2")],
+        3,
+        ["'u'", "famil"],
+    ),
+    "unit-of-three": (
+        [_q("t1", unit_id="t"), _q("t2", unit_id="t"), _q("y"), _q("t3", unit_id="t")],
+        4,
+        ["'t'", "3 questions"],
+    ),
+    "pair-mixing-task-types": (
+        [_q("m1", unit_id="m"), _q("m2", unit_id="m", task_type="units")],
+        2,
+        ["'m'", "task types"],
+    ),
     "not-an-object": ([_q("a"), ["not", "an", "object"]], 2, ["JSON object"]),
     "empty-answer": ([_q("a"), _q("b", answer="  ")], 2, ["'answer'"]),
 }
@@ -185,8 +256,18 @@ def test_bad_benchmark_is_refused_naming_the_line(name, tmp_path, capsys):
     parent = tmp_path / "parent"
     parent.mkdir()
     capsys.readouterr()
-    rc = main(["init", str(parent / "ws"), "--seed", "sim-starter", "--questions", "bad",
-               "--store", str(store)])
+    rc = main(
+        [
+            "init",
+            str(parent / "ws"),
+            "--seed",
+            "sim-starter",
+            "--questions",
+            "bad",
+            "--store",
+            str(store),
+        ]
+    )
     line = error_line(capsys.readouterr().err)
     assert rc == 2
     assert f"questions.jsonl:{lineno}:" in line, line
@@ -196,11 +277,23 @@ def test_bad_benchmark_is_refused_naming_the_line(name, tmp_path, capsys):
 
 
 def test_invalid_utf8_line_is_refused_naming_the_line(tmp_path, capsys):
-    raw = (json.dumps(_q("a")) + "\n" + json.dumps(_q("b")) + "\n").encode() + \
-        b'{"question_id": "c\xff\xfe", "task_type": "ledger", "question": "q", "answer": "1"}\n'
+    raw = (
+        (json.dumps(_q("a")) + "\n" + json.dumps(_q("b")) + "\n").encode()
+        + b'{"question_id": "c\xff\xfe", "task_type": "ledger", "question": "q", "answer": "1"}\n'
+    )
     store = make_store(tmp_path, "bad", raw)
-    rc = main(["init", str(tmp_path / "ws"), "--seed", "sim-starter", "--questions", "bad",
-               "--store", str(store)])
+    rc = main(
+        [
+            "init",
+            str(tmp_path / "ws"),
+            "--seed",
+            "sim-starter",
+            "--questions",
+            "bad",
+            "--store",
+            str(store),
+        ]
+    )
     line = error_line(capsys.readouterr().err)
     assert rc == 2 and "questions.jsonl:3:" in line and "UTF-8" in line
     assert not (tmp_path / "ws").exists()
@@ -213,15 +306,26 @@ def test_task_type_with_a_path_separator_is_refused_or_harmless(tmp_path, capsys
             q["task_type"] = "x/../../../../escape"
     store = make_store(tmp_path, "tt", questions)
     ws = tmp_path / "a" / "ws"
-    rc = main(["init", str(ws), "--seed", "sim-starter", "--questions", "tt",
-               "--store", str(store)])
+    rc = main(
+        ["init", str(ws), "--seed", "sim-starter", "--questions", "tt", "--store", str(store)]
+    )
     err = capsys.readouterr().err
     if rc == 2:  # refused at load: fine, when it names the line
         assert "questions.jsonl:" in error_line(err)
         return
     assert rc == 0, err
-    rc = main(["train", "-w", str(ws), "--set", "epochs=1", "--set",
-               'task_types=["x/../../../../escape", "units"]', "--no-progress"])
+    rc = main(
+        [
+            "train",
+            "-w",
+            str(ws),
+            "--set",
+            "epochs=1",
+            "--set",
+            'task_types=["x/../../../../escape", "units"]',
+            "--no-progress",
+        ]
+    )
     err = capsys.readouterr().err
     assert [p for p in tmp_path.rglob("*escape*")] == []
     assert rc == 0, err
@@ -235,19 +339,19 @@ BAD_CONFIG = [
     (["max_cost_usd=0"], ["max_cost_usd"]),
     (["gate_n_max=0"], ["gate_n_max"]),
     (["momentum_samples=-1"], ["momentum_samples"]),
-    (["gate_strategy=\"vibes\"", "gate_minibatch_k=0"], ["gate_strategy", "gate_minibatch_k"]),
+    (['gate_strategy="vibes"', "gate_minibatch_k=0"], ["gate_strategy", "gate_minibatch_k"]),
     (["gate_lambda_dir=1.0"], ["gate_lambda_dir"]),
     (["gate_lambda_dir=0"], ["gate_lambda_dir"]),
     (["gate_lambda_dir=-0.2"], ["gate_lambda_dir"]),
     (["gate_lambda_max=1.5"], ["gate_lambda_max"]),
     (["gate_lambda_dir=nan"], ["gate_lambda_dir"]),
-    (["gate_lambda_strategy=\"bogus\""], ["gate_lambda_strategy"]),
+    (['gate_lambda_strategy="bogus"'], ["gate_lambda_strategy"]),
     (["gate_lambda_strategy=bogus"], ["gate_lambda_strategy"]),
-    (["skill_mode=\"sideways\""], ["skill_mode"]),
+    (['skill_mode="sideways"'], ["skill_mode"]),
     (["sim_adversarial_share=1.5"], ["sim_adversarial_share"]),
     (["gate_e_confirm=0.5"], ["gate_e_confirm"]),
     (["epochs=-1"], ["epochs"]),
-    (["epochs=\"two\""], ["epochs"]),
+    (['epochs="two"'], ["epochs"]),
     (["epochs=true"], ["epochs"]),
     (["gate_lamda_dir=0.3"], ["gate_lamda_dir"]),
     (["task_types=[1, 2]"], ["task_types"]),
@@ -255,8 +359,7 @@ BAD_CONFIG = [
 
 
 @pytest.mark.parametrize("command", ["train", "eval"])
-@pytest.mark.parametrize("overrides, keys", BAD_CONFIG,
-                         ids=["+".join(o) for o, _ in BAD_CONFIG])
+@pytest.mark.parametrize("overrides, keys", BAD_CONFIG, ids=["+".join(o) for o, _ in BAD_CONFIG])
 def test_config_out_of_range_exits_2_naming_the_key(command, overrides, keys, ws, capsys):
     before = snapshot(ws)
     args = ["train", "-w", str(ws)] if command == "train" else ["eval", "v1", "-w", str(ws)]
@@ -272,7 +375,7 @@ def test_config_out_of_range_exits_2_naming_the_key(command, overrides, keys, ws
 
 def test_config_file_out_of_range_names_the_key(ws, tmp_path, capsys):
     cfg = tmp_path / "bad.toml"
-    cfg.write_text("epochs = 1\n[gate]\nstrategy = \"vibes\"\nlambda_dir = 2.0\n")
+    cfg.write_text('epochs = 1\n[gate]\nstrategy = "vibes"\nlambda_dir = 2.0\n')
     before = snapshot(ws)
     rc = main(["train", "-w", str(ws), "--config", str(cfg), "--no-progress"])
     line = error_line(capsys.readouterr().err)
@@ -281,8 +384,13 @@ def test_config_file_out_of_range_names_the_key(ws, tmp_path, capsys):
     assert snapshot(ws) == before
 
 
-NAN_CONFIG = ["gate_e_confirm=nan", "gate_e_rollback=nan", "max_cost_usd=nan",
-              "request_timeout_s=nan", "temperature=-1.0"]
+NAN_CONFIG = [
+    "gate_e_confirm=nan",
+    "gate_e_rollback=nan",
+    "max_cost_usd=nan",
+    "request_timeout_s=nan",
+    "temperature=-1.0",
+]
 
 
 @pytest.mark.parametrize("override", NAN_CONFIG)
@@ -300,9 +408,18 @@ def _newer_manifest(ws: Path) -> None:
 
 
 def _newer_checkpoint(ws: Path) -> None:
-    (ws / "checkpoint.json").write_text(json.dumps(
-        {"schema": 99, "progress": {"epoch": 1, "phase": "in_epoch"}, "state": {},
-         "manifest": {}, "versions_max": {}, "config_fingerprint": {}}))
+    (ws / "checkpoint.json").write_text(
+        json.dumps(
+            {
+                "schema": 99,
+                "progress": {"epoch": 1, "phase": "in_epoch"},
+                "state": {},
+                "manifest": {},
+                "versions_max": {},
+                "config_fingerprint": {},
+            }
+        )
+    )
 
 
 def _newer_log(ws: Path) -> None:

@@ -35,14 +35,23 @@ class Scripted:
         self.script = {k: list(v) for k, v in script.items()}
         self.calls: list[dict] = []
 
-    async def complete(self, messages, *, tools=None, temperature=0.0, max_tokens=1024,
-                       seed=0, role="agent") -> LLMResponse:
+    async def complete(
+        self, messages, *, tools=None, temperature=0.0, max_tokens=1024, seed=0, role="agent"
+    ) -> LLMResponse:
         user = next(m["content"] for m in messages if m["role"] == "user")
         qid = next(k for k in sorted(self.script, key=len, reverse=True) if f"[{k}]" in user)
         turn = sum(1 for c in self.calls if c["qid"] == qid)
-        self.calls.append({"qid": qid, "messages": json.loads(json.dumps(messages)),
-                           "tools": tools, "temperature": temperature, "max_tokens": max_tokens,
-                           "seed": seed, "role": role})
+        self.calls.append(
+            {
+                "qid": qid,
+                "messages": json.loads(json.dumps(messages)),
+                "tools": tools,
+                "temperature": temperature,
+                "max_tokens": max_tokens,
+                "seed": seed,
+                "role": role,
+            }
+        )
         items = self.script[qid]
         item = items[min(turn, len(items) - 1)]
         if isinstance(item, Exception):
@@ -53,37 +62,68 @@ class Scripted:
         return [c for c in self.calls if c["qid"] == qid]
 
 
-def reply(text: str = "", *calls: ToolCall, tokens: tuple[int, int] = (10, 2),
-          cost: float = 0.001) -> LLMResponse:
-    return LLMResponse(text=text, tool_calls=calls, usage=Usage(*tokens), cost_usd=cost,
-                       model="fake")
+def reply(
+    text: str = "", *calls: ToolCall, tokens: tuple[int, int] = (10, 2), cost: float = 0.001
+) -> LLMResponse:
+    return LLMResponse(
+        text=text, tool_calls=calls, usage=Usage(*tokens), cost_usd=cost, model="fake"
+    )
 
 
-def question(qid: str, answer: str = "42", *, unit: str = "", context: str = "",
-             task_type: str = "ledger", checker: str = "exact") -> Question:
-    return Question(question_id=qid, task_type=task_type, question=f"[{qid}] What is it?",
-                    answer=answer, unit_id=unit, context=context, checker=checker)
+def question(
+    qid: str,
+    answer: str = "42",
+    *,
+    unit: str = "",
+    context: str = "",
+    task_type: str = "ledger",
+    checker: str = "exact",
+) -> Question:
+    return Question(
+        question_id=qid,
+        task_type=task_type,
+        question=f"[{qid}] What is it?",
+        answer=answer,
+        unit_id=unit,
+        context=context,
+        checker=checker,
+    )
 
 
-def prompts(skill_mode: str = "inline", skill: str = "# Ledger\n\n## Rules\n- r1\n"
-            ) -> AgentPrompts:
+def prompts(
+    skill_mode: str = "inline", skill: str = "# Ledger\n\n## Rules\n- r1\n"
+) -> AgentPrompts:
     return AgentPrompts(
-        system="# Agent\nBe exact.", skills={"ledger.md": skill, "default-strategy.md": "# D\n"},
+        system="# Agent\nBe exact.",
+        skills={"ledger.md": skill, "default-strategy.md": "# D\n"},
         tool_docs={"read_context": "Reads the context.", "read_skill": "Reads a skill."},
         user_template=(PROMPTS_DIR / "agent_user.md").read_text(encoding="utf-8"),
-        skill_mode=skill_mode, skills_version="v3", prompts_version="v2")
+        skill_mode=skill_mode,
+        skills_version="v3",
+        prompts_version="v2",
+    )
 
 
 def answer(provider, q: Question, p: AgentPrompts | None = None, **settings):
-    return anyio.run(lambda: answer_question(provider, p or prompts(), q,
-                                             AgentSettings(**settings)))
+    return anyio.run(
+        lambda: answer_question(provider, p or prompts(), q, AgentSettings(**settings))
+    )
 
 
-def infer(provider, qs, log: HarnessLog, run_id: str = "r1", p: AgentPrompts | None = None,
-          **kwargs):
-    return anyio.run(lambda: run_inference(qs, provider=provider, prompts=p or prompts(),
-                                           log=log, run_id=run_id,
-                                           settings=AgentSettings(concurrency=4), **kwargs))
+def infer(
+    provider, qs, log: HarnessLog, run_id: str = "r1", p: AgentPrompts | None = None, **kwargs
+):
+    return anyio.run(
+        lambda: run_inference(
+            qs,
+            provider=provider,
+            prompts=p or prompts(),
+            log=log,
+            run_id=run_id,
+            settings=AgentSettings(concurrency=4),
+            **kwargs,
+        )
+    )
 
 
 @pytest.fixture
@@ -112,9 +152,15 @@ def test_final_answer() -> None:
     system, user = call["messages"]
     assert "- r1" in system["content"] and "[q1] What is it?" in user["content"]
     assert [s["type"] for s in p.steps] == ["model", "verdict"]
-    assert p.steps[-1] == {"type": "verdict", "prediction": "42", "answer": "42",
-                           "correct": True, "checker": "exact", "stop_reason": "final",
-                           "answer_source": "answer_line"}
+    assert p.steps[-1] == {
+        "type": "verdict",
+        "prediction": "42",
+        "answer": "42",
+        "correct": True,
+        "checker": "exact",
+        "stop_reason": "final",
+        "answer_source": "answer_line",
+    }
 
 
 def test_wrong_final_answer_is_final_but_not_correct() -> None:
@@ -125,26 +171,42 @@ def test_wrong_final_answer_is_final_but_not_correct() -> None:
 def test_tool_call_then_answer_trajectory_matches_what_the_model_saw() -> None:
     q = question("q1", context=LONG_CONTEXT)
     call = ToolCall(id="c1", name="read_context", arguments={"section": "full"})
-    provider = Scripted({"q1": [reply("Let me look.", call, tokens=(5, 1)),
-                                reply("ANSWER: 42", tokens=(7, 3))]})
+    provider = Scripted(
+        {"q1": [reply("Let me look.", call, tokens=(5, 1)), reply("ANSWER: 42", tokens=(7, 3))]}
+    )
     p = answer(provider, q)
     assert (p.stop_reason, p.correct, p.tokens_in, p.tokens_out) == ("final", True, 12, 4)
     first, second = provider.calls
     assert [t.name for t in first["tools"]] == ["read_context"]
     assert first["tools"][0].parameters["properties"]["section"]["enum"] == ["summary", "full"]
     assistant, tool = second["messages"][2:]
-    assert assistant == {"role": "assistant", "content": "Let me look.", "tool_calls": [
-        {"id": "c1", "type": "function",
-         "function": {"name": "read_context", "arguments": '{"section": "full"}'}}]}
+    assert assistant == {
+        "role": "assistant",
+        "content": "Let me look.",
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "read_context", "arguments": '{"section": "full"}'},
+            }
+        ],
+    }
     assert tool["role"] == "tool" and tool["tool_call_id"] == "c1"
     expected = summarise_tool_output(LONG_CONTEXT)
     assert tool["content"] == expected
     assert "lines omitted ...]" in expected and len(expected) < len(LONG_CONTEXT)
     [step] = tool_steps(p)
-    assert step == {"turn": 0, "type": "tool", "name": "read_context",
-                    "arguments": {"section": "full"}, "status": "ok", "output": expected}
-    assert p.steps[0]["tool_calls"] == [{"id": "c1", "name": "read_context",
-                                         "arguments": {"section": "full"}}]
+    assert step == {
+        "turn": 0,
+        "type": "tool",
+        "name": "read_context",
+        "arguments": {"section": "full"},
+        "status": "ok",
+        "output": expected,
+    }
+    assert p.steps[0]["tool_calls"] == [
+        {"id": "c1", "name": "read_context", "arguments": {"section": "full"}}
+    ]
 
 
 def test_default_section_returns_only_the_summary_line() -> None:
@@ -156,28 +218,38 @@ def test_default_section_returns_only_the_summary_line() -> None:
     assert provider.calls[1]["messages"][2]["content"] is None  # empty text -> null content
 
 
-@pytest.mark.parametrize("name, p", [("shell", prompts()), ("read_skill", prompts("inline"))],
-                         ids=["never-offered", "not-offered-inline"])
+@pytest.mark.parametrize(
+    "name, p",
+    [("shell", prompts()), ("read_skill", prompts("inline"))],
+    ids=["never-offered", "not-offered-inline"],
+)
 def test_unknown_tool_name_is_an_error_result_not_a_crash(name: str, p: AgentPrompts) -> None:
     q = question("q1", context="Summary: x\nFACT: y")
-    provider = Scripted({"q1": [reply("", ToolCall("c9", name, {"task_type": "ledger"})),
-                                reply("ANSWER: 42")]})
+    provider = Scripted(
+        {"q1": [reply("", ToolCall("c9", name, {"task_type": "ledger"})), reply("ANSWER: 42")]}
+    )
     pred = answer(provider, q, p)
     assert (pred.stop_reason, pred.correct) == ("final", True)
     [step] = tool_steps(pred)
     assert step["status"] == "error" and step["output"] == f"error: unknown tool {name!r}"
-    assert provider.calls[1]["messages"][-1] == {"role": "tool", "tool_call_id": "c9",
-                                                 "content": step["output"]}
+    assert provider.calls[1]["messages"][-1] == {
+        "role": "tool",
+        "tool_call_id": "c9",
+        "content": step["output"],
+    }
 
 
-@pytest.mark.parametrize("tool, arguments, reason", [
-    ("read_context", {"section": "everything"}, "argument 'section' must be one of"),
-    ("read_context", {"section": 3}, "argument 'section' must be a string"),
-    ("read_context", {"bogus": "x"}, "unexpected argument 'bogus'"),
-    ("read_context", ["full"], "arguments are not a JSON object"),
-    ("read_skill", {}, "missing argument 'task_type'"),
-    ("read_skill", {"task_type": "ledger", "x": "y"}, "unexpected argument 'x'"),
-])
+@pytest.mark.parametrize(
+    "tool, arguments, reason",
+    [
+        ("read_context", {"section": "everything"}, "argument 'section' must be one of"),
+        ("read_context", {"section": 3}, "argument 'section' must be a string"),
+        ("read_context", {"bogus": "x"}, "unexpected argument 'bogus'"),
+        ("read_context", ["full"], "arguments are not a JSON object"),
+        ("read_skill", {}, "missing argument 'task_type'"),
+        ("read_skill", {"task_type": "ledger", "x": "y"}, "unexpected argument 'x'"),
+    ],
+)
 def test_schema_violating_arguments(tool: str, arguments, reason: str) -> None:
     q = question("q1", context="Summary: x\nFACT: y")
     provider = Scripted({"q1": [reply("", ToolCall("c1", tool, arguments)), reply("ANSWER: 1")]})
@@ -190,8 +262,14 @@ def test_schema_violating_arguments(tool: str, arguments, reason: str) -> None:
 
 def test_read_skill_in_tool_mode_returns_the_task_types_skill() -> None:
     q = question("q1")
-    provider = Scripted({"q1": [reply("", ToolCall("c1", "read_skill", {"task_type": "ledger"})),
-                                reply("ANSWER: 42")]})
+    provider = Scripted(
+        {
+            "q1": [
+                reply("", ToolCall("c1", "read_skill", {"task_type": "ledger"})),
+                reply("ANSWER: 42"),
+            ]
+        }
+    )
     pred = answer(provider, q, prompts("tool"))
     assert "# Skill" not in provider.calls[0]["messages"][0]["content"]
     assert [t.name for t in provider.calls[0]["tools"]] == ["read_skill"]
@@ -202,13 +280,20 @@ def test_read_skill_returns_the_whole_skill_file() -> None:
     # A skill as training grows it: the starter file, rules added, momentum guidance set.
     skill = load_seed(seed_dir(STORE_DIR, "sim-starter")).skills["ledger.md"]
     rules = [f"- In ledger cases marked m{i}, take the smaller value." for i in range(14)]
-    skill, reports = apply_edits(skill, [Edit("add", "Rules", content="\n".join(rules))],
-                                 "ledger.md")
+    skill, reports = apply_edits(
+        skill, [Edit("add", "Rules", content="\n".join(rules))], "ledger.md"
+    )
     assert reports[0].applied
     skill = replace_momentum(skill, "\n".join(f"- guidance {i}" for i in range(6)))
     assert len(skill) < 2000  # short: well under any context budget
-    provider = Scripted({"q1": [reply("", ToolCall("c1", "read_skill", {"task_type": "ledger"})),
-                                reply("ANSWER: 42")]})
+    provider = Scripted(
+        {
+            "q1": [
+                reply("", ToolCall("c1", "read_skill", {"task_type": "ledger"})),
+                reply("ANSWER: 42"),
+            ]
+        }
+    )
     answer(provider, question("q1"), prompts("tool", skill=skill))
     sent = provider.calls[1]["messages"][-1]["content"]
     assert [r for r in rules if r not in sent] == []
@@ -217,12 +302,19 @@ def test_read_skill_returns_the_whole_skill_file() -> None:
 def test_arguments_that_are_not_valid_json() -> None:
     q = question("q1", context="Summary: x")
     raw = '{"section": "full"'
-    provider = Scripted({"q1": [reply("", ToolCall("c1", "read_context", raw)),
-                                reply("ANSWER: 42")]})
+    provider = Scripted(
+        {"q1": [reply("", ToolCall("c1", "read_context", raw)), reply("ANSWER: 42")]}
+    )
     pred = answer(provider, q)
     [step] = tool_steps(pred)
-    assert step == {"turn": 0, "type": "tool", "name": "read_context", "arguments": raw,
-                    "status": "error", "output": "error: arguments are not valid JSON"}
+    assert step == {
+        "turn": 0,
+        "type": "tool",
+        "name": "read_context",
+        "arguments": raw,
+        "status": "error",
+        "output": "error: arguments are not valid JSON",
+    }
     assistant = provider.calls[1]["messages"][2]
     assert assistant["tool_calls"][0]["function"]["arguments"] == raw  # echoed as sent
     assert pred.stop_reason == "final"
@@ -246,8 +338,9 @@ def test_max_steps_reached() -> None:
     assert [s["turn"] for s in pred.steps if s["type"] == "model"] == [0, 1, 2]
 
 
-@pytest.mark.parametrize("exc", [TransientError("429 too many requests"),
-                                 ProviderError("bad gateway")])
+@pytest.mark.parametrize(
+    "exc", [TransientError("429 too many requests"), ProviderError("bad gateway")]
+)
 def test_provider_error_ends_the_question_with_stop_reason_error(exc: Exception) -> None:
     q = question("q1", context="Summary: x")
     provider = Scripted({"q1": [reply("", ToolCall("c", "read_context", {})), exc]})
@@ -259,8 +352,13 @@ def test_provider_error_ends_the_question_with_stop_reason_error(exc: Exception)
 
 def test_budget_exceeded_is_not_swallowed(log: HarnessLog) -> None:
     qs = [question(f"q{i}") for i in range(3)]
-    provider = Scripted({"q0": [reply("ANSWER: 42")], "q1": [BudgetExceeded("budget spent")],
-                         "q2": [reply("ANSWER: 42")]})
+    provider = Scripted(
+        {
+            "q0": [reply("ANSWER: 42")],
+            "q1": [BudgetExceeded("budget spent")],
+            "q2": [reply("ANSWER: 42")],
+        }
+    )
     with pytest.raises(BaseException) as info:  # anyio may wrap it in an exception group
         infer(provider, qs, log)
     leaves, error = [], info.value
@@ -275,8 +373,10 @@ def test_budget_exceeded_is_not_swallowed(log: HarnessLog) -> None:
 
 def _pool(n: int, failing: int) -> tuple[list[Question], Scripted]:
     qs = [question(f"q{i:02d}") for i in range(n)]
-    script = {q.question_id: [TransientError("timeout") if i < failing else reply("ANSWER: 42")]
-              for i, q in enumerate(qs)}
+    script = {
+        q.question_id: [TransientError("timeout") if i < failing else reply("ANSWER: 42")]
+        for i, q in enumerate(qs)
+    }
     return qs, Scripted(script)
 
 
@@ -299,20 +399,33 @@ def test_ten_percent_errors_or_guard_off_does_not_raise(log: HarnessLog) -> None
 
 
 def test_pairs_fold_into_units(log: HarnessLog) -> None:
-    qs = [question("u1a", unit="u1"), question("u1b", unit="u1"),
-          question("u2a", unit="u2"), question("u2b", unit="u2"),
-          question("s3"), question("s4", task_type="dates")]
+    qs = [
+        question("u1a", unit="u1"),
+        question("u1b", unit="u1"),
+        question("u2a", unit="u2"),
+        question("u2b", unit="u2"),
+        question("s3"),
+        question("s4", task_type="dates"),
+    ]
     right, wrong = [reply("ANSWER: 42")], [reply("ANSWER: 0")]
-    provider = Scripted({"u1a": right, "u1b": wrong, "u2a": right, "u2b": right, "s3": wrong,
-                         "s4": right})
+    provider = Scripted(
+        {"u1a": right, "u1b": wrong, "u2a": right, "u2b": right, "s3": wrong, "s4": right}
+    )
     result = infer(provider, qs, log)
     assert (result.total, result.correct) == (4, 2)
     assert result.accuracy == 0.5
     assert result.per_task_type == {
         "dates": {"total": 1, "correct": 1, "accuracy": 1.0},
-        "ledger": {"total": 3, "correct": 1, "accuracy": pytest.approx(1 / 3)}}
-    assert result.correctness == {"u1a": True, "u1b": False, "u2a": True, "u2b": True,
-                                  "s3": False, "s4": True}
+        "ledger": {"total": 3, "correct": 1, "accuracy": pytest.approx(1 / 3)},
+    }
+    assert result.correctness == {
+        "u1a": True,
+        "u1b": False,
+        "u2a": True,
+        "u2b": True,
+        "s3": False,
+        "s4": True,
+    }
     rows = {r["question_id"]: r for r in log.query("SELECT * FROM predictions")}
     assert rows["u1a"]["unit_id"] == rows["u1b"]["unit_id"] == "u1"
 
@@ -320,8 +433,13 @@ def test_pairs_fold_into_units(log: HarnessLog) -> None:
 def test_predictions_are_logged_once_with_their_trajectory(log: HarnessLog, monkeypatch) -> None:
     monkeypatch.setattr(inference, "WRITE_BATCH", 2)  # several batches plus the final flush
     qs = [question(f"q{i}", context="Summary: x\nFACT: 1") for i in range(7)]
-    script = {q.question_id: [reply("", ToolCall("c1", "read_context", {"section": "full"})),
-                              reply("ANSWER: 42")] for q in qs}
+    script = {
+        q.question_id: [
+            reply("", ToolCall("c1", "read_context", {"section": "full"})),
+            reply("ANSWER: 42"),
+        ]
+        for q in qs
+    }
     provider = Scripted(script)
     result = infer(provider, qs, log, run_id="run-a")
     rows = log.query("SELECT * FROM predictions WHERE run_id = 'run-a' ORDER BY question_id")
@@ -339,8 +457,10 @@ def test_predictions_are_logged_once_with_their_trajectory(log: HarnessLog, monk
     infer(again, qs, log, run_id="run-a")
     rows = log.query("SELECT question_id, correct FROM predictions WHERE run_id = 'run-a'")
     assert len(rows) == 7 and not any(r["correct"] for r in rows)
-    dupes = log.query("SELECT run_id, question_id, COUNT(*) AS n FROM predictions "
-                      "GROUP BY run_id, question_id HAVING n > 1")
+    dupes = log.query(
+        "SELECT run_id, question_id, COUNT(*) AS n FROM predictions "
+        "GROUP BY run_id, question_id HAVING n > 1"
+    )
     assert dupes == []
     infer(again, qs[:2], log, run_id="run-b")  # another run keeps its own rows
     assert log.query("SELECT COUNT(*) AS n FROM predictions")[0]["n"] == 9

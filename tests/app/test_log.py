@@ -55,11 +55,20 @@ def assert_only(log: HarnessLog, expected: set[str]) -> None:
 
 
 def prediction(run_id: str, qid: str, pred: str = "1", **extra) -> dict:
-    return {"run_id": run_id, "question_id": qid, "unit_id": qid, "task_type": "ledger",
-            "prediction": pred, "answer": "1", "correct": int(pred == "1"), **extra}
+    return {
+        "run_id": run_id,
+        "question_id": qid,
+        "unit_id": qid,
+        "task_type": "ledger",
+        "prediction": pred,
+        "answer": "1",
+        "correct": int(pred == "1"),
+        **extra,
+    }
 
 
 # -- schema ------------------------------------------------------------------------------------
+
 
 def test_wal_mode_and_busy_timeout(log: HarnessLog) -> None:
     assert log.conn.execute("PRAGMA journal_mode").fetchone()[0].lower() == "wal"
@@ -73,14 +82,16 @@ def test_migrations_recorded_once(tmp_path: Path) -> None:
     path = tmp_path / "harness.db"
     HarnessLog(path).close()
     with HarnessLog(path) as log:  # reopening applies nothing twice
-        rows = log.query("SELECT version, description, applied_at FROM _migrations "
-                         "ORDER BY version")
+        rows = log.query(
+            "SELECT version, description, applied_at FROM _migrations ORDER BY version"
+        )
         assert [r["version"] for r in rows] == list(range(1, len(MIGRATIONS) + 1))
         assert [r["description"] for r in rows] == [d for d, _ in MIGRATIONS]
         assert all(r["applied_at"] for r in rows)
         assert log.schema_version() == SCHEMA_VERSION
-        tables = {r[0] for r in log.conn.execute("SELECT name FROM sqlite_master "
-                                                 "WHERE type='table'")}
+        tables = {
+            r[0] for r in log.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+        }
         assert {"_runs", "_migrations", *RUN_TABLES} <= tables
         for table in RUN_TABLES:
             assert "run_id" in columns(log, table), table
@@ -91,15 +102,17 @@ def test_migrations_recorded_once(tmp_path: Path) -> None:
 def test_newer_schema_is_refused_clearly(tmp_path: Path) -> None:
     path = tmp_path / "harness.db"
     with HarnessLog(path) as log:
-        log.conn.execute("INSERT INTO _migrations VALUES (?, 'from the future', 'later')",
-                         (SCHEMA_VERSION + 1,))
+        log.conn.execute(
+            "INSERT INTO _migrations VALUES (?, 'from the future', 'later')", (SCHEMA_VERSION + 1,)
+        )
     with pytest.raises(UserError) as err:
         HarnessLog(path)
     message = str(err.value)
     assert str(path) in message and "newer" in message and str(SCHEMA_VERSION + 1) in message
     with sqlite3.connect(path) as conn:  # and nothing was changed by the refused open
-        assert conn.execute("SELECT MAX(version) FROM _migrations").fetchone()[0] == \
-            SCHEMA_VERSION + 1
+        assert (
+            conn.execute("SELECT MAX(version) FROM _migrations").fetchone()[0] == SCHEMA_VERSION + 1
+        )
 
 
 def test_newer_schema_refused_through_the_cli(tmp_path: Path, capsys) -> None:
@@ -108,8 +121,7 @@ def test_newer_schema_refused_through_the_cli(tmp_path: Path, capsys) -> None:
     ws = tmp_path / "ws"
     assert main(["init", str(ws), "--seed", "sim-starter", "--questions", "sim-basic"]) == 0
     with sqlite3.connect(ws / "harness.db") as conn:
-        conn.execute("INSERT INTO _migrations VALUES (?, 'future', 'later')",
-                     (SCHEMA_VERSION + 1,))
+        conn.execute("INSERT INTO _migrations VALUES (?, 'future', 'later')", (SCHEMA_VERSION + 1,))
     capsys.readouterr()
     assert main(["infer", "-w", str(ws), "--no-progress"]) == 2
     err = capsys.readouterr().err
@@ -128,21 +140,28 @@ def test_readonly_log_cannot_write(log: HarnessLog) -> None:
 
 # -- predictions ---------------------------------------------------------------------------
 
+
 def test_predictions_unique_on_run_and_question(log: HarnessLog) -> None:
     log.insert_rows("predictions", [prediction("r1", "q1"), prediction("r1", "q2")])
     with pytest.raises(sqlite3.IntegrityError):
         log.insert_rows("predictions", [prediction("r1", "q1", "9")])
     log.insert_rows("predictions", [prediction("r2", "q1")])  # another run: fine
     log.upsert_predictions([prediction("r1", "q1", "7"), prediction("r1", "q3")])
-    rows = log.query("SELECT run_id, question_id, prediction FROM predictions "
-                     "ORDER BY run_id, question_id")
+    rows = log.query(
+        "SELECT run_id, question_id, prediction FROM predictions ORDER BY run_id, question_id"
+    )
     assert [(r["run_id"], r["question_id"], r["prediction"]) for r in rows] == [
-        ("r1", "q1", "7"), ("r1", "q2", "1"), ("r1", "q3", "1"), ("r2", "q1", "1")]
+        ("r1", "q1", "7"),
+        ("r1", "q2", "1"),
+        ("r1", "q3", "1"),
+        ("r2", "q1", "1"),
+    ]
     assert log.correctness("r1") == {"q1": False, "q2": True, "q3": True}
 
 
-@pytest.mark.parametrize("bad", ["null_question_id", "duplicate_in_batch", "duplicate_of_old",
-                                 "unknown_column"])
+@pytest.mark.parametrize(
+    "bad", ["null_question_id", "duplicate_in_batch", "duplicate_of_old", "unknown_column"]
+)
 def test_insert_rows_is_all_or_nothing(log: HarnessLog, bad: str) -> None:
     log.insert_rows("predictions", [prediction("old", "q0")])
     batch = [prediction("r1", f"q{i}") for i in range(1, 50)]
@@ -177,13 +196,22 @@ def test_register_run_again_replaces_its_rows(log: HarnessLog) -> None:
 
 # -- clearing --------------------------------------------------------------------------------
 
+
 def test_escape_like() -> None:
     assert escape_like("a_b%c\\d") == "a\\_b\\%c\\\\d"
 
 
 def test_clear_runs_with_prefix_underscore_never_matches_other_steps(log: HarnessLog) -> None:
-    ids = ["t-e1_s1-rollout", "t-e1_s1-gate-ledger", "t-e1_s10-rollout", "t-e1_s11-rollout",
-           "t-e1xs1-rollout", "t-e1_s2-rollout", "t-e10_s1-rollout", "xt-e1_s1-rollout"]
+    ids = [
+        "t-e1_s1-rollout",
+        "t-e1_s1-gate-ledger",
+        "t-e1_s10-rollout",
+        "t-e1_s11-rollout",
+        "t-e1xs1-rollout",
+        "t-e1_s2-rollout",
+        "t-e10_s1-rollout",
+        "xt-e1_s1-rollout",
+    ]
     for run_id in ids:
         add_run(log, run_id)
     assert log.clear_runs_with_prefix("t-e1_s1-") == 2
@@ -193,18 +221,39 @@ def test_clear_runs_with_prefix_underscore_never_matches_other_steps(log: Harnes
     assert_only(log, set(ids) - {"t-e1_s1-rollout", "t-e1_s1-gate-ledger", "t-e1_s10-rollout"})
 
 
-@pytest.mark.parametrize("prefix, deleted", [
-    ("a%b-", {"a%b-1"}),
-    ("100%", {"100%-x"}),
-    ("a_b", {"a_b", "a_b-2"}),
-    ("back\\slash-", {"back\\slash-1"}),
-    ("%", {"%lone"}),
-    ("_", {"_lone"}),
-])
-def test_clear_runs_with_prefix_wildcards_match_only_themselves(log: HarnessLog, prefix: str,
-                                                                deleted: set[str]) -> None:
-    ids = {"a%b-1", "axxb-1", "ab-1", "a%bc", "100%-x", "1000", "100x", "a_b", "a_b-2", "axb",
-           "a-b", "back\\slash-1", "backxslash-1", "back\\\\slash-1", "%lone", "_lone", "plain"}
+@pytest.mark.parametrize(
+    "prefix, deleted",
+    [
+        ("a%b-", {"a%b-1"}),
+        ("100%", {"100%-x"}),
+        ("a_b", {"a_b", "a_b-2"}),
+        ("back\\slash-", {"back\\slash-1"}),
+        ("%", {"%lone"}),
+        ("_", {"_lone"}),
+    ],
+)
+def test_clear_runs_with_prefix_wildcards_match_only_themselves(
+    log: HarnessLog, prefix: str, deleted: set[str]
+) -> None:
+    ids = {
+        "a%b-1",
+        "axxb-1",
+        "ab-1",
+        "a%bc",
+        "100%-x",
+        "1000",
+        "100x",
+        "a_b",
+        "a_b-2",
+        "axb",
+        "a-b",
+        "back\\slash-1",
+        "backxslash-1",
+        "back\\\\slash-1",
+        "%lone",
+        "_lone",
+        "plain",
+    }
     for run_id in sorted(ids):
         add_run(log, run_id)
     assert log.clear_runs_with_prefix(prefix) == len(deleted)
@@ -234,13 +283,19 @@ def test_clear_runs_after_seq(log: HarnessLog) -> None:
 
 # -- one writer process, one reader ------------------------------------------------------------
 
+
 def test_reader_polls_while_writer_process_inserts_100k_rows(tmp_path: Path) -> None:
     db = tmp_path / "harness.db"
     HarnessLog(db).close()
     total = 100_000
-    writer = subprocess.Popen([sys.executable, str(WRITER), str(db), str(total), "500"],
-                              cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True, env={**os.environ})
+    writer = subprocess.Popen(
+        [sys.executable, str(WRITER), str(db), str(total), "500"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ},
+    )
     counts: list[int] = []
     errors: list[str] = []
     deadline = time.monotonic() + 45
@@ -250,8 +305,9 @@ def test_reader_polls_while_writer_process_inserts_100k_rows(tmp_path: Path) -> 
             while time.monotonic() < deadline:
                 finished = writer.poll() is not None
                 try:
-                    counts.append(reader.conn.execute(
-                        "SELECT COUNT(*) FROM predictions").fetchone()[0])
+                    counts.append(
+                        reader.conn.execute("SELECT COUNT(*) FROM predictions").fetchone()[0]
+                    )
                     reader.runs()
                 except sqlite3.OperationalError as e:
                     errors.append(str(e))
@@ -279,8 +335,9 @@ def test_schema_2_log_gains_the_model_io_columns_in_migration_3(tmp_path):
 
     path = tmp_path / "old.db"
     conn = sqlite3.connect(path)
-    conn.execute("CREATE TABLE _migrations (version INTEGER PRIMARY KEY, description TEXT, "
-                 "applied_at TEXT)")
+    conn.execute(
+        "CREATE TABLE _migrations (version INTEGER PRIMARY KEY, description TEXT, applied_at TEXT)"
+    )
     for version, (description, statements) in enumerate(MIGRATIONS[:2], start=1):
         for sql in statements:
             conn.execute(sql)
@@ -294,8 +351,9 @@ def test_schema_2_log_gains_the_model_io_columns_in_migration_3(tmp_path):
         assert {"attempts", "retries", "timeouts", "response_format"} <= calls
         assert "answer_source" in {r["name"] for r in log.query("PRAGMA table_info(predictions)")}
         assert "reply_attempts" in RUN_TABLES
-        assert log.query("SELECT role, attempts FROM llm_calls") == [{"role": "agent",
-                                                                      "attempts": None}]
+        assert log.query("SELECT role, attempts FROM llm_calls") == [
+            {"role": "agent", "attempts": None}
+        ]
 
 
 def test_schema_3_log_gains_the_rollout_tables_in_migration_4(tmp_path):
@@ -303,8 +361,9 @@ def test_schema_3_log_gains_the_rollout_tables_in_migration_4(tmp_path):
 
     path = tmp_path / "old.db"
     conn = sqlite3.connect(path)
-    conn.execute("CREATE TABLE _migrations (version INTEGER PRIMARY KEY, description TEXT, "
-                 "applied_at TEXT)")
+    conn.execute(
+        "CREATE TABLE _migrations (version INTEGER PRIMARY KEY, description TEXT, applied_at TEXT)"
+    )
     for version, (description, statements) in enumerate(MIGRATIONS[:3], start=1):
         for sql in statements:
             conn.execute(sql)
@@ -315,7 +374,13 @@ def test_schema_3_log_gains_the_rollout_tables_in_migration_4(tmp_path):
     with HarnessLog(path) as log:
         assert log.schema_version() >= 4
         tables = {r["name"] for r in log.query("SELECT name FROM sqlite_master")}
-        assert {"branches", "verdicts", "judgments", "rankings", "memories",
-                "memories_fts"} <= tables
+        assert {
+            "branches",
+            "verdicts",
+            "judgments",
+            "rankings",
+            "memories",
+            "memories_fts",
+        } <= tables
         assert log.query("SELECT question_id FROM predictions") == [{"question_id": "q"}]
         assert {"branches", "verdicts", "judgments", "rankings"} <= set(RUN_TABLES)

@@ -14,12 +14,14 @@ SPLIT = {"diagnosis": 0.5, "validation": 0.3, "test": 0.2}
 
 
 def q(qid: str, task_type: str = "a", unit: str = "", family: str = "") -> Question:
-    return Question(question_id=qid, task_type=task_type, question="?", answer="x",
-                    unit_id=unit, family=family)
+    return Question(
+        question_id=qid, task_type=task_type, question="?", answer="x", unit_id=unit, family=family
+    )
 
 
-def synthetic(n_units_per_type: int = 200, types: tuple[str, ...] = ("math", "logic")
-              ) -> list[Question]:
+def synthetic(
+    n_units_per_type: int = 200, types: tuple[str, ...] = ("math", "logic")
+) -> list[Question]:
     """Singles, pairs (every 4th unit) and families of 1-3 units, types interleaved."""
     out: list[Question] = []
     for i in range(n_units_per_type):
@@ -116,16 +118,18 @@ def test_zero_ratio_pool_stays_empty_and_missing_key_means_zero() -> None:
     assert (len(pools.diagnosis), len(pools.validation)) == (15, 5)
 
 
-@pytest.mark.parametrize("split", [{"train": 1.0}, {"diagnosis": -1, "validation": 2},
-                                   {"diagnosis": 0, "validation": 0}])
+@pytest.mark.parametrize(
+    "split", [{"train": 1.0}, {"diagnosis": -1, "validation": 2}, {"diagnosis": 0, "validation": 0}]
+)
 def test_bad_split_is_a_user_error(split: dict[str, float]) -> None:
     with pytest.raises(UserError):
         split_pools([q("a")], split, seed=0)
 
 
 def pairs(prefix: str, task_type: str, n: int) -> tuple[Question, ...]:
-    return tuple(q(f"{prefix}{i}-{m}", task_type, f"{prefix}{i}") for i in range(n)
-                 for m in range(2))
+    return tuple(
+        q(f"{prefix}{i}-{m}", task_type, f"{prefix}{i}") for i in range(n) for m in range(2)
+    )
 
 
 def singles(prefix: str, task_type: str, n: int) -> tuple[Question, ...]:
@@ -134,11 +138,14 @@ def singles(prefix: str, task_type: str, n: int) -> tuple[Question, ...]:
 
 def test_filter_counts_pairs_once() -> None:
     # "pa": 2 validation pairs = 4 questions but 2 units; "sg": 3 single units.
-    pools = Pools(diagnosis=pairs("pd", "pa", 2) + singles("sd", "sg", 3),
-                  validation=pairs("pv", "pa", 2) + singles("sv", "sg", 3),
-                  test=singles("t", "pa", 1))
-    kept_pools, kept, dropped = filter_trainable(pools, None, eval_min_per_class=3,
-                                                 trainable_min_units=5)
+    pools = Pools(
+        diagnosis=pairs("pd", "pa", 2) + singles("sd", "sg", 3),
+        validation=pairs("pv", "pa", 2) + singles("sv", "sg", 3),
+        test=singles("t", "pa", 1),
+    )
+    kept_pools, kept, dropped = filter_trainable(
+        pools, None, eval_min_per_class=3, trainable_min_units=5
+    )
     assert kept == ("sg",)
     assert [t for t, _ in dropped] == ["pa"]
     assert "2 validation units < eval_min_per_class=3" in dropped[0][1]
@@ -154,9 +161,11 @@ def test_filter_keeps_type_at_exact_thresholds() -> None:
 
 
 def test_filter_restricts_to_requested_types() -> None:
-    pools = Pools(diagnosis=singles("da", "a", 5) + singles("db", "b", 5),
-                  validation=singles("va", "a", 5) + singles("vb", "b", 5),
-                  test=singles("ta", "a", 2) + singles("tb", "b", 2))
+    pools = Pools(
+        diagnosis=singles("da", "a", 5) + singles("db", "b", 5),
+        validation=singles("va", "a", 5) + singles("vb", "b", 5),
+        test=singles("ta", "a", 2) + singles("tb", "b", 2),
+    )
     out, kept, dropped = filter_trainable(pools, ["b", "nope"], 1, 1)
     assert kept == ("b",)
     assert dropped == [("nope", "not in the benchmark")]
@@ -165,8 +174,11 @@ def test_filter_restricts_to_requested_types() -> None:
 
 
 def test_filter_error_names_every_dropped_type_and_reason() -> None:
-    pools = Pools(diagnosis=singles("da", "alpha", 1), validation=singles("vb", "beta", 1),
-                  test=singles("t", "gamma", 9))
+    pools = Pools(
+        diagnosis=singles("da", "alpha", 1),
+        validation=singles("vb", "beta", 1),
+        test=singles("t", "gamma", 9),
+    )
     with pytest.raises(UserError) as err:
         filter_trainable(pools, None, eval_min_per_class=2, trainable_min_units=4)
     msg = str(err.value)

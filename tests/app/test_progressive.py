@@ -19,22 +19,37 @@ from core.types import Question
 BODY = "# Ledger cases\n\n## Rules\n- {rule}\n"
 
 
-def prompts(descriptions: dict[str, str], mode: str = "progressive", rule: str = "x") -> AgentPrompts:
+def prompts(
+    descriptions: dict[str, str], mode: str = "progressive", rule: str = "x"
+) -> AgentPrompts:
     skills = {f"{t}.md": BODY.format(rule=rule) for t in descriptions}
-    skills[SIDECAR] = write_sidecar({f"{t}.md": {"name": t, "description": d}
-                                     for t, d in descriptions.items()})
-    return AgentPrompts(system="# Agent\n", tool_docs={"read_skill": "by task type"},
-                        skills=skills, user_template="<question>\n$question\n</question>",
-                        skill_mode=mode, skills_version="v1", prompts_version="v1")
+    skills[SIDECAR] = write_sidecar(
+        {f"{t}.md": {"name": t, "description": d} for t, d in descriptions.items()}
+    )
+    return AgentPrompts(
+        system="# Agent\n",
+        tool_docs={"read_skill": "by task type"},
+        skills=skills,
+        user_template="<question>\n$question\n</question>",
+        skill_mode=mode,
+        skills_version="v1",
+        prompts_version="v1",
+    )
 
 
 def question(task_type: str = "ledger") -> Question:
     world = build_world()
-    case = next(c for c in world.cases.values() if c.task_type == task_type
-                and not c.needs_context)
-    return Question(question_id=case.question_id, task_type=task_type, question=case.question,
-                    answer=case.answer, unit_id=case.unit_id, family=case.family,
-                    checker=case.checker, checker_args=case.checker_args)
+    case = next(c for c in world.cases.values() if c.task_type == task_type and not c.needs_context)
+    return Question(
+        question_id=case.question_id,
+        task_type=task_type,
+        question=case.question,
+        answer=case.answer,
+        unit_id=case.unit_id,
+        family=case.family,
+        checker=case.checker,
+        checker_args=case.checker_args,
+    )
 
 
 def test_catalog_lists_names_and_descriptions_not_bodies():
@@ -64,6 +79,7 @@ def test_sim_agent_opens_a_skill_only_when_its_description_names_the_cues():
 def run(p: AgentPrompts, q: Question):
     async def go():
         return await answer_question(SimProvider(), p, q, AgentSettings())
+
     return anyio.run(go)
 
 
@@ -73,11 +89,12 @@ def test_rollouts_record_which_skill_they_opened():
     verdict = vague.steps[-1]
     assert verdict["skills_opened"] == [] and verdict["skill_expected"] == "ledger.md"
     assert not any(s["type"] == "tool" for s in vague.steps)
-    good = run(prompts({"ledger": "Use for ledger cases asking for a total.",
-                        "units": "Use for units."}), q)
+    good = run(
+        prompts({"ledger": "Use for ledger cases asking for a total.", "units": "Use for units."}),
+        q,
+    )
     assert good.steps[-1]["skills_opened"] == ["ledger.md"]
-    stolen = run(prompts({"ledger": "Guidance.", "units": "Use for units and ledger totals."}),
-                 q)
+    stolen = run(prompts({"ledger": "Guidance.", "units": "Use for units and ledger totals."}), q)
     assert stolen.steps[-1]["skills_opened"] == ["units.md"]
     a = from_steps("ledger", json.dumps(stolen.steps))
     assert a == Activation("ledger", "ledger.md", ("units.md",))
@@ -91,10 +108,12 @@ def test_inline_mode_records_no_activation_and_is_unchanged():
 
 
 def test_recall_and_precision_per_task_type():
-    records = [Activation("ledger", "ledger.md", ("ledger.md",)),
-               Activation("ledger", "ledger.md", ()),
-               Activation("units", "units.md", ("ledger.md",)),
-               Activation("units", "units.md", ("units.md",))]
+    records = [
+        Activation("ledger", "ledger.md", ("ledger.md",)),
+        Activation("ledger", "ledger.md", ()),
+        Activation("units", "units.md", ("ledger.md",)),
+        Activation("units", "units.md", ("units.md",)),
+    ]
     s = summarise(records)
     assert s["ledger"]["recall"] == 0.5 and s["ledger"]["precision"] == 0.5
     assert s["units"]["recall"] == 0.5 and s["units"]["precision"] == 1.0
@@ -107,8 +126,10 @@ def test_recall_and_precision_per_task_type():
 def test_parse_description_is_defensive():
     from app.harness.descriptions import parse_description
 
-    assert parse_description('{"description": "Use for ledger\\n totals."}') == \
-        ("Use for ledger totals.", "")
+    assert parse_description('{"description": "Use for ledger\\n totals."}') == (
+        "Use for ledger totals.",
+        "",
+    )
     assert parse_description('prose {"description": "x\\u001b[31m y"} more')[0] == "x[31m y"
     assert parse_description("no json")[0] is None
     assert parse_description('{"description": 3}')[0] is None
@@ -130,15 +151,46 @@ def test_training_descriptions_raises_activation_and_versions_show_the_diff(tmp_
     store = tmp_path / "store"
     shutil.copytree(root / "store", store)
     ws = tmp_path / "ws"
-    assert main(["init", str(ws), "--skills-from",
-                 str(root / "examples" / "agent-skills" / "sim-vague"), "--seed", "vague",
-                 "--questions", "sim-basic", "--store", str(store)]) == 0
-    assert main(["train", "-w", str(ws), "--config", str(root / "app" / "demo.toml"),
-                 "--set", 'skill_mode="progressive"', "--set", "epochs=2", "--no-progress",
-                 "--store", str(store)]) == 0
+    assert (
+        main(
+            [
+                "init",
+                str(ws),
+                "--skills-from",
+                str(root / "examples" / "agent-skills" / "sim-vague"),
+                "--seed",
+                "vague",
+                "--questions",
+                "sim-basic",
+                "--store",
+                str(store),
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "train",
+                "-w",
+                str(ws),
+                "--config",
+                str(root / "app" / "demo.toml"),
+                "--set",
+                'skill_mode="progressive"',
+                "--set",
+                "epochs=2",
+                "--no-progress",
+                "--store",
+                str(store),
+            ]
+        )
+        == 0
+    )
     versions = list_versions(ws, "skills")
-    described = [v for v in versions
-                 if read_meta(ws, "skills", v)["source"] == "slow_update:description"]
+    described = [
+        v for v in versions if read_meta(ws, "skills", v)["source"] == "slow_update:description"
+    ]
     assert described, "no description was accepted"
     v = described[0]
     parent = read_meta(ws, "skills", v)["parent"]
@@ -165,8 +217,16 @@ def test_tui_step_summary_shows_activation():
     from app.tui.widgets.step_detail import step_summary
 
     row = {"epoch": 1, "step": 0, "task_type": "ledger", "action": "reject"}
-    report = {"activation": {"recall": 0.5, "precision": None, "n": 4, "opened_none": 2,
-                             "opened_wrong": 0, "skill": "ledger.md"}}
+    report = {
+        "activation": {
+            "recall": 0.5,
+            "precision": None,
+            "n": 4,
+            "opened_none": 2,
+            "opened_wrong": 0,
+            "skill": "ledger.md",
+        }
+    }
     console = Console(width=200, record=True)
     console.print(step_summary({"row": row, "report": report}))
     text = console.export_text()
@@ -189,34 +249,77 @@ def test_killed_in_the_description_phase_resumes_to_the_same_state(tmp_path):
     root = Path(__file__).resolve().parents[2]
     store = tmp_path / "store"
     shutil.copytree(root / "store", store)
-    args = ["--config", str(root / "app" / "demo.toml"), "--set", 'skill_mode="progressive"',
-            "--set", "epochs=3", "--store", str(store), "--no-progress"]
+    args = [
+        "--config",
+        str(root / "app" / "demo.toml"),
+        "--set",
+        'skill_mode="progressive"',
+        "--set",
+        "epochs=3",
+        "--store",
+        str(store),
+        "--no-progress",
+    ]
 
     def cli(*extra: str, env: dict | None = None) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "main.py", *extra], cwd=root, text=True,
-                              capture_output=True, env={**os.environ, **(env or {})},
-                              timeout=600)
+        return subprocess.run(
+            [sys.executable, "main.py", *extra],
+            cwd=root,
+            text=True,
+            capture_output=True,
+            env={**os.environ, **(env or {})},
+            timeout=600,
+        )
 
     def versions(ws: Path) -> tuple:
         manifest = json.loads((ws / "manifest.json").read_text())
-        metas = [json.loads((v / "_meta.json").read_text())
-                 for v in sorted((ws / "skills").iterdir(), key=lambda p: int(p.name[1:]))]
-        return (manifest["current"], manifest["best"]["skills"],
-                [(m["sha256"], m["source"], m["description"]) for m in metas])
+        metas = [
+            json.loads((v / "_meta.json").read_text())
+            for v in sorted((ws / "skills").iterdir(), key=lambda p: int(p.name[1:]))
+        ]
+        return (
+            manifest["current"],
+            manifest["best"]["skills"],
+            [(m["sha256"], m["source"], m["description"]) for m in metas],
+        )
 
-    assert cli("import-skills", str(root / "examples" / "agent-skills" / "sim-vague"),
-               "--name", "vague", "--store", str(store)).returncode == 0
+    assert (
+        cli(
+            "import-skills",
+            str(root / "examples" / "agent-skills" / "sim-vague"),
+            "--name",
+            "vague",
+            "--store",
+            str(store),
+        ).returncode
+        == 0
+    )
     for name in ("ref", "killed"):
-        assert cli("init", str(tmp_path / name), "--seed", "vague", "--questions", "sim-basic",
-                   "--store", str(store)).returncode == 0
+        assert (
+            cli(
+                "init",
+                str(tmp_path / name),
+                "--seed",
+                "vague",
+                "--questions",
+                "sim-basic",
+                "--store",
+                str(store),
+            ).returncode
+            == 0
+        )
     assert cli("train", "-w", str(tmp_path / "ref"), *args).returncode == 0
-    killed = cli("train", "-w", str(tmp_path / "killed"), *args,
-                 env={"SKILL_TRAINER_KILL_AT": "version:3"})
+    killed = cli(
+        "train", "-w", str(tmp_path / "killed"), *args, env={"SKILL_TRAINER_KILL_AT": "version:3"}
+    )
     assert killed.returncode == -9
-    sources = [json.loads((v / "_meta.json").read_text())["source"]
-               for v in (tmp_path / "killed" / "skills").iterdir()]
+    sources = [
+        json.loads((v / "_meta.json").read_text())["source"]
+        for v in (tmp_path / "killed" / "skills").iterdir()
+    ]
     assert "slow_update:description" in sources  # it died inside the description phase
-    resumed = cli("train", "-w", str(tmp_path / "killed"), "--resume", "--store", str(store),
-                  "--no-progress")
+    resumed = cli(
+        "train", "-w", str(tmp_path / "killed"), "--resume", "--store", str(store), "--no-progress"
+    )
     assert resumed.returncode == 0, resumed.stderr
     assert versions(tmp_path / "killed") == versions(tmp_path / "ref")

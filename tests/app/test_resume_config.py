@@ -33,9 +33,23 @@ def setup(tmp_path: Path):
 
 
 def kill_mid_run(ws: Path, config: Path) -> None:
-    proc = subprocess.Popen([sys.executable, "main.py", "train", "-w", str(ws), "--config",
-                             str(config), "--no-progress", "--set", "sim_latency_ms=5"],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "main.py",
+            "train",
+            "-w",
+            str(ws),
+            "--config",
+            str(config),
+            "--no-progress",
+            "--set",
+            "sim_latency_ms=5",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 60
     while not list((ws / "reports" / "steps").glob("*.json")):
         assert proc.poll() is None and time.monotonic() < deadline
@@ -49,8 +63,10 @@ def test_resume_without_config_uses_the_runs_config(setup, tmp_path, capsys):
     kill_mid_run(ws, config)
     capsys.readouterr()
     # sim_latency_ms was a decision setting of the killed process: it carries over too
-    assert main(["train", "-w", str(ws), "--resume", "--no-progress",
-                 "--set", "sim_latency_ms=0"]) == 0
+    assert (
+        main(["train", "-w", str(ws), "--resume", "--no-progress", "--set", "sim_latency_ms=0"])
+        == 0
+    )
     err = capsys.readouterr().err
     assert "structural config changed" not in err
     assert "edit_budget_start" not in err and "gate_n_max" not in err
@@ -65,8 +81,10 @@ def test_a_changed_decision_setting_is_shown_before_it_applies(setup, capsys):
     ws, config = setup
     kill_mid_run(ws, config)
     capsys.readouterr()
-    assert main(["train", "-w", str(ws), "--resume", "--no-progress",
-                 "--set", "edit_budget_start=2"]) == 0
+    assert (
+        main(["train", "-w", str(ws), "--resume", "--no-progress", "--set", "edit_budget_start=2"])
+        == 0
+    )
     err = capsys.readouterr().err
     changed = err.index("edit_budget_start: 3 -> 2")
     assert changed < err.index("resuming train1"), "shown only after the run went on"

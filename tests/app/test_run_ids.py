@@ -31,8 +31,11 @@ def ws(trained, tmp_path) -> Path:
 def rows(ws: Path, run_id: str) -> list[tuple]:
     conn = sqlite3.connect(ws / "harness.db")
     try:
-        return conn.execute("SELECT question_id, prediction, skills_version FROM predictions "
-                            "WHERE run_id = ? ORDER BY question_id", (run_id,)).fetchall()
+        return conn.execute(
+            "SELECT question_id, prediction, skills_version FROM predictions "
+            "WHERE run_id = ? ORDER BY question_id",
+            (run_id,),
+        ).fetchall()
     finally:
         conn.close()
 
@@ -47,26 +50,45 @@ def test_training_run_ids_are_refused_even_with_overwrite(ws, run_id, capsys):
 
 
 def test_an_existing_run_id_needs_the_recorded_overwrite_flag(ws, capsys):
-    assert main(["infer", "-w", str(ws), "--run-id", "mine", "--no-progress",
-                 "--task-types", "ledger"]) == 0
+    assert (
+        main(
+            ["infer", "-w", str(ws), "--run-id", "mine", "--no-progress", "--task-types", "ledger"]
+        )
+        == 0
+    )
     first = rows(ws, "mine")
     assert main(["infer", "-w", str(ws), "--run-id", "mine", "--no-progress"]) == 2
     assert "already exists" in capsys.readouterr().err
     assert rows(ws, "mine") == first
-    assert main(["infer", "-w", str(ws), "--run-id", "mine", "--no-progress",
-                 "--overwrite-run"]) == 0
+    assert (
+        main(["infer", "-w", str(ws), "--run-id", "mine", "--no-progress", "--overwrite-run"]) == 0
+    )
     assert len(rows(ws, "mine")) > len(first)
     conn = sqlite3.connect(ws / "harness.db")
-    provenance = json.loads(conn.execute("SELECT provenance_json FROM _runs WHERE run_id = "
-                                         "'mine'").fetchone()[0])
+    provenance = json.loads(
+        conn.execute("SELECT provenance_json FROM _runs WHERE run_id = 'mine'").fetchone()[0]
+    )
     conn.close()
     assert provenance["overwrote"]["run_id"] == "mine"
     assert provenance["overwrote"]["kind"] == "infer"
 
 
 def test_generated_ids_step_over_ids_given_by_hand(ws):
-    assert main(["infer", "-w", str(ws), "--run-id", "infer-1", "--no-progress",
-                 "--task-types", "ledger"]) == 0
+    assert (
+        main(
+            [
+                "infer",
+                "-w",
+                str(ws),
+                "--run-id",
+                "infer-1",
+                "--no-progress",
+                "--task-types",
+                "ledger",
+            ]
+        )
+        == 0
+    )
     mine = rows(ws, "infer-1")
     assert main(["infer", "-w", str(ws), "--no-progress", "--task-types", "ledger"]) == 0
     assert rows(ws, "infer-1") == mine and rows(ws, "infer-2")

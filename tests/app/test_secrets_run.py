@@ -33,9 +33,11 @@ TRAIN = ["--set", "epochs=1", "--set", 'task_types=["ledger", "units"]', "--no-p
 
 def _canaries() -> dict[str, str]:
     tag = secrets.token_hex(12)
-    return {"OPENAI_API_KEY": f"sk-canary-openai-{tag}",
-            "ANTHROPIC_API_KEY": f"sk-ant-canary-{tag[::-1]}",
-            "SKILL_TRAINER_TEST_TOKEN": f"tok-canary-{secrets.token_hex(8)}"}
+    return {
+        "OPENAI_API_KEY": f"sk-canary-openai-{tag}",
+        "ANTHROPIC_API_KEY": f"sk-ant-canary-{tag[::-1]}",
+        "SKILL_TRAINER_TEST_TOKEN": f"tok-canary-{secrets.token_hex(8)}",
+    }
 
 
 def _make_store(base: Path, canaries: dict[str, str]) -> tuple[Path, str]:
@@ -46,23 +48,41 @@ def _make_store(base: Path, canaries: dict[str, str]) -> tuple[Path, str]:
     shutil.copytree(STORE_DIR / "seeds" / "sim-starter", store / "seeds" / "sim-starter")
     skill = store / "seeds" / "sim-starter" / "skills" / "ledger.md"
     skill.write_text(skill.read_text() + f"\n<!-- deploy key {token} -->\n")
-    lines = [json.loads(line) for line in
-             (STORE_DIR / "questions" / "sim-basic" / "questions.jsonl").read_text().splitlines()]
+    lines = [
+        json.loads(line)
+        for line in (STORE_DIR / "questions" / "sim-basic" / "questions.jsonl")
+        .read_text()
+        .splitlines()
+    ]
     lines = [q for q in lines if q["task_type"] in ("ledger", "units")]
     world = build_world()
-    read = next(q for q in lines if q.get("context") and q["unit_id"] == q["question_id"]
-                and (case := world.case_for_text(q["question"])) and case.needs_context)
+    read = next(
+        q
+        for q in lines
+        if q.get("context")
+        and q["unit_id"] == q["question_id"]
+        and (case := world.case_for_text(q["question"]))
+        and case.needs_context
+    )
     first, _, rest = read["context"].partition("\n")
     read["context"] = f"{first} (account key {openai})\n{rest}"
-    lines.append({"question_id": "leaky-1", "task_type": "ledger",
-                  "question": f"Which key is this: {openai}? Also {anthropic}.",
-                  "answer": "none", "context": f"Summary: {anthropic}\nFACT: key={openai}"})
+    lines.append(
+        {
+            "question_id": "leaky-1",
+            "task_type": "ledger",
+            "question": f"Which key is this: {openai}? Also {anthropic}.",
+            "answer": "none",
+            "context": f"Summary: {anthropic}\nFACT: key={openai}",
+        }
+    )
     folder = store / "questions" / "leaky"
     folder.mkdir(parents=True)
     (folder / "questions.jsonl").write_text(
-        "".join(json.dumps(q) + "\n" for q in lines), encoding="utf-8")
+        "".join(json.dumps(q) + "\n" for q in lines), encoding="utf-8"
+    )
     (folder / "benchmark.toml").write_text(
-        'name = "leaky"\nseed = 5\n[split]\ndiagnosis = 0.5\nvalidation = 0.25\ntest = 0.25\n')
+        'name = "leaky"\nseed = 5\n[split]\ndiagnosis = 0.5\nvalidation = 0.25\ntest = 0.25\n'
+    )
     return store, read["question_id"]
 
 
@@ -76,8 +96,9 @@ def leaky_run(tmp_path_factory):
     outputs: list[tuple[str, subprocess.CompletedProcess]] = []
 
     def run(*args: str) -> subprocess.CompletedProcess:
-        proc = subprocess.run([sys.executable, "main.py", *args], cwd=ROOT, env=env,
-                              capture_output=True, timeout=300)
+        proc = subprocess.run(
+            [sys.executable, "main.py", *args], cwd=ROOT, env=env, capture_output=True, timeout=300
+        )
         outputs.append((" ".join(args[:2]), proc))
         assert proc.returncode == 0, proc.stderr.decode("utf-8", "replace")
         return proc
@@ -88,8 +109,14 @@ def leaky_run(tmp_path_factory):
     run("report", str(ws), "--json")
     run("eval", "v1", "-w", str(ws), "--no-progress", "-v")
     run("train", "-w", str(ws), "--fresh", "--store", str(store), *TRAIN)
-    return {"base": base, "store": store, "ws": ws, "canaries": canaries, "read_qid": read_qid,
-            "outputs": outputs}
+    return {
+        "base": base,
+        "store": store,
+        "ws": ws,
+        "canaries": canaries,
+        "read_qid": read_qid,
+        "outputs": outputs,
+    }
 
 
 def _needles(canaries: dict[str, str]) -> list[bytes]:
@@ -106,16 +133,28 @@ def test_no_canary_byte_anywhere_in_the_workspaces(leaky_run):
     assert len(archived) == 1, "train --fresh did not archive the first workspace"
     files = [p for p in (base / "workspaces").rglob("*") if p.is_file()]
     names = {p.name for p in files}
-    for expected in ("harness.db", "response_cache.db", "skill-trainer.log", "manifest.json",
-                     "checkpoint.json", "final_test_eval.json", "questions.jsonl"):
+    for expected in (
+        "harness.db",
+        "response_cache.db",
+        "skill-trainer.log",
+        "manifest.json",
+        "checkpoint.json",
+        "final_test_eval.json",
+        "questions.jsonl",
+    ):
         assert expected in names, f"{expected} missing: the run did not write what it should"
     assert any(p.parent.name == "steps" for p in files)
-    hits = [(str(p.relative_to(base)), n.decode()) for p in files
-            for n in _needles(canaries) if n in p.read_bytes()]
+    hits = [
+        (str(p.relative_to(base)), n.decode())
+        for p in files
+        for n in _needles(canaries)
+        if n in p.read_bytes()
+    ]
     assert hits == []
     # file names too
-    assert [p for p in base.rglob("*") if any(n.decode() in p.name
-                                                for n in _needles(canaries))] == []
+    assert [
+        p for p in base.rglob("*") if any(n.decode() in p.name for n in _needles(canaries))
+    ] == []
 
 
 def test_no_canary_in_any_console_output(leaky_run):
@@ -145,13 +184,20 @@ def test_placeholders_stand_where_the_canaries_were(leaky_run):
     # the context the agent read through its tool is in the logged trajectory, redacted
     conn = sqlite3.connect(ws / "harness.db")
     try:
-        steps = [json.loads(r[0]) for r in conn.execute(
-            "SELECT steps_json FROM predictions WHERE question_id = ?",
-            (leaky_run["read_qid"],))]
+        steps = [
+            json.loads(r[0])
+            for r in conn.execute(
+                "SELECT steps_json FROM predictions WHERE question_id = ?", (leaky_run["read_qid"],)
+            )
+        ]
     finally:
         conn.close()
-    outputs = [s.get("output", "") for trajectory in steps for s in trajectory
-               if s["type"] == "tool" and s["name"] == "read_context"]
+    outputs = [
+        s.get("output", "")
+        for trajectory in steps
+        for s in trajectory
+        if s["type"] == "tool" and s["name"] == "read_context"
+    ]
     assert outputs, "the agent never read the planted context: the test lost its teeth"
     assert all(marks["OPENAI_API_KEY"] in o for o in outputs)
 
@@ -171,11 +217,15 @@ def test_every_json_file_still_parses(leaky_run):
         conn = sqlite3.connect(db)
         try:
             bad = conn.execute(
-                "SELECT COUNT(*) FROM predictions WHERE NOT json_valid(steps_json)").fetchone()[0]
-            bad += conn.execute("SELECT COUNT(*) FROM step_reports "
-                                "WHERE NOT json_valid(report_json)").fetchone()[0]
-            bad += conn.execute("SELECT COUNT(*) FROM _runs WHERE NOT json_valid(config_json) "
-                                "OR NOT json_valid(provenance_json)").fetchone()[0]
+                "SELECT COUNT(*) FROM predictions WHERE NOT json_valid(steps_json)"
+            ).fetchone()[0]
+            bad += conn.execute(
+                "SELECT COUNT(*) FROM step_reports WHERE NOT json_valid(report_json)"
+            ).fetchone()[0]
+            bad += conn.execute(
+                "SELECT COUNT(*) FROM _runs WHERE NOT json_valid(config_json) "
+                "OR NOT json_valid(provenance_json)"
+            ).fetchone()[0]
         finally:
             conn.close()
         assert bad == 0, db

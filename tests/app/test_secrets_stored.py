@@ -31,9 +31,13 @@ def canary(monkeypatch):
 
 def test_an_echoed_key_is_not_stored_in_the_response_cache(tmp_path, canary):
     cache = ResponseCache(tmp_path / "response_cache.db")
-    echoed = LLMResponse(text=f"your key is {canary}", usage=Usage(1, 1), cost_usd=0.001,
-                         tool_calls=(ToolCall(id="c1", name="t", arguments={"k": canary}),),
-                         model="m")
+    echoed = LLMResponse(
+        text=f"your key is {canary}",
+        usage=Usage(1, 1),
+        cost_usd=0.001,
+        tool_calls=(ToolCall(id="c1", name="t", arguments={"k": canary}),),
+        model="m",
+    )
     cache.put("k1", echoed, ("run", "run", "agent", "m"))
     cache.close()
     raw = b"".join(p.read_bytes() for p in tmp_path.iterdir())
@@ -42,12 +46,16 @@ def test_an_echoed_key_is_not_stored_in_the_response_cache(tmp_path, canary):
 
 
 def test_url_credentials_are_redacted():
-    assert redact_url_credentials(API_BASE) == \
-        f"http://{placeholder('alice:' + PASSWORD)}@127.0.0.1:9/v1"
+    assert (
+        redact_url_credentials(API_BASE)
+        == f"http://{placeholder('alice:' + PASSWORD)}@127.0.0.1:9/v1"
+    )
     token = "https://ghp_tok3n@github.com/x"
     assert "ghp_tok3n" not in redact_url_credentials(token)
-    assert redact_url_credentials("mail me at a@b.c, see http://host/x") == \
-        "mail me at a@b.c, see http://host/x"
+    assert (
+        redact_url_credentials("mail me at a@b.c, see http://host/x")
+        == "mail me at a@b.c, see http://host/x"
+    )
 
 
 def test_api_base_password_is_stored_and_printed_nowhere(tmp_path):
@@ -55,9 +63,23 @@ def test_api_base_password_is_stored_and_printed_nowhere(tmp_path):
     assert main(["init", str(ws), "--seed", "sim-starter", "--questions", "sim-basic"]) == 0
     outputs = []
     for extra in ([], ["--resume"]):
-        done = subprocess.run([sys.executable, "main.py", "train", "-w", str(ws), "-v", *extra,
-                               *TRAIN, "--set", f'api_base="{API_BASE}"'], cwd=ROOT,
-                              capture_output=True, timeout=300)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "main.py",
+                "train",
+                "-w",
+                str(ws),
+                "-v",
+                *extra,
+                *TRAIN,
+                "--set",
+                f'api_base="{API_BASE}"',
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            timeout=300,
+        )
         assert done.returncode == 0, done.stderr
         outputs.append(done.stdout + done.stderr)
     assert b"api_base" not in outputs[1], "resume saw an api_base change that is not one"

@@ -61,9 +61,10 @@ from core.evolution.evolve import process_reply, prompt_file_prompt, skill_promp
 from core.types import LLMResponse, Question
 
 WORLD = build_world()
-TEMPLATES = {name: (PROMPTS_DIR / f"{name}.md").read_text(encoding="utf-8")
-             for name in ("diagnose_failure", "evolve_skill", "evolve_system", "evolve_tool",
-                          "momentum")}
+TEMPLATES = {
+    name: (PROMPTS_DIR / f"{name}.md").read_text(encoding="utf-8")
+    for name in ("diagnose_failure", "evolve_skill", "evolve_system", "evolve_tool", "momentum")
+}
 
 
 # --------------------------------------------------------------------------------- helpers
@@ -78,8 +79,9 @@ def add_rules(prompts: AgentPrompts, lines_by_type: dict[str, Sequence[str]]) ->
     skills = dict(prompts.skills)
     for task_type, lines in lines_by_type.items():
         target = resolve_skill_file(task_type, skills)
-        text, reports = apply_edits(skills[target],
-                                    [Edit("add", "Rules", content="\n".join(lines))], target)
+        text, reports = apply_edits(
+            skills[target], [Edit("add", "Rules", content="\n".join(lines))], target
+        )
         assert reports[0].applied, reports
         skills[target] = text
     return dataclasses.replace(prompts, skills=skills, skills_version="rules")
@@ -97,8 +99,12 @@ def fair(prompts: AgentPrompts) -> AgentPrompts:
     return dataclasses.replace(prompts, system=system, tool_docs=docs, prompts_version="fair")
 
 
-async def answer_all(provider, prompts: AgentPrompts, questions: Sequence[Question],
-                     settings: AgentSettings | None = None) -> dict[str, object]:
+async def answer_all(
+    provider,
+    prompts: AgentPrompts,
+    questions: Sequence[Question],
+    settings: AgentSettings | None = None,
+) -> dict[str, object]:
     settings = settings or AgentSettings()
     out: dict[str, object] = {}
 
@@ -123,8 +129,10 @@ def unit_acc(questions: Sequence[Question], correct: dict[str, bool]) -> float:
 
 
 def acc_by_type(questions: Sequence[Question], correct: dict[str, bool]) -> dict[str, float]:
-    return {t: unit_acc([q for q in questions if q.task_type == t], correct)
-            for t in sorted({q.task_type for q in questions})}
+    return {
+        t: unit_acc([q for q in questions if q.task_type == t], correct)
+        for t in sorted({q.task_type for q in questions})
+    }
 
 
 class Injecting:
@@ -143,8 +151,9 @@ class Injecting:
 @pytest.fixture(scope="module")
 def ws(tmp_path_factory) -> WorkspacePaths:
     root = tmp_path_factory.mktemp("simworld") / "ws"
-    return init_workspace(root, load_seed(seed_dir(STORE_DIR, "sim-starter")),
-                          benchmark_dir(STORE_DIR, "sim-basic"))
+    return init_workspace(
+        root, load_seed(seed_dir(STORE_DIR, "sim-starter")), benchmark_dir(STORE_DIR, "sim-basic")
+    )
 
 
 @pytest.fixture(scope="module")
@@ -184,27 +193,51 @@ def _requests(questions: Sequence[Question], starter: AgentPrompts) -> list[tupl
     reqs: list[tuple[list, dict]] = []
     for prompts, q in ((starter, plain), (starter, ctx_q), (tool_mode, plain)):
         reqs.append((prompts.opening_messages(q), {"tools": prompts.tools_for(q) or None}))
-    failure = Failure(question=plain, prediction="12", stop_reason="final", steps=(),
-                      system=starter.system, skill=starter.skill_text(plain.task_type),
-                      tools="(none)")
-    pack = CasePack(plain.task_type, (CaseItem(plain.question_id, plain.unit_id, plain.question,
-                                               plain.answer, "12"),))
-    ctx_pack = CasePack("tool:read_context", (CaseItem(ctx_q.question_id, ctx_q.unit_id,
-                                                       ctx_q.question, ctx_q.answer, "1"),))
+    failure = Failure(
+        question=plain,
+        prediction="12",
+        stop_reason="final",
+        steps=(),
+        system=starter.system,
+        skill=starter.skill_text(plain.task_type),
+        tools="(none)",
+    )
+    pack = CasePack(
+        plain.task_type,
+        (CaseItem(plain.question_id, plain.unit_id, plain.question, plain.answer, "12"),),
+    )
+    ctx_pack = CasePack(
+        "tool:read_context",
+        (CaseItem(ctx_q.question_id, ctx_q.unit_id, ctx_q.question, ctx_q.answer, "1"),),
+    )
     user_prompts = [
         diagnosis_prompt(TEMPLATES["diagnose_failure"], failure),
-        skill_prompt(TEMPLATES["evolve_skill"], task_type=plain.task_type, file="x.md",
-                     skill=starter.skill_text(plain.task_type), pack=pack, budget=2,
-                     rejected=()),
-        prompt_file_prompt(TEMPLATES["evolve_system"], file="system.md", text=starter.system,
-                           pack=pack, budget=2),
-        prompt_file_prompt(TEMPLATES["evolve_tool"], file="tool_read_context.md",
-                           text=starter.tool_docs["read_context"], pack=ctx_pack, budget=2,
-                           tool="read_context"),
+        skill_prompt(
+            TEMPLATES["evolve_skill"],
+            task_type=plain.task_type,
+            file="x.md",
+            skill=starter.skill_text(plain.task_type),
+            pack=pack,
+            budget=2,
+            rejected=(),
+        ),
+        prompt_file_prompt(
+            TEMPLATES["evolve_system"], file="system.md", text=starter.system, pack=pack, budget=2
+        ),
+        prompt_file_prompt(
+            TEMPLATES["evolve_tool"],
+            file="tool_read_context.md",
+            text=starter.tool_docs["read_context"],
+            pack=ctx_pack,
+            budget=2,
+            tool="read_context",
+        ),
         Template(TEMPLATES["momentum"]).safe_substitute(
-            task_type=plain.task_type, previous=starter.skill_text(plain.task_type),
+            task_type=plain.task_type,
+            previous=starter.skill_text(plain.task_type),
             current=starter.skill_text(plain.task_type),
-            samples=f"- {plain.question} | previous: wrong, current: wrong"),
+            samples=f"- {plain.question} | previous: wrong, current: wrong",
+        ),
     ]
     reqs += [([{"role": "user", "content": p}], {"role": "evolver"}) for p in user_prompts]
     return reqs
@@ -251,8 +284,7 @@ def test_sample_seed_is_part_of_the_request(questions, starter) -> None:
 
     async def finals(seed: int) -> list[str]:
         provider = SimProvider()
-        return [(await provider.complete(starter.opening_messages(q), seed=seed)).text
-                for q in qs]
+        return [(await provider.complete(starter.opening_messages(q), seed=seed)).text for q in qs]
 
     a, b, c = run(finals, 0), run(finals, 0), run(finals, 1)
     assert a == b
@@ -298,15 +330,21 @@ def inference_by_condition(ws, sim, starter, questions):
     out = {}
     with HarnessLog(ws.db) as log:
         for name, p in (("starter", prompts), ("rules", add_rules(prompts, true_rules()))):
-            out[name] = run(lambda p=p, name=name: run_inference(
-                questions, provider=sim, prompts=p, log=log, run_id=f"skills-{name}",
-                settings=AgentSettings()))
+            out[name] = run(
+                lambda p=p, name=name: run_inference(
+                    questions,
+                    provider=sim,
+                    prompts=p,
+                    log=log,
+                    run_id=f"skills-{name}",
+                    settings=AgentSettings(),
+                )
+            )
     return out
 
 
 @pytest.mark.parametrize("task_type", TASK_TYPES)
-def test_stating_a_types_rules_raises_unit_accuracy(inference_by_condition,
-                                                    task_type: str) -> None:
+def test_stating_a_types_rules_raises_unit_accuracy(inference_by_condition, task_type: str) -> None:
     starter = inference_by_condition["starter"].per_task_type[task_type]
     rules = inference_by_condition["rules"].per_task_type[task_type]
     assert starter["total"] == rules["total"] >= 60
@@ -337,15 +375,28 @@ def real_packs(ws, sim, starter, questions) -> list[tuple[str, CasePack]]:
     """Rollout with the starter skills, then the harness's diagnosis and pack building, in
     batches of 24 questions (as training steps would): failure packs from real failures."""
     with HarnessLog(ws.db) as log:
-        run(lambda: run_inference(questions, provider=sim, prompts=starter, log=log,
-                                  run_id="packs-rollout", settings=AgentSettings()))
-        rows = {r["question_id"]: r for r in log.query(
-            "SELECT question_id, prediction, correct, stop_reason, steps_json FROM predictions "
-            "WHERE run_id = ?", ("packs-rollout",))}
+        run(
+            lambda: run_inference(
+                questions,
+                provider=sim,
+                prompts=starter,
+                log=log,
+                run_id="packs-rollout",
+                settings=AgentSettings(),
+            )
+        )
+        rows = {
+            r["question_id"]: r
+            for r in log.query(
+                "SELECT question_id, prediction, correct, stop_reason, steps_json FROM predictions "
+                "WHERE run_id = ?",
+                ("packs-rollout",),
+            )
+        }
     ordered = _interleaved(questions)
     packs: list[tuple[str, CasePack]] = []
     for start in range(0, len(ordered), 24):
-        batch = ordered[start:start + 24]
+        batch = ordered[start : start + 24]
         failures, successes = [], []
         for q in batch:
             row = rows[q.question_id]
@@ -353,24 +404,36 @@ def real_packs(ws, sim, starter, questions) -> list[tuple[str, CasePack]]:
                 successes.append((q, row["prediction"]))
                 continue
             tools = "\n".join(f"- {t.name}: {t.description}" for t in starter.tools_for(q))
-            failures.append(Failure(question=q, prediction=row["prediction"] or "",
-                                    stop_reason=row["stop_reason"],
-                                    steps=tuple(json.loads(row["steps_json"])),
-                                    system=starter.system,
-                                    skill=starter.skill_text(q.task_type),
-                                    tools=tools or "(none)"))
-        diagnoses = run(lambda f=failures: diagnose_failures(sim, TEMPLATES["diagnose_failure"],
-                                                             f))
+            failures.append(
+                Failure(
+                    question=q,
+                    prediction=row["prediction"] or "",
+                    stop_reason=row["stop_reason"],
+                    steps=tuple(json.loads(row["steps_json"])),
+                    system=starter.system,
+                    skill=starter.skill_text(q.task_type),
+                    tools=tools or "(none)",
+                )
+            )
+        diagnoses = run(lambda f=failures: diagnose_failures(sim, TEMPLATES["diagnose_failure"], f))
         result = build_packs(diagnoses, failures, successes)
         packs += sorted(result.skill_packs.items())
     return packs
 
 
-def _evolve_prompt(starter: AgentPrompts, task_type: str, pack: CasePack, budget: int = 2
-                   ) -> tuple[str, str]:
+def _evolve_prompt(
+    starter: AgentPrompts, task_type: str, pack: CasePack, budget: int = 2
+) -> tuple[str, str]:
     target = resolve_skill_file(task_type, starter.skills)
-    prompt = skill_prompt(TEMPLATES["evolve_skill"], task_type=task_type, file=target,
-                          skill=starter.skills[target], pack=pack, budget=budget, rejected=())
+    prompt = skill_prompt(
+        TEMPLATES["evolve_skill"],
+        task_type=task_type,
+        file=target,
+        skill=starter.skills[target],
+        pack=pack,
+        budget=budget,
+        rejected=(),
+    )
     return target, prompt
 
 
@@ -382,11 +445,13 @@ def _classify(reply: str, pack: CasePack, task_type: str) -> str:
     pack_rules = {WORLD.case_for_text(c.question).rule_id for c in pack.failures}
     statements = {normalise(f"- {WORLD.rules[r].statement}") for r in pack_rules}
     if any(c in decoys for c in contents):
-        assert all(c in {normalise(f"- {WORLD.rules[r].decoy}") for r in pack_rules}
-                   for c in contents), "decoy for a rule outside the pack"
+        assert all(
+            c in {normalise(f"- {WORLD.rules[r].decoy}") for r in pack_rules} for c in contents
+        ), "decoy for a rule outside the pack"
         return "harmful"
-    if edits and all(e["op"] == "add" and c in statements for e, c in zip(edits, contents,
-                                                                          strict=True)):
+    if edits and all(
+        e["op"] == "add" and c in statements for e, c in zip(edits, contents, strict=True)
+    ):
         return "useful"
     if all(c in {normalise(line) for line in USELESS_LINES} for c in contents):
         return "useless"
@@ -400,8 +465,7 @@ def _evolve_all(packs, starter, shares: EvolverShares) -> list[tuple[str, CasePa
         out = []
         for task_type, pack in packs:
             _, prompt = _evolve_prompt(starter, task_type, pack)
-            reply = await provider.complete([{"role": "user", "content": prompt}],
-                                            role="evolver")
+            reply = await provider.complete([{"role": "user", "content": prompt}], role="evolver")
             out.append((task_type, pack, reply.text))
         return out
 
@@ -419,12 +483,17 @@ def test_packs_come_from_real_skill_gap_failures(real_packs, baseline_correct) -
             assert not case.needs_context  # those are tool problems, not skill gaps
 
 
-@pytest.mark.parametrize("shares", [EvolverShares(), EvolverShares(harmful=0.35, useless=0.3)],
-                         ids=["default", "more-noise"])
-def test_evolver_useful_harmful_useless_at_configured_shares(real_packs, starter,
-                                                            shares: EvolverShares) -> None:
-    kinds = Counter(_classify(reply, pack, t)
-                    for t, pack, reply in _evolve_all(real_packs, starter, shares))
+@pytest.mark.parametrize(
+    "shares",
+    [EvolverShares(), EvolverShares(harmful=0.35, useless=0.3)],
+    ids=["default", "more-noise"],
+)
+def test_evolver_useful_harmful_useless_at_configured_shares(
+    real_packs, starter, shares: EvolverShares
+) -> None:
+    kinds = Counter(
+        _classify(reply, pack, t) for t, pack, reply in _evolve_all(real_packs, starter, shares)
+    )
     n = sum(kinds.values())
     assert kinds["other"] == 0, kinds
     useful_share = 1 - shares.harmful - shares.useless - shares.adversarial
@@ -436,8 +505,9 @@ def test_evolver_useful_harmful_useless_at_configured_shares(real_packs, starter
         assert kinds["useful"] / n > 0.5  # most packs get a useful proposal
 
 
-def test_evolver_with_empty_or_wrong_pack_proposes_nothing_useful(real_packs, starter,
-                                                                  questions) -> None:
+def test_evolver_with_empty_or_wrong_pack_proposes_nothing_useful(
+    real_packs, starter, questions
+) -> None:
     task_type, real = next((t, p) for t, p in real_packs if t == "ledger")
     other_world = build_world("basic", 8)
     foreign = [c for c in other_world.cases.values() if c.task_type == task_type][:4]
@@ -445,8 +515,10 @@ def test_evolver_with_empty_or_wrong_pack_proposes_nothing_useful(real_packs, st
     wrong_packs = {
         "empty": CasePack(task_type, ()),
         "successes only": CasePack(task_type, (), real.failures),
-        "other world": CasePack(task_type, tuple(
-            CaseItem(c.question_id, c.unit_id, c.question, c.answer, "0") for c in foreign)),
+        "other world": CasePack(
+            task_type,
+            tuple(CaseItem(c.question_id, c.unit_id, c.question, c.answer, "0") for c in foreign),
+        ),
         "other task type": CasePack(task_type, other_type.failures),
     }
     mine = {normalise(f"- {r.statement}") for r in WORLD.rules_for(task_type)}
@@ -454,8 +526,11 @@ def test_evolver_with_empty_or_wrong_pack_proposes_nothing_useful(real_packs, st
         provider = SimProvider(settings=SimSettings(shares=shares))
         for name, pack in wrong_packs.items():
             _, prompt = _evolve_prompt(starter, task_type, pack)
-            reply = run(lambda p=prompt, sim=provider: sim.complete(
-                [{"role": "user", "content": p}], role="evolver"))
+            reply = run(
+                lambda p=prompt, sim=provider: sim.complete(
+                    [{"role": "user", "content": p}], role="evolver"
+                )
+            )
             edits = json.loads(reply.text)["edits"]
             proposed = {normalise(e.get("content", "")) for e in edits}
             assert not proposed & mine, name
@@ -468,18 +543,25 @@ def test_evolver_with_empty_or_wrong_pack_proposes_nothing_useful(real_packs, st
     assert {normalise(e["content"]) for e in json.loads(reply.text)["edits"]} & mine
 
 
-def _applied(base: AgentPrompts, task_type: str, reply: str
-             ) -> AgentPrompts:
+def _applied(base: AgentPrompts, task_type: str, reply: str) -> AgentPrompts:
     target = resolve_skill_file(task_type, base.skills)
-    record = process_reply(reply, original=base.skills[target], target_file=target, budget=2,
-                           target_kind="skill", task_type=task_type)
+    record = process_reply(
+        reply,
+        original=base.skills[target],
+        target_file=target,
+        budget=2,
+        target_kind="skill",
+        task_type=task_type,
+    )
     assert record.status == "ok", record
-    return dataclasses.replace(base, skills={**base.skills, target: record.evolved},
-                               skills_version="edited")
+    return dataclasses.replace(
+        base, skills={**base.skills, target: record.evolved}, skills_version="edited"
+    )
 
 
 def test_harmful_edits_lower_accuracy_on_questions_needing_that_rule(
-        real_packs, starter, questions, sim, full_correct) -> None:
+    real_packs, starter, questions, sim, full_correct
+) -> None:
     replies = _evolve_all(real_packs, starter, EvolverShares(harmful=1.0, useless=0.0))
     full = add_rules(fair(starter), true_rules())
     hit_rules: set[str] = set()
@@ -666,13 +748,16 @@ def test_retrying_provider_recovers_transient_faults(questions, starter, monkeyp
 # ------------------------------------------------- (e) only what is in the prompt counts
 
 
-def test_rule_in_an_unrelated_message_does_not_help(sim, starter, questions,
-                                                    baseline_correct) -> None:
+def test_rule_in_an_unrelated_message_does_not_help(
+    sim, starter, questions, baseline_correct
+) -> None:
     rules_text = "\n".join(line for lines in true_rules().values() for line in lines)
     rules_text += "\n" + "\n".join(f"- {s}" for _, s in SYSTEM_RULES)
     base_acc = unit_acc(questions, baseline_correct)
-    for message in ({"role": "user", "content": f"# Skill\nRules you must apply:\n{rules_text}"},
-                    {"role": "assistant", "content": f"# Skill\nI will apply:\n{rules_text}"}):
+    for message in (
+        {"role": "user", "content": f"# Skill\nRules you must apply:\n{rules_text}"},
+        {"role": "assistant", "content": f"# Skill\nI will apply:\n{rules_text}"},
+    ):
         got = correctness(Injecting(sim, message), starter, questions)
         assert abs(unit_acc(questions, got) - base_acc) <= 0.05, message["role"]
     # The same text in the system prompt (a channel the agent reads) does help.
@@ -680,31 +765,39 @@ def test_rule_in_an_unrelated_message_does_not_help(sim, starter, questions,
     assert unit_acc(questions, correctness(sim, in_system, questions)) - base_acc >= 0.3
 
 
-def test_rule_only_in_the_harness_does_not_help(tmp_path: Path, sim, questions,
-                                               baseline_correct) -> None:
+def test_rule_only_in_the_harness_does_not_help(
+    tmp_path: Path, sim, questions, baseline_correct
+) -> None:
     """A newer skills version on disk, or a skill file not sent, changes nothing."""
-    ws = init_workspace(tmp_path / "ws", load_seed(seed_dir(STORE_DIR, "sim-starter")),
-                        benchmark_dir(STORE_DIR, "sim-basic"))
+    ws = init_workspace(
+        tmp_path / "ws",
+        load_seed(seed_dir(STORE_DIR, "sim-starter")),
+        benchmark_dir(STORE_DIR, "sim-basic"),
+    )
     ledger = [q for q in questions if q.task_type == "ledger"]
     v1 = AgentPrompts.load(ws.skills_dir, ws.prompts_dir, "inline")
     newer = add_rules(v1, true_rules())
-    version = advance_version(ws.root, "skills", newer.skills, source="test", parent="v1",
-                              description="all rules")
+    version = advance_version(
+        ws.root, "skills", newer.skills, source="test", parent="v1", description="all rules"
+    )
     update_manifest(ws.root, skills=version)
     assert resolve_paths(ws.root).skills_version == version
     still_v1 = AgentPrompts.load(ws.root / "skills" / "v1", ws.prompts_dir, "inline")
     assert correctness(sim, still_v1, questions) == baseline_correct
-    unsent = dataclasses.replace(v1, skills={**v1.skills,
-                                             "ledger-rules.md": newer.skills["ledger.md"]})
+    unsent = dataclasses.replace(
+        v1, skills={**v1.skills, "ledger-rules.md": newer.skills["ledger.md"]}
+    )
     got = correctness(sim, unsent, ledger)
     assert got == {q.question_id: baseline_correct[q.question_id] for q in ledger}
     sent = AgentPrompts.load(ws.root / "skills" / version, ws.prompts_dir, "inline")
-    assert unit_acc(ledger, correctness(sim, sent, ledger)) - unit_acc(
-        ledger, baseline_correct) >= 0.3
+    assert (
+        unit_acc(ledger, correctness(sim, sent, ledger)) - unit_acc(ledger, baseline_correct) >= 0.3
+    )
 
 
-def test_read_skill_tool_mode_uses_what_the_tool_returned(sim, starter, questions,
-                                                          full_correct) -> None:
+def test_read_skill_tool_mode_uses_what_the_tool_returned(
+    sim, starter, questions, full_correct
+) -> None:
     rules = add_rules(fair(starter), true_rules())
     tool_rules = dataclasses.replace(rules, skill_mode="tool")
     tool_starter = dataclasses.replace(fair(starter), skill_mode="tool")
@@ -719,15 +812,18 @@ def test_read_skill_tool_mode_uses_what_the_tool_returned(sim, starter, question
     assert abs(unit_acc(questions, with_tool) - unit_acc(questions, full_correct)) <= 0.05
 
 
-def test_context_dilution_lowers_accuracy_a_bit(sim, starter, questions, full_correct,
-                                                baseline_correct) -> None:
-    filler = [f"- Background note {i}: nothing in particular applies to this note."
-              for i in range(120)]
+def test_context_dilution_lowers_accuracy_a_bit(
+    sim, starter, questions, full_correct, baseline_correct
+) -> None:
+    filler = [
+        f"- Background note {i}: nothing in particular applies to this note." for i in range(120)
+    ]
     rules = add_rules(fair(starter), true_rules())
     skills = {}
     for name, text in rules.skills.items():
-        long, reports = apply_edits(text, [Edit("add", "Appendix", content="\n".join(filler))],
-                                    name)
+        long, reports = apply_edits(
+            text, [Edit("add", "Appendix", content="\n".join(filler))], name
+        )
         assert reports[0].applied
         assert len(long) > 6000
         skills[name] = long
@@ -759,8 +855,9 @@ def test_agent_probability_follows_the_skill_text(questions, starter) -> None:
 
 
 def _adversarial_replies(real_packs, starter) -> list[tuple[str, CasePack, str]]:
-    return _evolve_all(real_packs, starter, EvolverShares(harmful=0.0, useless=0.0,
-                                                          adversarial=1.0))
+    return _evolve_all(
+        real_packs, starter, EvolverShares(harmful=0.0, useless=0.0, adversarial=1.0)
+    )
 
 
 def test_adversarial_proposals_never_escape_or_touch_momentum(real_packs, starter) -> None:
@@ -768,8 +865,14 @@ def test_adversarial_proposals_never_escape_or_touch_momentum(real_packs, starte
     for task_type, _pack, reply in _adversarial_replies(real_packs, starter):
         target = resolve_skill_file(task_type, starter.skills)
         original = starter.skills[target]
-        record = process_reply(reply, original=original, target_file=target, budget=2,
-                               target_kind="skill", task_type=task_type)
+        record = process_reply(
+            reply,
+            original=original,
+            target_file=target,
+            budget=2,
+            target_kind="skill",
+            task_type=task_type,
+        )
         for edit in json.loads(reply)["edits"]:
             ops[edit["op"] + (":file" if edit.get("file") else "")] += 1
         for edit, report in zip(record.edits, record.apply_report, strict=True):
@@ -785,7 +888,10 @@ def test_adversarial_proposals_never_escape_or_touch_momentum(real_packs, starte
 
 
 def test_every_adversarial_proposal_kind_reaches_the_harness(real_packs, starter) -> None:
-    ops = Counter(edit["op"] for _t, _p, reply in _adversarial_replies(real_packs, starter)
-                  for edit in json.loads(reply)["edits"])
+    ops = Counter(
+        edit["op"]
+        for _t, _p, reply in _adversarial_replies(real_packs, starter)
+        for edit in json.loads(reply)["edits"]
+    )
     # _adversarial_edit has six choices; "delete Momentum" and the empty "replace" are two.
     assert ops["delete"] >= 5 and ops["replace"] >= 5, ops

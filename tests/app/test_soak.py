@@ -34,8 +34,17 @@ from app.tui.data import PredictionFilter, QueryCancelled, StepFilter, Workspace
 ROOT = Path(__file__).resolve().parents[2]
 SOAK_SECONDS = float(os.environ.get("SKILL_TRAINER_SOAK_SECONDS", "60"))
 ROUND_TIMEOUT_S = 300.0
-TRAIN = ["--set", "epochs=2", "--set", "early_stop_patience=3", "--set",
-         'task_types=["ledger", "units"]', "--set", "concurrency=8", "--no-progress"]
+TRAIN = [
+    "--set",
+    "epochs=2",
+    "--set",
+    "early_stop_patience=3",
+    "--set",
+    'task_types=["ledger", "units"]',
+    "--set",
+    "concurrency=8",
+    "--no-progress",
+]
 MIN_REPORTS, MIN_READS, MIN_PRESSES = 3, 10, 5
 LOCKED = ("database is locked", "OperationalError", "Traceback")
 
@@ -57,10 +66,28 @@ class Soak:
 
 def _record_data_errors(monkeypatch: pytest.MonkeyPatch, soak: Soak) -> None:
     """Every public WorkspaceData read records its exceptions (TUI and poller alike)."""
-    for name in ("fingerprint", "overview", "steps_page", "step_detail", "step_filter_options",
-                 "versions", "version_file", "version_diff", "run_kinds", "runs_page", "run",
-                 "predictions_page", "predictions_count", "prediction_task_types", "prediction",
-                 "question", "call_totals", "manifest", "checkpoint", "run_status"):
+    for name in (
+        "fingerprint",
+        "overview",
+        "steps_page",
+        "step_detail",
+        "step_filter_options",
+        "versions",
+        "version_file",
+        "version_diff",
+        "run_kinds",
+        "runs_page",
+        "run",
+        "predictions_page",
+        "predictions_count",
+        "prediction_task_types",
+        "prediction",
+        "question",
+        "call_totals",
+        "manifest",
+        "checkpoint",
+        "run_status",
+    ):
         real = getattr(WorkspaceData, name)
 
         @functools.wraps(real)
@@ -70,8 +97,7 @@ def _record_data_errors(monkeypatch: pytest.MonkeyPatch, soak: Soak) -> None:
             except QueryCancelled:
                 raise
             except Exception as e:
-                soak.fail(f"data.{_name}: {type(e).__name__}: {e}\n"
-                          f"{traceback.format_exc(limit=3)}")
+                soak.fail(f"data.{_name}: {type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}")
                 raise
 
         monkeypatch.setattr(WorkspaceData, name, wrapper)
@@ -114,8 +140,15 @@ async def _report_poller(current: dict, stop: asyncio.Event, soak: Soak) -> None
     while not stop.is_set():
         started = time.monotonic()
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "main.py", "report", str(current["ws"]), "--json", cwd=ROOT,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            sys.executable,
+            "main.py",
+            "report",
+            str(current["ws"]),
+            "--json",
+            cwd=ROOT,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
         out, err = await proc.communicate()
         text = err.decode("utf-8", "replace")
         if proc.returncode != 0 or any(s in text for s in LOCKED):
@@ -131,8 +164,9 @@ async def _report_poller(current: dict, stop: asyncio.Event, soak: Soak) -> None
         await asyncio.sleep(max(0.0, 1.0 - (time.monotonic() - started)))
 
 
-async def _tui_driver(current: dict, stop: asyncio.Event, soak: Soak,
-                      monkeypatch: pytest.MonkeyPatch) -> None:
+async def _tui_driver(
+    current: dict, stop: asyncio.Event, soak: Soak, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from app.tui.app import make_app
     from app.tui.screens.base import BaseScreen
 
@@ -168,8 +202,16 @@ async def _train_rounds(seed_ws: Path, base: Path, current: dict, soak: Soak) ->
         current["ws"] = ws
         t0 = time.monotonic()
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "main.py", "train", "-w", str(ws), *TRAIN, cwd=ROOT,
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+            sys.executable,
+            "main.py",
+            "train",
+            "-w",
+            str(ws),
+            *TRAIN,
+            cwd=ROOT,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+        )
         limit = ROUND_TIMEOUT_S if n == 0 else max(0.5, deadline - time.monotonic())
         stopped = False
         try:
@@ -180,8 +222,9 @@ async def _train_rounds(seed_ws: Path, base: Path, current: dict, soak: Soak) ->
             _, err = await proc.communicate()
             stopped = proc.returncode != 0
         text = err.decode("utf-8", "replace")
-        soak.rounds.append({"ws": ws, "rc": proc.returncode, "stopped": stopped,
-                            "seconds": time.monotonic() - t0})
+        soak.rounds.append(
+            {"ws": ws, "rc": proc.returncode, "stopped": stopped, "seconds": time.monotonic() - t0}
+        )
         if any(s in text for s in LOCKED):
             soak.fail(f"train round {n}: {text[-2000:]}")
         if not stopped and proc.returncode != 0:
@@ -201,24 +244,30 @@ async def test_readers_never_fail_while_train_writes(tmp_path, monkeypatch):
     trainer = asyncio.create_task(_train_rounds(seed_ws, tmp_path, current, soak))
     while current["ws"] == seed_ws:  # readers start once round 0 exists
         await asyncio.sleep(0.05)
-    readers = [asyncio.create_task(_data_poller(current, stop, soak)),
-               asyncio.create_task(_report_poller(current, stop, soak)),
-               asyncio.create_task(_tui_driver(current, stop, soak, monkeypatch))]
+    readers = [
+        asyncio.create_task(_data_poller(current, stop, soak)),
+        asyncio.create_task(_report_poller(current, stop, soak)),
+        asyncio.create_task(_tui_driver(current, stop, soak, monkeypatch)),
+    ]
     try:
         await asyncio.wait_for(trainer, timeout=SOAK_SECONDS + ROUND_TIMEOUT_S)
         # a loaded machine may starve a reader: let each reach its minimum on the last state
         top_up = time.monotonic() + 30
         while time.monotonic() < top_up and not (
-                soak.reports >= MIN_REPORTS and soak.reads >= MIN_READS
-                and soak.tui_presses >= MIN_PRESSES):
+            soak.reports >= MIN_REPORTS
+            and soak.reads >= MIN_READS
+            and soak.tui_presses >= MIN_PRESSES
+        ):
             await asyncio.sleep(0.2)
     finally:
         stop.set()
         results = await asyncio.gather(*readers, return_exceptions=True)
-    print(f"soak: {len(soak.rounds)} round(s) "
-          f"{[(r['rc'], round(r['seconds'], 1)) for r in soak.rounds]}, {soak.reports} reports, "
-          f"{soak.reads} data passes, {soak.tui_presses} TUI keys, steps seen "
-          f"{sorted(set(soak.step_counts))}")
+    print(
+        f"soak: {len(soak.rounds)} round(s) "
+        f"{[(r['rc'], round(r['seconds'], 1)) for r in soak.rounds]}, {soak.reports} reports, "
+        f"{soak.reads} data passes, {soak.tui_presses} TUI keys, steps seen "
+        f"{sorted(set(soak.step_counts))}"
+    )
     crashed = [r for r in results if isinstance(r, BaseException)]
     assert crashed == [], crashed
     assert soak.failures == [], "\n".join(soak.failures)

@@ -30,8 +30,10 @@ def paid_in_cache(ws: Path) -> float:
     """Every paid call leaves exactly one response-cache row holding its cost: the real spend."""
     conn = sqlite3.connect(ws / "response_cache.db")
     try:
-        return sum(json.loads(r[0])["cost_usd"] for r in
-                   conn.execute("SELECT response_json FROM responses"))
+        return sum(
+            json.loads(r[0])["cost_usd"]
+            for r in conn.execute("SELECT response_json FROM responses")
+        )
     finally:
         conn.close()
 
@@ -40,8 +42,9 @@ def test_max_cost_bounds_the_run_across_resumes(ws, capsys):
     cap = 0.04
     assert main(["train", "-w", str(ws), *ARGS, "--set", f"max_cost_usd={cap}"]) == 1
     for _ in range(5):
-        assert main(["train", "-w", str(ws), "--resume", *ARGS,
-                     "--set", f"max_cost_usd={cap}"]) == 1
+        assert (
+            main(["train", "-w", str(ws), "--resume", *ARGS, "--set", f"max_cost_usd={cap}"]) == 1
+        )
     err = capsys.readouterr().err
     assert "cost budget of $0.0400 reached" in err
     spent = paid_in_cache(ws)
@@ -56,9 +59,13 @@ def test_max_cost_bounds_the_run_across_resumes(ws, capsys):
 
 
 def test_a_killed_process_keeps_its_real_cost(ws):
-    proc = subprocess.Popen([sys.executable, "main.py", "train", "-w", str(ws), *ARGS,
-                             "--set", "sim_latency_ms=3"], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "main.py", "train", "-w", str(ws), *ARGS, "--set", "sim_latency_ms=3"],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 60
     while not (ws / "checkpoint.json").exists() or paid_in_cache(ws) < 0.03:
         assert time.monotonic() < deadline and proc.poll() is None

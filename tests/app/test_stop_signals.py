@@ -30,24 +30,27 @@ def ws(tmp_path: Path) -> Path:
 
 
 def start(ws: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "main.py", "train", "-w", str(ws), *ARGS, *SLOW],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True)
+    return subprocess.Popen(
+        [sys.executable, "main.py", "train", "-w", str(ws), *ARGS, *SLOW],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def train_status(ws: Path) -> tuple:
     conn = sqlite3.connect(ws / "harness.db")
     try:
-        return conn.execute("SELECT status, summary_json FROM _runs WHERE run_id = 'train1'"
-                            ).fetchone()
+        return conn.execute(
+            "SELECT status, summary_json FROM _runs WHERE run_id = 'train1'"
+        ).fetchone()
     finally:
         conn.close()
 
 
-@pytest.mark.parametrize("sig, reason", [(signal.SIGTERM, "SIGTERM"),
-                                         (signal.SIGINT, "Ctrl-C")])
-def test_stop_signal_mid_run_marks_the_run_stopped_and_resume_finishes(ws, tmp_path, sig,
-                                                                       reason):
+@pytest.mark.parametrize("sig, reason", [(signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "Ctrl-C")])
+def test_stop_signal_mid_run_marks_the_run_stopped_and_resume_finishes(ws, tmp_path, sig, reason):
     proc = start(ws)
     deadline = time.monotonic() + 60
     while not list((ws / "reports" / "steps").glob("*.json")):  # inside epoch 1
@@ -60,8 +63,10 @@ def test_stop_signal_mid_run_marks_the_run_stopped_and_resume_finishes(ws, tmp_p
     last = err.strip().splitlines()[-1]
     assert last.startswith(f"stopped by {reason}") and "--resume" in last, err
     status, summary = train_status(ws)
-    assert (status, json.loads(summary)) == ("stopped", {"stop_reason": reason,
-                                                         "reason": f"stopped by {reason}"})
+    assert (status, json.loads(summary)) == (
+        "stopped",
+        {"stop_reason": reason, "reason": f"stopped by {reason}"},
+    )
     assert not (ws / "train.lock").exists(), "train.lock left behind"
     assert holder(ws) is None, "writer lock not released"
     assert main(["train", "-w", str(ws), "--resume", *ARGS]) == 0

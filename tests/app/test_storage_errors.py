@@ -27,8 +27,13 @@ INIT = ["--seed", "sim-starter", "--questions", "sim-basic"]
 
 
 def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "main.py"), *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "main.py"), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def one_error_line(err: str) -> str:
@@ -54,8 +59,15 @@ def ws(trained, tmp_path) -> Path:
 
 
 # -- broken logs --------------------------------------------------------------------------------
-@pytest.mark.parametrize("argv", [["report", "{ws}"], ["train", "-w", "{ws}", "--resume"],
-                                  ["infer", "-w", "{ws}"], ["eval", "v1", "-w", "{ws}"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["report", "{ws}"],
+        ["train", "-w", "{ws}", "--resume"],
+        ["infer", "-w", "{ws}"],
+        ["eval", "v1", "-w", "{ws}"],
+    ],
+)
 def test_garbage_harness_db_is_one_line_exit_2(ws, argv, capsys):
     for side in ("-wal", "-shm"):
         Path(f"{ws / 'harness.db'}{side}").unlink(missing_ok=True)
@@ -94,15 +106,18 @@ def test_truncated_or_empty_checkpoint_names_the_file_and_the_way_out(ws, conten
     assert "checkpoint.json: corrupt checkpoint" in line
 
 
-@pytest.mark.parametrize("path, value, key", [
-    (("progress", "epoch"), "1", "progress.epoch"),
-    (("progress", "phase"), "halfway", "progress.phase"),
-    (("versions_max", "skills"), None, "versions_max.skills"),
-    (("state", "global_step"), "7", "state.global_step"),
-    (("state", "correctness"), [], "state.correctness"),
-    (("state",), [], "state"),
-    (("epoch_batches",), [[1, 2]], "epoch_batches"),
-])
+@pytest.mark.parametrize(
+    "path, value, key",
+    [
+        (("progress", "epoch"), "1", "progress.epoch"),
+        (("progress", "phase"), "halfway", "progress.phase"),
+        (("versions_max", "skills"), None, "versions_max.skills"),
+        (("state", "global_step"), "7", "state.global_step"),
+        (("state", "correctness"), [], "state.correctness"),
+        (("state",), [], "state"),
+        (("epoch_batches",), [[1, 2]], "epoch_batches"),
+    ],
+)
 def test_wrong_typed_checkpoint_field_names_the_key(ws, path, value, key, capsys):
     ckpt = json.loads((ws / "checkpoint.json").read_text())
     ckpt["progress"]["phase"] = "in_epoch" if path[-1] != "phase" else ckpt["progress"]["phase"]
@@ -123,12 +138,15 @@ def test_wrong_typed_checkpoint_field_names_the_key(ws, path, value, key, capsys
 def test_deeply_nested_json_in_a_benchmark_names_file_and_line(tmp_path, depth, capsys):
     lines = sim_lines(limit=20)
     raw = "".join(json.dumps(q) + "\n" for q in lines)
-    deep = ('{"question_id": "deep", "task_type": "ledger", "question": "q", "answer": "1", '
-            '"metadata": {"x": ' + "[" * depth + "]" * depth + "}}\n")
+    deep = (
+        '{"question_id": "deep", "task_type": "ledger", "question": "q", "answer": "1", '
+        '"metadata": {"x": ' + "[" * depth + "]" * depth + "}}\n"
+    )
     store = make_store(tmp_path, "deep", (raw + deep).encode())
     ws = tmp_path / "ws"
-    rc = main(["init", str(ws), "--seed", "sim-starter", "--questions", "deep",
-               "--store", str(store)])
+    rc = main(
+        ["init", str(ws), "--seed", "sim-starter", "--questions", "deep", "--store", str(store)]
+    )
     assert rc == 2
     line = one_error_line(capsys.readouterr().err)
     assert f"questions.jsonl:{len(lines) + 1}:" in line
@@ -136,15 +154,17 @@ def test_deeply_nested_json_in_a_benchmark_names_file_and_line(tmp_path, depth, 
 
 
 def test_deeply_nested_checkpoint_is_one_line(ws, capsys):
-    (ws / "checkpoint.json").write_text('{"schema": 1, "state": ' + "[" * 100_000
-                                        + "]" * 100_000 + "}")
+    (ws / "checkpoint.json").write_text(
+        '{"schema": 1, "state": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    )
     assert main(["report", str(ws)]) == 2
     assert "nested too deeply" in one_error_line(capsys.readouterr().err)
 
 
 # -- paths that are not plain -------------------------------------------------------------------
-@pytest.mark.parametrize("name", ["hash#tag", "what?mode=rw", "per%20cent", "with space",
-                                  "nön-äscii ✓"])
+@pytest.mark.parametrize(
+    "name", ["hash#tag", "what?mode=rw", "per%20cent", "with space", "nön-äscii ✓"]
+)
 def test_every_command_works_on_a_workspace_path_with_special_characters(tmp_path, name):
     parent = tmp_path / name
     ws = parent / f"ws {name}"
@@ -157,8 +177,18 @@ def test_every_command_works_on_a_workspace_path_with_special_characters(tmp_pat
         ("infer", "-w", str(ws), "--no-progress", "--run-id", "probe"),
         ("eval", "v1", "-w", str(ws), "--no-progress"),
         ("diagnose", "probe", "-w", str(ws), "--no-progress"),
-        ("promote", "v1", "-w", str(ws), "--eval-run", "eval-v1-v1-1", "--name", "promoted",
-         "--store", str(store)),
+        (
+            "promote",
+            "v1",
+            "-w",
+            str(ws),
+            "--eval-run",
+            "eval-v1-v1-1",
+            "--name",
+            "promoted",
+            "--store",
+            str(store),
+        ),
         ("report", str(ws)),
         ("report", str(ws), "--json"),
     ]
@@ -186,8 +216,11 @@ def small_disk(tmp_path):
         pytest.skip("needs root to mount a small tmpfs")
     mnt = tmp_path / f"full-{uuid.uuid4().hex[:6]}"
     mnt.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=12m", "tmpfs", str(mnt)],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=12m", "tmpfs", str(mnt)],
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
     try:
@@ -236,7 +269,8 @@ def test_report_on_a_damaged_final_report_or_version_meta_is_one_line(ws, capsys
     (ws / "analyses" / "final_test_eval.json").write_text('{"run_id": ')
     assert main(["report", str(ws)]) == 2
     assert "final_test_eval.json: corrupt final test report" in one_error_line(
-        capsys.readouterr().err)
+        capsys.readouterr().err
+    )
     (ws / "analyses" / "final_test_eval.json").unlink()
     (ws / "skills" / "v1" / "_meta.json").write_text("")
     assert main(["report", str(ws)]) == 2

@@ -57,8 +57,14 @@ class Faults:
         self.fired: list[str] = []
         self.seen: dict[str, int] = {}
 
-    def _arm(self, func: str, path_of: Callable[..., str], match: Callable[[str], bool],
-             nth: int, err: int) -> None:
+    def _arm(
+        self,
+        func: str,
+        path_of: Callable[..., str],
+        match: Callable[[str], bool],
+        nth: int,
+        err: int,
+    ) -> None:
         real = getattr(os, func)
         key = f"{func}#{len(self.seen)}"
         self.seen[key] = 0
@@ -74,21 +80,22 @@ class Faults:
 
         self.mp.setattr(os, func, wrapper)
 
-    def replace(self, match: Callable[[str], bool], nth: int = 1,
-                err: int = errno.ENOSPC) -> None:
+    def replace(self, match: Callable[[str], bool], nth: int = 1, err: int = errno.ENOSPC) -> None:
         """`match` sees the destination, or `src -> dst` when it is a `_Phase`."""
+
         def path_of(src, dst, *a):
-            return f"{os.fspath(src)} -> {os.fspath(dst)}" if isinstance(match, _Phase) \
+            return (
+                f"{os.fspath(src)} -> {os.fspath(dst)}"
+                if isinstance(match, _Phase)
                 else os.fspath(dst)
+            )
 
         self._arm("replace", path_of, match, nth, err)
 
-    def rename(self, match: Callable[[str], bool], nth: int = 1,
-               err: int = errno.EACCES) -> None:
+    def rename(self, match: Callable[[str], bool], nth: int = 1, err: int = errno.EACCES) -> None:
         self._arm("rename", lambda src, dst, *a: os.fspath(dst), match, nth, err)
 
-    def fsync(self, match: Callable[[str], bool], nth: int = 1,
-              err: int = errno.ENOSPC) -> None:
+    def fsync(self, match: Callable[[str], bool], nth: int = 1, err: int = errno.ENOSPC) -> None:
         self._arm("fsync", _fd_path, match, nth, err)
 
     def off(self) -> None:
@@ -107,7 +114,8 @@ class _Phase:
             return False
         progress = json.loads(Path(src).read_text(encoding="utf-8"))["progress"]
         return progress["phase"] == self.phase and (
-            self.step is None or progress["step_completed"] == self.step)
+            self.step is None or progress["step_completed"] == self.step
+        )
 
 
 class _FailingWriter:
@@ -206,8 +214,9 @@ def faults(monkeypatch) -> Faults:
 
 # -- unit level: the two writers ---------------------------------------------------------------
 @pytest.mark.parametrize("where", ["write", "fsync", "replace"])
-def test_write_text_atomic_fault_keeps_the_old_file_and_leaves_no_temp(where, tmp_path,
-                                                                       faults, monkeypatch):
+def test_write_text_atomic_fault_keeps_the_old_file_and_leaves_no_temp(
+    where, tmp_path, faults, monkeypatch
+):
     target = tmp_path / "data.json"
     write_json_atomic(target, {"old": True})
     before = target.read_bytes()
@@ -228,7 +237,8 @@ def test_write_text_atomic_fault_keeps_the_old_file_and_leaves_no_temp(where, tm
 
 @pytest.mark.parametrize("where", ["stage-write", "stage-fsync", "meta", "rename"])
 def test_advance_version_fault_leaves_no_version_and_clean_staging_recovers(
-        where, ws, faults, monkeypatch):
+    where, ws, faults, monkeypatch
+):
     before = list_versions(ws, "skills")
     files = {f"s{i}.md": f"# skill {i}\n" + "rule\n" * 5000 for i in range(3)}
     code = errno.EACCES if where == "rename" else errno.ENOSPC
@@ -249,15 +259,15 @@ def test_advance_version_fault_leaves_no_version_and_clean_staging_recovers(
     else:
         faults.rename(lambda p: Path(p).parent.name == "skills", err=code)
     with pytest.raises(OSError) as info:
-        advance_version(ws, "skills", files, source="test", parent=before[-1],
-                        description="faulty")
+        advance_version(ws, "skills", files, source="test", parent=before[-1], description="faulty")
     assert info.value.errno == code
     assert list_versions(ws, "skills") == before
     faults.off()
     monkeypatch.undo()
     assert_consistent(ws)  # includes clean_staging
-    version = advance_version(ws, "skills", files, source="test", parent=before[-1],
-                              description="after the fault")
+    version = advance_version(
+        ws, "skills", files, source="test", parent=before[-1], description="after the fault"
+    )
     assert read_version_files(ws / "skills" / version) == files
     assert version == f"v{len(before) + 1}"
 
@@ -269,8 +279,12 @@ def _in(part: str) -> Callable[[str], bool]:
 
 TRAIN_FAULTS = {
     # (a) advance_version: the rename of a staged folder into place, a staged file's fsync
-    "version-rename-EACCES": ("rename", lambda p: Path(p).parent.name in ("skills", "prompts"),
-                              1, errno.EACCES),
+    "version-rename-EACCES": (
+        "rename",
+        lambda p: Path(p).parent.name in ("skills", "prompts"),
+        1,
+        errno.EACCES,
+    ),
     "version-stage-ENOSPC": ("fsync", _in("/.staging/"), 2, errno.ENOSPC),
     # (b) a manifest write (1: best at setup, 2: the next one)
     "manifest-1-ENOSPC": ("replace", lambda p: p.endswith("/manifest.json"), 1, errno.ENOSPC),
@@ -285,8 +299,12 @@ TRAIN_FAULTS = {
     "step-report-ENOSPC": ("replace", _in("/reports/steps/"), 2, errno.ENOSPC),
     "final-report-EACCES": ("replace", _in("final_test_eval.json"), 1, errno.EACCES),
 }
-SLOW_FAULTS = {"version-stage-ENOSPC", "manifest-2-EACCES", "checkpoint-3rd-fsync-ENOSPC",
-               "final-report-EACCES"}
+SLOW_FAULTS = {
+    "version-stage-ENOSPC",
+    "manifest-2-EACCES",
+    "checkpoint-3rd-fsync-ENOSPC",
+    "final-report-EACCES",
+}
 
 
 def _params():
@@ -296,8 +314,9 @@ def _params():
 
 
 @pytest.mark.parametrize("name", _params())
-def test_train_fault_fails_cleanly_then_resume_matches_reference(name, ws, faults, reference,
-                                                                 capsys):
+def test_train_fault_fails_cleanly_then_resume_matches_reference(
+    name, ws, faults, reference, capsys
+):
     func, match, nth, code = TRAIN_FAULTS[name]
     getattr(faults, func)(match, nth=nth, err=code)
     capsys.readouterr()
@@ -316,8 +335,9 @@ def test_train_fault_fails_cleanly_then_resume_matches_reference(name, ws, fault
     assert_consistent(ws)
 
 
-def test_train_fault_at_the_first_checkpoint_then_rerun_matches_reference(ws, faults,
-                                                                         reference, capsys):
+def test_train_fault_at_the_first_checkpoint_then_rerun_matches_reference(
+    ws, faults, reference, capsys
+):
     faults.replace(_Phase("setup"), nth=1, err=errno.ENOSPC)
     rc = main(["train", "-w", str(ws), *TRAIN])
     err = capsys.readouterr().err
@@ -335,8 +355,12 @@ def test_train_fault_at_the_first_checkpoint_then_rerun_matches_reference(ws, fa
 # -- init: all or nothing ------------------------------------------------------------------------
 INIT_FAULTS = {
     "stage-fsync-ENOSPC": ("fsync", _in("/.staging/"), 2, errno.ENOSPC),
-    "version-rename-EACCES": ("rename", lambda p: Path(p).parent.name == "prompts", 1,
-                              errno.EACCES),
+    "version-rename-EACCES": (
+        "rename",
+        lambda p: Path(p).parent.name == "prompts",
+        1,
+        errno.EACCES,
+    ),
     "manifest-ENOSPC": ("replace", lambda p: p.endswith("/manifest.json"), 1, errno.ENOSPC),
     "final-rename-EACCES": ("rename", lambda p: Path(p).name == "ws", 1, errno.EACCES),
 }

@@ -18,13 +18,29 @@ from app.paths import STORE_DIR
 
 QUESTIONS = [
     {"question_id": "q1", "task_type": "ledger", "question": "Sum 1 and 2", "answer": "3"},
-    {"question_id": "q2", "task_type": "ledger", "question": "Sum 2 and 2", "answer": "4",
-     "checker": "numeric", "checker_args": {"abs_tol": 0.5}},
+    {
+        "question_id": "q2",
+        "task_type": "ledger",
+        "question": "Sum 2 and 2",
+        "answer": "4",
+        "checker": "numeric",
+        "checker_args": {"abs_tol": 0.5},
+    },
     {"question_id": "q3", "task_type": "units", "question": "km in 1 mile?", "answer": "1.6"},
-    {"question_id": "q4a", "task_type": "units", "question": "pair a", "answer": "a",
-     "unit_id": "pair1"},
-    {"question_id": "q4b", "task_type": "units", "question": "pair b", "answer": "b",
-     "unit_id": "pair1"},
+    {
+        "question_id": "q4a",
+        "task_type": "units",
+        "question": "pair a",
+        "answer": "a",
+        "unit_id": "pair1",
+    },
+    {
+        "question_id": "q4b",
+        "task_type": "units",
+        "question": "pair b",
+        "answer": "b",
+        "unit_id": "pair1",
+    },
     {"question_id": "q5", "task_type": "ledger", "question": "Sum 5 and 5", "answer": "10"},
 ]
 BENCH_TOML = """name = "tiny"
@@ -40,8 +56,9 @@ test = 0.25
 
 
 def write_jsonl(path: Path, rows: list) -> None:
-    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows),
-                    encoding="utf-8")
+    path.write_text(
+        "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows), encoding="utf-8"
+    )
 
 
 @pytest.fixture
@@ -56,10 +73,10 @@ def store(tmp_path: Path) -> Path:
     return store
 
 
-def run_init(store: Path, target: Path, seed: str = "sim-starter",
-             questions: str = "tiny") -> int:
-    return main(["init", str(target), "--seed", seed, "--questions", questions,
-                 "--store", str(store)])
+def run_init(store: Path, target: Path, seed: str = "sim-starter", questions: str = "tiny") -> int:
+    return main(
+        ["init", str(target), "--seed", seed, "--questions", questions, "--store", str(store)]
+    )
 
 
 def assert_one_line_error(capsys, *fragments: str) -> str:
@@ -88,11 +105,13 @@ def test_valid_tiny_benchmark_and_seed_load(store: Path, tmp_path: Path) -> None
 
 # -- bad benchmark files ---------------------------------------------------------------------
 
+
 def _replace_line(n: int, text: str) -> Callable[[Path], None]:
     def mutate(bench: Path) -> None:
         rows: list = list(QUESTIONS)
         rows[n - 1] = text
         write_jsonl(bench / "questions.jsonl", rows)
+
     return mutate
 
 
@@ -106,42 +125,76 @@ def _toml(text: str) -> Callable[[Path], None]:
 
 _no_answer = {k: v for k, v in QUESTIONS[1].items() if k != "answer"}
 BAD_BENCHMARKS = {
-    "malformed_json": (_replace_line(3, '{"question_id": "q3", "task_type": '),
-                       ["questions.jsonl:3:", "invalid JSON"]),
+    "malformed_json": (
+        _replace_line(3, '{"question_id": "q3", "task_type": '),
+        ["questions.jsonl:3:", "invalid JSON"],
+    ),
     "not_an_object": (_replace_line(2, '["q2"]'), ["questions.jsonl:2:", "JSON object"]),
-    "missing_field": (_replace_line(2, json.dumps(_no_answer)),
-                      ["questions.jsonl:2:", "'answer'"]),
-    "empty_field": (_replace_line(1, json.dumps({**QUESTIONS[0], "question": "  "})),
-                    ["questions.jsonl:1:", "'question'"]),
-    "duplicate_id": (_replace_line(6, json.dumps({**QUESTIONS[5], "question_id": "q1"})),
-                     ["questions.jsonl:6:", "duplicate question_id 'q1'", "line 1"]),
-    "unit_of_three": (_rows(QUESTIONS + [{"question_id": "q4c", "task_type": "units",
-                                          "question": "c", "answer": "c", "unit_id": "pair1"}]),
-                      ["questions.jsonl:7:", "unit 'pair1'", "3 questions"]),
-    "unit_mixes_task_types": (_replace_line(5, json.dumps({**QUESTIONS[4],
-                                                           "task_type": "ledger"})),
-                              ["questions.jsonl:5:", "unit 'pair1'", "mixes task types"]),
-    "unknown_checker": (_replace_line(2, json.dumps({**QUESTIONS[1], "checker": "fuzzy"})),
-                        ["questions.jsonl:2:", "unknown checker 'fuzzy'"]),
-    "bad_metadata": (_replace_line(1, json.dumps({**QUESTIONS[0], "metadata": [1]})),
-                     ["questions.jsonl:1:", "'metadata'"]),
-    "split_missing_test": (_toml(BENCH_TOML.replace("test = 0.25\n", "")),
-                           ["benchmark.toml", "'split'"]),
-    "split_not_summing_to_one": (_toml(BENCH_TOML.replace("test = 0.25", "test = 0.5")),
-                                 ["benchmark.toml", "'split'", "sum to 1"]),
-    "split_negative": (_toml(BENCH_TOML.replace("diagnosis = 0.5", "diagnosis = -0.5")
-                             .replace("test = 0.25", "test = 1.25")),
-                       ["benchmark.toml", "'split'"]),
+    "missing_field": (_replace_line(2, json.dumps(_no_answer)), ["questions.jsonl:2:", "'answer'"]),
+    "empty_field": (
+        _replace_line(1, json.dumps({**QUESTIONS[0], "question": "  "})),
+        ["questions.jsonl:1:", "'question'"],
+    ),
+    "duplicate_id": (
+        _replace_line(6, json.dumps({**QUESTIONS[5], "question_id": "q1"})),
+        ["questions.jsonl:6:", "duplicate question_id 'q1'", "line 1"],
+    ),
+    "unit_of_three": (
+        _rows(
+            QUESTIONS
+            + [
+                {
+                    "question_id": "q4c",
+                    "task_type": "units",
+                    "question": "c",
+                    "answer": "c",
+                    "unit_id": "pair1",
+                }
+            ]
+        ),
+        ["questions.jsonl:7:", "unit 'pair1'", "3 questions"],
+    ),
+    "unit_mixes_task_types": (
+        _replace_line(5, json.dumps({**QUESTIONS[4], "task_type": "ledger"})),
+        ["questions.jsonl:5:", "unit 'pair1'", "mixes task types"],
+    ),
+    "unknown_checker": (
+        _replace_line(2, json.dumps({**QUESTIONS[1], "checker": "fuzzy"})),
+        ["questions.jsonl:2:", "unknown checker 'fuzzy'"],
+    ),
+    "bad_metadata": (
+        _replace_line(1, json.dumps({**QUESTIONS[0], "metadata": [1]})),
+        ["questions.jsonl:1:", "'metadata'"],
+    ),
+    "split_missing_test": (
+        _toml(BENCH_TOML.replace("test = 0.25\n", "")),
+        ["benchmark.toml", "'split'"],
+    ),
+    "split_not_summing_to_one": (
+        _toml(BENCH_TOML.replace("test = 0.25", "test = 0.5")),
+        ["benchmark.toml", "'split'", "sum to 1"],
+    ),
+    "split_negative": (
+        _toml(
+            BENCH_TOML.replace("diagnosis = 0.5", "diagnosis = -0.5").replace(
+                "test = 0.25", "test = 1.25"
+            )
+        ),
+        ["benchmark.toml", "'split'"],
+    ),
     "invalid_toml": (_toml(BENCH_TOML + "\n[split\n"), ["benchmark.toml", "invalid TOML"]),
-    "task_types_mismatch": (_toml(BENCH_TOML.replace('"units"]', '"units", "dates"]')),
-                            ["benchmark.toml", "task_types"]),
+    "task_types_mismatch": (
+        _toml(BENCH_TOML.replace('"units"]', '"units", "dates"]')),
+        ["benchmark.toml", "task_types"],
+    ),
     "no_questions": (_rows([]), ["questions.jsonl", "no questions"]),
 }
 
 
 @pytest.mark.parametrize("case", sorted(BAD_BENCHMARKS))
-def test_bad_benchmark_exit_2_one_line_nothing_written(case: str, store: Path, tmp_path: Path,
-                                                       capsys) -> None:
+def test_bad_benchmark_exit_2_one_line_nothing_written(
+    case: str, store: Path, tmp_path: Path, capsys
+) -> None:
     mutate, fragments = BAD_BENCHMARKS[case]
     bench = store / "questions" / "tiny"
     mutate(bench)
@@ -167,6 +220,7 @@ def test_blank_lines_are_skipped_but_line_numbers_stay_true(tmp_path: Path) -> N
 
 
 # -- bad seeds, names, targets ---------------------------------------------------------------
+
 
 def test_unknown_seed(store: Path, tmp_path: Path, capsys) -> None:
     capsys.readouterr()
@@ -208,12 +262,16 @@ def test_seed_without_seed_toml(store: Path, tmp_path: Path, capsys) -> None:
 
 
 def snapshot(folder: Path) -> dict[str, tuple[bytes, int]]:
-    return {str(p.relative_to(folder)): (p.read_bytes(), p.stat().st_mtime_ns)
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): (p.read_bytes(), p.stat().st_mtime_ns)
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
-def test_init_on_existing_workspace_refuses_and_leaves_it_untouched(store: Path, tmp_path: Path,
-                                                                     capsys) -> None:
+def test_init_on_existing_workspace_refuses_and_leaves_it_untouched(
+    store: Path, tmp_path: Path, capsys
+) -> None:
     ws = tmp_path / "ws"
     assert run_init(store, ws) == 0
     (ws / "checkpoint.json").write_text('{"progress": {}}')

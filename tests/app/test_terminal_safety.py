@@ -19,8 +19,9 @@ EVIL_QUESTION = "\x1b[2J\x1b]0;title\x07 clear \x9b31m [red]markup[/red] \u202ee
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "main.py", *args], cwd=ROOT, capture_output=True,
-                          timeout=300)
+    return subprocess.run(
+        [sys.executable, "main.py", *args], cwd=ROOT, capture_output=True, timeout=300
+    )
 
 
 def assert_inert(raw: bytes) -> None:
@@ -33,7 +34,8 @@ def test_visible_turns_controls_into_printable_text():
     shown = visible("a\x1b[2Jb\x1b]0;t\x07c\x00\x7f\x9b\u202e\nd\te")
     assert shown == "a␛[2Jb␛]0;t␇c␀␡<U+009B><U+202E>\nd\te"
     assert json.loads(visible(json.dumps({"k": "x\x9by"}, ensure_ascii=False))) == {
-        "k": "x<U+009B>y"}, "sanitised JSON text must stay valid JSON"
+        "k": "x<U+009B>y"
+    }, "sanitised JSON text must stay valid JSON"
     assert visible_tree({"a\x1b": ["\x07", 1]}) == {"a␛": ["␇", 1]}
 
 
@@ -48,8 +50,9 @@ def test_cli_and_tui_show_hostile_names_and_questions_as_text(tmp_path):
     toml = store / "questions" / "evil" / "benchmark.toml"
     toml.write_text(toml.read_text().replace('name = "evil"', f"name = {json.dumps(EVIL_NAME)}"))
     ws = tmp_path / "ws"
-    init = run("init", str(ws), "--seed", "sim-starter", "--questions", "evil",
-               "--store", str(store))
+    init = run(
+        "init", str(ws), "--seed", "sim-starter", "--questions", "evil", "--store", str(store)
+    )
     assert init.returncode == 0, init.stderr
     assert_inert(init.stdout + init.stderr)
     assert "ev␛]0;pwned␇il[bold]x[/bold]" in init.stderr.decode()
@@ -72,8 +75,10 @@ def test_cli_and_tui_show_hostile_names_and_questions_as_text(tmp_path):
 
     conn = sqlite3.connect(ws / "harness.db")
     with conn:
-        conn.execute("UPDATE predictions SET prediction = ?, steps_json = ? WHERE id = 1",
-                     ("\x1b]0;x\x07", json.dumps([{"type": "model", "text": "\x1b[2J"}])))
+        conn.execute(
+            "UPDATE predictions SET prediction = ?, steps_json = ? WHERE id = 1",
+            ("\x1b]0;x\x07", json.dumps([{"type": "model", "text": "\x1b[2J"}])),
+        )
     conn.close()
     pred = data.prediction(1)
     assert pred["prediction"] == "␛]0;x␇" and pred["steps"][0]["text"] == "␛[2J"

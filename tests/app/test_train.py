@@ -28,8 +28,14 @@ e_provisional = 3.0  # low, so provisional accepts and their probation are exerc
 
 
 def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "main.py", *args], cwd=ROOT, capture_output=True,
-                          text=True, env={**os.environ, **(env or {})}, timeout=600)
+    return subprocess.run(
+        [sys.executable, "main.py", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=600,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -88,8 +94,9 @@ def test_gate_evidence_shows_real_rule_accepted_and_harmful_rule_rejected(refere
     for r in reports:
         added = " ".join(e.get("content", "") for e in r["edits"])
         # one row per unit; W and L (families won and lost) as they stood after the last one
-        rows = conn.execute("SELECT w, l FROM gate_evidence WHERE run_id = ? ORDER BY idx",
-                            (r["gate_run_id"],)).fetchall()
+        rows = conn.execute(
+            "SELECT w, l FROM gate_evidence WHERE run_id = ? ORDER BY idx", (r["gate_run_id"],)
+        ).fetchall()
         if r["action"].startswith("accept") and any(s in added for s in statements):
             assert len(rows) == r["units_used"] and rows[-1][0] == r["W"]
             accepted_real += 1
@@ -100,21 +107,31 @@ def test_gate_evidence_shows_real_rule_accepted_and_harmful_rule_rejected(refere
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kill_at", ["rollout:150", "gate:9", "slow:1", "version:4",
-                                     "step_end:2"])
-def test_resume_after_sigkill_ends_in_the_reference_state(kill_at, reference, fresh_ws,
-                                                           config_file, tmp_path):
+@pytest.mark.parametrize("kill_at", ["rollout:150", "gate:9", "slow:1", "version:4", "step_end:2"])
+def test_resume_after_sigkill_ends_in_the_reference_state(
+    kill_at, reference, fresh_ws, config_file, tmp_path
+):
     ws = copy_fresh(fresh_ws, tmp_path)
-    killed = run_cli("train", "-w", str(ws), "--config", str(config_file), "--no-progress",
-                     env={"SKILL_TRAINER_KILL_AT": kill_at})
+    killed = run_cli(
+        "train",
+        "-w",
+        str(ws),
+        "--config",
+        str(config_file),
+        "--no-progress",
+        env={"SKILL_TRAINER_KILL_AT": kill_at},
+    )
     assert killed.returncode == -9, f"kill point {kill_at} was never reached"
-    resumed = run_cli("train", "-w", str(ws), "--config", str(config_file), "--no-progress",
-                      "--resume")
+    resumed = run_cli(
+        "train", "-w", str(ws), "--config", str(config_file), "--no-progress", "--resume"
+    )
     assert resumed.returncode == 0, resumed.stderr
     assert diff_states(workspace_state(reference), workspace_state(ws)) == []
     conn = sqlite3.connect(ws / "harness.db")
-    dupes = conn.execute("SELECT COUNT(*) FROM (SELECT run_id, question_id FROM predictions "
-                         "GROUP BY run_id, question_id HAVING COUNT(*) > 1)").fetchone()[0]
+    dupes = conn.execute(
+        "SELECT COUNT(*) FROM (SELECT run_id, question_id FROM predictions "
+        "GROUP BY run_id, question_id HAVING COUNT(*) > 1)"
+    ).fetchone()[0]
     assert dupes == 0
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     assert not list((ws / ".staging").glob("*")) if (ws / ".staging").exists() else True
@@ -122,38 +139,93 @@ def test_resume_after_sigkill_ends_in_the_reference_state(kill_at, reference, fr
 
 def test_structural_change_refuses_resume(fresh_ws, config_file, tmp_path):
     ws = copy_fresh(fresh_ws, tmp_path)
-    killed = run_cli("train", "-w", str(ws), "--config", str(config_file), "--no-progress",
-                     env={"SKILL_TRAINER_KILL_AT": "gate:2"})
+    killed = run_cli(
+        "train",
+        "-w",
+        str(ws),
+        "--config",
+        str(config_file),
+        "--no-progress",
+        env={"SKILL_TRAINER_KILL_AT": "gate:2"},
+    )
     assert killed.returncode == -9
-    changed = run_cli("train", "-w", str(ws), "--config", str(config_file), "--no-progress",
-                      "--resume", "--set", "batch_size=40")
+    changed = run_cli(
+        "train",
+        "-w",
+        str(ws),
+        "--config",
+        str(config_file),
+        "--no-progress",
+        "--resume",
+        "--set",
+        "batch_size=40",
+    )
     assert changed.returncode == 2
     assert "batch_size" in changed.stderr and "Traceback" not in changed.stderr
-    decision = run_cli("train", "-w", str(ws), "--config", str(config_file), "--no-progress",
-                       "--resume", "--set", "concurrency=4")
+    decision = run_cli(
+        "train",
+        "-w",
+        str(ws),
+        "--config",
+        str(config_file),
+        "--no-progress",
+        "--resume",
+        "--set",
+        "concurrency=4",
+    )
     assert decision.returncode == 0, decision.stderr
     assert "concurrency" in decision.stderr
 
 
 def test_faults_at_5_percent_complete(fresh_ws, config_file, tmp_path):
     ws = copy_fresh(fresh_ws, tmp_path)
-    proc = run_cli("train", "-w", str(ws), "--config", str(config_file), "--no-progress",
-                   "--set", "sim_fault_rate=0.05", "--set", "epochs=1")
+    proc = run_cli(
+        "train",
+        "-w",
+        str(ws),
+        "--config",
+        str(config_file),
+        "--no-progress",
+        "--set",
+        "sim_fault_rate=0.05",
+        "--set",
+        "epochs=1",
+    )
     assert proc.returncode == 0, proc.stderr
     assert (ws / "analyses" / "final_test_eval.json").exists()
 
 
 def test_faults_at_50_percent_stop_cleanly_then_resume(fresh_ws, config_file, tmp_path):
     ws = copy_fresh(fresh_ws, tmp_path)
-    failing = run_cli("train", "-w", str(ws), "--config", str(config_file), "--no-progress",
-                      "--set", "sim_fault_rate=0.5", "--set", "max_retries=1",
-                      "--set", "epochs=1")
+    failing = run_cli(
+        "train",
+        "-w",
+        str(ws),
+        "--config",
+        str(config_file),
+        "--no-progress",
+        "--set",
+        "sim_fault_rate=0.5",
+        "--set",
+        "max_retries=1",
+        "--set",
+        "epochs=1",
+    )
     assert failing.returncode == 1, failing.stderr
     assert "--resume" in failing.stderr and "Traceback" not in failing.stderr
     checkpoint = json.loads((ws / "checkpoint.json").read_text())  # still valid JSON
     assert checkpoint["progress"]["phase"] in ("setup", "in_epoch")
-    resumed = run_cli("train", "-w", str(ws), "--config", str(config_file), "--no-progress",
-                      "--resume", "--set", "epochs=1")
+    resumed = run_cli(
+        "train",
+        "-w",
+        str(ws),
+        "--config",
+        str(config_file),
+        "--no-progress",
+        "--resume",
+        "--set",
+        "epochs=1",
+    )
     assert resumed.returncode == 0, resumed.stderr
     assert (ws / "analyses" / "final_test_eval.json").exists()
 
@@ -189,26 +261,76 @@ def test_diagnose_and_promote(reference, tmp_path, capsys):
         cw.set_value("user", "name", "test").set_value("user", "email", "test@example.com")
     repo.index.add(["seeds", "questions"])
     repo.index.commit("store")
-    assert main(["promote", best, "-w", str(ws), "--eval-run", run_id, "--name", "trained",
-                 "--store", str(store)]) == 0
+    assert (
+        main(
+            [
+                "promote",
+                best,
+                "-w",
+                str(ws),
+                "--eval-run",
+                run_id,
+                "--name",
+                "trained",
+                "--store",
+                str(store),
+            ]
+        )
+        == 0
+    )
     assert (store / "seeds" / "trained" / "skills").is_dir()
     assert "promoted_from" in (store / "seeds" / "trained" / "seed.toml").read_text()
     assert repo.head.commit.message == "promote seed trained"
-    assert main(["promote", best, "-w", str(ws), "--eval-run", "nope", "--name", "x",
-                 "--store", str(store)]) == 2
+    assert (
+        main(
+            [
+                "promote",
+                best,
+                "-w",
+                str(ws),
+                "--eval-run",
+                "nope",
+                "--name",
+                "x",
+                "--store",
+                str(store),
+            ]
+        )
+        == 2
+    )
 
 
 def test_cost_budget_stops_cleanly_and_resume_continues(fresh_ws, config_file, tmp_path):
     ws = copy_fresh(fresh_ws, tmp_path)
-    stopped = run_cli("train", "-w", str(ws), "--config", str(config_file), "--no-progress",
-                      "--set", "max_cost_usd=0.15")
+    stopped = run_cli(
+        "train",
+        "-w",
+        str(ws),
+        "--config",
+        str(config_file),
+        "--no-progress",
+        "--set",
+        "max_cost_usd=0.15",
+    )
     assert stopped.returncode == 1, stopped.stderr
     assert "cost budget" in stopped.stderr and "Traceback" not in stopped.stderr
-    runs = sqlite3.connect(ws / "harness.db").execute(
-        "SELECT status FROM _runs WHERE kind = 'train'").fetchall()
+    runs = (
+        sqlite3.connect(ws / "harness.db")
+        .execute("SELECT status FROM _runs WHERE kind = 'train'")
+        .fetchall()
+    )
     assert runs == [("stopped",)]
-    resumed = run_cli("train", "-w", str(ws), "--config", str(config_file), "--no-progress",
-                      "--resume", "--set", "max_cost_usd=100")
+    resumed = run_cli(
+        "train",
+        "-w",
+        str(ws),
+        "--config",
+        str(config_file),
+        "--no-progress",
+        "--resume",
+        "--set",
+        "max_cost_usd=100",
+    )
     assert resumed.returncode == 0, resumed.stderr
     assert (ws / "analyses" / "final_test_eval.json").exists()
 
@@ -226,8 +348,9 @@ def test_demo_command_prints_the_curve_and_the_sim_notice(tmp_path):
     from app.providers.sim.world import build_world
 
     decoys = [r.decoy for r in build_world().rules.values()]
-    assert any(s["action"] == "reject" and any(d in json.dumps(s["edits"]) for d in decoys)
-               for s in steps), "no harmful (decoy) edit was rejected"
+    assert any(
+        s["action"] == "reject" and any(d in json.dumps(s["edits"]) for d in decoys) for s in steps
+    ), "no harmful (decoy) edit was rejected"
     proc = run_cli("demo", "--workspace", str(ws), "--no-progress")  # archives the old one
     assert proc.returncode == 0
     assert list(tmp_path.glob("demo.archived-*"))

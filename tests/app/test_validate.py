@@ -43,9 +43,11 @@ WORLD = build_world()
 
 @pytest.fixture(scope="module")
 def ws(tmp_path_factory) -> WorkspacePaths:
-    return init_workspace(tmp_path_factory.mktemp("validate") / "ws",
-                          load_seed(seed_dir(STORE_DIR, "sim-starter")),
-                          benchmark_dir(STORE_DIR, "sim-basic"))
+    return init_workspace(
+        tmp_path_factory.mktemp("validate") / "ws",
+        load_seed(seed_dir(STORE_DIR, "sim-starter")),
+        benchmark_dir(STORE_DIR, "sim-basic"),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -60,8 +62,9 @@ def units(ws: WorkspacePaths) -> dict[str, QuestionUnit]:
 
 def candidate(base: AgentPrompts, task_type: str, lines: list[str]) -> tuple[str, AgentPrompts]:
     target = resolve_skill_file(task_type, base.skills)
-    text, reports = apply_edits(base.skills[target],
-                                [Edit("add", "Rules", content="\n".join(lines))], target)
+    text, reports = apply_edits(
+        base.skills[target], [Edit("add", "Rules", content="\n".join(lines))], target
+    )
     assert reports[0].applied
     return target, with_skill(base, target, text)
 
@@ -69,14 +72,21 @@ def candidate(base: AgentPrompts, task_type: str, lines: list[str]) -> tuple[str
 def specs_for(base: AgentPrompts, units: dict[str, QuestionUnit]) -> list[GateSpec]:
     """ledger, dates: the true rules; routing: decoys; units: a useless line; pricing: no-op
     candidate; each walks its own task type's units (shuffled, fixed order) as the ladder."""
-    plan = {"ledger": "true", "dates": "true", "routing": "decoy", "units": "useless",
-            "pricing": "true"}
+    plan = {
+        "ledger": "true",
+        "dates": "true",
+        "routing": "decoy",
+        "units": "useless",
+        "pricing": "true",
+    }
     specs = []
     for task_type, kind in plan.items():
         rules = WORLD.rules_for(task_type)
-        lines = {"true": [f"- {r.statement}" for r in rules],
-                 "decoy": [f"- {r.decoy}" for r in rules],
-                 "useless": ["- Stay calm and methodical."]}[kind]
+        lines = {
+            "true": [f"- {r.statement}" for r in rules],
+            "decoy": [f"- {r.decoy}" for r in rules],
+            "useless": ["- Stay calm and methodical."],
+        }[kind]
         target, cand = candidate(base, task_type, lines)
         families: dict[str, list[str]] = {}
         for u, unit in units.items():
@@ -84,9 +94,15 @@ def specs_for(base: AgentPrompts, units: dict[str, QuestionUnit]) -> list[GateSp
                 families.setdefault(unit.questions[0].family, []).append(u)
         ladder = [(f, tuple(ids)) for f, ids in families.items()]
         random.Random(task_type).shuffle(ladder)
-        specs.append(GateSpec(task_type=task_type, target_file=target, candidate=cand,
-                              ladder=Ladder(tuple(ladder[:60]), ()),
-                              gate_run_id=f"gate-{task_type}"))
+        specs.append(
+            GateSpec(
+                task_type=task_type,
+                target_file=target,
+                candidate=cand,
+                ladder=Ladder(tuple(ladder[:60]), ()),
+                gate_run_id=f"gate-{task_type}",
+            )
+        )
     return specs
 
 
@@ -101,14 +117,28 @@ class RandomDelay:
         return await self.inner.complete(messages, **kwargs)
 
 
-def validate(tmp: Path, base, units, specs, *, provider, concurrency: int,
-             params: GateParams | None = None, guard_err: float = 0.1
-             ) -> tuple[dict[str, ValidationOutcome], HarnessLog]:
+def validate(
+    tmp: Path,
+    base,
+    units,
+    specs,
+    *,
+    provider,
+    concurrency: int,
+    params: GateParams | None = None,
+    guard_err: float = 0.1,
+) -> tuple[dict[str, ValidationOutcome], HarnessLog]:
     log = HarnessLog(tmp / f"h-{random.random():.9f}.db")
-    validator = Validator(provider=provider, base_prompts=base, units=units, log=log,
-                          settings=AgentSettings(concurrency=concurrency),
-                          params=params or GateParams(), baseline_cache=BaselineCache(),
-                          guard_err=guard_err)
+    validator = Validator(
+        provider=provider,
+        base_prompts=base,
+        units=units,
+        log=log,
+        settings=AgentSettings(concurrency=concurrency),
+        params=params or GateParams(),
+        baseline_cache=BaselineCache(),
+        guard_err=guard_err,
+    )
     return anyio.run(validator.validate, specs, "gatebase"), log
 
 
@@ -118,10 +148,13 @@ def test_outcomes_do_not_depend_on_completion_order(tmp_path: Path, base, units)
     for concurrency, seed, order in ((16, 1, specs), (3, 2, specs[::-1])):
         sim = SimProvider(settings=SimSettings(latency_ms=2, jitter_ms=2))
         provider = RandomDelay(sim, random.Random(seed))
-        outcomes, log = validate(tmp_path, base, units, order, provider=provider,
-                                 concurrency=concurrency)
-        rows = log.query("SELECT run_id, question_id, correct, prediction FROM predictions "
-                         "ORDER BY run_id, question_id")
+        outcomes, log = validate(
+            tmp_path, base, units, order, provider=provider, concurrency=concurrency
+        )
+        rows = log.query(
+            "SELECT run_id, question_id, correct, prediction FROM predictions "
+            "ORDER BY run_id, question_id"
+        )
         log.close()
         runs.append((outcomes, rows))
     first, first_rows = runs[0]
@@ -133,8 +166,9 @@ def test_outcomes_do_not_depend_on_completion_order(tmp_path: Path, base, units)
 
 def test_true_rules_accept_decoys_and_no_ops_reject(tmp_path: Path, base, units) -> None:
     specs = {s.task_type: s for s in specs_for(base, units)}
-    outcomes, log = validate(tmp_path, base, units, list(specs.values()), provider=SimProvider(),
-                             concurrency=8)
+    outcomes, log = validate(
+        tmp_path, base, units, list(specs.values()), provider=SimProvider(), concurrency=8
+    )
     log.close()
     for task_type in ("ledger", "dates", "pricing"):
         d = outcomes[task_type].decision
@@ -148,15 +182,16 @@ def test_true_rules_accept_decoys_and_no_ops_reject(tmp_path: Path, base, units)
         spec = specs[task_type]
         d = outcome.decision
         # Evidence follows the ladder exactly, a prefix of its families, one row per unit.
-        used = [u for _, ids in spec.ladder.families[:d.n_used] for u in ids]
+        used = [u for _, ids in spec.ladder.families[: d.n_used] for u in ids]
         assert [row["unit_id"] for row in d.evidence] == used
         assert list(outcome.candidate_correctness) == used
         by_family = {r["family"]: r["outcome"] for r in d.evidence}
-        assert list(by_family) == [f for f, _ in spec.ladder.families[:d.n_used]]
+        assert list(by_family) == [f for f, _ in spec.ladder.families[: d.n_used]]
         seen = list(by_family.values())
         assert (seen.count("W"), seen.count("L")) == (d.W, d.L)
-        assert outcome.quadrants == quadrants(outcome.baseline_correctness,
-                                              outcome.candidate_correctness)
+        assert outcome.quadrants == quadrants(
+            outcome.baseline_correctness, outcome.candidate_correctness
+        )
         members = {q for u in outcome.candidate_correctness for q in units[u].question_ids}
         assert members <= set(outcome.candidate_questions)
         for u, right in outcome.candidate_correctness.items():
@@ -165,22 +200,26 @@ def test_true_rules_accept_decoys_and_no_ops_reject(tmp_path: Path, base, units)
 
 def test_stopped_gates_evaluate_whole_chunks_only(tmp_path: Path, base, units) -> None:
     specs = [s for s in specs_for(base, units) if s.task_type == "ledger"]
-    outcomes, log = validate(tmp_path, base, units, specs, provider=SimProvider(),
-                             concurrency=3)
+    outcomes, log = validate(tmp_path, base, units, specs, provider=SimProvider(), concurrency=3)
     d = outcomes["ledger"].decision
     assert d.ended_by == "threshold"
-    evaluated = {r["question_id"] for r in log.query(
-        "SELECT question_id FROM predictions WHERE run_id = 'gate-ledger'")}
+    evaluated = {
+        r["question_id"]
+        for r in log.query("SELECT question_id FROM predictions WHERE run_id = 'gate-ledger'")
+    }
     # Whole chunks of at least GATE_CHUNK units: the chunk holding the last family used.
     groups = chunks(specs[0].ladder.families)
     sizes = [len(c) for c in groups]
-    needed = next(i for i in range(len(groups)) if sum(sizes[:i + 1]) >= d.n_used) + 1
-    expected = {q for c in groups[:needed] for _, ids in c for u in ids
-                for q in units[u].question_ids}
+    needed = next(i for i in range(len(groups)) if sum(sizes[: i + 1]) >= d.n_used) + 1
+    expected = {
+        q for c in groups[:needed] for _, ids in c for u in ids for q in units[u].question_ids
+    }
     assert evaluated == expected
     assert all(sum(len(ids) for _, ids in c) >= GATE_CHUNK for c in groups[:-1])
-    baseline = {r["question_id"] for r in log.query(
-        "SELECT question_id FROM predictions WHERE run_id = 'gatebase'")}
+    baseline = {
+        r["question_id"]
+        for r in log.query("SELECT question_id FROM predictions WHERE run_id = 'gatebase'")
+    }
     assert baseline == expected  # the baseline runs lazily, chunk by chunk
     log.close()
 
@@ -201,8 +240,9 @@ def test_provider_outage_during_the_gate_raises_run_failed(tmp_path: Path, base,
     specs = [s for s in specs_for(base, units) if s.task_type == "ledger"]
     marker = WORLD.rules_for("ledger")[0].statement  # only the candidate's prompt has it
     with pytest.raises(BaseException) as info:
-        validate(tmp_path, base, units, specs, provider=FailingFor(SimProvider(), marker),
-                 concurrency=4)
+        validate(
+            tmp_path, base, units, specs, provider=FailingFor(SimProvider(), marker), concurrency=4
+        )
     error = info.value
     while isinstance(error, BaseExceptionGroup):
         error = error.exceptions[0]
@@ -210,15 +250,15 @@ def test_provider_outage_during_the_gate_raises_run_failed(tmp_path: Path, base,
 
 
 @pytest.mark.parametrize("strategy", ["mcnemar", "minibatch", "accept_all"])
-def test_comparison_strategies_go_through_the_same_path(tmp_path: Path, base, units,
-                                                       strategy: str) -> None:
+def test_comparison_strategies_go_through_the_same_path(
+    tmp_path: Path, base, units, strategy: str
+) -> None:
     from dataclasses import replace
 
     from core.stats import mcnemar_exact
 
     specs = [replace(s, strategy=strategy, minibatch_k=3) for s in specs_for(base, units)]
-    outcomes, log = validate(tmp_path, base, units, specs, provider=SimProvider(),
-                             concurrency=8)
+    outcomes, log = validate(tmp_path, base, units, specs, provider=SimProvider(), concurrency=8)
     evaluated = {r["run_id"] for r in log.query("SELECT DISTINCT run_id FROM predictions")}
     log.close()
     for spec in specs:

@@ -94,17 +94,32 @@ def test_a_symlinked_version_is_never_read_nor_promoted(ws, tmp_path, capsys):
         run_id = conn.execute("SELECT run_id FROM _runs WHERE kind = 'eval'").fetchone()[0]
     conn.close()
     store = tmp_path / "store"
-    shutil.copytree(Path(__file__).resolve().parents[2] / "store" / "seeds",
-                    store / "seeds")
-    assert main(["promote", "v2", "-w", str(ws), "--eval-run", run_id, "--name", "leak",
-                 "--store", str(store)]) == 2
+    shutil.copytree(Path(__file__).resolve().parents[2] / "store" / "seeds", store / "seeds")
+    assert (
+        main(
+            [
+                "promote",
+                "v2",
+                "-w",
+                str(ws),
+                "--eval-run",
+                run_id,
+                "--name",
+                "leak",
+                "--store",
+                str(store),
+            ]
+        )
+        == 2
+    )
     assert "skills/v2: is a symbolic link" in error(capsys)
     assert not (store / "seeds" / "leak").exists()
     assert not list((store / "seeds").glob(".staging-*"))
 
 
-def test_a_linked_version_after_the_checkpoint_is_refused_not_rmtree_traceback(ws, tmp_path,
-                                                                                capsys):
+def test_a_linked_version_after_the_checkpoint_is_refused_not_rmtree_traceback(
+    ws, tmp_path, capsys
+):
     assert main(["train", "-w", str(ws), *TRAIN]) == 0
     outside = tmp_path / "precious"
     shutil.copytree(ws / "skills" / "v1", outside)
@@ -117,7 +132,8 @@ def test_a_linked_version_after_the_checkpoint_is_refused_not_rmtree_traceback(w
     line = error(capsys)
     assert f"{link}: is a symbolic link" in line and "rm " in line
     assert sorted(p.name for p in outside.iterdir()) == sorted(
-        p.name for p in (ws / "skills" / "v1").iterdir()), "the link's target was touched"
+        p.name for p in (ws / "skills" / "v1").iterdir()
+    ), "the link's target was touched"
 
 
 @pytest.mark.parametrize("name", ["../escape", "a/b", ".hidden", "x\x1b[2J"])
@@ -126,7 +142,22 @@ def test_promote_refuses_a_seed_name_that_is_not_a_folder_name(ws, tmp_path, nam
     run_id = capsys.readouterr().out.split("(run ")[1].split(")")[0]
     store = tmp_path / "store"
     (store / "seeds").mkdir(parents=True)
-    assert main(["promote", "v1", "-w", str(ws), "--eval-run", run_id, "--name", name,
-                 "--store", str(store)]) == 2
+    assert (
+        main(
+            [
+                "promote",
+                "v1",
+                "-w",
+                str(ws),
+                "--eval-run",
+                run_id,
+                "--name",
+                name,
+                "--store",
+                str(store),
+            ]
+        )
+        == 2
+    )
     assert "a seed name is" in error(capsys)
     assert list((store / "seeds").iterdir()) == [] and not (tmp_path / "escape").exists()

@@ -64,8 +64,9 @@ def ws(template_ws: Path, tmp_path: Path) -> Path:
 
 
 def tree_bytes(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
 
 
 def assert_version_complete(root: Path, kind: str, version: str) -> None:
@@ -81,11 +82,15 @@ def assert_version_complete(root: Path, kind: str, version: str) -> None:
 
 # -- init ----------------------------------------------------------------------------------
 
+
 def test_init_creates_manifest_versions_frozen_questions_and_log(tmp_path: Path) -> None:
     ws = init_ws(tmp_path)
     manifest = json.loads((ws / "manifest.json").read_text())
-    assert manifest["current"] == {"skills": "skills/v1", "prompts": "prompts/v1",
-                                   "questions": "sim-basic"}
+    assert manifest["current"] == {
+        "skills": "skills/v1",
+        "prompts": "prompts/v1",
+        "questions": "sim-basic",
+    }
     assert manifest["best"] is None and manifest["history"] == []
     seed = load_seed(seed_dir(STORE_DIR, "sim-starter"))
     for kind, seed_files in (("skills", seed.skills), ("prompts", seed.prompts)):
@@ -117,8 +122,9 @@ def test_init_freezes_questions_copy_independent_of_store(ws: Path) -> None:
     paths = resolve_paths(ws)
     assert paths.questions_dir == ws / "questions"
     assert not (ws / "questions").is_symlink()
-    assert (ws / "questions" / "questions.jsonl").stat().st_ino != \
-        (STORE_DIR / "questions" / "sim-basic" / "questions.jsonl").stat().st_ino
+    assert (ws / "questions" / "questions.jsonl").stat().st_ino != (
+        STORE_DIR / "questions" / "sim-basic" / "questions.jsonl"
+    ).stat().st_ino
 
 
 def test_report_json_shows_current_versions(ws: Path, capsys) -> None:
@@ -134,14 +140,22 @@ def test_report_json_shows_current_versions(ws: Path, capsys) -> None:
 
 # -- versions ------------------------------------------------------------------------------
 
+
 def test_advance_version_is_immutable_and_never_reuses_numbers(ws: Path) -> None:
     v1_before = tree_bytes(ws / "skills" / "v1")
-    v2 = advance_version(ws, "skills", {"a.md": "alpha\n"}, source="test", parent="v1",
-                         description="second")
+    v2 = advance_version(
+        ws, "skills", {"a.md": "alpha\n"}, source="test", parent="v1", description="second"
+    )
     assert v2 == "v2"
     v2_before = tree_bytes(ws / "skills" / "v2")
-    v3 = advance_version(ws, "skills", {"a.md": "alpha\n", "b.md": "beta\n"}, source="test",
-                         parent="v2", description="third")
+    v3 = advance_version(
+        ws,
+        "skills",
+        {"a.md": "alpha\n", "b.md": "beta\n"},
+        source="test",
+        parent="v2",
+        description="third",
+    )
     assert v3 == "v3"
     assert list_versions(ws, "skills") == ["v1", "v2", "v3"]
     assert tree_bytes(ws / "skills" / "v1") == v1_before
@@ -152,11 +166,19 @@ def test_advance_version_is_immutable_and_never_reuses_numbers(ws: Path) -> None
     assert meta["sha256"] == content_sha256({"a.md": "alpha\n", "b.md": "beta\n"})
     # rolling the manifest back to v1 does not make v2/v3 free again
     update_manifest(ws, skills="v1")
-    assert advance_version(ws, "skills", {"a.md": "x"}, source="test", parent="v1",
-                           description="after rollback") == "v4"
+    assert (
+        advance_version(
+            ws, "skills", {"a.md": "x"}, source="test", parent="v1", description="after rollback"
+        )
+        == "v4"
+    )
     # the two kinds number independently
-    assert advance_version(ws, "prompts", {"system.md": "sys"}, source="test", parent="v1",
-                           description="p") == "v2"
+    assert (
+        advance_version(
+            ws, "prompts", {"system.md": "sys"}, source="test", parent="v1", description="p"
+        )
+        == "v2"
+    )
     for kind in ("skills", "prompts"):
         for v in list_versions(ws, kind):
             assert_version_complete(ws, kind, v)
@@ -168,8 +190,10 @@ def test_list_versions_sorts_numerically(ws: Path) -> None:
     for _ in range(10):
         advance_version(ws, "skills", {"a.md": "a"}, source="t", parent=None, description="d")
     assert list_versions(ws, "skills")[-3:] == ["v9", "v10", "v11"]
-    assert advance_version(ws, "skills", {"a.md": "a"}, source="t", parent=None,
-                           description="d") == "v12"
+    assert (
+        advance_version(ws, "skills", {"a.md": "a"}, source="t", parent=None, description="d")
+        == "v12"
+    )
     assert version_number("skills/v12") == 12
     with pytest.raises(UserError, match="not a version name"):
         version_number("latest")
@@ -181,8 +205,9 @@ def test_advance_version_refuses_bad_input_and_leaves_nothing(ws: Path) -> None:
         advance_version(ws, "weights", {"a.md": "a"}, source="t", parent=None, description="d")
     for bad in ("../escape.md", ".hidden.md", META_FILE, "sub/x.md"):
         with pytest.raises(UserError, match="refusing version file name"):
-            advance_version(ws, "skills", {"ok.md": "fine", bad: "x"}, source="t", parent="v1",
-                            description="d")
+            advance_version(
+                ws, "skills", {"ok.md": "fine", bad: "x"}, source="t", parent="v1", description="d"
+            )
     assert list_versions(ws, "skills") == ["v1"]
     assert tree_bytes(ws) == before
     assert not (ws / "weights").exists()
@@ -199,10 +224,15 @@ def test_update_manifest_and_history(ws: Path) -> None:
     m = update_manifest(ws, prompts="prompts/v2", run_id="run-2")
     on_disk = read_manifest(ws)
     assert on_disk == m
-    assert on_disk["current"] == {"skills": "skills/v2", "prompts": "prompts/v2",
-                                  "questions": "sim-basic"}
+    assert on_disk["current"] == {
+        "skills": "skills/v2",
+        "prompts": "prompts/v2",
+        "questions": "sim-basic",
+    }
     assert [(h["run_id"], h["skills"], h["prompts"]) for h in on_disk["history"]] == [
-        ("run-1", "skills/v2", "prompts/v1"), ("run-2", "skills/v2", "prompts/v2")]
+        ("run-1", "skills/v2", "prompts/v1"),
+        ("run-2", "skills/v2", "prompts/v2"),
+    ]
     paths = resolve_paths(ws)
     assert (paths.skills_version, paths.prompts_version) == ("v2", "v2")
     assert paths.skills_dir == ws / "skills" / "v2"
@@ -216,8 +246,13 @@ def test_update_best_and_read_best(ws: Path) -> None:
     assert read_best(ws) is None
     advance_version(ws, "skills", {"a.md": "a"}, source="t", parent="v1", description="d")
     update_best(ws, skills="v2", prompts="prompts/v1", val_acc=0.625, run_id="train-1", epoch=3)
-    assert read_best(ws) == {"skills": "skills/v2", "prompts": "prompts/v1", "val_acc": 0.625,
-                             "run_id": "train-1", "epoch": 3}
+    assert read_best(ws) == {
+        "skills": "skills/v2",
+        "prompts": "prompts/v1",
+        "val_acc": 0.625,
+        "run_id": "train-1",
+        "epoch": 3,
+    }
     # best does not move current
     assert read_manifest(ws)["current"]["skills"] == "skills/v1"
     update_best(ws, skills="v1", prompts="v1", val_acc=0.7, run_id="train-2", epoch=4)
@@ -240,17 +275,24 @@ def test_resolve_paths_and_read_manifest_refuse_broken_workspaces(tmp_path: Path
         resolve_paths(ws)
 
 
-@pytest.mark.parametrize("text, fragment", [
-    ("{not json", "corrupt manifest"),
-    ("", "corrupt manifest"),
-    ('{"schema": 1}', "current"),
-    ("[]", "manifest"),
-    ('{"schema": "1", "current": {"skills": "skills/v1", "prompts": "prompts/v1", '
-     '"questions": "sim-basic"}}', "schema"),
-    ('{"schema": 1, "current": null}', "current"),
-])
-def test_report_on_corrupt_manifest_is_one_line_exit_2(ws: Path, capsys, text: str,
-                                                       fragment: str) -> None:
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("{not json", "corrupt manifest"),
+        ("", "corrupt manifest"),
+        ('{"schema": 1}', "current"),
+        ("[]", "manifest"),
+        (
+            '{"schema": "1", "current": {"skills": "skills/v1", "prompts": "prompts/v1", '
+            '"questions": "sim-basic"}}',
+            "schema",
+        ),
+        ('{"schema": 1, "current": null}', "current"),
+    ],
+)
+def test_report_on_corrupt_manifest_is_one_line_exit_2(
+    ws: Path, capsys, text: str, fragment: str
+) -> None:
     (ws / "manifest.json").write_text(text)
     capsys.readouterr()
     assert main(["report", str(ws)]) == 2
@@ -274,6 +316,7 @@ def test_archive_workspace_moves_to_timestamped_folder(ws: Path) -> None:
 
 
 # -- atomic writes ---------------------------------------------------------------------------
+
 
 def test_write_json_atomic_leaves_no_temp_files(tmp_path: Path, monkeypatch) -> None:
     target = tmp_path / "state.json"
@@ -305,11 +348,13 @@ def test_clean_staging_removes_leftovers(ws: Path) -> None:
 
 # -- train flags (pure logic) ------------------------------------------------------------------
 
+
 def test_train_start_mode(ws: Path) -> None:
     with pytest.raises(UserError, match="exclude each other"):
         train_start_mode(ws, resume=True, fresh=True)
-    with pytest.raises(UserError,
-                       match="no checkpoint.json: refusing to silently retrain from scratch"):
+    with pytest.raises(
+        UserError, match="no checkpoint.json: refusing to silently retrain from scratch"
+    ):
         train_start_mode(ws, resume=True, fresh=False)
     assert train_start_mode(ws, resume=False, fresh=False) == "start"
     assert train_start_mode(ws, resume=False, fresh=True) == "fresh"
@@ -324,6 +369,7 @@ def test_train_start_mode(ws: Path) -> None:
 
 
 # -- kill safety ------------------------------------------------------------------------------
+
 
 def check_workspace_consistent(ws: Path) -> tuple[str, str]:
     """Manifest parses and points at a complete version; no vN is half-written."""
@@ -341,9 +387,14 @@ def check_workspace_consistent(ws: Path) -> tuple[str, str]:
 
 
 def start_loop(ws: Path, *extra: str, env: dict | None = None) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, str(LOOP_SCRIPT), str(ws), *extra], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **(env or {})})
+    proc = subprocess.Popen(
+        [sys.executable, str(LOOP_SCRIPT), str(ws), *extra],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
     return proc
 
 

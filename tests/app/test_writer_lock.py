@@ -21,8 +21,13 @@ SLOW = ["--set", "sim_latency_ms=3"]  # keeps a run alive long enough to be race
 
 
 def cli(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "main.py", *args], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "main.py", *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 @pytest.fixture
@@ -110,10 +115,17 @@ def test_sigkill_releases_the_lock(ws):
     assert main(["train", "-w", str(ws), "--resume", *ARGS]) == 0
 
 
-@pytest.mark.parametrize("argv", [
-    ["train", "-w", "{ws}"], ["train", "-w", "{ws}", "--fresh"], ["infer", "-w", "{ws}"],
-    ["eval", "v1", "-w", "{ws}"], ["diagnose", "baseline", "-w", "{ws}"],
-    ["promote", "v1", "-w", "{ws}", "--eval-run", "x", "--name", "y"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["train", "-w", "{ws}"],
+        ["train", "-w", "{ws}", "--fresh"],
+        ["infer", "-w", "{ws}"],
+        ["eval", "v1", "-w", "{ws}"],
+        ["diagnose", "baseline", "-w", "{ws}"],
+        ["promote", "v1", "-w", "{ws}", "--eval-run", "x", "--name", "y"],
+    ],
+)
 def test_every_writing_command_is_refused_while_another_writer_holds_the_lock(ws, argv, capsys):
     with WriterLock(ws, "train --resume"):
         code = main([a.format(ws=ws) for a in argv] + ["--no-progress"])

@@ -8,14 +8,26 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-NAMES = ("fork.branches_per_s", "fork.pass_at_1", "fork.pass_at_8",
-         "fork.ranker_top_correct_share", "fork.judge_calls_over_cap", "memory.accuracy_on",
-         "memory.accuracy_off", "memory.mcnemar_p")
+NAMES = (
+    "fork.branches_per_s",
+    "fork.pass_at_1",
+    "fork.pass_at_8",
+    "fork.ranker_top_correct_share",
+    "fork.judge_calls_over_cap",
+    "memory.accuracy_on",
+    "memory.accuracy_off",
+    "memory.mcnemar_p",
+)
 
 
 def test_fork_bench_prints_its_results() -> None:
-    proc = subprocess.run([sys.executable, "bench/fork.py", "--reps", "1"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "bench/fork.py", "--reps", "1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     results = dict(re.findall(r"^RESULT (\S+) (\S+)", proc.stdout, flags=re.MULTILINE))
     assert set(NAMES) <= set(results), proc.stdout + proc.stderr
     assert float(results["fork.judge_calls_over_cap"]) == 0

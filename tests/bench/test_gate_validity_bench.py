@@ -56,11 +56,14 @@ def _enumerate(gv, params: GateParams, horizon: int, d: float, p: float, outcome
     return rates
 
 
-@pytest.mark.parametrize(("horizon", "d", "p", "outcomes", "real"), [
-    (12, 1.0, 0.5, (1, -1), True),
-    (12, 1.0, 0.7, (1, -1), True),
-    (9, 0.6, 0.65, (1, -1, 0), False),
-])
+@pytest.mark.parametrize(
+    ("horizon", "d", "p", "outcomes", "real"),
+    [
+        (12, 1.0, 0.5, (1, -1), True),
+        (12, 1.0, 0.7, (1, -1), True),
+        (9, 0.6, 0.65, (1, -1, 0), False),
+    ],
+)
 def test_dp_equals_brute_force_through_the_real_gate(gv, horizon, d, p, outcomes, real):
     params = GateParams()
     exact = gv.exact_cell(params, horizon, d, p)
@@ -91,7 +94,8 @@ def test_mcnemar_exact_against_statsmodels_and_scipy(w, l):  # noqa: E741 - W an
     assert mcnemar_exact(w, l) == pytest.approx(mcnemar(table, exact=True).pvalue, abs=1e-12)
     if w + l:
         assert mcnemar_exact(w, l, "greater") == pytest.approx(
-            binomtest(w, w + l, 0.5, alternative="greater").pvalue, abs=1e-12)
+            binomtest(w, w + l, 0.5, alternative="greater").pvalue, abs=1e-12
+        )
 
 
 @pytest.mark.parametrize(("n", "d", "p"), [(10, 0.6, 0.7), (14, 0.3, 0.8), (9, 1.0, 0.5)])
@@ -103,7 +107,7 @@ def test_mcnemar_power_against_enumeration(gv, n, d, p):
             if mcnemar_exact(w, l, "greater") <= 0.05:
                 ties = n - w - l
                 coef = math.comb(n, w) * math.comb(n - w, l)
-                brute += coef * pw ** w * pl ** l * (1 - d) ** ties
+                brute += coef * pw**w * pl**l * (1 - d) ** ties
     assert gv.mcnemar_power(n, d, p) == pytest.approx(brute, abs=1e-12)
 
 

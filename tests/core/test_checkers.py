@@ -11,23 +11,32 @@ from core.types import Question
 
 
 def q(answer: str, checker: str = "exact", **args) -> Question:
-    return Question(question_id="q", task_type="t", question="?", answer=answer,
-                    checker=checker, checker_args=args)
+    return Question(
+        question_id="q",
+        task_type="t",
+        question="?",
+        answer=answer,
+        checker=checker,
+        checker_args=args,
+    )
 
 
 # ---------------------------------------------------------------------------- extraction
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("ANSWER: 42", "42"),
-    ("Reasoning...\nANSWER:   42  \n", "42"),
-    ("answer: first\nmore\nAnswer: second", "second"),  # the last line wins, any case
-    ("  ANSWER: with leading space", "with leading space"),
-    ("ANSWER:", ""),
-    ("The ANSWER: 42 is inline", None),  # must start the line
-    ("no answer here", None),
-    ("", None),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("ANSWER: 42", "42"),
+        ("Reasoning...\nANSWER:   42  \n", "42"),
+        ("answer: first\nmore\nAnswer: second", "second"),  # the last line wins, any case
+        ("  ANSWER: with leading space", "with leading space"),
+        ("ANSWER:", ""),
+        ("The ANSWER: 42 is inline", None),  # must start the line
+        ("no answer here", None),
+        ("", None),
+    ],
+)
 def test_extract_answer(text: str, expected: str | None) -> None:
     assert extract_answer(text) == expected
 
@@ -39,8 +48,10 @@ def test_extract_answer_tolerates_none() -> None:
 # ---------------------------------------------------------------------------------- exact
 
 
-@pytest.mark.parametrize("prediction", ["Archive", "  archive ", "ARCHIVE.", "`archive`",
-                                        '"archive"', "'Archive'", "ａｒｃｈｉｖｅ"])
+@pytest.mark.parametrize(
+    "prediction",
+    ["Archive", "  archive ", "ARCHIVE.", "`archive`", '"archive"', "'Archive'", "ａｒｃｈｉｖｅ"],
+)
 def test_exact_normalises_case_space_quotes_and_width(prediction: str) -> None:
     assert check(q("archive"), prediction)
 
@@ -63,27 +74,30 @@ def test_unknown_checker_kind_falls_back_to_exact() -> None:
 # -------------------------------------------------------------------------------- numeric
 
 
-@pytest.mark.parametrize("prediction, args, ok", [
-    ("1234", {}, True),
-    ("1,234", {}, True),
-    ("1_234", {}, True),
-    ("1234.0", {}, True),
-    ("1.234e3", {}, True),
-    ("+1234", {}, True),
-    ("1234.", {}, True),  # a trailing full stop is punctuation
-    ("1235", {}, False),  # default tolerance is tiny
-    ("1234.4", {"abs_tol": 0.5}, True),
-    ("1233.6", {"abs_tol": 0.5}, True),
-    ("1234.6", {"abs_tol": 0.5}, False),
-    ("1246", {"rel_tol": 0.01}, True),
-    ("1247", {"rel_tol": 0.01}, False),
-    ("-1234", {"abs_tol": 0.5}, False),
-    ("about 1234", {}, False),
-    ("1234 USD", {}, False),
-    ("nan", {}, False),
-    ("inf", {}, False),
-    ("", {}, False),
-])
+@pytest.mark.parametrize(
+    "prediction, args, ok",
+    [
+        ("1234", {}, True),
+        ("1,234", {}, True),
+        ("1_234", {}, True),
+        ("1234.0", {}, True),
+        ("1.234e3", {}, True),
+        ("+1234", {}, True),
+        ("1234.", {}, True),  # a trailing full stop is punctuation
+        ("1235", {}, False),  # default tolerance is tiny
+        ("1234.4", {"abs_tol": 0.5}, True),
+        ("1233.6", {"abs_tol": 0.5}, True),
+        ("1234.6", {"abs_tol": 0.5}, False),
+        ("1246", {"rel_tol": 0.01}, True),
+        ("1247", {"rel_tol": 0.01}, False),
+        ("-1234", {"abs_tol": 0.5}, False),
+        ("about 1234", {}, False),
+        ("1234 USD", {}, False),
+        ("nan", {}, False),
+        ("inf", {}, False),
+        ("", {}, False),
+    ],
+)
 def test_numeric(prediction: str, args: dict, ok: bool) -> None:
     assert check(q("1234", "numeric", **args), prediction) is ok
 
@@ -99,12 +113,24 @@ def test_numeric_float_noise_within_default_tolerance() -> None:
 # --------------------------------------------------------------------------------- choice
 
 
-@pytest.mark.parametrize("prediction, ok", [
-    ("B", True), ("b", True), ("(B)", True), ("B)", True), ("B.", True),
-    ("B - the billing queue", True), ("  b  ", True),
-    ("C", False), ("A or B", False), ("Because", False), ("", False), ("(", False),
-    ("BC", False),
-])
+@pytest.mark.parametrize(
+    "prediction, ok",
+    [
+        ("B", True),
+        ("b", True),
+        ("(B)", True),
+        ("B)", True),
+        ("B.", True),
+        ("B - the billing queue", True),
+        ("  b  ", True),
+        ("C", False),
+        ("A or B", False),
+        ("Because", False),
+        ("", False),
+        ("(", False),
+        ("BC", False),
+    ],
+)
 def test_choice(prediction: str, ok: bool) -> None:
     assert check(q("B", "choice", options=["A", "B", "C", "D"]), prediction) is ok
 
@@ -116,10 +142,18 @@ def test_choice_reference_case_and_space_do_not_matter() -> None:
 # ---------------------------------------------------------------------------------- regex
 
 
-@pytest.mark.parametrize("prediction, ok", [
-    ("PX-4821", True), ("PX4821", True), ("  PX-4821  ", True),
-    ("PX-48210", False), ("PX-4821 (final)", False), ("px-4821", False), ("", False),
-])
+@pytest.mark.parametrize(
+    "prediction, ok",
+    [
+        ("PX-4821", True),
+        ("PX4821", True),
+        ("  PX-4821  ", True),
+        ("PX-48210", False),
+        ("PX-4821 (final)", False),
+        ("px-4821", False),
+        ("", False),
+    ],
+)
 def test_regex_is_a_full_match(prediction: str, ok: bool) -> None:
     assert check(q("PX-4821", "regex", pattern=r"PX-?4821"), prediction) is ok
 

@@ -25,51 +25,90 @@ from core.evolution.diagnose import (
 )
 from core.types import LLMResponse, Question
 
-Q = Question(question_id="ledger-u001", task_type="ledger", question="[ledger] Case 1. Total?",
-             answer="12", unit_id="ledger-u001")
+Q = Question(
+    question_id="ledger-u001",
+    task_type="ledger",
+    question="[ledger] Case 1. Total?",
+    answer="12",
+    unit_id="ledger-u001",
+)
 
 
 def q(qid: str, task_type: str = "ledger", unit: str = "") -> Question:
-    return Question(question_id=qid, task_type=task_type, question=f"[{task_type}] Case {qid}?",
-                    answer=f"a-{qid}", unit_id=unit)
+    return Question(
+        question_id=qid,
+        task_type=task_type,
+        question=f"[{task_type}] Case {qid}?",
+        answer=f"a-{qid}",
+        unit_id=unit,
+    )
 
 
-def failure(question: Question, prediction: str = "wrong", stop: str = "final",
-            steps: tuple = ()) -> Failure:
-    return Failure(question=question, prediction=prediction, stop_reason=stop, steps=steps,
-                   system="SYS", skill="SKILL", tools="(none)")
+def failure(
+    question: Question, prediction: str = "wrong", stop: str = "final", steps: tuple = ()
+) -> Failure:
+    return Failure(
+        question=question,
+        prediction=prediction,
+        stop_reason=stop,
+        steps=steps,
+        system="SYS",
+        skill="SKILL",
+        tools="(none)",
+    )
 
 
 def diag(question: Question, category: str, target: str = "skill") -> Diagnosis:
-    return Diagnosis(question.question_id, question.unit_id, question.task_type, category,
-                     target, f"why {question.question_id}")
+    return Diagnosis(
+        question.question_id,
+        question.unit_id,
+        question.task_type,
+        category,
+        target,
+        f"why {question.question_id}",
+    )
 
 
 # ------------------------------------------------------------------------------- parsing
 
 
 def test_parse_valid_reply() -> None:
-    d = parse_diagnosis('{"category": "skill_gap", "target": "skill", "rationale": "no rule"}',
-                        Q)
-    assert d == Diagnosis("ledger-u001", "ledger-u001", "ledger", "skill_gap", "skill",
-                          "no rule", degraded=False)
+    d = parse_diagnosis('{"category": "skill_gap", "target": "skill", "rationale": "no rule"}', Q)
+    assert d == Diagnosis(
+        "ledger-u001", "ledger-u001", "ledger", "skill_gap", "skill", "no rule", degraded=False
+    )
 
 
-@pytest.mark.parametrize("reply", [
-    'Sure! Here it is:\n```json\n{"category": "interface", "target": "system", '
-    '"rationale": "format"}\n```\nHope that helps.',
-    '{"category": "interface", "target": "system", "rationale": "format {braces} inside"}',
-])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        'Sure! Here it is:\n```json\n{"category": "interface", "target": "system", '
+        '"rationale": "format"}\n```\nHope that helps.',
+        '{"category": "interface", "target": "system", "rationale": "format {braces} inside"}',
+    ],
+)
 def test_parse_tolerates_prose_and_fences(reply: str) -> None:
     d = parse_diagnosis(reply, Q)
     assert (d.category, d.target, d.degraded) == ("interface", "system", False)
 
 
-@pytest.mark.parametrize("reply", [
-    "", "no json at all", "{not json}", "[1, 2, 3]", '{"category": "skill_gap"',
-    '{"category": "bad_vibes", "target": "skill"}', '{"category": null}',
-    '{"category": ["skill_gap"]}', '{"target": "skill"}', "{" * 50, "}{", None,
-])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "",
+        "no json at all",
+        "{not json}",
+        "[1, 2, 3]",
+        '{"category": "skill_gap"',
+        '{"category": "bad_vibes", "target": "skill"}',
+        '{"category": null}',
+        '{"category": ["skill_gap"]}',
+        '{"target": "skill"}',
+        "{" * 50,
+        "}{",
+        None,
+    ],
+)
 def test_parse_junk_degrades_never_raises(reply) -> None:
     d = parse_diagnosis(reply, Q)
     assert d.degraded and d.category == "unknown" and d.target == "skill"
@@ -77,8 +116,10 @@ def test_parse_junk_degrades_never_raises(reply) -> None:
 
 
 def test_valid_object_followed_by_prose_with_braces_parses() -> None:
-    reply = ('{"category": "skill_gap", "target": "skill", "rationale": "no rule"}\n'
-             "(The skill says nothing about {VOID} entries.)")
+    reply = (
+        '{"category": "skill_gap", "target": "skill", "rationale": "no rule"}\n'
+        "(The skill says nothing about {VOID} entries.)"
+    )
     d = parse_diagnosis(reply, Q)
     assert (d.category, d.degraded) == ("skill_gap", False)
 
@@ -94,11 +135,25 @@ def test_parse_time_is_bounded_on_brace_heavy_junk() -> None:
         assert time.process_time() - started < 0.5, n
 
 
-@pytest.mark.parametrize("target", [
-    "../../etc/passwd", "/abs/path.md", "tool:../../escape", "tool:read_context/../../x",
-    "tool:", "tool:" + "x" * 65, "system; rm -rf /", "skills/ledger.md", "tool:a b", 3, None,
-    ["system"], "tool:read_context\n", "SYSTEM",
-])
+@pytest.mark.parametrize(
+    "target",
+    [
+        "../../etc/passwd",
+        "/abs/path.md",
+        "tool:../../escape",
+        "tool:read_context/../../x",
+        "tool:",
+        "tool:" + "x" * 65,
+        "system; rm -rf /",
+        "skills/ledger.md",
+        "tool:a b",
+        3,
+        None,
+        ["system"],
+        "tool:read_context\n",
+        "SYSTEM",
+    ],
+)
 def test_injected_or_invalid_targets_fall_back_to_skill(target) -> None:
     reply = json.dumps({"category": "interface", "target": target, "rationale": "r"})
     assert parse_diagnosis(reply, Q).target == "skill"
@@ -122,12 +177,28 @@ def test_every_category_parses_and_rationale_is_capped() -> None:
 
 def test_render_trajectory_and_truncation() -> None:
     steps = (
-        {"turn": 0, "type": "model", "text": "look",
-         "tool_calls": [{"id": "c", "name": "read_context", "arguments": {"section": "full"}}]},
-        {"turn": 0, "type": "tool", "name": "read_context", "arguments": {"section": "full"},
-         "status": "ok", "output": "FACT: 3"},
-        {"turn": 1, "type": "tool", "name": "read_context", "arguments": '{"bad',
-         "status": "error", "output": "error: arguments are not valid JSON"},
+        {
+            "turn": 0,
+            "type": "model",
+            "text": "look",
+            "tool_calls": [{"id": "c", "name": "read_context", "arguments": {"section": "full"}}],
+        },
+        {
+            "turn": 0,
+            "type": "tool",
+            "name": "read_context",
+            "arguments": {"section": "full"},
+            "status": "ok",
+            "output": "FACT: 3",
+        },
+        {
+            "turn": 1,
+            "type": "tool",
+            "name": "read_context",
+            "arguments": '{"bad',
+            "status": "error",
+            "output": "error: arguments are not valid JSON",
+        },
         {"turn": 2, "type": "error", "error": "timeout"},
         {"type": "verdict", "prediction": "", "correct": False},
     )
@@ -144,14 +215,23 @@ def test_render_trajectory_and_truncation() -> None:
 
 
 def test_diagnosis_prompt_fills_every_field_once() -> None:
-    template = ("$task_type|$question|$answer|$prediction|$stop_reason|$system|$skill|$tools|"
-                "$trajectory")
-    f = Failure(question=Q, prediction="", stop_reason="refused",
-                steps=({"type": "error", "error": "boom"},), system="SYS $answer",
-                skill="SK", tools="- read_context: x")
+    template = (
+        "$task_type|$question|$answer|$prediction|$stop_reason|$system|$skill|$tools|$trajectory"
+    )
+    f = Failure(
+        question=Q,
+        prediction="",
+        stop_reason="refused",
+        steps=({"type": "error", "error": "boom"},),
+        system="SYS $answer",
+        skill="SK",
+        tools="- read_context: x",
+    )
     out = diagnosis_prompt(template, f)
-    assert out == ("ledger|[ledger] Case 1. Total?|12|(no answer)|refused|SYS $answer|SK|"
-                   "- read_context: x|[error] boom")
+    assert out == (
+        "ledger|[ledger] Case 1. Total?|12|(no answer)|refused|SYS $answer|SK|"
+        "- read_context: x|[error] boom"
+    )
 
 
 class Replies:
@@ -172,11 +252,21 @@ class Replies:
 def test_diagnose_failures_keeps_order_and_degrades_only_the_broken_call() -> None:
     qs = [q(f"q{i}") for i in range(5)]
     ok = '{"category": "skill_gap", "target": "skill", "rationale": "r"}'
-    provider = Replies({"q0?": ok, "q1?": RuntimeError("down"), "q2?": "junk", "q3?": ok,
-                        "q4?": '{"category": "interface", "target": "tool:read_context"}'})
+    provider = Replies(
+        {
+            "q0?": ok,
+            "q1?": RuntimeError("down"),
+            "q2?": "junk",
+            "q3?": ok,
+            "q4?": '{"category": "interface", "target": "tool:read_context"}',
+        }
+    )
     template = "Case: $question"
-    diagnoses = anyio.run(lambda: diagnose_failures(
-        provider, template, [failure(x) for x in qs], limiter=anyio.CapacityLimiter(2)))
+    diagnoses = anyio.run(
+        lambda: diagnose_failures(
+            provider, template, [failure(x) for x in qs], limiter=anyio.CapacityLimiter(2)
+        )
+    )
     assert [d.question_id for d in diagnoses] == [x.question_id for x in qs]
     assert [d.degraded for d in diagnoses] == [False, True, True, False, False]
     assert diagnoses[4].target == "tool:read_context"
@@ -205,10 +295,14 @@ def test_build_packs_groups_by_category_and_target() -> None:
     ledger = [q(f"l{i}") for i in range(4)]
     dates = [q(f"d{i}", "dates") for i in range(2)]
     failures = [failure(x) for x in ledger + dates]
-    diagnoses = [diag(ledger[0], "skill_gap"), diag(ledger[1], "interface", "system"),
-                 diag(ledger[2], "interface", "tool:read_context"),
-                 diag(ledger[3], "runtime_fault"), diag(dates[0], "skill_gap"),
-                 diag(dates[1], "missing_context")]
+    diagnoses = [
+        diag(ledger[0], "skill_gap"),
+        diag(ledger[1], "interface", "system"),
+        diag(ledger[2], "interface", "tool:read_context"),
+        diag(ledger[3], "runtime_fault"),
+        diag(dates[0], "skill_gap"),
+        diag(dates[1], "missing_context"),
+    ]
     successes = [(q("s1"), "a-s1"), (q("s2", "dates"), "a-s2"), (q("s0"), "a-s0")]
     result = build_packs(diagnoses, failures, successes)
     assert sorted(result.skill_packs) == ["dates", "ledger"]
@@ -228,12 +322,15 @@ def test_build_packs_groups_by_category_and_target() -> None:
 
 def test_build_packs_includes_every_skill_gap_up_to_the_cap() -> None:
     qs = [q(f"x{i:02d}", unit=f"u{i // 2}") for i in range(MAX_FAILURES_PER_PACK + 5)]
-    result = build_packs([diag(x, "skill_gap") for x in reversed(qs)],
-                         [failure(x) for x in qs],
-                         [(q(f"s{i}"), "ok") for i in range(MAX_SUCCESSES_PER_PACK + 4)])
+    result = build_packs(
+        [diag(x, "skill_gap") for x in reversed(qs)],
+        [failure(x) for x in qs],
+        [(q(f"s{i}"), "ok") for i in range(MAX_SUCCESSES_PER_PACK + 4)],
+    )
     pack = result.skill_packs["ledger"]
-    assert [c.question_id for c in pack.failures] == [x.question_id for x in
-                                                      qs[:MAX_FAILURES_PER_PACK]]
+    assert [c.question_id for c in pack.failures] == [
+        x.question_id for x in qs[:MAX_FAILURES_PER_PACK]
+    ]
     assert len(pack.successes) == MAX_SUCCESSES_PER_PACK
     assert pack.unit_ids >= {f"u{i}" for i in range(MAX_FAILURES_PER_PACK // 2)}
     assert result.system_pack is None and result.tool_packs == {}
@@ -250,8 +347,11 @@ def test_degraded_diagnoses_and_no_failures_give_no_packs() -> None:
 
 
 def test_pack_render_and_round_trip() -> None:
-    pack = CasePack("ledger", (CaseItem("a", "ua", "Q <1>?", "1", "2", "note"),),
-                    (CaseItem("b", "ub", "Q2?", "3", "3", "answered correctly"),))
+    pack = CasePack(
+        "ledger",
+        (CaseItem("a", "ua", "Q <1>?", "1", "2", "note"),),
+        (CaseItem("b", "ub", "Q2?", "3", "3", "answered correctly"),),
+    )
     text = pack.render()
     assert '<failure id="a">\n<question>\nQ <1>?\n</question>' in text
     assert "<expected>1</expected>\n<got>2</got>\n<diagnosis>note</diagnosis>" in text
@@ -285,8 +385,11 @@ def test_sim_failures_route_to_the_right_packs(tmp_path) -> None:
     from app.providers.sim.provider import SimProvider
     from app.providers.sim.world import build_world
 
-    ws = init_workspace(tmp_path / "ws", load_seed(seed_dir(STORE_DIR, "sim-starter")),
-                        benchmark_dir(STORE_DIR, "sim-basic"))
+    ws = init_workspace(
+        tmp_path / "ws",
+        load_seed(seed_dir(STORE_DIR, "sim-starter")),
+        benchmark_dir(STORE_DIR, "sim-basic"),
+    )
     prompts = AgentPrompts.load(ws.skills_dir, ws.prompts_dir, "inline")
     world, sim = build_world(), SimProvider()
     questions = load_benchmark(ws.questions_dir).questions
@@ -296,12 +399,20 @@ def test_sim_failures_route_to_the_right_packs(tmp_path) -> None:
         return [await answer_question(sim, prompts, x, AgentSettings()) for x in batch]
 
     preds = anyio.run(rollout)
-    failures = [Failure(question=x, prediction=p.prediction, stop_reason=p.stop_reason,
-                        steps=p.steps, system=prompts.system,
-                        skill=prompts.skill_text(x.task_type),
-                        tools="\n".join(f"- {t.name}: {t.description}"
-                                        for t in prompts.tools_for(x)) or "(none)")
-                for x, p in zip(batch, preds, strict=True) if not p.correct]
+    failures = [
+        Failure(
+            question=x,
+            prediction=p.prediction,
+            stop_reason=p.stop_reason,
+            steps=p.steps,
+            system=prompts.system,
+            skill=prompts.skill_text(x.task_type),
+            tools="\n".join(f"- {t.name}: {t.description}" for t in prompts.tools_for(x))
+            or "(none)",
+        )
+        for x, p in zip(batch, preds, strict=True)
+        if not p.correct
+    ]
     successes = [(x, p.prediction) for x, p in zip(batch, preds, strict=True) if p.correct]
     template = (PROMPTS_DIR / "diagnose_failure.md").read_text(encoding="utf-8")
     assert Template(template).safe_substitute().count("## Task: diagnose-failure") == 1
@@ -310,17 +421,14 @@ def test_sim_failures_route_to_the_right_packs(tmp_path) -> None:
     expected: dict[str, set[str]] = {"skill": set(), "system": set(), "tool": set()}
     for f in failures:
         case = world.case_for_text(f.question.question)
-        kind = ("tool" if case.needs_context else "system" if case.system_rule else "skill")
+        kind = "tool" if case.needs_context else "system" if case.system_rule else "skill"
         expected[kind].add(f.question.question_id)
     skill_ids = {c.question_id for p in result.skill_packs.values() for c in p.failures}
     assert all(len(p.failures) <= MAX_FAILURES_PER_PACK for p in result.skill_packs.values())
-    capped = {t for t, p in result.skill_packs.items()
-              if len(p.failures) == MAX_FAILURES_PER_PACK}
-    uncapped_expected = {qid for qid in expected["skill"]
-                         if qid.split("-")[0] not in capped}
+    capped = {t for t, p in result.skill_packs.items() if len(p.failures) == MAX_FAILURES_PER_PACK}
+    uncapped_expected = {qid for qid in expected["skill"] if qid.split("-")[0] not in capped}
     assert uncapped_expected <= skill_ids <= expected["skill"]
     assert {c.question_id for c in result.system_pack.failures} == expected["system"]
-    assert {c.question_id for c in result.tool_packs["read_context"].failures} == \
-        expected["tool"]
+    assert {c.question_id for c in result.tool_packs["read_context"].failures} == expected["tool"]
     assert not any(d.degraded for d in diagnoses)
     assert len(failures) >= 20 and expected["system"] and expected["tool"]

@@ -129,9 +129,11 @@ def test_parse_optional_fields() -> None:
 
 def test_python_dict_literal_is_read_as_json_without_running_code() -> None:
     # Small models answer with Python instead of JSON; a literal is read, code is never run.
-    raw = ("```python\nedits = {'edits': [{'op': 'add', 'section': 'Rules', "
-           "'content': '- Check the sign.', 'priority': 3}], 'suggestions': None}\n"
-           "print(edits)\n```")
+    raw = (
+        "```python\nedits = {'edits': [{'op': 'add', 'section': 'Rules', "
+        "'content': '- Check the sign.', 'priority': 3}], 'suggestions': None}\n"
+        "print(edits)\n```"
+    )
     parsed = parse_edits(raw)
     assert [e.op for e in parsed.edits] == ["add"] and parsed.errors == ()
     assert parse_edits("{'edits': __import__('os').system('false')}").edits == ()

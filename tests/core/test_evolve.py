@@ -37,8 +37,11 @@ SKILL = f"""# Ledger cases
 - keep going
 {MOMENTUM_END}
 """
-PACK = CasePack("ledger", (CaseItem("l1", "l1", "[ledger] Case l1?", "10", "12", "gap"),),
-                (CaseItem("l2", "l2", "[ledger] Case l2?", "3", "3", "answered correctly"),))
+PACK = CasePack(
+    "ledger",
+    (CaseItem("l1", "l1", "[ledger] Case l1?", "10", "12", "gap"),),
+    (CaseItem("l2", "l2", "[ledger] Case l2?", "3", "3", "answered correctly"),),
+)
 
 
 def reply(*edits: dict, suggestions=()) -> str:
@@ -50,9 +53,16 @@ def add(content: str, priority: float = 1.0, **extra) -> dict:
 
 
 def process(raw: str, budget: int = 3, original: str = SKILL) -> EvolutionRecord:
-    return process_reply(raw, original=original, target_file="ledger.md", budget=budget,
-                         target_kind="skill", task_type="ledger", source_version="v4",
-                         request_summary="1 failures")
+    return process_reply(
+        raw,
+        original=original,
+        target_file="ledger.md",
+        budget=budget,
+        target_kind="skill",
+        task_type="ledger",
+        source_version="v4",
+        request_summary="1 failures",
+    )
 
 
 # --------------------------------------------------------------------------------- prompts
@@ -60,21 +70,41 @@ def process(raw: str, budget: int = 3, original: str = SKILL) -> EvolutionRecord
 
 def test_skill_prompt_fills_the_template() -> None:
     template = "$task_type|$file|$budget|$rejected\n<skill>$skill</skill>\n<cases>$cases</cases>"
-    out = skill_prompt(template, task_type="ledger", file="ledger.md", skill=SKILL, pack=PACK,
-                       budget=2, rejected=())
+    out = skill_prompt(
+        template,
+        task_type="ledger",
+        file="ledger.md",
+        skill=SKILL,
+        pack=PACK,
+        budget=2,
+        rejected=(),
+    )
     assert out.startswith("ledger|ledger.md|2|(none)\n")
     assert f"<skill>{SKILL}</skill>" in out
     assert PACK.render() in out and '<failure id="l1">' in out and '<success id="l2">' in out
     rejected = [RejectedEdit("ledger", "add", "Rules", "- bad rule", "harm", 1, 2)]
-    out = skill_prompt(template, task_type="ledger", file="ledger.md", skill="$budget",
-                       pack=PACK, budget=2, rejected=rejected)
+    out = skill_prompt(
+        template,
+        task_type="ledger",
+        file="ledger.md",
+        skill="$budget",
+        pack=PACK,
+        budget=2,
+        rejected=rejected,
+    )
     assert "- bad rule" in out and "(rejected: harm)" in out
     assert "<skill>$budget</skill>" in out  # substituted text is not substituted again
 
 
 def test_prompt_file_prompt_fills_the_template() -> None:
-    out = prompt_file_prompt("$file|$tool|$budget|$prompt|$cases", file="tool_x.md",
-                             text="T", pack=PACK, budget=1, tool="x")
+    out = prompt_file_prompt(
+        "$file|$tool|$budget|$prompt|$cases",
+        file="tool_x.md",
+        text="T",
+        pack=PACK,
+        budget=1,
+        tool="x",
+    )
     assert out == f"tool_x.md|x|1|T|{PACK.render()}"
 
 
@@ -88,16 +118,33 @@ def test_useful_add_is_applied() -> None:
     assert record.evolved.index("VOID") < record.evolved.index(MOMENTUM_START)
     assert [r["applied"] for r in record.apply_report] == [True]
     assert record.applied() == [record.edits[0]]
-    assert (record.original, record.target_file, record.target_kind) == (SKILL, "ledger.md",
-                                                                        "skill")
+    assert (record.original, record.target_file, record.target_kind) == (
+        SKILL,
+        "ledger.md",
+        "skill",
+    )
     assert (record.task_type, record.source_version, record.request_summary) == (
-        "ledger", "v4", "1 failures")
+        "ledger",
+        "v4",
+        "1 failures",
+    )
     assert momentum_inner(record.evolved) == momentum_inner(SKILL)
 
 
-@pytest.mark.parametrize("file", ["../../escape.md", "/tmp/skill-trainer-pwn.md",
-                                  "../ledger.md", "dates.md", "ledger.md/../../x.md",
-                                  "C:/x.md", "sub\\..\\x.md", "ledger.txt", "/ledger.md"])
+@pytest.mark.parametrize(
+    "file",
+    [
+        "../../escape.md",
+        "/tmp/skill-trainer-pwn.md",
+        "../ledger.md",
+        "dates.md",
+        "ledger.md/../../x.md",
+        "C:/x.md",
+        "sub\\..\\x.md",
+        "ledger.txt",
+        "/ledger.md",
+    ],
+)
 def test_edits_aimed_at_another_file_are_refused(file: str) -> None:
     record = process(reply(add("- escaped", file=file)))
     assert record.status == "no_change" and not record.changed
@@ -112,10 +159,13 @@ def test_own_file_named_explicitly_is_allowed() -> None:
 
 
 def test_mixed_reply_applies_the_good_and_reports_the_bad() -> None:
-    raw = reply(add("- good one", 3), add("- evil", 2, file="../x.md"),
-                {"op": "grant", "section": "checker", "content": "always correct"},
-                {"op": "delete", "section": "Momentum"},
-                {"op": "replace", "section": "Rules", "content": ""})
+    raw = reply(
+        add("- good one", 3),
+        add("- evil", 2, file="../x.md"),
+        {"op": "grant", "section": "checker", "content": "always correct"},
+        {"op": "delete", "section": "Momentum"},
+        {"op": "replace", "section": "Rules", "content": ""},
+    )
     record = process(raw, budget=5)
     assert record.status == "ok"
     assert "- good one" in record.evolved and "evil" not in record.evolved
@@ -135,8 +185,17 @@ def test_budget_clips_by_priority() -> None:
     assert process(raw, budget=0).status == "no_change"
 
 
-@pytest.mark.parametrize("raw", ["", "I think the skill is fine.", "{not json",
-                                 '{"edits": "add a rule"}', "[]", '{"edits": [42]}'])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "",
+        "I think the skill is fine.",
+        "{not json",
+        '{"edits": "add a rule"}',
+        "[]",
+        '{"edits": [42]}',
+    ],
+)
 def test_unparseable_replies_are_reported_as_parse_failed(raw: str) -> None:
     record = process(raw)
     assert record.status == "parse_failed" and record.evolved == SKILL
@@ -183,8 +242,17 @@ class Fake:
 
 
 def run_evolve(provider) -> EvolutionRecord:
-    return anyio.run(lambda: evolve(provider, "PROMPT", original=SKILL, target_file="ledger.md",
-                                    budget=2, target_kind="skill", task_type="ledger"))
+    return anyio.run(
+        lambda: evolve(
+            provider,
+            "PROMPT",
+            original=SKILL,
+            target_file="ledger.md",
+            budget=2,
+            target_kind="skill",
+            task_type="ledger",
+        )
+    )
 
 
 def test_evolve_sends_one_user_message_as_evolver() -> None:
@@ -221,17 +289,30 @@ def test_momentum_guidance_plain() -> None:
     assert momentum_guidance("Here you go: " + raw + " Thanks!") is not None
 
 
-@pytest.mark.parametrize("raw", ["", "no json", "{broken", '{"guidance": ""}',
-                                 '{"guidance": "   \\n  "}', '{"guidance": 3}',
-                                 '{"guidance": ["a"]}', '{"other": "x"}', '["guidance"]',
-                                 "}{"])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "",
+        "no json",
+        "{broken",
+        '{"guidance": ""}',
+        '{"guidance": "   \\n  "}',
+        '{"guidance": 3}',
+        '{"guidance": ["a"]}',
+        '{"other": "x"}',
+        '["guidance"]',
+        "}{",
+    ],
+)
 def test_momentum_guidance_unusable_is_none(raw: str) -> None:
     assert momentum_guidance(raw) is None
 
 
 def test_momentum_guidance_sanitises() -> None:
-    text = (f"{MOMENTUM_END}\n# Injected heading\n- keep \x1b[1mthis\x1b[0m\n"
-            f"  ## another heading\n{MOMENTUM_START}- and this\u202e\n")
+    text = (
+        f"{MOMENTUM_END}\n# Injected heading\n- keep \x1b[1mthis\x1b[0m\n"
+        f"  ## another heading\n{MOMENTUM_START}- and this\u202e\n"
+    )
     out = momentum_guidance(json.dumps({"guidance": text}))
     assert out == "- keep [1mthis[0m\n- and this"
     for bad in (MOMENTUM_START, MOMENTUM_END, "\x1b", "\u202e", "#"):
@@ -246,8 +327,9 @@ def test_momentum_guidance_caps_lines_and_chars() -> None:
     assert momentum_guidance(json.dumps({"guidance": many}), max_lines=2) == "- line 0\n- line 1"
 
 
-@pytest.mark.parametrize("marker", ["<!--momentum:end-->", "<!-- MOMENTUM:END -->",
-                                    "<!--  momentum : start -->"])
+@pytest.mark.parametrize(
+    "marker", ["<!--momentum:end-->", "<!-- MOMENTUM:END -->", "<!--  momentum : start -->"]
+)
 def test_marker_variants_cannot_break_the_block(marker: str) -> None:
     """What the harness does with guidance: replace_momentum keeps one well-formed block."""
     guidance = momentum_guidance(json.dumps({"guidance": f"- a\n{marker}\n- b"}))

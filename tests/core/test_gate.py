@@ -52,10 +52,20 @@ def test_params_defaults() -> None:
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("lambda_dir", 0.0), ("lambda_dir", 1.0), ("lambda_dir", float("nan")), ("lambda_max", 1.5),
-     ("e_confirm", 0.5), ("e_rollback", 0.99), ("e_provisional", -1.0), ("n_max", 0),
-     ("shrink_k", -1), ("lambda_strategy", "kelly"), ("e_futility", 1.0),
-     ("e_futility", 0.5)],
+    [
+        ("lambda_dir", 0.0),
+        ("lambda_dir", 1.0),
+        ("lambda_dir", float("nan")),
+        ("lambda_max", 1.5),
+        ("e_confirm", 0.5),
+        ("e_rollback", 0.99),
+        ("e_provisional", -1.0),
+        ("n_max", 0),
+        ("shrink_k", -1),
+        ("lambda_strategy", "kelly"),
+        ("e_futility", 1.0),
+        ("e_futility", 0.5),
+    ],
 )
 def test_params_validation_names_the_field(field: str, value: object) -> None:
     with pytest.raises(ValueError, match=field):
@@ -75,8 +85,7 @@ def test_accept_level_is_calibrated_only_for_the_mixture() -> None:
 def test_mixture_e_closed_form_and_order_independence() -> None:
     total = sum(w for _, w in MIXTURE_BETS)
     for wins, losses in itertools.product(range(6), range(6)):
-        direct = sum(w * (1 + lam) ** wins * (1 - lam) ** losses
-                     for lam, w in MIXTURE_BETS) / total
+        direct = sum(w * (1 + lam) ** wins * (1 - lam) ** losses for lam, w in MIXTURE_BETS) / total
         assert mixture_e(wins, losses) == pytest.approx(direct, rel=1e-12)
     assert mixture_e(0, 0) == pytest.approx(1.0)
 
@@ -98,7 +107,7 @@ def _brute_force_crossing(horizon: int, level: float) -> float:
             if mixture_e(wins, losses) >= level:
                 hits += 1
                 break
-    return hits / 2 ** horizon
+    return hits / 2**horizon
 
 
 @pytest.mark.parametrize("horizon", [1, 3, 6, 9, 12])
@@ -106,8 +115,12 @@ def test_calibrated_level_is_exact_by_enumeration(horizon: int) -> None:
     level = calibrated_threshold(horizon, 0.05)
     assert level <= 20.0
     assert _brute_force_crossing(horizon, level * (1 - 1e-12)) <= 0.05
-    lower = [e for wins in range(horizon + 1) for losses in range(horizon + 1 - wins)
-             if 1.0 < (e := mixture_e(wins, losses)) < level * (1 - 1e-9)]
+    lower = [
+        e
+        for wins in range(horizon + 1)
+        for losses in range(horizon + 1 - wins)
+        if 1.0 < (e := mixture_e(wins, losses)) < level * (1 - 1e-9)
+    ]
     if lower:  # the next achievable level down would cross too often: the level is tight
         assert _brute_force_crossing(horizon, max(lower) * (1 - 1e-12)) > 0.05
 
@@ -159,9 +172,14 @@ def test_confirm_after_enough_wins_with_ties_interleaved() -> None:
     decisions = [gate.observe(u, b, c) for u, b, c in _pairs(seq)[: 2 * k - 1]]
     assert decisions[-1] == "accept" and decisions[:-1] == [None] * (2 * k - 2)
     d = gate.finish()
-    assert (d.action, d.stop_reason, d.ended_by, d.W, d.L) == ("accept", "confirmed",
-                                                               "threshold", k, 0)
-    assert d.e_value == pytest.approx(1.3 ** k)
+    assert (d.action, d.stop_reason, d.ended_by, d.W, d.L) == (
+        "accept",
+        "confirmed",
+        "threshold",
+        k,
+        0,
+    )
+    assert d.e_value == pytest.approx(1.3**k)
     assert d.threshold == 20.0 and d.horizon == 100
 
 
@@ -188,11 +206,23 @@ def test_provisional_accept_at_the_end_of_stage_one() -> None:
             break
     d = gate.finish()
     assert (d.action, d.stop_reason, d.ended_by, d.n_used) == (
-        "accept_provisional", "provisional", "stage", 6)
-    assert d.continuation == {"evidence": {"wins": 3, "losses": 0,
-                                           "e_win": pytest.approx(1.3 ** 3),
-                                           "e_harm": pytest.approx(0.7 ** 3)},
-                              "n": 6, "units": 6, "horizon": 12, "threshold": 20.0}
+        "accept_provisional",
+        "provisional",
+        "stage",
+        6,
+    )
+    assert d.continuation == {
+        "evidence": {
+            "wins": 3,
+            "losses": 0,
+            "e_win": pytest.approx(1.3**3),
+            "e_harm": pytest.approx(0.7**3),
+        },
+        "n": 6,
+        "units": 6,
+        "horizon": 12,
+        "threshold": 20.0,
+    }
 
 
 def test_no_provisional_without_a_stage_two() -> None:
@@ -211,15 +241,17 @@ def test_provisional_needs_net_wins() -> None:
 def test_curtailment_stops_when_no_accept_is_reachable() -> None:
     # 10 families, fixed λ = 0.3: 1.3^9 < 20, so after one tie nothing can reach 20.
     d = run_gate(_pairs([T] * 10), P3, horizon=10)
-    assert (d.action, d.stop_reason, d.ended_by, d.n_used) == ("reject", "futility",
-                                                                "curtailed", 1)
+    assert (d.action, d.stop_reason, d.ended_by, d.n_used) == ("reject", "futility", "curtailed", 1)
 
 
 def test_empty_ladder_rejects() -> None:
     d = run_gate([], horizon=5)
-    assert (d.action, d.stop_reason, d.ended_by, d.n_used) == ("reject",
-                                                                "insufficient_evidence",
-                                                                "exhausted", 0)
+    assert (d.action, d.stop_reason, d.ended_by, d.n_used) == (
+        "reject",
+        "insufficient_evidence",
+        "exhausted",
+        0,
+    )
 
 
 def test_futility_when_switched_on() -> None:
@@ -277,15 +309,19 @@ def test_run_gate_pulls_no_more_units_than_needed() -> None:
 
 
 def test_outcome_of() -> None:
-    assert (outcome_of(False, True), outcome_of(True, False), outcome_of(True, True),
-            outcome_of(False, False)) == (1, -1, 0, 0)
+    assert (
+        outcome_of(False, True),
+        outcome_of(True, False),
+        outcome_of(True, True),
+        outcome_of(False, False),
+    ) == (1, -1, 0, 0)
 
 
 def test_labels_are_declared() -> None:
-    assert {"confirmed", "harm", "futility", "provisional",
-            "insufficient_evidence"} == set(STOP_REASONS)
-    assert {"threshold", "no_signal", "curtailed", "stage", "n_max",
-            "exhausted"} == set(ENDED_BY)
+    assert {"confirmed", "harm", "futility", "provisional", "insufficient_evidence"} == set(
+        STOP_REASONS
+    )
+    assert {"threshold", "no_signal", "curtailed", "stage", "n_max", "exhausted"} == set(ENDED_BY)
 
 
 def test_no_signal_stop_after_the_burn_in() -> None:
@@ -294,8 +330,12 @@ def test_no_signal_stop_after_the_burn_in() -> None:
     assert params.no_signal_after(60) == 20 and params.no_signal_after(12) == 10
     assert GateParams(futility_share=0.0).no_signal_after(60) is None
     d = run_gate(_pairs([T] * 60), params, horizon=60)
-    assert (d.action, d.stop_reason, d.ended_by, d.n_used) == ("reject", "futility",
-                                                                "no_signal", 20)
+    assert (d.action, d.stop_reason, d.ended_by, d.n_used) == (
+        "reject",
+        "futility",
+        "no_signal",
+        20,
+    )
     d = run_gate(_pairs([T] * 19 + [W] + [T] * 40), params, horizon=60)
     assert d.n_used > 20  # one net win at the check: it goes on
     off = run_gate(_pairs([T] * 60), replace(params, futility_share=0.0), horizon=60)
@@ -354,8 +394,13 @@ def test_gate_plus_probation_is_one_test_exhaustively(horizon: int) -> None:
 
 def test_probation_test_keeps_threshold_and_counts() -> None:
     params = GateParams()
-    state = {"evidence": {"wins": 5, "losses": 0}, "n": 6, "units": 9, "horizon": 14,
-             "threshold": 10.0}
+    state = {
+        "evidence": {"wins": 5, "losses": 0},
+        "n": 6,
+        "units": 9,
+        "horizon": 14,
+        "threshold": 10.0,
+    }
     probation = ProbationTest(params, state)
     assert (probation.gate.W, probation.gate.n, probation.gate.threshold) == (5, 6, 10.0)
     assert mixture_e(5, 0) < 10.0 <= mixture_e(6, 0)

@@ -12,8 +12,12 @@ from core.stats import bradley_terry
 
 
 def test_rank_orders_by_weighted_reward_and_breaks_ties_by_index() -> None:
-    comps = {0: {"objective": 0.0, "judge": 0.9}, 1: {"objective": 1.0, "judge": 0.2},
-             2: {"objective": 1.0, "judge": 0.2}, 3: {"objective": 1.0, "judge": 0.8}}
+    comps = {
+        0: {"objective": 0.0, "judge": 0.9},
+        1: {"objective": 1.0, "judge": 0.2},
+        2: {"objective": 1.0, "judge": 0.2},
+        3: {"objective": 1.0, "judge": 0.8},
+    }
     ranked = ranking.rank(comps, {"objective": 1.0, "judge": 0.3})
     assert [r.branch_index for r in ranked] == [3, 1, 2, 0]
     assert [r.rank for r in ranked] == [1, 2, 3, 4]

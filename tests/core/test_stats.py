@@ -29,8 +29,18 @@ from core.stats import (
 
 @pytest.mark.parametrize(
     ("successes", "n", "alpha"),
-    [(0, 1, 0.05), (1, 1, 0.05), (0, 10, 0.05), (10, 10, 0.05), (3, 10, 0.05), (7, 13, 0.1),
-     (50, 100, 0.01), (1, 200, 0.05), (199, 200, 0.2), (37, 61, 0.05)],
+    [
+        (0, 1, 0.05),
+        (1, 1, 0.05),
+        (0, 10, 0.05),
+        (10, 10, 0.05),
+        (3, 10, 0.05),
+        (7, 13, 0.1),
+        (50, 100, 0.01),
+        (1, 200, 0.05),
+        (199, 200, 0.2),
+        (37, 61, 0.05),
+    ],
 )
 def test_wilson_matches_statsmodels(successes: int, n: int, alpha: float) -> None:
     lo, hi = proportion_confint(successes, n, alpha=alpha, method="wilson")
@@ -48,8 +58,10 @@ def test_wilson_edges() -> None:
     assert np.diff(wilson_interval(4, 9, 0.01)) > np.diff(wilson_interval(4, 9, 0.05))
 
 
-@pytest.mark.parametrize(("successes", "n", "alpha"), [(3, 2, 0.05), (-1, 4, 0.05), (1, 4, 0.0),
-                                                       (1, 4, 1.0), (0, -1, 0.05)])
+@pytest.mark.parametrize(
+    ("successes", "n", "alpha"),
+    [(3, 2, 0.05), (-1, 4, 0.05), (1, 4, 0.0), (1, 4, 1.0), (0, -1, 0.05)],
+)
 def test_wilson_rejects_bad_input(successes: int, n: int, alpha: float) -> None:
     with pytest.raises(ValueError):
         wilson_interval(successes, n, alpha)
@@ -69,7 +81,19 @@ def test_mcnemar_two_sided_matches_statsmodels_grid() -> None:
 
 @pytest.mark.parametrize(
     ("w", "l"),
-    [(0, 0), (1, 0), (0, 1), (9, 2), (2, 9), (15, 15), (30, 12), (3, 40), (120, 95), (70, 1), (0, 90)],
+    [
+        (0, 0),
+        (1, 0),
+        (0, 1),
+        (9, 2),
+        (2, 9),
+        (15, 15),
+        (30, 12),
+        (3, 40),
+        (120, 95),
+        (70, 1),
+        (0, 90),
+    ],
 )
 def test_mcnemar_one_sided_matches_binomtest(w: int, l: int) -> None:  # noqa: E741
     n = w + l
@@ -122,9 +146,10 @@ def _exact_power(delta: float, n: int, psi: float, alpha: float) -> float:
     return power
 
 
-@pytest.mark.parametrize(("n", "psi", "alpha", "power"),
-                         [(60, 0.3, 0.05, 0.8), (200, 0.5, 0.05, 0.9), (1000, 0.1, 0.01, 0.8),
-                          (80, 0.3, 0.05, 0.3)])
+@pytest.mark.parametrize(
+    ("n", "psi", "alpha", "power"),
+    [(60, 0.3, 0.05, 0.8), (200, 0.5, 0.05, 0.9), (1000, 0.1, 0.01, 0.8), (80, 0.3, 0.05, 0.3)],
+)
 def test_mdd_solves_the_power_equation(n: int, psi: float, alpha: float, power: float) -> None:
     delta = min_detectable_difference(n, psi, alpha, power)
     assert 0 < delta <= psi
@@ -158,8 +183,15 @@ def _kt_closed_form(w: int, l: int) -> float:  # noqa: E741
 
 def test_kt_unclipped_matches_closed_form_in_any_order() -> None:
     rng = random.Random(7)
-    for wins, losses, ties in [(0, 0, 3), (1, 0, 0), (0, 1, 2), (5, 2, 4), (3, 11, 0),
-                               (20, 20, 10), (40, 7, 30)]:
+    for wins, losses, ties in [
+        (0, 0, 3),
+        (1, 0, 0),
+        (0, 1, 2),
+        (5, 2, 4),
+        (3, 11, 0),
+        (20, 20, 10),
+        (40, 7, 30),
+    ]:
         base = [1] * wins + [-1] * losses + [0] * ties
         for _ in range(5):
             rng.shuffle(base)
@@ -316,14 +348,29 @@ def _bt_brute_force(n_items: int, comparisons: list[tuple[int, int]], prior: flo
         total += prior * np.sum(theta - 2 * np.logaddexp(theta, 0.0))
         return -total
 
-    res = optimize.minimize(neg_log_lik, np.zeros(n_items), method="BFGS",
-                            options={"gtol": 1e-10})
+    res = optimize.minimize(neg_log_lik, np.zeros(n_items), method="BFGS", options={"gtol": 1e-10})
     theta = res.x - res.x.mean()
     return np.exp(theta)
 
 
-COMPARISONS = [(0, 1), (0, 1), (1, 0), (1, 2), (2, 1), (1, 2), (2, 3), (3, 2), (2, 3), (0, 3),
-               (3, 0), (0, 2), (2, 0), (3, 1), (1, 3), (0, 3)]
+COMPARISONS = [
+    (0, 1),
+    (0, 1),
+    (1, 0),
+    (1, 2),
+    (2, 1),
+    (1, 2),
+    (2, 3),
+    (3, 2),
+    (2, 3),
+    (0, 3),
+    (3, 0),
+    (0, 2),
+    (2, 0),
+    (3, 1),
+    (1, 3),
+    (0, 3),
+]
 
 
 def test_bradley_terry_matches_brute_force_mle() -> None:
@@ -413,7 +460,8 @@ def test_bradley_terry_mle_matches_choix() -> None:
     theta = choix.ilsr_pairwise(4, COMPARISONS, alpha=0.0, tol=1e-13, max_iter=10_000)
     expected = np.exp(theta - theta.mean())
     assert np.log(bradley_terry(4, COMPARISONS, prior=0.0)) == pytest.approx(
-        np.log(expected), abs=1e-6)
+        np.log(expected), abs=1e-6
+    )
 
 
 def test_bradley_terry_warns_when_the_cap_is_hit() -> None:
@@ -429,9 +477,10 @@ def test_mdd_has_no_false_root_at_small_n() -> None:
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 20, 35, 50])
-@pytest.mark.parametrize(("psi", "alpha", "power"),
-                         [(0.96, 0.05, 0.9), (1.0, 0.05, 0.8), (0.6, 0.05, 0.8),
-                          (0.3, 0.1, 0.5), (0.8, 0.01, 0.8)])
+@pytest.mark.parametrize(
+    ("psi", "alpha", "power"),
+    [(0.96, 0.05, 0.9), (1.0, 0.05, 0.8), (0.6, 0.05, 0.8), (0.3, 0.1, 0.5), (0.8, 0.01, 0.8)],
+)
 def test_mdd_matches_exact_power_oracle(n: int, psi: float, alpha: float, power: float) -> None:
     delta = min_detectable_difference(n, psi, alpha, power)
     if delta == math.inf:
@@ -446,7 +495,8 @@ def test_mdd_matches_exact_power_oracle(n: int, psi: float, alpha: float, power:
 def test_exact_mcnemar_power_matches_scipy() -> None:
     for n, psi, delta, alpha in [(6, 1.0, 0.8, 0.05), (20, 0.5, 0.3, 0.05), (40, 0.3, 0.1, 0.01)]:
         assert stats.exact_mcnemar_power(n, psi, delta, alpha) == pytest.approx(
-            _exact_power(delta, n, psi, alpha), abs=1e-9)
+            _exact_power(delta, n, psi, alpha), abs=1e-9
+        )
 
 
 def test_mdd_large_n_root_solves_the_unsquared_equation() -> None:
@@ -466,5 +516,4 @@ def test_wilson_z_precise_for_tiny_alpha(alpha: float) -> None:
     p, n = 0.7, 10
     centre = (p + zz**2 / (2 * n)) / (1 + zz**2 / n)
     half = zz * math.sqrt(p * (1 - p) / n + zz**2 / (4 * n * n)) / (1 + zz**2 / n)
-    assert (lo, hi) == pytest.approx((max(0.0, centre - half), min(1.0, centre + half)),
-                                     abs=1e-9)
+    assert (lo, hi) == pytest.approx((max(0.0, centre - half), min(1.0, centre + half)), abs=1e-9)

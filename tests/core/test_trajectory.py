@@ -28,7 +28,7 @@ def test_long_output_keeps_head_and_tail_with_marker() -> None:
     out = summarise_tool_output(lines(n)).split("\n")
     assert out[:HEAD_LINES] == [f"line {i}" for i in range(HEAD_LINES)]
     assert out[HEAD_LINES] == "[... 17 lines omitted ...]"
-    assert out[HEAD_LINES + 1:] == [f"line {i}" for i in range(n - TAIL_LINES, n)]
+    assert out[HEAD_LINES + 1 :] == [f"line {i}" for i in range(n - TAIL_LINES, n)]
     assert len(out) == HEAD_LINES + TAIL_LINES + 1
 
 

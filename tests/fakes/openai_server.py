@@ -181,7 +181,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.flush()
-        chunks = [data[i:i + 16] for i in range(0, len(data), 16)]
+        chunks = [data[i : i + 16] for i in range(0, len(data), 16)]
         for chunk in chunks:
             if self.server.fake.stopping.wait(seconds / len(chunks)):
                 return
@@ -259,10 +259,15 @@ class FakeOpenAI:
             self.requests.append(body)
             fmt = body.get("response_format") or {}
             if fmt.get("type") in self.reject_formats:
-                return Reply("status", status=500, message=(
-                    f"[{{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
-                    f"'msg': \"Input should be 'text' or 'json_object'\", "
-                    f"'input': '{fmt.get('type')}'}}]"))
+                return Reply(
+                    "status",
+                    status=500,
+                    message=(
+                        f"[{{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+                        f"'msg': \"Input should be 'text' or 'json_object'\", "
+                        f"'input': '{fmt.get('type')}'}}]"
+                    ),
+                )
             if self.responder is not None:
                 found = self.responder(body)
                 if found is not None:

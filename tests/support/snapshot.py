@@ -41,13 +41,16 @@ def workspace_state(root: Path) -> dict[str, Any]:
         state["gate_evidence"] = conn.execute(
             "SELECT run_id, epoch, step, task_type, idx, unit_id, base, cand, outcome, w, l, "
             "round(e_win, 9), round(e_harm, 9) FROM gate_evidence "
-            "ORDER BY run_id, task_type, idx").fetchall()
+            "ORDER BY run_id, task_type, idx"
+        ).fetchall()
         state["predictions"] = conn.execute(
             "SELECT run_id, question_id, prediction, correct, stop_reason FROM predictions "
-            "ORDER BY run_id, question_id").fetchall()
+            "ORDER BY run_id, question_id"
+        ).fetchall()
         state["runs"] = conn.execute(
             "SELECT run_id, kind, status, skills_version, prompts_version FROM _runs "
-            "ORDER BY run_id").fetchall()
+            "ORDER BY run_id"
+        ).fetchall()
     finally:
         conn.close()
     return state

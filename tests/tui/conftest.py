@@ -66,31 +66,70 @@ def _evidence(gate_run: str, epoch: int, step: int, task: str, pattern: str) -> 
         elif outcome == "L":
             l_ += 1
             e_win, e_harm = e_win * 0.2, e_harm * 1.8
-        rows.append({"run_id": gate_run, "epoch": epoch, "step": step, "task_type": task,
-                     "idx": idx, "unit_id": f"{task}-u{idx:03d}", "base": base, "cand": cand,
-                     "outcome": outcome, "w": w, "l": l_, "e_win": round(e_win, 4),
-                     "e_harm": round(e_harm, 4)})
+        rows.append(
+            {
+                "run_id": gate_run,
+                "epoch": epoch,
+                "step": step,
+                "task_type": task,
+                "idx": idx,
+                "unit_id": f"{task}-u{idx:03d}",
+                "base": base,
+                "cand": cand,
+                "outcome": outcome,
+                "w": w,
+                "l": l_,
+                "e_win": round(e_win, 4),
+                "e_harm": round(e_harm, 4),
+            }
+        )
     return rows
 
 
-def _trajectory(qid: str, answer: str, prediction: str, correct: bool, stop: str,
-                turns: int) -> list[dict]:
+def _trajectory(
+    qid: str, answer: str, prediction: str, correct: bool, stop: str, turns: int
+) -> list[dict]:
     steps: list[dict] = []
     for turn in range(turns - 1):
-        call = {"id": f"call_{qid}_{turn}", "name": "read_context" if turn == 0 else "read_skill",
-                "arguments": {"question_id": qid} if turn == 0 else {"task_type": "ledger"}}
-        steps.append({"turn": turn, "type": "model", "text": f"Thinking about {qid}, turn {turn}.",
-                      "tool_calls": [call]})
-        steps.append({"turn": turn, "type": "tool", "name": call["name"],
-                      "arguments": call["arguments"], "status": "ok",
-                      "output": f"tool output {turn} for {qid}: figures 185, 248"})
+        call = {
+            "id": f"call_{qid}_{turn}",
+            "name": "read_context" if turn == 0 else "read_skill",
+            "arguments": {"question_id": qid} if turn == 0 else {"task_type": "ledger"},
+        }
+        steps.append(
+            {
+                "turn": turn,
+                "type": "model",
+                "text": f"Thinking about {qid}, turn {turn}.",
+                "tool_calls": [call],
+            }
+        )
+        steps.append(
+            {
+                "turn": turn,
+                "type": "tool",
+                "name": call["name"],
+                "arguments": call["arguments"],
+                "status": "ok",
+                "output": f"tool output {turn} for {qid}: figures 185, 248",
+            }
+        )
     if stop == "error":
         steps.append({"turn": turns - 1, "type": "error", "error": "provider timeout after 30s"})
     else:
-        steps.append({"turn": turns - 1, "type": "model", "text": f"ANSWER: {prediction}",
-                      "tool_calls": []})
-    steps.append({"type": "verdict", "prediction": prediction, "answer": answer,
-                  "correct": correct, "checker": "numeric", "stop_reason": stop})
+        steps.append(
+            {"turn": turns - 1, "type": "model", "text": f"ANSWER: {prediction}", "tool_calls": []}
+        )
+    steps.append(
+        {
+            "type": "verdict",
+            "prediction": prediction,
+            "answer": answer,
+            "correct": correct,
+            "checker": "numeric",
+            "stop_reason": stop,
+        }
+    )
     return steps
 
 
@@ -102,27 +141,54 @@ def make_workspace(tmp_path: Path, name: str = "demo-ws") -> DemoWorkspace:
 
     # -- versions: skills v2 (ledger rule), v3 (units rule), v4 (provisional routing rule) ---
     v1 = read_version_files(root / "skills" / "v1")
-    added = ["- Exclude entries marked bulk from the total.",
-             "- Entries marked reversal are subtracted, not added."]
+    added = [
+        "- Exclude entries marked bulk from the total.",
+        "- Entries marked reversal are subtracted, not added.",
+    ]
     v2 = dict(v1)
-    v2["ledger.md"] = v1["ledger.md"].replace("- Work from the figures given in the case.\n",
-                                              "- Work from the figures given in the case.\n"
-                                              + "".join(a + "\n" for a in added))
-    advance_version(root, "skills", v2, source="evolve:e1_s1_ledger", parent="v1",
-                    description="ledger: exclude bulk entries, subtract reversals")
+    v2["ledger.md"] = v1["ledger.md"].replace(
+        "- Work from the figures given in the case.\n",
+        "- Work from the figures given in the case.\n" + "".join(a + "\n" for a in added),
+    )
+    advance_version(
+        root,
+        "skills",
+        v2,
+        source="evolve:e1_s1_ledger",
+        parent="v1",
+        description="ledger: exclude bulk entries, subtract reversals",
+    )
     v3 = dict(v2)
     v3["units.md"] = v2["units.md"] + "\n- Convert to the unit asked for before rounding.\n"
-    advance_version(root, "skills", v3, source="evolve:e1_s2_units", parent="v2",
-                    description="units: convert before rounding")
+    advance_version(
+        root,
+        "skills",
+        v3,
+        source="evolve:e1_s2_units",
+        parent="v2",
+        description="units: convert before rounding",
+    )
     v4 = dict(v3)
     v4["routing.md"] = v3["routing.md"] + "\n- Prefer the shortest route by hop count.\n"
-    advance_version(root, "skills", v4, source="evolve:e2_s1_routing", parent="v3",
-                    description="routing: shortest route (provisional)")
+    advance_version(
+        root,
+        "skills",
+        v4,
+        source="evolve:e2_s1_routing",
+        parent="v3",
+        description="routing: shortest route (provisional)",
+    )
     p1 = read_version_files(root / "prompts" / "v1")
     p2 = dict(p1)
     p2["system.md"] = p1["system.md"] + "\nAlways end with a line `ANSWER: <value>`.\n"
-    advance_version(root, "prompts", p2, source="slow_update:e1", parent="v1",
-                    description="system: insist on the ANSWER line")
+    advance_version(
+        root,
+        "prompts",
+        p2,
+        source="slow_update:e1",
+        parent="v1",
+        description="system: insist on the ANSWER line",
+    )
     _fix_meta_times(root)
     update_manifest(root, skills="v4", prompts="v2", run_id=TRAIN_RUN)
     update_best(root, skills="v3", prompts="v2", val_acc=0.655, run_id=TRAIN_RUN, epoch=2)
@@ -131,67 +197,248 @@ def make_workspace(tmp_path: Path, name: str = "demo-ws") -> DemoWorkspace:
 
     # -- the log --------------------------------------------------------------------------
     log = HarnessLog(root / "harness.db")
-    runs = [(TRAIN_RUN, "train", None), (ROLLOUT_RUN, "rollout", TRAIN_RUN),
-            ("e1_s1_ledger_gate", "gate", TRAIN_RUN), ("e1_s1_units_gate", "gate", TRAIN_RUN),
-            ("e2_s1_routing_gate", "gate", TRAIN_RUN), ("e1_val", "eval", TRAIN_RUN)]
+    runs = [
+        (TRAIN_RUN, "train", None),
+        (ROLLOUT_RUN, "rollout", TRAIN_RUN),
+        ("e1_s1_ledger_gate", "gate", TRAIN_RUN),
+        ("e1_s1_units_gate", "gate", TRAIN_RUN),
+        ("e2_s1_routing_gate", "gate", TRAIN_RUN),
+        ("e1_val", "eval", TRAIN_RUN),
+    ]
     for i, (run_id, kind, parent) in enumerate(runs):
-        log.register_run(run_id, kind=kind, skills_version="v1", prompts_version="v1",
-                         questions_ref="sim-basic", parent_run_id=parent,
-                         provenance={"simulated_model": True, "git_commit": "abc1234"})
+        log.register_run(
+            run_id,
+            kind=kind,
+            skills_version="v1",
+            prompts_version="v1",
+            questions_ref="sim-basic",
+            parent_run_id=parent,
+            provenance={"simulated_model": True, "git_commit": "abc1234"},
+        )
         if kind != "train":
             log.finish_run(run_id, "done", {"accuracy": 0.5 + i / 20})
-        log.conn.execute("UPDATE _runs SET started_at = ?, finished_at = CASE WHEN finished_at "
-                         "IS NULL THEN NULL ELSE ? END WHERE run_id = ?",
-                         (_stamp(i), _stamp(i + 30), run_id))
+        log.conn.execute(
+            "UPDATE _runs SET started_at = ?, finished_at = CASE WHEN finished_at "
+            "IS NULL THEN NULL ELSE ? END WHERE run_id = ?",
+            (_stamp(i), _stamp(i + 30), run_id),
+        )
     # train stays "running" with no train.lock: the TUI must call it "stopped".
 
     # -- step reports (files + rows) + gate evidence --------------------------------------
-    ledger_diff = unified_diff(v1["ledger.md"], v2["ledger.md"], "skills/v1/ledger.md",
-                               "skills/v2/ledger.md")
+    ledger_diff = unified_diff(
+        v1["ledger.md"], v2["ledger.md"], "skills/v1/ledger.md", "skills/v2/ledger.md"
+    )
     steps = [
-        (1, 1, "ledger", "accept", "e1_s1_ledger_gate", 0.71, 0.52, 9, 1, 24.7, 14, "accept",
-         3, "v1", "v2", ledger_diff, "WWtWWLWtWW0WWW"),
-        (1, 1, "units", "reject", "e1_s1_units_gate", 0.40, 0.48, 2, 6, 0.05, 12, "harm",
-         3, "v2", None, "--- a\n+++ b\n@@ -1 +1 @@\n-old units rule\n+new units rule\n",
-         "LLWLtLLWLL0L"),
-        (1, 1, "dates", "skip_cooldown", None, None, None, None, None, None, None, None, 3,
-         "v2", None, "", ""),
-        (1, 2, "tagging", "evolve_failed", None, None, None, None, None, None, None, None, 2,
-         "v2", None, "", ""),
-        (1, 2, "ledger", "skip_no_change", None, None, None, None, None, None, None, None, 2,
-         "v2", None, "", ""),
-        (2, 1, "routing", "accept_provisional", "e2_s1_routing_gate", 0.60, 0.55, 5, 3, 4.2,
-         20, "budget", 2, "v3", "v4", "--- a\n+++ b\n@@ -1 +1,2 @@\n routing\n+- shortest\n",
-         "WLWtWLWWtL"),
-        (2, 1, "pricing", "skip_no_failures", None, None, None, None, None, None, None, None, 2,
-         "v4", None, "", ""),
+        (
+            1,
+            1,
+            "ledger",
+            "accept",
+            "e1_s1_ledger_gate",
+            0.71,
+            0.52,
+            9,
+            1,
+            24.7,
+            14,
+            "accept",
+            3,
+            "v1",
+            "v2",
+            ledger_diff,
+            "WWtWWLWtWW0WWW",
+        ),
+        (
+            1,
+            1,
+            "units",
+            "reject",
+            "e1_s1_units_gate",
+            0.40,
+            0.48,
+            2,
+            6,
+            0.05,
+            12,
+            "harm",
+            3,
+            "v2",
+            None,
+            "--- a\n+++ b\n@@ -1 +1 @@\n-old units rule\n+new units rule\n",
+            "LLWLtLLWLL0L",
+        ),
+        (
+            1,
+            1,
+            "dates",
+            "skip_cooldown",
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            3,
+            "v2",
+            None,
+            "",
+            "",
+        ),
+        (
+            1,
+            2,
+            "tagging",
+            "evolve_failed",
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            2,
+            "v2",
+            None,
+            "",
+            "",
+        ),
+        (
+            1,
+            2,
+            "ledger",
+            "skip_no_change",
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            2,
+            "v2",
+            None,
+            "",
+            "",
+        ),
+        (
+            2,
+            1,
+            "routing",
+            "accept_provisional",
+            "e2_s1_routing_gate",
+            0.60,
+            0.55,
+            5,
+            3,
+            4.2,
+            20,
+            "budget",
+            2,
+            "v3",
+            "v4",
+            "--- a\n+++ b\n@@ -1 +1,2 @@\n routing\n+- shortest\n",
+            "WLWtWLWWtL",
+        ),
+        (
+            2,
+            1,
+            "pricing",
+            "skip_no_failures",
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            2,
+            "v4",
+            None,
+            "",
+            "",
+        ),
     ]
     step_rows, evidence_rows = [], []
-    for (epoch, step, task, action, gate, cand, base, w, l_, e_value, n_used, stop, budget,
-         base_v, new_v, diff, pattern) in steps:
+    for (
+        epoch,
+        step,
+        task,
+        action,
+        gate,
+        cand,
+        base,
+        w,
+        l_,
+        e_value,
+        n_used,
+        stop,
+        budget,
+        base_v,
+        new_v,
+        diff,
+        pattern,
+    ) in steps:
         report = {
-            "run_id": TRAIN_RUN, "epoch": epoch, "step": step, "task_type": task,
-            "action": action, "gate_run_id": gate, "target_file": f"{task}.md",
-            "base_version": base_v, "new_version": new_v, "cand_acc": cand, "base_acc": base,
-            "W": w, "L": l_, "e_value": e_value, "e_harm": 0.02 if action == "accept" else None,
-            "n_used": n_used, "stop_reason": stop,
+            "run_id": TRAIN_RUN,
+            "epoch": epoch,
+            "step": step,
+            "task_type": task,
+            "action": action,
+            "gate_run_id": gate,
+            "target_file": f"{task}.md",
+            "base_version": base_v,
+            "new_version": new_v,
+            "cand_acc": cand,
+            "base_acc": base,
+            "W": w,
+            "L": l_,
+            "e_value": e_value,
+            "e_harm": 0.02 if action == "accept" else None,
+            "n_used": n_used,
+            "stop_reason": stop,
             "delta_hat": None if cand is None else round(cand - base, 3),
             "delta_shrunk": None if cand is None else round((cand - base) * 0.8, 3),
             "edit_budget": budget,
             "edits": [{"op": "add_rule", "section": "Rules", "text": a} for a in added]
-            if action == "accept" else [],
-            "apply_report": [{"index": 0, "op": "add_rule", "section": "Rules", "applied": True,
-                              "reason": ""}] if diff else [],
-            "clip": None, "diff": diff, "summary": f"{task}: {action.replace('_', ' ')}",
-            "at": _stamp(epoch * 10 + step)}
+            if action == "accept"
+            else [],
+            "apply_report": [
+                {"index": 0, "op": "add_rule", "section": "Rules", "applied": True, "reason": ""}
+            ]
+            if diff
+            else [],
+            "clip": None,
+            "diff": diff,
+            "summary": f"{task}: {action.replace('_', ' ')}",
+            "at": _stamp(epoch * 10 + step),
+        }
         path = root / "reports" / "steps" / f"e{epoch}_s{step}_{task}.json"
         write_json_atomic(path, report)
         demo.step_files.append(path)
-        step_rows.append({"run_id": TRAIN_RUN, "epoch": epoch, "step": step, "task_type": task,
-                          "action": action, "cand_acc": cand, "base_acc": base, "w": w, "l": l_,
-                          "e_value": e_value, "n_used": n_used, "stop_reason": stop,
-                          "edit_budget": budget, "gate_run_id": gate,
-                          "report_json": json.dumps(report)})
+        step_rows.append(
+            {
+                "run_id": TRAIN_RUN,
+                "epoch": epoch,
+                "step": step,
+                "task_type": task,
+                "action": action,
+                "cand_acc": cand,
+                "base_acc": base,
+                "w": w,
+                "l": l_,
+                "e_value": e_value,
+                "n_used": n_used,
+                "stop_reason": stop,
+                "edit_budget": budget,
+                "gate_run_id": gate,
+                "report_json": json.dumps(report),
+            }
+        )
         if gate:
             evidence_rows += _evidence(gate, epoch, step, task, pattern)
         if action == "accept":
@@ -200,8 +447,10 @@ def make_workspace(tmp_path: Path, name: str = "demo-ws") -> DemoWorkspace:
     log.insert_rows("gate_evidence", evidence_rows)
 
     # -- predictions with trajectories ----------------------------------------------------
-    questions = [json.loads(line) for line in
-                 (root / "questions" / "questions.jsonl").read_text().splitlines()[::21][:24]]
+    questions = [
+        json.loads(line)
+        for line in (root / "questions" / "questions.jsonl").read_text().splitlines()[::21][:24]
+    ]
     preds = []
     for i, q in enumerate(questions):
         stop = "error" if i == 5 else "max_steps" if i == 9 else "final"
@@ -211,46 +460,114 @@ def make_workspace(tmp_path: Path, name: str = "demo-ws") -> DemoWorkspace:
             prediction = "[bold]999[/bold] [oops"  # model text that looks like markup
         turns = 1 + i % 3
         steps_json = _trajectory(q["question_id"], q["answer"], prediction, correct, stop, turns)
-        preds.append({"run_id": ROLLOUT_RUN, "question_id": q["question_id"],
-                      "unit_id": q.get("unit_id") or q["question_id"],
-                      "task_type": q["task_type"], "prediction": prediction,
-                      "answer": q["answer"], "correct": int(correct), "stop_reason": stop,
-                      "steps_json": json.dumps(steps_json), "tokens_in": 100 + i,
-                      "tokens_out": 20 + i, "cost_usd": 0.0, "latency_s": 0.01,
-                      "skills_version": "v1", "prompts_version": "v1", "created_at": _stamp(i)})
+        preds.append(
+            {
+                "run_id": ROLLOUT_RUN,
+                "question_id": q["question_id"],
+                "unit_id": q.get("unit_id") or q["question_id"],
+                "task_type": q["task_type"],
+                "prediction": prediction,
+                "answer": q["answer"],
+                "correct": int(correct),
+                "stop_reason": stop,
+                "steps_json": json.dumps(steps_json),
+                "tokens_in": 100 + i,
+                "tokens_out": 20 + i,
+                "cost_usd": 0.0,
+                "latency_s": 0.01,
+                "skills_version": "v1",
+                "prompts_version": "v1",
+                "created_at": _stamp(i),
+            }
+        )
     log.upsert_predictions(preds)
     demo.predictions = preds
 
     calls = []
     for i in range(40):
         role = ("agent", "agent", "evolver", "diagnoser")[i % 4]
-        calls.append({"run_id": ROLLOUT_RUN, "role": role, "model": f"sim/{role}",
-                      "tokens_in": 100, "tokens_out": 10, "cost_usd": 0.001 * (i % 4 + 1),
-                      "latency_s": 0.0, "status": "ok", "cache_hit": int(i % 5 == 0),
-                      "at": _stamp(i)})
+        calls.append(
+            {
+                "run_id": ROLLOUT_RUN,
+                "role": role,
+                "model": f"sim/{role}",
+                "tokens_in": 100,
+                "tokens_out": 10,
+                "cost_usd": 0.001 * (i % 4 + 1),
+                "latency_s": 0.0,
+                "status": "ok",
+                "cache_hit": int(i % 5 == 0),
+                "at": _stamp(i),
+            }
+        )
     log.insert_rows("llm_calls", calls)
 
     # -- epoch reports + checkpoint --------------------------------------------------------
     epoch_rows = []
     for epoch, val, test, counts in (
-            (1, 0.583, 0.561, {"accepted": 1, "provisional": 0, "rejected": 1, "rolled_back": 0,
-                               "skipped": 1, "cooldown": 1}),
-            (2, 0.655, None, {"accepted": 0, "provisional": 1, "rejected": 0, "rolled_back": 1,
-                              "skipped": 1, "cooldown": 0})):
-        report = {"epoch": epoch, "val_acc": val, "test_acc": test,
-                  "best": {"skills": "skills/v3", "prompts": "prompts/v2", "val_acc": 0.655,
-                           "epoch": 2},
-                  "counts": counts, "probations": [{"task_type": "routing", "verdict": "rollback"}]
-                  if epoch == 2 else [], "holdout": {"seed": 0.5, "best": val},
-                  "prompts_changed": epoch == 1, "r2_acc": round(val - 0.02, 3)}
+        (
+            1,
+            0.583,
+            0.561,
+            {
+                "accepted": 1,
+                "provisional": 0,
+                "rejected": 1,
+                "rolled_back": 0,
+                "skipped": 1,
+                "cooldown": 1,
+            },
+        ),
+        (
+            2,
+            0.655,
+            None,
+            {
+                "accepted": 0,
+                "provisional": 1,
+                "rejected": 0,
+                "rolled_back": 1,
+                "skipped": 1,
+                "cooldown": 0,
+            },
+        ),
+    ):
+        report = {
+            "epoch": epoch,
+            "val_acc": val,
+            "test_acc": test,
+            "best": {"skills": "skills/v3", "prompts": "prompts/v2", "val_acc": 0.655, "epoch": 2},
+            "counts": counts,
+            "probations": [{"task_type": "routing", "verdict": "rollback"}] if epoch == 2 else [],
+            "holdout": {"seed": 0.5, "best": val},
+            "prompts_changed": epoch == 1,
+            "r2_acc": round(val - 0.02, 3),
+        }
         write_json_atomic(root / "reports" / "epochs" / f"e{epoch}.json", report)
-        epoch_rows.append({"run_id": TRAIN_RUN, "epoch": epoch, "val_acc": val,
-                           "test_acc": test, "report_json": json.dumps(report)})
+        epoch_rows.append(
+            {
+                "run_id": TRAIN_RUN,
+                "epoch": epoch,
+                "val_acc": val,
+                "test_acc": test,
+                "report_json": json.dumps(report),
+            }
+        )
     log.insert_rows("epoch_reports", epoch_rows)
     log.close()
-    write_json_atomic(root / "checkpoint.json", {
-        "schema": 1, "progress": {"epoch": 2, "phase": "in_epoch", "step_completed": 1,
-                                  "global_step": 3, "total_steps": 6}})
+    write_json_atomic(
+        root / "checkpoint.json",
+        {
+            "schema": 1,
+            "progress": {
+                "epoch": 2,
+                "phase": "in_epoch",
+                "step_completed": 1,
+                "global_step": 3,
+                "total_steps": 6,
+            },
+        },
+    )
     return demo
 
 

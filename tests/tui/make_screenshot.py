@@ -1,6 +1,6 @@
 """Write docs/tui.svg (the README's screenshot) from the synthetic test workspace.
 
-    .venv/bin/python -m tests.tui.make_screenshot [OUT.svg] [--screen overview|steps|...]
+.venv/bin/python -m tests.tui.make_screenshot [OUT.svg] [--screen overview|steps|...]
 """
 
 from __future__ import annotations

@@ -164,8 +164,11 @@ async def test_runs_predictions_trajectory(demo_ws):
         await search.action_submit()
         await settle(pilot)
         # a 3-turn trajectory: model+tool, model+tool, final model, verdict
-        target = next(p for p in demo_ws.predictions if p["question_id"] ==
-                      demo_ws.predictions[2]["question_id"])
+        target = next(
+            p
+            for p in demo_ws.predictions
+            if p["question_id"] == demo_ws.predictions[2]["question_id"]
+        )
         ptable.move_cursor(row=ptable.get_row_index(str(_pred_id(app, target))))
         await pilot.press("enter")
         await settle(pilot)
@@ -194,8 +197,10 @@ async def test_runs_predictions_trajectory(demo_ws):
 
 def _pred_id(app, pred: dict) -> int:
     with HarnessLog(app.data.db_path, readonly=True) as log:
-        return log.query("SELECT id FROM predictions WHERE run_id = ? AND question_id = ?",
-                         (pred["run_id"], pred["question_id"]))[0]["id"]
+        return log.query(
+            "SELECT id FROM predictions WHERE run_id = ? AND question_id = ?",
+            (pred["run_id"], pred["question_id"]),
+        )[0]["id"]
 
 
 async def test_predictions_page_keys(demo_ws, monkeypatch):
@@ -240,16 +245,34 @@ async def test_warm_up_then_live_refresh_of_new_rows_and_running_status(fresh_ws
         assert n == len(fresh_ws.step_files)
         app._poll()
         await settle(pilot)
-        write_json_atomic(fresh_ws.root / "train.lock",
-                          {"pid": os.getpid(), "host": socket.gethostname(),
-                           "started_at": "2025-01-02T03:04:05+00:00"})
+        write_json_atomic(
+            fresh_ws.root / "train.lock",
+            {
+                "pid": os.getpid(),
+                "host": socket.gethostname(),
+                "started_at": "2025-01-02T03:04:05+00:00",
+            },
+        )
         app._poll()
         await settle(pilot)
         assert "status running" in screen_text(app)
-        new_row = {"run_id": "train-20250102-0304", "epoch": 3, "step": 1,
-                   "task_type": "dates", "action": "reject", "cand_acc": 0.1, "base_acc": 0.2,
-                   "w": 0, "l": 3, "e_value": 0.01, "n_used": 6, "stop_reason": "harm",
-                   "edit_budget": 1, "gate_run_id": None, "report_json": None}
+        new_row = {
+            "run_id": "train-20250102-0304",
+            "epoch": 3,
+            "step": 1,
+            "task_type": "dates",
+            "action": "reject",
+            "cand_acc": 0.1,
+            "base_acc": 0.2,
+            "w": 0,
+            "l": 3,
+            "e_value": 0.01,
+            "n_used": 6,
+            "stop_reason": "harm",
+            "edit_budget": 1,
+            "gate_run_id": None,
+            "report_json": None,
+        }
         with HarnessLog(fresh_ws.root / "harness.db") as log:
             log.insert_rows("step_reports", [new_row])
         app._poll()
@@ -319,16 +342,20 @@ async def test_fresh_workspace_without_any_training(tmp_path):
     from app.paths import STORE_DIR
 
     root = tmp_path / "empty"
-    init_workspace(root, load_seed(seed_dir(STORE_DIR, "sim-starter")),
-                   benchmark_dir(STORE_DIR, "sim-basic"))
+    init_workspace(
+        root, load_seed(seed_dir(STORE_DIR, "sim-starter")), benchmark_dir(STORE_DIR, "sim-basic")
+    )
     app = make_app(root, poll_interval=0, warm_up=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         text = screen_text(app)
         assert "status not started" in text and "no checkpoint yet" in text
         assert "SIMULATED MODEL" not in text
-        for key, expected in (("2", "no step reports yet"), ("3", "1 skills version "),
-                              ("4", "no runs yet")):
+        for key, expected in (
+            ("2", "no step reports yet"),
+            ("3", "1 skills version "),
+            ("4", "no runs yet"),
+        ):
             await pilot.press(key)
             await settle(pilot)
             assert expected in screen_text(app)

@@ -22,7 +22,8 @@ def test_steps_page_one_row_per_report_and_filters(demo_ws):
     assert page.total == len(demo_ws.step_files) == len(page.rows)
     assert {(r["epoch"], r["step"], r["task_type"]) for r in page.rows} == {
         tuple(json.loads(p.read_text())[k] for k in ("epoch", "step", "task_type"))
-        for p in demo_ws.step_files}
+        for p in demo_ws.step_files
+    }
     accepted = data.steps_page(StepFilter(action="accept")).rows
     assert [r["task_type"] for r in accepted] == ["ledger"]
     ledger = data.steps_page(StepFilter(task_type="ledger")).rows
@@ -30,9 +31,12 @@ def test_steps_page_one_row_per_report_and_filters(demo_ws):
     # offset paging covers every row exactly once, in the requested order
     seen = []
     for offset in range(0, page.total, 3):
-        seen += [r["id"] for r in data.steps_page(StepFilter(), sort="e_value",
-                                                  descending=False, offset=offset,
-                                                  limit=3).rows]
+        seen += [
+            r["id"]
+            for r in data.steps_page(
+                StepFilter(), sort="e_value", descending=False, offset=offset, limit=3
+            ).rows
+        ]
     assert sorted(seen) == sorted(r["id"] for r in page.rows)
     assert len(seen) == len(set(seen))
 
@@ -78,19 +82,22 @@ def test_prediction_filters(demo_ws):
     def ids(flt: PredictionFilter) -> set[str]:
         return {r["question_id"] for r in data.predictions_page(run, flt).rows}
 
-    assert ids(PredictionFilter(correct=False)) == {p["question_id"] for p in preds
-                                                    if not p["correct"]}
-    assert ids(PredictionFilter(correct=True)) == {p["question_id"] for p in preds
-                                                   if p["correct"]}
-    assert ids(PredictionFilter(stop_reason="error")) == {p["question_id"] for p in preds
-                                                          if p["stop_reason"] == "error"}
-    assert ids(PredictionFilter(task_type="units")) == {p["question_id"] for p in preds
-                                                        if p["task_type"] == "units"}
+    assert ids(PredictionFilter(correct=False)) == {
+        p["question_id"] for p in preds if not p["correct"]
+    }
+    assert ids(PredictionFilter(correct=True)) == {p["question_id"] for p in preds if p["correct"]}
+    assert ids(PredictionFilter(stop_reason="error")) == {
+        p["question_id"] for p in preds if p["stop_reason"] == "error"
+    }
+    assert ids(PredictionFilter(task_type="units")) == {
+        p["question_id"] for p in preds if p["task_type"] == "units"
+    }
     target = preds[7]["question_id"]
     assert target in ids(PredictionFilter(search=target))
     assert ids(PredictionFilter(search="100%_no_such")) == set()  # LIKE wildcards escaped
     assert data.predictions_count(run, PredictionFilter(correct=False))[0] == sum(
-        1 for p in preds if not p["correct"])
+        1 for p in preds if not p["correct"]
+    )
 
 
 def test_runs_page_newest_first_with_counts(demo_ws):
@@ -111,11 +118,16 @@ def test_status_from_lock_and_runs(fresh_ws):
     data = WorkspaceData(fresh_ws.root)
     assert data.run_status().state == "stopped"  # train run "running", no live process
     lock = fresh_ws.root / "train.lock"
-    write_json_atomic(lock, {"pid": os.getpid(), "host": socket.gethostname(),
-                             "started_at": "2025-01-02T03:04:05+00:00"})
+    write_json_atomic(
+        lock,
+        {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "started_at": "2025-01-02T03:04:05+00:00",
+        },
+    )
     assert data.run_status().state == "running"
-    write_json_atomic(lock, {"pid": 2**22 + 12345, "host": socket.gethostname(),
-                             "started_at": "x"})
+    write_json_atomic(lock, {"pid": 2**22 + 12345, "host": socket.gethostname(), "started_at": "x"})
     assert data.run_status().state == "stopped"  # stale lock: dead pid
     lock.unlink()
     with HarnessLog(fresh_ws.root / "harness.db") as log:
@@ -131,8 +143,18 @@ def test_cost_totals_incremental_and_after_deletes(fresh_ws):
     with data.reader() as r:
         before = {c["role"]: c for c in data.calls_by_role(r)}
     assert before["agent"]["calls"] == 20
-    row = {"run_id": "x", "role": "agent", "model": "m", "tokens_in": 5, "tokens_out": 1,
-           "cost_usd": 1.0, "latency_s": 0.0, "status": "ok", "cache_hit": 0, "at": "t"}
+    row = {
+        "run_id": "x",
+        "role": "agent",
+        "model": "m",
+        "tokens_in": 5,
+        "tokens_out": 1,
+        "cost_usd": 1.0,
+        "latency_s": 0.0,
+        "status": "ok",
+        "cache_hit": 0,
+        "at": "t",
+    }
     with HarnessLog(fresh_ws.root / "harness.db") as log:
         log.insert_rows("llm_calls", [row, row])
     with data.reader() as r:
@@ -152,8 +174,10 @@ def test_fingerprint_changes_only_what_changed(fresh_ws):
     a = data.fingerprint()
     assert data.fingerprint() == a
     with HarnessLog(fresh_ws.root / "harness.db") as log:
-        log.insert_rows("step_reports", [{"run_id": "r", "epoch": 3, "step": 1,
-                                          "task_type": "ledger", "action": "reject"}])
+        log.insert_rows(
+            "step_reports",
+            [{"run_id": "r", "epoch": 3, "step": 1, "task_type": "ledger", "action": "reject"}],
+        )
     b = data.fingerprint()
     assert {k for k in a if a[k] != b[k]} == {"steps"}
 

@@ -82,7 +82,7 @@ def tag(text: str, name: str) -> str | None:
     close = text.find(f"</{name}>", open_end)
     if open_end < 0 or close < 0:
         return None
-    return text[open_end + 1:close].strip()
+    return text[open_end + 1 : close].strip()
 
 
 def read_view(messages: list[dict], tools: list[ToolSpec] | None) -> AgentView:
@@ -115,8 +115,11 @@ def memory_tasks(system: str) -> tuple[str, ...]:
     block = tag(system, MEMORY_BEGIN[1:-1])
     if not block:
         return ()
-    return tuple(line.strip()[len(MEMORY_TASK_PREFIX):] for line in block.splitlines()
-                 if line.strip().startswith(MEMORY_TASK_PREFIX))
+    return tuple(
+        line.strip()[len(MEMORY_TASK_PREFIX) :]
+        for line in block.splitlines()
+        if line.strip().startswith(MEMORY_TASK_PREFIX)
+    )
 
 
 def next_tool_call(view: AgentView, case: CaseSpec | None, turn: int) -> ToolCall | None:
@@ -126,10 +129,15 @@ def next_tool_call(view: AgentView, case: CaseSpec | None, turn: int) -> ToolCal
             return ToolCall(id=f"call_{turn}_skill", name="read_skill", arguments={"name": name})
     elif "read_skill" in view.tools and "read_skill" not in view.called:
         task_type = case.task_type if case else "unknown"
-        return ToolCall(id=f"call_{turn}_skill", name="read_skill",
-                        arguments={"task_type": task_type})
-    if case and case.needs_context and "read_context" in view.tools \
-            and "read_context" not in view.called:
+        return ToolCall(
+            id=f"call_{turn}_skill", name="read_skill", arguments={"task_type": task_type}
+        )
+    if (
+        case
+        and case.needs_context
+        and "read_context" in view.tools
+        and "read_context" not in view.called
+    ):
         knows_tool = normalise(TOOL_RULE) in normalise(view.tools["read_context"])
         args = {"section": "full"} if knows_tool else {}
         return ToolCall(id=f"call_{turn}_context", name="read_context", arguments=args)
@@ -161,14 +169,20 @@ def final_text(case: CaseSpec | None, correct: bool, pick: int) -> str:
 
 
 def tool_call_message(call: ToolCall) -> dict:
-    return {"id": call.id, "type": "function",
-            "function": {"name": call.name, "arguments": json.dumps(call.arguments)}}
+    return {
+        "id": call.id,
+        "type": "function",
+        "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+    }
 
 
 def _has_example(world: World, view: AgentView, case: CaseSpec) -> bool:
     for task in view.memory_tasks:
         other = world.case_for_text(task)
-        if other is not None and other.rule_id == case.rule_id \
-                and other.question_id != case.question_id:
+        if (
+            other is not None
+            and other.rule_id == case.rule_id
+            and other.question_id != case.question_id
+        ):
             return True
     return False

@@ -16,10 +16,12 @@ from app.providers.sim.agent import tag
 from app.providers.sim.rng import draw, pick
 from app.providers.sim.world import FACT_MARKER, TOOL_RULE, World, normalise
 
-USELESS_LINES = ("- Read the case carefully before answering.",
-                 "- Double-check the arithmetic before you reply.",
-                 "- Stay calm and methodical.",
-                 "- Prefer clear reasoning over speed.")
+USELESS_LINES = (
+    "- Read the case carefully before answering.",
+    "- Double-check the arithmetic before you reply.",
+    "- Stay calm and methodical.",
+    "- Prefer clear reasoning over speed.",
+)
 
 
 @dataclass(frozen=True)
@@ -32,9 +34,14 @@ class EvolverShares:
 def reply_for_task(world: World, prompt: str, shares: EvolverShares) -> str:
     task = re.search(r"## Task: ([\w-]+)", prompt)
     name = task.group(1) if task else ""
-    handler = {"diagnose-failure": diagnose, "evolve-skill": evolve_skill,
-               "evolve-system-prompt": evolve_system, "evolve-tool-prompt": evolve_tool,
-               "momentum": momentum, "evolve-description": evolve_description}.get(name)
+    handler = {
+        "diagnose-failure": diagnose,
+        "evolve-skill": evolve_skill,
+        "evolve-system-prompt": evolve_system,
+        "evolve-tool-prompt": evolve_tool,
+        "momentum": momentum,
+        "evolve-description": evolve_description,
+    }.get(name)
     if handler is None:
         return "I do not recognise this task."
     return handler(world, prompt, shares)
@@ -45,25 +52,36 @@ def diagnose(world: World, prompt: str, shares: EvolverShares) -> str:
     stop = re.search(r'stop_reason="(\w+)"', prompt)
     stop_reason = stop.group(1) if stop else "final"
     case = world.case_for_text(question)
-    seen = normalise((tag(prompt, "system_prompt") or "") + "\n" + (tag(prompt, "skill_file") or ""))
+    seen = normalise(
+        (tag(prompt, "system_prompt") or "") + "\n" + (tag(prompt, "skill_file") or "")
+    )
     trajectory = tag(prompt, "trajectory") or ""
     if stop_reason in ("error", "max_steps"):
         verdict = ("runtime_fault", "skill", f"The run ended with stop reason {stop_reason}.")
     elif case is None:
         verdict = ("missing_context", "skill", "The case is not one I can trace.")
     elif case.needs_context and FACT_MARKER not in trajectory:
-        verdict = ("interface", "tool:read_context",
-                   "The agent read only the summary of the context; the tool description does "
-                   "not say how to get the full record.")
+        verdict = (
+            "interface",
+            "tool:read_context",
+            "The agent read only the summary of the context; the tool description does "
+            "not say how to get the full record.",
+        )
     elif case.system_rule and normalise(world.system_rules[case.system_rule]) not in seen:
-        verdict = ("interface", "system",
-                   f"The answer format is off: the system prompt lacks the {case.system_rule} "
-                   "instruction.")
+        verdict = (
+            "interface",
+            "system",
+            f"The answer format is off: the system prompt lacks the {case.system_rule} "
+            "instruction.",
+        )
     else:
         rule = world.rules[case.rule_id]
-        why = ("contradicts" if normalise(rule.decoy) in seen else "does not cover")
-        verdict = ("skill_gap", "skill",
-                   f"The skill file {why} how to treat cases marked {rule.trigger}.")
+        why = "contradicts" if normalise(rule.decoy) in seen else "does not cover"
+        verdict = (
+            "skill_gap",
+            "skill",
+            f"The skill file {why} how to treat cases marked {rule.trigger}.",
+        )
     category, target, rationale = verdict
     return json.dumps({"category": category, "target": target, "rationale": rationale})
 
@@ -99,7 +117,7 @@ def evolve_skill(world: World, prompt: str, shares: EvolverShares) -> str:
     else:
         edits = _useful_edits(world, counts, skill, rejected)
     edits = [e for e in edits if not _already_rejected(e, rejected)]
-    return json.dumps({"edits": edits[:_budget(prompt) + 1], "suggestions": []})
+    return json.dumps({"edits": edits[: _budget(prompt) + 1], "suggestions": []})
 
 
 def _already_rejected(edit: dict, rejected: str) -> bool:
@@ -112,16 +130,28 @@ def _useful_edits(world: World, counts: Counter, skill: str, rejected: str) -> l
     for rule_id, n in counts.most_common():
         rule = world.rules[rule_id]
         if normalise(rule.decoy) in skill:
-            edits.append({"op": "delete", "section": "Rules", "old": f"- {rule.decoy}",
-                          "priority": n + 1, "rationale": "This line contradicts the cases."})
+            edits.append(
+                {
+                    "op": "delete",
+                    "section": "Rules",
+                    "old": f"- {rule.decoy}",
+                    "priority": n + 1,
+                    "rationale": "This line contradicts the cases.",
+                }
+            )
         elif normalise(rule.statement) not in skill:
             edits.append(_add(f"- {rule.statement}", n, f"Explains {n} failure(s)."))
     return edits
 
 
 def _add(content: str, priority: float, rationale: str) -> dict:
-    return {"op": "add", "section": "Rules", "content": content, "priority": priority,
-            "rationale": rationale}
+    return {
+        "op": "add",
+        "section": "Rules",
+        "content": content,
+        "priority": priority,
+        "rationale": rationale,
+    }
 
 
 def _adversarial_edit(world: World, prompt: str) -> dict:
@@ -139,9 +169,16 @@ def _adversarial_edit(world: World, prompt: str) -> dict:
 def evolve_system(world: World, prompt: str, shares: EvolverShares) -> str:
     text = normalise(tag(prompt, "prompt_file") or "")
     needed = Counter(c.system_rule for c in _pack_cases(world, prompt) if c.system_rule)
-    edits = [{"op": "add", "section": "Instructions", "content": f"- {world.system_rules[k]}",
-              "rationale": f"{n} failure(s) broke this format."}
-             for k, n in needed.most_common() if normalise(world.system_rules[k]) not in text]
+    edits = [
+        {
+            "op": "add",
+            "section": "Instructions",
+            "content": f"- {world.system_rules[k]}",
+            "rationale": f"{n} failure(s) broke this format.",
+        }
+        for k, n in needed.most_common()
+        if normalise(world.system_rules[k]) not in text
+    ]
     if draw(world.seed, "evolve-system", prompt) < shares.useless:
         edits = [{"op": "add", "section": "Instructions", "content": USELESS_LINES[0]}]
     return json.dumps({"edits": edits, "suggestions": []})
@@ -152,16 +189,25 @@ def evolve_tool(world: World, prompt: str, shares: EvolverShares) -> str:
     cases = [c for c in _pack_cases(world, prompt) if c.needs_context]
     edits = []
     if cases and normalise(TOOL_RULE) not in text:
-        edits = [{"op": "add", "section": "Usage", "content": f"- {TOOL_RULE}",
-                  "rationale": f"{len(cases)} failure(s) read only the summary."}]
+        edits = [
+            {
+                "op": "add",
+                "section": "Usage",
+                "content": f"- {TOOL_RULE}",
+                "rationale": f"{len(cases)} failure(s) read only the summary.",
+            }
+        ]
     return json.dumps({"edits": edits, "suggestions": []})
 
 
 def momentum(world: World, prompt: str, shares: EvolverShares) -> str:
     previous = normalise(tag(prompt, "previous_skill") or "")
     current = normalise(tag(prompt, "current_skill") or "")
-    added = [r.trigger for r in world.rules.values()
-             if normalise(r.statement) in current and normalise(r.statement) not in previous]
+    added = [
+        r.trigger
+        for r in world.rules.values()
+        if normalise(r.statement) in current and normalise(r.statement) not in previous
+    ]
     samples = tag(prompt, "samples") or ""
     still = sorted(set(re.findall(r"marked (\S+?)[;.]", samples)))[:4]
     lines = []
@@ -194,8 +240,11 @@ def evolve_description(world: World, prompt: str, shares: EvolverShares) -> str:
     others = [t for t, _ in tags.most_common()[1:3]]
     if others:
         description += f" Also for {' and '.join(others)} cases."
-    rejected = {normalise(line[2:]) for line in (tag(prompt, "rejected_descriptions") or "")
-                .splitlines() if line.startswith("- ")}
+    rejected = {
+        normalise(line[2:])
+        for line in (tag(prompt, "rejected_descriptions") or "").splitlines()
+        if line.startswith("- ")
+    }
     plain = description
     u = draw(world.seed, "evolve-description", prompt)
     if u < shares.harmful:
@@ -211,5 +260,6 @@ def evolve_description(world: World, prompt: str, shares: EvolverShares) -> str:
     description = next((d for d in (description, plain) if normalise(d) not in rejected), "")
     if not description:
         return json.dumps({"description": "", "rationale": "every proposal was refused"})
-    return json.dumps({"description": description,
-                       "rationale": f"{len(missed)} case(s) did not open this skill."})
+    return json.dumps(
+        {"description": description, "rationale": f"{len(missed)} case(s) did not open this skill."}
+    )

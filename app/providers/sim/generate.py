@@ -17,9 +17,15 @@ from app.providers.sim.world import TASK_TYPES, World, build_world
 def benchmark_lines(world: World) -> list[str]:
     lines = []
     for spec in world.cases.values():
-        row = {"question_id": spec.question_id, "task_type": spec.task_type,
-               "question": spec.question, "answer": spec.answer, "unit_id": spec.unit_id,
-               "family": spec.family, "checker": spec.checker}
+        row = {
+            "question_id": spec.question_id,
+            "task_type": spec.task_type,
+            "question": spec.question,
+            "answer": spec.answer,
+            "unit_id": spec.unit_id,
+            "family": spec.family,
+            "checker": spec.checker,
+        }
         if spec.context:
             row["context"] = spec.context
         if spec.checker_args:
@@ -30,15 +36,16 @@ def benchmark_lines(world: World) -> list[str]:
 
 def write_benchmark(world: World, out: Path, name: str) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    (out / "questions.jsonl").write_text("\n".join(benchmark_lines(world)) + "\n",
-                                         encoding="utf-8")
+    (out / "questions.jsonl").write_text("\n".join(benchmark_lines(world)) + "\n", encoding="utf-8")
     types = ", ".join(f'"{t}"' for t in TASK_TYPES)
     (out / "benchmark.toml").write_text(
         f'name = "{name}"\n'
         f'description = "Generated from simulated world {world.name!r} (seed {world.seed}); '
-        'answers are checked against the world\'s hidden rules."\n'
+        "answers are checked against the world's hidden rules.\"\n"
         f"seed = 11\ntask_types = [{types}]\n\n[split]\n"
-        "diagnosis = 0.5\nvalidation = 0.25\ntest = 0.25\n", encoding="utf-8")
+        "diagnosis = 0.5\nvalidation = 0.25\ntest = 0.25\n",
+        encoding="utf-8",
+    )
 
 
 def main() -> None:

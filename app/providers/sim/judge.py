@@ -29,8 +29,9 @@ def _correct(world: World, question: str, answer_text: str) -> bool | None:
     return found is not None and normalise(found) == normalise(case.answer)
 
 
-def judge_reply(world: World, prompt: str, request_key: str, noise: float,
-                position_bias: float) -> str:
+def judge_reply(
+    world: World, prompt: str, request_key: str, noise: float, position_bias: float
+) -> str:
     question = tag(prompt, "question") or ""
     if "## Judge: pairwise" in prompt:
         a = _correct(world, question, tag(prompt, "answer_a") or "")

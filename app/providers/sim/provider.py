@@ -51,34 +51,57 @@ class SimTimeout(TransientError):
 class SimProvider:
     """`sim/<world>`: an honest simulation, named as such in every run's provenance."""
 
-    def __init__(self, model: str = "sim/basic", settings: SimSettings | None = None,
-                 world: World | None = None) -> None:
+    def __init__(
+        self,
+        model: str = "sim/basic",
+        settings: SimSettings | None = None,
+        world: World | None = None,
+    ) -> None:
         self.model = model
         self.world = world or build_world(model.split("/", 1)[-1])
         self.settings = settings or SimSettings()
         self._attempts: dict[str, int] = defaultdict(int)
 
-    async def complete(self, messages, *, tools: list[ToolSpec] | None = None,
-                       temperature: float = 0.0, max_tokens: int = 1024, seed: int = 0,
-                       role: str = "agent", response_format=None) -> LLMResponse:
+    async def complete(
+        self,
+        messages,
+        *,
+        tools: list[ToolSpec] | None = None,
+        temperature: float = 0.0,
+        max_tokens: int = 1024,
+        seed: int = 0,
+        role: str = "agent",
+        response_format=None,
+    ) -> LLMResponse:
         request_key = _request_key(messages, tools, temperature, seed)
         await self._maybe_sleep(request_key)
         fault = self._maybe_fault(request_key)
         if fault == "malformed":
             return self._response(messages, '{"edits": [ {"op": "add", "section": ', ())
-        last_user = next((m.get("content") or "" for m in reversed(messages)
-                          if m.get("role") == "user"), "")
+        last_user = next(
+            (m.get("content") or "" for m in reversed(messages) if m.get("role") == "user"), ""
+        )
         if "## Task: " in last_user:
-            return self._response(messages, reply_for_task(self.world, last_user,
-                                                           self.settings.shares), ())
+            return self._response(
+                messages, reply_for_task(self.world, last_user, self.settings.shares), ()
+            )
         if "## Judge: " in last_user:
-            return self._response(messages, judge_reply(self.world, last_user, request_key,
-                                                        self.settings.judge_noise,
-                                                        self.settings.judge_position_bias), ())
+            return self._response(
+                messages,
+                judge_reply(
+                    self.world,
+                    last_user,
+                    request_key,
+                    self.settings.judge_noise,
+                    self.settings.judge_position_bias,
+                ),
+                (),
+            )
         return self._agent_turn(messages, tools, seed, request_key, temperature)
 
-    def _agent_turn(self, messages, tools, seed, request_key,
-                    temperature: float = 0.0) -> LLMResponse:
+    def _agent_turn(
+        self, messages, tools, seed, request_key, temperature: float = 0.0
+    ) -> LLMResponse:
         view = agent.read_view(messages, tools)
         case = self.world.case_for_text(view.question)
         turn = sum(1 for m in messages if m.get("role") == "assistant")
@@ -91,9 +114,9 @@ class SimProvider:
             u = draw(self.world.seed, "agent", case.question_id, seed)
             if draw(self.world.seed, "noise", request_key) < NOISE_SHARE:
                 u = draw(self.world.seed, "redraw", request_key)
-            if temperature > 0 and draw(self.world.seed, "temp-mix", case.question_id, seed,
-                                        temperature) < min(1.0, temperature
-                                                           * TEMPERATURE_REDRAW_PER_UNIT):
+            if temperature > 0 and draw(
+                self.world.seed, "temp-mix", case.question_id, seed, temperature
+            ) < min(1.0, temperature * TEMPERATURE_REDRAW_PER_UNIT):
                 u = draw(self.world.seed, "temp", case.question_id, seed, temperature)
             correct = u < p
         wrong_pick = pick(3, self.world.seed, "wrong", view.question, seed)
@@ -124,12 +147,18 @@ class SimProvider:
         chars_in = sum(len(m.get("content") or "") for m in messages)
         tokens_in, tokens_out = chars_in // 4 + 1, len(text) // 4 + 1
         cost = (tokens_in * SIM_PRICE_IN_PER_MTOK + tokens_out * SIM_PRICE_OUT_PER_MTOK) / 1e6
-        return LLMResponse(text=text, tool_calls=tuple(calls),
-                           usage=Usage(tokens_in, tokens_out), cost_usd=cost, model=self.model)
+        return LLMResponse(
+            text=text,
+            tool_calls=tuple(calls),
+            usage=Usage(tokens_in, tokens_out),
+            cost_usd=cost,
+            model=self.model,
+        )
 
 
 def _request_key(messages, tools, temperature, seed) -> str:
     tool_names = [t.name for t in tools or []]
-    raw = json.dumps([messages, tool_names, temperature, seed], sort_keys=True, default=str,
-                     ensure_ascii=False)
+    raw = json.dumps(
+        [messages, tool_names, temperature, seed], sort_keys=True, default=str, ensure_ascii=False
+    )
     return hashlib.blake2b(raw.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()

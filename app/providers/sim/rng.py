@@ -5,8 +5,9 @@ import hashlib
 
 def draw(*parts: object) -> float:
     """A uniform number in [0, 1) from the parts (stable across processes and platforms)."""
-    h = hashlib.blake2b("\x1f".join(map(str, parts)).encode("utf-8", "surrogatepass"),
-                        digest_size=8).digest()
+    h = hashlib.blake2b(
+        "\x1f".join(map(str, parts)).encode("utf-8", "surrogatepass"), digest_size=8
+    ).digest()
     return int.from_bytes(h, "big") / 2**64
 
 

@@ -12,31 +12,87 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 TASK_TYPES = ("ledger", "units", "dates", "routing", "tagging", "pricing")
-CHECKER_BY_TYPE = {"ledger": "numeric", "units": "numeric", "dates": "exact",
-                   "routing": "choice", "tagging": "exact", "pricing": "regex"}
+CHECKER_BY_TYPE = {
+    "ledger": "numeric",
+    "units": "numeric",
+    "dates": "exact",
+    "routing": "choice",
+    "tagging": "exact",
+    "pricing": "regex",
+}
 RULES_PER_TYPE = 5
-TRIGGERS = ("VOID", "REFUND", "carryover", "leap-day", "overtime", "backorder", "duplicate",
-            "pending", "legacy", "priority", "split", "reversal", "holiday", "bulk", "escrow",
-            "rollover", "overflow", "manual", "foreign", "draft", "expired", "partial", "tiered",
-            "capped", "offset", "shadow", "merged", "archived", "flagged", "interim",
-            "deferred", "seasonal", "bundled", "prorated", "disputed", "frozen")
-ACTIONS = ("leave that entry out entirely", "count that entry twice",
-           "use the earlier of the two values", "use the later of the two values",
-           "round the result down to a whole number", "round the result up to a whole number",
-           "subtract the fee before anything else", "apply the figure before the discount",
-           "treat the value as zero", "take the larger value",
-           "take the smaller value", "swap the first two items")
-SYSTEM_RULES = (("FORMAT", "Write every answer with no thousands separators and no units."),
-                ("SCOPE", "Answer only the final quantity that the case asks for."))
-TOOL_RULE = ('Call read_context with section="full": the default section returns only the '
-             "summary line, which never holds the facts a case needs.")
+TRIGGERS = (
+    "VOID",
+    "REFUND",
+    "carryover",
+    "leap-day",
+    "overtime",
+    "backorder",
+    "duplicate",
+    "pending",
+    "legacy",
+    "priority",
+    "split",
+    "reversal",
+    "holiday",
+    "bulk",
+    "escrow",
+    "rollover",
+    "overflow",
+    "manual",
+    "foreign",
+    "draft",
+    "expired",
+    "partial",
+    "tiered",
+    "capped",
+    "offset",
+    "shadow",
+    "merged",
+    "archived",
+    "flagged",
+    "interim",
+    "deferred",
+    "seasonal",
+    "bundled",
+    "prorated",
+    "disputed",
+    "frozen",
+)
+ACTIONS = (
+    "leave that entry out entirely",
+    "count that entry twice",
+    "use the earlier of the two values",
+    "use the later of the two values",
+    "round the result down to a whole number",
+    "round the result up to a whole number",
+    "subtract the fee before anything else",
+    "apply the figure before the discount",
+    "treat the value as zero",
+    "take the larger value",
+    "take the smaller value",
+    "swap the first two items",
+)
+SYSTEM_RULES = (
+    ("FORMAT", "Write every answer with no thousands separators and no units."),
+    ("SCOPE", "Answer only the final quantity that the case asks for."),
+)
+TOOL_RULE = (
+    'Call read_context with section="full": the default section returns only the '
+    "summary line, which never holds the facts a case needs."
+)
 FACT_MARKER = "FACT:"
 # Words in a question that say which task type it is (its tag and its ask). In skill_mode
 # "progressive" the simulated agent opens the skill whose description names the most of the
 # cues present in the question (app/providers/sim/agent.py choose_skill).
-CUES = {"ledger": ("ledger", "total"), "units": ("units", "converted quantity"),
-        "dates": ("dates", "due"), "routing": ("routing", "queue"),
-        "tagging": ("tagging", "tag"), "pricing": ("pricing", "price code")}
+CUES = {
+    "ledger": ("ledger", "total"),
+    "units": ("units", "converted quantity"),
+    "dates": ("dates", "due"),
+    "routing": ("routing", "queue"),
+    "tagging": ("tagging", "tag"),
+    "pricing": ("pricing", "price code"),
+}
 
 _WS = re.compile(r"\s+")
 
@@ -113,14 +169,18 @@ def _make_rules(rng: random.Random) -> dict[str, Rule]:
             action, other = rng.sample(ACTIONS, 2)
             rule_id = f"{task_type}.r{k + 1}"
             rules[rule_id] = Rule(
-                rule_id=rule_id, task_type=task_type, trigger=trigger,
+                rule_id=rule_id,
+                task_type=task_type,
+                trigger=trigger,
                 statement=f"In {task_type} cases marked {trigger}, {action}.",
-                decoy=f"In {task_type} cases marked {trigger}, {other}.")
+                decoy=f"In {task_type} cases marked {trigger}, {other}.",
+            )
     return rules
 
 
-def _make_cases(rng: random.Random, task_type: str, rules: dict[str, Rule],
-                n_units: int) -> list[CaseSpec]:
+def _make_cases(
+    rng: random.Random, task_type: str, rules: dict[str, Rule], n_units: int
+) -> list[CaseSpec]:
     type_rules = [r for r in rules.values() if r.task_type == task_type]
     specs: list[CaseSpec] = []
     for u in range(n_units):
@@ -132,35 +192,69 @@ def _make_cases(rng: random.Random, task_type: str, rules: dict[str, Rule],
         needs_context = rng.random() < 0.25
         for m in range(members):
             qid = unit_id if members == 1 else f"{unit_id}{'ab'[m]}"
-            specs.append(_make_case(rng, task_type, rule, qid, unit_id, family, system_rule,
-                                    needs_context, part="" if members == 1 else "AB"[m]))
+            specs.append(
+                _make_case(
+                    rng,
+                    task_type,
+                    rule,
+                    qid,
+                    unit_id,
+                    family,
+                    system_rule,
+                    needs_context,
+                    part="" if members == 1 else "AB"[m],
+                )
+            )
     return specs
 
 
-def _make_case(rng: random.Random, task_type: str, rule: Rule, qid: str, unit_id: str,
-               family: str, system_rule: str | None, needs_context: bool,
-               part: str) -> CaseSpec:
+def _make_case(
+    rng: random.Random,
+    task_type: str,
+    rule: Rule,
+    qid: str,
+    unit_id: str,
+    family: str,
+    system_rule: str | None,
+    needs_context: bool,
+    part: str,
+) -> CaseSpec:
     answer, wrong, checker_args = _answer(rng, task_type)
     part_text = f" (part {part})" if part else ""
     client = f"client {rng.randint(100, 999)}"
     if needs_context:
-        body = (f"The file for {client} has one entry marked {rule.trigger}; "
-                "read the attached context for the figures.")
-        context = (f"Summary: {task_type} file for {client}.\n"
-                   + "\n".join(f"note {i}: routine line {rng.randint(1, 99)}"
-                               for i in range(rng.randint(2, 6)))
-                   + f"\n{FACT_MARKER} the figures for case {qid} are on record.")
+        body = (
+            f"The file for {client} has one entry marked {rule.trigger}; "
+            "read the attached context for the figures."
+        )
+        context = (
+            f"Summary: {task_type} file for {client}.\n"
+            + "\n".join(
+                f"note {i}: routine line {rng.randint(1, 99)}" for i in range(rng.randint(2, 6))
+            )
+            + f"\n{FACT_MARKER} the figures for case {qid} are on record."
+        )
     else:
         figures = ", ".join(str(rng.randint(2, 400)) for _ in range(rng.randint(3, 6)))
         body = f"For {client} the figures are {figures}; one entry is marked {rule.trigger}."
         context = ""
     ask = _ask(task_type)
     question = f"[{task_type}] Case {qid}{part_text}. {body} {ask}"
-    return CaseSpec(question_id=qid, task_type=task_type, question=question, answer=answer,
-                    wrong_answers=wrong, rule_id=rule.rule_id, system_rule=system_rule,
-                    needs_context=needs_context, unit_id=unit_id, family=family,
-                    context=context, checker=CHECKER_BY_TYPE[task_type],
-                    checker_args=checker_args)
+    return CaseSpec(
+        question_id=qid,
+        task_type=task_type,
+        question=question,
+        answer=answer,
+        wrong_answers=wrong,
+        rule_id=rule.rule_id,
+        system_rule=system_rule,
+        needs_context=needs_context,
+        unit_id=unit_id,
+        family=family,
+        context=context,
+        checker=CHECKER_BY_TYPE[task_type],
+        checker_args=checker_args,
+    )
 
 
 def _ask(task_type: str) -> str:

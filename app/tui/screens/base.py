@@ -70,8 +70,14 @@ class BaseScreen(Screen):
         """(Re)load everything the screen shows; `live` keeps the user's place."""
 
     # -- workers --------------------------------------------------------------------------
-    def fetch(self, query: Callable[..., Any], apply: Callable[[Any], None], *, group: str,
-              cancellable: bool = False) -> Worker:
+    def fetch(
+        self,
+        query: Callable[..., Any],
+        apply: Callable[[Any], None],
+        *,
+        group: str,
+        cancellable: bool = False,
+    ) -> Worker:
         """Run `query()` in a thread; `apply(result)` on the UI thread unless superseded.
 
         `cancellable` passes `cancelled=` (a callable) to the query so a long SQL statement
@@ -81,8 +87,7 @@ class BaseScreen(Screen):
         def work() -> None:
             worker = get_current_worker()
             try:
-                result = (query(cancelled=lambda: worker.is_cancelled) if cancellable
-                          else query())
+                result = query(cancelled=lambda: worker.is_cancelled) if cancellable else query()
             except QueryCancelled:
                 return
             except Exception as e:  # noqa: BLE001 - shown to the user, never a crash
@@ -92,8 +97,9 @@ class BaseScreen(Screen):
             if not worker.is_cancelled:
                 self._call_ui(self._deliver, worker, apply, result)
 
-        return self.run_worker(work, thread=True, exclusive=True, group=group,
-                               exit_on_error=False, name=group)
+        return self.run_worker(
+            work, thread=True, exclusive=True, group=group, exit_on_error=False, name=group
+        )
 
     def _call_ui(self, fn: Callable[..., Any], *args: Any) -> None:
         with contextlib.suppress(RuntimeError):  # the app is shutting down
@@ -106,8 +112,12 @@ class BaseScreen(Screen):
         self.tui.first_paint_done()
 
     def _failed(self, error: Exception) -> None:
-        self.notify(markup_safe(f"{type(error).__name__}: {error}"), title="query failed",
-                    severity="error", timeout=8)
+        self.notify(
+            markup_safe(f"{type(error).__name__}: {error}"),
+            title="query failed",
+            severity="error",
+            timeout=8,
+        )
 
     # -- keys -----------------------------------------------------------------------------
     def filter_widgets(self) -> list[Widget]:
@@ -133,7 +143,8 @@ class BaseScreen(Screen):
     def action_back(self) -> None:
         focused = self.focused
         if isinstance(focused, Input | Select) or (
-                focused is not None and focused.has_class("filter")):
+            focused is not None and focused.has_class("filter")
+        ):
             table = self.main_table()
             if table is not None:
                 table.focus()

@@ -19,46 +19,77 @@ from app.tui.screens.base import BaseScreen
 from app.tui.widgets.key_bar import KeyBar
 from app.tui.widgets.nav import NavTabs
 
-QUESTION_COLUMNS = (("question", "question_id", 16), ("type", "task_type", 9),
-                    ("n", "branches", 3), ("right", "correct", 5), ("top", "top", 5))
-BRANCH_COLUMNS = (("rank", "rank", 4), ("branch", "branch", 6), ("temp", "temp", 5),
-                  ("answer", "answer", 14), ("verdict", "verdict", 7), ("judge", "judge", 5),
-                  ("bt", "bt", 5), ("reward", "reward", 6), ("verifiers", "verifiers", 24))
+QUESTION_COLUMNS = (
+    ("question", "question_id", 16),
+    ("type", "task_type", 9),
+    ("n", "branches", 3),
+    ("right", "correct", 5),
+    ("top", "top", 5),
+)
+BRANCH_COLUMNS = (
+    ("rank", "rank", 4),
+    ("branch", "branch", 6),
+    ("temp", "temp", 5),
+    ("answer", "answer", 14),
+    ("verdict", "verdict", 7),
+    ("judge", "judge", 5),
+    ("bt", "bt", 5),
+    ("reward", "reward", 6),
+    ("verifiers", "verifiers", 24),
+)
 
 
 def question_cells(r: dict[str, Any]) -> list[Any]:
     top = r["top_ok"]
-    return [r["question_id"], r["task_type"] or "", str(r["branches"]), str(r["correct"] or 0),
-            fmt.DASH if top is None else fmt.correct(bool(top))]
+    return [
+        r["question_id"],
+        r["task_type"] or "",
+        str(r["branches"]),
+        str(r["correct"] or 0),
+        fmt.DASH if top is None else fmt.correct(bool(top)),
+    ]
 
 
 def branch_cells(r: dict[str, Any]) -> list[Any]:
     def num(x: Any, f: str) -> str:
         return format(x, f) if isinstance(x, int | float) else fmt.DASH
 
-    return [num(r["rank"], "d"), f"b{r['branch_index']}", num(r["temperature"], ".2f"),
-            fmt.short(r["prediction"], 14), fmt.correct(bool(r["correct"])),
-            num(r["judge"], ".1f"), num(r["bt"], ".2f"), num(r["reward"], ".3f"),
-            fmt.short(r["verdicts"], 24)]
+    return [
+        num(r["rank"], "d"),
+        f"b{r['branch_index']}",
+        num(r["temperature"], ".2f"),
+        fmt.short(r["prediction"], 14),
+        fmt.correct(bool(r["correct"])),
+        num(r["judge"], ".1f"),
+        num(r["bt"], ".2f"),
+        num(r["reward"], ".3f"),
+        fmt.short(r["verdicts"], 24),
+    ]
 
 
 def detail_text(b: dict[str, Any] | None) -> Text:
     text = Text()
     if b is None:
         return Text("select a branch")
-    text.append(f"{b['question_id']} · branch b{b['branch_index']} · temperature "
-                f"{b['temperature']:.2f} · stop {b['stop_reason']}\n", style="bold")
+    text.append(
+        f"{b['question_id']} · branch b{b['branch_index']} · temperature "
+        f"{b['temperature']:.2f} · stop {b['stop_reason']}\n",
+        style="bold",
+    )
     text.append("verdicts\n", style="bold underline")
-    for v in b["verdict_rows"] or [{"verifier": "(not ranked yet)", "status": "", "reason": "",
-                                    "cost_usd": 0.0}]:
+    for v in b["verdict_rows"] or [
+        {"verifier": "(not ranked yet)", "status": "", "reason": "", "cost_usd": 0.0}
+    ]:
         text.append(f"  {v['verifier']}: {v['status']}  {v['reason']}\n")
     text.append("judge\n", style="bold underline")
     for j in b["reasoning"]:
         if j["kind"] == "scalar":
             what = f"score {j['score']:.0f}" if j["score"] is not None else "score –"
         else:
-            what = (f"b{j['branch_a']} vs b{j['branch_b']} (b{j['branch_a'] if j['shown_first'] == 'a' else j['branch_b']} "
-                    f"shown first): {j['preferred']}")
+            what = (
+                f"b{j['branch_a']} vs b{j['branch_b']} (b{j['branch_a'] if j['shown_first'] == 'a' else j['branch_b']} "
+                f"shown first): {j['preferred']}"
+            )
         capped = " [capped]" if j["capped"] else ""
         text.append(f"  {j['kind']} #{j['sample']}: {what}{capped}  {j['reasoning'] or ''}\n")
     text.append("trajectory\n", style="bold underline")
@@ -74,8 +105,9 @@ def detail_text(b: dict[str, Any] | None) -> Text:
             for line in str(s.get("output") or "").splitlines()[:8]:
                 text.append(f"    {line}\n", style="dim")
         elif kind == "verdict":
-            text.append(f"  verdict: {s.get('prediction')!r} "
-                        f"{'right' if s.get('correct') else 'wrong'}\n")
+            text.append(
+                f"  verdict: {s.get('prediction')!r} {'right' if s.get('correct') else 'wrong'}\n"
+            )
         else:
             text.append(f"  {kind}: {str(s.get('error') or s.get('text') or '')[:200]}\n")
     return text
@@ -93,19 +125,21 @@ class BranchesScreen(BaseScreen):
     def compose(self) -> ComposeResult:
         yield Header()
         yield NavTabs("runs")
-        yield Static(f"fork {self.rollout_id}", markup=False, id="branches-title",
-                     classes="title")
+        yield Static(f"fork {self.rollout_id}", markup=False, id="branches-title", classes="title")
         with Horizontal(id="branches-top"):
-            yield DataTable(id="fork-questions", classes="main", cursor_type="row",
-                            zebra_stripes=True)
+            yield DataTable(
+                id="fork-questions", classes="main", cursor_type="row", zebra_stripes=True
+            )
             yield DataTable(id="fork-branches", cursor_type="row", zebra_stripes=True)
         with VerticalScroll(id="branch-detail-box"):
             yield Static("", id="branch-detail", markup=False)
         yield KeyBar()
 
     def on_mount(self) -> None:
-        for table_id, columns in (("#fork-questions", QUESTION_COLUMNS),
-                                  ("#fork-branches", BRANCH_COLUMNS)):
+        for table_id, columns in (
+            ("#fork-questions", QUESTION_COLUMNS),
+            ("#fork-branches", BRANCH_COLUMNS),
+        ):
             table = self.query_one(table_id, DataTable)
             for label, key, width in columns:
                 table.add_column(label, key=key, width=width)
@@ -116,12 +150,16 @@ class BranchesScreen(BaseScreen):
         def query():
             with self.data.reader() as log:
                 return fn(log, *args)
+
         return query
 
     def reload(self, live: bool = False) -> None:
         self.fetch(self._read(q.fork_runs), self._set_title, group="fork-title")
-        self.fetch(self._read(q.fork_questions, self.rollout_id), self._show_questions,
-                   group="fork-questions")
+        self.fetch(
+            self._read(q.fork_questions, self.rollout_id),
+            self._show_questions,
+            group="fork-questions",
+        )
 
     def _set_title(self, runs: list[dict[str, Any]]) -> None:
         run = next((r for r in runs if r["run_id"] == self.rollout_id), None)
@@ -133,7 +171,8 @@ class BranchesScreen(BaseScreen):
             s = {}
         self.query_one("#branches-title", Static).update(
             f"fork {self.rollout_id} · {run['status']} · {s.get('questions', 0)} questions · "
-            f"pass@1 {fmt.acc(s.get('pass_at_1'))} · pass@N {fmt.acc(s.get('pass_at_n'))}")
+            f"pass@1 {fmt.acc(s.get('pass_at_1'))} · pass@N {fmt.acc(s.get('pass_at_n'))}"
+        )
 
     def _show_questions(self, rows: list[dict[str, Any]]) -> None:
         table = self.query_one("#fork-questions", DataTable)
@@ -141,15 +180,19 @@ class BranchesScreen(BaseScreen):
         for r in rows:
             table.add_row(*fmt.cells(question_cells(r)), key=r["question_id"])
         if rows:
-            target = next((i for i, r in enumerate(rows) if r["question_id"] == self.question_id),
-                          0)
+            target = next(
+                (i for i, r in enumerate(rows) if r["question_id"] == self.question_id), 0
+            )
             table.move_cursor(row=target, animate=False)
             self._select_question(rows[target]["question_id"])
 
     def _select_question(self, question_id: str) -> None:
         self.question_id = question_id
-        self.fetch(self._read(q.question_branches, self.rollout_id, question_id),
-                   self._show_branches, group="fork-branches")
+        self.fetch(
+            self._read(q.question_branches, self.rollout_id, question_id),
+            self._show_branches,
+            group="fork-branches",
+        )
 
     def _show_branches(self, rows: list[dict[str, Any]]) -> None:
         table = self.query_one("#fork-branches", DataTable)
@@ -162,8 +205,7 @@ class BranchesScreen(BaseScreen):
 
     def _select_branch(self, branch_id: int) -> None:
         self.branch_id = branch_id
-        self.fetch(self._read(q.branch_detail, branch_id), self._show_detail,
-                   group="fork-detail")
+        self.fetch(self._read(q.branch_detail, branch_id), self._show_detail, group="fork-detail")
 
     def _show_detail(self, detail: dict[str, Any] | None) -> None:
         self.query_one("#branch-detail", Static).update(detail_text(detail))

@@ -17,17 +17,25 @@ from app.tui.widgets.charts import AccuracyChart
 from app.tui.widgets.key_bar import KeyBar
 from app.tui.widgets.nav import NavTabs
 
-SIM_BANNER = ("SIMULATED MODEL: these runs used the built-in simulated world (sim/*), not a "
-              "real LLM; the figures show the harness working, not real-model quality.")
-COUNT_ROWS = (("accepted", "accepted", "green"), ("provisional", "provisional", "yellow"),
-              ("rejected", "rejected", "red"), ("rolled_back", "rolled back", "magenta"),
-              ("cooldown", "cooldown", "cyan"), ("skipped", "skipped", "dim"),
-              ("evolve_failed", "evolve failed", "red"))
+SIM_BANNER = (
+    "SIMULATED MODEL: these runs used the built-in simulated world (sim/*), not a "
+    "real LLM; the figures show the harness working, not real-model quality."
+)
+COUNT_ROWS = (
+    ("accepted", "accepted", "green"),
+    ("provisional", "provisional", "yellow"),
+    ("rejected", "rejected", "red"),
+    ("rolled_back", "rolled back", "magenta"),
+    ("cooldown", "cooldown", "cyan"),
+    ("skipped", "skipped", "dim"),
+    ("evolve_failed", "evolve failed", "red"),
+)
 
 
 class OverviewScreen(BaseScreen):
-    WATCH = frozenset({"checkpoint", "manifest", "status", "steps", "epochs", "calls", "runs",
-                       "versions"})
+    WATCH = frozenset(
+        {"checkpoint", "manifest", "status", "steps", "epochs", "calls", "runs", "versions"}
+    )
 
     def __init__(self) -> None:
         super().__init__(id="overview")
@@ -61,19 +69,32 @@ class OverviewScreen(BaseScreen):
         epochs = self.query_one("#epochs-table", DataTable)
         # fixed widths (as for the cost table below): under load the rows can arrive after
         # Textual sized the columns from the headers, which cut "0.583" to "0.5"
-        for label, key, width in (("epoch", "epoch", 5), ("val", "val", 5), ("test", "test", 5),
-                                  ("accepted", "acc", 8), ("prov.", "prov", 5),
-                                  ("rejected", "rej", 8), ("rolled back", "rb", 11),
-                                  ("skipped", "skip", 7), ("cooldown", "cool", 8),
-                                  ("probations", "prob", 10), ("prompts", "prompts", 7),
-                                  ("run", "run", 24)):
+        for label, key, width in (
+            ("epoch", "epoch", 5),
+            ("val", "val", 5),
+            ("test", "test", 5),
+            ("accepted", "acc", 8),
+            ("prov.", "prov", 5),
+            ("rejected", "rej", 8),
+            ("rolled back", "rb", 11),
+            ("skipped", "skip", 7),
+            ("cooldown", "cool", 8),
+            ("probations", "prob", 10),
+            ("prompts", "prompts", 7),
+            ("run", "run", 24),
+        ):
             epochs.add_column(label, key=key, width=width)
         calls = self.query_one("#calls-table", DataTable)
         # fixed widths: the table fills from its own worker, and a layout that waits for the
         # content would jump when the totals arrive
-        for label, key, width in (("role", "role", 9), ("calls", "calls", 12),
-                                  ("cached", "cached", 12), ("tokens in", "tin", 14),
-                                  ("tokens out", "tout", 14), ("cost", "cost", 12)):
+        for label, key, width in (
+            ("role", "role", 9),
+            ("calls", "calls", 12),
+            ("cached", "cached", 12),
+            ("tokens in", "tin", 14),
+            ("tokens out", "tout", 14),
+            ("cost", "cost", 12),
+        ):
             calls.add_column(label, key=key, width=width)
         super().on_mount()
 
@@ -110,8 +131,10 @@ class OverviewScreen(BaseScreen):
         else:
             t.add_row("best", Text("none yet", style="dim"))
         t.add_row("questions", Text(str(cur.get("questions", "?"))))
-        t.add_row("versions", f"{ov.n_versions.get('skills', 0)} skills, "
-                              f"{ov.n_versions.get('prompts', 0)} prompts")
+        t.add_row(
+            "versions",
+            f"{ov.n_versions.get('skills', 0)} skills, {ov.n_versions.get('prompts', 0)} prompts",
+        )
         if m.get("seed"):
             t.add_row("seed", Text(str(m["seed"])))
         return t
@@ -128,9 +151,11 @@ class OverviewScreen(BaseScreen):
         if progress:
             total = progress.get("total_steps") or 0
             done = progress.get("global_step") or 0
-            text = (f"epoch {progress.get('epoch', '?')} ({progress.get('phase', '?')})  "
-                    f"step {progress.get('step_completed', '?')}  "
-                    f"global {done}/{total or '?'}")
+            text = (
+                f"epoch {progress.get('epoch', '?')} ({progress.get('phase', '?')})  "
+                f"step {progress.get('step_completed', '?')}  "
+                f"global {done}/{total or '?'}"
+            )
             bar.update(total=max(total, 1), progress=min(done, max(total, 1)))
         else:
             text = "no checkpoint yet (training has not finished a step)"
@@ -152,13 +177,30 @@ class OverviewScreen(BaseScreen):
         for e in epochs:
             rep = e.get("report") or {}
             c = rep.get("counts") or {}
-            table.add_row(*fmt.cells([
-                str(e["epoch"]), fmt.acc(e.get("val_acc")), fmt.acc(e.get("test_acc")),
-                *(fmt.num(c.get(k)) for k in ("accepted", "provisional", "rejected",
-                                              "rolled_back", "skipped", "cooldown")),
-                fmt.num(len(rep.get("probations") or [])),
-                "changed" if rep.get("prompts_changed") else "–",
-                fmt.short(e.get("run_id"), 24)]), key=str(e["epoch"]))
+            table.add_row(
+                *fmt.cells(
+                    [
+                        str(e["epoch"]),
+                        fmt.acc(e.get("val_acc")),
+                        fmt.acc(e.get("test_acc")),
+                        *(
+                            fmt.num(c.get(k))
+                            for k in (
+                                "accepted",
+                                "provisional",
+                                "rejected",
+                                "rolled_back",
+                                "skipped",
+                                "cooldown",
+                            )
+                        ),
+                        fmt.num(len(rep.get("probations") or [])),
+                        "changed" if rep.get("prompts_changed") else "–",
+                        fmt.short(e.get("run_id"), 24),
+                    ]
+                ),
+                key=str(e["epoch"]),
+            )
 
     def _calls(self, calls: list[dict[str, Any]]) -> None:
         table = self.query_one("#calls-table", DataTable)
@@ -168,11 +210,30 @@ class OverviewScreen(BaseScreen):
         for c in calls:
             for k in totals:
                 totals[k] += c.get(k) or 0
-            table.add_row(*fmt.cells([c["role"], fmt.num(c["calls"]), fmt.num(c["cache_hits"]),
-                                      fmt.num(c["tokens_in"]), fmt.num(c["tokens_out"]),
-                                      fmt.cost(c["cost_usd"])]), key=c["role"])
+            table.add_row(
+                *fmt.cells(
+                    [
+                        c["role"],
+                        fmt.num(c["calls"]),
+                        fmt.num(c["cache_hits"]),
+                        fmt.num(c["tokens_in"]),
+                        fmt.num(c["tokens_out"]),
+                        fmt.cost(c["cost_usd"]),
+                    ]
+                ),
+                key=c["role"],
+            )
         if calls:
-            table.add_row(*fmt.cells([Text("total", style="bold"), fmt.num(totals["calls"]),
-                                      fmt.num(totals["cache_hits"]), fmt.num(totals["tokens_in"]),
-                                      fmt.num(totals["tokens_out"]),
-                                      fmt.cost(totals["cost_usd"])]), key="__total__")
+            table.add_row(
+                *fmt.cells(
+                    [
+                        Text("total", style="bold"),
+                        fmt.num(totals["calls"]),
+                        fmt.num(totals["cache_hits"]),
+                        fmt.num(totals["tokens_in"]),
+                        fmt.num(totals["tokens_out"]),
+                        fmt.cost(totals["cost_usd"]),
+                    ]
+                ),
+                key="__total__",
+            )

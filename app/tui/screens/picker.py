@@ -26,17 +26,24 @@ class PickerScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield Static(f"workspaces in {self.folder}", markup=False, id="picker-title",
-                     classes="title")
+        yield Static(
+            f"workspaces in {self.folder}", markup=False, id="picker-title", classes="title"
+        )
         yield DataTable(id="picker-table", classes="main", cursor_type="row", zebra_stripes=True)
         yield Static("", markup=False, id="picker-info", classes="info")
         yield KeyBar()
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        for label, key in (("workspace", "name"), ("status", "status"), ("progress", "progress"),
-                           ("current", "current"), ("best val", "best"), ("seed", "seed"),
-                           ("modified", "modified")):
+        for label, key in (
+            ("workspace", "name"),
+            ("status", "status"),
+            ("progress", "progress"),
+            ("current", "current"),
+            ("best val", "best"),
+            ("seed", "seed"),
+            ("modified", "modified"),
+        ):
             table.add_column(label, key=key)
         table.focus()
 
@@ -53,25 +60,53 @@ class PickerScreen(Screen):
         table.clear()
         for w in found:
             if w.get("error"):
-                table.add_row(*fmt.cells([w["name"], Text("broken", style="red"), "", "", "",
-                                          "", fmt.short(w["error"], 50)]), key=str(w["path"]))
+                table.add_row(
+                    *fmt.cells(
+                        [
+                            w["name"],
+                            Text("broken", style="red"),
+                            "",
+                            "",
+                            "",
+                            "",
+                            fmt.short(w["error"], 50),
+                        ]
+                    ),
+                    key=str(w["path"]),
+                )
                 continue
-            modified = datetime.fromtimestamp(w["modified"] / 1e9, UTC).isoformat(
-                timespec="seconds") if w["modified"] else "–"
-            table.add_row(*fmt.cells([Text(w["name"], style="bold"), fmt.status(w["status"]),
-                                      w["progress"], f"{w['skills']} {w['prompts']}",
-                                      fmt.acc(w["best_val"]), w["seed"], modified]),
-                          key=str(w["path"]))
+            modified = (
+                datetime.fromtimestamp(w["modified"] / 1e9, UTC).isoformat(timespec="seconds")
+                if w["modified"]
+                else "–"
+            )
+            table.add_row(
+                *fmt.cells(
+                    [
+                        Text(w["name"], style="bold"),
+                        fmt.status(w["status"]),
+                        w["progress"],
+                        f"{w['skills']} {w['prompts']}",
+                        fmt.acc(w["best_val"]),
+                        w["seed"],
+                        modified,
+                    ]
+                ),
+                key=str(w["path"]),
+            )
         self.query_one("#picker-info", Static).update(
-            f"{len(found)} workspaces · Enter: open · q: quit" if found else
-            f"no workspaces in {self.folder}: create one with `python main.py demo` or "
-            f"`python main.py init`, or pass a path: `python main.py tui PATH`")
+            f"{len(found)} workspaces · Enter: open · q: quit"
+            if found
+            else f"no workspaces in {self.folder}: create one with `python main.py demo` or "
+            f"`python main.py init`, or pass a path: `python main.py tui PATH`"
+        )
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         path = event.row_key.value
         entry = next((w for w in self.found if str(w["path"]) == path), None)
         if entry is None or entry.get("error"):
-            self.notify(markup_safe(f"cannot open {path}: {entry and entry.get('error')}"),
-                        severity="error")
+            self.notify(
+                markup_safe(f"cannot open {path}: {entry and entry.get('error')}"), severity="error"
+            )
             return
         self.app.open_workspace(Path(path))  # type: ignore[attr-defined]

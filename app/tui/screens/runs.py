@@ -17,15 +17,30 @@ from app.tui.widgets.nav import NavTabs
 from app.tui.widgets.paged_table import PagedTable
 
 PAGE = 100
-RUN_COLUMNS = (("seq", "seq", 5), ("run", "run_id", 30), ("kind", "kind", 12),
-               ("status", "status", 8), ("skills", "skills", 6), ("prompts", "prompts", 7),
-               ("predictions", "n", 11), ("accuracy", "acc", 8), ("started", "started", 25),
-               ("finished", "finished", 25))
-PRED_COLUMNS = (("question", "question_id", 16), ("task type", "task_type", 10),
-                ("verdict", "correct", 7), ("stop", "stop_reason", 9),
-                ("prediction", "prediction", 18), ("answer", "answer", 18),
-                ("tokens in/out", "tokens", 13), ("cost", "cost", 9), ("latency", "latency", 7),
-                ("id", "id", 8))
+RUN_COLUMNS = (
+    ("seq", "seq", 5),
+    ("run", "run_id", 30),
+    ("kind", "kind", 12),
+    ("status", "status", 8),
+    ("skills", "skills", 6),
+    ("prompts", "prompts", 7),
+    ("predictions", "n", 11),
+    ("accuracy", "acc", 8),
+    ("started", "started", 25),
+    ("finished", "finished", 25),
+)
+PRED_COLUMNS = (
+    ("question", "question_id", 16),
+    ("task type", "task_type", 10),
+    ("verdict", "correct", 7),
+    ("stop", "stop_reason", 9),
+    ("prediction", "prediction", 18),
+    ("answer", "answer", 18),
+    ("tokens in/out", "tokens", 13),
+    ("cost", "cost", 9),
+    ("latency", "latency", 7),
+    ("id", "id", 8),
+)
 
 
 def run_cells(r: dict[str, Any]) -> list[Any]:
@@ -35,19 +50,33 @@ def run_cells(r: dict[str, Any]) -> list[Any]:
     if r["simulated"]:
         kind.append(" sim", style="dim yellow")
     status = r["status"] or ""
-    return [str(r["seq"]), r["run_id"], kind,
-            Text(status, style={"running": "green", "failed": "red"}.get(status, "")),
-            r["skills_version"] or fmt.DASH, r["prompts_version"] or fmt.DASH, fmt.num(n),
-            fmt.acc(accuracy), r["started_at"] or fmt.DASH, r["finished_at"] or fmt.DASH]
+    return [
+        str(r["seq"]),
+        r["run_id"],
+        kind,
+        Text(status, style={"running": "green", "failed": "red"}.get(status, "")),
+        r["skills_version"] or fmt.DASH,
+        r["prompts_version"] or fmt.DASH,
+        fmt.num(n),
+        fmt.acc(accuracy),
+        r["started_at"] or fmt.DASH,
+        r["finished_at"] or fmt.DASH,
+    ]
 
 
 def prediction_cells(r: dict[str, Any]) -> list[Any]:
-    return [r["question_id"], r["task_type"] or "", fmt.correct(r["correct"]),
-            Text(r["stop_reason"] or "", style="" if r["stop_reason"] == "final" else "yellow"),
-            fmt.short(r["prediction"], 18), fmt.short(r["answer"], 18),
-            f"{fmt.num(r['tokens_in'])}/{fmt.num(r['tokens_out'])}", fmt.cost(r["cost_usd"]),
-            f"{r['latency_s']:.2f}s" if isinstance(r["latency_s"], int | float) else fmt.DASH,
-            str(r["id"])]
+    return [
+        r["question_id"],
+        r["task_type"] or "",
+        fmt.correct(r["correct"]),
+        Text(r["stop_reason"] or "", style="" if r["stop_reason"] == "final" else "yellow"),
+        fmt.short(r["prediction"], 18),
+        fmt.short(r["answer"], 18),
+        f"{fmt.num(r['tokens_in'])}/{fmt.num(r['tokens_out'])}",
+        fmt.cost(r["cost_usd"]),
+        f"{r['latency_s']:.2f}s" if isinstance(r["latency_s"], int | float) else fmt.DASH,
+        str(r["id"]),
+    ]
 
 
 class RunsScreen(BaseScreen):
@@ -91,18 +120,26 @@ class RunsScreen(BaseScreen):
             args["after"] = page.first
         elif where == "last":
             args["last"] = True
-        self.fetch(lambda: self.data.runs_page(**args), lambda p: self._show(p, row, key),
-                   group="runs")
+        self.fetch(
+            lambda: self.data.runs_page(**args), lambda p: self._show(p, row, key), group="runs"
+        )
 
     def _show(self, page: KeysetPage, cursor: str | int, key: str | None) -> None:
         self.page = page
         table = self.query_one(PagedTable)
-        table.show_rows(((r["run_id"], run_cells(r)) for r in page.rows),
-                        has_prev=page.has_prev, has_next=page.has_next, cursor=cursor, key=key)
+        table.show_rows(
+            ((r["run_id"], run_cells(r)) for r in page.rows),
+            has_prev=page.has_prev,
+            has_next=page.has_next,
+            cursor=cursor,
+            key=key,
+        )
         if page.rows:
-            info = (f"runs seq {page.first}…{page.last}"
-                    f"{' · more newer ([)' if page.has_prev else ''}"
-                    f"{' · more older (])' if page.has_next else ''} · Enter: predictions")
+            info = (
+                f"runs seq {page.first}…{page.last}"
+                f"{' · more newer ([)' if page.has_prev else ''}"
+                f"{' · more older (])' if page.has_next else ''} · Enter: predictions"
+            )
         else:
             info = "no runs yet"
         self.query_one("#runs-info", Static).update(info)
@@ -151,11 +188,19 @@ class PredictionsScreen(BaseScreen):
         yield NavTabs("runs")
         yield Static(f"run {self.run_id}", markup=False, id="run-title", classes="title")
         with Horizontal(classes="filters"):
-            yield Select([("right", "right"), ("wrong", "wrong")], prompt="verdict: all",
-                         id="correct-filter", classes="filter")
+            yield Select(
+                [("right", "right"), ("wrong", "wrong")],
+                prompt="verdict: all",
+                id="correct-filter",
+                classes="filter",
+            )
             yield Select([], prompt="task type: all", id="task-filter", classes="filter")
-            yield Select([(s, s) for s in STOP_REASONS], prompt="stop: all", id="stop-filter",
-                         classes="filter")
+            yield Select(
+                [(s, s) for s in STOP_REASONS],
+                prompt="stop: all",
+                id="stop-filter",
+                classes="filter",
+            )
             yield Input(placeholder="search text, Enter", id="search", classes="filter")
         yield PagedTable(id="predictions-table", classes="main")
         yield Static("", markup=False, id="predictions-info", classes="info")
@@ -165,9 +210,11 @@ class PredictionsScreen(BaseScreen):
         table = self.query_one(PagedTable)
         table.set_columns(PRED_COLUMNS)
         table.focus()
-        self.fetch(lambda: (self.data.run(self.run_id),
-                            self.data.prediction_task_types(self.run_id)),
-                   self._set_header, group="pred-header")
+        self.fetch(
+            lambda: (self.data.run(self.run_id), self.data.prediction_task_types(self.run_id)),
+            self._set_header,
+            group="pred-header",
+        )
         super().on_mount()
 
     def _set_header(self, result: tuple[dict[str, Any] | None, list[str]]) -> None:
@@ -176,7 +223,8 @@ class PredictionsScreen(BaseScreen):
             self.query_one("#run-title", Static).update(
                 f"run {run['run_id']} · {run['kind']} · {run['status']} · skills "
                 f"{run['skills_version'] or '–'} prompts {run['prompts_version'] or '–'} · "
-                f"started {run['started_at'] or '–'}")
+                f"started {run['started_at'] or '–'}"
+            )
         select = self.query_one("#task-filter", Select)
         with select.prevent(Select.Changed):
             select.set_options([(t, t) for t in types])
@@ -207,14 +255,18 @@ class PredictionsScreen(BaseScreen):
             return self.data.predictions_page(run_id, flt, cancelled=cancelled, **args)
 
         self.query_one("#predictions-info", Static).update("loading…")
-        self.fetch(query, lambda p: self._show(p, row, key), group="predictions",
-                   cancellable=True)
+        self.fetch(query, lambda p: self._show(p, row, key), group="predictions", cancellable=True)
 
     def _show(self, page: KeysetPage, cursor: str | int, key: str | None) -> None:
         self.page = page
         table = self.query_one(PagedTable)
-        table.show_rows(((str(r["id"]), prediction_cells(r)) for r in page.rows),
-                        has_prev=page.has_prev, has_next=page.has_next, cursor=cursor, key=key)
+        table.show_rows(
+            ((str(r["id"]), prediction_cells(r)) for r in page.rows),
+            has_prev=page.has_prev,
+            has_next=page.has_next,
+            cursor=cursor,
+            key=key,
+        )
         self._info()
         self._count()
 
@@ -222,8 +274,9 @@ class PredictionsScreen(BaseScreen):
         flt, first = self.filter, self.page.first
 
         def query(cancelled: Any) -> tuple[int, int | None]:
-            return self.data.predictions_count(self.run_id, flt, first_key=first,
-                                               cancelled=cancelled)
+            return self.data.predictions_count(
+                self.run_id, flt, first_key=first, cancelled=cancelled
+            )
 
         self.fetch(query, self._set_count, group="predictions-count", cancellable=True)
 
@@ -246,7 +299,8 @@ class PredictionsScreen(BaseScreen):
         if page.has_next:
             nav.append("] / PageDown: next page")
         self.query_one("#predictions-info", Static).update(
-            " · ".join([text, *nav, "Enter: trajectory"]))
+            " · ".join([text, *nav, "Enter: trajectory"])
+        )
 
     # -- events ---------------------------------------------------------------------------
     def on_select_changed(self, event: Select.Changed) -> None:
@@ -254,8 +308,9 @@ class PredictionsScreen(BaseScreen):
         f = self.filter
         sel = event.select.id
         if sel == "correct-filter":
-            self.filter = PredictionFilter(None if value is None else value == "right",
-                                           f.task_type, f.stop_reason, f.search)
+            self.filter = PredictionFilter(
+                None if value is None else value == "right", f.task_type, f.stop_reason, f.search
+            )
         elif sel == "task-filter":
             self.filter = PredictionFilter(f.correct, value, f.stop_reason, f.search)
         elif sel == "stop-filter":
@@ -284,4 +339,3 @@ class PredictionsScreen(BaseScreen):
 
         ids = [int(r["id"]) for r in self.page.rows]
         self.app.push_screen(TrajectoryScreen(int(event.row_key.value), neighbours=ids))
-

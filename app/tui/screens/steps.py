@@ -19,18 +19,38 @@ from app.tui.widgets.paged_table import PagedTable
 from app.tui.widgets.step_detail import StepDetail
 
 PAGE = 100
-COLUMNS = (("epoch", "epoch", 5), ("step", "step", 4), ("task type", "task_type", 12),
-           ("action", "action", 18), ("cand", "cand_acc", 6), ("base", "base_acc", 6),
-           ("W", "w", 4), ("L", "l", 4), ("e-value", "e_value", 9), ("units", "n_used", 5),
-           ("stop", "stop_reason", 10), ("budget", "edit_budget", 6))
+COLUMNS = (
+    ("epoch", "epoch", 5),
+    ("step", "step", 4),
+    ("task type", "task_type", 12),
+    ("action", "action", 18),
+    ("cand", "cand_acc", 6),
+    ("base", "base_acc", 6),
+    ("W", "w", 4),
+    ("L", "l", 4),
+    ("e-value", "e_value", 9),
+    ("units", "n_used", 5),
+    ("stop", "stop_reason", 10),
+    ("budget", "edit_budget", 6),
+)
 SORT_CYCLE = [key for _, key, _ in COLUMNS]
 
 
 def step_cells(r: dict[str, Any]) -> list[Any]:
-    return [str(r["epoch"]), str(r["step"]), r["task_type"] or "", fmt.action(r["action"]),
-            fmt.acc(r["cand_acc"]), fmt.acc(r["base_acc"]), fmt.num(r["w"]), fmt.num(r["l"]),
-            fmt.evalue(r["e_value"]), fmt.num(r["n_used"]), r["stop_reason"] or fmt.DASH,
-            fmt.num(r["edit_budget"])]
+    return [
+        str(r["epoch"]),
+        str(r["step"]),
+        r["task_type"] or "",
+        fmt.action(r["action"]),
+        fmt.acc(r["cand_acc"]),
+        fmt.acc(r["base_acc"]),
+        fmt.num(r["w"]),
+        fmt.num(r["l"]),
+        fmt.evalue(r["e_value"]),
+        fmt.num(r["n_used"]),
+        r["stop_reason"] or fmt.DASH,
+        fmt.num(r["edit_budget"]),
+    ]
 
 
 class StepsScreen(BaseScreen):
@@ -52,8 +72,12 @@ class StepsScreen(BaseScreen):
         yield NavTabs("steps")
         with Horizontal(classes="filters"):
             yield Select([], prompt="task type: all", id="task-filter", classes="filter")
-            yield Select([(a, a) for a in ACTIONS], prompt="action: all", id="action-filter",
-                         classes="filter")
+            yield Select(
+                [(a, a) for a in ACTIONS],
+                prompt="action: all",
+                id="action-filter",
+                classes="filter",
+            )
             yield Static("", markup=False, id="steps-info", classes="info")
         yield PagedTable(id="steps-table", classes="main")
         yield StepDetail(id="step-detail")
@@ -78,30 +102,35 @@ class StepsScreen(BaseScreen):
         flt, sort, desc = self.filter, self.sort, self.descending
 
         def query() -> StepPage:
-            return self.data.steps_page(flt, sort=sort, descending=desc, offset=offset,
-                                        limit=PAGE)
+            return self.data.steps_page(flt, sort=sort, descending=desc, offset=offset, limit=PAGE)
 
         self.fetch(query, lambda page: self._show(page, row, key), group="steps")
 
     def _show(self, page: StepPage, cursor: str | int, key: str | None) -> None:
         self.page = page
         table = self.query_one(PagedTable)
-        table.show_rows(((str(r["id"]), step_cells(r)) for r in page.rows),
-                        has_prev=page.has_prev, has_next=page.has_next, cursor=cursor, key=key)
+        table.show_rows(
+            ((str(r["id"]), step_cells(r)) for r in page.rows),
+            has_prev=page.has_prev,
+            has_next=page.has_next,
+            cursor=cursor,
+            key=key,
+        )
         if page.total:
-            info = (f"rows {page.offset + 1:,}–{page.offset + len(page.rows):,} of "
-                    f"{page.total:,}")
+            info = f"rows {page.offset + 1:,}–{page.offset + len(page.rows):,} of {page.total:,}"
         else:
-            info = "no step reports" + (" match the filters" if self.filter != StepFilter()
-                                        else " yet")
+            info = "no step reports" + (
+                " match the filters" if self.filter != StepFilter() else " yet"
+            )
             self.query_one(StepDetail).show(None)
         self.query_one("#steps-info", Static).update(info)
 
     def _set_options(self, options: tuple[list[str], list[str]]) -> None:
         types, actions = options
-        for select, values in ((self.query_one("#task-filter", Select), types),
-                               (self.query_one("#action-filter", Select),
-                                sorted(set(ACTIONS) | set(actions)))):
+        for select, values in (
+            (self.query_one("#task-filter", Select), types),
+            (self.query_one("#action-filter", Select), sorted(set(ACTIONS) | set(actions))),
+        ):
             current = select.value
             known = list(values)
             if getattr(select, "_known", None) == known:
@@ -124,16 +153,23 @@ class StepsScreen(BaseScreen):
         self._load(0)
 
     def on_paged_table_page_request(self, event: PagedTable.PageRequest) -> None:
-        offset = {"next": self.page.offset + PAGE, "prev": max(0, self.page.offset - PAGE),
-                  "first": 0, "last": max(0, (self.page.total - 1) // PAGE * PAGE)}[event.where]
+        offset = {
+            "next": self.page.offset + PAGE,
+            "prev": max(0, self.page.offset - PAGE),
+            "first": 0,
+            "last": max(0, (self.page.total - 1) // PAGE * PAGE),
+        }[event.where]
         self._load(offset, cursor="top" if event.where in ("next", "first") else "bottom")
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.data_table.id != "steps-table" or event.row_key.value is None:
             return
         step_id = int(event.row_key.value)
-        self.fetch(lambda: self.data.step_detail(step_id),
-                   self.query_one(StepDetail).show, group="step-detail")
+        self.fetch(
+            lambda: self.data.step_detail(step_id),
+            self.query_one(StepDetail).show,
+            group="step-detail",
+        )
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.data_table.id == "steps-table" and event.row_key.value is not None:
@@ -151,8 +187,9 @@ class StepsScreen(BaseScreen):
         if key not in STEP_SORTS:
             raise ValueError(f"cannot sort steps by {key!r}")
         self.sort = key
-        self.descending = (key not in ("task_type", "action", "stop_reason")
-                           if descending is None else descending)
+        self.descending = (
+            key not in ("task_type", "action", "stop_reason") if descending is None else descending
+        )
         self._label_sort()
         self._load(0)
 
@@ -177,8 +214,9 @@ class StepsScreen(BaseScreen):
         table = self.query_one(PagedTable)
         for label, key, _ in COLUMNS:
             if key == self.sort:
-                table.set_header(key, Text(f"{label} {'▼' if self.descending else '▲'}",
-                                           style="bold"))
+                table.set_header(
+                    key, Text(f"{label} {'▼' if self.descending else '▲'}", style="bold")
+                )
             else:
                 table.set_header(key, label)
 
@@ -197,5 +235,8 @@ class StepScreen(BaseScreen):
         yield KeyBar()
 
     def reload(self, live: bool = False) -> None:
-        self.fetch(lambda: self.data.step_detail(self.step_id),
-                   self.query_one(StepDetail).show, group="step")
+        self.fetch(
+            lambda: self.data.step_detail(self.step_id),
+            self.query_one(StepDetail).show,
+            group="step",
+        )

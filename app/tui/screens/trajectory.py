@@ -46,8 +46,7 @@ def event_widget(event: dict[str, Any]) -> Static:
         body: Any = Group(*parts)
     elif kind == "tool":
         status = event.get("status") or "?"
-        head = Text(f"{event.get('name')}({fmt.pretty_args(event.get('arguments'))})",
-                    style="bold")
+        head = Text(f"{event.get('name')}({fmt.pretty_args(event.get('arguments'))})", style="bold")
         head.append(f"  [{status}]", style="green" if status == "ok" else "red")
         body = Group(head, Text(_clip(event.get("output"))))
         title = f"tool result · {where}"
@@ -117,13 +116,16 @@ class TrajectoryScreen(BaseScreen):
         head.append(f"{pred['question_id']}", style="bold")
         head.append(f"  {pred['task_type']}  unit {pred['unit_id']}  ")
         head.append_text(fmt.correct(pred["correct"]))
-        head.append(f"  stop {pred['stop_reason']}  tokens {fmt.num(pred['tokens_in'])}/"
-                    f"{fmt.num(pred['tokens_out'])}  cost {fmt.cost(pred['cost_usd'])}  "
-                    f"run {pred['run_id']}  skills {pred['skills_version']} prompts "
-                    f"{pred['prompts_version']}")
+        head.append(
+            f"  stop {pred['stop_reason']}  tokens {fmt.num(pred['tokens_in'])}/"
+            f"{fmt.num(pred['tokens_out'])}  cost {fmt.cost(pred['cost_usd'])}  "
+            f"run {pred['run_id']}  skills {pred['skills_version']} prompts "
+            f"{pred['prompts_version']}"
+        )
         if len(self.neighbours) > 1 and self.pred_id in self.neighbours:
-            head.append(f"  ({self.neighbours.index(self.pred_id) + 1}/{len(self.neighbours)})",
-                        style="dim")
+            head.append(
+                f"  ({self.neighbours.index(self.pred_id) + 1}/{len(self.neighbours)})", style="dim"
+            )
         title.update(head)
         widgets: list[Static] = []
         if question:
@@ -132,11 +134,13 @@ class TrajectoryScreen(BaseScreen):
             widgets.append(q)
         steps = pred["steps"]
         for event in steps[:MAX_EVENTS]:
-            widgets.append(event_widget(event if isinstance(event, dict) else
-                                        {"type": "?", "value": event}))
+            widgets.append(
+                event_widget(event if isinstance(event, dict) else {"type": "?", "value": event})
+            )
         if len(steps) > MAX_EVENTS:
-            widgets.append(Static(f"… {len(steps) - MAX_EVENTS} more events not shown",
-                                  classes="event"))
+            widgets.append(
+                Static(f"… {len(steps) - MAX_EVENTS} more events not shown", classes="event")
+            )
         turns.mount_all(widgets)
         turns.scroll_home(animate=False)
 

@@ -42,11 +42,15 @@ class VersionsScreen(BaseScreen):
         yield Header()
         yield NavTabs("versions")
         with Horizontal(classes="filters"):
-            yield Select([("skills", "skills"), ("prompts", "prompts")], value="skills",
-                         allow_blank=False, id="kind-select", classes="filter")
+            yield Select(
+                [("skills", "skills"), ("prompts", "prompts")],
+                value="skills",
+                allow_blank=False,
+                id="kind-select",
+                classes="filter",
+            )
             yield Static("", markup=False, id="versions-info", classes="info")
-        yield DataTable(id="versions-table", classes="main", cursor_type="row",
-                        zebra_stripes=True)
+        yield DataTable(id="versions-table", classes="main", cursor_type="row", zebra_stripes=True)
         with Horizontal(classes="filters", id="diff-bar"):
             yield Static("diff", classes="label")
             yield Select([], prompt="from", id="diff-a", classes="filter")
@@ -58,9 +62,16 @@ class VersionsScreen(BaseScreen):
 
     def on_mount(self) -> None:
         table = self.query_one("#versions-table", DataTable)
-        for label, key in (("version", "version"), ("", "marks"), ("source", "source"),
-                           ("parent", "parent"), ("description", "description"), ("at", "at"),
-                           ("files", "files"), ("sha256", "sha")):
+        for label, key in (
+            ("version", "version"),
+            ("", "marks"),
+            ("source", "source"),
+            ("parent", "parent"),
+            ("description", "description"),
+            ("at", "at"),
+            ("files", "files"),
+            ("sha256", "sha"),
+        ):
             table.add_column(label, key=key)
         self.query_one(DiffView).border_title = "Diff"
         table.focus()
@@ -69,13 +80,13 @@ class VersionsScreen(BaseScreen):
     # -- data -----------------------------------------------------------------------------
     def reload(self, live: bool = False) -> None:
         def query() -> tuple[dict[str, list[VersionInfo]], dict[str, Any]]:
-            return ({k: self.data.versions(k) for k in ("skills", "prompts")},
-                    self.data.manifest())
+            return ({k: self.data.versions(k) for k in ("skills", "prompts")}, self.data.manifest())
 
         self.fetch(query, lambda res: self._show(*res, live=live), group="versions")
 
-    def _show(self, versions: dict[str, list[VersionInfo]], manifest: dict[str, Any], *,
-              live: bool) -> None:
+    def _show(
+        self, versions: dict[str, list[VersionInfo]], manifest: dict[str, Any], *, live: bool
+    ) -> None:
         self.versions, self.manifest = versions, manifest
         self._fill_table(keep=live)
         if not live or self.side_a is None:
@@ -97,13 +108,26 @@ class VersionsScreen(BaseScreen):
                 marks.append("● current ", style="bold green")
             if v.version == best:
                 marks.append("★ best", style="bold yellow")
-            table.add_row(*fmt.cells([Text(v.version, style="bold"), marks, v.source,
-                                      v.parent or "–", fmt.short(v.description, 60), v.at,
-                                      str(len(v.files)), v.sha256[:10]]), key=v.version)
+            table.add_row(
+                *fmt.cells(
+                    [
+                        Text(v.version, style="bold"),
+                        marks,
+                        v.source,
+                        v.parent or "–",
+                        fmt.short(v.description, 60),
+                        v.at,
+                        str(len(v.files)),
+                        v.sha256[:10],
+                    ]
+                ),
+                key=v.version,
+            )
         n = len(self.versions[self.kind])
         self.query_one("#versions-info", Static).update(
             f"{n} {self.kind} version{'' if n == 1 else 's'} · Enter: diff against parent · "
-            "a/b: pick the two sides")
+            "a/b: pick the two sides"
+        )
         if key is not None and key in table.rows:
             table.move_cursor(row=table.get_row_index(key))
 
@@ -113,8 +137,7 @@ class VersionsScreen(BaseScreen):
             self.side_a = self.side_b = None
             return
         self.side_b = names[-1]
-        parent = next((v.parent for v in self.versions[self.kind] if v.version == names[-1]),
-                      None)
+        parent = next((v.parent for v in self.versions[self.kind] if v.version == names[-1]), None)
         self.side_a = parent if parent in names else names[max(0, len(names) - 2)]
         self.file = ALL_FILES
 
@@ -154,8 +177,9 @@ class VersionsScreen(BaseScreen):
             return "".join(self.data.version_diff(kind, a, b, f) for f in files)
 
         def show(diff: str) -> None:
-            view.border_title = markup_safe(f"{kind}: {a} → {b}"
-                                            + ("" if file == ALL_FILES else f" · {file}"))
+            view.border_title = markup_safe(
+                f"{kind}: {a} → {b}" + ("" if file == ALL_FILES else f" · {file}")
+            )
             view.show(diff, empty=f"no differences between {a} and {b}")
 
         self.fetch(query, show, group="version-diff")
@@ -188,8 +212,10 @@ class VersionsScreen(BaseScreen):
         self.side_b = info.version
         self.side_a = info.parent if info.parent in names else None
         if self.side_a is None:
-            self.notify(markup_safe(f"{info.version} has no parent version ({info.source})"),
-                        severity="warning")
+            self.notify(
+                markup_safe(f"{info.version} has no parent version ({info.source})"),
+                severity="warning",
+            )
             self.side_a = info.version
         self._sync_selects()
         self._diff()
@@ -197,7 +223,8 @@ class VersionsScreen(BaseScreen):
     # -- actions --------------------------------------------------------------------------
     def action_toggle_kind(self) -> None:
         self.query_one("#kind-select", Select).value = (
-            "prompts" if self.kind == "skills" else "skills")
+            "prompts" if self.kind == "skills" else "skills"
+        )
 
     def action_mark(self, side: str) -> None:
         table = self.query_one("#versions-table", DataTable)

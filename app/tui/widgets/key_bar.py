@@ -35,10 +35,19 @@ class KeyBar(Static):
         for node, binding, enabled, _tooltip in self.screen.active_bindings.values():
             if not binding.show or binding.action in shown:
                 continue
-            namespace = ("app" if isinstance(node, App) else "screen" if isinstance(node, Screen)
-                         else "focused")
-            shown[binding.action] = (self.app.get_key_display(binding), binding.description,
-                                     f"{namespace}.{binding.action}", enabled)
+            namespace = (
+                "app"
+                if isinstance(node, App)
+                else "screen"
+                if isinstance(node, Screen)
+                else "focused"
+            )
+            shown[binding.action] = (
+                self.app.get_key_display(binding),
+                binding.description,
+                f"{namespace}.{binding.action}",
+                enabled,
+            )
         key = tuple(shown.values())
         if key == self._last:
             return

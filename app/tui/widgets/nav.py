@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from textual.widgets import Tab, Tabs
 
-SCREENS = (("overview", "1 Overview"), ("steps", "2 Steps"), ("versions", "3 Versions"),
-           ("runs", "4 Runs"))
+SCREENS = (
+    ("overview", "1 Overview"),
+    ("steps", "2 Steps"),
+    ("versions", "3 Versions"),
+    ("runs", "4 Runs"),
+)
 
 
 class NavTabs(Tabs):
@@ -14,8 +18,7 @@ class NavTabs(Tabs):
     can_focus = False
 
     def __init__(self, active: str) -> None:
-        super().__init__(*(Tab(label, id=mode) for mode, label in SCREENS), active=active,
-                         id="nav")
+        super().__init__(*(Tab(label, id=mode) for mode, label in SCREENS), active=active, id="nav")
         self._mode = active
 
     def on_tabs_tab_activated(self, event: Tabs.TabActivated) -> None:

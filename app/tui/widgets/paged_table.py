@@ -49,8 +49,15 @@ class PagedTable(DataTable):
         for label, key, width in columns:
             self.add_column(label, key=key, width=width)
 
-    def show_rows(self, rows: Iterable[tuple[str, Sequence[Any]]], *, has_prev: bool,
-                  has_next: bool, cursor: str | int = "top", key: str | None = None) -> None:
+    def show_rows(
+        self,
+        rows: Iterable[tuple[str, Sequence[Any]]],
+        *,
+        has_prev: bool,
+        has_next: bool,
+        cursor: str | int = "top",
+        key: str | None = None,
+    ) -> None:
         """Replace the page. `cursor`: top | bottom | a row index; `key` wins when present."""
         self.has_prev, self.has_next = has_prev, has_next
         self.clear()

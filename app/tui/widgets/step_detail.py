@@ -23,8 +23,10 @@ def step_summary(detail: dict[str, Any], *, full: bool = False) -> Group:
     head.append_text(fmt.action(row.get("action")))
     target = rep.get("target_file")
     if target:
-        head.append(f"  {target}  {rep.get('base_version') or '?'} → "
-                    f"{rep.get('new_version') or '(no new version)'}")
+        head.append(
+            f"  {target}  {rep.get('base_version') or '?'} → "
+            f"{rep.get('new_version') or '(no new version)'}"
+        )
     delta, shrunk = rep.get("delta_hat"), rep.get("delta_shrunk")
     facts = [
         f"cand {fmt.acc(row.get('cand_acc'))} vs base {fmt.acc(row.get('base_acc'))}",
@@ -45,12 +47,15 @@ def step_summary(detail: dict[str, Any], *, full: bool = False) -> Group:
     act = rep.get("activation")
     if isinstance(act, dict):  # skill_mode progressive/tool (app/harness/activation.py)
         prec = act.get("precision")
-        parts.append(Text(
-            f"activation in this step's rollout: recall {fmt.acc(act.get('recall'))}  "
-            f"precision {fmt.acc(prec) if isinstance(prec, int | float) else '–'}  "
-            f"(n {fmt.num(act.get('n'))}, opened none {fmt.num(act.get('opened_none'))}, "
-            f"opened another {fmt.num(act.get('opened_wrong'))}, skill "
-            f"{act.get('skill') or '?'})"))
+        parts.append(
+            Text(
+                f"activation in this step's rollout: recall {fmt.acc(act.get('recall'))}  "
+                f"precision {fmt.acc(prec) if isinstance(prec, int | float) else '–'}  "
+                f"(n {fmt.num(act.get('n'))}, opened none {fmt.num(act.get('opened_none'))}, "
+                f"opened another {fmt.num(act.get('opened_wrong'))}, skill "
+                f"{act.get('skill') or '?'})"
+            )
+        )
     if full:
         edits = rep.get("edits") or []
         if edits:
@@ -58,8 +63,16 @@ def step_summary(detail: dict[str, Any], *, full: bool = False) -> Group:
             for col in ("#", "op", "section", "text"):
                 et.add_column(col)
             for i, e in enumerate(edits):
-                et.add_row(*fmt.cells([str(i), str(e.get("op", "")), str(e.get("section", "")),
-                                       fmt.short(e.get("text") or e.get("content") or "", 80)]))
+                et.add_row(
+                    *fmt.cells(
+                        [
+                            str(i),
+                            str(e.get("op", "")),
+                            str(e.get("section", "")),
+                            fmt.short(e.get("text") or e.get("content") or "", 80),
+                        ]
+                    )
+                )
             parts.append(et)
         applied = rep.get("apply_report") or []
         if applied:
@@ -67,10 +80,19 @@ def step_summary(detail: dict[str, Any], *, full: bool = False) -> Group:
             for col in ("#", "op", "section", "applied", "reason"):
                 at.add_column(col)
             for a in applied:
-                at.add_row(*fmt.cells([str(a.get("index", "")), str(a.get("op", "")),
-                                       str(a.get("section", "")),
-                                       Text("yes", style="green") if a.get("applied")
-                                       else Text("no", style="red"), str(a.get("reason") or "")]))
+                at.add_row(
+                    *fmt.cells(
+                        [
+                            str(a.get("index", "")),
+                            str(a.get("op", "")),
+                            str(a.get("section", "")),
+                            Text("yes", style="green")
+                            if a.get("applied")
+                            else Text("no", style="red"),
+                            str(a.get("reason") or ""),
+                        ]
+                    )
+                )
             parts.append(at)
         if rep.get("clip"):
             parts.append(Text(f"clip: {rep['clip']}", style="yellow"))
@@ -95,9 +117,17 @@ class StepDetail(Horizontal):
 
     def on_mount(self) -> None:
         table = self.query_one(".evidence-table", DataTable)
-        for label, key in (("#", "idx"), ("unit", "unit"), ("base", "base"), ("cand", "cand"),
-                           ("outcome", "outcome"), ("W", "w"), ("L", "l"), ("e_win", "e_win"),
-                           ("e_harm", "e_harm")):
+        for label, key in (
+            ("#", "idx"),
+            ("unit", "unit"),
+            ("base", "base"),
+            ("cand", "cand"),
+            ("outcome", "outcome"),
+            ("W", "w"),
+            ("L", "l"),
+            ("e_win", "e_win"),
+            ("e_harm", "e_harm"),
+        ):
             table.add_column(label, key=key)
         table.border_title = "Gate evidence (ladder order)"
         self.query_one(DiffView).border_title = "Proposed diff"
@@ -116,10 +146,22 @@ class StepDetail(Horizontal):
         for r in detail["evidence"]:
             outcome = r.get("outcome") or ""
             style = {"W": "green", "L": "red"}.get(outcome, "dim")
-            table.add_row(*fmt.cells([
-                str(r["idx"]), r.get("unit_id") or "", str(r.get("base")), str(r.get("cand")),
-                Text(outcome, style=style), str(r.get("w")), str(r.get("l")),
-                fmt.evalue(r.get("e_win")), fmt.evalue(r.get("e_harm"))]), key=str(r["idx"]))
+            table.add_row(
+                *fmt.cells(
+                    [
+                        str(r["idx"]),
+                        r.get("unit_id") or "",
+                        str(r.get("base")),
+                        str(r.get("cand")),
+                        Text(outcome, style=style),
+                        str(r.get("w")),
+                        str(r.get("l")),
+                        fmt.evalue(r.get("e_win")),
+                        fmt.evalue(r.get("e_harm")),
+                    ]
+                ),
+                key=str(r["idx"]),
+            )
         n = len(detail["evidence"])
         table.border_subtitle = f"{n} units" if n else "no gate ran for this step"
         chart = self.query_one(EvidenceChart)

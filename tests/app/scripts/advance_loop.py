@@ -31,10 +31,18 @@ def main() -> None:
     while not limit or done < limit:
         last = list_versions(root, "skills")[-1]
         # Enough bytes per file that a kill often lands mid-write.
-        files = {f"skill_{i}.md": f"# after {last}, file {i}\n" + f"rule {i}: be careful\n" * 3000
-                 for i in range(4)}
-        version = advance_version(root, "skills", files, source="test:loop", parent=last,
-                                  description=f"loop iteration {done}")
+        files = {
+            f"skill_{i}.md": f"# after {last}, file {i}\n" + f"rule {i}: be careful\n" * 3000
+            for i in range(4)
+        }
+        version = advance_version(
+            root,
+            "skills",
+            files,
+            source="test:loop",
+            parent=last,
+            description=f"loop iteration {done}",
+        )
         update_manifest(root, skills=version, run_id=f"loop-{version}")
         done += 1
 

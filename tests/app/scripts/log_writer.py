@@ -25,10 +25,20 @@ def main() -> None:
     log.register_run("writer-run", kind="infer")
     print("ready", flush=True)
     for start in range(0, total, batch):
-        rows = [{"run_id": "writer-run", "question_id": f"q{i:06d}", "unit_id": f"q{i:06d}",
-                 "task_type": "ledger", "prediction": "42", "answer": "42", "correct": i % 2,
-                 "stop_reason": "final", "steps_json": "[]"}
-                for i in range(start, min(start + batch, total))]
+        rows = [
+            {
+                "run_id": "writer-run",
+                "question_id": f"q{i:06d}",
+                "unit_id": f"q{i:06d}",
+                "task_type": "ledger",
+                "prediction": "42",
+                "answer": "42",
+                "correct": i % 2,
+                "stop_reason": "final",
+                "steps_json": "[]",
+            }
+            for i in range(start, min(start + batch, total))
+        ]
         log.insert_rows("predictions", rows)
     n = log.conn.execute("SELECT COUNT(*) FROM predictions").fetchone()[0]
     log.close()
