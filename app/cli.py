@@ -1,4 +1,8 @@
-"""Command line: `python main.py <command>` (DESIGN §9). Exit codes: 0 ok, 1 run failed, 2 usage."""
+"""Command line: `skill-trainer <command>` (or `python main.py <command>`).
+
+Exit codes: 0 ok, 1 a run failed, 2 bad input or a refused request. The commands are thin:
+app/commands.py and app/fork_commands.py turn arguments into calls of app/api.py and print.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +10,14 @@ import argparse
 import signal
 import sqlite3
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from loguru import logger
 
 from app.errors import STOP_SIGNAL, RunFailed, Stopped, UserError, first_leaf, stop_reason
-from app.harness.config import RunConfig, load_config, parse_override
 from app.logging_setup import configure_console
 from app.paths import STORE_DIR, WORKSPACES_DIR
 from app.providers.errors import ProviderError
@@ -33,45 +38,122 @@ COMMANDS = (
     "rank",
     "export",
 )
+MODEL_COMMANDS = ("demo", "train", "infer", "eval", "diagnose", "fork", "rank")
+
+
+class Options:
+    """Parent parsers: each command takes only the option groups it uses."""
+
+    def __init__(self) -> None:
+        self.verbose = _parent()
+        self.verbose.add_argument(
+            "--verbose", "-v", action="store_true", help="debug-level console log"
+        )
+        self.model = _parent()  # commands that run models read a config and show bars
+        self.model.add_argument("--config", type=Path, help="TOML config file (see app/demo.toml)")
+        self.model.add_argument(
+            "--set",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="override one config key (repeatable), e.g. --set epochs=2 "
+            "or --set gate.alpha=0.1",
+        )
+        self.model.add_argument("--no-progress", action="store_true", help="hide progress bars")
+        self.workspace = _parent()
+        self.workspace.add_argument(
+            "--workspace", "-w", type=Path, required=True, help="workspace folder"
+        )
+        self.store = _parent()
+        self.store.add_argument(
+            "--store",
+            type=Path,
+            default=STORE_DIR,
+            help="store of seeds and benchmarks (default: the built-in one)",
+        )
+
+
+def _parent() -> argparse.ArgumentParser:
+    return argparse.ArgumentParser(add_help=False)
+
+
+def add_command(
+    sub: Any, name: str, help: str, example: str, parents: list[argparse.ArgumentParser]
+) -> argparse.ArgumentParser:
+    """A subcommand whose --help ends with one example."""
+    return sub.add_parser(
+        name,
+        parents=parents,
+        help=help,
+        description=help,
+        epilog=f"example:\n  skill-trainer {example}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+
+
+def add_workspace_alias(p: argparse.ArgumentParser, required: bool) -> None:
+    """`-w DIR`, or the workspace as the first positional argument (the older form)."""
+    p.add_argument("--workspace", "-w", type=Path, help="workspace folder")
+    p.add_argument(
+        "workspace_positional", type=Path, nargs="?", metavar="WORKSPACE", help="same as -w"
+    )
+    p.set_defaults(workspace_required=required)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("skill-trainer")
+    except PackageNotFoundError:  # a bare checkout, never installed
+        return "unknown (not installed)"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--verbose", "-v", action="store_true", help="debug-level console log")
-    common.add_argument("--config", type=Path, help="TOML config file (see app/demo.toml)")
-    common.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override one config key (repeatable), e.g. --set epochs=2",
-    )
-    common.add_argument("--no-progress", action="store_true", help="hide progress bars")
-    ws = argparse.ArgumentParser(add_help=False)
-    ws.add_argument("--workspace", "-w", type=Path, required=True, help="workspace folder")
-
+    o = Options()
     parser = argparse.ArgumentParser(
         prog="skill-trainer",
         description="Train an LLM agent's skill files and prompts "
         "with gated edits. Runs offline on the built-in simulated model by default.",
     )
+    parser.add_argument("--version", action="version", version=f"skill-trainer {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_workspace_commands(sub, o)
+    _add_run_commands(sub, o)
+    _add_skill_commands(sub, o)
+    _add_fork_commands(sub, o)
+    return parser
 
-    p = sub.add_parser(
+
+def _add_workspace_commands(sub: Any, o: Options) -> None:
+    p = add_command(
+        sub,
         "demo",
-        parents=[common],
-        help="init + train workspaces/demo on the simulated model and print the learning curve",
+        "init + train workspaces/demo on the simulated model and print the learning curve",
+        "demo",
+        [o.verbose, o.model],
     )
-    p.add_argument("--workspace", "-w", type=Path, default=WORKSPACES_DIR / "demo")
-    p = sub.add_parser("init", parents=[common], help="create a workspace from a seed")
-    p.add_argument("workspace", type=Path)
+    p.add_argument(
+        "--workspace",
+        "-w",
+        type=Path,
+        default=WORKSPACES_DIR / "demo",
+        help="where (default: workspaces/demo; an existing one is archived first)",
+    )
+    p = add_command(
+        sub,
+        "init",
+        "create a workspace from a seed and a benchmark",
+        "init -w workspaces/mine --seed sim-starter --questions sim-basic",
+        [o.verbose, o.store],
+    )
+    add_workspace_alias(p, required=True)
     p.add_argument(
         "--seed",
         help="seed name in the store (e.g. sim-starter); with "
         "--skills-from, the name of the seed imported (default: the workspace's)",
     )
     p.add_argument("--questions", required=True, help="benchmark name (e.g. sim-basic)")
-    p.add_argument("--store", type=Path, default=STORE_DIR)
     p.add_argument(
         "--skills-from",
         type=Path,
@@ -85,40 +167,47 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --skills-from: the seed whose prompts the import takes "
         "(unless DIR has prompts/system.md)",
     )
-    p = sub.add_parser(
-        "import-skills",
-        parents=[common],
-        help="turn a folder of Agent Skills (<name>/SKILL.md) into a store seed",
+    p = add_command(
+        sub,
+        "report",
+        "plain-text summary of a workspace (read-only; works while a run writes)",
+        "report -w workspaces/demo",
+        [o.verbose],
     )
-    p.add_argument("skills_dir", type=Path)
-    p.add_argument("--name", required=True, help="name of the new seed")
-    p.add_argument("--store", type=Path, default=STORE_DIR)
-    p.add_argument(
-        "--prompts-from",
-        default="sim-starter",
-        metavar="SEED",
-        help="the seed whose prompts the import takes (unless the folder has prompts/system.md)",
+    add_workspace_alias(p, required=True)
+    p.add_argument("--json", action="store_true", help="the summary as JSON")
+    p = add_command(
+        sub,
+        "tui",
+        "browse workspaces in the terminal UI (read-only; works while a run writes)",
+        "tui -w workspaces/demo",
+        [o.verbose],
     )
-    p = sub.add_parser(
-        "export-skills",
-        parents=[common, ws],
-        help="write a skills version as Agent Skills: <out>/.agents/skills/<name>/SKILL.md",
+    add_workspace_alias(p, required=False)
+
+
+def _add_run_commands(sub: Any, o: Options) -> None:
+    p = add_command(
+        sub,
+        "train",
+        "train skills: epochs of gated edits, probation, held-out test",
+        "train -w workspaces/mine --set epochs=2",
+        [o.verbose, o.workspace, o.model, o.store],
     )
-    p.add_argument("--version", default="best", help="skills version (vN) or 'best'")
-    p.add_argument("--out", type=Path, required=True)
-    p.add_argument(
-        "--eval-run",
-        help="eval run whose accuracy goes into metadata (default: "
-        "the latest finished eval of the version, else training's final test run)",
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--resume", action="store_true", help="continue from checkpoint.json")
+    mode.add_argument(
+        "--fresh", action="store_true", help="archive the workspace, restart from its seed"
     )
-    p.add_argument("--store", type=Path, default=STORE_DIR)
-    p = sub.add_parser("train", parents=[common, ws], help="train skills (epochs, gate, ...)")
-    p.add_argument("--resume", action="store_true", help="continue from checkpoint.json")
-    p.add_argument("--fresh", action="store_true", help="archive the workspace, restart from seed")
-    p.add_argument("--store", type=Path, default=STORE_DIR)
-    p = sub.add_parser("infer", parents=[common, ws], help="run the current versions")
-    p.add_argument("--task-types", nargs="+")
-    p.add_argument("--n-samples", type=int, default=1)
+    p = add_command(
+        sub,
+        "infer",
+        "answer the benchmark with the current versions",
+        "infer -w workspaces/mine --task-types dates --n-samples 3",
+        [o.verbose, o.workspace, o.model],
+    )
+    p.add_argument("--task-types", nargs="+", metavar="TYPE", help="only these task types")
+    p.add_argument("--n-samples", type=int, default=1, help="answer everything N times")
     p.add_argument(
         "--run-id",
         help="name the run (letters, digits, '_', '-', '.', ':', '+'); "
@@ -129,42 +218,163 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="replace an existing infer/eval run of that id (recorded in the new run's provenance)",
     )
-    p = sub.add_parser(
-        "eval", parents=[common, ws], help="evaluate a skills version on the whole benchmark"
+    p = add_command(
+        sub,
+        "eval",
+        "evaluate a skills version on the whole benchmark",
+        "eval -w workspaces/mine v3",
+        [o.verbose, o.workspace, o.model],
     )
-    p.add_argument("version", help="skills version, e.g. v1")
-    p = sub.add_parser("diagnose", parents=[common, ws], help="diagnose a run's failures")
+    p.add_argument("version", help="skills version, e.g. v3")
+    p = add_command(
+        sub,
+        "diagnose",
+        "diagnose a run's failures",
+        "diagnose -w workspaces/mine baseline",
+        [o.verbose, o.workspace, o.model],
+    )
     p.add_argument("run_id")
-    p = sub.add_parser("promote", parents=[common, ws], help="turn a version into a new seed")
+
+
+def _add_skill_commands(sub: Any, o: Options) -> None:
+    p = add_command(
+        sub,
+        "promote",
+        "turn a version into a new seed in the store",
+        "promote -w workspaces/mine v7 --eval-run eval-v7-v2-1 --name mine-v7",
+        [o.verbose, o.workspace, o.store],
+    )
     p.add_argument("version")
-    p.add_argument("--eval-run", required=True)
-    p.add_argument("--name", required=True)
-    p.add_argument("--store", type=Path, default=STORE_DIR)
+    p.add_argument("--eval-run", required=True, help="the eval run that justifies it")
+    p.add_argument("--name", required=True, help="name of the new seed")
     p.add_argument(
         "--agent-skills",
         type=Path,
         metavar="OUT",
         help="also write the version as Agent Skills under OUT/.agents/skills/",
     )
-    p = sub.add_parser("report", parents=[common], help="plain-text summary of a workspace")
-    p.add_argument("workspace", type=Path)
-    p.add_argument("--json", action="store_true")
-    p = sub.add_parser("tui", parents=[common], help="browse a workspace in the terminal UI")
-    p.add_argument("workspace", type=Path, nargs="?")
-    from app.fork_commands import add_parsers  # issue 14: fork, rank, export
+    p = add_command(
+        sub,
+        "import-skills",
+        "turn a folder of Agent Skills (<name>/SKILL.md) into a store seed",
+        "import-skills examples/agent-skills --name my-skills",
+        [o.verbose, o.store],
+    )
+    p.add_argument("skills_dir", type=Path)
+    p.add_argument("--name", required=True, help="name of the new seed")
+    p.add_argument(
+        "--prompts-from",
+        default="sim-starter",
+        metavar="SEED",
+        help="the seed whose prompts the import takes (unless the folder has prompts/system.md)",
+    )
+    p = add_command(
+        sub,
+        "export-skills",
+        "write a skills version as Agent Skills: <out>/.agents/skills/<name>/SKILL.md",
+        "export-skills -w workspaces/mine --out ~/my-agent",
+        [o.verbose, o.workspace, o.store],
+    )
+    p.add_argument("--version", default="best", help="skills version (vN) or 'best'")
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument(
+        "--eval-run",
+        help="eval run whose accuracy goes into metadata (default: "
+        "the latest finished eval of the version, else training's final test run)",
+    )
 
-    add_parsers(sub, common, ws)
-    return parser
+
+def _add_fork_commands(sub: Any, o: Options) -> None:
+    p = add_command(
+        sub,
+        "fork",
+        "answer each selected question as N branches (best-of-N rollouts)",
+        "fork -w workspaces/mine --branches 8 --limit 20",
+        [o.verbose, o.workspace, o.model],
+    )
+    p.add_argument("--branches", "-n", type=int, default=8, help="branches per question")
+    p.add_argument("--temperatures", help="one temperature per branch, comma-separated")
+    p.add_argument(
+        "--temperature-range",
+        metavar="LO:HI",
+        help="branch temperatures evenly spaced from LO to HI",
+    )
+    p.add_argument(
+        "--pool", default="diagnosis", help="diagnosis (default), validation, test or all"
+    )
+    p.add_argument("--task-types", nargs="+")
+    p.add_argument("--questions", nargs="+", metavar="ID", help="only these question ids")
+    p.add_argument("--limit", type=int, help="at most this many questions")
+    p.add_argument(
+        "--concurrency",
+        type=int,
+        help="branches in flight over the whole fork (default: config concurrency)",
+    )
+    p.add_argument("--rollout-id", help="name the rollout (default fork-N)")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="finish a killed fork of --rollout-id; finished branches are kept",
+    )
+    p = add_command(
+        sub,
+        "rank",
+        "verify, judge and rank a fork's branches; remember verified winners",
+        "rank -w workspaces/mine fork-1",
+        [o.verbose, o.workspace, o.model],
+    )
+    p.add_argument("rollout_id")
+    p.add_argument(
+        "--verifier",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="checker (default), completed, or module:function (repeatable)",
+    )
+    p.add_argument(
+        "--weight",
+        action="append",
+        default=[],
+        metavar="KEY=W",
+        help="reward weight: objective, judge, bt or module:function (repeatable)",
+    )
+    p.add_argument(
+        "--judge-cap",
+        type=int,
+        help="judge calls per batch (one question's branches); default judge_max_calls_per_batch",
+    )
+    p.add_argument("--no-memory", action="store_true", help="do not store winners as memories")
+    p = add_command(
+        sub,
+        "export",
+        "write DPO pairs, SFT examples and reward records of ranked forks as JSONL",
+        "export -w workspaces/mine fork-1 --out exports/",
+        [o.verbose, o.workspace],
+    )
+    p.add_argument("rollout_ids", nargs="+")
+    p.add_argument("--out", type=Path, help="folder (default WS/exports/<first rollout>)")
+    p.add_argument(
+        "--include-test",
+        action="store_true",
+        help="also export questions of the test pool (left out by default)",
+    )
 
 
-def make_config(args: argparse.Namespace, default: Path | None = None) -> RunConfig:
-    overrides: dict[str, Any] = dict(parse_override(s) for s in args.set)
-    return load_config(args.config or default, overrides)
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if hasattr(args, "workspace_positional"):
+        given = [w for w in (args.workspace, args.workspace_positional) if w is not None]
+        if len(given) == 2 and given[0] != given[1]:
+            parser.error(f"{args.command}: two workspaces given ({given[0]} and {given[1]})")
+        if not given and args.workspace_required:
+            parser.error(f"{args.command}: give the workspace with -w DIR")
+        args.workspace = given[0] if given else None
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse_args(argv)
     configure_console(args.verbose)
     STOP_SIGNAL.clear()
     previous = _stop_on_sigterm()
@@ -198,10 +408,13 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _stop_on_sigterm():
+Handler = Callable[[int, FrameType | None], Any] | int | None
+
+
+def _stop_on_sigterm() -> Handler:
     """SIGTERM stops a command the way Ctrl-C does: runs marked stopped, locks released."""
 
-    def handler(signum, frame):
+    def handler(signum: int, frame: FrameType | None) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends it at once
         STOP_SIGNAL["reason"] = "SIGTERM"
         if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
@@ -234,10 +447,11 @@ def stopped_message(args: argparse.Namespace, reason: str) -> str:
 
 
 def dispatch(args: argparse.Namespace) -> int:
-    from app import commands
+    # imported here, not at the top: `--help` and `--version` stay fast
+    from app import commands, fork_commands
 
-    handler = getattr(commands, f"cmd_{args.command.replace('-', '_')}")
-    return handler(args)
+    handlers = {**commands.HANDLERS, **fork_commands.HANDLERS}
+    return handlers[args.command](args)
 
 
 def entry() -> int:

@@ -1,84 +1,64 @@
-"""`demo`: a fresh workspace from the sim seed, a full training run, and what to look at next."""
+"""What `demo` prints after training: the learning curve and what to look at next."""
 
 from __future__ import annotations
 
-import time
+import os
+import sys
 from pathlib import Path
 
-from loguru import logger
-
-from app.harness.config import RunConfig
-from app.harness.runner import Runner, read_final
-from app.harness.session import SIM_NOTICE, Session
-from app.harness.store import benchmark_dir, load_seed, seed_dir
-from app.harness.workspace import archive_workspace, init_workspace
-from app.harness.writer_lock import WriterLock
-from app.paths import STORE_DIR
-from app.progress import Bars
-from app.sanitize import visible
-
-DEMO_SEED = "sim-starter"
-DEMO_QUESTIONS = "sim-basic"
+from app.api import TrainResult
+from app.harness.session import SIM_NOTICE
 
 
-def run_demo(workspace: Path, config: RunConfig, bars: Bars) -> int:
-    started = time.perf_counter()
-    lock = WriterLock(workspace, "demo")
-    try:  # a demo still being trained must not be archived under its feet
-        if workspace.exists():
-            if (workspace / "manifest.json").is_file():
-                lock.acquire()
-            archived = archive_workspace(workspace)
-            logger.info("archived the previous demo workspace to {}", archived)
-        init_workspace(
-            workspace,
-            load_seed(seed_dir(STORE_DIR, DEMO_SEED)),
-            benchmark_dir(STORE_DIR, DEMO_QUESTIONS),
-            lock=lock,
-        )
-        logger.info(
-            "created {} from seed {} and benchmark {}", workspace, DEMO_SEED, DEMO_QUESTIONS
-        )
-        with Session(workspace, config, bars) as session:
-            Runner(session).run_train(resume=False)
-            totals = dict(session.recorder.totals)
-    finally:
-        lock.release()
-    print(visible(demo_summary(workspace, totals, time.perf_counter() - started)))
-    return 0
-
-
-def demo_summary(workspace: Path, totals: dict, seconds: float) -> str:
-    final = read_final(workspace) or {}
-    curve = final.get("curve", [])
+def demo_summary(result: TrainResult) -> str:
     lines = ["", "learning curve (validation accuracy by epoch; test = held-out, never tuned on)"]
-    baseline_val = final.get("best", {}).get("val_acc")
-    for row in curve:
-        bar = "#" * round(row["val_acc"] * 40)
-        test = f"  test {row['test_acc']:.3f}" if row.get("test_acc") is not None else ""
-        lines.append(f"  epoch {row['epoch']}: val {row['val_acc']:.3f}{test}  {bar}")
-    counts = {
-        k: sum(r.get(k, 0) for r in curve)
-        for k in ("accepted", "provisional", "rejected", "rolled_back", "kept")
-    }
+    for point in result.curve:
+        bar = "#" * round(point.val_acc * 40)
+        test = f"  test {point.test_acc:.3f}" if point.test_acc is not None else ""
+        lines.append(f"  epoch {point.epoch}: val {point.val_acc:.3f}{test}  {bar}")
+    curve = result.curve
+    accepted, provisional = sum(p.accepted for p in curve), sum(p.provisional for p in curve)
+    kept, rolled_back = sum(p.kept for p in curve), sum(p.rolled_back for p in curve)
+    best_val = "none" if result.best_val_acc is None else f"{result.best_val_acc:.3f}"
     lines += [
         "",
-        f"gate decisions: {counts['accepted']} accepted, {counts['provisional']} provisional "
-        f"({counts['kept']} kept, {counts['rolled_back']} rolled back at epoch end), "
-        f"{counts['rejected']} rejected",
-        f"test accuracy: baseline {final.get('baseline_test_accuracy', 0):.3f} -> "
-        f"final {final.get('test_accuracy', 0):.3f} "
-        f"(best {final.get('skills_version')}/{final.get('prompts_version')}, "
-        f"best validation {baseline_val if baseline_val is None else f'{baseline_val:.3f}'})",
-        f"model calls: {totals['calls']} ({totals['cache_hits']} from cache), "
-        f"simulated cost ${totals['cost_usd']:.4f}, wall time {seconds:.1f}s",
-        SIM_NOTICE,
+        f"gate decisions: {accepted} accepted, {provisional} provisional "
+        f"({kept} kept, {rolled_back} rolled back at epoch end), "
+        f"{sum(p.rejected for p in curve)} rejected",
+        f"test accuracy: baseline {result.baseline_test_accuracy or 0:.3f} -> "
+        f"final {result.test_accuracy or 0:.3f} "
+        f"(best {result.best_skills_version}/{result.best_prompts_version}, "
+        f"best validation {best_val})",
+        f"model calls: {result.model_calls} ({result.cache_hits} from cache), "
+        f"simulated cost ${result.cost_usd:.4f}, wall time {result.wall_seconds:.1f}s",
+    ]
+    if result.simulated_model:
+        lines.append(SIM_NOTICE)
+    program, workspace = command_prefix(), _near(result.workspace)
+    lines += [
         "",
         "next:",
-        f"  python main.py tui {workspace}        # browse steps, gate evidence, diffs",
-        f"  python main.py report {workspace}     # plain-text summary",
+        f"  {program} tui -w {workspace}       # browse steps, gate evidence, diffs",
+        f"  {program} report -w {workspace}    # plain-text summary",
     ]
     return "\n".join(lines)
 
 
-__all__ = ["run_demo", "DEMO_SEED"]
+def _near(path: Path) -> str:
+    """`path` relative to the current directory when it lies below it."""
+    try:
+        return os.path.relpath(os.path.abspath(path)) if _below_cwd(path) else str(path)
+    except ValueError:  # another drive (Windows)
+        return str(path)
+
+
+def _below_cwd(path: Path) -> bool:
+    return Path(os.path.abspath(path)).is_relative_to(Path.cwd())
+
+
+def command_prefix() -> str:
+    """How to run the next command the way this one was run: the checkout's main.py with the
+    same interpreter, or the installed `skill-trainer` script."""
+    if Path(sys.argv[0]).name == "main.py":
+        return f"{_near(Path(sys.executable))} {_near(Path(sys.argv[0]))}"
+    return "skill-trainer"

@@ -1,92 +1,22 @@
 """CLI for best-of-N rollouts (issue 14): `fork`, `rank`, `export`.
 
-Kept out of app/cli.py and app/commands.py (which only register these) so the three commands
-live together: parsers here, the work in app/harness/fork.py, rank.py and export.py.
+The handlers of the three commands (their parsers are in app/cli.py); the work is in
+app/harness/fork.py, rank.py and export.py.
 """
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+import json
+from collections.abc import Callable
 
 from loguru import logger
 
-FORK_COMMANDS = ("fork", "rank", "export")
-
-
-def add_parsers(sub, common: argparse.ArgumentParser, ws: argparse.ArgumentParser) -> None:
-    p = sub.add_parser(
-        "fork",
-        parents=[common, ws],
-        help="answer each selected question as N branches (best-of-N rollouts)",
-    )
-    p.add_argument("--branches", "-n", type=int, default=8, help="branches per question")
-    p.add_argument("--temperatures", help="one temperature per branch, comma-separated")
-    p.add_argument(
-        "--temperature-range",
-        metavar="LO:HI",
-        help="branch temperatures evenly spaced from LO to HI",
-    )
-    p.add_argument(
-        "--pool", default="diagnosis", help="diagnosis (default), validation, test or all"
-    )
-    p.add_argument("--task-types", nargs="+")
-    p.add_argument("--questions", nargs="+", metavar="ID", help="only these question ids")
-    p.add_argument("--limit", type=int, help="at most this many questions")
-    p.add_argument(
-        "--concurrency",
-        type=int,
-        help="branches in flight over the whole fork (default: config concurrency)",
-    )
-    p.add_argument("--rollout-id", help="name the rollout (default fork-N)")
-    p.add_argument(
-        "--resume",
-        action="store_true",
-        help="finish a killed fork of --rollout-id; finished branches are kept",
-    )
-    p = sub.add_parser(
-        "rank",
-        parents=[common, ws],
-        help="verify, judge and rank a fork's branches; remember verified winners",
-    )
-    p.add_argument("rollout_id")
-    p.add_argument(
-        "--verifier",
-        action="append",
-        default=None,
-        metavar="NAME",
-        help="checker (default), completed, or module:function (repeatable)",
-    )
-    p.add_argument(
-        "--weight",
-        action="append",
-        default=[],
-        metavar="KEY=W",
-        help="reward weight: objective, judge, bt or module:function (repeatable)",
-    )
-    p.add_argument(
-        "--judge-cap",
-        type=int,
-        help="judge calls per batch (one question's branches); default judge_max_calls_per_batch",
-    )
-    p.add_argument("--no-memory", action="store_true", help="do not store winners as memories")
-    p = sub.add_parser(
-        "export",
-        parents=[common, ws],
-        help="write DPO pairs, SFT examples and reward records of ranked forks as JSONL",
-    )
-    p.add_argument("rollout_ids", nargs="+")
-    p.add_argument("--out", type=Path, help="folder (default WS/exports/<first rollout>)")
-    p.add_argument(
-        "--include-test",
-        action="store_true",
-        help="also export questions of the test pool (left out by default)",
-    )
+from app.cli_support import bars_from, config_from, notice_if_simulated, out, run_sync
 
 
 def cmd_fork(args: argparse.Namespace) -> int:
-    from app.cli import make_config
-    from app.commands import _bars, _next_run_id, _notice, await_, out
+    from app.api import next_run_id
     from app.errors import UserError
     from app.harness.fork import (
         ForkSpec,
@@ -99,10 +29,10 @@ def cmd_fork(args: argparse.Namespace) -> int:
     from app.harness.session import Session
     from app.harness.writer_lock import WriterLock
 
-    config = make_config(args)
+    config = config_from(args)
     with (
         WriterLock(args.workspace, "fork"),
-        Session(args.workspace, config, _bars(args)) as session,
+        Session(args.workspace, config, bars_from(args)) as session,
     ):
         if args.resume:
             if not args.rollout_id:
@@ -123,9 +53,9 @@ def cmd_fork(args: argparse.Namespace) -> int:
                 session.benchmark, args.pool, args.task_types, args.questions, args.limit
             )
             spec = ForkSpec(tuple(q.question_id for q in questions), temps, concurrency, args.pool)
-            rollout_id = args.rollout_id or _next_run_id(session, "fork-")
+            rollout_id = args.rollout_id or next_run_id(session, "fork-")
         with session.bars.live():
-            result = await_(
+            result = run_sync(
                 run_fork(session, spec, rollout_id, resume=args.resume, bars=session.bars)
             )
         summary = session.log.run(rollout_id)
@@ -134,28 +64,24 @@ def cmd_fork(args: argparse.Namespace) -> int:
             f"{result.branches // max(1, result.questions)} branches "
             f"({result.ran} run, {result.skipped} already done) in {result.elapsed_s:.2f} s"
         )
-        import json
-
-        s = json.loads(summary["summary_json"] or "{}")
+        s = json.loads((summary or {}).get("summary_json") or "{}")
         out(f"  pass@1 {s.get('pass_at_1', 0):.3f}  pass@N {s.get('pass_at_n', 0):.3f}")
         out(f"  next: rank -w {args.workspace} {rollout_id}")
-        _notice(session)
+        notice_if_simulated(config.uses_sim)
     return 0
 
 
 def cmd_rank(args: argparse.Namespace) -> int:
-    from app.cli import make_config
-    from app.commands import _bars, _notice, await_, out
     from app.harness.rank import parse_weights, rank_rollout
     from app.harness.session import Session
     from app.harness.writer_lock import WriterLock
 
-    config = make_config(args)
+    config = config_from(args)
     with (
         WriterLock(args.workspace, "rank"),
-        Session(args.workspace, config, _bars(args)) as session,
+        Session(args.workspace, config, bars_from(args)) as session,
     ):
-        report = await_(
+        report = run_sync(
             rank_rollout(
                 session,
                 args.rollout_id,
@@ -194,21 +120,19 @@ def cmd_rank(args: argparse.Namespace) -> int:
                 "underpowered (n={}): read the ranking as a best-effort estimate", st["n"]
             )
         out(f"  next: export -w {args.workspace} {args.rollout_id}")
-        _notice(session)
+        notice_if_simulated(config.uses_sim)
     return 0
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from app.cli import make_config
-    from app.commands import _bars, out
     from app.harness.export import export_rollouts
     from app.harness.session import Session
     from app.harness.writer_lock import WriterLock
 
-    config = make_config(args)
+    config = config_from(args)
     with (
         WriterLock(args.workspace, "export"),
-        Session(args.workspace, config, _bars(args)) as session,
+        Session(args.workspace, config, bars_from(args)) as session,
     ):
         target = args.out or session.paths.root / "exports" / args.rollout_ids[0]
         manifests = export_rollouts(
@@ -220,3 +144,10 @@ def cmd_export(args: argparse.Namespace) -> int:
         if skipped:
             out(f"  {skipped} test-pool questions left out (--include-test to export them)")
     return 0
+
+
+HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "fork": cmd_fork,
+    "rank": cmd_rank,
+    "export": cmd_export,
+}

@@ -10,6 +10,7 @@ from app.harness.atomic import read_json_object
 from app.harness.checkpoint import load_checkpoint
 from app.harness.log import HarnessLog
 from app.harness.workspace import KINDS, list_versions, read_manifest, read_meta
+from app.run_progress import progress_view
 
 
 def workspace_summary(root: Path) -> dict[str, Any]:
@@ -200,11 +201,7 @@ def format_summary(s: dict[str, Any]) -> str:
             f"  (epoch {best['epoch']}, run {best['run_id']})"
         )
     if s.get("progress"):
-        p = s["progress"]
-        lines.append(
-            f"progress   epoch {p['epoch']} {p['phase']} step {p['step_completed']}  "
-            f"global {p['global_step']}/{p['total_steps']}"
-        )
+        lines.append(f"progress   {progress_view(s['progress']).text}")
     for kind, versions in s["versions"].items():
         lines.append(f"\n{kind} versions")
         for v in versions:

@@ -6,17 +6,18 @@ is a TrainState passed explicitly and checkpointed after every step and every ep
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
 import socket
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import anyio
 from loguru import logger
 
-from app.errors import RunFailed, UserError, first_leaf, stop_reason
+from app.errors import RunFailed, UserError, first_leaf, is_stop, stop_reason
 from app.harness.atomic import read_json, write_json_atomic
 from app.harness.batching import build_batches
 from app.harness.checkpoint import (
@@ -63,34 +64,44 @@ class Runner:
 
     # -- train ----------------------------------------------------------------------------
     def run_train(self, *, resume: bool) -> None:
+        anyio.run(functools.partial(self.train_async, resume=resume))
+
+    async def train_async(self, *, resume: bool) -> None:
+        """Train, and record how the run ended if it did not finish: stopped (Ctrl-C,
+        SIGTERM, the budget) or failed; a stop re-raises as KeyboardInterrupt."""
         lock = self.session.paths.root / "train.lock"
         write_json_atomic(
             lock, {"pid": os.getpid(), "host": socket.gethostname(), "started_at": now_iso()}
         )
         try:
-            anyio.run(self._train, resume)
+            await self._train(resume)
         except BaseException as e:
-            leaf = first_leaf(e)
-            if isinstance(leaf, KeyboardInterrupt):  # Ctrl-C, or SIGTERM (errors.Stopped)
-                self._mark_train("stopped", f"stopped by {stop_reason(leaf)}", stop_reason(leaf))
-                self._save_spend()
-                raise leaf from None
-            if isinstance(leaf, BudgetExceeded):
-                self._mark_train("stopped", str(leaf), "max_cost_usd")
-                self._save_spend()
-                raise RunFailed(
-                    f"{leaf}. The checkpoint is intact: raise max_cost_usd and --resume."
-                ) from None
-            self._mark_train("failed", f"{type(leaf).__name__}: {leaf}")
-            if isinstance(leaf, RunFailed) and "--resume" not in str(leaf):
-                raise RunFailed(
-                    f"{leaf}. The checkpoint is intact: fix the cause and rerun train --resume."
-                ) from None
-            if leaf is not e:
-                raise leaf from None
-            raise
+            self._end_badly(e)
         finally:
             lock.unlink(missing_ok=True)
+
+    def _end_badly(self, e: BaseException) -> NoReturn:
+        leaf = first_leaf(e)
+        if is_stop(leaf):  # Ctrl-C, SIGTERM (errors.Stopped), or the cancellation they cause
+            self._mark_train("stopped", f"stopped by {stop_reason(leaf)}", stop_reason(leaf))
+            self._save_spend()
+            if isinstance(leaf, KeyboardInterrupt):
+                raise leaf from None
+            raise e  # a cancellation goes on unwinding; the event loop turns it into Ctrl-C
+        if isinstance(leaf, BudgetExceeded):
+            self._mark_train("stopped", str(leaf), "max_cost_usd")
+            self._save_spend()
+            raise RunFailed(
+                f"{leaf}. The checkpoint is intact: raise max_cost_usd and --resume."
+            ) from None
+        self._mark_train("failed", f"{type(leaf).__name__}: {leaf}")
+        if isinstance(leaf, RunFailed) and "--resume" not in str(leaf):
+            raise RunFailed(
+                f"{leaf}. The checkpoint is intact: fix the cause and rerun train --resume."
+            ) from None
+        if leaf is not e:
+            raise leaf from None
+        raise e
 
     def _save_spend(self) -> None:
         """The run's spend so far into checkpoint.json (only that key changes)."""
@@ -130,7 +141,8 @@ class Runner:
                 batches_ids = plan["batches"] if epoch == plan["resume_epoch"] else None
                 step_from = plan["step_from"] if epoch == plan["resume_epoch"] else 0
                 await self._epoch(ctx, state, epoch, batches_ids, step_from)
-                if self._early_stop(state, epoch):
+                stop_now = self._early_stop(state, epoch)  # always: it counts epochs since best
+                if stop_now and epoch < self.config.epochs:  # after the last one: just finished
                     logger.info(
                         "early stop after epoch {}: no new best for {} epoch(s)",
                         epoch,

@@ -106,16 +106,16 @@ class FakeRunner:
     def __init__(self, session) -> None:
         self.session = session
 
-    def run_train(self, *, resume: bool) -> None:
+    async def train_async(self, *, resume: bool) -> None:
         FakeRunner.calls.append((self.session.paths.root, resume))
 
 
 @pytest.fixture
 def fake_runner(monkeypatch) -> type[FakeRunner]:
-    import app.harness.runner
+    import app.api
 
     FakeRunner.calls = []
-    monkeypatch.setattr(app.harness.runner, "Runner", FakeRunner)
+    monkeypatch.setattr(app.api, "Runner", FakeRunner)
     return FakeRunner
 
 
@@ -159,9 +159,11 @@ def train(ws: Path, *flags: str) -> int:
 def test_train_resume_and_fresh_together_is_usage_error(ws, fake_runner, capsys) -> None:
     put_checkpoint(ws)
     capsys.readouterr()
-    assert train(ws, "--resume", "--fresh") == 2
-    lines = error_lines(capsys.readouterr().err)
-    assert len(lines) == 1 and "--resume" in lines[0] and "--fresh" in lines[0]
+    with pytest.raises(SystemExit) as exit_:
+        train(ws, "--resume", "--fresh")
+    assert exit_.value.code == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "--resume" in last and "--fresh" in last and "not allowed" in last
     assert fake_runner.calls == [] and archives(ws) == []
     assert json.loads((ws / "checkpoint.json").read_text()) == CHECKPOINT
 
@@ -412,5 +414,5 @@ def test_report_follows_manifest_best_and_progress(ws: Path, capsys) -> None:
     assert re.search(
         r"^best\s+skills/v2\s+prompts/v1\s+val_acc=0\.500", text, flags=re.MULTILINE
     ), text
-    assert "epoch 1 in_epoch step 2" in text and "global 2/8" in text
+    assert "progress   epoch 1 (in_epoch, step 2 done)  2/8 steps" in text
     assert re.search(r"^\s+v2\s.*test\s.*parent=v1\s+edited skills", text, flags=re.MULTILINE)

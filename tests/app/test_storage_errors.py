@@ -63,16 +63,16 @@ def ws(trained, tmp_path) -> Path:
     "argv",
     [
         ["report", "{ws}"],
-        ["train", "-w", "{ws}", "--resume"],
-        ["infer", "-w", "{ws}"],
-        ["eval", "v1", "-w", "{ws}"],
+        ["train", "-w", "{ws}", "--resume", *TRAIN[4:]],
+        ["infer", "-w", "{ws}", *TRAIN[4:]],
+        ["eval", "v1", "-w", "{ws}", *TRAIN[4:]],
     ],
 )
 def test_garbage_harness_db_is_one_line_exit_2(ws, argv, capsys):
     for side in ("-wal", "-shm"):
         Path(f"{ws / 'harness.db'}{side}").unlink(missing_ok=True)
     (ws / "harness.db").write_bytes(os.urandom(64 * 1024))
-    assert main([a.format(ws=ws) for a in argv] + TRAIN[4:]) == 2
+    assert main([a.format(ws=ws) for a in argv]) == 2
     line = one_error_line(capsys.readouterr().err)
     assert "harness.db: damaged SQLite database" in line and "--fresh" in line
 

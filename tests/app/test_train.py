@@ -341,7 +341,7 @@ def test_demo_command_prints_the_curve_and_the_sim_notice(tmp_path):
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "learning curve" in out and "epoch 1: val" in out
-    assert "SIMULATED" in out and f"python main.py tui {ws}" in out
+    assert "SIMULATED" in out and f"tui -w {ws}" in out
     final = json.loads((ws / "analyses" / "final_test_eval.json").read_text())
     assert final["test_accuracy"] - final["baseline_test_accuracy"] >= 0.25
     steps = [json.loads(p.read_text()) for p in (ws / "reports" / "steps").glob("*.json")]

@@ -118,17 +118,17 @@ def test_sigkill_releases_the_lock(ws):
 @pytest.mark.parametrize(
     "argv",
     [
-        ["train", "-w", "{ws}"],
-        ["train", "-w", "{ws}", "--fresh"],
-        ["infer", "-w", "{ws}"],
-        ["eval", "v1", "-w", "{ws}"],
-        ["diagnose", "baseline", "-w", "{ws}"],
+        ["train", "-w", "{ws}", "--no-progress"],
+        ["train", "-w", "{ws}", "--fresh", "--no-progress"],
+        ["infer", "-w", "{ws}", "--no-progress"],
+        ["eval", "v1", "-w", "{ws}", "--no-progress"],
+        ["diagnose", "baseline", "-w", "{ws}", "--no-progress"],
         ["promote", "v1", "-w", "{ws}", "--eval-run", "x", "--name", "y"],
     ],
 )
 def test_every_writing_command_is_refused_while_another_writer_holds_the_lock(ws, argv, capsys):
     with WriterLock(ws, "train --resume"):
-        code = main([a.format(ws=ws) for a in argv] + ["--no-progress"])
+        code = main([a.format(ws=ws) for a in argv])
     assert code == 2
     err = capsys.readouterr().err
     assert "another process is writing" in err and "`train --resume`" in err

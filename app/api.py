@@ -1,0 +1,631 @@
+"""The Python API: everything the CLI does, as functions that return typed results.
+
+    from app import api
+
+    api.init_workspace("workspaces/mine", seed="sim-starter", questions="sim-basic")
+    result = api.train("workspaces/mine", overrides={"epochs": 2})
+    print(f"test accuracy {result.baseline_test_accuracy:.3f} -> {result.test_accuracy:.3f}")
+
+Functions that run a model have an async twin (`train_async`, `evaluate_async`,
+`infer_async`, `demo_async`) for callers that already run an event loop; the plain ones start
+their own. Every writer takes the workspace's writer lock, as the CLI does.
+
+Errors are named: `UserError` (bad input or a refused request, e.g. a second writer),
+`RunFailed` (a run started but could not finish: budget, provider, full disk), and
+`ProviderError` from a model that keeps failing. Their message is one line meant for people.
+`progress=True` shows progress bars on stderr (None: when stderr is a terminal).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import anyio
+from loguru import logger
+
+from app import paths
+from app.errors import RunFailed, UserError
+from app.harness import workspace as ws
+from app.harness.atomic import write_json_atomic
+from app.harness.checkpoint import load_checkpoint
+from app.harness.config import RunConfig, build_config, load_config
+from app.harness.runner import Runner, read_final
+from app.harness.session import Session
+from app.harness.store import benchmark_dir, load_seed, seed_dir
+from app.harness.writer_lock import WriterLock
+from app.progress import Bars
+from app.providers.errors import ProviderError
+from app.report import format_summary, workspace_summary
+from core.types import InferenceResult
+
+__all__ = [
+    "EpochPoint",
+    "EvalResult",
+    "InferResult",
+    "ProviderError",
+    "RunFailed",
+    "TaskTypeScore",
+    "TrainResult",
+    "UserError",
+    "WorkspaceInfo",
+    "WorkspaceReport",
+    "demo",
+    "demo_async",
+    "evaluate",
+    "evaluate_async",
+    "infer",
+    "infer_async",
+    "init_workspace",
+    "report",
+    "train",
+    "train_async",
+]
+
+ConfigSource = RunConfig | str | Path | None
+DEMO_SEED = "sim-starter"
+DEMO_QUESTIONS = "sim-basic"
+
+
+# -- results ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class WorkspaceInfo:
+    root: Path
+    seed: str
+    questions: str
+    skills_version: str
+    prompts_version: str
+
+
+@dataclass(frozen=True)
+class TaskTypeScore:
+    accuracy: float
+    correct: int
+    total: int
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    """One pass of a skills version over questions (an `eval` or an `infer` run)."""
+
+    run_id: str
+    skills_version: str
+    prompts_version: str
+    accuracy: float
+    correct: int
+    total: int
+    per_task_type: dict[str, TaskTypeScore]
+    stop_reason_counts: dict[str, int]
+    new_model_calls: int
+    cache_hits: int
+    simulated_model: bool
+
+
+@dataclass(frozen=True)
+class InferResult:
+    samples: tuple[EvalResult, ...]  # one per --n-samples, in order
+
+
+@dataclass(frozen=True)
+class EpochPoint:
+    epoch: int
+    val_acc: float
+    test_acc: float | None
+    accepted: int
+    provisional: int
+    rejected: int
+    kept: int
+    rolled_back: int
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    workspace: Path
+    train_id: str
+    status: str  # done, or the status of the run that ended it
+    reason: str | None  # why it ended, when not simply finished (early stop is "done")
+    epochs_run: int
+    curve: tuple[EpochPoint, ...]
+    baseline_test_accuracy: float | None
+    test_accuracy: float | None
+    best_skills_version: str | None
+    best_prompts_version: str | None
+    best_val_acc: float | None
+    model_calls: int
+    cache_hits: int
+    cost_usd: float
+    wall_seconds: float
+    simulated_model: bool
+
+
+@dataclass(frozen=True)
+class WorkspaceReport:
+    """What `report` prints: `summary` is the JSON `report --json` writes, `text` the table."""
+
+    workspace: Path
+    summary: dict[str, Any]
+
+    @property
+    def text(self) -> str:
+        return format_summary(self.summary)
+
+    @property
+    def spent_usd(self) -> float:
+        return float(self.summary["spent_usd"])
+
+    @property
+    def best(self) -> dict[str, Any] | None:
+        return self.summary["best"]
+
+
+# -- config -----------------------------------------------------------------------------------
+def resolve_config(
+    config: ConfigSource = None,
+    overrides: Mapping[str, Any] | None = None,
+    default_file: Path | None = None,
+) -> RunConfig:
+    """A RunConfig from a config object or a TOML file (else `default_file`, else the
+    defaults), with `overrides` applied; an unknown key or bad value raises UserError."""
+    if isinstance(config, RunConfig):
+        return build_config(dict(overrides), "overrides", config) if overrides else config
+    path = Path(config) if config is not None else default_file
+    return load_config(path, dict(overrides or {}))
+
+
+def recorded_config(root: Path, overrides: Mapping[str, Any] | None = None) -> RunConfig:
+    """The config a training run was going with (recorded in its checkpoint) plus overrides."""
+    fp = load_checkpoint(root)["config_fingerprint"]
+    recorded = {
+        k: v
+        for kind in ("structural", "decision")
+        for k, v in fp[kind].items()
+        if k != "benchmark_hash"
+    }
+    known = {f.name for f in fields(RunConfig)}
+    for key in sorted(set(recorded) - known):
+        logger.warning("checkpoint.json: config key '{}' is no longer known; ignored", key)
+    config = build_config(
+        {k: v for k, v in recorded.items() if k in known},
+        f"{root}/checkpoint.json (the run's config)",
+    )
+    if overrides:
+        config = build_config(dict(overrides), "command line", config)
+    if "[REDACTED:" in (config.api_base or "") and not config.uses_sim:
+        raise UserError(
+            "the run's api_base held credentials, which are never stored; pass it "
+            "again with --set api_base=... (or --config)"
+        )
+    return config
+
+
+# -- init ---------------------------------------------------------------------------------------
+def init_workspace(
+    workspace: str | Path,
+    *,
+    questions: str,
+    seed: str | None = None,
+    store: str | Path | None = None,
+    skills_from: str | Path | None = None,
+    prompts_from: str = "sim-starter",
+) -> WorkspaceInfo:
+    """Create a workspace from a store seed (or a folder of Agent Skills) and a benchmark."""
+    root, store_dir = Path(workspace), _store(store)
+    if skills_from is not None:
+        from app.harness.agent_skills import import_skills
+
+        seed = seed or root.name
+        benchmark_dir(store_dir, questions)  # a bad benchmark name refuses before the import
+        if root.exists() and (not root.is_dir() or any(root.iterdir())):
+            raise UserError(f"{root}: already exists; choose another path (nothing imported)")
+        target = import_skills(
+            Path(skills_from), store_dir, seed, seed_dir(store_dir, prompts_from)
+        )
+        logger.info("imported {} as seed {}", skills_from, target)
+    if not seed:
+        raise UserError("init: give a seed name or a folder of Agent Skills (skills_from)")
+    created = ws.init_workspace(
+        root, load_seed(seed_dir(store_dir, seed)), benchmark_dir(store_dir, questions)
+    )
+    logger.info(
+        "created workspace {} (skills/v1, prompts/v1, questions {})",
+        created.root,
+        created.questions_ref,
+    )
+    return WorkspaceInfo(
+        created.root, seed, created.questions_ref, created.skills_version, created.prompts_version
+    )
+
+
+# -- train --------------------------------------------------------------------------------------
+def train(
+    workspace: str | Path,
+    config: ConfigSource = None,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    resume: bool = False,
+    fresh: bool = False,
+    store: str | Path | None = None,
+    progress: bool | None = False,
+) -> TrainResult:
+    """Train a workspace: a new run, `resume=True` to continue a stopped one exactly, or
+    `fresh=True` to archive the workspace and start again from its seed."""
+    return anyio.run(
+        functools.partial(
+            train_async,
+            workspace,
+            config,
+            overrides=overrides,
+            resume=resume,
+            fresh=fresh,
+            store=store,
+            progress=progress,
+        )
+    )
+
+
+async def train_async(
+    workspace: str | Path,
+    config: ConfigSource = None,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    resume: bool = False,
+    fresh: bool = False,
+    store: str | Path | None = None,
+    progress: bool | None = False,
+) -> TrainResult:
+    """`train` for callers inside an event loop."""
+    if resume and fresh:
+        raise UserError("train: choose one of resume and fresh")
+    root, started = Path(workspace), time.perf_counter()
+    run_config = resolve_config(config, overrides)  # bad keys refuse before any state is read
+    command = "train" + (" --resume" if resume else "") + (" --fresh" if fresh else "")
+    # The lock first: the mode, the checkpoint and (for fresh) the archive are decided and
+    # done by the only writer, so no live run can write into what this command sets up.
+    with WriterLock(root, command) as lock:
+        mode = ws.train_start_mode(root, resume=resume, fresh=fresh)
+        if mode == "resume" and config is None:
+            run_config = recorded_config(root, overrides)
+        if mode == "fresh":
+            _restart_from_seed(root, _store(store), lock)
+        with Session(root, run_config, Bars(enabled=progress)) as session:
+            await Runner(session).train_async(resume=mode == "resume")
+            totals = dict(session.recorder.totals)
+    return _train_result(root, run_config, totals, time.perf_counter() - started)
+
+
+def _restart_from_seed(root: Path, store: Path, lock: WriterLock) -> None:
+    manifest = ws.read_manifest(root)
+    seed = load_seed(seed_dir(store, manifest["seed"]))
+    bench = benchmark_dir(store, manifest["current"]["questions"])
+    archived = ws.archive_workspace(root)
+    ws.init_workspace(root, seed, bench, lock=lock)
+    logger.info("archived the old workspace to {}", archived)
+
+
+def _train_result(
+    root: Path, config: RunConfig, totals: Mapping[str, Any], seconds: float
+) -> TrainResult:
+    final = read_final(root) or {}
+    has_checkpoint = (root / "checkpoint.json").is_file()
+    progress = load_checkpoint(root)["progress"] if has_checkpoint else {}
+    train_id = str(progress.get("train_id") or final.get("train_id") or "")
+    status, reason = _run_status(root, train_id)
+    best = final.get("best") or {}
+    return TrainResult(
+        workspace=root,
+        train_id=train_id,
+        status=status,
+        reason=reason,
+        epochs_run=len(final.get("curve", [])),
+        curve=tuple(_epoch_point(row) for row in final.get("curve", [])),
+        baseline_test_accuracy=final.get("baseline_test_accuracy"),
+        test_accuracy=final.get("test_accuracy"),
+        best_skills_version=final.get("skills_version"),
+        best_prompts_version=final.get("prompts_version"),
+        best_val_acc=best.get("val_acc"),
+        model_calls=int(totals.get("calls", 0)),
+        cache_hits=int(totals.get("cache_hits", 0)),
+        cost_usd=float(totals.get("cost_usd", 0.0)),
+        wall_seconds=seconds,
+        simulated_model=config.uses_sim,
+    )
+
+
+def _run_status(root: Path, run_id: str) -> tuple[str, str | None]:
+    from app.harness.log import HarnessLog
+
+    if not run_id or not (root / "harness.db").is_file():
+        return "unknown", None
+    with HarnessLog(root / "harness.db", readonly=True) as log:
+        row = log.run(run_id)
+    if row is None:
+        return "unknown", None
+    summary = json.loads(row.get("summary_json") or "{}")
+    return str(row["status"]), summary.get("reason")
+
+
+def _epoch_point(row: Mapping[str, Any]) -> EpochPoint:
+    return EpochPoint(
+        epoch=int(row["epoch"]),
+        val_acc=float(row["val_acc"]),
+        test_acc=row.get("test_acc"),
+        **{k: int(row.get(k, 0)) for k in ("accepted", "provisional", "rejected", "kept")},
+        rolled_back=int(row.get("rolled_back", 0)),
+    )
+
+
+# -- demo ---------------------------------------------------------------------------------------
+def demo(
+    workspace: str | Path | None = None,
+    config: ConfigSource = None,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    progress: bool | None = False,
+) -> TrainResult:
+    """A fresh workspace (default `<workspaces>/demo`, the previous one archived) from the
+    simulated seed, trained with the demo config."""
+    return anyio.run(
+        functools.partial(demo_async, workspace, config, overrides=overrides, progress=progress)
+    )
+
+
+async def demo_async(
+    workspace: str | Path | None = None,
+    config: ConfigSource = None,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    progress: bool | None = False,
+) -> TrainResult:
+    root = Path(workspace) if workspace is not None else paths.WORKSPACES_DIR / "demo"
+    run_config = resolve_config(config, overrides, default_file=paths.DEMO_CONFIG)
+    started = time.perf_counter()
+    lock = WriterLock(root, "demo")
+    try:  # a demo still being trained must not be archived under its feet
+        if root.exists():
+            if (root / "manifest.json").is_file():
+                lock.acquire()
+            logger.info("archived the previous demo workspace to {}", ws.archive_workspace(root))
+        store = paths.STORE_DIR
+        ws.init_workspace(
+            root,
+            load_seed(seed_dir(store, DEMO_SEED)),
+            benchmark_dir(store, DEMO_QUESTIONS),
+            lock=lock,
+        )
+        logger.info("created {} from seed {} and benchmark {}", root, DEMO_SEED, DEMO_QUESTIONS)
+        with Session(root, run_config, Bars(enabled=progress)) as session:
+            await Runner(session).train_async(resume=False)
+            totals = dict(session.recorder.totals)
+    finally:
+        lock.release()
+    return _train_result(root, run_config, totals, time.perf_counter() - started)
+
+
+# -- evaluate and infer -------------------------------------------------------------------------
+def evaluate(
+    workspace: str | Path,
+    version: str,
+    config: ConfigSource = None,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    progress: bool | None = False,
+) -> EvalResult:
+    """Answer the whole benchmark with skills `version` (e.g. "v3") and the current prompts;
+    the report goes to `analyses/eval_<run_id>.json`."""
+    return anyio.run(
+        functools.partial(
+            evaluate_async, workspace, version, config, overrides=overrides, progress=progress
+        )
+    )
+
+
+async def evaluate_async(
+    workspace: str | Path,
+    version: str,
+    config: ConfigSource = None,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    progress: bool | None = False,
+) -> EvalResult:
+    root, run_config = Path(workspace), resolve_config(config, overrides)
+    with (
+        WriterLock(root, "eval"),
+        Session(root, run_config, Bars(enabled=progress)) as session,
+    ):
+        version = version.split("/")[-1]
+        have = ws.list_versions(session.paths.root, "skills")
+        if version not in have:
+            raise UserError(f"{root}: no skills version {version!r} (have {have})")
+        prompts = session.agent_prompts(skills_dir=session.paths.root / "skills" / version)
+        run_id = next_run_id(session, f"eval-{version}-{prompts.prompts_version}-")
+        before = _new_calls(session)
+        with session.bars.live():
+            outcome = await session.infer(
+                list(session.benchmark.questions),
+                run_id,
+                "eval",
+                prompts=prompts,
+                label=f"eval {version}",
+            )
+        result = _eval_result(
+            outcome, session, version, prompts.prompts_version, _new_calls(session) - before
+        )
+        write_json_atomic(session.paths.analyses / f"eval_{run_id}.json", _eval_report(result))
+    return result
+
+
+def infer(
+    workspace: str | Path,
+    config: ConfigSource = None,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    task_types: list[str] | None = None,
+    n_samples: int = 1,
+    run_id: str | None = None,
+    overwrite_run: bool = False,
+    progress: bool | None = False,
+) -> InferResult:
+    """Answer the benchmark (or some task types of it) with the current versions,
+    `n_samples` times; an existing `run_id` is refused unless `overwrite_run`."""
+    return anyio.run(
+        functools.partial(
+            infer_async,
+            workspace,
+            config,
+            overrides=overrides,
+            task_types=task_types,
+            n_samples=n_samples,
+            run_id=run_id,
+            overwrite_run=overwrite_run,
+            progress=progress,
+        )
+    )
+
+
+async def infer_async(
+    workspace: str | Path,
+    config: ConfigSource = None,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    task_types: list[str] | None = None,
+    n_samples: int = 1,
+    run_id: str | None = None,
+    overwrite_run: bool = False,
+    progress: bool | None = False,
+) -> InferResult:
+    if n_samples < 1:
+        raise UserError(f"n_samples: must be at least 1 (got {n_samples})")
+    root, run_config = Path(workspace), resolve_config(config, overrides)
+    samples: list[EvalResult] = []
+    with (
+        WriterLock(root, "infer"),
+        Session(root, run_config, Bars(enabled=progress)) as session,
+    ):
+        questions = [
+            q for q in session.benchmark.questions if not task_types or q.task_type in task_types
+        ]
+        if not questions:
+            raise UserError(f"no questions for task types {task_types}")
+        base = run_id if run_id is not None else next_run_id(session, "infer-")
+        run_ids = [base] if n_samples == 1 else [f"{base}-s{n}" for n in range(n_samples)]
+        replaced = {r: claim_run_id(session, r, overwrite_run) for r in run_ids}
+        prompts = session.agent_prompts()
+        with session.bars.live():
+            for sample, sample_id in enumerate(run_ids):
+                before = _new_calls(session)
+                extra = {"overwrote": replaced[sample_id]} if replaced[sample_id] else None
+                outcome = await session.infer(
+                    questions, sample_id, "infer", sample=sample, provenance=extra
+                )
+                samples.append(
+                    _eval_result(
+                        outcome,
+                        session,
+                        prompts.skills_version,
+                        prompts.prompts_version,
+                        _new_calls(session) - before,
+                    )
+                )
+    return InferResult(tuple(samples))
+
+
+def _new_calls(session: Session) -> int:
+    return int(session.recorder.totals["calls"] - session.recorder.totals["cache_hits"])
+
+
+def _eval_result(
+    outcome: InferenceResult, session: Session, skills: str, prompts: str, new_calls: int
+) -> EvalResult:
+    return EvalResult(
+        run_id=outcome.run_id,
+        skills_version=skills,
+        prompts_version=prompts,
+        accuracy=outcome.accuracy,
+        correct=outcome.correct,
+        total=outcome.total,
+        per_task_type={
+            t: TaskTypeScore(float(e["accuracy"]), int(e["correct"]), int(e["total"]))
+            for t, e in outcome.per_task_type.items()
+        },
+        stop_reason_counts=dict(outcome.stop_reason_counts),
+        new_model_calls=new_calls,
+        cache_hits=int(session.recorder.totals["cache_hits"]),
+        simulated_model=session.config.uses_sim,
+    )
+
+
+def _eval_report(result: EvalResult) -> dict[str, Any]:
+    return {
+        "run_id": result.run_id,
+        "skills_version": result.skills_version,
+        "prompts_version": result.prompts_version,
+        "accuracy": result.accuracy,
+        "total_units": result.total,
+        "per_task_type": {
+            t: {"accuracy": s.accuracy, "correct": s.correct, "total": s.total}
+            for t, s in result.per_task_type.items()
+        },
+        "stop_reason_counts": result.stop_reason_counts,
+        "new_model_calls": result.new_model_calls,
+        "simulated_model": result.simulated_model,
+    }
+
+
+# -- run ids ------------------------------------------------------------------------------------
+def next_run_id(session: Session, prefix: str) -> str:
+    taken = {r["run_id"] for r in session.log.runs()}
+    n = sum(1 for r in taken if r.startswith(prefix)) + 1
+    while f"{prefix}{n}" in taken:  # an id given with --run-id may sit in the sequence
+        n += 1
+    return f"{prefix}{n}"
+
+
+def claim_run_id(session: Session, run_id: str, overwrite: bool) -> dict[str, Any] | None:
+    """Refuse a run id that would replace another run's rows, unless `overwrite` is given
+    for an infer/eval run; returns what is being overwritten, for the new run's provenance."""
+    _check_run_id(run_id)
+    old = session.log.run(run_id)
+    if old is None:
+        return None
+    if not overwrite:
+        raise UserError(
+            f"--run-id {run_id}: a {old['kind']} run of that id already exists "
+            f"(started {old['started_at']}, {old['status']}); pick another id, or "
+            "add --overwrite-run to replace it"
+        )
+    logger.warning("replacing run {} ({} run started {})", run_id, old["kind"], old["started_at"])
+    return {k: old[k] for k in ("run_id", "kind", "status", "started_at", "finished_at")}
+
+
+RUN_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:+-]{0,99}")
+TRAINING_RUN_RE = re.compile(r"(baseline|train\d+)(-.*)?")
+
+
+def _check_run_id(run_id: str) -> None:
+    if not RUN_ID_RE.fullmatch(run_id):
+        raise UserError(
+            f"--run-id {run_id!r}: use 1-100 letters, digits, '_', '-', '.', ':' "
+            "or '+', starting with a letter or digit"
+        )
+    if TRAINING_RUN_RE.fullmatch(run_id):
+        raise UserError(
+            f"--run-id {run_id}: ids like 'baseline' and 'trainN...' belong to "
+            "training and are never replaced; pick another id"
+        )
+
+
+# -- report -------------------------------------------------------------------------------------
+def report(workspace: str | Path) -> WorkspaceReport:
+    """A read-only summary of a workspace: versions, runs, epochs, spend, progress."""
+    root = Path(workspace)
+    return WorkspaceReport(root, workspace_summary(root))
+
+
+def _store(store: str | Path | None) -> Path:
+    return Path(store) if store is not None else paths.STORE_DIR

@@ -1,0 +1,48 @@
+"""What every command handler shares: output, progress bars and config from the arguments."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+import anyio
+
+from app.api import resolve_config
+from app.harness.config import RunConfig, parse_override
+from app.harness.session import SIM_NOTICE
+from app.progress import Bars
+from app.sanitize import visible
+
+T = TypeVar("T")
+
+
+def out(text: str) -> None:
+    """Command output: data in it (names, ids, question text) never drives the terminal."""
+    print(visible(text))
+
+
+def bars_from(args: argparse.Namespace) -> Bars:
+    """No bars with --no-progress; otherwise bars when stderr is a terminal."""
+    return Bars(enabled=False) if getattr(args, "no_progress", False) else Bars()
+
+
+def overrides_from(args: argparse.Namespace) -> dict[str, Any]:
+    return dict(parse_override(s) for s in getattr(args, "set", []))
+
+
+def config_from(args: argparse.Namespace, default_file: Any = None) -> RunConfig:
+    """`--config FILE` (else `default_file`, else the defaults) with every `--set` applied."""
+    return resolve_config(args.config, overrides_from(args), default_file=default_file)
+
+
+def notice_if_simulated(simulated: bool) -> None:
+    if simulated:
+        out(SIM_NOTICE)
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    async def runner() -> T:
+        return await coro
+
+    return anyio.run(runner)
