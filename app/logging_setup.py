@@ -6,6 +6,7 @@ import contextlib
 import os
 import sys
 from pathlib import Path
+from typing import TextIO
 
 from loguru import logger
 
@@ -26,11 +27,15 @@ def configure_console(verbose: bool = False) -> None:
     # A callable sink looks sys.stderr up on every write, so rich's live progress display
     # (which swaps sys.stderr for a proxy) keeps log lines above its bars.
     logger.add(
-        lambda message: sys.stderr.write(message),
+        _to_current_stderr,
         level=level,
         format=fmt,
         colorize=sys.stderr.isatty(),
     )
+
+
+def _to_current_stderr(message: str) -> None:
+    sys.stderr.write(message)
 
 
 class QuietFileSink:
@@ -41,7 +46,7 @@ class QuietFileSink:
 
     def __init__(self, path: Path, max_bytes: int = 20 * 1024 * 1024, keep: int = 5) -> None:
         self.path, self.max_bytes, self.keep = Path(path), max_bytes, keep
-        self._file = None
+        self._file: TextIO | None = None
         self.broken = False
         self.write("")  # create the file now, as a plain file sink would
 

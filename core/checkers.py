@@ -71,7 +71,7 @@ def check(question: Question, prediction: str) -> bool:
         return math.isclose(got, want, abs_tol=tol, rel_tol=0)
     if kind == "choice":
         m = re.match(r"\(?([A-Za-z])\)?(\b|$)", normalise_answer(prediction))
-        return bool(m) and m.group(1).upper() == question.answer.strip().upper()
+        return m is not None and m.group(1).upper() == question.answer.strip().upper()
     if kind == "regex":
         pattern = args.get("pattern") or re.escape(question.answer)
         text = prediction.strip()

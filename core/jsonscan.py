@@ -68,7 +68,8 @@ def find_python_dict(
                 and all(isinstance(k, str) for k in value)
                 and (not wanted or any(k in value for k in wanted))
             ):
-                return json.loads(json.dumps(value, default=str))  # plain JSON types only
+                plain: dict[str, Any] = json.loads(json.dumps(value, default=str))
+                return plain  # plain JSON types only
         pos = raw.find("{", pos + 1)
     return None
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from core.stats import bradley_terry, mcnemar_exact, min_detectable_difference, wilson_interval
 
@@ -69,7 +70,7 @@ def rank(
 
 def paired_report(
     chosen: Sequence[bool], baseline: Sequence[bool], alpha: float = 0.05, power: float = 0.8
-) -> dict:
+) -> dict[str, Any]:
     """Statistics for "chosen beats baseline" over n paired units (one per question).
 
     - `powered`: False when n < 10, or when the Wilson interval of the chosen accuracy is

@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import math
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from statistics import NormalDist
 
 STRATEGIES = ("fixed", "kt")
@@ -411,7 +411,9 @@ def _bt_loglik(
     return total
 
 
-def _bt_grad_hess(theta, wins, pair_counts, prior):
+def _bt_grad_hess(
+    theta: list[float], wins: list[int], pair_counts: dict[tuple[int, int], int], prior: float
+) -> tuple[list[float], list[list[float]]]:
     n = len(theta)
     grad = [wins[i] + prior for i in range(n)]
     hess = [[0.0] * n for _ in range(n)]
@@ -507,7 +509,7 @@ def mixture_e(wins: int, losses: int, bets: Sequence[tuple[float, float]] = MIXT
     )
 
 
-def _crossing_probability(horizon: int, crosses) -> float:
+def _crossing_probability(horizon: int, crosses: Callable[[int, int], bool]) -> float:
     """P(some prefix of `horizon` fair ±1 steps reaches a (W, L) where `crosses(W, L)`)."""
     alive = {(0, 0): 1.0}
     hit = 0.0

@@ -97,7 +97,7 @@ def parse_scalar(text: str) -> tuple[float | None, str, str]:
         try:
             score = float(score.strip())
         except ValueError:
-            return None, "", f"score is not a number: {score[:40]!r}"
+            return None, "", f"score is not a number: {obj['score'][:40]!r}"
     if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
         return None, "", "score is missing or not a number"
     if not 0.0 <= score <= 10.0:

@@ -288,5 +288,6 @@ def _commit_store(store: Path, target: Path, message: str) -> None:
         repo = git.Repo(store)  # only a store that is itself a repository
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
         return
-    repo.index.add([str(target.resolve().relative_to(Path(repo.working_tree_dir).resolve()))])
+    top = Path(repo.working_tree_dir or store).resolve()
+    repo.index.add([str(target.resolve().relative_to(top))])
     repo.index.commit(message)

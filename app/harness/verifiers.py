@@ -90,6 +90,7 @@ def load_verifier(name: str) -> Callable[[Question, dict[str, Any]], Any]:
 
 def coerce_verdict(value: Any) -> Verdict:
     """A verifier's return value as a Verdict; anything unreadable is `unknown`."""
+    status: Any
     if isinstance(value, Verdict):
         status = value.status if value.status in STATUSES else "unknown"
         return Verdict(

@@ -165,7 +165,7 @@ class ResponseCache:
         # only an OS crash or power cut can lose or tear recent rows; a torn file is set aside
         # when next opened. It halves the cost of a put (~80 -> ~35 us), which the sim needs.
         conn.execute("PRAGMA synchronous=OFF")
-        db["responses"].create(
+        db.table("responses").create(
             {"key": str, "response_json": str, "created_at": str}, pk="key", if_not_exists=True
         )
         conn.execute(SPEND_TABLE)
@@ -194,7 +194,7 @@ class ResponseCache:
         text = scrub(response_to_json(response))  # redacted like the log: no key is stored
         created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())  # UTC, cheap
         with self._lock:
-            paid = spend is not None and response.cost_usd > 0
+            paid = spend if spend is not None and response.cost_usd > 0 else None
             if paid:
                 self._conn.execute("BEGIN")
             try:
@@ -207,7 +207,7 @@ class ResponseCache:
                     self._conn.execute(
                         "INSERT INTO spend (owner_run_id, run_id, role, model, cost_usd, pid, at) "
                         "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        (*spend, response.cost_usd, os.getpid(), created),
+                        (*paid, response.cost_usd, os.getpid(), created),
                     )
                     self._conn.execute("COMMIT")
             except BaseException:

@@ -11,7 +11,7 @@ from app.providers.retry import RetryingProvider
 from app.providers.sim.evolver import EvolverShares
 from app.providers.sim.provider import SimProvider, SimSettings
 from app.providers.sim.world import build_world
-from core.protocols import TelemetryRecorder
+from core.protocols import LLMProvider, TelemetryRecorder
 
 
 class BudgetedProvider:
@@ -42,7 +42,7 @@ def sim_settings(config: RunConfig) -> SimSettings:
     )
 
 
-def make_model(model: str, config: RunConfig, budget: CostBudget):
+def make_model(model: str, config: RunConfig, budget: CostBudget) -> LLMProvider:
     if model.startswith("sim/"):
         world = build_world(
             model.split("/", 1)[-1], config.sim_world_seed, config.sim_units_per_type
@@ -78,7 +78,7 @@ def make_providers(
 ) -> dict[str, CachingProvider]:
     """Providers by role; roles sharing a model share one inner provider and budget."""
     budget = budget or CostBudget(config.max_cost_usd)
-    inner: dict[str, object] = {}
+    inner: dict[str, LLMProvider] = {}
     providers = {}
     for role, model in config.models.items():
         if model not in inner:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 from app.paths import STORE_DIR
 from app.providers.sim.world import TASK_TYPES, World, build_world
@@ -17,7 +18,7 @@ from app.providers.sim.world import TASK_TYPES, World, build_world
 def benchmark_lines(world: World) -> list[str]:
     lines = []
     for spec in world.cases.values():
-        row = {
+        row: dict[str, Any] = {
             "question_id": spec.question_id,
             "task_type": spec.task_type,
             "question": spec.question,
