@@ -14,8 +14,9 @@ from loguru import logger
 from app.errors import STOP_SIGNAL, RunFailed, Stopped, UserError, first_leaf, stop_reason
 from app.harness.config import RunConfig, load_config, parse_override
 from app.logging_setup import configure_console
-from app.paths import STORE_DIR, WORKSPACES_DIR
+from app.paths import builtin_store, workspaces_dir
 from app.providers.errors import ProviderError
+from app.version import package_version
 
 COMMANDS = (
     "demo",
@@ -55,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Train an LLM agent's skill files and prompts "
         "with gated edits. Runs offline on the built-in simulated model by default.",
     )
+    parser.add_argument("--version", action="version", version=f"skill-trainer {package_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser(
@@ -62,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common],
         help="init + train workspaces/demo on the simulated model and print the learning curve",
     )
-    p.add_argument("--workspace", "-w", type=Path, default=WORKSPACES_DIR / "demo")
+    p.add_argument("--workspace", "-w", type=Path, default=workspaces_dir() / "demo")
     p = sub.add_parser("init", parents=[common], help="create a workspace from a seed")
     p.add_argument("workspace", type=Path)
     p.add_argument(
@@ -71,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--skills-from, the name of the seed imported (default: the workspace's)",
     )
     p.add_argument("--questions", required=True, help="benchmark name (e.g. sim-basic)")
-    p.add_argument("--store", type=Path, default=STORE_DIR)
+    p.add_argument("--store", type=Path, default=builtin_store())
     p.add_argument(
         "--skills-from",
         type=Path,
@@ -92,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("skills_dir", type=Path)
     p.add_argument("--name", required=True, help="name of the new seed")
-    p.add_argument("--store", type=Path, default=STORE_DIR)
+    p.add_argument("--store", type=Path, default=builtin_store())
     p.add_argument(
         "--prompts-from",
         default="sim-starter",
@@ -111,11 +113,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="eval run whose accuracy goes into metadata (default: "
         "the latest finished eval of the version, else training's final test run)",
     )
-    p.add_argument("--store", type=Path, default=STORE_DIR)
+    p.add_argument("--store", type=Path, default=builtin_store())
     p = sub.add_parser("train", parents=[common, ws], help="train skills (epochs, gate, ...)")
     p.add_argument("--resume", action="store_true", help="continue from checkpoint.json")
     p.add_argument("--fresh", action="store_true", help="archive the workspace, restart from seed")
-    p.add_argument("--store", type=Path, default=STORE_DIR)
+    p.add_argument("--store", type=Path, default=builtin_store())
     p = sub.add_parser("infer", parents=[common, ws], help="run the current versions")
     p.add_argument("--task-types", nargs="+")
     p.add_argument("--n-samples", type=int, default=1)
@@ -139,7 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("version")
     p.add_argument("--eval-run", required=True)
     p.add_argument("--name", required=True)
-    p.add_argument("--store", type=Path, default=STORE_DIR)
+    p.add_argument("--store", type=Path, default=builtin_store())
     p.add_argument(
         "--agent-skills",
         type=Path,

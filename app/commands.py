@@ -26,7 +26,7 @@ from app.harness.workspace import (
     train_start_mode,
 )
 from app.harness.writer_lock import WriterLock
-from app.paths import DEMO_CONFIG, WORKSPACES_DIR
+from app.paths import demo_config, workspaces_dir
 from app.progress import Bars
 from app.report import format_summary, workspace_summary
 from app.sanitize import visible
@@ -276,7 +276,7 @@ def _restart_from_seed(root: Path, store: Path, lock: WriterLock) -> None:
 def cmd_demo(args: argparse.Namespace) -> int:
     from app.demo import run_demo
 
-    return run_demo(args.workspace, make_config(args, DEMO_CONFIG), _bars(args))
+    return run_demo(args.workspace, make_config(args, demo_config()), _bars(args))
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
@@ -330,7 +330,7 @@ def cmd_export_skills(args: argparse.Namespace) -> int:
 def cmd_tui(args: argparse.Namespace) -> int:
     from app.tui.app import run_tui
 
-    return run_tui(args.workspace, WORKSPACES_DIR)
+    return run_tui(args.workspace, workspaces_dir())
 
 
 from app.fork_commands import cmd_export, cmd_fork, cmd_rank  # noqa: E402,F401 - issue 14

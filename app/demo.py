@@ -13,7 +13,7 @@ from app.harness.session import SIM_NOTICE, Session
 from app.harness.store import benchmark_dir, load_seed, seed_dir
 from app.harness.workspace import archive_workspace, init_workspace
 from app.harness.writer_lock import WriterLock
-from app.paths import STORE_DIR
+from app.paths import builtin_store
 from app.progress import Bars
 from app.sanitize import visible
 
@@ -32,8 +32,8 @@ def run_demo(workspace: Path, config: RunConfig, bars: Bars) -> int:
             logger.info("archived the previous demo workspace to {}", archived)
         init_workspace(
             workspace,
-            load_seed(seed_dir(STORE_DIR, DEMO_SEED)),
-            benchmark_dir(STORE_DIR, DEMO_QUESTIONS),
+            load_seed(seed_dir(builtin_store(), DEMO_SEED)),
+            benchmark_dir(builtin_store(), DEMO_QUESTIONS),
             lock=lock,
         )
         logger.info(
