@@ -55,8 +55,8 @@ def workspaces_dir() -> Path:
 
 def checkout_root() -> Path | None:
     """The repository the code runs from, or None when it runs from an installed wheel."""
-    is_checkout = (_CODE_PARENT / "pyproject.toml").is_file() and (_CODE_PARENT / "app").is_dir()
-    return _CODE_PARENT if is_checkout else None
+    has_project_files = (_CODE_PARENT / "pyproject.toml").is_file()
+    return _CODE_PARENT if has_project_files and (_CODE_PARENT / "prompts").is_dir() else None
 
 
 def on_disk(resource: Traversable) -> Path:
