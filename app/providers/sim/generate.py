@@ -17,7 +17,7 @@ from app.providers.sim.world import TASK_TYPES, World, build_world
 def benchmark_lines(world: World) -> list[str]:
     lines = []
     for spec in world.cases.values():
-        row = {
+        row: dict[str, object] = {  # JSON values: strings, and checker_args a table
             "question_id": spec.question_id,
             "task_type": spec.task_type,
             "question": spec.question,
