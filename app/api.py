@@ -382,8 +382,8 @@ async def demo_async(
     overrides: Mapping[str, Any] | None = None,
     progress: bool | None = False,
 ) -> TrainResult:
-    root = Path(workspace) if workspace is not None else paths.WORKSPACES_DIR / "demo"
-    run_config = resolve_config(config, overrides, default_file=paths.DEMO_CONFIG)
+    root = Path(workspace) if workspace is not None else paths.workspaces_dir() / "demo"
+    run_config = resolve_config(config, overrides, default_file=paths.demo_config())
     started = time.perf_counter()
     lock = WriterLock(root, "demo")
     try:  # a demo still being trained must not be archived under its feet
@@ -391,7 +391,7 @@ async def demo_async(
             if (root / "manifest.json").is_file():
                 lock.acquire()
             logger.info("archived the previous demo workspace to {}", ws.archive_workspace(root))
-        store = paths.STORE_DIR
+        store = paths.builtin_store()
         ws.init_workspace(
             root,
             load_seed(seed_dir(store, DEMO_SEED)),
@@ -628,4 +628,4 @@ def report(workspace: str | Path) -> WorkspaceReport:
 
 
 def _store(store: str | Path | None) -> Path:
-    return Path(store) if store is not None else paths.STORE_DIR
+    return Path(store) if store is not None else paths.builtin_store()

@@ -19,8 +19,9 @@ from loguru import logger
 
 from app.errors import STOP_SIGNAL, RunFailed, Stopped, UserError, first_leaf, stop_reason
 from app.logging_setup import configure_console
-from app.paths import STORE_DIR, WORKSPACES_DIR
+from app.paths import builtin_store, workspaces_dir
 from app.providers.errors import ProviderError
+from app.version import package_version
 
 COMMANDS = (
     "demo",
@@ -68,7 +69,7 @@ class Options:
         self.store.add_argument(
             "--store",
             type=Path,
-            default=STORE_DIR,
+            default=builtin_store(),
             help="store of seeds and benchmarks (default: the built-in one)",
         )
 
@@ -100,15 +101,6 @@ def add_workspace_alias(p: argparse.ArgumentParser, required: bool) -> None:
     p.set_defaults(workspace_required=required)
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("skill-trainer")
-    except PackageNotFoundError:  # a bare checkout, never installed
-        return "unknown (not installed)"
-
-
 def build_parser() -> argparse.ArgumentParser:
     o = Options()
     parser = argparse.ArgumentParser(
@@ -116,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Train an LLM agent's skill files and prompts "
         "with gated edits. Runs offline on the built-in simulated model by default.",
     )
-    parser.add_argument("--version", action="version", version=f"skill-trainer {_version()}")
+    parser.add_argument("--version", action="version", version=f"skill-trainer {package_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_workspace_commands(sub, o)
     _add_run_commands(sub, o)
@@ -137,7 +129,7 @@ def _add_workspace_commands(sub: Any, o: Options) -> None:
         "--workspace",
         "-w",
         type=Path,
-        default=WORKSPACES_DIR / "demo",
+        default=workspaces_dir() / "demo",
         help="where (default: workspaces/demo; an existing one is archived first)",
     )
     p = add_command(

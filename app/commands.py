@@ -81,11 +81,9 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from app import paths
-
     result = api.demo(
         args.workspace,
-        args.config or paths.DEMO_CONFIG,
+        args.config,
         overrides=overrides_from(args),
         progress=_progress(args),
     )
@@ -147,10 +145,10 @@ def cmd_export_skills(args: argparse.Namespace) -> int:
 
 
 def cmd_tui(args: argparse.Namespace) -> int:
-    from app.paths import WORKSPACES_DIR
+    from app.paths import workspaces_dir
     from app.tui.app import run_tui
 
-    return run_tui(args.workspace, WORKSPACES_DIR)
+    return run_tui(args.workspace, workspaces_dir())
 
 
 def _progress(args: argparse.Namespace) -> bool | None:

@@ -7,11 +7,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from app.paths import PROJECT_ROOT
+from app.paths import checkout_root
 
 
 @lru_cache(maxsize=4)  # git status costs subprocesses; the code does not change mid-process
-def code_provenance(root: Path = PROJECT_ROOT) -> dict[str, Any]:
+def code_provenance(root: Path | None = checkout_root()) -> dict[str, Any]:
+    if root is None:  # installed from a wheel: no repository to ask
+        return {"git_commit": None, "git_dirty": None}
     try:
         import git
 

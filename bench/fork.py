@@ -50,7 +50,7 @@ from app.harness.rank import rank_rollout  # noqa: E402
 from app.harness.session import Session  # noqa: E402
 from app.harness.store import benchmark_dir, load_seed, seed_dir  # noqa: E402
 from app.harness.workspace import init_workspace  # noqa: E402
-from app.paths import STORE_DIR  # noqa: E402
+from app.paths import builtin_store  # noqa: E402
 from core.stats import mcnemar_exact  # noqa: E402
 
 TARGET_BRANCHES_PER_S = 1000
@@ -60,7 +60,9 @@ TARGET_TOP_CORRECT = 0.95
 def fresh_workspace(folder: Path) -> Path:
     ws = folder / "ws"
     init_workspace(
-        ws, load_seed(seed_dir(STORE_DIR, "sim-starter")), benchmark_dir(STORE_DIR, "sim-basic")
+        ws,
+        load_seed(seed_dir(builtin_store(), "sim-starter")),
+        benchmark_dir(builtin_store(), "sim-basic"),
     )
     return ws
 

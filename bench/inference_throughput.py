@@ -51,7 +51,7 @@ from app.harness.log import HarnessLog  # noqa: E402
 from app.harness.session import Session  # noqa: E402
 from app.harness.store import benchmark_dir, load_benchmark, load_seed, seed_dir  # noqa: E402
 from app.harness.workspace import init_workspace  # noqa: E402
-from app.paths import STORE_DIR  # noqa: E402
+from app.paths import builtin_store  # noqa: E402
 from app.providers.sim.provider import SimProvider, SimSettings  # noqa: E402
 from core.types import Question  # noqa: E402
 
@@ -79,9 +79,11 @@ class Counting:
 def load_inputs(tmp: Path) -> tuple[list[Question], AgentPrompts]:
     """The benchmark and the seed's v1 versions, read as training reads them: from a workspace
     (a version's files are checked against its _meta.json, which a store seed does not have)."""
-    bench = load_benchmark(benchmark_dir(STORE_DIR, BENCHMARK))
+    bench = load_benchmark(benchmark_dir(builtin_store(), BENCHMARK))
     paths = init_workspace(
-        tmp / "inputs-ws", load_seed(seed_dir(STORE_DIR, SEED)), benchmark_dir(STORE_DIR, BENCHMARK)
+        tmp / "inputs-ws",
+        load_seed(seed_dir(builtin_store(), SEED)),
+        benchmark_dir(builtin_store(), BENCHMARK),
     )
     prompts = AgentPrompts.load(paths.skills_dir, paths.prompts_dir, "inline")
     return list(bench.questions), prompts
@@ -189,7 +191,9 @@ async def part_latency(
 # -- part 2: end to end without latency -------------------------------------------------------
 def fresh_workspace(tmp: Path, name: str) -> Path:
     root = tmp / name
-    init_workspace(root, load_seed(seed_dir(STORE_DIR, SEED)), benchmark_dir(STORE_DIR, BENCHMARK))
+    init_workspace(
+        root, load_seed(seed_dir(builtin_store(), SEED)), benchmark_dir(builtin_store(), BENCHMARK)
+    )
     return root
 
 

@@ -115,14 +115,14 @@ def all_inline_tokens(ws: Path, fin: dict) -> float:
     from string import Template
 
     from app.harness.workspace import read_version_files
-    from app.paths import PROMPTS_DIR
+    from app.paths import read_prompt
 
     skills = read_version_files(ws / "skills" / fin["skills_version"])
     system = read_version_files(ws / "prompts" / fin["prompts_version"])["system.md"]
     system += "".join(
         f"\n\n# Skill {n[:-3]}\n\n{t}" for n, t in sorted(skills.items()) if n.endswith(".md")
     )
-    user = (PROMPTS_DIR / "agent_user.md").read_text(encoding="utf-8")
+    user = read_prompt("agent_user.md")
     texts = {}
     for line in (ws / "questions" / "questions.jsonl").read_text().splitlines():
         if line.strip():

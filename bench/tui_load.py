@@ -62,13 +62,15 @@ def build(ws: Path, n_predictions: int, n_steps: int, n_versions: int) -> dict:
         update_best,
         update_manifest,
     )
-    from app.paths import STORE_DIR
+    from app.paths import builtin_store
     from app.tui.data import unified_diff
 
     rng = random.Random(7)
     t_start = time.perf_counter()
     init_workspace(
-        ws, load_seed(seed_dir(STORE_DIR, "sim-starter")), benchmark_dir(STORE_DIR, "sim-basic")
+        ws,
+        load_seed(seed_dir(builtin_store(), "sim-starter")),
+        benchmark_dir(builtin_store(), "sim-basic"),
     )
     # versions: 3/4 skills, 1/4 prompts (init made v1 of each)
     n_prompts = max(0, n_versions // 4 - 1)

@@ -13,7 +13,7 @@ from string import Template
 from typing import Any
 
 from app.harness.workspace import read_version_files
-from app.paths import PROMPTS_DIR
+from app.paths import read_prompt
 from core.evolution.budget import resolve_skill_file
 from core.types import Question, ToolSpec
 
@@ -76,7 +76,7 @@ class AgentPrompts:
             system=prompts["system.md"],
             tool_docs=tool_docs,
             skills=read_version_files(skills_dir),
-            user_template=(PROMPTS_DIR / "agent_user.md").read_text(encoding="utf-8"),
+            user_template=read_prompt("agent_user.md"),
             skill_mode=skill_mode,
             skills_version=skills_dir.name,
             prompts_version=prompts_dir.name,

@@ -46,7 +46,7 @@ from app.harness.question_units import unit_correctness_view
 from app.harness.telemetry import current_run_id
 from app.harness.train_state import TrainContext, TrainState
 from app.harness.validate import chunks
-from app.paths import PROMPTS_DIR
+from app.paths import read_prompt
 from app.providers.errors import BudgetExceeded, ProviderError
 from core.evolution.budget import resolve_skill_file
 from core.evolution.edits import sanitize_text
@@ -98,7 +98,7 @@ async def evolve_descriptions(
     session = ctx.session
     found = failures(ctx.log, r_run_id)
     val = list(ctx.pools.validation)
-    template = (PROMPTS_DIR / "evolve_description.md").read_text(encoding="utf-8")
+    template = read_prompt("evolve_description.md")
     records = []
     rejected = _rejected_before(ctx, epoch)
     for file in sorted(found):

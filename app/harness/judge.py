@@ -22,7 +22,7 @@ from typing import Any
 
 import anyio
 
-from app.paths import PROMPTS_DIR
+from app.paths import read_prompt
 from app.providers.errors import BudgetExceeded, ProviderError
 from app.secrets import scrub
 from core.jsonscan import find_json_object
@@ -80,7 +80,7 @@ def same_model_warning(judge_model: str, agent_model: str) -> str | None:
 
 
 def _template(name: str) -> Template:
-    return Template((PROMPTS_DIR / name).read_text(encoding="utf-8"))
+    return Template(read_prompt(name))
 
 
 def _fence(text: str) -> str:

@@ -43,7 +43,7 @@ from app.harness.workspace import (
     update_best,
     update_manifest,
 )
-from app.paths import PROMPTS_DIR
+from app.paths import read_prompt
 from app.providers.errors import BudgetExceeded
 from app.secrets import scrub
 from core.evolution.budget import resolve_skill_file
@@ -54,7 +54,7 @@ BASELINE_RUN = "baseline"
 
 
 def load_templates() -> dict[str, str]:
-    return {name: (PROMPTS_DIR / f"{name}.md").read_text(encoding="utf-8") for name in TEMPLATES}
+    return {name: read_prompt(f"{name}.md") for name in TEMPLATES}
 
 
 class Runner:

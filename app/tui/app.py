@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import Counter
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from textual.binding import Binding
 from textual.worker import get_current_worker
 
 from app.errors import UserError
+from app.paths import on_disk
 from app.sanitize import visible
 from app.tui.data import WorkspaceData, is_workspace
 from app.tui.screens.base import BaseScreen
@@ -29,14 +31,14 @@ from app.tui.screens.runs import RunsScreen
 from app.tui.screens.steps import StepsScreen
 from app.tui.screens.versions import VersionsScreen
 
-STYLES = Path(__file__).parent / "styles"
+STYLES = files("app.tui") / "styles"
 MODES = ("overview", "steps", "versions", "runs")
 WARM_UP_DELAY_S = 0.5
 
 
 class SkillTrainerApp(App[int]):
     TITLE = "skill-trainer"
-    CSS_PATH = [STYLES / "app.tcss", STYLES / "screens.tcss", STYLES / "branches.tcss"]
+    CSS_PATH = [on_disk(STYLES / name) for name in ("app.tcss", "screens.tcss", "branches.tcss")]
     MODES = {
         "overview": OverviewScreen,
         "steps": StepsScreen,

@@ -28,7 +28,7 @@ from app.harness.log import HarnessLog
 from app.harness.step import _log_evolution
 from app.harness.store import load_seed, seed_dir
 from app.harness.workspace import META_FILE, list_versions
-from app.paths import PROMPTS_DIR, STORE_DIR
+from app.paths import builtin_store, read_prompt
 from app.providers.cache import CachingProvider, ResponseCache
 from app.providers.sim.evolver import _adversarial_edit
 from app.providers.sim.world import build_world
@@ -187,7 +187,7 @@ def _adversarial_choices() -> list[dict]:
 def test_every_adversarial_edit_is_refused_or_made_harmless():
     choices = _adversarial_choices()
     assert len(choices) >= 6, choices
-    original = load_seed(seed_dir(STORE_DIR, "sim-starter")).skills["ledger.md"]
+    original = load_seed(seed_dir(builtin_store(), "sim-starter")).skills["ledger.md"]
     for edit in choices:
         record = process_reply(
             json.dumps({"edits": [edit]}),
@@ -257,7 +257,7 @@ def agent_prompts(skill_mode: str = "tool") -> AgentPrompts:
         system="# Agent\nBe exact.",
         tool_docs={"read_context": "Reads the context.", "read_skill": "Reads a skill."},
         skills={"ledger.md": "# Ledger\n\n## Rules\n- r1\n", "default-strategy.md": "# Default\n"},
-        user_template=(PROMPTS_DIR / "agent_user.md").read_text(encoding="utf-8"),
+        user_template=read_prompt("agent_user.md"),
         skill_mode=skill_mode,
         skills_version="v1",
         prompts_version="v1",

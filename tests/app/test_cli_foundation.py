@@ -17,7 +17,7 @@ import pytest
 
 from app.cli import COMMANDS, main
 from app.harness.workspace import advance_version, update_manifest
-from app.paths import STORE_DIR
+from app.paths import builtin_store
 from app.secrets import process_secrets
 from core.redact import placeholder, redact, secret_values
 
@@ -291,7 +291,7 @@ def canary_run(tmp_path_factory):
     token = secrets.token_hex(12)
     canary = f"sk-canary-{token}"
     store = base / "store"
-    shutil.copytree(STORE_DIR, store)
+    shutil.copytree(builtin_store(), store)
     jsonl = store / "questions" / "sim-basic" / "questions.jsonl"
     rows = [json.loads(line) for line in jsonl.read_text().splitlines()]
     rows[0]["question"] += f" (billing key {canary})"

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
-from app.paths import STORE_DIR
+from app.paths import builtin_store
 
 ROOT = Path(__file__).resolve().parents[2]
 SPLIT = "[split]\ndiagnosis = 0.5\nvalidation = 0.25\ntest = 0.25\n"
@@ -91,7 +91,7 @@ HOSTILE = [
 def sim_lines(task_types=("ledger", "units"), limit: int | None = None) -> list[dict]:
     lines = [
         json.loads(line)
-        for line in (STORE_DIR / "questions" / "sim-basic" / "questions.jsonl")
+        for line in (builtin_store() / "questions" / "sim-basic" / "questions.jsonl")
         .read_text()
         .splitlines()
     ]
@@ -103,7 +103,7 @@ def make_store(base: Path, name: str, questions: list[dict] | bytes) -> Path:
     """A store with the sim-starter seed and one benchmark called `name`."""
     store = base / "store"
     if not (store / "seeds").exists():
-        shutil.copytree(STORE_DIR / "seeds" / "sim-starter", store / "seeds" / "sim-starter")
+        shutil.copytree(builtin_store() / "seeds" / "sim-starter", store / "seeds" / "sim-starter")
     folder = store / "questions" / name
     folder.mkdir(parents=True)
     raw = (

@@ -15,7 +15,7 @@ from app.harness.agent_prompts import AgentPrompts
 from app.harness.inference import AgentSettings, answer_question, run_inference
 from app.harness.log import HarnessLog
 from app.harness.store import load_seed, seed_dir
-from app.paths import PROMPTS_DIR, STORE_DIR
+from app.paths import builtin_store, read_prompt
 from app.providers.errors import BudgetExceeded, ProviderError, TransientError
 from core.evolution.edits import Edit, apply_edits, replace_momentum
 from core.trajectory import summarise_tool_output
@@ -97,7 +97,7 @@ def prompts(
         system="# Agent\nBe exact.",
         skills={"ledger.md": skill, "default-strategy.md": "# D\n"},
         tool_docs={"read_context": "Reads the context.", "read_skill": "Reads a skill."},
-        user_template=(PROMPTS_DIR / "agent_user.md").read_text(encoding="utf-8"),
+        user_template=read_prompt("agent_user.md"),
         skill_mode=skill_mode,
         skills_version="v3",
         prompts_version="v2",
@@ -278,7 +278,7 @@ def test_read_skill_in_tool_mode_returns_the_task_types_skill() -> None:
 
 def test_read_skill_returns_the_whole_skill_file() -> None:
     # A skill as training grows it: the starter file, rules added, momentum guidance set.
-    skill = load_seed(seed_dir(STORE_DIR, "sim-starter")).skills["ledger.md"]
+    skill = load_seed(seed_dir(builtin_store(), "sim-starter")).skills["ledger.md"]
     rules = [f"- In ledger cases marked m{i}, take the smaller value." for i in range(14)]
     skill, reports = apply_edits(
         skill, [Edit("add", "Rules", content="\n".join(rules))], "ledger.md"

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from app.paths import STORE_DIR
+from app.paths import builtin_store
 from app.providers.sim.world import build_world
 from core.redact import placeholder
 
@@ -45,12 +45,12 @@ def _make_store(base: Path, canaries: dict[str, str]) -> tuple[Path, str]:
     question whose context the simulated agent reads through `read_context`."""
     openai, anthropic, token = canaries.values()
     store = base / "store"
-    shutil.copytree(STORE_DIR / "seeds" / "sim-starter", store / "seeds" / "sim-starter")
+    shutil.copytree(builtin_store() / "seeds" / "sim-starter", store / "seeds" / "sim-starter")
     skill = store / "seeds" / "sim-starter" / "skills" / "ledger.md"
     skill.write_text(skill.read_text() + f"\n<!-- deploy key {token} -->\n")
     lines = [
         json.loads(line)
-        for line in (STORE_DIR / "questions" / "sim-basic" / "questions.jsonl")
+        for line in (builtin_store() / "questions" / "sim-basic" / "questions.jsonl")
         .read_text()
         .splitlines()
     ]

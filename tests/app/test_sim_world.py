@@ -32,7 +32,7 @@ from app.harness.workspace import (
     resolve_paths,
     update_manifest,
 )
-from app.paths import PROMPTS_DIR, STORE_DIR
+from app.paths import builtin_store, read_prompt
 from app.providers import retry as retry_module
 from app.providers.errors import TransientError
 from app.providers.retry import RetryingProvider
@@ -62,7 +62,7 @@ from core.types import LLMResponse, Question
 
 WORLD = build_world()
 TEMPLATES = {
-    name: (PROMPTS_DIR / f"{name}.md").read_text(encoding="utf-8")
+    name: read_prompt(f"{name}.md")
     for name in ("diagnose_failure", "evolve_skill", "evolve_system", "evolve_tool", "momentum")
 }
 
@@ -152,7 +152,9 @@ class Injecting:
 def ws(tmp_path_factory) -> WorkspacePaths:
     root = tmp_path_factory.mktemp("simworld") / "ws"
     return init_workspace(
-        root, load_seed(seed_dir(STORE_DIR, "sim-starter")), benchmark_dir(STORE_DIR, "sim-basic")
+        root,
+        load_seed(seed_dir(builtin_store(), "sim-starter")),
+        benchmark_dir(builtin_store(), "sim-basic"),
     )
 
 
@@ -313,7 +315,7 @@ def test_other_world_seed_has_other_rules_and_benchmark(questions) -> None:
 
 
 def test_hidden_rules_are_not_in_the_store() -> None:
-    seed = load_seed(seed_dir(STORE_DIR, "sim-starter"))
+    seed = load_seed(seed_dir(builtin_store(), "sim-starter"))
     text = normalise("\n".join([*seed.skills.values(), *seed.prompts.values()]))
     secrets = [r.statement for r in WORLD.rules.values()] + [r.decoy for r in WORLD.rules.values()]
     secrets += [s for _, s in SYSTEM_RULES] + [TOOL_RULE]
@@ -771,8 +773,8 @@ def test_rule_only_in_the_harness_does_not_help(
     """A newer skills version on disk, or a skill file not sent, changes nothing."""
     ws = init_workspace(
         tmp_path / "ws",
-        load_seed(seed_dir(STORE_DIR, "sim-starter")),
-        benchmark_dir(STORE_DIR, "sim-basic"),
+        load_seed(seed_dir(builtin_store(), "sim-starter")),
+        benchmark_dir(builtin_store(), "sim-basic"),
     )
     ledger = [q for q in questions if q.task_type == "ledger"]
     v1 = AgentPrompts.load(ws.skills_dir, ws.prompts_dir, "inline")

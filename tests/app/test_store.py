@@ -14,7 +14,7 @@ import pytest
 from app.cli import main
 from app.errors import UserError
 from app.harness.store import load_benchmark, load_seed, parse_questions
-from app.paths import STORE_DIR
+from app.paths import builtin_store
 
 QUESTIONS = [
     {"question_id": "q1", "task_type": "ledger", "question": "Sum 1 and 2", "answer": "3"},
@@ -65,7 +65,7 @@ def write_jsonl(path: Path, rows: list) -> None:
 def store(tmp_path: Path) -> Path:
     """A private store: the real sim-starter seed and a tiny valid benchmark."""
     store = tmp_path / "store"
-    shutil.copytree(STORE_DIR / "seeds" / "sim-starter", store / "seeds" / "sim-starter")
+    shutil.copytree(builtin_store() / "seeds" / "sim-starter", store / "seeds" / "sim-starter")
     bench = store / "questions" / "tiny"
     bench.mkdir(parents=True)
     (bench / "benchmark.toml").write_text(BENCH_TOML, encoding="utf-8")

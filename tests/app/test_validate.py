@@ -29,7 +29,7 @@ from app.harness.validate import (
     with_skill,
 )
 from app.harness.workspace import WorkspacePaths, init_workspace
-from app.paths import STORE_DIR
+from app.paths import builtin_store
 from app.providers.errors import TransientError
 from app.providers.sim.provider import SimProvider, SimSettings
 from app.providers.sim.world import build_world
@@ -45,8 +45,8 @@ WORLD = build_world()
 def ws(tmp_path_factory) -> WorkspacePaths:
     return init_workspace(
         tmp_path_factory.mktemp("validate") / "ws",
-        load_seed(seed_dir(STORE_DIR, "sim-starter")),
-        benchmark_dir(STORE_DIR, "sim-basic"),
+        load_seed(seed_dir(builtin_store(), "sim-starter")),
+        benchmark_dir(builtin_store(), "sim-basic"),
     )
 
 

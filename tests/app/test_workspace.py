@@ -37,7 +37,7 @@ from app.harness.workspace import (
     update_manifest,
     version_number,
 )
-from app.paths import STORE_DIR
+from app.paths import builtin_store
 
 ROOT = Path(__file__).resolve().parents[2]
 LOOP_SCRIPT = Path(__file__).parent / "scripts" / "advance_loop.py"
@@ -92,7 +92,7 @@ def test_init_creates_manifest_versions_frozen_questions_and_log(tmp_path: Path)
         "questions": "sim-basic",
     }
     assert manifest["best"] is None and manifest["history"] == []
-    seed = load_seed(seed_dir(STORE_DIR, "sim-starter"))
+    seed = load_seed(seed_dir(builtin_store(), "sim-starter"))
     for kind, seed_files in (("skills", seed.skills), ("prompts", seed.prompts)):
         assert list_versions(ws, kind) == ["v1"]
         files = read_version_files(ws / kind / "v1")
@@ -105,7 +105,7 @@ def test_init_creates_manifest_versions_frozen_questions_and_log(tmp_path: Path)
         assert meta["sha256"] == content_sha256(files) == content_sha256(seed_files)
     assert "system.md" in read_version_files(ws / "prompts" / "v1")
     # frozen copy of the benchmark, byte for byte (no secrets in it to scrub)
-    src = STORE_DIR / "questions" / "sim-basic"
+    src = builtin_store() / "questions" / "sim-basic"
     for name in ("questions.jsonl", "benchmark.toml"):
         assert (ws / "questions" / name).read_bytes() == (src / name).read_bytes()
     # the harness log exists and is migrated
@@ -123,7 +123,7 @@ def test_init_freezes_questions_copy_independent_of_store(ws: Path) -> None:
     assert paths.questions_dir == ws / "questions"
     assert not (ws / "questions").is_symlink()
     assert (ws / "questions" / "questions.jsonl").stat().st_ino != (
-        STORE_DIR / "questions" / "sim-basic" / "questions.jsonl"
+        builtin_store() / "questions" / "sim-basic" / "questions.jsonl"
     ).stat().st_ino
 
 

@@ -381,14 +381,14 @@ def test_sim_failures_route_to_the_right_packs(tmp_path) -> None:
     from app.harness.inference import AgentSettings, answer_question
     from app.harness.store import benchmark_dir, load_benchmark, load_seed, seed_dir
     from app.harness.workspace import init_workspace
-    from app.paths import PROMPTS_DIR, STORE_DIR
+    from app.paths import builtin_store, read_prompt
     from app.providers.sim.provider import SimProvider
     from app.providers.sim.world import build_world
 
     ws = init_workspace(
         tmp_path / "ws",
-        load_seed(seed_dir(STORE_DIR, "sim-starter")),
-        benchmark_dir(STORE_DIR, "sim-basic"),
+        load_seed(seed_dir(builtin_store(), "sim-starter")),
+        benchmark_dir(builtin_store(), "sim-basic"),
     )
     prompts = AgentPrompts.load(ws.skills_dir, ws.prompts_dir, "inline")
     world, sim = build_world(), SimProvider()
@@ -414,7 +414,7 @@ def test_sim_failures_route_to_the_right_packs(tmp_path) -> None:
         if not p.correct
     ]
     successes = [(x, p.prediction) for x, p in zip(batch, preds, strict=True) if p.correct]
-    template = (PROMPTS_DIR / "diagnose_failure.md").read_text(encoding="utf-8")
+    template = read_prompt("diagnose_failure.md")
     assert Template(template).safe_substitute().count("## Task: diagnose-failure") == 1
     diagnoses = anyio.run(lambda: diagnose_failures(sim, template, failures))
     result = build_packs(diagnoses, failures, successes)

@@ -24,7 +24,7 @@ from app.harness.workspace import (
     update_best,
     update_manifest,
 )
-from app.paths import STORE_DIR
+from app.paths import builtin_store
 from app.tui.data import unified_diff
 
 T0 = "2025-01-02T03:04:05+00:00"
@@ -135,8 +135,8 @@ def _trajectory(
 
 def make_workspace(tmp_path: Path, name: str = "demo-ws") -> DemoWorkspace:
     root = Path(tmp_path) / name
-    seed = load_seed(seed_dir(STORE_DIR, "sim-starter"))
-    init_workspace(root, seed, benchmark_dir(STORE_DIR, "sim-basic"))
+    seed = load_seed(seed_dir(builtin_store(), "sim-starter"))
+    init_workspace(root, seed, benchmark_dir(builtin_store(), "sim-basic"))
     demo = DemoWorkspace(root=root)
 
     # -- versions: skills v2 (ledger rule), v3 (units rule), v4 (provisional routing rule) ---

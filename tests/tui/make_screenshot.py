@@ -10,7 +10,6 @@ import asyncio
 import tempfile
 from pathlib import Path
 
-from app.paths import PROJECT_ROOT
 from app.tui.app import MODES, make_app
 from tests.tui.conftest import make_workspace
 from tests.tui.helpers import settle
@@ -28,7 +27,12 @@ async def shoot(out: Path, screen: str, size: tuple[int, int]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("out", type=Path, nargs="?", default=PROJECT_ROOT / "docs" / "tui.svg")
+    ap.add_argument(
+        "out",
+        type=Path,
+        nargs="?",
+        default=Path(__file__).resolve().parents[2] / "docs" / "tui.svg",
+    )
     ap.add_argument("--screen", choices=MODES, default="overview")
     ap.add_argument("--size", default="140x45")
     args = ap.parse_args()

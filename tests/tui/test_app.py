@@ -339,11 +339,13 @@ def test_resolve_workspace_by_name(tmp_path, demo_ws):
 async def test_fresh_workspace_without_any_training(tmp_path):
     from app.harness.store import benchmark_dir, load_seed, seed_dir
     from app.harness.workspace import init_workspace
-    from app.paths import STORE_DIR
+    from app.paths import builtin_store
 
     root = tmp_path / "empty"
     init_workspace(
-        root, load_seed(seed_dir(STORE_DIR, "sim-starter")), benchmark_dir(STORE_DIR, "sim-basic")
+        root,
+        load_seed(seed_dir(builtin_store(), "sim-starter")),
+        benchmark_dir(builtin_store(), "sim-basic"),
     )
     app = make_app(root, poll_interval=0, warm_up=False)
     async with app.run_test(size=SIZE) as pilot:

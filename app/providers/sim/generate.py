@@ -9,16 +9,15 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
 
-from app.paths import STORE_DIR
+from app.paths import checkout_root
 from app.providers.sim.world import TASK_TYPES, World, build_world
 
 
 def benchmark_lines(world: World) -> list[str]:
     lines = []
     for spec in world.cases.values():
-        row: dict[str, Any] = {
+        row: dict[str, object] = {  # JSON values: strings, and checker_args a table
             "question_id": spec.question_id,
             "task_type": spec.task_type,
             "question": spec.question,
@@ -57,9 +56,17 @@ def main() -> None:
     parser.add_argument("--name", default="sim-basic")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
-    out = args.out or STORE_DIR / "questions" / args.name
+    out = args.out or _checkout_benchmark(parser, args.name)
     write_benchmark(build_world(args.world, args.seed, args.units), out, args.name)
     print(f"wrote {out}")
+
+
+def _checkout_benchmark(parser: argparse.ArgumentParser, name: str) -> Path:
+    """The default target: the checkout's built-in store (an installed one is not written to)."""
+    root = checkout_root()
+    if root is None:
+        parser.error("--out is required when not running from a checkout")
+    return root / "store" / "questions" / name
 
 
 if __name__ == "__main__":
