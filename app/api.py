@@ -215,23 +215,22 @@ def init_workspace(
     prompts_from: str = "sim-starter",
 ) -> WorkspaceInfo:
     """Create a workspace from a store seed (or a folder of Agent Skills) and a benchmark."""
-    root, store_dir = Path(workspace), _store(store)
+    root = Path(workspace)
+    store_dir = writable_store(store) if skills_from is not None else _store(store)
+    bench = find_benchmark(store_dir, questions)  # a bad name refuses before anything is written
     if skills_from is not None:
         from app.harness.agent_skills import import_skills
 
         seed = seed or root.name
-        benchmark_dir(store_dir, questions)  # a bad benchmark name refuses before the import
         if root.exists() and (not root.is_dir() or any(root.iterdir())):
             raise UserError(f"{root}: already exists; choose another path (nothing imported)")
         target = import_skills(
-            Path(skills_from), store_dir, seed, seed_dir(store_dir, prompts_from)
+            Path(skills_from), store_dir, seed, find_seed(store_dir, prompts_from)
         )
         logger.info("imported {} as seed {}", skills_from, target)
     if not seed:
         raise UserError("init: give a seed name or a folder of Agent Skills (skills_from)")
-    created = ws.init_workspace(
-        root, load_seed(seed_dir(store_dir, seed)), benchmark_dir(store_dir, questions)
-    )
+    created = ws.init_workspace(root, load_seed(find_seed(store_dir, seed)), bench)
     logger.info(
         "created workspace {} (skills/v1, prompts/v1, questions {})",
         created.root,
@@ -301,8 +300,8 @@ async def train_async(
 
 def _restart_from_seed(root: Path, store: Path, lock: WriterLock) -> None:
     manifest = ws.read_manifest(root)
-    seed = load_seed(seed_dir(store, manifest["seed"]))
-    bench = benchmark_dir(store, manifest["current"]["questions"])
+    seed = load_seed(find_seed(store, manifest["seed"]))
+    bench = find_benchmark(store, manifest["current"]["questions"])
     archived = ws.archive_workspace(root)
     ws.init_workspace(root, seed, bench, lock=lock)
     logger.info("archived the old workspace to {}", archived)
@@ -629,3 +628,38 @@ def report(workspace: str | Path) -> WorkspaceReport:
 
 def _store(store: str | Path | None) -> Path:
     return Path(store) if store is not None else paths.builtin_store()
+
+
+def writable_store(store: str | Path | None) -> Path:
+    """Where a new seed goes: `store`, else a checkout's own `store/`; an installed package's
+    built-in store is never written (it lives in site-packages)."""
+    if store is not None:
+        return Path(store)
+    if paths.checkout_root() is None:
+        raise UserError(
+            "--store DIR is needed: new seeds are not written into the installed package's "
+            "built-in store"
+        )
+    return paths.builtin_store()
+
+
+def find_seed(store: Path, name: str) -> Path:
+    """A seed from `store`, else the built-in one of that name (sim-starter, real-starter)."""
+    try:
+        return seed_dir(store, name)
+    except UserError:
+        builtin = paths.builtin_store()
+        if store.resolve() == builtin.resolve() or not (builtin / "seeds" / name).is_dir():
+            raise
+        return seed_dir(builtin, name)
+
+
+def find_benchmark(store: Path, name: str) -> Path:
+    """A benchmark from `store`, else the built-in one of that name."""
+    try:
+        return benchmark_dir(store, name)
+    except UserError:
+        builtin = paths.builtin_store()
+        if store.resolve() == builtin.resolve() or not (builtin / "questions" / name).is_dir():
+            raise
+        return benchmark_dir(builtin, name)

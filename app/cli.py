@@ -19,7 +19,7 @@ from loguru import logger
 
 from app.errors import STOP_SIGNAL, RunFailed, Stopped, UserError, first_leaf, stop_reason
 from app.logging_setup import configure_console
-from app.paths import builtin_store, workspaces_dir
+from app.paths import workspaces_dir
 from app.providers.errors import ProviderError
 from app.version import package_version
 
@@ -69,8 +69,8 @@ class Options:
         self.store.add_argument(
             "--store",
             type=Path,
-            default=builtin_store(),
-            help="store of seeds and benchmarks (default: the built-in one)",
+            help="store of seeds and benchmarks (default: the built-in one; seeds and "
+            "benchmarks not found in DIR are looked up there too)",
         )
 
 

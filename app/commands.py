@@ -9,6 +9,7 @@ from collections.abc import Callable
 from app import api
 from app.cli_support import bars_from, config_from, notice_if_simulated, out, overrides_from
 from app.demo import demo_summary
+from app.paths import builtin_store
 
 
 def cmd_init(args: argparse.Namespace) -> int:
@@ -111,14 +112,15 @@ def cmd_promote(args: argparse.Namespace) -> int:
     from app.harness.runner import promote
     from app.harness.writer_lock import WriterLock
 
+    store = api.writable_store(args.store)
     with WriterLock(args.workspace, "promote"):
-        target = promote(args.workspace, args.version, args.eval_run, args.name, args.store)
+        target = promote(args.workspace, args.version, args.eval_run, args.name, store)
     out(f"promoted {args.version} to seed {target}")
     if args.agent_skills is not None:
         from app.harness.agent_skills import export_version
 
         for path in export_version(
-            args.workspace, args.version, args.agent_skills, args.eval_run, args.store
+            args.workspace, args.version, args.agent_skills, args.eval_run, store
         ):
             out(f"wrote {path}")
     return 0
@@ -126,10 +128,10 @@ def cmd_promote(args: argparse.Namespace) -> int:
 
 def cmd_import_skills(args: argparse.Namespace) -> int:
     from app.harness.agent_skills import import_skills
-    from app.harness.store import seed_dir
 
+    store = api.writable_store(args.store)
     target = import_skills(
-        args.skills_dir, args.store, args.name, seed_dir(args.store, args.prompts_from)
+        args.skills_dir, store, args.name, api.find_seed(store, args.prompts_from)
     )
     out(f"imported {args.skills_dir} as seed {target}")
     return 0
@@ -139,7 +141,8 @@ def cmd_export_skills(args: argparse.Namespace) -> int:
     from app.harness.agent_skills import export_version
 
     # reads only immutable, sha256-checked versions: no writer lock needed (like `report`)
-    for path in export_version(args.workspace, args.version, args.out, args.eval_run, args.store):
+    store = args.store or builtin_store()
+    for path in export_version(args.workspace, args.version, args.out, args.eval_run, store):
         out(f"wrote {path}")
     return 0
 

@@ -39,7 +39,7 @@ class Installed:
     venv: Path
     elsewhere: Path  # an unrelated working directory
 
-    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
+    def run(self, *args: str, code: int = 0) -> subprocess.CompletedProcess[str]:
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", paths.WORKSPACES_ENV)}
         done = subprocess.run(
             [str(self.venv / "bin" / args[0]), *args[1:]],
@@ -49,7 +49,7 @@ class Installed:
             text=True,
             timeout=SUBPROCESS_TIMEOUT_S,
         )
-        assert done.returncode == 0, f"{args} exited {done.returncode}:\n{done.stderr[-3000:]}"
+        assert done.returncode == code, f"{args} exited {done.returncode}:\n{done.stderr[-3000:]}"
         return done
 
 
@@ -146,10 +146,25 @@ def test_the_installed_script_runs_demo_and_report_from_an_unrelated_folder(
     workspace = installed.elsewhere / "workspaces" / "demo"
     assert (workspace / "manifest.json").is_file()
 
-    report = installed.run("skill-trainer", "report", str(workspace)).stdout
+    report = installed.run("skill-trainer", "report", "-w", str(workspace)).stdout
     assert report.startswith(f"workspace  {workspace}  (seed sim-starter)")
+    assert "progress   finished after epoch" in report
 
     assert checkout_files() == before
+
+
+def test_an_installed_package_writes_new_seeds_only_into_a_store_the_user_names(
+    installed: Installed,
+) -> None:
+    skills = str(ROOT / "examples" / "agent-skills" / "sim-vague")
+    refused = installed.run("skill-trainer", "import-skills", skills, "--name", "x", code=2)
+    assert "--store DIR is needed" in refused.stderr
+    mine = installed.elsewhere / "my-store"
+    installed.run("skill-trainer", "import-skills", skills, "--name", "x", "--store", str(mine))
+    workspace = installed.elsewhere / "ws-x"
+    init = ["init", "-w", str(workspace), "--seed", "x", "--questions", "sim-basic"]
+    installed.run("skill-trainer", *init, "--store", str(mine))  # the benchmark is built in
+    assert (mine / "seeds" / "x").is_dir() and (workspace / "manifest.json").is_file()
 
 
 def test_workspaces_default_to_the_current_folder_unless_the_variable_says(
