@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-from dataclasses import fields
 from pathlib import Path
 
 import anyio
@@ -15,7 +14,7 @@ from app.cli import make_config
 from app.errors import UserError
 from app.harness.atomic import write_json_atomic
 from app.harness.checkpoint import load_checkpoint
-from app.harness.config import RunConfig, build_config, parse_override
+from app.harness.config import RunConfig, build_config, parse_override, recorded_config
 from app.harness.session import SIM_NOTICE, Session
 from app.harness.store import benchmark_dir, load_seed, seed_dir
 from app.harness.workspace import (
@@ -239,19 +238,8 @@ def resume_config(args: argparse.Namespace, ckpt: dict) -> RunConfig:
     run continues (Runner), structural ones refuse."""
     if args.config is not None:
         return make_config(args)
-    fp = ckpt["config_fingerprint"]
-    recorded = {
-        k: v
-        for kind in ("structural", "decision")
-        for k, v in fp[kind].items()
-        if k != "benchmark_hash"
-    }
-    known = {f.name for f in fields(RunConfig)}
-    for key in sorted(set(recorded) - known):
-        logger.warning("checkpoint.json: config key '{}' is no longer known; ignored", key)
-    config = build_config(
-        {k: v for k, v in recorded.items() if k in known},
-        f"{args.workspace}/checkpoint.json (the run's config)",
+    config = recorded_config(
+        ckpt["config_fingerprint"], f"{args.workspace}/checkpoint.json (the run's config)"
     )
     overrides = dict(parse_override(s) for s in args.set)
     if overrides:
