@@ -45,9 +45,8 @@ class GateConfig(GateParams):
 
     strategy: GateStrategy = "eprocess"  # eprocess | mcnemar | minibatch | accept_all
     minibatch_k: int = Field(default=3, ge=1)  # units the "minibatch" rule (GEPA's) compares
-    guard_err: float = Field(
-        default=0.2, ge=0.0, le=1.0
-    )  # share of failed rollouts that aborts a step
+    # the share of a gate's candidate answers lost to provider errors that aborts the step
+    guard_err: float = Field(default=0.2, ge=0.0, le=1.0)
 
 
 def _s(default: Any = None, **constraints: Any) -> Any:
