@@ -138,8 +138,7 @@ async def _probation_test(
     ctx: TrainContext, p: Probation, r: InferenceResult, prefix: str
 ) -> tuple[str, GateDecision]:
     test = ProbationTest(ctx.gate_params, p.test)
-    families = p.families
-    unit_ids = [u for _, ids in families for u in ids]
+    unit_ids = [u for _, ids in p.families for u in ids]
     questions = [q for u in unit_ids for q in ctx.units[u].questions]
     session = ctx.session
     skills = session.version_files("skills", session.paths.skills_version)
@@ -160,7 +159,7 @@ async def _probation_test(
     units = [ctx.units[u] for u in unit_ids]
     cand_view = unit_correctness_view(units, r.correctness)
     base_view = unit_correctness_view(units, base.correctness if base else {})
-    for family, ids in families:
+    for family, ids in p.families:
         if test.done:
             break
         test.observe_family(family, [(u, base_view[u], cand_view[u]) for u in ids])
