@@ -245,6 +245,7 @@ class Runner:
         pools, task_types = self._pools()
         units = {u.unit_id: u for u in build_units(session.benchmark.questions)}
         if ckpt and ckpt["progress"]["phase"] == "finished":
+            self._mark_finished(TrainState.from_dict(ckpt["state"]))
             return None
         if ckpt and ckpt["progress"]["phase"] != "setup":
             state = TrainState.from_dict(ckpt["state"])
@@ -264,6 +265,13 @@ class Runner:
         self._train_id = train_id
         self._carry_spend(train_id, ckpt)
         return await self._fresh_setup(train_id, pools, task_types, units)
+
+    def _mark_finished(self, state: TrainState) -> None:
+        """A run killed between its "finished" checkpoint and its "done" mark is done."""
+        run = self.session.log.run(state.train_id)
+        if run is not None and run["status"] != "done":
+            summary = {"best": asdict(state.best), "curve": state.curve}
+            self.session.log.finish_run(state.train_id, "done", summary)
 
     def _carry_spend(self, train_id: str, ckpt: dict[str, Any] | None) -> None:
         """`max_cost_usd` bounds the run, not this process: start from what it has spent."""

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import copy
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
 
+from app.cli import main
 from app.harness.checkpoint import checkpoint_problem
 from app.harness.config import RunConfig, fingerprint, fingerprint_changes, recorded_config
 from app.harness.train_state import Best, CheckpointStateError, Probation, ResumePlan, TrainState
@@ -98,3 +100,22 @@ def test_resume_plans() -> None:
     plan = ResumePlan.after({"epoch": 2, "phase": "epoch_done", "step_completed": 5}, None)
     assert (plan.first_epoch, plan.batches_of(3), plan.first_step_of(3)) == (3, None, 0)
     assert ResumePlan() == ResumePlan(first_epoch=1)  # a fresh run
+
+
+def test_a_run_killed_after_its_finished_checkpoint_is_marked_done_on_resume(tmp_path) -> None:
+    """The "finished" checkpoint is written before the run is marked done in the log; a kill
+    in between used to leave the run "running" for good (the crash fuzz test found it)."""
+    ws = tmp_path / "ws"
+    assert main(["init", str(ws), "--seed", "sim-starter", "--questions", "sim-basic"]) == 0
+    args = ["train", "-w", str(ws), "--no-progress", "--set", "epochs=1"]
+    assert main([*args, "--set", 'task_types=["ledger"]']) == 0
+    conn = sqlite3.connect(ws / "harness.db")
+    with conn:
+        done = conn.execute("SELECT summary_json FROM _runs WHERE kind = 'train'").fetchone()[0]
+        conn.execute(
+            "UPDATE _runs SET status = 'running', summary_json = NULL WHERE kind = 'train'"
+        )
+    assert main(["train", "-w", str(ws), "--no-progress", "--resume"]) == 0
+    row = conn.execute("SELECT status, summary_json FROM _runs WHERE kind = 'train'").fetchone()
+    conn.close()
+    assert row == ("done", done)
