@@ -23,7 +23,7 @@ import json
 import re
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,7 @@ from app.errors import RunFailed, UserError
 from app.harness import workspace as ws
 from app.harness.atomic import write_json_atomic
 from app.harness.checkpoint import load_checkpoint
-from app.harness.config import RunConfig, build_config, load_config
+from app.harness.config import RunConfig, build_config, load_config, recorded_config
 from app.harness.runner import Runner, read_final
 from app.harness.session import Session
 from app.harness.store import benchmark_dir, load_seed, seed_dir
@@ -178,21 +178,10 @@ def resolve_config(
     return load_config(path, dict(overrides or {}))
 
 
-def recorded_config(root: Path, overrides: Mapping[str, Any] | None = None) -> RunConfig:
+def resume_config(root: Path, overrides: Mapping[str, Any] | None = None) -> RunConfig:
     """The config a training run was going with (recorded in its checkpoint) plus overrides."""
-    fp = load_checkpoint(root)["config_fingerprint"]
-    recorded = {
-        k: v
-        for kind in ("structural", "decision")
-        for k, v in fp[kind].items()
-        if k != "benchmark_hash"
-    }
-    known = {f.name for f in fields(RunConfig)}
-    for key in sorted(set(recorded) - known):
-        logger.warning("checkpoint.json: config key '{}' is no longer known; ignored", key)
-    config = build_config(
-        {k: v for k, v in recorded.items() if k in known},
-        f"{root}/checkpoint.json (the run's config)",
+    config = recorded_config(
+        load_checkpoint(root)["config_fingerprint"], f"{root}/checkpoint.json (the run's config)"
     )
     if overrides:
         config = build_config(dict(overrides), "command line", config)
@@ -289,7 +278,7 @@ async def train_async(
     with WriterLock(root, command) as lock:
         mode = ws.train_start_mode(root, resume=resume, fresh=fresh)
         if mode == "resume" and config is None:
-            run_config = recorded_config(root, overrides)
+            run_config = resume_config(root, overrides)
         if mode == "fresh":
             _restart_from_seed(root, _store(store), lock)
         with Session(root, run_config, Bars(enabled=progress)) as session:

@@ -1,7 +1,7 @@
 """Does the acceptance rule let training learn? Every gate strategy on several simulated worlds.
 
 A benchmark, not a test: it prints figures (issue 10, item 7). For every strategy R
-(`gate_strategy` = eprocess | mcnemar | minibatch | accept_all), every world seed W and every
+(`[gate] strategy` = eprocess | mcnemar | minibatch | accept_all), every world seed W and every
 share setting S it trains one fresh workspace on the simulated model with `app/demo.toml`:
 
     default          harmful 0.2  useless 0.15  adversarial 0.0   (the demo's shares)
@@ -11,7 +11,7 @@ share setting S it trains one fresh workspace on the simulated model with `app/d
 
 World W's benchmark is generated once (`python -m app.providers.sim.generate --seed W --units U`)
 into a temporary store that also holds a copy of the `sim-starter` seed; each run is
-`main.py init` then `main.py train --config app/demo.toml --set gate_strategy=R
+`main.py init` then `main.py train --config app/demo.toml --set gate.strategy=R
 --set sim_world_seed=W --set sim_units_per_type=U --set sim_*_share=...`, as child processes
 from the project root, at most `--jobs` (2) at a time. From each finished workspace it reads:
 
@@ -202,7 +202,7 @@ def train_one(job: Job, no_progress: bool) -> Outcome:
                 job, False, time.perf_counter() - start, f"init exited {code}:\n{tail(err or out)}"
             )
         sets = {
-            "gate_strategy": f'"{job.strategy}"',
+            "gate.strategy": f'"{job.strategy}"',
             "sim_world_seed": str(job.seed),
             "sim_units_per_type": str(job.units),
         }
@@ -299,9 +299,10 @@ def check_config(conn: sqlite3.Connection, job: Job) -> None:
     ).fetchone()
     if row is None:
         raise ValueError("no train run in the harness log")
-    config = json.loads(row[0] or "{}")
+    recorded = json.loads(row[0] or "{}")
+    config = {**recorded, **{f"gate.{k}": v for k, v in recorded.get("gate", {}).items()}}
     want = {
-        "gate_strategy": job.strategy,
+        "gate.strategy": job.strategy,
         "sim_world_seed": job.seed,
         "sim_units_per_type": job.units,
         **{f"sim_{k}_share": v for k, v in job.shares().items()},

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-from dataclasses import MISSING, fields
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +11,7 @@ from loguru import logger
 from app.errors import DamagedFile, UserError
 from app.harness.atomic import read_json_object, write_json_atomic
 from app.harness.config import RunConfig, fingerprint, fingerprint_changes
+from app.harness.train_state import CheckpointStateError, TrainState
 from app.harness.workspace import (
     KINDS,
     list_versions,
@@ -83,14 +83,14 @@ def load_checkpoint(root: Path) -> dict[str, Any]:
     return data
 
 
-_SHAPE = {
+_SHAPE: dict[str, type] = {
     "progress": dict,
     "state": dict,
     "manifest": dict,
     "versions_max": dict,
     "config_fingerprint": dict,
 }
-_PROGRESS = {
+_PROGRESS: dict[str, type] = {
     "epoch": int,
     "phase": str,
     "step_completed": int,
@@ -98,7 +98,6 @@ _PROGRESS = {
     "total_steps": int,
     "train_id": str,
 }
-_ANNOTATION_TYPES = {"dict": dict, "list": list, "int": int, "float": (int, float), "str": str}
 
 
 def checkpoint_problem(data: dict[str, Any]) -> str | None:
@@ -139,18 +138,10 @@ def checkpoint_problem(data: dict[str, Any]) -> str | None:
 
 
 def _state_problem(state: dict[str, Any]) -> str | None:
-    from app.harness.train_state import TrainState
-
-    for f in fields(TrainState):
-        required = f.default is MISSING and f.default_factory is MISSING
-        if f.name not in state:
-            if required:
-                return f"key 'state.{f.name}' missing"
-            continue
-        want = _ANNOTATION_TYPES.get(str(f.type).split("[")[0])
-        value = state[f.name]
-        if want is not None and (not isinstance(value, want) or isinstance(value, bool)):
-            return _wrong(f"state.{f.name}", want, value)
+    try:
+        TrainState.from_dict(state)
+    except CheckpointStateError as e:
+        return str(e)
     return None
 
 

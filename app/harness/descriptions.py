@@ -276,7 +276,7 @@ async def _gate(
     stem = file[:-3]
     ladder = ctx.gate_pools.ladder_for(
         task_type, set(), key=f"{prefix}desc-{stem}", with_stage2=False
-    ).truncated(ctx.config.gate_n_max)
+    ).truncated(ctx.config.gate.n_max)
     horizon = max(1, len(ladder.families))  # no stage 2: descriptions get no probation
     act_gate = SequentialGate(ctx.gate_params, horizon=horizon, stage1=horizon)
     acc_gate = SequentialGate(ctx.gate_params, horizon=horizon, stage1=horizon)

@@ -11,6 +11,7 @@ import json
 import math
 import os
 import socket
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -33,7 +34,7 @@ from app.harness.session import Session
 from app.harness.slow_update import run_slow_update
 from app.harness.step import diagnose_batch, run_step
 from app.harness.store import promote_to_seed
-from app.harness.train_state import TrainContext, TrainState, gate_params_from
+from app.harness.train_state import Best, ResumePlan, TrainContext, TrainState
 from app.harness.workspace import (
     clean_staging,
     now_iso,
@@ -133,14 +134,15 @@ class Runner:
     async def _train(self, resume: bool) -> None:
         session = self.session
         with session.bars.live():
-            ctx, state, plan = await self._setup(resume)
-            if plan["phase"] == "finished":
+            setup = await self._setup(resume)
+            if setup is None:
                 logger.info("training already finished; nothing to resume")
                 return
-            for epoch in range(plan["first_epoch"], self.config.epochs + 1):
-                batches_ids = plan["batches"] if epoch == plan["resume_epoch"] else None
-                step_from = plan["step_from"] if epoch == plan["resume_epoch"] else 0
-                await self._epoch(ctx, state, epoch, batches_ids, step_from)
+            ctx, state, plan = setup
+            for epoch in range(plan.first_epoch, self.config.epochs + 1):
+                await self._epoch(
+                    ctx, state, epoch, plan.batches_of(epoch), plan.first_step_of(epoch)
+                )
                 stop_now = self._early_stop(state, epoch)  # always: it counts epochs since best
                 if stop_now and epoch < self.config.epochs:  # after the last one: just finished
                     logger.info(
@@ -191,7 +193,7 @@ class Runner:
         self._checkpoint(ctx, state, epoch, "epoch_done", len(batches_ids) - 1, None)
 
     def _early_stop(self, state: TrainState, epoch: int) -> bool:
-        if state.best.get("epoch") == epoch:
+        if state.best.epoch == epoch:
             state.epochs_since_best = 0
             return False
         state.epochs_since_best += 1
@@ -199,14 +201,14 @@ class Runner:
 
     async def _finish(self, ctx: TrainContext, state: TrainState) -> None:
         best = state.best
-        update_manifest(
-            ctx.root, skills=best["skills"], prompts=best["prompts"], run_id=state.train_id
-        )
+        update_manifest(ctx.root, skills=best.skills, prompts=best.prompts, run_id=state.train_id)
         self.session.refresh_paths()
         await final_test_eval(ctx, state)
         self._checkpoint(ctx, state, self.config.epochs, "finished", -1, None)
         self.session.recorder.flush()
-        self.session.log.finish_run(state.train_id, "done", {"best": best, "curve": state.curve})
+        self.session.log.finish_run(
+            state.train_id, "done", {"best": asdict(best), "curve": state.curve}
+        )
 
     def _checkpoint(
         self,
@@ -239,7 +241,8 @@ class Runner:
         )
 
     # -- setup and resume -------------------------------------------------------------------
-    async def _setup(self, resume: bool) -> tuple[TrainContext, TrainState, dict[str, Any]]:
+    async def _setup(self, resume: bool) -> tuple[TrainContext, TrainState, ResumePlan] | None:
+        """The run's context, state and where to start; None when it already finished."""
         session = self.session
         removed = clean_staging(session.paths.root)
         if removed:
@@ -254,7 +257,8 @@ class Runner:
         pools, task_types = self._pools()
         units = {u.unit_id: u for u in build_units(session.benchmark.questions)}
         if ckpt and ckpt["progress"]["phase"] == "finished":
-            return None, None, {"phase": "finished"}
+            self._mark_finished(TrainState.from_dict(ckpt["state"]))
+            return None
         if ckpt and ckpt["progress"]["phase"] != "setup":
             state = TrainState.from_dict(ckpt["state"])
             self._train_id = state.train_id
@@ -268,11 +272,18 @@ class Runner:
                 ckpt["progress"]["step_completed"],
             )
             session.log.finish_run(state.train_id, "running")
-            return ctx, state, resume_plan(ckpt)
+            return ctx, state, ResumePlan.after(ckpt["progress"], ckpt["epoch_batches"])
         train_id = ckpt["progress"]["train_id"] if ckpt else self._new_train_id()
         self._train_id = train_id
         self._carry_spend(train_id, ckpt)
         return await self._fresh_setup(train_id, pools, task_types, units)
+
+    def _mark_finished(self, state: TrainState) -> None:
+        """A run killed between its "finished" checkpoint and its "done" mark is done."""
+        run = self.session.log.run(state.train_id)
+        if run is not None and run["status"] != "done":
+            summary = {"best": asdict(state.best), "curve": state.curve}
+            self.session.log.finish_run(state.train_id, "done", summary)
 
     def _carry_spend(self, train_id: str, ckpt: dict[str, Any] | None) -> None:
         """`max_cost_usd` bounds the run, not this process: start from what it has spent."""
@@ -333,14 +344,13 @@ class Runner:
             units=units,
             gate_pools=gate_pools,
             baseline_cache=BaselineCache(state.baseline_cache),
-            gate_params=gate_params_from(self.config),
             templates=load_templates(),
             total_steps=total_steps,
         )
 
     async def _fresh_setup(
         self, train_id: str, pools: Pools, task_types: tuple[str, ...], units: dict
-    ) -> tuple[TrainContext, TrainState, dict[str, Any]]:
+    ) -> tuple[TrainContext, TrainState, ResumePlan]:
         session = self.session
         prompts = session.agent_prompts()
         # The checkpoint first: a run that dies after it resumes under the same train id.
@@ -377,13 +387,13 @@ class Runner:
         cache.put_many(prompts.skills_version, prompts.prompts_version, unit_view)
         cache.save(session.paths.baseline_cache)
         versions = {"skills": prompts.skills_version, "prompts": prompts.prompts_version}
-        best = {
-            "skills": f"skills/{versions['skills']}",
-            "prompts": f"prompts/{versions['prompts']}",
-            "val_acc": baseline_val,
-            "run_id": BASELINE_RUN,
-            "epoch": 0,
-        }
+        best = Best(
+            skills=f"skills/{versions['skills']}",
+            prompts=f"prompts/{versions['prompts']}",
+            val_acc=baseline_val,
+            run_id=BASELINE_RUN,
+            epoch=0,
+        )
         update_best(
             session.paths.root,
             skills=versions["skills"],
@@ -421,14 +431,7 @@ class Runner:
             len(pools.test),
             baseline_val,
         )
-        plan = {
-            "phase": "start",
-            "first_epoch": 1,
-            "resume_epoch": None,
-            "batches": None,
-            "step_from": 0,
-        }
-        return ctx, state, plan
+        return ctx, state, ResumePlan()
 
     async def _baseline(self, prompts) -> dict[str, bool]:
         """The seed versions on the whole benchmark, run once per workspace and reused."""
@@ -500,27 +503,6 @@ class _DiagnoseContext:
         return self.session.log
 
 
-def resume_plan(ckpt: dict[str, Any]) -> dict[str, Any]:
-    p = ckpt["progress"]
-    if p["phase"] == "finished":
-        return {"phase": "finished"}
-    if p["phase"] == "epoch_done":
-        return {
-            "phase": "resume",
-            "first_epoch": p["epoch"] + 1,
-            "resume_epoch": None,
-            "batches": None,
-            "step_from": 0,
-        }
-    return {
-        "phase": "resume",
-        "first_epoch": p["epoch"],
-        "resume_epoch": p["epoch"],
-        "batches": ckpt["epoch_batches"],
-        "step_from": p["step_completed"] + 1,
-    }
-
-
 async def final_test_eval(ctx: TrainContext, state: TrainState) -> dict[str, Any]:
     session = ctx.session
     run_id = f"{state.train_id}-final-test"
@@ -540,7 +522,7 @@ async def final_test_eval(ctx: TrainContext, state: TrainState) -> dict[str, Any
         "improvement": result.accuracy - baseline_acc,
         "units": result.total,
         "per_task_type": result.per_task_type,
-        "best": state.best,
+        "best": asdict(state.best),
         "curve": state.curve,
         "simulated_model": ctx.config.uses_sim,
     }

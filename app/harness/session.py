@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 
 from loguru import logger
@@ -135,7 +135,7 @@ class Session:
             prompts_version=prompts.prompts_version,
             questions_ref=self.benchmark.name,
             parent_run_id=parent_run_id,
-            config=asdict(self.config),
+            config=self.config.model_dump(mode="json"),
             provenance={**self.provenance(prompts), **(provenance or {})},
         )
 

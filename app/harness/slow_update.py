@@ -6,7 +6,7 @@ reported (phase 9).
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import asdict, replace
 from typing import Any
 
 from loguru import logger
@@ -17,10 +17,11 @@ from app.harness.momentum import run_slow_momentum
 from app.harness.observation import evidence_rows, write_epoch_report
 from app.harness.question_units import build_units, unit_accuracy, unit_correctness_view
 from app.harness.telemetry import current_run_id
-from app.harness.train_state import Probation, TrainContext, TrainState
+from app.harness.train_state import Best, Probation, TrainContext, TrainState
 from app.harness.workspace import update_best, update_manifest
 from core.evolution.budget import edit_budget_at
 from core.evolution.diagnose import CasePack, merge_packs
+from core.evolution.edits import RejectedEdit
 from core.evolution.evolve import evolve, prompt_file_prompt
 from core.evolution.gate import GateDecision, ProbationTest
 from core.types import InferenceResult
@@ -101,7 +102,7 @@ async def settle_probations(
     """
     verdicts = []
     for task_type in sorted(state.probations):
-        p = Probation(**state.probations.pop(task_type))
+        p = state.probations.pop(task_type)
         verdict, decision = await _probation_test(ctx, p, r, prefix)
         verdicts.append(
             {
@@ -137,8 +138,7 @@ async def _probation_test(
     ctx: TrainContext, p: Probation, r: InferenceResult, prefix: str
 ) -> tuple[str, GateDecision]:
     test = ProbationTest(ctx.gate_params, p.test)
-    families = [(str(f), tuple(ids)) for f, ids in p.families]
-    unit_ids = [u for _, ids in families for u in ids]
+    unit_ids = [u for _, ids in p.families for u in ids]
     questions = [q for u in unit_ids for q in ctx.units[u].questions]
     session = ctx.session
     skills = session.version_files("skills", session.paths.skills_version)
@@ -159,7 +159,7 @@ async def _probation_test(
     units = [ctx.units[u] for u in unit_ids]
     cand_view = unit_correctness_view(units, r.correctness)
     base_view = unit_correctness_view(units, base.correctness if base else {})
-    for family, ids in families:
+    for family, ids in p.families:
         if test.done:
             break
         test.observe_family(family, [(u, base_view[u], cand_view[u]) for u in ids])
@@ -183,17 +183,20 @@ def rollback(ctx: TrainContext, state: TrainState, p: Probation, epoch: int) -> 
         description=f"e{epoch} rollback of {p.task_type} (accepted in {p.accepted_version})",
     )
     state.cooldown[p.task_type] = ctx.config.cooldown_steps
-    state.rejected.setdefault(p.task_type, []).extend(
-        {
-            "task_type": p.task_type,
-            "op": e.get("op", ""),
-            "section": e.get("section", ""),
-            "text": e.get("content") or e.get("new") or e.get("old") or "",
-            "reason": "rolled back at epoch end",
-            "epoch": epoch,
-            "step": p.step,
-        }
-        for e in p.edits
+    state.reject(
+        p.task_type,
+        [
+            RejectedEdit(
+                task_type=p.task_type,
+                op=e.op,
+                section=e.section,
+                text=e.content or e.new or e.old,
+                reason="rolled back at epoch end",
+                epoch=epoch,
+                step=p.step,
+            )
+            for e in p.edits
+        ],
     )
     state.count("rolled_back")
 
@@ -206,14 +209,14 @@ def consider_best(
     epoch: int,
     run_id: str,
 ) -> None:
-    if result.accuracy > state.best["val_acc"]:
-        state.best = {
-            "skills": f"skills/{prompts.skills_version}",
-            "prompts": f"prompts/{prompts.prompts_version}",
-            "val_acc": result.accuracy,
-            "run_id": run_id,
-            "epoch": epoch,
-        }
+    if result.accuracy > state.best.val_acc:
+        state.best = Best(
+            skills=f"skills/{prompts.skills_version}",
+            prompts=f"prompts/{prompts.prompts_version}",
+            val_acc=result.accuracy,
+            run_id=run_id,
+            epoch=epoch,
+        )
         update_best(
             ctx.root,
             skills=prompts.skills_version,
@@ -332,7 +335,7 @@ async def holdout_four_way(
     session = ctx.session
     test = list(ctx.pools.test)
     current = (session.paths.skills_version, session.paths.prompts_version)
-    best = (state.best["skills"].split("/")[-1], state.best["prompts"].split("/")[-1])
+    best = state.best.versions
     labels = {
         "baseline": (state.baseline_versions["skills"], state.baseline_versions["prompts"]),
         "best_hard": best,
@@ -403,7 +406,7 @@ def report_epoch(
         "r_acc": r.accuracy,
         "r2_acc": r2.accuracy if r2 else None,
         "test_acc": test_acc,
-        "best": dict(state.best),
+        "best": asdict(state.best),
         "counts": {
             "accepted": counts.get("accepted", 0),
             "provisional": counts.get("provisional", 0),
@@ -438,6 +441,6 @@ def report_epoch(
         epoch,
         val_acc,
         f"  test {test_acc:.3f}" if test_acc is not None else "",
-        state.best["val_acc"],
-        state.best["skills"],
+        state.best.val_acc,
+        state.best.skills,
     )

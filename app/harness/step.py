@@ -200,7 +200,7 @@ async def gate_step(
         settings=ctx.session.agent_settings,
         params=ctx.gate_params,
         baseline_cache=ctx.baseline_cache,
-        guard_err=ctx.config.gate_guard_err,
+        guard_err=ctx.config.gate.guard_err,
     )
     outcomes = await validator.validate(specs, prefix + "gatebase")
     for spec in specs:
@@ -355,10 +355,10 @@ def gate_spec(
         task_type=task_type,
         target_file=record.target_file,
         candidate=with_skill(prompts, record.target_file, record.evolved),
-        ladder=ladder.truncated(c.gate_n_max),
+        ladder=ladder.truncated(c.gate.n_max),
         gate_run_id=f"{prefix}gate-{task_type}",
-        strategy=c.gate_strategy,
-        minibatch_k=c.gate_minibatch_k,
+        strategy=c.gate.strategy,
+        minibatch_k=c.gate.minibatch_k,
     )
 
 
@@ -385,15 +385,18 @@ def settle(
     if d.accepted:
         new_version = accept(ctx, state, epoch, step, record, outcome)
     else:
-        state.rejected.setdefault(record.task_type, []).extend(
-            RejectedEdit.from_edit(
-                record.task_type,
-                Edit.from_dict(e),
-                f"gate {d.stop_reason} (W={d.W}, L={d.L})",
-                epoch,
-                step,
-            ).to_dict()
-            for e in record.applied()
+        state.reject(
+            record.task_type,
+            [
+                RejectedEdit.from_edit(
+                    record.task_type,
+                    Edit.from_dict(e),
+                    f"gate {d.stop_reason} (W={d.W}, L={d.L})",
+                    epoch,
+                    step,
+                )
+                for e in record.applied()
+            ],
         )
         state.count("rejected")
     state.count(
@@ -449,11 +452,11 @@ def accept(
             anchor_text=record.original,
             accepted_version=version,
             test=dict(outcome.decision.continuation or {}),
-            families=[[f, list(ids)] for f, ids in outcome.stage2],
-            edits=record.applied(),
+            families=outcome.stage2,
+            edits=tuple(Edit.from_dict(e) for e in record.applied()),
             epoch=epoch,
             step=step,
-        ).__dict__
+        )
     state.correctness.update(outcome.candidate_questions)
     state.rejected.pop(task_type, None)
     state.mark_changed(task_type)

@@ -1,21 +1,43 @@
 """The mutable state of one `train()` and the read-only context it runs in.
 
-Everything in TrainState is plain JSON data, so the checkpoint is `asdict(state)` and a
-resumed run rebuilds exactly the state an uninterrupted one had.
+TrainState is dataclasses of JSON data: the checkpoint is `to_dict()`, and `from_dict()`
+checks a checkpoint's state against the same types (every key, nested ones included) and
+rebuilds exactly the state an uninterrupted run had.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+import json
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from app.harness.config import RunConfig
-from app.harness.gate_ladder import BaselineCache, GatePools
+from pydantic import TypeAdapter, ValidationError
+
+from app.harness.config import RunConfig, describe_problem
+from app.harness.gate_ladder import BaselineCache, Family, GatePools
 from app.harness.pools import Pools
-from app.harness.session import Session
-from core.evolution.edits import RejectedEdit
+from core.evolution.edits import Edit, RejectedEdit
 from core.evolution.gate import GateParams
 from core.types import Question, QuestionUnit
+
+if TYPE_CHECKING:  # the checkpoint reads TrainState without loading the model stack
+    from app.harness.session import Session
+
+
+@dataclass
+class Best:
+    """The best versions so far by validation accuracy (the baseline's until one beats it)."""
+
+    skills: str  # "skills/<version>"
+    prompts: str  # "prompts/<version>"
+    val_acc: float
+    run_id: str
+    epoch: int
+
+    @property
+    def versions(self) -> tuple[str, str]:
+        """(skills version, prompts version), without the folder."""
+        return self.skills.split("/")[-1], self.prompts.split("/")[-1]
 
 
 @dataclass
@@ -27,27 +49,31 @@ class Probation:
     anchor_text: str  # the file before the accept; restored on rollback
     accepted_version: str
     test: dict[str, Any]  # the gate test's state at the provisional accept (it goes on)
-    families: list[list[Any]]  # [family id, [unit ids]]: the reserved stage-2 families
-    edits: list[dict[str, Any]]  # applied edits; blacklisted on rollback
+    families: tuple[Family, ...]  # the reserved stage-2 families
+    edits: tuple[Edit, ...]  # applied edits; blacklisted on rollback
     epoch: int
     step: int
+
+
+class CheckpointStateError(ValueError):
+    """A checkpoint's state does not have TrainState's shape; the message names the key."""
 
 
 @dataclass
 class TrainState:
     train_id: str
     correctness: dict[str, bool]
-    best: dict[str, Any]
+    best: Best
     baseline_val_acc: float
     baseline_versions: dict[str, str]
-    rejected: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    rejected: dict[str, list[RejectedEdit]] = field(default_factory=dict)  # by task type
     system_packs: list[dict[str, Any]] = field(default_factory=list)
     tool_packs: list[dict[str, Any]] = field(default_factory=list)
     global_step: int = 0
     changed_this_epoch: list[str] = field(default_factory=list)
     epoch_start_skills: dict[str, str] = field(default_factory=dict)
     epochs_since_best: int = 0
-    probations: dict[str, dict[str, Any]] = field(default_factory=dict)
+    probations: dict[str, Probation] = field(default_factory=dict)  # by task type
     cooldown: dict[str, int] = field(default_factory=dict)
     epoch_counts: dict[str, int] = field(default_factory=dict)
     gate_pools: dict[str, Any] = field(default_factory=dict)
@@ -59,11 +85,19 @@ class TrainState:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainState:
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        """The state a checkpoint recorded; keys this version no longer has are ignored.
+        Raises CheckpointStateError naming the first wrong key (`state.best.val_acc`)."""
+        try:  # as JSON, strictly: what was written must come back with the same types
+            return _STATE.validate_json(json.dumps(data), strict=True)
+        except ValidationError as e:
+            raise CheckpointStateError(describe_problem(e.errors()[0], prefix="state")) from None
 
     def rejected_edits(self, task_type: str) -> list[RejectedEdit]:
-        return [RejectedEdit.from_dict(d) for d in self.rejected.get(task_type, [])]
+        return list(self.rejected.get(task_type, []))
+
+    def reject(self, task_type: str, edits: list[RejectedEdit]) -> None:
+        """Blacklist edits for the task type's next evolve prompts."""
+        self.rejected.setdefault(task_type, []).extend(edits)
 
     def count(self, key: str, n: int = 1) -> None:
         self.epoch_counts[key] = self.epoch_counts.get(key, 0) + n
@@ -72,6 +106,39 @@ class TrainState:
         if task_type not in self.changed_this_epoch:
             self.changed_this_epoch.append(task_type)
             self.changed_this_epoch.sort()
+
+
+_STATE = TypeAdapter(TrainState)
+
+
+@dataclass(frozen=True)
+class ResumePlan:
+    """Where train() starts: at `first_epoch`; an epoch interrupted mid-way (`resume_epoch`)
+    goes on with the batches it recorded, from the first step not yet done."""
+
+    first_epoch: int = 1
+    resume_epoch: int | None = None
+    batches: list[list[str]] | None = None
+    step_from: int = 0
+
+    @classmethod
+    def after(cls, progress: dict[str, Any], epoch_batches: list[list[str]] | None) -> ResumePlan:
+        """The plan after a checkpoint of a run not yet finished."""
+        if progress["phase"] == "epoch_done":
+            return cls(first_epoch=progress["epoch"] + 1)
+        return cls(
+            first_epoch=progress["epoch"],
+            resume_epoch=progress["epoch"],
+            batches=epoch_batches,
+            step_from=progress["step_completed"] + 1,
+        )
+
+    def batches_of(self, epoch: int) -> list[list[str]] | None:
+        """The recorded batches when `epoch` is the one resumed, else None (build them)."""
+        return self.batches if epoch == self.resume_epoch else None
+
+    def first_step_of(self, epoch: int) -> int:
+        return self.step_from if epoch == self.resume_epoch else 0
 
 
 @dataclass
@@ -85,10 +152,13 @@ class TrainContext:
     units: dict[str, QuestionUnit]
     gate_pools: GatePools
     baseline_cache: BaselineCache
-    gate_params: GateParams
     templates: dict[str, str]
     total_steps: int = 0
     baseline_run_id: str = "baseline"
+
+    @property
+    def gate_params(self) -> GateParams:
+        return self.config.gate
 
     @property
     def log(self):
@@ -100,23 +170,3 @@ class TrainContext:
 
     def questions_of(self, pool: tuple[Question, ...], task_type: str) -> list[Question]:
         return [q for q in pool if q.task_type == task_type]
-
-
-def gate_params_from(config: RunConfig) -> GateParams:
-    return GateParams(
-        e_confirm=config.gate_e_confirm,
-        e_rollback=config.gate_e_rollback,
-        e_provisional=config.gate_e_provisional,
-        w_net_min=config.gate_w_net_min,
-        delta_min=config.gate_delta_min,
-        lambda_dir=config.gate_lambda_dir,
-        lambda_strategy=config.gate_lambda_strategy,
-        lambda_max=config.gate_lambda_max,
-        shrink_k=config.gate_shrink_k,
-        n_max=config.gate_n_max,
-        e_futility=config.gate_e_futility,
-        curtail=config.gate_curtail,
-        calibrate=config.gate_calibrate,
-        futility_share=config.gate_futility_share,
-        futility_min=config.gate_futility_min,
-    )

@@ -4,7 +4,7 @@ Each spec walks its ladder of families in chunks of about GATE_CHUNK units and f
 into its acceptance rule strictly in ladder order, so the outcome does not depend on which model
 call finished first. The baseline is run lazily, chunk by chunk, for units the cache lacks.
 
-Acceptance strategies (config `gate_strategy`), all through this one path and all recorded in
+Acceptance strategies (config `[gate] strategy`), all through this one path and all recorded in
 `gate_evidence`:
 - "eprocess" (default): the sequential gate of core/evolution/gate.py;
 - "mcnemar": a fixed one-sided exact McNemar test at α = 1/e_confirm on the family outcomes
@@ -207,7 +207,7 @@ class Validator:
             raise RunFailed(
                 f"gate {spec.gate_run_id}: {tally.errors}/{tally.total} candidate "
                 f"answers failed with provider errors (> {self.guard_err:.0%}, "
-                "gate_guard_err); aborting the step. The checkpoint is intact: "
+                "gate.guard_err); aborting the step. The checkpoint is intact: "
                 "rerun with --resume."
             )
         return out

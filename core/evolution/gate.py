@@ -66,6 +66,19 @@ OUTCOME_NAMES = {1: "W", -1: "L", 0: "tie"}
 Pair = tuple[str, bool, bool]  # (unit_id, baseline correct, candidate correct)
 
 
+class GateParamError(ValueError):
+    """One gate parameter out of its range: `name` is the field, `requirement` what it must be."""
+
+    def __init__(self, name: str, value: object, requirement: str) -> None:
+        super().__init__(f"{name} must be {requirement}, got {value!r}")
+        self.name, self.value, self.requirement = name, value, requirement
+
+
+def _require(name: str, value: object, ok: bool, requirement: str) -> None:
+    if not ok:
+        raise GateParamError(name, value, requirement)
+
+
 @dataclass(frozen=True)
 class GateParams:
     """Thresholds and bet of the gate; validated so a typo in a config fails at load time.
@@ -99,29 +112,24 @@ class GateParams:
     futility_min: int = 10
 
     def __post_init__(self) -> None:
+        """The one range check of every gate parameter (the app's `[gate]` config relies on it)."""
         for name in ("lambda_dir", "lambda_max"):
-            value = getattr(self, name)
-            if not 0.0 < value < 1.0:
-                raise ValueError(f"{name} must be in (0, 1), got {value}")
+            _require(name, getattr(self, name), 0.0 < getattr(self, name) < 1.0, "in (0, 1)")
         # A threshold below 1 would be crossed before any evidence is seen (wealth starts at 1).
         for name in ("e_confirm", "e_rollback", "e_provisional"):
-            value = getattr(self, name)
-            if not value >= 1.0:
-                raise ValueError(f"{name} must be >= 1, got {value}")
-        if self.e_futility is not None and not self.e_futility > 1.0:
-            raise ValueError(f"e_futility must be > 1 or None, got {self.e_futility}")
-        if self.n_max < 1:
-            raise ValueError(f"n_max must be >= 1, got {self.n_max}")
-        if self.shrink_k < 0:
-            raise ValueError(f"shrink_k must be >= 0, got {self.shrink_k}")
-        if not 0.0 <= self.futility_share <= 1.0:
-            raise ValueError(f"futility_share must be in [0, 1], got {self.futility_share}")
-        if self.futility_min < 1:
-            raise ValueError(f"futility_min must be >= 1, got {self.futility_min}")
-        if self.lambda_strategy not in BET_STRATEGIES:
-            raise ValueError(
-                f"lambda_strategy must be one of {BET_STRATEGIES}, got {self.lambda_strategy!r}"
-            )
+            _require(name, getattr(self, name), getattr(self, name) >= 1.0, ">= 1")
+        e_futility = self.e_futility
+        _require("e_futility", e_futility, e_futility is None or e_futility > 1.0, "> 1 or unset")
+        _require("n_max", self.n_max, self.n_max >= 1, ">= 1")
+        _require("w_net_min", self.w_net_min, self.w_net_min >= 0, ">= 0")
+        _require("delta_min", self.delta_min, 0.0 <= self.delta_min <= 1.0, "in [0, 1]")
+        _require("shrink_k", self.shrink_k, self.shrink_k >= 0, ">= 0")
+        share = self.futility_share
+        _require("futility_share", share, 0.0 <= share <= 1.0, "in [0, 1]")
+        _require("futility_min", self.futility_min, self.futility_min >= 1, ">= 1")
+        strategies = ", ".join(BET_STRATEGIES)
+        ok = self.lambda_strategy in BET_STRATEGIES
+        _require("lambda_strategy", self.lambda_strategy, ok, f"one of {strategies}")
 
     @property
     def alpha(self) -> float:

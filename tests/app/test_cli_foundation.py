@@ -132,7 +132,13 @@ CHECKPOINT = {
     "state": {
         "train_id": "train1",
         "correctness": {},
-        "best": {},
+        "best": {
+            "skills": "skills/v1",
+            "prompts": "prompts/v1",
+            "val_acc": 0.0,
+            "run_id": "baseline",
+            "epoch": 0,
+        },
         "baseline_val_acc": 0.0,
         "baseline_versions": {},
     },

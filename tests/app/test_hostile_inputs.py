@@ -337,23 +337,25 @@ BAD_CONFIG = [
     (["edit_budget_end=-3"], ["edit_budget_end"]),
     (["max_cost_usd=-5.0"], ["max_cost_usd"]),
     (["max_cost_usd=0"], ["max_cost_usd"]),
-    (["gate_n_max=0"], ["gate_n_max"]),
+    (["gate.n_max=0"], ["gate.n_max"]),
+    (["gate_n_max=0"], ["gate.n_max"]),  # the spelling from before [gate] was a section
     (["momentum_samples=-1"], ["momentum_samples"]),
-    (['gate_strategy="vibes"', "gate_minibatch_k=0"], ["gate_strategy", "gate_minibatch_k"]),
-    (["gate_lambda_dir=1.0"], ["gate_lambda_dir"]),
-    (["gate_lambda_dir=0"], ["gate_lambda_dir"]),
-    (["gate_lambda_dir=-0.2"], ["gate_lambda_dir"]),
-    (["gate_lambda_max=1.5"], ["gate_lambda_max"]),
-    (["gate_lambda_dir=nan"], ["gate_lambda_dir"]),
-    (['gate_lambda_strategy="bogus"'], ["gate_lambda_strategy"]),
-    (["gate_lambda_strategy=bogus"], ["gate_lambda_strategy"]),
+    (['gate.strategy="vibes"', "gate.minibatch_k=0"], ["gate.strategy", "gate.minibatch_k"]),
+    (["gate.lambda_dir=1.0"], ["gate.lambda_dir"]),
+    (["gate.lambda_dir=0"], ["gate.lambda_dir"]),
+    (["gate.lambda_dir=-0.2"], ["gate.lambda_dir"]),
+    (["gate.lambda_max=1.5"], ["gate.lambda_max"]),
+    (["gate.lambda_dir=nan"], ["gate.lambda_dir"]),
+    (['gate.lambda_strategy="bogus"'], ["gate.lambda_strategy"]),
+    (["gate.lambda_strategy=bogus"], ["gate.lambda_strategy"]),
     (['skill_mode="sideways"'], ["skill_mode"]),
     (["sim_adversarial_share=1.5"], ["sim_adversarial_share"]),
-    (["gate_e_confirm=0.5"], ["gate_e_confirm"]),
+    (["gate.e_confirm=0.5"], ["gate.e_confirm"]),
     (["epochs=-1"], ["epochs"]),
     (['epochs="two"'], ["epochs"]),
     (["epochs=true"], ["epochs"]),
     (["gate_lamda_dir=0.3"], ["gate_lamda_dir"]),
+    (["gate.lamda_dir=0.3"], ["gate.lamda_dir"]),
     (["task_types=[1, 2]"], ["task_types"]),
 ]
 
@@ -375,18 +377,18 @@ def test_config_out_of_range_exits_2_naming_the_key(command, overrides, keys, ws
 
 def test_config_file_out_of_range_names_the_key(ws, tmp_path, capsys):
     cfg = tmp_path / "bad.toml"
-    cfg.write_text('epochs = 1\n[gate]\nstrategy = "vibes"\nlambda_dir = 2.0\n')
+    cfg.write_text('epochs = 0\n[gate]\nstrategy = "vibes"\nlambda_dir = 0.5\n')
     before = snapshot(ws)
     rc = main(["train", "-w", str(ws), "--config", str(cfg), "--no-progress"])
     line = error_line(capsys.readouterr().err)
     assert rc == 2
-    assert "gate_strategy" in line and "gate_lambda_dir" in line
+    assert "gate.strategy" in line and "epochs" in line
     assert snapshot(ws) == before
 
 
 NAN_CONFIG = [
-    "gate_e_confirm=nan",
-    "gate_e_rollback=nan",
+    "gate.e_confirm=nan",
+    "gate.e_rollback=nan",
     "max_cost_usd=nan",
     "request_timeout_s=nan",
     "temperature=-1.0",

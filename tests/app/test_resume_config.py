@@ -69,7 +69,7 @@ def test_resume_without_config_uses_the_runs_config(setup, tmp_path, capsys):
     )
     err = capsys.readouterr().err
     assert "structural config changed" not in err
-    assert "edit_budget_start" not in err and "gate_n_max" not in err
+    assert "edit_budget_start" not in err and "gate.n_max" not in err
     assert "sim_latency_ms: 5.0 -> 0.0" in err
     ref = tmp_path / "ref"
     assert main(["init", str(ref), "--seed", "sim-starter", "--questions", "sim-basic"]) == 0

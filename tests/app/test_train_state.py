@@ -1,0 +1,121 @@
+"""Typed run state: a checkpoint written before the state was typed (and before [gate] was a
+config section) still loads, re-serialises byte for byte the same, and resumes as configured."""
+
+from __future__ import annotations
+
+import copy
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from app.cli import main
+from app.harness.checkpoint import checkpoint_problem
+from app.harness.config import RunConfig, fingerprint, fingerprint_changes, recorded_config
+from app.harness.train_state import Best, CheckpointStateError, Probation, ResumePlan, TrainState
+from core.evolution.edits import Edit, RejectedEdit
+
+# checkpoint.json of an in-epoch run with two task types on probation, written by the code
+# before this change (dict state, `gate_*` config keys); big maps trimmed to a few entries.
+OLD_CHECKPOINT = Path(__file__).parent / "data" / "checkpoint_before_typed_state.json"
+
+
+@pytest.fixture
+def old() -> dict:
+    return json.loads(OLD_CHECKPOINT.read_text(encoding="utf-8"))
+
+
+def test_an_old_checkpoint_state_loads_typed(old: dict) -> None:
+    assert checkpoint_problem(old) is None
+    state = TrainState.from_dict(old["state"])
+    assert state.best == Best(
+        skills="skills/v1",
+        prompts="prompts/v1",
+        val_acc=old["state"]["best"]["val_acc"],
+        run_id="baseline",
+        epoch=0,
+    )
+    assert state.best.versions == ("v1", "v1")
+    probation = state.probations["dates"]
+    assert isinstance(probation, Probation) and probation.accepted_version == "v2"
+    family_id, unit_ids = probation.families[0]
+    assert family_id == "dates-fam09" and unit_ids == ("dates-u027", "dates-u028", "dates-u029")
+    assert all(isinstance(e, Edit) for e in probation.edits) and probation.edits[0].op == "add"
+    rejected = state.rejected_edits(next(iter(state.rejected)))
+    assert rejected and all(isinstance(r, RejectedEdit) for r in rejected)
+
+
+def test_an_old_checkpoint_state_is_written_back_unchanged(old: dict) -> None:
+    state = TrainState.from_dict(old["state"])
+    assert json.loads(json.dumps(state.to_dict())) == old["state"]
+
+
+def test_an_old_checkpoint_config_resumes_with_its_gate_settings(old: dict) -> None:
+    saved = old["config_fingerprint"]
+    assert saved["decision"]["gate_e_provisional"] == 1.2  # the pre-section spelling
+    config = recorded_config(saved, "checkpoint.json")
+    assert config.gate.e_provisional == 1.2 and config.gate.curtail is False
+    benchmark_hash = saved["structural"]["benchmark_hash"]
+    assert fingerprint_changes(saved, fingerprint(config, benchmark_hash)) == ([], [])
+    default = fingerprint(RunConfig(), benchmark_hash)
+    _, decision = fingerprint_changes(saved, default)
+    assert "gate.e_provisional: 1.2 -> 5.0" in decision
+
+
+@pytest.mark.parametrize(
+    "path, value, key",
+    [
+        (("best", "val_acc"), "high", "state.best.val_acc"),
+        (("best", "epoch"), True, "state.best.epoch"),
+        (("probations", "dates", "families"), [[1, ["u"]]], "state.probations.dates.families"),
+        (("probations", "dates", "edits"), [{"op": "add"}], "state.probations.dates.edits.section"),
+        (("rejected",), {"dates": [{"op": 1}]}, "state.rejected.dates.task_type"),
+    ],
+)
+def test_a_wrong_nested_state_value_is_named(old: dict, path, value, key) -> None:
+    state = copy.deepcopy(old["state"])
+    target = state
+    for part in path[:-1]:
+        target = target[part]
+    target[path[-1]] = value
+    with pytest.raises(CheckpointStateError, match=rf"key '{key}'"):
+        TrainState.from_dict(state)
+
+
+def test_a_missing_state_key_is_named(old: dict) -> None:
+    del old["state"]["best"]
+    assert checkpoint_problem(old) == "key 'state.best' missing"
+
+
+def test_resume_plans() -> None:
+    progress = {"epoch": 2, "phase": "in_epoch", "step_completed": 1}
+    plan = ResumePlan.after(progress, [["u1"], ["u2"], ["u3"]])
+    assert (plan.first_epoch, plan.batches_of(2), plan.first_step_of(2)) == (
+        2,
+        [["u1"], ["u2"], ["u3"]],
+        2,
+    )
+    assert (plan.batches_of(3), plan.first_step_of(3)) == (None, 0)
+    plan = ResumePlan.after({"epoch": 2, "phase": "epoch_done", "step_completed": 5}, None)
+    assert (plan.first_epoch, plan.batches_of(3), plan.first_step_of(3)) == (3, None, 0)
+    assert ResumePlan() == ResumePlan(first_epoch=1)  # a fresh run
+
+
+def test_a_run_killed_after_its_finished_checkpoint_is_marked_done_on_resume(tmp_path) -> None:
+    """The "finished" checkpoint is written before the run is marked done in the log; a kill
+    in between used to leave the run "running" for good (the crash fuzz test found it)."""
+    ws = tmp_path / "ws"
+    assert main(["init", str(ws), "--seed", "sim-starter", "--questions", "sim-basic"]) == 0
+    args = ["train", "-w", str(ws), "--no-progress", "--set", "epochs=1"]
+    assert main([*args, "--set", 'task_types=["ledger"]']) == 0
+    conn = sqlite3.connect(ws / "harness.db")
+    with conn:
+        done = conn.execute("SELECT summary_json FROM _runs WHERE kind = 'train'").fetchone()[0]
+        conn.execute(
+            "UPDATE _runs SET status = 'running', summary_json = NULL WHERE kind = 'train'"
+        )
+    assert main(["train", "-w", str(ws), "--no-progress", "--resume"]) == 0
+    row = conn.execute("SELECT status, summary_json FROM _runs WHERE kind = 'train'").fetchone()
+    conn.close()
+    assert row == ("done", done)
