@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from string import Template
 from typing import Any
 
+from core.errors import BudgetExceeded
 from core.jsonscan import find_json_object
 from core.protocols import LLMProvider
 from core.types import Question
@@ -275,7 +276,7 @@ async def diagnose_failures(
                 result.text if result.ok else "", failure.question, error=result.error
             )
         except Exception as e:  # a judge failure degrades this diagnosis only
-            if type(e).__name__ == "BudgetExceeded":
+            if isinstance(e, BudgetExceeded):
                 raise
             attempts = list(getattr(e, "attempts", []))
             results[i] = parse_diagnosis(

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field, replace
 from string import Template
 from typing import Any
 
+from core.errors import BudgetExceeded
 from core.evolution.diagnose import CasePack
 from core.evolution.edits import (
     apply_edits,
@@ -257,7 +258,7 @@ async def evolve(
             name="edits",
         )
     except Exception as e:
-        if type(e).__name__ == "BudgetExceeded":
+        if isinstance(e, BudgetExceeded):
             raise
         attempts = tuple(a.to_dict() for a in getattr(e, "attempts", []))
         return EvolutionRecord(

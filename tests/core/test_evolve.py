@@ -274,7 +274,7 @@ def test_provider_failure_becomes_a_record() -> None:
 
 
 def test_budget_exceeded_propagates() -> None:
-    from app.providers.errors import BudgetExceeded
+    from core.errors import BudgetExceeded
 
     with pytest.raises(BudgetExceeded):
         run_evolve(Fake(BudgetExceeded("spent")))
