@@ -17,7 +17,7 @@ from typing import Any
 import sqlite_utils
 
 from app.errors import DamagedFile, is_storage_failure, storage_error
-from app.harness.workspace import now_iso
+from app.harness.clock import now_iso
 from app.secrets import process_secrets, scrub
 from core.redact import redact, redact_url_credentials
 

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from app.harness.atomic import write_json_atomic
+from app.harness.clock import now_iso
 from app.harness.log import HarnessLog
 from app.harness.validate import ValidationOutcome
-from app.harness.workspace import now_iso
 from core.evolution.evolve import EvolutionRecord
 from core.evolution.gate import GateDecision
 

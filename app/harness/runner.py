@@ -25,6 +25,7 @@ from app.harness.checkpoint import (
     restore_workspace,
     write_checkpoint,
 )
+from app.harness.clock import now_iso
 from app.harness.gate_ladder import BaselineCache, GatePools
 from app.harness.pools import Pools, filter_trainable, split_pools
 from app.harness.question_units import build_units, unit_accuracy, unit_correctness_view
@@ -35,7 +36,6 @@ from app.harness.store import promote_to_seed
 from app.harness.train_state import TrainContext, TrainState, gate_params_from
 from app.harness.workspace import (
     clean_staging,
-    now_iso,
     read_manifest,
     read_version_files,
     resolve_paths,

@@ -16,6 +16,7 @@ from typing import Any
 from textual import events
 from textual.app import App
 from textual.binding import Binding
+from textual.timer import Timer
 from textual.worker import get_current_worker
 
 from app.errors import UserError
@@ -73,7 +74,7 @@ class SkillTrainerApp(App[int]):
         self.data: WorkspaceData | None = None
         self.generations: Counter[str] = Counter()
         self._fingerprint: dict[str, Any] | None = None
-        self._poll_timer = None
+        self._poll_timer: Timer | None = None
         self._warming = False
 
     # -- start ----------------------------------------------------------------------------
