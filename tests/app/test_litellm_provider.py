@@ -269,6 +269,6 @@ def test_redact_hides_env_secrets_and_key_shapes(monkeypatch: pytest.MonkeyPatch
 def test_backoff_is_full_jitter_capped_and_honours_retry_after() -> None:
     provider = LiteLLMProvider(MODEL, backoff_base_s=0.5, backoff_max_s=4, rng=random.Random(1))
     for attempt in range(8):
-        assert 0 <= provider._backoff(attempt, None) <= min(4, 0.5 * 2**attempt)
-    assert provider._backoff(0, 2.0) >= 2.0
-    assert provider._backoff(0, 60.0) == 4  # Retry-After never exceeds the cap
+        assert 0 <= provider.retry.delay(attempt, None) <= min(4, 0.5 * 2**attempt)
+    assert provider.retry.delay(0, 2.0) >= 2.0
+    assert provider.retry.delay(0, 60.0) == 4  # Retry-After never exceeds the cap
