@@ -1,4 +1,5 @@
-"""The import structure of `app/` and `core/`: no cycles, and the core never imports the app.
+"""The import structure of `app/` and `core/`: no cycles, the core never imports the app, and
+each layer imports only the layers below it.
 
 Every import counts, at module level and inside functions: a function-local import hides a
 cycle from Python's loader, not from the design. Only imports under `if TYPE_CHECKING:` are left
@@ -25,6 +26,24 @@ ALLOWED_CYCLE_EDGES: frozenset[tuple[str, str]] = frozenset(
         ("app.fork_commands", "app.commands"),  # _bars, _notice, await_, out, _next_run_id
     }
 )
+
+# The layers of docs/architecture.md#layers and what each may import. A top-level module of
+# app/ is "support" unless it is a command or the API.
+ENTRY_POINTS = frozenset(
+    {"app.cli", "app.commands", "app.fork_commands", "app.demo", "app.report", "app.api"}
+)
+MAY_IMPORT: dict[str, frozenset[str]] = {
+    "core": frozenset({"core"}),
+    "support": frozenset({"core", "support"}),
+    "providers": frozenset({"core", "support", "providers"}),
+    "harness": frozenset({"core", "support", "providers", "harness"}),
+    "tui": frozenset({"core", "support", "harness", "tui"}),
+    "cli": frozenset({"core", "support", "providers", "harness", "tui", "cli"}),
+}
+# Single modules a layer may import from a layer above it, with the reason.
+LAYER_EXCEPTIONS: dict[tuple[str, str], str] = {
+    ("providers", "app.harness.config"): "the provider factory builds providers from RunConfig",
+}
 
 Graph = dict[str, set[str]]
 
@@ -217,6 +236,31 @@ def test_core_never_imports_app() -> None:
     )
 
 
+def layer_of(module: str) -> str:
+    parts = module.split(".")
+    if parts[0] == "core":
+        return "core"
+    if len(parts) > 2 or (len(parts) == 2 and parts[1] in ("harness", "providers", "tui")):
+        return parts[1]
+    return "cli" if module in ENTRY_POINTS else "support"
+
+
+def layer_violations(graph: Graph) -> list[str]:
+    found = []
+    for src, targets in sorted(graph.items()):
+        layer = layer_of(src)
+        for dst in sorted(targets):
+            if layer_of(dst) in MAY_IMPORT[layer] or (layer, dst) in LAYER_EXCEPTIONS:
+                continue
+            found.append(f"{src} ({layer}) imports {dst} ({layer_of(dst)})")
+    return found
+
+
+def test_each_layer_imports_only_the_layers_below_it() -> None:
+    found = layer_violations(import_graph())
+    assert not found, "imports across layers (docs/architecture.md#layers):\n" + "\n".join(found)
+
+
 def test_allowed_cycle_edges_are_still_needed() -> None:
     graph = import_graph()
     stale = sorted(edge for edge in ALLOWED_CYCLE_EDGES if edge[1] not in graph.get(edge[0], ()))
@@ -239,6 +283,24 @@ def test_every_cycle_of_a_tangle_is_reported() -> None:
 def test_an_acyclic_graph_has_no_cycles() -> None:
     graph: Graph = {"a": {"b", "c"}, "b": {"c"}, "c": set()}
     assert cycles(graph) == []
+
+
+def test_modules_fall_in_their_layers() -> None:
+    assert [
+        layer_of(m)
+        for m in (
+            "core.evolution.gate",
+            "app.errors",
+            "app",
+            "app.providers.sim.world",
+            "app.harness.log",
+            "app.tui.screens.base",
+            "app.cli",
+        )
+    ] == ["core", "support", "support", "providers", "harness", "tui", "cli"]
+    assert layer_violations({"app.harness.log": {"app.tui.data"}, "app.tui.data": set()}) == [
+        "app.harness.log (harness) imports app.tui.data (tui)"
+    ]
 
 
 def test_function_local_imports_count_and_type_checking_imports_do_not(tmp_path: Path) -> None:
