@@ -1,4 +1,5 @@
-"""Command line: `python main.py <command>` (DESIGN §9). Exit codes: 0 ok, 1 run failed, 2 usage."""
+"""Command line: `python main.py <command>` (docs/architecture.md#commands-and-the-tui). Exit
+codes: 0 ok, 1 run failed, 2 usage."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""RunConfig: one frozen dataclass, loaded from TOML plus CLI overrides (DESIGN §7, §9).
+"""RunConfig: one frozen dataclass, loaded from TOML plus CLI overrides (the fingerprint:
+docs/architecture.md#checkpoint-and-resume).
 
 Every field is tagged structural or decision. A structural change (what is trained on, how it
 is batched) refuses `--resume`; a decision change (thresholds, concurrency, models) warns.

@@ -1,4 +1,5 @@
-"""HarnessLog: the SQLite log of every run, prediction, gate decision and model call (DESIGN §5).
+"""HarnessLog: the SQLite log of every run, prediction, gate decision and model call
+(docs/architecture.md#the-harness-log).
 
 WAL mode so readers (TUI, `report`) never block the writer; one writer connection per process
 guarded by a lock; inserts batched inside one transaction each.

@@ -1,4 +1,5 @@
-"""Step and epoch reports (JSON files + log rows) and gate evidence rows (DESIGN §4, §5)."""
+"""Step and epoch reports (JSON files + log rows) and gate evidence rows
+(docs/architecture.md#the-harness-log)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Runner: the thin orchestrator of `train`, `diagnose` and `promote` (DESIGN §6).
+"""Runner: the thin orchestrator of `train`, `diagnose` and `promote`
+(docs/architecture.md#a-training-run).
 
 The work lives in module functions (step, slow_update, momentum); the state of one train()
 is a TrainState passed explicitly and checkpointed after every step and every epoch.

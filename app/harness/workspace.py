@@ -1,4 +1,5 @@
-"""The workspace: manifest-versioned skills/prompts, frozen benchmark, log, reports (DESIGN §4).
+"""The workspace: manifest-versioned skills/prompts, frozen benchmark, log, reports
+(docs/architecture.md#the-workspace-on-disk).
 
 Versions are immutable. A new version is staged in `.staging/` inside the workspace and renamed
 into place, and every JSON write is atomic, so a kill leaves the old state or the new one.
@@ -434,7 +435,8 @@ def archive_workspace(root: Path) -> Path:
 
 
 def train_start_mode(root: Path, *, resume: bool, fresh: bool) -> str:
-    """Decide between 'resume', 'fresh' and 'start' (DESIGN §4: three workspace states)."""
+    """Decide between 'resume', 'fresh' and 'start' (three workspace states,
+    docs/architecture.md#the-workspace-on-disk)."""
     if resume and fresh:
         raise UserError("--resume and --fresh exclude each other: pick one")
     has_progress = (Path(root) / "checkpoint.json").is_file()

@@ -1,4 +1,5 @@
-"""Real models through litellm (DESIGN §8, facts in §12).
+"""Real models through litellm (docs/architecture.md#models; the library behaviour it
+relies on: docs/architecture.md#library-behaviour-the-code-relies-on).
 
 litellm is imported lazily (5-7 s) with the offline price map and no `.env` loading; its own
 retries are off (`num_retries=0`) so that retries, backoff and their count live here, where
@@ -50,7 +51,8 @@ _TIMEOUT_GRACE_S = 5.0
 
 
 def load_litellm() -> ModuleType:
-    """Import litellm once per process, offline and quiet (DESIGN §12)."""
+    """Import litellm once per process, offline and quiet
+    (docs/architecture.md#library-behaviour-the-code-relies-on)."""
     global _litellm
     if _litellm is None:
         with _import_lock:
@@ -219,7 +221,8 @@ class LiteLLMProvider:
 
     def _litellm_prices(self) -> dict[str, float]:
         """Per-call prices for litellm's own cost bookkeeping. Without them an unpriced model
-        makes litellm fail a price lookup on every call (~2 ms CPU, DESIGN §12)."""
+        makes litellm fail a price lookup on every call (~2 ms CPU,
+        docs/architecture.md#library-behaviour-the-code-relies-on)."""
         if self._explicit_prices:
             return {
                 "input_cost_per_token": (self.price_in_per_mtok or 0.0) / 1e6,

@@ -1,4 +1,5 @@
-"""The skill-trainer TUI (DESIGN §10): `python main.py tui [WORKSPACE]`.
+"""The skill-trainer TUI (docs/architecture.md#commands-and-the-tui): `python main.py tui
+[WORKSPACE]`.
 
 Four screens as app modes (keys 1-4): Overview, Steps, Versions, Runs (-> predictions ->
 trajectory). It only reads: every query runs in a worker thread on its own short-lived

@@ -1,4 +1,5 @@
-"""Two-stage diagnosis: classify each failure's cause, then build case packs (DESIGN §6.2).
+"""Two-stage diagnosis: classify each failure's cause, then build case packs
+(docs/architecture.md#a-step).
 
 Stage 1 asks the judge model (`judge_model`), per failure, whether the cause is missing context, an
 interface/tool ambiguity, a runtime fault, or a real skill gap. Stage 2 groups the failures:

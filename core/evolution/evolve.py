@@ -1,4 +1,5 @@
-"""Evolution calls: the evolver proposes structured edits, code applies them (DESIGN §6.3).
+"""Evolution calls: the evolver proposes structured edits, code applies them
+(docs/architecture.md#a-step).
 
 The model's reply is untrusted: it is parsed defensively, clipped to the edit budget, and
 applied by `apply_edits`, which refuses any edit that targets another file or the protected

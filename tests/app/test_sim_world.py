@@ -1,4 +1,4 @@
-"""The simulated world and what keeps it honest (DESIGN §3, §8).
+"""The simulated world and what keeps it honest (docs/architecture.md#models).
 
 Everything here goes through the real harness code (AgentPrompts, answer_question /
 run_inference, diagnose_failures, build_packs, skill_prompt, process_reply) against the sim

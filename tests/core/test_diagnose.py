@@ -1,4 +1,5 @@
-"""Two-stage diagnosis (DESIGN §6.2): defensive parsing, then grouping into case packs."""
+"""Two-stage diagnosis (docs/architecture.md#a-step): defensive parsing, then grouping into case
+packs."""
 
 from __future__ import annotations
 

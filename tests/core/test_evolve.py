@@ -1,4 +1,5 @@
-"""Evolution calls (DESIGN §6.3): prompts, reply processing, provider failures, momentum text."""
+"""Evolution calls (docs/architecture.md#a-step): prompts, reply processing, provider failures,
+momentum text."""
 
 from __future__ import annotations
 
