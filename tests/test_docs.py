@@ -8,7 +8,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
-SCANNED = ("app", "core", "tests", "bench", "docs", "README.md", "CONTRIBUTING.md")
+SCANNED = ("app", "core", "tests", "bench", "docs", "README.md", "CONTRIBUTING.md", "CHANGELOG.md")
 SECTION_REF = re.compile(r"architecture\.md#([a-z0-9-]+)")
 LOCAL_LINK = re.compile(r"\]\((?!https?://|#)([^)#\s]+)(?:#[^)\s]*)?\)")
 
