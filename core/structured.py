@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from core.errors import BudgetExceeded
+from core.protocols import LLMProvider
 
 LEVELS = ("json_schema", "json_object_schema", "json_object", "prompt")
 REPLY_KEEP_CHARS = 2000
@@ -131,7 +132,7 @@ def is_format_rejection(exc: BaseException) -> bool:
 
 
 async def structured_complete(
-    provider,
+    provider: LLMProvider,
     messages: list[dict[str, Any]],
     *,
     parse: Callable[[str], tuple[Any, str]],

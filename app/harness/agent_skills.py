@@ -402,7 +402,7 @@ def export_skills(
         kept = dict(read_sidecar(files).get(file_name, {}))
         meta = dict(kept.get("metadata") or {})
         meta.update({f"skill-trainer.{k}": str(v) for k, v in provenance.items()})
-        fm = {"name": name, "description": description[:MAX_DESCRIPTION]}
+        fm: dict[str, Any] = {"name": name, "description": description[:MAX_DESCRIPTION]}
         for key in ("license", "compatibility", "allowed-tools"):
             if key in kept:
                 fm[key] = kept[key]

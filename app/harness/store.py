@@ -307,5 +307,7 @@ def _commit_store(store: Path, target: Path, message: str) -> None:
         repo = git.Repo(store)  # only a store that is itself a repository
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
         return
+    if repo.working_tree_dir is None:
+        return  # a bare repository has no files to commit
     repo.index.add([str(target.resolve().relative_to(Path(repo.working_tree_dir).resolve()))])
     repo.index.commit(message)

@@ -8,6 +8,7 @@ momentum block. Nothing the model says is executed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from string import Template
 from typing import Any
@@ -15,6 +16,8 @@ from typing import Any
 from core.errors import BudgetExceeded
 from core.evolution.diagnose import CasePack
 from core.evolution.edits import (
+    Edit,
+    RejectedEdit,
     apply_edits,
     format_blacklist,
     parse_edits,
@@ -22,6 +25,7 @@ from core.evolution.edits import (
 )
 from core.jsonscan import find_json_object
 from core.protocols import LLMProvider
+from core.structured import FormatLadder, structured_complete
 
 
 @dataclass(frozen=True)
@@ -53,7 +57,14 @@ class EvolutionRecord:
 
 
 def skill_prompt(
-    template: str, *, task_type: str, file: str, skill: str, pack: CasePack, budget: int, rejected
+    template: str,
+    *,
+    task_type: str,
+    file: str,
+    skill: str,
+    pack: CasePack,
+    budget: int,
+    rejected: Sequence[RejectedEdit],
 ) -> str:
     return Template(template).safe_substitute(
         task_type=task_type,
@@ -188,7 +199,7 @@ EDITS_SCHEMA: dict[str, Any] = edits_schema()
 PLACEHOLDERS = ("<one rule>", "<title>", "<exact text>", "<exact line>", "<text>")
 
 
-def placeholder_problems(edits, sections: tuple[str, ...] = ()) -> list[str]:
+def placeholder_problems(edits: Sequence[Edit], sections: tuple[str, ...] = ()) -> list[str]:
     """A message naming the edits that copy the prompt's example text (and the real sections);
     empty when none do."""
     bad = [
@@ -242,12 +253,10 @@ async def evolve(
     task_type: str = "",
     source_version: str = "",
     request_summary: str = "",
-    ladder=None,
+    ladder: FormatLadder | None = None,
 ) -> EvolutionRecord:
     """One evolver call (plus one repair request if its reply does not parse); provider
     failures become a record, never an exception. `ladder` picks the response format."""
-    from core.structured import structured_complete
-
     try:
         result = await structured_complete(
             provider,
