@@ -17,7 +17,7 @@ from typing import Any
 
 import sqlite_utils
 
-from app.errors import DamagedFile, is_storage_failure, storage_error
+from app.errors import DamagedFile, UserError, is_storage_failure, storage_error
 from app.harness.clock import now_iso
 from app.secrets import process_secrets, scrub
 from core.redact import redact, redact_url_credentials
@@ -273,8 +273,6 @@ class HarnessLog:
             )
             done = self.schema_version()
             if done > SCHEMA_VERSION:
-                from app.errors import UserError
-
                 raise UserError(
                     f"{self.path}: log schema {done} is newer than this "
                     f"skill-trainer supports ({SCHEMA_VERSION})"

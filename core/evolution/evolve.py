@@ -16,12 +16,15 @@ from typing import Any
 from core.errors import BudgetExceeded
 from core.evolution.diagnose import CasePack
 from core.evolution.edits import (
+    MOMENTUM_END,
+    MOMENTUM_START,
     Edit,
     RejectedEdit,
     apply_edits,
     format_blacklist,
     parse_edits,
     rank_clip,
+    sanitize_text,
 )
 from core.jsonscan import find_json_object
 from core.protocols import LLMProvider
@@ -178,8 +181,6 @@ def edits_schema(original: str = "") -> dict[str, Any]:
 
 def editable_lines(text: str) -> tuple[str, ...]:
     """The file's non-empty lines outside headings and the protected momentum block."""
-    from core.evolution.edits import MOMENTUM_END, MOMENTUM_START
-
     out, inside = [], False
     for line in text.splitlines():
         stripped = line.strip()
@@ -298,8 +299,6 @@ async def evolve(
 
 def momentum_guidance(reply: str, max_lines: int = 8, max_chars: int = 800) -> str | None:
     """The guidance block from a momentum reply, sanitised; None when unusable."""
-    from core.evolution.edits import MOMENTUM_END, MOMENTUM_START, sanitize_text
-
     obj = find_json_object(reply, ("guidance",))
     text = obj.get("guidance") if isinstance(obj, dict) else None
     if not isinstance(text, str) or not text.strip():
