@@ -1,4 +1,5 @@
-"""What produced a run: code commit, versions and hashes, models, benchmark (DESIGN §4)."""
+"""What produced a run: code commit, versions and hashes, models, benchmark (stored in
+`_runs.provenance_json`, docs/architecture.md#the-harness-log)."""
 
 from __future__ import annotations
 

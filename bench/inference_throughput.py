@@ -1,4 +1,4 @@
-"""How close does inference get to the model's own limits? (DESIGN §5, §8.)
+"""How close does inference get to the model's own limits? (docs/architecture.md#models.)
 
 A benchmark, not a test: it prints figures. Three parts, all on the built-in simulated model
 over the `sim-basic` benchmark with the `sim-starter` seed:

@@ -1,4 +1,5 @@
-"""How fast does the harness log take predictions? (DESIGN §5: batched inserts, WAL.)
+"""How fast does the harness log take predictions? (docs/architecture.md#the-harness-log:
+batched inserts, WAL.)
 
 A benchmark, not a test: it prints figures. Builds N prediction rows shaped like
 `app.harness.inference.prediction_row` (every column of the `predictions` table, a multi-turn

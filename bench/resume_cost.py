@@ -22,7 +22,7 @@ Figures:
                          under-counts. Bound: the reference's non-cached calls of the step
                          that was interrupted.
   same end state         the resumed workspace's manifest best and final test accuracy equal
-                         the reference's (DESIGN §7).
+                         the reference's (docs/architecture.md#checkpoint-and-resume).
 
 Noise: process start-up and step times vary 20-30 % on a shared machine; the kill point is
 deterministic, so the call counts do not.

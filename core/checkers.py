@@ -1,4 +1,5 @@
-"""Answer checkers (DESIGN §3): exact after normalisation, numeric, choice, regex."""
+"""Answer checkers (docs/architecture.md#the-data-model): exact after normalisation, numeric,
+choice, regex."""
 
 from __future__ import annotations
 

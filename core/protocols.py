@@ -1,4 +1,4 @@
-"""The seams between the pure core and the application (DESIGN §8).
+"""The seams between the pure core and the application (docs/architecture.md#layers).
 
 `app/harness` talks to models only through `LLMProvider`; tools through `ToolDispatch`.
 """

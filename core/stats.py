@@ -1,4 +1,5 @@
-"""Statistics for the gate, probation and rankings (DESIGN §6.6, §11). Pure Python, no I/O.
+"""Statistics for the gate, probation and rankings (docs/architecture.md#the-gate). Pure Python, no
+I/O.
 
 Everything here runs inside the trainer at decision time, so it depends on the standard
 library only; scipy and statsmodels serve as oracles in the tests, never at runtime.

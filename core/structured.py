@@ -23,6 +23,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from core.errors import BudgetExceeded
+from core.protocols import LLMProvider
+
 LEVELS = ("json_schema", "json_object_schema", "json_object", "prompt")
 REPLY_KEEP_CHARS = 2000
 # A rejected format shows up as an error naming the parameter or one of its values.
@@ -129,7 +132,7 @@ def is_format_rejection(exc: BaseException) -> bool:
 
 
 async def structured_complete(
-    provider,
+    provider: LLMProvider,
     messages: list[dict[str, Any]],
     *,
     parse: Callable[[str], tuple[Any, str]],
@@ -164,7 +167,7 @@ async def structured_complete(
                     ladder is not None
                     and level != "prompt"
                     and is_format_rejection(exc)
-                    and type(exc).__name__ != "BudgetExceeded"
+                    and not isinstance(exc, BudgetExceeded)
                 ):
                     attempts.append(Attempt(number, level, "format_rejected", _short(exc)))
                     ladder.downgrade(level, _short(exc))

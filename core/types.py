@@ -1,4 +1,5 @@
-"""The data model shared by every layer (DESIGN §3). Pure values, no I/O."""
+"""The data model shared by every layer (docs/architecture.md#the-data-model). Pure values, no
+I/O."""
 
 from __future__ import annotations
 

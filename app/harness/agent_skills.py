@@ -31,8 +31,19 @@ import yaml
 from loguru import logger
 
 from app.errors import UserError
-from app.harness.store import SKILLS_SIDECAR, TASK_TYPE_RE, read_toml
+from app.harness.log import HarnessLog
+from app.harness.store import (
+    SKILLS_SIDECAR,
+    TASK_TYPE_RE,
+    _commit_store,
+    load_seed,
+    read_sidecar,
+    read_toml,
+    write_sidecar,
+)
+from app.harness.workspace import read_best, read_manifest, read_meta, read_version_files
 from core.evolution.edits import MOMENTUM_END, MOMENTUM_START
+from core.stats import wilson_interval
 
 SIDECAR = SKILLS_SIDECAR
 SKILL_FILE = "SKILL.md"
@@ -202,25 +213,7 @@ def parse_skills_dir(src: Path) -> list[ParsedSkill]:
     return skills
 
 
-# --------------------------------------------------------------------------- the sidecar
-
-
-def read_sidecar(files: dict[str, str], where: str = SIDECAR) -> dict[str, dict[str, Any]]:
-    """The per-file frontmatter of a skills version or seed ({} when it has none)."""
-    text = files.get(SIDECAR)
-    if text is None:
-        return {}
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise UserError(f"{where}:{e.lineno}: invalid JSON: {e.msg}") from None
-    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
-        raise UserError(f"{where}:1: must map skill file names to frontmatter objects")
-    return data
-
-
-def write_sidecar(entries: dict[str, dict[str, Any]]) -> str:
-    return json.dumps(entries, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+# ------------------------------------------------------------------ skill files and names
 
 
 def skill_files(files: dict[str, str]) -> list[str]:
@@ -299,8 +292,6 @@ def _mapping(src: Path, skills: list[ParsedSkill]) -> dict[str, str]:
 
 def import_skills(src: Path, store: Path, seed_name: str, prompts_from: Path) -> Path:
     """A folder of Agent Skills becomes `store/seeds/<seed_name>`; all-or-nothing."""
-    from app.harness.store import _commit_store, load_seed
-
     src = Path(src)
     if not TASK_TYPE_RE.fullmatch(seed_name) or seed_name.startswith("."):
         raise UserError(
@@ -454,10 +445,6 @@ def version_provenance(root: Path, version: str, eval_run_id: str | None) -> dic
     """Where an exported version came from: workspace, versions, eval run, accuracy with its
     95% Wilson interval (core/stats.py), the sha256 of the version's files (as recorded in its
     `_meta.json`); export adds each body's own sha256."""
-    from app.harness.log import HarnessLog
-    from app.harness.workspace import read_meta
-    from core.stats import wilson_interval
-
     root = Path(root)
     meta = read_meta(root, "skills", version)
     prov = {
@@ -522,8 +509,6 @@ def export_version(
     root: Path, version: str, out: Path, eval_run_id: str | None = None, store: Path | None = None
 ) -> list[Path]:
     """Export a workspace's skills version (`best` for the best one) as Agent Skills."""
-    from app.harness.workspace import read_best, read_manifest, read_version_files
-
     root = Path(root)
     if version == "best":
         best = read_best(root)

@@ -1,4 +1,5 @@
-"""An epoch's batches (DESIGN §6.2): every wrong unit, a share of right ones, types spread out."""
+"""An epoch's batches (docs/architecture.md#pools): every wrong unit, a share of right ones, types
+spread out."""
 
 from __future__ import annotations
 

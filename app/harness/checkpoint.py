@@ -1,4 +1,5 @@
-"""checkpoint.json: training progress, serialised state and config fingerprint (DESIGN §7)."""
+"""checkpoint.json: training progress, serialised state and config fingerprint
+(docs/architecture.md#checkpoint-and-resume)."""
 
 from __future__ import annotations
 

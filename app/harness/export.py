@@ -40,8 +40,8 @@ from typing import Any
 from app.errors import UserError
 from app.harness.agent_prompts import AgentPrompts
 from app.harness.atomic import write_json_atomic, write_text_atomic
+from app.harness.clock import now_iso
 from app.harness.fork import held_out_question_ids
-from app.harness.workspace import now_iso
 
 EXPORT_VERSION = 1
 LAYOUTS = {

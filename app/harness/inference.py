@@ -1,4 +1,4 @@
-"""run_inference: the agent loop over a pool of questions (DESIGN §3, §6).
+"""run_inference: the agent loop over a pool of questions (docs/architecture.md#a-step).
 
 Each question: opening messages, up to `max_steps` model turns with tool calls, a final
 `ANSWER:` line checked by the question's checker. Every prediction and its trajectory is

@@ -1,4 +1,5 @@
-"""HarnessLog: the SQLite log of every run, prediction, gate decision and model call (DESIGN §5).
+"""HarnessLog: the SQLite log of every run, prediction, gate decision and model call
+(docs/architecture.md#the-harness-log).
 
 WAL mode so readers (TUI, `report`) never block the writer; one writer connection per process
 guarded by a lock; inserts batched inside one transaction each.
@@ -16,8 +17,8 @@ from typing import Any
 
 import sqlite_utils
 
-from app.errors import DamagedFile, is_storage_failure, storage_error
-from app.harness.workspace import now_iso
+from app.errors import DamagedFile, UserError, is_storage_failure, storage_error
+from app.harness.clock import now_iso
 from app.secrets import process_secrets, scrub
 from core.redact import redact, redact_url_credentials
 
@@ -272,8 +273,6 @@ class HarnessLog:
             )
             done = self.schema_version()
             if done > SCHEMA_VERSION:
-                from app.errors import UserError
-
                 raise UserError(
                     f"{self.path}: log schema {done} is newer than this "
                     f"skill-trainer supports ({SCHEMA_VERSION})"

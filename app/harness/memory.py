@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.harness.agent_prompts import AgentPrompts
-from app.harness.workspace import now_iso
+from app.harness.clock import now_iso
 from core.types import Question
 
 MAX_QUERY_TERMS = 64

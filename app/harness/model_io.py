@@ -15,7 +15,7 @@ from typing import Any
 from loguru import logger
 
 from app.harness.atomic import read_json, write_json_atomic
-from app.harness.workspace import now_iso
+from app.harness.clock import now_iso
 from core.structured import LEVELS, FormatLadder
 
 MODEL_IO_FILE = "model_io.json"

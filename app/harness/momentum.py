@@ -13,6 +13,7 @@ from string import Template
 from app.harness.telemetry import current_run_id
 from app.harness.train_state import TrainContext, TrainState
 from app.harness.validate import with_skill
+from app.providers.errors import BudgetExceeded
 from core.evolution.budget import resolve_skill_file
 from core.evolution.edits import replace_momentum
 from core.evolution.evolve import momentum_guidance
@@ -98,9 +99,9 @@ async def _guidance(
         reply = await session.providers["evolver"].complete(
             [{"role": "user", "content": prompt}], role="evolver"
         )
-    except Exception as e:
-        if type(e).__name__ == "BudgetExceeded":
-            raise
+    except BudgetExceeded:
+        raise
+    except Exception:  # momentum notes are optional: a failed call leaves the skill as it is
         return None
     finally:
         current_run_id.reset(token)

@@ -1,4 +1,5 @@
-"""Step and epoch reports (JSON files + log rows) and gate evidence rows (DESIGN §4, §5)."""
+"""Step and epoch reports (JSON files + log rows) and gate evidence rows
+(docs/architecture.md#the-harness-log)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from app.harness.atomic import write_json_atomic
+from app.harness.clock import now_iso
 from app.harness.log import HarnessLog
 from app.harness.validate import ValidationOutcome
-from app.harness.workspace import now_iso
 from core.evolution.evolve import EvolutionRecord
 from core.evolution.gate import GateDecision
 

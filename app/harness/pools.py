@@ -1,4 +1,4 @@
-"""Diagnosis / validation / test pools (DESIGN §3, §6.1).
+"""Diagnosis / validation / test pools (docs/architecture.md#pools).
 
 Split hygiene: a family (and therefore every unit in it) lands in exactly one pool, so a
 near-duplicate of a training question can never leak into validation or test. Counts are by

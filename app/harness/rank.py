@@ -29,6 +29,7 @@ from loguru import logger
 from app.errors import UserError
 from app.harness import memory
 from app.harness.atomic import write_json_atomic
+from app.harness.clock import now_iso
 from app.harness.fork import held_out_question_ids
 from app.harness.judge import (
     CallBudget,
@@ -40,7 +41,6 @@ from app.harness.judge import (
 )
 from app.harness.telemetry import current_run_id
 from app.harness.verifiers import load_verifier, verify_rollout
-from app.harness.workspace import now_iso
 from core import ranking
 
 

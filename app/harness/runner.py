@@ -1,4 +1,5 @@
-"""Runner: the thin orchestrator of `train`, `diagnose` and `promote` (DESIGN §6).
+"""Runner: the thin orchestrator of `train`, `diagnose` and `promote`
+(docs/architecture.md#a-training-run).
 
 The work lives in module functions (step, slow_update, momentum); the state of one train()
 is a TrainState passed explicitly and checkpointed after every step and every epoch.
@@ -27,6 +28,7 @@ from app.harness.checkpoint import (
     restore_workspace,
     write_checkpoint,
 )
+from app.harness.clock import now_iso
 from app.harness.gate_ladder import BaselineCache, GatePools
 from app.harness.pools import Pools, filter_trainable, split_pools
 from app.harness.question_units import build_units, unit_accuracy, unit_correctness_view
@@ -37,7 +39,6 @@ from app.harness.store import promote_to_seed
 from app.harness.train_state import Best, ResumePlan, TrainContext, TrainState
 from app.harness.workspace import (
     clean_staging,
-    now_iso,
     read_manifest,
     read_version_files,
     resolve_paths,

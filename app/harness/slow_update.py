@@ -1,4 +1,4 @@
-"""The end-of-epoch slow update: ten ordered phases (DESIGN §6.4).
+"""The end-of-epoch slow update: ten ordered phases (docs/architecture.md#the-slow-update).
 
 The test pool never feeds the gate, best, early stop or any tuning: it is only evaluated and
 reported (phase 9).

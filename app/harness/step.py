@@ -1,4 +1,4 @@
-"""One training step (DESIGN §6.2, §6.3): rollout, diagnose, evolve, gate, settle."""
+"""One training step (docs/architecture.md#a-step): rollout, diagnose, evolve, gate, settle."""
 
 from __future__ import annotations
 

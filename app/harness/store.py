@@ -208,13 +208,32 @@ def _check_units(questions: list[Question], path: Path, lines: dict[str, int]) -
             raise UserError(f"{where}: unit '{unit_id}' is split across families")
 
 
+def read_sidecar(files: dict[str, str], where: str = SKILLS_SIDECAR) -> dict[str, dict[str, Any]]:
+    """The per-file frontmatter of a skills version or seed ({} when it has none).
+
+    Imported Agent Skills keep their frontmatter here (app/harness/agent_skills.py).
+    """
+    text = files.get(SKILLS_SIDECAR)
+    if text is None:
+        return {}
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise UserError(f"{where}:{e.lineno}: invalid JSON: {e.msg}") from None
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise UserError(f"{where}:1: must map skill file names to frontmatter objects")
+    return data
+
+
+def write_sidecar(entries: dict[str, dict[str, Any]]) -> str:
+    return json.dumps(entries, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
 def load_seed(path: Path) -> Seed:
     meta = read_toml(path / "seed.toml")
     skills = _read_md_folder(path / "skills")
     sidecar = path / "skills" / SKILLS_SIDECAR  # imported frontmatter (app/harness/agent_skills.py)
     if sidecar.is_file() and not sidecar.is_symlink():
-        from app.harness.agent_skills import read_sidecar
-
         skills[SKILLS_SIDECAR] = sidecar.read_text(encoding="utf-8")
         read_sidecar(skills, str(sidecar))
     prompts = _read_md_folder(path / "prompts")
@@ -288,6 +307,7 @@ def _commit_store(store: Path, target: Path, message: str) -> None:
         repo = git.Repo(store)  # only a store that is itself a repository
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
         return
-    top = Path(repo.working_tree_dir or store).resolve()
-    repo.index.add([str(target.resolve().relative_to(top))])
+    if repo.working_tree_dir is None:
+        return  # a bare repository has no files to commit
+    repo.index.add([str(target.resolve().relative_to(Path(repo.working_tree_dir).resolve()))])
     repo.index.commit(message)

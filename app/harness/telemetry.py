@@ -5,8 +5,8 @@ from __future__ import annotations
 from contextvars import ContextVar
 from typing import Any
 
+from app.harness.clock import now_iso
 from app.harness.log import HarnessLog
-from app.harness.workspace import now_iso
 
 current_run_id: ContextVar[str] = ContextVar("current_run_id", default="")
 FLUSH_EVERY = 500

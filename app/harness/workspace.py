@@ -1,4 +1,5 @@
-"""The workspace: manifest-versioned skills/prompts, frozen benchmark, log, reports (DESIGN §4).
+"""The workspace: manifest-versioned skills/prompts, frozen benchmark, log, reports
+(docs/architecture.md#the-workspace-on-disk).
 
 Versions are immutable. A new version is staged in `.staging/` inside the workspace and renamed
 into place, and every JSON write is atomic, so a kill leaves the old state or the new one.
@@ -19,6 +20,8 @@ from typing import Any
 from app.errors import DamagedFile, UserError
 from app.harness import killpoints
 from app.harness.atomic import fsync_dir, read_json_object, write_json_atomic
+from app.harness.clock import now_iso
+from app.harness.log import HarnessLog
 from app.harness.store import Seed, load_benchmark
 from app.secrets import scrub
 
@@ -26,10 +29,6 @@ MANIFEST_SCHEMA = 1
 KINDS = ("skills", "prompts")
 META_FILE = "_meta.json"
 VERSION_RE = re.compile(r"^v(\d+)$")
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 @dataclass(frozen=True)
@@ -373,8 +372,6 @@ def init_workspace(
     except BaseException:
         shutil.rmtree(building, ignore_errors=True)
         raise
-    from app.harness.log import HarnessLog
-
     HarnessLog(root / "harness.db").close()
     return resolve_paths(root)
 
@@ -416,8 +413,6 @@ def _populate(building: Path, seed: Seed, benchmark_path: Path, questions_name: 
 
 def _freeze_benchmark(source: Path, target: Path) -> None:
     """Copy the benchmark; secret values from the environment become keyed placeholders."""
-    from app.secrets import scrub
-
     shutil.copytree(source, target)
     for path in target.rglob("*"):
         if path.is_file() and path.suffix in (".jsonl", ".toml", ".json", ".md"):
@@ -440,7 +435,8 @@ def archive_workspace(root: Path) -> Path:
 
 
 def train_start_mode(root: Path, *, resume: bool, fresh: bool) -> str:
-    """Decide between 'resume', 'fresh' and 'start' (DESIGN §4: three workspace states)."""
+    """Decide between 'resume', 'fresh' and 'start' (three workspace states,
+    docs/architecture.md#the-workspace-on-disk)."""
     if resume and fresh:
         raise UserError("--resume and --fresh exclude each other: pick one")
     has_progress = (Path(root) / "checkpoint.json").is_file()

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from app.errors import UserError
+from app.harness.clock import now_iso
 
 LOCK_FILE = "writer.lock"
 
@@ -26,19 +27,13 @@ class WorkspaceBusy(UserError):
     """Another process holds the workspace's writer lock (exit code 2)."""
 
 
-def _now_iso() -> str:
-    from datetime import UTC, datetime
-
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
 class WriterLock:
     """`with WriterLock(root, "train --resume"):` -- refuses at once if another writer holds it."""
 
     def __init__(self, root: Path, command: str) -> None:
         self.root = Path(root)
         self.command = command
-        self.started_at = _now_iso()
+        self.started_at = now_iso()
         self._fd: int | None = None
         self._held_in: Path | None = None
 

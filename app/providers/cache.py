@@ -1,4 +1,4 @@
-"""Request-hash response cache used in front of every provider (DESIGN §8).
+"""Request-hash response cache used in front of every provider (docs/architecture.md#models).
 
 A resumed or repeated request (same model, messages, tools, sampling params and seed, which is
 the sample index) is answered from SQLite and marked `cache_hit`. Every put commits at once, so

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from core import errors as core_errors
+
 
 class ProviderError(Exception):
     """A model call failed in a way the caller should report, not retry."""
@@ -19,8 +21,11 @@ class ConfigurationError(ProviderError):
     """Unusable setup found before any call: missing API key, unknown model."""
 
 
-class BudgetExceeded(ProviderError):
-    """The run-wide cost budget is spent; no further calls are made."""
+class BudgetExceeded(ProviderError, core_errors.BudgetExceeded):
+    """The run-wide cost budget is spent; no further calls are made.
+
+    Also a `core.errors.BudgetExceeded`, so the core's loops re-raise it instead of absorbing it.
+    """
 
 
 class TransientError(ProviderError):

@@ -1,4 +1,5 @@
-"""Real models through litellm (DESIGN §8, facts in §12).
+"""Real models through litellm (docs/architecture.md#models; the library behaviour it
+relies on: docs/architecture.md#library-behaviour-the-code-relies-on).
 
 litellm is imported lazily (5-7 s) with the offline price map and no `.env` loading; its own
 retries are off (`num_retries=0`) so that retries, backoff and their count live here, where
@@ -14,7 +15,7 @@ import random
 import re
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -28,6 +29,7 @@ from app.providers.errors import (
     ProviderError,
     TransientError,
 )
+from app.providers.retry import FailureOutcome, RetryPolicy, Sleep
 from core.protocols import Message
 from core.redact import redact as redact_secrets
 from core.redact import secret_values
@@ -49,7 +51,8 @@ _TIMEOUT_GRACE_S = 5.0
 
 
 def load_litellm() -> ModuleType:
-    """Import litellm once per process, offline and quiet (DESIGN §12)."""
+    """Import litellm once per process, offline and quiet
+    (docs/architecture.md#library-behaviour-the-code-relies-on)."""
     global _litellm
     if _litellm is None:
         with _import_lock:
@@ -130,22 +133,24 @@ class LiteLLMProvider:
         price_in_per_mtok: float | None = None,
         price_out_per_mtok: float | None = None,
         budget: CostBudget | None = None,
-        sleep: Callable[[float], Awaitable[Any]] = anyio.sleep,
+        sleep: Sleep = anyio.sleep,
         rng: random.Random | None = None,
     ) -> None:
         self.model = model
         self.api_base = api_base
         self.api_key_env = api_key_env
         self.timeout_s = timeout_s
-        self.max_retries = max_retries
-        self.backoff_base_s = backoff_base_s
-        self.backoff_max_s = backoff_max_s
         self.price_in_per_mtok = price_in_per_mtok
         self.price_out_per_mtok = price_out_per_mtok
         self.budget = budget
         self.stats = ProviderStats()
-        self._sleep = sleep
-        self._rng = rng or random.Random()
+        self.retry = RetryPolicy(
+            max_retries=max_retries,
+            backoff_base_s=backoff_base_s,
+            backoff_max_s=backoff_max_s,
+            sleep=sleep,
+            rng=rng or random.Random(),
+        )
         self._api_key: str | None = None
         self._priced = False
         self._supported: frozenset[str] | None = None  # sampling params the provider takes
@@ -216,7 +221,8 @@ class LiteLLMProvider:
 
     def _litellm_prices(self) -> dict[str, float]:
         """Per-call prices for litellm's own cost bookkeeping. Without them an unpriced model
-        makes litellm fail a price lookup on every call (~2 ms CPU, DESIGN §12)."""
+        makes litellm fail a price lookup on every call (~2 ms CPU,
+        docs/architecture.md#library-behaviour-the-code-relies-on)."""
         if self._explicit_prices:
             return {
                 "input_cost_per_token": (self.price_in_per_mtok or 0.0) / 1e6,
@@ -296,55 +302,43 @@ class LiteLLMProvider:
 
     async def _call_with_retries(self, kwargs: dict[str, Any], counts: _CallCounts) -> Any:
         litellm = load_litellm()
-        for attempt in range(self.max_retries + 1):
+
+        async def attempt(number: int) -> Any:
             if self.budget:
                 self.budget.check()
             self.stats.attempts += 1
             counts.attempts += 1
-            try:
-                # Backstop for providers that ignore `timeout`: a hang becomes a retryable
-                # TimeoutError. The key goes in here only, never into a variable a traceback
-                # would show.
-                # A slow drip (a byte now and then) never trips a per-read timeout: bound the
-                # whole request too.
-                with anyio.fail_after(self.timeout_s + min(_TIMEOUT_GRACE_S, self.timeout_s)):
-                    return await litellm.acompletion(**kwargs, api_key=self._api_key)
-            except Exception as exc:
-                counts.timeouts += int(_is_timeout(exc))
-                counts.last_timed_out = _is_timeout(exc)
-                outcome = self._on_failure(exc, attempt)
-            if isinstance(outcome, ProviderError):
-                outcome.call_attempts = counts.attempts  # type: ignore[attr-defined]
-                outcome.call_retries = counts.retries  # type: ignore[attr-defined]
-                outcome.call_timeouts = counts.timeouts  # type: ignore[attr-defined]
-                outcome.timed_out = counts.last_timed_out  # type: ignore[attr-defined]
-                raise outcome  # outside `except`: no chained raw error (with secrets) attached
-            self.stats.retries += 1
-            counts.retries += 1
-            await self._sleep(outcome)
-        raise AssertionError("unreachable")  # the last attempt returns or raises
+            # Backstop for providers that ignore `timeout`: a hang becomes a retryable
+            # TimeoutError. A slow drip (a byte now and then) never trips a per-read timeout:
+            # bound the whole request too. The key goes in here only, never into a variable a
+            # traceback would show.
+            with anyio.fail_after(self.timeout_s + min(_TIMEOUT_GRACE_S, self.timeout_s)):
+                return await litellm.acompletion(**kwargs, api_key=self._api_key)
 
-    def _on_failure(self, exc: Exception, attempt: int) -> ProviderError | float:
-        """The error to raise, or the delay before the next attempt."""
+        return await self.retry.run(
+            attempt, lambda exc, number: self._on_failure(exc, number, counts)
+        )
+
+    def _on_failure(self, exc: Exception, attempt: int, counts: _CallCounts) -> FailureOutcome:
+        """The error to raise (carrying the call's counts), or the delay before the next
+        attempt."""
+        if isinstance(exc, BudgetExceeded):
+            return exc  # refused before the request: not a failed attempt
+        counts.timeouts += int(_is_timeout(exc))
+        counts.last_timed_out = _is_timeout(exc)
         detail = self._describe(exc)
         if not _is_retryable(exc):
             self.stats.errors += 1
-            return _fatal_error(exc, self.model, detail, self.api_key_env)
-        if attempt >= self.max_retries:
+            return counts.attach(_fatal_error(exc, self.model, detail, self.api_key_env))
+        if self.retry.is_last(attempt):
             self.stats.errors += 1
-            return TransientError(
-                f"model {self.model} failed after {attempt + 1} attempts: {detail}"
+            return counts.attach(
+                TransientError(f"model {self.model} failed after {attempt + 1} attempts: {detail}")
             )
         logger.debug("model {} attempt {} failed, retrying: {}", self.model, attempt + 1, detail)
-        return self._backoff(attempt, _retry_after(exc))
-
-    def _backoff(self, attempt: int, retry_after: float | None) -> float:
-        """Exponential backoff with full jitter; a server's Retry-After is a lower bound."""
-        cap = min(self.backoff_max_s, self.backoff_base_s * 2**attempt)
-        delay = self._rng.uniform(0, cap)
-        if retry_after:
-            delay = max(delay, retry_after)
-        return min(delay, self.backoff_max_s)
+        self.stats.retries += 1
+        counts.retries += 1
+        return self.retry.delay(attempt, _retry_after(exc))
 
     def _describe(self, exc: Exception) -> str:
         status = getattr(exc, "status_code", None)
@@ -421,6 +415,14 @@ class _CallCounts:
     retries: int = 0
     timeouts: int = 0
     last_timed_out: bool = False
+
+    def attach(self, error: ProviderError) -> ProviderError:
+        """The counts ride on the raised error, so a failed call is logged with them."""
+        error.call_attempts = self.attempts  # type: ignore[attr-defined]
+        error.call_retries = self.retries  # type: ignore[attr-defined]
+        error.call_timeouts = self.timeouts  # type: ignore[attr-defined]
+        error.timed_out = self.last_timed_out  # type: ignore[attr-defined]
+        return error
 
 
 def _is_timeout(exc: Exception) -> bool:

@@ -1,4 +1,5 @@
-"""The skill-trainer TUI (DESIGN §10): `python main.py tui [WORKSPACE]`.
+"""The skill-trainer TUI (docs/architecture.md#commands-and-the-tui): `python main.py tui
+[WORKSPACE]`.
 
 Four screens as app modes (keys 1-4): Overview, Steps, Versions, Runs (-> predictions ->
 trajectory). It only reads: every query runs in a worker thread on its own short-lived
@@ -17,6 +18,7 @@ from typing import Any
 from textual import events
 from textual.app import App
 from textual.binding import Binding
+from textual.timer import Timer
 from textual.worker import get_current_worker
 
 from app.errors import UserError
@@ -75,7 +77,7 @@ class SkillTrainerApp(App[int]):
         self.data: WorkspaceData | None = None
         self.generations: Counter[str] = Counter()
         self._fingerprint: dict[str, Any] | None = None
-        self._poll_timer = None
+        self._poll_timer: Timer | None = None
         self._warming = False
 
     # -- start ----------------------------------------------------------------------------

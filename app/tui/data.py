@@ -1,4 +1,4 @@
-"""Read-only access to a workspace for the TUI (DESIGN §10).
+"""Read-only access to a workspace for the TUI (docs/architecture.md#commands-and-the-tui).
 
 Every query opens its own short-lived read-only connection (`HarnessLog(readonly=True)`), runs
 a bounded query and closes it, so the TUI never holds a lock or a long read transaction while

@@ -1,4 +1,4 @@
-"""Edit budget schedule and skill-file resolution (DESIGN §6.3, §6.5).
+"""Edit budget schedule and skill-file resolution (docs/architecture.md#edit-budget).
 
 Pure functions: the Runner computes `total_steps` from a trial batching and asks, per step, how
 many edits the evolver may propose; big edits early, fine-tuning late (or the reverse).

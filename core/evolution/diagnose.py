@@ -1,4 +1,5 @@
-"""Two-stage diagnosis: classify each failure's cause, then build case packs (DESIGN §6.2).
+"""Two-stage diagnosis: classify each failure's cause, then build case packs
+(docs/architecture.md#a-step).
 
 Stage 1 asks the judge model (`judge_model`), per failure, whether the cause is missing context, an
 interface/tool ambiguity, a runtime fault, or a real skill gap. Stage 2 groups the failures:
@@ -15,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from string import Template
 from typing import Any
 
+from core.errors import BudgetExceeded
 from core.jsonscan import find_json_object
 from core.protocols import LLMProvider
 from core.types import Question
@@ -275,7 +277,7 @@ async def diagnose_failures(
                 result.text if result.ok else "", failure.question, error=result.error
             )
         except Exception as e:  # a judge failure degrades this diagnosis only
-            if type(e).__name__ == "BudgetExceeded":
+            if isinstance(e, BudgetExceeded):
                 raise
             attempts = list(getattr(e, "attempts", []))
             results[i] = parse_diagnosis(

@@ -1,4 +1,5 @@
-"""Structured skill-file edits: parse the evolver's reply, apply it safely (DESIGN §6.3).
+"""Structured skill-file edits: parse the evolver's reply, apply it safely
+(docs/architecture.md#a-step).
 
 The evolver never writes a skill file directly. It proposes `add` / `replace` / `delete` edits on
 markdown sections; this module parses that (untrusted) reply defensively and applies the edits

@@ -1,4 +1,5 @@
-"""Evolution calls: the evolver proposes structured edits, code applies them (DESIGN §6.3).
+"""Evolution calls: the evolver proposes structured edits, code applies them
+(docs/architecture.md#a-step).
 
 The model's reply is untrusted: it is parsed defensively, clipped to the edit budget, and
 applied by `apply_edits`, which refuses any edit that targets another file or the protected
@@ -7,19 +8,27 @@ momentum block. Nothing the model says is executed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from string import Template
 from typing import Any
 
+from core.errors import BudgetExceeded
 from core.evolution.diagnose import CasePack
 from core.evolution.edits import (
+    MOMENTUM_END,
+    MOMENTUM_START,
+    Edit,
+    RejectedEdit,
     apply_edits,
     format_blacklist,
     parse_edits,
     rank_clip,
+    sanitize_text,
 )
 from core.jsonscan import find_json_object
 from core.protocols import LLMProvider
+from core.structured import FormatLadder, structured_complete
 
 
 @dataclass(frozen=True)
@@ -51,7 +60,14 @@ class EvolutionRecord:
 
 
 def skill_prompt(
-    template: str, *, task_type: str, file: str, skill: str, pack: CasePack, budget: int, rejected
+    template: str,
+    *,
+    task_type: str,
+    file: str,
+    skill: str,
+    pack: CasePack,
+    budget: int,
+    rejected: Sequence[RejectedEdit],
 ) -> str:
     return Template(template).safe_substitute(
         task_type=task_type,
@@ -165,8 +181,6 @@ def edits_schema(original: str = "") -> dict[str, Any]:
 
 def editable_lines(text: str) -> tuple[str, ...]:
     """The file's non-empty lines outside headings and the protected momentum block."""
-    from core.evolution.edits import MOMENTUM_END, MOMENTUM_START
-
     out, inside = [], False
     for line in text.splitlines():
         stripped = line.strip()
@@ -186,7 +200,7 @@ EDITS_SCHEMA: dict[str, Any] = edits_schema()
 PLACEHOLDERS = ("<one rule>", "<title>", "<exact text>", "<exact line>", "<text>")
 
 
-def placeholder_problems(edits, sections: tuple[str, ...] = ()) -> list[str]:
+def placeholder_problems(edits: Sequence[Edit], sections: tuple[str, ...] = ()) -> list[str]:
     """A message naming the edits that copy the prompt's example text (and the real sections);
     empty when none do."""
     bad = [
@@ -240,12 +254,10 @@ async def evolve(
     task_type: str = "",
     source_version: str = "",
     request_summary: str = "",
-    ladder=None,
+    ladder: FormatLadder | None = None,
 ) -> EvolutionRecord:
     """One evolver call (plus one repair request if its reply does not parse); provider
     failures become a record, never an exception. `ladder` picks the response format."""
-    from core.structured import structured_complete
-
     try:
         result = await structured_complete(
             provider,
@@ -257,7 +269,7 @@ async def evolve(
             name="edits",
         )
     except Exception as e:
-        if type(e).__name__ == "BudgetExceeded":
+        if isinstance(e, BudgetExceeded):
             raise
         attempts = tuple(a.to_dict() for a in getattr(e, "attempts", []))
         return EvolutionRecord(
@@ -287,8 +299,6 @@ async def evolve(
 
 def momentum_guidance(reply: str, max_lines: int = 8, max_chars: int = 800) -> str | None:
     """The guidance block from a momentum reply, sanitised; None when unusable."""
-    from core.evolution.edits import MOMENTUM_END, MOMENTUM_START, sanitize_text
-
     obj = find_json_object(reply, ("guidance",))
     text = obj.get("guidance") if isinstance(obj, dict) else None
     if not isinstance(text, str) or not text.strip():

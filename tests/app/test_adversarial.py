@@ -1,4 +1,4 @@
-"""Adversarial model output: the evolver and the agent are untrusted (DESIGN §6.3, §8).
+"""Adversarial model output: the evolver and the agent are untrusted (docs/architecture.md#a-step).
 
 End to end, `train` with `sim_adversarial_share=0.5` (the simulated evolver then proposes path
 escapes, absolute paths, momentum deletion, empty replacements, control characters and an

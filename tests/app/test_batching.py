@@ -1,4 +1,4 @@
-"""Epoch batches (DESIGN §6.2): units, wrong units first-class, task types spread."""
+"""Epoch batches (docs/architecture.md#pools): units, wrong units first-class, task types spread."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The CLI foundation: help, one-line user errors, train flags, secrets never written or
-printed, and `report` (DESIGN §4, §9)."""
+printed, and `report` (docs/architecture.md#commands-and-the-tui)."""
 
 from __future__ import annotations
 

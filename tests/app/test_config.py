@@ -1,5 +1,5 @@
 """RunConfig: TOML + `--set` overrides, errors that name the key, range checks, and the
-structural/decision fingerprint split (DESIGN §7, §9)."""
+structural/decision fingerprint split (docs/architecture.md#checkpoint-and-resume)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Hostile inputs: odd benchmarks, bad configs, newer-version workspaces (DESIGN §3, §4, §9).
+"""Hostile inputs: odd benchmarks, bad configs, newer-version workspaces
+(docs/architecture.md#the-store).
 
 A benchmark full of unicode edge cases (RTL and bidi controls, combining marks, emoji with
 ZWJ, NUL inside strings, a 1 MB question) must work end to end for `init` + `eval v1`. A bad

@@ -1,4 +1,4 @@
-"""run_inference and answer_question against a scripted fake model (DESIGN §3, §6)."""
+"""run_inference and answer_question against a scripted fake model (docs/architecture.md#a-step)."""
 
 from __future__ import annotations
 

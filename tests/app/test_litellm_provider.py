@@ -19,6 +19,7 @@ from app.providers.errors import (
     TransientError,
 )
 from app.providers.litellm_provider import CostBudget, LiteLLMProvider, load_litellm, redact
+from core import errors as core_errors
 from core.protocols import LLMProvider
 from core.types import ToolCall, ToolSpec
 from tests.fakes.fixtures import fake_openai  # noqa: F401 - pytest fixture
@@ -161,8 +162,9 @@ async def test_budget_stops_before_further_calls(make, fake_openai: FakeOpenAI) 
         await agent.complete(USER)
     sent = len(fake_openai.requests)
     for provider in (agent, judge):  # shared: every provider of the run stops
-        with pytest.raises(BudgetExceeded, match="budget"):
+        with pytest.raises(BudgetExceeded, match="budget") as refused:
             await provider.complete(USER)
+        assert isinstance(refused.value, core_errors.BudgetExceeded)  # the core re-raises it
     assert len(fake_openai.requests) == sent  # refused before reaching the server
     assert budget.spent_usd >= budget.max_usd
 
@@ -267,6 +269,6 @@ def test_redact_hides_env_secrets_and_key_shapes(monkeypatch: pytest.MonkeyPatch
 def test_backoff_is_full_jitter_capped_and_honours_retry_after() -> None:
     provider = LiteLLMProvider(MODEL, backoff_base_s=0.5, backoff_max_s=4, rng=random.Random(1))
     for attempt in range(8):
-        assert 0 <= provider._backoff(attempt, None) <= min(4, 0.5 * 2**attempt)
-    assert provider._backoff(0, 2.0) >= 2.0
-    assert provider._backoff(0, 60.0) == 4  # Retry-After never exceeds the cap
+        assert 0 <= provider.retry.delay(attempt, None) <= min(4, 0.5 * 2**attempt)
+    assert provider.retry.delay(0, 2.0) >= 2.0
+    assert provider.retry.delay(0, 60.0) == 4  # Retry-After never exceeds the cap

@@ -1,5 +1,5 @@
 """HarnessLog: WAL, migrations, uniqueness, LIKE-escaped clearing, atomic batches, and a
-reader polling while another process writes (DESIGN §5)."""
+reader polling while another process writes (docs/architecture.md#the-harness-log)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Family-level, stratified pool split and the trainability filter (DESIGN §3, §6.1)."""
+"""Family-level, stratified pool split and the trainability filter (docs/architecture.md#pools)."""
 
 from __future__ import annotations
 

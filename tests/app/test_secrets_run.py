@@ -1,4 +1,5 @@
-"""Secrets end to end: API keys never reach the workspace, the log or the console (DESIGN §4, §8).
+"""Secrets end to end: API keys never reach the workspace, the log or the console
+(docs/architecture.md#models).
 
 Canary keys sit in the environment (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, a `*_TOKEN`) and
 the same canaries are planted in a store copy: in a question's text and context, in a context

@@ -1,4 +1,4 @@
-"""The simulated world and what keeps it honest (DESIGN §3, §8).
+"""The simulated world and what keeps it honest (docs/architecture.md#models).
 
 Everything here goes through the real harness code (AgentPrompts, answer_question /
 run_inference, diagnose_failures, build_packs, skill_prompt, process_reply) against the sim
@@ -33,7 +33,6 @@ from app.harness.workspace import (
     update_manifest,
 )
 from app.paths import builtin_store, read_prompt
-from app.providers import retry as retry_module
 from app.providers.errors import TransientError
 from app.providers.retry import RetryingProvider
 from app.providers.sim import provider as sim_provider_module
@@ -697,15 +696,14 @@ class Counting:
         return await self.inner.complete(messages, **kwargs)
 
 
-def test_retrying_provider_recovers_transient_faults(questions, starter, monkeypatch) -> None:
+def test_retrying_provider_recovers_transient_faults(questions, starter) -> None:
     async def no_sleep(seconds: float) -> None:
         return None
 
-    monkeypatch.setattr(retry_module, "anyio", SimpleNamespace(sleep=no_sleep))
     requests = _agent_requests(questions, starter, 300)
     clean = SimProvider()
     inner = Counting(SimProvider(settings=SimSettings(fault_rate=0.3)))
-    retrying = RetryingProvider(inner, max_retries=8)
+    retrying = RetryingProvider(inner, max_retries=8, sleep=no_sleep)
 
     async def go():
         recovered = 0
@@ -738,7 +736,11 @@ def test_retrying_provider_recovers_transient_faults(questions, starter, monkeyp
     for messages in requests[:60]:
         before = always.calls
         try:
-            reply = run(lambda m=messages: RetryingProvider(always, max_retries=2).complete(m))
+            reply = run(
+                lambda m=messages: RetryingProvider(always, max_retries=2, sleep=no_sleep).complete(
+                    m
+                )
+            )
         except TransientError:
             raised += 1
             assert always.calls - before == 3  # 1 try + 2 retries, then it gives up

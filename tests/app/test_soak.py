@@ -1,4 +1,5 @@
-"""Concurrent readers soak: `report` and the TUI read while `train` writes (DESIGN §5, §10).
+"""Concurrent readers soak: `report` and the TUI read while `train` writes
+(docs/architecture.md#the-harness-log).
 
 `train` runs as a real process (small config, 2 epochs). While it runs this test polls, all at
 once: `python main.py report WS --json` as a subprocess about every second, the TUI's data

@@ -1,4 +1,5 @@
-"""Storage faults: ENOSPC / EACCES injected into the writers, in process (DESIGN §4, §7).
+"""Storage faults: ENOSPC / EACCES injected into the writers, in process
+(docs/architecture.md#the-workspace-on-disk).
 
 Each fault is a one-shot `OSError` raised by a patched `os.replace` / `os.rename` / `os.fsync`
 (or by the file object a writer writes through) when it touches a matching path. The CLI must

@@ -1,5 +1,5 @@
 """The store and `init` on bad input: exit code 2, one line naming file/line/key, nothing
-partial left behind (DESIGN §3, §4, §9)."""
+partial left behind (docs/architecture.md#the-store)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Gate validation over several task types at once (DESIGN §6.3 C, §6.6).
+"""Gate validation over several task types at once (docs/architecture.md#a-step, step 4).
 
 The outcome must not depend on which model call finishes first: decisions and evidence are
 compared across runs with random latency, jitter and different concurrency.

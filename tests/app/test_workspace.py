@@ -1,5 +1,5 @@
 """Workspace: init, immutable versions, manifest, best, archive, atomic writes, kill safety
-(DESIGN §4)."""
+(docs/architecture.md#the-workspace-on-disk)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Edit budget schedule and skill-file resolution (DESIGN §6.3, §6.5)."""
+"""Edit budget schedule and skill-file resolution (docs/architecture.md#edit-budget)."""
 
 from __future__ import annotations
 

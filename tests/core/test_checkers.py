@@ -1,4 +1,5 @@
-"""Answer checkers (DESIGN §3): exact, numeric, choice, regex; answer extraction."""
+"""Answer checkers (docs/architecture.md#the-data-model): exact, numeric, choice, regex; answer
+extraction."""
 
 from __future__ import annotations
 

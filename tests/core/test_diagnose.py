@@ -1,4 +1,5 @@
-"""Two-stage diagnosis (DESIGN §6.2): defensive parsing, then grouping into case packs."""
+"""Two-stage diagnosis (docs/architecture.md#a-step): defensive parsing, then grouping into case
+packs."""
 
 from __future__ import annotations
 
@@ -277,7 +278,7 @@ def test_diagnose_failures_keeps_order_and_degrades_only_the_broken_call() -> No
 
 
 def test_budget_exceeded_is_not_degraded_away() -> None:
-    from app.providers.errors import BudgetExceeded
+    from core.errors import BudgetExceeded
 
     provider = Replies({"q0?": BudgetExceeded("spent")})
     with pytest.raises(BaseException) as info:

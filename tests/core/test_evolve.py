@@ -1,4 +1,5 @@
-"""Evolution calls (DESIGN §6.3): prompts, reply processing, provider failures, momentum text."""
+"""Evolution calls (docs/architecture.md#a-step): prompts, reply processing, provider failures,
+momentum text."""
 
 from __future__ import annotations
 
@@ -274,7 +275,7 @@ def test_provider_failure_becomes_a_record() -> None:
 
 
 def test_budget_exceeded_propagates() -> None:
-    from app.providers.errors import BudgetExceeded
+    from core.errors import BudgetExceeded
 
     with pytest.raises(BudgetExceeded):
         run_evolve(Fake(BudgetExceeded("spent")))

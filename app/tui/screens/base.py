@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Protocol, cast
 
 from textual.binding import Binding
 from textual.screen import Screen
@@ -15,8 +16,25 @@ from textual.worker import Worker, get_current_worker
 from app.sanitize import markup_safe
 from app.tui.data import QueryCancelled, WorkspaceData
 
-if TYPE_CHECKING:
-    from app.tui.app import SkillTrainerApp
+
+class ScreenHost(Protocol):
+    """What the screens need from the TUI's app (app/tui/app.py implements it).
+
+    Declared here, below the app, so screens depend on this interface and never on the module
+    that composes them.
+    """
+
+    data: WorkspaceData | None
+
+    def generations_of(self, kinds: frozenset[str]) -> dict[str, int]:
+        """How often each change kind has been seen, to tell whether a screen is stale."""
+        ...
+
+    def first_paint_done(self) -> None:
+        """A screen showed its first data (the app then warms up the others)."""
+        ...
+
+    def open_workspace(self, path: Path) -> None: ...
 
 
 class BaseScreen(Screen):
@@ -37,8 +55,8 @@ class BaseScreen(Screen):
         self._seen: dict[str, int] | None = None
 
     @property
-    def tui(self) -> SkillTrainerApp:
-        return self.app  # type: ignore[return-value]
+    def tui(self) -> ScreenHost:
+        return cast(ScreenHost, self.app)
 
     @property
     def data(self) -> WorkspaceData:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -15,6 +15,7 @@ from textual.worker import get_current_worker
 from app.sanitize import markup_safe
 from app.tui import format as fmt
 from app.tui.data import list_workspaces
+from app.tui.screens.base import ScreenHost
 from app.tui.widgets.key_bar import KeyBar
 
 
@@ -109,4 +110,4 @@ class PickerScreen(Screen):
                 markup_safe(f"cannot open {path}: {entry and entry.get('error')}"), severity="error"
             )
             return
-        self.app.open_workspace(Path(path))  # type: ignore[attr-defined]
+        cast(ScreenHost, self.app).open_workspace(Path(str(path)))
