@@ -22,7 +22,7 @@ import functools
 import json
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -634,21 +634,21 @@ def writable_store(store: str | Path | None) -> Path:
 
 def find_seed(store: Path, name: str) -> Path:
     """A seed from `store`, else the built-in one of that name (sim-starter, real-starter)."""
-    try:
-        return seed_dir(store, name)
-    except UserError:
-        builtin = paths.builtin_store()
-        if store.resolve() == builtin.resolve() or not (builtin / "seeds" / name).is_dir():
-            raise
-        return seed_dir(builtin, name)
+    return _in_store_or_builtin(seed_dir, "seeds", store, name)
 
 
 def find_benchmark(store: Path, name: str) -> Path:
     """A benchmark from `store`, else the built-in one of that name."""
+    return _in_store_or_builtin(benchmark_dir, "questions", store, name)
+
+
+def _in_store_or_builtin(
+    lookup: Callable[[Path, str], Path], folder: str, store: Path, name: str
+) -> Path:
     try:
-        return benchmark_dir(store, name)
-    except UserError:
+        return lookup(store, name)
+    except UserError:  # re-raised as is: it names `store`, where the user looked
         builtin = paths.builtin_store()
-        if store.resolve() == builtin.resolve() or not (builtin / "questions" / name).is_dir():
+        if store.resolve() == builtin.resolve() or not (builtin / folder / name).is_dir():
             raise
-        return benchmark_dir(builtin, name)
+        return lookup(builtin, name)
