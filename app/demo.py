@@ -11,6 +11,7 @@ from app.harness.config import RunConfig
 from app.harness.runner import Runner, read_final
 from app.harness.session import SIM_NOTICE, Session
 from app.harness.store import benchmark_dir, load_seed, seed_dir
+from app.harness.vocabulary import Count
 from app.harness.workspace import archive_workspace, init_workspace
 from app.harness.writer_lock import WriterLock
 from app.paths import STORE_DIR
@@ -59,13 +60,13 @@ def demo_summary(workspace: Path, totals: dict, seconds: float) -> str:
         lines.append(f"  epoch {row['epoch']}: val {row['val_acc']:.3f}{test}  {bar}")
     counts = {
         k: sum(r.get(k, 0) for r in curve)
-        for k in ("accepted", "provisional", "rejected", "rolled_back", "kept")
+        for k in (Count.ACCEPTED, Count.PROVISIONAL, Count.REJECTED, Count.ROLLED_BACK, Count.KEPT)
     }
     lines += [
         "",
-        f"gate decisions: {counts['accepted']} accepted, {counts['provisional']} provisional "
-        f"({counts['kept']} kept, {counts['rolled_back']} rolled back at epoch end), "
-        f"{counts['rejected']} rejected",
+        f"gate decisions: {counts[Count.ACCEPTED]} accepted, "
+        f"{counts[Count.PROVISIONAL]} provisional ({counts[Count.KEPT]} kept, "
+        f"{counts[Count.ROLLED_BACK]} rolled back at epoch end), {counts[Count.REJECTED]} rejected",
         f"test accuracy: baseline {final.get('baseline_test_accuracy', 0):.3f} -> "
         f"final {final.get('test_accuracy', 0):.3f} "
         f"(best {final.get('skills_version')}/{final.get('prompts_version')}, "

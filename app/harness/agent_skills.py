@@ -454,7 +454,7 @@ def version_provenance(root: Path, version: str, eval_run_id: str | None) -> dic
     """Where an exported version came from: workspace, versions, eval run, accuracy with its
     95% Wilson interval (core/stats.py), the sha256 of the version's files (as recorded in its
     `_meta.json`); export adds each body's own sha256."""
-    from app.harness.log import HarnessLog
+    from app.harness.log import HarnessLog, RunStatus
     from app.harness.workspace import read_meta
     from core.stats import wilson_interval
 
@@ -472,7 +472,7 @@ def version_provenance(root: Path, version: str, eval_run_id: str | None) -> dic
     if run is None:
         prov["eval-run"] = "none"
         return prov
-    if run["status"] != "done" or run["skills_version"] != version:
+    if run["status"] != RunStatus.DONE or run["skills_version"] != version:
         raise UserError(
             f"run {run['run_id']} is {run['status']} and evaluated skills "
             f"{run['skills_version']}; need a finished run of {version}"

@@ -27,6 +27,7 @@ import anyio
 from app.errors import UserError
 from app.harness import killpoints
 from app.harness.inference import answer_question, prediction_row
+from app.harness.log import RunStatus
 from app.harness.pools import split_pools
 from app.harness.telemetry import current_run_id
 from app.progress import NO_BARS
@@ -225,7 +226,8 @@ async def run_fork(
         spec = ForkSpec.from_json(stored, f"{session.paths.db}: run {rollout_id}")
         with log._txn():
             log.conn.execute(
-                "UPDATE _runs SET status='running', finished_at=NULL WHERE run_id=?", (rollout_id,)
+                "UPDATE _runs SET status=?, finished_at=NULL WHERE run_id=?",
+                (RunStatus.RUNNING, rollout_id),
             )
     by_id = session.questions_by_id
     missing = [q for q in spec.question_ids if q not in by_id]
@@ -269,7 +271,7 @@ async def run_fork(
         from app.errors import first_leaf, is_stop
 
         leaf = first_leaf(e)
-        status = "stopped" if is_stop(leaf) else "failed"
+        status = RunStatus.STOPPED if is_stop(leaf) else RunStatus.FAILED
         log.finish_run(
             rollout_id,
             status,
@@ -288,7 +290,9 @@ async def run_fork(
     total = len(spec.question_ids) * spec.n_branches
     summary = fork_summary(log, rollout_id)
     log.finish_run(
-        rollout_id, "done", {**summary, "branches": total, "ran": len(todo), "skipped": len(done)}
+        rollout_id,
+        RunStatus.DONE,
+        {**summary, "branches": total, "ran": len(todo), "skipped": len(done)},
     )
     return ForkResult(rollout_id, len(spec.question_ids), total, len(todo), len(done), elapsed)
 

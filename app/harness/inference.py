@@ -29,7 +29,7 @@ from app.secrets import scrub
 from core.checkers import check, extract_answer, fallback_answer
 from core.evolution.budget import resolve_skill_file
 from core.trajectory import summarise_tool_output
-from core.types import InferenceResult, Prediction, Question
+from core.types import InferenceResult, Prediction, Question, StopReason
 
 WRITE_BATCH = 200
 INFRA_ERROR_SHARE = 0.10
@@ -56,7 +56,7 @@ async def answer_question(
     steps: list[dict[str, Any]] = []
     usage = [0, 0, 0.0]
     started = time.perf_counter()
-    stop, final, source = "max_steps", "", ""
+    stop, final, source = StopReason.MAX_STEPS, "", ""
     for turn in range(settings.max_steps):
         try:
             reply = await provider.complete(
@@ -71,7 +71,7 @@ async def answer_question(
             raise
         except ProviderError as e:
             steps.append({"turn": turn, "type": "error", "error": scrub(str(e))[:500]})
-            stop = "error"
+            stop = StopReason.ERROR
             break
         usage[0] += reply.usage.tokens_in
         usage[1] += reply.usage.tokens_out
@@ -93,10 +93,10 @@ async def answer_question(
         source = "answer_line"
         if answer is None:
             answer, source = await _fallback(provider, question, reply.text, settings, steps)
-        stop, final = ("final", answer) if answer is not None else ("refused", "")
+        stop, final = (StopReason.FINAL, answer) if answer is not None else (StopReason.REFUSED, "")
         break
-    correct = stop == "final" and check(question, final)
-    source = source if stop == "final" else ""
+    correct = stop == StopReason.FINAL and check(question, final)
+    source = source if stop == StopReason.FINAL else ""
     verdict = {
         "type": "verdict",
         "prediction": final,
@@ -330,7 +330,7 @@ def summarise(
 
 def guard_infra(result: InferenceResult, context: str) -> None:
     total = sum(result.stop_reason_counts.values())
-    errors = result.stop_reason_counts.get("error", 0)
+    errors = result.stop_reason_counts.get(StopReason.ERROR, 0)
     if total and errors / total > INFRA_ERROR_SHARE:
         raise RunFailed(
             f"{context}: {errors}/{total} answers failed with provider errors "

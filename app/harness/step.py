@@ -13,6 +13,7 @@ from app.errors import RunFailed
 from app.harness import killpoints
 from app.harness.activation import run_activation
 from app.harness.agent_prompts import AgentPrompts
+from app.harness.log import RunStatus
 from app.harness.model_io import no_tool_calls, record_attempts
 from app.harness.observation import (
     current_step_activation,
@@ -25,6 +26,7 @@ from app.harness.observation import (
 from app.harness.telemetry import current_run_id
 from app.harness.train_state import Probation, TrainContext, TrainState
 from app.harness.validate import GateSpec, ValidationOutcome, Validator, with_skill
+from app.harness.vocabulary import Count, SkipAction
 from core.evolution.budget import edit_budget_at, resolve_skill_file
 from core.evolution.diagnose import (
     RAW_NOTE,
@@ -35,9 +37,16 @@ from core.evolution.diagnose import (
     raw_diagnoses,
 )
 from core.evolution.edits import Edit, RejectedEdit, consolidate_appendix
-from core.evolution.evolve import EvolutionRecord, evolve, skill_prompt
-from core.evolution.gate import SequentialGate
+from core.evolution.evolve import EvolutionRecord, EvolutionStatus, evolve, skill_prompt
+from core.evolution.gate import GateAction, SequentialGate
 from core.types import Question
+
+# What each gate decision adds to the epoch's counts (a rejection also counts Count.REJECTED).
+DECISION_COUNTS = {
+    GateAction.ACCEPT: Count.ACCEPTED,
+    GateAction.ACCEPT_PROVISIONAL: Count.PROVISIONAL,
+    GateAction.REJECT: Count.GATE_REJECTED,
+}
 
 
 def step_prefix(train_id: str, epoch: int, step: int) -> str:
@@ -205,7 +214,7 @@ async def gate_step(
     outcomes = await validator.validate(specs, prefix + "gatebase")
     for spec in specs:
         ctx.log.finish_run(
-            spec.gate_run_id, "done", {"action": outcomes[spec.task_type].decision.action}
+            spec.gate_run_id, RunStatus.DONE, {"action": outcomes[spec.task_type].decision.action}
         )
     ctx.session.recorder.flush()
     for task_type in sorted(outcomes):  # phase D: alphabetical, the only writer of state
@@ -232,7 +241,7 @@ async def evolve_phase(
                 epoch,
                 step,
                 task_type,
-                "skip_cooldown",
+                SkipAction.SKIP_COOLDOWN,
                 budget,
                 prompts,
                 prefix,
@@ -245,7 +254,7 @@ async def evolve_phase(
                 epoch,
                 step,
                 task_type,
-                "skip_no_failures",
+                SkipAction.SKIP_NO_FAILURES,
                 budget,
                 prompts,
                 prefix,
@@ -272,7 +281,11 @@ async def evolve_phase(
         if record.changed:
             kept[task_type] = record
         else:
-            action = "skip_no_change" if record.status == "no_change" else "evolve_failed"
+            action = (
+                SkipAction.SKIP_NO_CHANGE
+                if record.status == EvolutionStatus.NO_CHANGE
+                else SkipAction.EVOLVE_FAILED
+            )
             _skip(
                 ctx,
                 state,
@@ -395,10 +408,8 @@ def settle(
             ).to_dict()
             for e in record.applied()
         )
-        state.count("rejected")
-    state.count(
-        {"accept": "accepted", "accept_provisional": "provisional"}.get(d.action, "gate_rejected")
-    )
+        state.count(Count.REJECTED)
+    state.count(DECISION_COUNTS[d.action])
     summary = (
         f"{d.action}: W={d.W} L={d.L} e={d.e_value:.2f} over {d.n_used} families, "
         f"{d.units_used} units ({d.stop_reason})"
@@ -440,7 +451,7 @@ def accept(
         f"W={outcome.decision.W} L={outcome.decision.L}",
     )
     task_type = record.task_type
-    if outcome.decision.action == "accept_provisional":
+    if outcome.decision.action == GateAction.ACCEPT_PROVISIONAL:
         # Only reachable when the task type was not on probation: its stage 2 (the reserved
         # validation families) is what the probation will test.
         state.probations[task_type] = Probation(
@@ -501,14 +512,14 @@ def _skip(
     epoch: int,
     step: int,
     task_type: str,
-    action: str,
+    action: SkipAction,
     budget: int,
     prompts: AgentPrompts,
     prefix: str,
     summary: str,
     record: EvolutionRecord | None = None,
 ) -> None:
-    state.count("skipped" if action != "skip_cooldown" else "cooldown")
+    state.count(Count.COOLDOWN if action == SkipAction.SKIP_COOLDOWN else Count.SKIPPED)
     report = step_report(
         run_id=state.train_id,
         epoch=epoch,

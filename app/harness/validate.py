@@ -34,13 +34,15 @@ from app.harness.question_units import unit_correctness_view
 from app.harness.telemetry import current_run_id
 from core.evolution.gate import (
     OUTCOME_NAMES,
+    GateAction,
     GateDecision,
+    GateEndedBy,
     GateParams,
     SequentialGate,
     family_outcome,
 )
 from core.stats import mcnemar_exact
-from core.types import Question, QuestionUnit
+from core.types import Question, QuestionUnit, StopReason
 
 GATE_CHUNK = 8  # units per chunk, fixed, so the evaluated set never depends on concurrency
 
@@ -192,7 +194,7 @@ class Validator:
         questions = [q for u in unit_ids for q in self.units[u].questions]
         preds = await self._answer(questions, spec.candidate, spec.gate_run_id)
         killpoints.reached("gate")
-        tally.errors += sum(p.stop_reason == "error" for p in preds.values())
+        tally.errors += sum(p.stop_reason == StopReason.ERROR for p in preds.values())
         tally.total += len(preds)
         view = unit_correctness_view(
             [self.units[u] for u in unit_ids], {k: p.correct for k, p in preds.items()}
@@ -250,7 +252,7 @@ class Validator:
             if gate.done:
                 break
         decision = replace(gate.finish(exhausted=not gate.done), strategy="eprocess")
-        stage2 = ladder.stage2 if decision.action == "accept_provisional" else ()
+        stage2 = ladder.stage2 if decision.action == GateAction.ACCEPT_PROVISIONAL else ()
         return decision, stage2
 
     async def _mcnemar(self, spec: GateSpec, tally: _Tally):
@@ -337,7 +339,7 @@ def _fixed_decision(
             )
     n = len(observed)
     return GateDecision(
-        action="accept" if accepted else "reject",
+        action=GateAction.ACCEPT if accepted else GateAction.REJECT,
         W=wins,
         L=losses,
         n_used=n,
@@ -347,7 +349,7 @@ def _fixed_decision(
         delta_hat=(wins - losses) / n if n else 0.0,
         delta_shrunk=0.0,
         evidence=tuple(evidence),
-        ended_by="exhausted",
+        ended_by=GateEndedBy.EXHAUSTED,
         threshold=0.0,
         horizon=n,
         units_used=len(evidence),

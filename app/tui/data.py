@@ -22,42 +22,55 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from app.harness.log import HarnessLog
+from app.harness.log import HarnessLog, RunStatus
+from app.harness.vocabulary import Count, SkipAction
 from app.harness.workspace import KINDS, list_versions, read_manifest
 from app.sanitize import visible, visible_sqlite_text, visible_tree
+from core.evolution.gate import GateAction
+
 
 # -- vocabularies -----------------------------------------------------------------------------
-ACTIONS = (
-    "accept",
-    "accept_provisional",
-    "reject",
-    "skip_cooldown",
-    "skip_no_change",
-    "skip_no_failures",
-    "evolve_failed",
-)
-COUNT_LABELS = (
-    "accepted",
-    "provisional",
-    "rejected",
-    "rolled_back",
-    "cooldown",
-    "skipped",
-    "evolve_failed",
-)
-ACTION_TO_COUNT = {
-    "accept": "accepted",
-    "accept_provisional": "provisional",
-    "reject": "rejected",
-    "skip_cooldown": "cooldown",
-    "skip_no_change": "skipped",
-    "skip_no_failures": "skipped",
-    "evolve_failed": "evolve_failed",
+class ShownStatus(StrEnum):
+    """The latest train run's status as the TUI shows it (from train.lock and `_runs`)."""
+
+    RUNNING = "running"  # train.lock names a live process on this host
+    STOPPED = "stopped"  # stopped, or marked running with no live process: resumable
+    FINISHED = "finished"
+    FAILED = "failed"
+    NOT_STARTED = "not started"
+    UNKNOWN = "unknown"  # train.lock is held on another host
+
+
+SHOWN_STATUS: dict[str, ShownStatus] = {
+    RunStatus.RUNNING: ShownStatus.STOPPED,  # no live process holds train.lock: resumable
+    RunStatus.STOPPED: ShownStatus.STOPPED,
+    RunStatus.DONE: ShownStatus.FINISHED,
+    RunStatus.FAILED: ShownStatus.FAILED,
 }
-STOP_REASONS = ("final", "max_steps", "error", "refused")
+# The Overview's decision counts: step reports tallied by action (rolled back comes from the
+# epoch reports).
+COUNT_LABELS: tuple[str, ...] = (
+    Count.ACCEPTED,
+    Count.PROVISIONAL,
+    Count.REJECTED,
+    Count.ROLLED_BACK,
+    Count.COOLDOWN,
+    Count.SKIPPED,
+    Count.EVOLVE_FAILED,
+)
+ACTION_TO_COUNT: dict[str, Count] = {
+    GateAction.ACCEPT: Count.ACCEPTED,
+    GateAction.ACCEPT_PROVISIONAL: Count.PROVISIONAL,
+    GateAction.REJECT: Count.REJECTED,
+    SkipAction.SKIP_COOLDOWN: Count.COOLDOWN,
+    SkipAction.SKIP_NO_CHANGE: Count.SKIPPED,
+    SkipAction.SKIP_NO_FAILURES: Count.SKIPPED,
+    SkipAction.EVOLVE_FAILED: Count.EVOLVE_FAILED,
+}
 
 # Step-table sort keys -> SQL ORDER BY terms (whitelisted; never user text in SQL).
 STEP_SORTS: dict[str, tuple[str, ...]] = {
@@ -119,8 +132,8 @@ class QueryCancelled(Exception):
 
 # -- value types ------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class RunStatus:
-    state: str  # running | stopped | finished | failed | not started | unknown
+class TrainStatus:
+    state: str  # a ShownStatus, or `_runs.status` as stored when it is none of RunStatus
     detail: str = ""
     run_id: str | None = None
     pid: int | None = None
@@ -189,7 +202,7 @@ class Overview:
     name: str
     manifest: dict[str, Any]
     checkpoint: dict[str, Any] | None
-    status: RunStatus
+    status: TrainStatus
     epochs: list[dict[str, Any]]
     counts: dict[str, int]
     calls: list[dict[str, Any]]
@@ -366,18 +379,20 @@ class WorkspaceData:
         data = _read_json(self.root / "train.lock")
         return data if isinstance(data, dict) else None
 
-    def run_status(self, log: HarnessLog | None = None) -> RunStatus:
+    def run_status(self, log: HarnessLog | None = None) -> TrainStatus:
         """running only if train.lock names a live pid on this host; else from `_runs`."""
         lock = self.lock_info()
         if lock and isinstance(lock.get("pid"), int):
             host = lock.get("host") or ""
             if host and host != socket.gethostname():
-                return RunStatus(
-                    "unknown", f"train.lock held by pid {lock['pid']} on {host}", pid=lock["pid"]
+                return TrainStatus(
+                    ShownStatus.UNKNOWN,
+                    f"train.lock held by pid {lock['pid']} on {host}",
+                    pid=lock["pid"],
                 )
             if pid_alive(lock["pid"]):
-                return RunStatus(
-                    "running",
+                return TrainStatus(
+                    ShownStatus.RUNNING,
                     f"pid {lock['pid']} since {lock.get('started_at', '?')}",
                     pid=lock["pid"],
                 )
@@ -387,29 +402,30 @@ class WorkspaceData:
         return self._status_from_runs(log)
 
     @staticmethod
-    def _status_from_runs(log: HarnessLog | None) -> RunStatus:
+    def _status_from_runs(log: HarnessLog | None) -> TrainStatus:
         if log is None:
-            return RunStatus("not started")
+            return TrainStatus(ShownStatus.NOT_STARTED)
         rows = log.query(
             "SELECT run_id, status, started_at, finished_at, summary_json "
             "FROM _runs WHERE kind = 'train' ORDER BY seq DESC LIMIT 1"
         )
         if not rows:
-            return RunStatus("not started", "no train run in the log")
+            return TrainStatus(ShownStatus.NOT_STARTED, "no train run in the log")
         r = rows[0]
-        state = {"running": "stopped", "done": "finished", "failed": "failed"}.get(
-            r["status"] or "", r["status"] or "unknown"
-        )
+        state = SHOWN_STATUS.get(r["status"] or "", r["status"] or ShownStatus.UNKNOWN)
         when = r["finished_at"] or r["started_at"] or ""
         detail = (
             f"{r['run_id']} (no live process; resume with train --resume)"
-            if state == "stopped"
+            if state == ShownStatus.STOPPED
             else f"{r['run_id']} {when}"
         )
         reason = _run_reason(r.get("summary_json"))
-        if reason and r["status"] in ("failed", "stopped"):  # why it ended, where people look
+        if reason and r["status"] in (
+            RunStatus.FAILED,
+            RunStatus.STOPPED,
+        ):  # say why, where people look
             detail += f": {reason}"
-        return RunStatus(state, detail, run_id=r["run_id"])
+        return TrainStatus(state, detail, run_id=r["run_id"])
 
     # -- change detection -------------------------------------------------------------------
     def fingerprint(self) -> dict[str, Any]:
@@ -497,8 +513,8 @@ class WorkspaceData:
             label = ACTION_TO_COUNT.get(r["action"] or "")
             if label:
                 counts[label] += r["n"]
-        counts["rolled_back"] = sum(
-            int((e["report"].get("counts") or {}).get("rolled_back") or 0) for e in epochs
+        counts[Count.ROLLED_BACK] = sum(
+            int((e["report"].get("counts") or {}).get(Count.ROLLED_BACK) or 0) for e in epochs
         )
         return counts
 

@@ -10,6 +10,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Header, ProgressBar, Static
 
+from app.harness.vocabulary import Count
 from app.tui import format as fmt
 from app.tui.data import Overview
 from app.tui.screens.base import BaseScreen
@@ -22,13 +23,22 @@ SIM_BANNER = (
     "real LLM; the figures show the harness working, not real-model quality."
 )
 COUNT_ROWS = (
-    ("accepted", "accepted", "green"),
-    ("provisional", "provisional", "yellow"),
-    ("rejected", "rejected", "red"),
-    ("rolled_back", "rolled back", "magenta"),
-    ("cooldown", "cooldown", "cyan"),
-    ("skipped", "skipped", "dim"),
-    ("evolve_failed", "evolve failed", "red"),
+    (Count.ACCEPTED, "accepted", "green"),
+    (Count.PROVISIONAL, "provisional", "yellow"),
+    (Count.REJECTED, "rejected", "red"),
+    (Count.ROLLED_BACK, "rolled back", "magenta"),
+    (Count.COOLDOWN, "cooldown", "cyan"),
+    (Count.SKIPPED, "skipped", "dim"),
+    (Count.EVOLVE_FAILED, "evolve failed", "red"),
+)
+# The epochs table's count columns, from each epoch report's counts.
+EPOCH_COUNT_COLUMNS = (
+    Count.ACCEPTED,
+    Count.PROVISIONAL,
+    Count.REJECTED,
+    Count.ROLLED_BACK,
+    Count.SKIPPED,
+    Count.COOLDOWN,
 )
 
 
@@ -183,17 +193,7 @@ class OverviewScreen(BaseScreen):
                         str(e["epoch"]),
                         fmt.acc(e.get("val_acc")),
                         fmt.acc(e.get("test_acc")),
-                        *(
-                            fmt.num(c.get(k))
-                            for k in (
-                                "accepted",
-                                "provisional",
-                                "rejected",
-                                "rolled_back",
-                                "skipped",
-                                "cooldown",
-                            )
-                        ),
+                        *(fmt.num(c.get(k)) for k in EPOCH_COUNT_COLUMNS),
                         fmt.num(len(rep.get("probations") or [])),
                         "changed" if rep.get("prompts_changed") else "–",
                         fmt.short(e.get("run_id"), 24),
