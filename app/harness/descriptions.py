@@ -44,7 +44,7 @@ from app.harness.atomic import write_json_atomic
 from app.harness.inference import run_inference
 from app.harness.log import RunStatus
 from app.harness.question_units import unit_correctness_view
-from app.harness.telemetry import current_run_id
+from app.harness.telemetry import calls_logged_as
 from app.harness.train_state import TrainContext, TrainState
 from app.harness.validate import chunks
 from app.harness.vocabulary import Count
@@ -161,22 +161,20 @@ async def _one(
         "stolen": len(fails["stolen"]),
         "action": "no_proposal",
     }
-    token = current_run_id.set(prefix + "describe")
     try:
-        reply = await ctx.session.providers["evolver"].complete(
-            [{"role": "user", "content": prompt}],
-            temperature=0.0,
-            max_tokens=512,
-            seed=epoch,
-            role="evolver",
-        )
+        with calls_logged_as(prefix + "describe"):
+            reply = await ctx.session.providers["evolver"].complete(
+                [{"role": "user", "content": prompt}],
+                temperature=0.0,
+                max_tokens=512,
+                seed=epoch,
+                role="evolver",
+            )
         new, error = parse_description(reply.text)
     except BudgetExceeded:
         raise
     except ProviderError as e:
         new, error = None, f"provider error: {str(e)[:200]}"
-    finally:
-        current_run_id.reset(token)
     if new is None or new == old:
         record["reason"] = error or "unchanged"
         return record

@@ -29,8 +29,9 @@ from app.harness import killpoints
 from app.harness.inference import answer_question, prediction_row
 from app.harness.log import RunStatus
 from app.harness.pools import split_pools
-from app.harness.telemetry import current_run_id
+from app.harness.telemetry import calls_logged_as
 from app.progress import NO_BARS
+from core.concurrency import fan_out
 from core.types import Prediction, Question
 
 FORK_WRITE_BATCH = 64
@@ -241,17 +242,15 @@ async def run_fork(
         if (q, i) not in done
     ]
     base = replace(session.agent_settings, concurrency=spec.concurrency)
-    limiter = anyio.CapacityLimiter(spec.concurrency)
     pending: list[dict[str, Any]] = []
     bar = bars.task("branches", len(todo))
-    token = current_run_id.set(rollout_id)
     started = time.perf_counter()
 
-    async def one(question: Question, index: int) -> None:
+    async def run_branch(branch: tuple[Question, int]) -> None:
+        question, index = branch
         temperature = spec.temperatures[index]
         settings = replace(base, temperature=temperature, sample=index)
-        async with limiter:
-            p = await answer_question(session.providers["agent"], prompts, question, settings)
+        p = await answer_question(session.providers["agent"], prompts, question, settings)
         pending.append(branch_row(p, rollout_id, index, temperature, session_id(rollout_id, index)))
         if len(pending) >= FORK_WRITE_BATCH:
             batch = pending[:]
@@ -261,9 +260,8 @@ async def run_fork(
         bar.advance()
 
     try:
-        async with anyio.create_task_group() as tg:
-            for question, index in todo:
-                tg.start_soon(one, question, index)
+        with calls_logged_as(rollout_id):
+            await fan_out(run_branch, todo, limiter=anyio.CapacityLimiter(spec.concurrency))
     except BaseException as e:
         _write(log, pending)
         pending.clear()
@@ -282,7 +280,6 @@ async def run_fork(
         )
         raise
     finally:
-        current_run_id.reset(token)
         bar.done()
     _write(log, pending)
     elapsed = time.perf_counter() - started

@@ -21,12 +21,13 @@ from app.harness import killpoints
 from app.harness.agent_prompts import AgentPrompts, ToolArgumentError
 from app.harness.log import HarnessLog
 from app.harness.question_units import build_units, unit_correctness_view
-from app.harness.telemetry import current_run_id
+from app.harness.telemetry import calls_logged_as
 from app.harness.workspace import now_iso
 from app.progress import NO_BARS, Bars
 from app.providers.errors import BudgetExceeded, ProviderError
 from app.secrets import scrub
 from core.checkers import check, extract_answer, fallback_answer
+from core.concurrency import fan_out
 from core.evolution.budget import resolve_skill_file
 from core.trajectory import summarise_tool_output
 from core.types import InferenceResult, Prediction, Question, StopReason
@@ -270,15 +271,12 @@ async def run_inference(
     guard: bool = True,
 ) -> InferenceResult:
     """Answer every question concurrently; write predictions in batches; unit accuracy."""
-    token = current_run_id.set(run_id)
-    limiter = anyio.CapacityLimiter(settings.concurrency)
-    results: dict[str, Prediction] = {}
+    results: dict[str, Prediction] = {}  # in the order the answers arrive, as written
     pending: list[dict[str, Any]] = []
     bar = bars.task(label, len(questions))
 
-    async def one(q: Question) -> None:
-        async with limiter:
-            p = await answer_question(provider, prompts, q, settings)
+    async def answer(q: Question) -> None:
+        p = await answer_question(provider, prompts, q, settings)
         results[q.question_id] = p
         pending.append(prediction_row(p, run_id))
         if len(pending) >= WRITE_BATCH:
@@ -289,13 +287,11 @@ async def run_inference(
         bar.advance()
 
     try:
-        async with anyio.create_task_group() as tg:
-            for q in questions:
-                tg.start_soon(one, q)
+        with calls_logged_as(run_id):
+            await fan_out(answer, questions, limiter=anyio.CapacityLimiter(settings.concurrency))
     finally:
         log.upsert_predictions(pending)
         bar.done()
-        current_run_id.reset(token)
     result = summarise(run_id, questions, results)
     if guard:
         guard_infra(result, run_id)

@@ -16,7 +16,7 @@ from app.harness.agent_prompts import AgentPrompts
 from app.harness.momentum import run_slow_momentum
 from app.harness.observation import evidence_rows, write_epoch_report
 from app.harness.question_units import build_units, unit_accuracy, unit_correctness_view
-from app.harness.telemetry import current_run_id
+from app.harness.telemetry import calls_logged_as
 from app.harness.train_state import Probation, TrainContext, TrainState
 from app.harness.vocabulary import Count
 from app.harness.workspace import update_best, update_manifest
@@ -258,8 +258,7 @@ async def evolve_prompts(ctx: TrainContext, state: TrainState, epoch: int, prefi
         packs = [CasePack.from_dict(p) for p in state.tool_packs if p["target"] == f"tool:{name}"]
         targets.append((f"tool_{name}.md", "evolve_tool", merge_packs(packs, f"tool:{name}"), name))
     changed = []
-    token = current_run_id.set(prefix + "prompts")
-    try:
+    with calls_logged_as(prefix + "prompts"):
         for file, template, pack, tool in targets:
             if pack is None or file not in files:
                 continue
@@ -283,8 +282,6 @@ async def evolve_prompts(ctx: TrainContext, state: TrainState, epoch: int, prefi
             if record.changed:
                 files[file] = record.evolved
                 changed.append(file)
-    finally:
-        current_run_id.reset(token)
     if not changed:
         return False
     session.publish_version(

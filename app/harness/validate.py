@@ -31,7 +31,8 @@ from app.harness.gate_ladder import BaselineCache, Family, Ladder
 from app.harness.inference import AgentSettings, answer_question, prediction_row
 from app.harness.log import HarnessLog
 from app.harness.question_units import unit_correctness_view
-from app.harness.telemetry import current_run_id
+from app.harness.telemetry import calls_logged_as
+from core.concurrency import fan_out
 from core.evolution.gate import (
     OUTCOME_NAMES,
     GateAction,
@@ -155,19 +156,13 @@ class Validator:
     async def _answer(
         self, questions: Sequence[Question], prompts: AgentPrompts, run_id: str
     ) -> dict[str, Any]:
-        token = current_run_id.set(run_id)
-        out: dict[str, Any] = {}
+        out: dict[str, Any] = {}  # in the order the answers arrive
 
-        async def one(q: Question) -> None:
-            async with self.limiter:
-                out[q.question_id] = await answer_question(self.provider, prompts, q, self.settings)
+        async def answer(q: Question) -> None:
+            out[q.question_id] = await answer_question(self.provider, prompts, q, self.settings)
 
-        try:
-            async with anyio.create_task_group() as tg:
-                for q in questions:
-                    tg.start_soon(one, q)
-        finally:
-            current_run_id.reset(token)
+        with calls_logged_as(run_id):
+            await fan_out(answer, questions, limiter=self.limiter)
         ordered = [out[q.question_id] for q in questions if q.question_id in out]
         self.log.upsert_predictions([prediction_row(p, run_id) for p in ordered])
         return out
@@ -298,15 +293,8 @@ class Validator:
         self, specs: Sequence[GateSpec], baseline_run_id: str
     ) -> dict[str, ValidationOutcome]:
         self.baseline_run_id = baseline_run_id
-        outcomes: dict[str, ValidationOutcome] = {}
-
-        async def run(spec: GateSpec) -> None:
-            outcomes[spec.task_type] = await self.gate_one(spec)
-
-        async with anyio.create_task_group() as tg:
-            for spec in specs:
-                tg.start_soon(run, spec)
-        return dict(sorted(outcomes.items()))
+        outcomes = await fan_out(self.gate_one, specs)
+        return {o.task_type: o for o in sorted(outcomes, key=lambda o: o.task_type)}
 
 
 def _fixed_decision(

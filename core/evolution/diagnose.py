@@ -247,49 +247,41 @@ async def diagnose_failures(
 
     Each call asks for a structured reply at `ladder`'s response format and gets one repair
     request when its reply does not parse; its requests are appended to `calls`."""
-    import contextlib
-
-    import anyio
-
+    from core.concurrency import fan_out
     from core.structured import structured_complete
 
-    results: dict[int, Diagnosis] = {}
-
-    async def one(i: int, failure: Failure) -> None:
+    async def diagnose(failure: Failure) -> Diagnosis:
         prompt = diagnosis_prompt(template, failure)
         attempts: list = []
         try:
-            async with limiter if limiter is not None else contextlib.nullcontext():
-                result = await structured_complete(
-                    provider,
-                    [{"role": "user", "content": prompt}],
-                    parse=diagnosis_value,
-                    schema=DIAGNOSIS_SCHEMA,
-                    ladder=ladder,
-                    role=role,
-                    max_tokens=DIAGNOSIS_MAX_TOKENS,
-                    name="diagnosis",
-                )
+            result = await structured_complete(
+                provider,
+                [{"role": "user", "content": prompt}],
+                parse=diagnosis_value,
+                schema=DIAGNOSIS_SCHEMA,
+                ladder=ladder,
+                role=role,
+                max_tokens=DIAGNOSIS_MAX_TOKENS,
+                name="diagnosis",
+            )
             attempts = result.attempts
-            results[i] = parse_diagnosis(
+            diagnosis = parse_diagnosis(
                 result.text if result.ok else "", failure.question, error=result.error
             )
         except Exception as e:  # a judge failure degrades this diagnosis only
             if type(e).__name__ == "BudgetExceeded":
                 raise
             attempts = list(getattr(e, "attempts", []))
-            results[i] = parse_diagnosis(
+            diagnosis = parse_diagnosis(
                 "", failure.question, error=f"model call failed ({type(e).__name__})"
             )
         if calls is not None:
             calls.append(
                 DiagnosisCall(failure.question.question_id, tuple(a.to_dict() for a in attempts))
             )
+        return diagnosis
 
-    async with anyio.create_task_group() as tg:
-        for i, f in enumerate(failures):
-            tg.start_soon(one, i, f)
-    return [results[i] for i in range(len(failures))]
+    return await fan_out(diagnose, failures, limiter=limiter)
 
 
 def raw_diagnoses(diagnoses: Sequence[Diagnosis]) -> list[Diagnosis]:
