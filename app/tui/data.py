@@ -186,6 +186,71 @@ class KeysetPage:
 
 
 @dataclass(frozen=True)
+class PageCursor:
+    """Which page of a keyset list (keys in the list's order): the first (nothing set), the
+    one that follows `after` (the last key of the page before it), the one that precedes
+    `before` (the first key of the page after it), the one that starts at `start` (a
+    re-read of the page the user is on), or the `last` one."""
+
+    after: Any = None
+    before: Any = None
+    start: Any = None
+    last: bool = False
+
+    @property
+    def backwards(self) -> bool:
+        """The page is read from its end: it is found by what comes after it."""
+        return self.before is not None or self.last
+
+
+@dataclass(frozen=True)
+class Keyset:
+    """Keyset pagination on one indexed column of a list shown in `descending` order or not.
+
+    Every page, the last included, costs O(page) index steps: the query asks for one row
+    more than a page to know whether another follows, and a page found backwards is read in
+    reverse and turned round.
+    """
+
+    column: str
+    descending: bool = False
+
+    def where(self, cursor: PageCursor) -> tuple[list[str], list[Any], str]:
+        """(conditions, their parameters, ORDER BY clause) selecting the cursor's page."""
+        onward, backward = ("<", ">") if self.descending else (">", "<")
+        conditions, params = [], []
+        bounds = ((onward, cursor.after), (onward + "=", cursor.start), (backward, cursor.before))
+        for op, key in bounds:
+            if key is not None:
+                conditions.append(f"{self.column} {op} ?")
+                params.append(key)
+        ascending = self.descending == cursor.backwards
+        return conditions, params, f"ORDER BY {self.column} {'ASC' if ascending else 'DESC'}"
+
+    def page(self, rows: list[dict[str, Any]], limit: int, cursor: PageCursor) -> KeysetPage:
+        """The page from the (up to limit + 1) rows `where` selected, in list order."""
+        more = len(rows) > limit
+        rows = rows[:limit]
+        if cursor.backwards:
+            rows.reverse()
+            has_prev, has_next = more, not cursor.last
+        else:
+            has_prev, has_next = cursor.after is not None or cursor.start is not None, more
+        return KeysetPage(
+            rows,
+            has_prev,
+            has_next,
+            rows[0][self.column] if rows else None,
+            rows[-1][self.column] if rows else None,
+        )
+
+
+# Runs newest first by `_runs.seq`; predictions by question id on (run_id, question_id).
+RUNS_KEYSET = Keyset("seq", descending=True)
+PREDICTIONS_KEYSET = Keyset("question_id")
+
+
+@dataclass(frozen=True)
 class VersionInfo:
     kind: str
     version: str
@@ -283,7 +348,7 @@ def is_workspace(path: Path) -> bool:
 def list_workspaces(folder: Path) -> list[dict[str, Any]]:
     """Workspaces directly under `folder` with a one-line summary each (for the picker)."""
     folder = Path(folder)
-    found = []
+    found: list[dict[str, Any]] = []
     if not folder.is_dir():
         return found
     for p in sorted(folder.iterdir()):
@@ -743,31 +808,25 @@ class WorkspaceData:
     ) -> KeysetPage:
         """Runs newest first, keyset on `seq` (indexed). `before=page.last` is the next (older)
         page, `after=page.first` the previous (newer) one, `last` the oldest runs."""
-        where, params = [], []
-        if kind:
-            where.append("kind = ?")
-            params.append(kind)
-        if before is not None:
-            where.append("seq < ?")
-            params.append(before)
-        if after is not None:
-            where.append("seq > ?")
-            params.append(after)
+        # In the list's order (newest first) an older seq comes after: `before` goes on.
+        cursor = PageCursor(after=before, before=after, last=last)
+        conditions, keys, order = RUNS_KEYSET.where(cursor)
+        where, params = (["kind = ?", *conditions], [kind, *keys]) if kind else (conditions, keys)
         clause = f"WHERE {' AND '.join(where)}" if where else ""
-        ascending = after is not None or last
         with self.reader() as log:
             if log is None:
                 return KeysetPage([], False, False)
-            rows = log.query(
-                f"SELECT seq, run_id, kind, parent_run_id, skills_version, prompts_version, "
-                f"status, started_at, finished_at, provenance_json, summary_json FROM _runs "
-                f"{clause} ORDER BY seq {'ASC' if ascending else 'DESC'} LIMIT ?",
-                [*params, limit + 1],
+            page = RUNS_KEYSET.page(
+                log.query(
+                    f"SELECT seq, run_id, kind, parent_run_id, skills_version, prompts_version, "
+                    f"status, started_at, finished_at, provenance_json, summary_json FROM _runs "
+                    f"{clause} {order} LIMIT ?",
+                    [*params, limit + 1],
+                ),
+                limit,
+                cursor,
             )
-            more = len(rows) > limit
-            rows = rows[:limit]
-            if ascending:
-                rows.reverse()
+            rows = page.rows
             counts = (
                 {
                     r["run_id"]: r
@@ -788,19 +847,7 @@ class WorkspaceData:
             summary = _loads(r.pop("summary_json"))
             r["simulated"] = bool(prov.get("simulated_model"))
             r["accuracy"] = summary.get("accuracy")
-        if last:
-            has_prev, has_next = more, False
-        elif after is not None:
-            has_prev, has_next = more, True
-        else:
-            has_prev, has_next = before is not None, more
-        return KeysetPage(
-            rows,
-            has_prev,
-            has_next,
-            rows[0]["seq"] if rows else None,
-            rows[-1]["seq"] if rows else None,
-        )
+        return page
 
     def run(self, run_id: str) -> dict[str, Any] | None:
         with self.reader() as log:
@@ -808,7 +855,8 @@ class WorkspaceData:
 
     # -- predictions ------------------------------------------------------------------------
     def _prediction_where(self, run_id: str, flt: PredictionFilter) -> tuple[list[str], list[Any]]:
-        where, params = ["run_id = ?"], [run_id]
+        where: list[str] = ["run_id = ?"]
+        params: list[Any] = [run_id]
         if flt.correct is not None:
             where.append("correct = ?")
             params.append(int(flt.correct))
@@ -841,43 +889,21 @@ class WorkspaceData:
         limit: int = 200,
         cancelled: Callable[[], bool] | None = None,
     ) -> KeysetPage:
-        """Keyset pagination on the unique index (run_id, question_id): every page, the last
-        one included, costs O(page) index steps however large the run. `after`/`before` are
-        the edges of the current page; `start` re-reads a page from its first key."""
+        """Keyset pagination on the unique index (run_id, question_id), so a page costs the
+        same however large the run. `after`/`before` are the edges of the current page;
+        `start` re-reads a page from its first key."""
+        cursor = PageCursor(after=after, before=before, start=start, last=last)
         where, params = self._prediction_where(run_id, flt)
-        if after is not None:
-            where.append("question_id > ?")
-            params.append(after)
-        if start is not None:
-            where.append("question_id >= ?")
-            params.append(start)
-        if before is not None:
-            where.append("question_id < ?")
-            params.append(before)
-        backwards = before is not None or last
+        conditions, keys, order = PREDICTIONS_KEYSET.where(cursor)
         sql = (
             f"SELECT {', '.join(PREDICTION_COLUMNS)} FROM predictions "
-            f"INDEXED BY idx_pred_run_q WHERE {' AND '.join(where)} "
-            f"ORDER BY question_id {'DESC' if backwards else 'ASC'} LIMIT ?"
+            f"INDEXED BY idx_pred_run_q WHERE {' AND '.join(where + conditions)} {order} LIMIT ?"
         )
         with self.reader(cancelled, SEARCH_TIME_LIMIT_S if flt.search else None) as log:
             if log is None:
                 return KeysetPage([], False, False)
-            rows = log.query(sql, [*params, limit + 1])
-        more = len(rows) > limit
-        rows = rows[:limit]
-        if backwards:
-            rows.reverse()
-            has_prev, has_next = more, not last
-        else:
-            has_prev, has_next = after is not None or start is not None, more
-        return KeysetPage(
-            rows,
-            has_prev,
-            has_next,
-            rows[0]["question_id"] if rows else None,
-            rows[-1]["question_id"] if rows else None,
-        )
+            rows = log.query(sql, [*params, *keys, limit + 1])
+        return PREDICTIONS_KEYSET.page(rows, limit, cursor)
 
     def predictions_count(
         self,
