@@ -55,7 +55,8 @@ async def answer_question(
     messages = prompts.opening_messages(question)
     tools = prompts.tools_for(question)
     steps: list[dict[str, Any]] = []
-    usage = [0, 0, 0.0]
+    tokens_in = tokens_out = 0
+    cost_usd = 0.0
     started = time.perf_counter()
     stop, final, source = StopReason.MAX_STEPS, "", ""
     for turn in range(settings.max_steps):
@@ -74,9 +75,9 @@ async def answer_question(
             steps.append({"turn": turn, "type": "error", "error": scrub(str(e))[:500]})
             stop = StopReason.ERROR
             break
-        usage[0] += reply.usage.tokens_in
-        usage[1] += reply.usage.tokens_out
-        usage[2] += reply.cost_usd
+        tokens_in += reply.usage.tokens_in
+        tokens_out += reply.usage.tokens_out
+        cost_usd += reply.cost_usd
         steps.append(
             {
                 "turn": turn,
@@ -120,9 +121,9 @@ async def answer_question(
         correct=correct,
         stop_reason=stop,
         steps=tuple(steps),
-        tokens_in=usage[0],
-        tokens_out=usage[1],
-        cost_usd=usage[2],
+        tokens_in=tokens_in,
+        tokens_out=tokens_out,
+        cost_usd=cost_usd,
         latency_s=time.perf_counter() - started,
         skills_version=prompts.skills_version,
         prompts_version=prompts.prompts_version,

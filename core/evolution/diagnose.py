@@ -13,11 +13,16 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from string import Template
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.jsonscan import find_json_object
 from core.protocols import LLMProvider
 from core.types import Question
+
+if TYPE_CHECKING:
+    import anyio
+
+    from core.structured import Attempt, FormatLadder
 
 CATEGORIES = ("missing_context", "interface", "runtime_fault", "skill_gap")
 MAX_FAILURES_PER_PACK = 12
@@ -211,7 +216,9 @@ def parse_diagnosis(reply: str, question: Question, *, error: str = "") -> Diagn
             f"diagnosis reply did not parse: {error or why}"[:500],
             degraded=True,
         )
-    target = obj.get("target") if isinstance(obj.get("target"), str) else "skill"
+    target = obj.get("target")
+    if not isinstance(target, str):
+        target = "skill"
     if target not in ("skill", "system") and not re.fullmatch(r"tool:[\w-]{1,64}", target):
         target = "skill"
     rationale = str(obj.get("rationale", ""))[:500]
@@ -238,8 +245,8 @@ async def diagnose_failures(
     template: str,
     failures: Sequence[Failure],
     *,
-    limiter=None,
-    ladder=None,
+    limiter: anyio.CapacityLimiter | None = None,
+    ladder: FormatLadder | None = None,
     role: str = "judge",
     calls: list[DiagnosisCall] | None = None,
 ) -> list[Diagnosis]:
@@ -252,7 +259,7 @@ async def diagnose_failures(
 
     async def diagnose(failure: Failure) -> Diagnosis:
         prompt = diagnosis_prompt(template, failure)
-        attempts: list = []
+        attempts: list[Attempt] = []
         try:
             result = await structured_complete(
                 provider,

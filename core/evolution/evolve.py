@@ -7,13 +7,16 @@ momentum block. Nothing the model says is executed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 from string import Template
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.evolution.diagnose import CasePack
 from core.evolution.edits import (
+    Edit,
+    RejectedEdit,
     apply_edits,
     format_blacklist,
     parse_edits,
@@ -21,6 +24,9 @@ from core.evolution.edits import (
 )
 from core.jsonscan import find_json_object
 from core.protocols import LLMProvider
+
+if TYPE_CHECKING:
+    from core.structured import FormatLadder
 
 
 class EvolutionStatus(StrEnum):
@@ -61,7 +67,14 @@ class EvolutionRecord:
 
 
 def skill_prompt(
-    template: str, *, task_type: str, file: str, skill: str, pack: CasePack, budget: int, rejected
+    template: str,
+    *,
+    task_type: str,
+    file: str,
+    skill: str,
+    pack: CasePack,
+    budget: int,
+    rejected: Sequence[RejectedEdit],
 ) -> str:
     return Template(template).safe_substitute(
         task_type=task_type,
@@ -198,7 +211,7 @@ EDITS_SCHEMA: dict[str, Any] = edits_schema()
 PLACEHOLDERS = ("<one rule>", "<title>", "<exact text>", "<exact line>", "<text>")
 
 
-def placeholder_problems(edits, sections: tuple[str, ...] = ()) -> list[str]:
+def placeholder_problems(edits: Sequence[Edit], sections: tuple[str, ...] = ()) -> list[str]:
     """A message naming the edits that copy the prompt's example text (and the real sections);
     empty when none do."""
     bad = [
@@ -252,7 +265,7 @@ async def evolve(
     task_type: str = "",
     source_version: str = "",
     request_summary: str = "",
-    ladder=None,
+    ladder: FormatLadder | None = None,
 ) -> EvolutionRecord:
     """One evolver call (plus one repair request if its reply does not parse); provider
     failures become a record, never an exception. `ladder` picks the response format."""
