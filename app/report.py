@@ -8,9 +8,9 @@ from typing import Any
 
 from app.harness.atomic import read_json_object
 from app.harness.checkpoint import load_checkpoint
-from app.harness.log import HarnessLog
+from app.harness.log import HarnessLog, RunStatus
+from app.harness.run_progress import progress_view
 from app.harness.workspace import KINDS, list_versions, read_manifest, read_meta
-from app.run_progress import progress_view
 
 
 def workspace_summary(root: Path) -> dict[str, Any]:
@@ -103,7 +103,8 @@ def _activation(log: HarnessLog) -> dict[str, Any]:
 
     runs = log.query(
         "SELECT run_id FROM _runs WHERE kind IN ('baseline', 'validation', "
-        "'test', 'eval') AND status = 'done' ORDER BY seq"
+        "'test', 'eval') AND status = ? ORDER BY seq",
+        (RunStatus.DONE,),
     )
     found = []
     for r in runs:
@@ -222,7 +223,7 @@ def format_summary(s: dict[str, Any]) -> str:
                 f"  {r['run_id']:<34} {r['kind']:<10} {r['status']:<8} "
                 f"{r['skills']}/{r['prompts']}  acc={acc}"
             )
-            if r.get("reason") and r["status"] != "done":
+            if r.get("reason") and r["status"] != RunStatus.DONE:
                 lines.append(f"      reason: {r['reason']}")
         if len(s["runs"]) > 25:
             lines.append(f"  ... {len(s['runs']) - 25} earlier runs (use --json for all)")

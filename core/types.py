@@ -4,9 +4,19 @@ I/O."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
-STOP_REASONS = ("final", "max_steps", "error", "refused")
+
+class StopReason(StrEnum):
+    """How an agent's answer to one question ended (stored in predictions.stop_reason)."""
+
+    FINAL = "final"  # it gave an answer
+    MAX_STEPS = "max_steps"  # it ran out of turns
+    ERROR = "error"  # a provider error ended it
+    REFUSED = "refused"  # it stopped without an answer that could be extracted
+
+
 CHECKERS = ("exact", "numeric", "choice", "regex")
 ROLES = ("agent", "evolver", "judge")
 

@@ -32,7 +32,6 @@ ENTRY_POINTS = frozenset(
         "app.demo",
         "app.report",
         "app.api",
-        "app.run_progress",
     }
 )
 MAY_IMPORT: dict[str, frozenset[str]] = {

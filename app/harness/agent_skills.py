@@ -31,7 +31,7 @@ import yaml
 from loguru import logger
 
 from app.errors import UserError
-from app.harness.log import HarnessLog
+from app.harness.log import HarnessLog, RunStatus
 from app.harness.store import (
     SKILLS_SIDECAR,
     TASK_TYPE_RE,
@@ -459,7 +459,7 @@ def version_provenance(root: Path, version: str, eval_run_id: str | None) -> dic
     if run is None:
         prov["eval-run"] = "none"
         return prov
-    if run["status"] != "done" or run["skills_version"] != version:
+    if run["status"] != RunStatus.DONE or run["skills_version"] != version:
         raise UserError(
             f"run {run['run_id']} is {run['status']} and evaluated skills "
             f"{run['skills_version']}; need a finished run of {version}"

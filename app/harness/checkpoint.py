@@ -13,6 +13,7 @@ from app.errors import DamagedFile, UserError
 from app.harness.atomic import read_json_object, write_json_atomic
 from app.harness.config import RunConfig, fingerprint, fingerprint_changes
 from app.harness.train_state import CheckpointStateError, TrainState
+from app.harness.vocabulary import TrainPhase
 from app.harness.workspace import (
     KINDS,
     list_versions,
@@ -22,7 +23,7 @@ from app.harness.workspace import (
 )
 
 SCHEMA = 1
-PHASES = ("setup", "in_epoch", "epoch_done", "finished")
+PHASES = tuple(phase.value for phase in TrainPhase)
 
 
 def write_checkpoint(
@@ -133,7 +134,7 @@ def checkpoint_problem(data: dict[str, Any]) -> str | None:
         and all(isinstance(b, list) and all(isinstance(u, str) for u in b) for b in batches)
     ):
         return "key 'epoch_batches' must be null or a list of lists of unit ids"
-    if data["progress"]["phase"] != "setup":
+    if data["progress"]["phase"] != TrainPhase.SETUP:
         return _state_problem(data["state"])
     return None
 

@@ -42,15 +42,17 @@ from app.harness.agent_skills import (
 )
 from app.harness.atomic import write_json_atomic
 from app.harness.inference import run_inference
+from app.harness.log import RunStatus
 from app.harness.question_units import unit_correctness_view
-from app.harness.telemetry import current_run_id
+from app.harness.telemetry import calls_logged_as
 from app.harness.train_state import TrainContext, TrainState
 from app.harness.validate import chunks
+from app.harness.vocabulary import Count
 from app.paths import read_prompt
 from app.providers.errors import BudgetExceeded, ProviderError
 from core.evolution.budget import resolve_skill_file
 from core.evolution.edits import sanitize_text
-from core.evolution.gate import SequentialGate
+from core.evolution.gate import GateAction, GateStopReason, SequentialGate
 from core.jsonscan import find_json_object
 
 MAX_SHOWN = 8
@@ -159,22 +161,20 @@ async def _one(
         "stolen": len(fails["stolen"]),
         "action": "no_proposal",
     }
-    token = current_run_id.set(prefix + "describe")
     try:
-        reply = await ctx.session.providers["evolver"].complete(
-            [{"role": "user", "content": prompt}],
-            temperature=0.0,
-            max_tokens=512,
-            seed=epoch,
-            role="evolver",
-        )
+        with calls_logged_as(prefix + "describe"):
+            reply = await ctx.session.providers["evolver"].complete(
+                [{"role": "user", "content": prompt}],
+                temperature=0.0,
+                max_tokens=512,
+                seed=epoch,
+                role="evolver",
+            )
         new, error = parse_description(reply.text)
     except BudgetExceeded:
         raise
     except ProviderError as e:
         new, error = None, f"provider error: {str(e)[:200]}"
-    finally:
-        current_run_id.reset(token)
     if new is None or new == old:
         record["reason"] = error or "unchanged"
         return record
@@ -182,7 +182,7 @@ async def _one(
     cand = with_description(prompts, file, new)
     verdict = await _gate(ctx, state, prefix, prompts, cand, file, val, r_run_id)
     record.update(verdict)
-    if record["action"] == "accept":
+    if record["action"] == GateAction.ACCEPT:
         files = ctx.session.version_files("skills", ctx.session.paths.skills_version)
         files[SIDECAR] = cand.skills[SIDECAR]
         record["new_version"] = ctx.session.publish_version(
@@ -192,7 +192,7 @@ async def _one(
             run_id=state.train_id,
             description=f"e{epoch} description of {file}: {old[:40]!r} -> {new[:60]!r}",
         )
-        state.count("descriptions_accepted")
+        state.count(Count.DESCRIPTIONS_ACCEPTED)
         # Body edits refused while the skill was not being opened were measured on rollouts
         # that never read them: that evidence says nothing about them now, so they are no
         # longer blacklisted for the task types this skill serves.
@@ -200,7 +200,7 @@ async def _one(
             if resolve_skill_file(task_type, files) == file:
                 state.rejected.pop(task_type, None)
     else:
-        state.count("descriptions_rejected")
+        state.count(Count.DESCRIPTIONS_REJECTED)
     logger.info(
         "e{} description {}: {} ({})", epoch, file, record["action"], record.get("reason", "")
     )
@@ -219,7 +219,7 @@ def _rejected_before(ctx: TrainContext, epoch: int) -> dict[str, list[str]]:
         for r in records if isinstance(records, list) else []:
             if (
                 isinstance(r, dict)
-                and r.get("action") == "reject"
+                and r.get("action") == GateAction.REJECT
                 and isinstance(r.get("new"), str)
                 and isinstance(r.get("file"), str)
             ):
@@ -272,7 +272,7 @@ async def _gate(
 ) -> dict[str, Any]:
     task_type = _task_type_for(ctx, base, file)
     if task_type is None:
-        return {"action": "reject", "reason": "no task type uses this skill"}
+        return {"action": GateAction.REJECT, "reason": "no task type uses this skill"}
     stem = file[:-3]
     ladder = ctx.gate_pools.ladder_for(
         task_type, set(), key=f"{prefix}desc-{stem}", with_stage2=False
@@ -319,7 +319,7 @@ async def _gate(
     acc = acc_gate.finish(exhausted=True)
     steal = await _steal_check(ctx, cand, file, val, r_run_id, prefix, stem, state)
     for run_id in (base_id, cand_id):
-        ctx.log.finish_run(run_id, "done", {"description_gate": file})
+        ctx.log.finish_run(run_id, RunStatus.DONE, {"description_gate": file})
     verdict = {
         "activation": {
             "action": act.action,
@@ -329,25 +329,25 @@ async def _gate(
             "n_used": act.n_used,
             "stop_reason": act.stop_reason,
         },
-        "accuracy": {"W": acc_w, "L": acc_l, "harm": acc.stop_reason == "harm"},
+        "accuracy": {"W": acc_w, "L": acc_l, "harm": acc.stop_reason == GateStopReason.HARM},
         "steal": steal,
         "evidence": evidence,
         "task_type": task_type,
     }
-    if act.action != "accept":
+    if act.action != GateAction.ACCEPT:
         reason = f"activation gate {act.action} ({act.stop_reason}, W={act.W} L={act.L})"
-    elif acc.stop_reason == "harm":
+    elif acc.stop_reason == GateStopReason.HARM:
         reason = f"accuracy harmed (W={acc_w} L={acc_l}, E_harm={acc.e_harm:.1f})"
     elif steal["cand"] > steal["base"]:
         reason = f"opened for {steal['cand']} other task types' questions (was {steal['base']})"
     else:
         return {
             **verdict,
-            "action": "accept",
+            "action": GateAction.ACCEPT,
             "reason": f"activation W={act.W} L={act.L} e={act.e_value:.1f}; accuracy "
             f"W={acc_w} L={acc_l}",
         }
-    return {**verdict, "action": "reject", "reason": reason}
+    return {**verdict, "action": GateAction.REJECT, "reason": reason}
 
 
 async def _steal_check(
@@ -381,7 +381,7 @@ async def _steal_check(
         settings=ctx.session.agent_settings,
         guard=False,
     )
-    ctx.log.finish_run(run_id, "done", {"description_gate": file})
+    ctx.log.finish_run(run_id, RunStatus.DONE, {"description_gate": file})
     opened = 0
     for row in ctx.log.query(
         "SELECT task_type, steps_json FROM predictions WHERE run_id = ?", (run_id,)

@@ -27,9 +27,11 @@ import anyio
 from app.errors import UserError
 from app.harness import killpoints
 from app.harness.inference import answer_question, prediction_row
+from app.harness.log import RunStatus
 from app.harness.pools import split_pools
-from app.harness.telemetry import current_run_id
+from app.harness.telemetry import calls_logged_as
 from app.progress import NO_BARS
+from core.concurrency import fan_out
 from core.types import Prediction, Question
 
 FORK_WRITE_BATCH = 64
@@ -225,7 +227,8 @@ async def run_fork(
         spec = ForkSpec.from_json(stored, f"{session.paths.db}: run {rollout_id}")
         with log._txn():
             log.conn.execute(
-                "UPDATE _runs SET status='running', finished_at=NULL WHERE run_id=?", (rollout_id,)
+                "UPDATE _runs SET status=?, finished_at=NULL WHERE run_id=?",
+                (RunStatus.RUNNING, rollout_id),
             )
     by_id = session.questions_by_id
     missing = [q for q in spec.question_ids if q not in by_id]
@@ -239,17 +242,15 @@ async def run_fork(
         if (q, i) not in done
     ]
     base = replace(session.agent_settings, concurrency=spec.concurrency)
-    limiter = anyio.CapacityLimiter(spec.concurrency)
     pending: list[dict[str, Any]] = []
     bar = bars.task("branches", len(todo))
-    token = current_run_id.set(rollout_id)
     started = time.perf_counter()
 
-    async def one(question: Question, index: int) -> None:
+    async def run_branch(branch: tuple[Question, int]) -> None:
+        question, index = branch
         temperature = spec.temperatures[index]
         settings = replace(base, temperature=temperature, sample=index)
-        async with limiter:
-            p = await answer_question(session.providers["agent"], prompts, question, settings)
+        p = await answer_question(session.providers["agent"], prompts, question, settings)
         pending.append(branch_row(p, rollout_id, index, temperature, session_id(rollout_id, index)))
         if len(pending) >= FORK_WRITE_BATCH:
             batch = pending[:]
@@ -259,9 +260,8 @@ async def run_fork(
         bar.advance()
 
     try:
-        async with anyio.create_task_group() as tg:
-            for question, index in todo:
-                tg.start_soon(one, question, index)
+        with calls_logged_as(rollout_id):
+            await fan_out(run_branch, todo, limiter=anyio.CapacityLimiter(spec.concurrency))
     except BaseException as e:
         _write(log, pending)
         pending.clear()
@@ -269,7 +269,7 @@ async def run_fork(
         from app.errors import first_leaf, is_stop
 
         leaf = first_leaf(e)
-        status = "stopped" if is_stop(leaf) else "failed"
+        status = RunStatus.STOPPED if is_stop(leaf) else RunStatus.FAILED
         log.finish_run(
             rollout_id,
             status,
@@ -280,7 +280,6 @@ async def run_fork(
         )
         raise
     finally:
-        current_run_id.reset(token)
         bar.done()
     _write(log, pending)
     elapsed = time.perf_counter() - started
@@ -288,7 +287,9 @@ async def run_fork(
     total = len(spec.question_ids) * spec.n_branches
     summary = fork_summary(log, rollout_id)
     log.finish_run(
-        rollout_id, "done", {**summary, "branches": total, "ran": len(todo), "skipped": len(done)}
+        rollout_id,
+        RunStatus.DONE,
+        {**summary, "branches": total, "ran": len(todo), "skipped": len(done)},
     )
     return ForkResult(rollout_id, len(spec.question_ids), total, len(todo), len(done), elapsed)
 

@@ -21,15 +21,16 @@ from app.harness import killpoints
 from app.harness.agent_prompts import AgentPrompts, ToolArgumentError
 from app.harness.log import HarnessLog
 from app.harness.question_units import build_units, unit_correctness_view
-from app.harness.telemetry import current_run_id
+from app.harness.telemetry import calls_logged_as
 from app.harness.workspace import now_iso
 from app.progress import NO_BARS, Bars
 from app.providers.errors import BudgetExceeded, ProviderError
 from app.secrets import scrub
 from core.checkers import check, extract_answer, fallback_answer
+from core.concurrency import fan_out
 from core.evolution.budget import resolve_skill_file
 from core.trajectory import summarise_tool_output
-from core.types import InferenceResult, Prediction, Question
+from core.types import InferenceResult, Prediction, Question, StopReason
 
 WRITE_BATCH = 200
 INFRA_ERROR_SHARE = 0.10
@@ -54,9 +55,10 @@ async def answer_question(
     messages = prompts.opening_messages(question)
     tools = prompts.tools_for(question)
     steps: list[dict[str, Any]] = []
-    usage = [0, 0, 0.0]
+    tokens_in = tokens_out = 0
+    cost_usd = 0.0
     started = time.perf_counter()
-    stop, final, source = "max_steps", "", ""
+    stop, final, source = StopReason.MAX_STEPS, "", ""
     for turn in range(settings.max_steps):
         try:
             reply = await provider.complete(
@@ -71,11 +73,11 @@ async def answer_question(
             raise
         except ProviderError as e:
             steps.append({"turn": turn, "type": "error", "error": scrub(str(e))[:500]})
-            stop = "error"
+            stop = StopReason.ERROR
             break
-        usage[0] += reply.usage.tokens_in
-        usage[1] += reply.usage.tokens_out
-        usage[2] += reply.cost_usd
+        tokens_in += reply.usage.tokens_in
+        tokens_out += reply.usage.tokens_out
+        cost_usd += reply.cost_usd
         steps.append(
             {
                 "turn": turn,
@@ -93,10 +95,10 @@ async def answer_question(
         source = "answer_line"
         if answer is None:
             answer, source = await _fallback(provider, question, reply.text, settings, steps)
-        stop, final = ("final", answer) if answer is not None else ("refused", "")
+        stop, final = (StopReason.FINAL, answer) if answer is not None else (StopReason.REFUSED, "")
         break
-    correct = stop == "final" and check(question, final)
-    source = source if stop == "final" else ""
+    correct = stop == StopReason.FINAL and check(question, final)
+    source = source if stop == StopReason.FINAL else ""
     verdict = {
         "type": "verdict",
         "prediction": final,
@@ -119,9 +121,9 @@ async def answer_question(
         correct=correct,
         stop_reason=stop,
         steps=tuple(steps),
-        tokens_in=usage[0],
-        tokens_out=usage[1],
-        cost_usd=usage[2],
+        tokens_in=tokens_in,
+        tokens_out=tokens_out,
+        cost_usd=cost_usd,
         latency_s=time.perf_counter() - started,
         skills_version=prompts.skills_version,
         prompts_version=prompts.prompts_version,
@@ -270,15 +272,12 @@ async def run_inference(
     guard: bool = True,
 ) -> InferenceResult:
     """Answer every question concurrently; write predictions in batches; unit accuracy."""
-    token = current_run_id.set(run_id)
-    limiter = anyio.CapacityLimiter(settings.concurrency)
-    results: dict[str, Prediction] = {}
+    results: dict[str, Prediction] = {}  # in the order the answers arrive, as written
     pending: list[dict[str, Any]] = []
     bar = bars.task(label, len(questions))
 
-    async def one(q: Question) -> None:
-        async with limiter:
-            p = await answer_question(provider, prompts, q, settings)
+    async def answer(q: Question) -> None:
+        p = await answer_question(provider, prompts, q, settings)
         results[q.question_id] = p
         pending.append(prediction_row(p, run_id))
         if len(pending) >= WRITE_BATCH:
@@ -289,13 +288,11 @@ async def run_inference(
         bar.advance()
 
     try:
-        async with anyio.create_task_group() as tg:
-            for q in questions:
-                tg.start_soon(one, q)
+        with calls_logged_as(run_id):
+            await fan_out(answer, questions, limiter=anyio.CapacityLimiter(settings.concurrency))
     finally:
         log.upsert_predictions(pending)
         bar.done()
-        current_run_id.reset(token)
     result = summarise(run_id, questions, results)
     if guard:
         guard_infra(result, run_id)
@@ -330,7 +327,7 @@ def summarise(
 
 def guard_infra(result: InferenceResult, context: str) -> None:
     total = sum(result.stop_reason_counts.values())
-    errors = result.stop_reason_counts.get("error", 0)
+    errors = result.stop_reason_counts.get(StopReason.ERROR, 0)
     if total and errors / total > INFRA_ERROR_SHARE:
         raise RunFailed(
             f"{context}: {errors}/{total} answers failed with provider errors "

@@ -12,6 +12,7 @@ import json
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,16 @@ from app.errors import DamagedFile, UserError, is_storage_failure, storage_error
 from app.harness.clock import now_iso
 from app.secrets import process_secrets, scrub
 from core.redact import redact, redact_url_credentials
+
+
+class RunStatus(StrEnum):
+    """A run's status in `_runs.status`."""
+
+    RUNNING = "running"  # started and not finished (or the process died: no live train.lock)
+    DONE = "done"
+    STOPPED = "stopped"  # SIGTERM, Ctrl-C or the cost cap; `--resume` continues it
+    FAILED = "failed"
+
 
 BUSY_TIMEOUT_MS = 30_000
 QUICK_CHECK_MAX_BYTES = 256 * 1024 * 1024  # quick_check reads every page: ~1 s per GB
@@ -345,14 +356,14 @@ class HarnessLog:
                     skills_version,
                     prompts_version,
                     questions_ref,
-                    "running",
+                    RunStatus.RUNNING,
                     now_iso(),
                     scrub(json.dumps(config or {}, sort_keys=True)),
                     scrub(json.dumps(provenance or {}, sort_keys=True)),
                 ),
             )
 
-    def finish_run(self, run_id: str, status: str, summary: dict | None = None) -> None:
+    def finish_run(self, run_id: str, status: RunStatus, summary: dict | None = None) -> None:
         with self._txn():
             self.conn.execute(
                 "UPDATE _runs SET status=?, finished_at=?, summary_json=? WHERE run_id=?",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from string import Template
 
-from app.harness.telemetry import current_run_id
+from app.harness.telemetry import calls_logged_as
 from app.harness.train_state import TrainContext, TrainState
 from app.harness.validate import with_skill
 from app.providers.errors import BudgetExceeded
@@ -94,15 +94,13 @@ async def _guidance(
     prompt = Template(ctx.templates["momentum"]).safe_substitute(
         task_type=task_type, previous=previous, current=current, samples=samples
     )
-    token = current_run_id.set(f"{prefix}momentum-{task_type}")
     try:
-        reply = await session.providers["evolver"].complete(
-            [{"role": "user", "content": prompt}], role="evolver"
-        )
+        with calls_logged_as(f"{prefix}momentum-{task_type}"):
+            reply = await session.providers["evolver"].complete(
+                [{"role": "user", "content": prompt}], role="evolver"
+            )
     except BudgetExceeded:
         raise
     except Exception:  # momentum notes are optional: a failed call leaves the skill as it is
         return None
-    finally:
-        current_run_id.reset(token)
     return momentum_guidance(reply.text)

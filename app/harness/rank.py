@@ -19,11 +19,12 @@ For each question of a rollout (app/harness/fork.py):
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
-import anyio
 from loguru import logger
 
 from app.errors import UserError
@@ -35,13 +36,15 @@ from app.harness.judge import (
     CallBudget,
     Judge,
     JudgeSettings,
+    Sample,
     mean_score,
     same_model_warning,
     sample_row,
 )
-from app.harness.telemetry import current_run_id
+from app.harness.telemetry import calls_logged_as
 from app.harness.verifiers import load_verifier, verify_rollout
 from core import ranking
+from core.concurrency import fan_out
 
 
 def parse_weights(items: Sequence[str]) -> dict[str, float]:
@@ -88,13 +91,10 @@ async def rank_rollout(
     user_rewards = {k: load_verifier(k) for k in weights if ":" in k}
     if (warning := same_model_warning(config.judge_model, config.agent_model)) is not None:
         logger.warning(warning)
-    token = current_run_id.set(rollout_id)  # judge calls are logged (and paid) as the fork's
-    try:
+    with calls_logged_as(rollout_id):  # judge calls are logged (and paid) as the fork's
         return await _rank(
             session, rollout_id, verifiers, weights, user_rewards, judge_cap, remember
         )
-    finally:
-        current_run_id.reset(token)
 
 
 async def _rank(
@@ -255,28 +255,27 @@ async def _judge_all(judge: Judge, session, by_q, groups_of, budgets) -> dict[st
     """Every judge call of the rollout, concurrently (the Judge's limiter bounds them).
 
     Each call reserves its budget slots before its first await, and tasks start in the order
-    they are created, so which samples are capped is the same on every run."""
-    out: dict[str, tuple[dict, dict]] = {}
-
-    async def scalar(qid, k, qtext, rep):
-        out[qid][0][k] = await judge.score(qtext, rep["final_text"] or "", budgets[qid])
-
-    async def pair(qid, i, j, qtext, a, b):
-        out[qid][1][(i, j)] = await judge.compare(
-            qtext, a["final_text"] or "", b["final_text"] or "", budgets[qid]
-        )
-
-    async with anyio.create_task_group() as tg:
-        for qid in by_q:
-            question = session.questions_by_id.get(qid)
-            qtext = question.question if question else ""
-            reps = [g[0] for g in groups_of[qid].values()]
-            out[qid] = ({}, {})
-            for k, rep in enumerate(reps):
-                tg.start_soon(scalar, qid, k, qtext, rep)
-            for i in range(len(reps)):
-                for j in range(i + 1, len(reps)):
-                    tg.start_soon(pair, qid, i, j, qtext, reps[i], reps[j])
+    of `calls`, so which samples are capped is the same on every run. Per question: scalar
+    scores by group index, then pairwise comparisons by (i, j)."""
+    SCALAR, PAIR = 0, 1  # where a call's samples go in the question's (scalar, pairwise)
+    calls: list[tuple[str, int, Any, Callable[[], Awaitable[list[Sample]]]]] = []
+    for qid in by_q:
+        question = session.questions_by_id.get(qid)
+        qtext = question.question if question else ""
+        answers = [g[0]["final_text"] or "" for g in groups_of[qid].values()]
+        budget = budgets[qid]
+        calls += [
+            (qid, SCALAR, k, partial(judge.score, qtext, answer, budget))
+            for k, answer in enumerate(answers)
+        ]
+        calls += [
+            (qid, PAIR, (i, j), partial(judge.compare, qtext, answers[i], answers[j], budget))
+            for i, j in itertools.combinations(range(len(answers)), 2)
+        ]
+    samples = await fan_out(lambda call: call[3](), calls)
+    out: dict[str, tuple[dict, dict]] = {qid: ({}, {}) for qid in by_q}
+    for (qid, kind, key, _), got in zip(calls, samples, strict=True):
+        out[qid][kind][key] = got
     return out
 
 

@@ -30,6 +30,7 @@ from app.harness.checkpoint import (
 )
 from app.harness.clock import now_iso
 from app.harness.gate_ladder import BaselineCache, GatePools
+from app.harness.log import RunStatus
 from app.harness.pools import Pools, filter_trainable, split_pools
 from app.harness.question_units import build_units, unit_accuracy, unit_correctness_view
 from app.harness.session import Session
@@ -37,6 +38,7 @@ from app.harness.slow_update import run_slow_update
 from app.harness.step import diagnose_batch, run_step
 from app.harness.store import promote_to_seed
 from app.harness.train_state import Best, ResumePlan, TrainContext, TrainState
+from app.harness.vocabulary import TrainPhase
 from app.harness.workspace import (
     clean_staging,
     read_manifest,
@@ -85,18 +87,20 @@ class Runner:
     def _end_badly(self, e: BaseException) -> NoReturn:
         leaf = first_leaf(e)
         if is_stop(leaf):  # Ctrl-C, SIGTERM (errors.Stopped), or the cancellation they cause
-            self._mark_train("stopped", f"stopped by {stop_reason(leaf)}", stop_reason(leaf))
+            self._mark_train(
+                RunStatus.STOPPED, f"stopped by {stop_reason(leaf)}", stop_reason(leaf)
+            )
             self._save_spend()
             if isinstance(leaf, KeyboardInterrupt):
                 raise leaf from None
             raise e  # a cancellation goes on unwinding; the event loop turns it into Ctrl-C
         if isinstance(leaf, BudgetExceeded):
-            self._mark_train("stopped", str(leaf), "max_cost_usd")
+            self._mark_train(RunStatus.STOPPED, str(leaf), "max_cost_usd")
             self._save_spend()
             raise RunFailed(
                 f"{leaf}. The checkpoint is intact: raise max_cost_usd and --resume."
             ) from None
-        self._mark_train("failed", f"{type(leaf).__name__}: {leaf}")
+        self._mark_train(RunStatus.FAILED, f"{type(leaf).__name__}: {leaf}")
         if isinstance(leaf, RunFailed) and "--resume" not in str(leaf):
             raise RunFailed(
                 f"{leaf}. The checkpoint is intact: fix the cause and rerun train --resume."
@@ -117,7 +121,7 @@ class Runner:
         except (OSError, RunFailed, UserError) as e:  # the ledger in harness.db still has it
             logger.debug("could not record the spend in {}: {}", path, e)
 
-    def _mark_train(self, status: str, reason: str, stop: str | None = None) -> None:
+    def _mark_train(self, status: RunStatus, reason: str, stop: str | None = None) -> None:
         """Record how the run ended: `reason` for people (report, TUI), `stop` (a stop's
         short cause: SIGTERM, Ctrl-C, max_cost_usd) for scripts."""
         train_id = getattr(self, "_train_id", None)
@@ -177,7 +181,7 @@ class Runner:
                 correct_ratio=self.config.batch_correct_ratio,
             )
             batches_ids = [list(dict.fromkeys(q.unit_id for q in b)) for b in batches]
-            self._checkpoint(ctx, state, epoch, "in_epoch", -1, batches_ids)
+            self._checkpoint(ctx, state, epoch, TrainPhase.IN_EPOCH, -1, batches_ids)
         logger.info("epoch {}/{}: {} step(s)", epoch, self.config.epochs, len(batches_ids))
         bar = self.session.bars.task(f"epoch {epoch} steps", len(batches_ids))
         bar.advance(step_from)
@@ -185,13 +189,13 @@ class Runner:
             batch = [q for uid in batches_ids[step] for q in ctx.units[uid].questions]
             await run_step(ctx, state, epoch, step, batch)
             state.global_step += 1
-            self._checkpoint(ctx, state, epoch, "in_epoch", step, batches_ids)
+            self._checkpoint(ctx, state, epoch, TrainPhase.IN_EPOCH, step, batches_ids)
             bar.advance()
             totals = self.session.recorder.totals
             self.session.bars.set_extra(bar, f"{totals['calls']} calls, ${totals['cost_usd']:.4f}")
         bar.done()
         await run_slow_update(ctx, state, epoch)
-        self._checkpoint(ctx, state, epoch, "epoch_done", len(batches_ids) - 1, None)
+        self._checkpoint(ctx, state, epoch, TrainPhase.EPOCH_DONE, len(batches_ids) - 1, None)
 
     def _early_stop(self, state: TrainState, epoch: int) -> bool:
         if state.best.epoch == epoch:
@@ -205,10 +209,10 @@ class Runner:
         update_manifest(ctx.root, skills=best.skills, prompts=best.prompts, run_id=state.train_id)
         self.session.refresh_paths()
         await final_test_eval(ctx, state)
-        self._checkpoint(ctx, state, self.config.epochs, "finished", -1, None)
+        self._checkpoint(ctx, state, self.config.epochs, TrainPhase.FINISHED, -1, None)
         self.session.recorder.flush()
         self.session.log.finish_run(
-            state.train_id, "done", {"best": asdict(best), "curve": state.curve}
+            state.train_id, RunStatus.DONE, {"best": asdict(best), "curve": state.curve}
         )
 
     def _checkpoint(
@@ -216,7 +220,7 @@ class Runner:
         ctx: TrainContext,
         state: TrainState,
         epoch: int,
-        phase: str,
+        phase: TrainPhase,
         step_completed: int,
         batches: list[list[str]] | None,
     ) -> None:
@@ -257,10 +261,10 @@ class Runner:
             session.refresh_paths()
         pools, task_types = self._pools()
         units = {u.unit_id: u for u in build_units(session.benchmark.questions)}
-        if ckpt and ckpt["progress"]["phase"] == "finished":
+        if ckpt and ckpt["progress"]["phase"] == TrainPhase.FINISHED:
             self._mark_finished(TrainState.from_dict(ckpt["state"]))
             return None
-        if ckpt and ckpt["progress"]["phase"] != "setup":
+        if ckpt and ckpt["progress"]["phase"] != TrainPhase.SETUP:
             state = TrainState.from_dict(ckpt["state"])
             self._train_id = state.train_id
             self._carry_spend(state.train_id, ckpt)
@@ -272,7 +276,7 @@ class Runner:
                 ckpt["progress"]["phase"],
                 ckpt["progress"]["step_completed"],
             )
-            session.log.finish_run(state.train_id, "running")
+            session.log.finish_run(state.train_id, RunStatus.RUNNING)
             return ctx, state, ResumePlan.after(ckpt["progress"], ckpt["epoch_batches"])
         train_id = ckpt["progress"]["train_id"] if ckpt else self._new_train_id()
         self._train_id = train_id
@@ -282,9 +286,9 @@ class Runner:
     def _mark_finished(self, state: TrainState) -> None:
         """A run killed between its "finished" checkpoint and its "done" mark is done."""
         run = self.session.log.run(state.train_id)
-        if run is not None and run["status"] != "done":
+        if run is not None and run["status"] != RunStatus.DONE:
             summary = {"best": asdict(state.best), "curve": state.curve}
-            self.session.log.finish_run(state.train_id, "done", summary)
+            self.session.log.finish_run(state.train_id, RunStatus.DONE, summary)
 
     def _carry_spend(self, train_id: str, ckpt: dict[str, Any] | None) -> None:
         """`max_cost_usd` bounds the run, not this process: start from what it has spent."""
@@ -359,7 +363,7 @@ class Runner:
             session.paths.root,
             progress={
                 "epoch": 0,
-                "phase": "setup",
+                "phase": TrainPhase.SETUP,
                 "step_completed": -1,
                 "global_step": 0,
                 "total_steps": 0,
@@ -440,7 +444,7 @@ class Runner:
         run = log.run(BASELINE_RUN)
         if (
             run
-            and run["status"] == "done"
+            and run["status"] == RunStatus.DONE
             and run["skills_version"] == prompts.skills_version
             and run["prompts_version"] == prompts.prompts_version
         ):
@@ -539,7 +543,7 @@ def promote(root: Path, version: str, eval_run_id: str, name: str, store: Path) 
     version = version.split("/")[-1]
     with HarnessLog(paths.db, readonly=True) as log:
         run = log.run(eval_run_id)
-    if run is None or run["status"] != "done":
+    if run is None or run["status"] != RunStatus.DONE:
         raise UserError(f"no finished run {eval_run_id!r} in {paths.db} to justify the promotion")
     if run["skills_version"] != version:
         raise UserError(

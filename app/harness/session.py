@@ -11,7 +11,7 @@ from app.errors import first_leaf, is_stop, stop_reason
 from app.harness.agent_prompts import AgentPrompts
 from app.harness.config import RunConfig
 from app.harness.inference import AgentSettings, run_inference
-from app.harness.log import HarnessLog
+from app.harness.log import HarnessLog, RunStatus
 from app.harness.model_io import ModelIO, tool_mode_warning
 from app.harness.store import Benchmark, load_benchmark
 from app.harness.telemetry import LogRecorder
@@ -174,18 +174,20 @@ class Session:
             if is_stop(leaf):
                 self.log.finish_run(
                     run_id,
-                    "stopped",
+                    RunStatus.STOPPED,
                     {"stop_reason": stop_reason(leaf), "reason": f"stopped by {stop_reason(leaf)}"},
                 )
             else:
                 self.log.finish_run(
-                    run_id, "failed", {"reason": scrub(f"{type(leaf).__name__}: {leaf}")[:500]}
+                    run_id,
+                    RunStatus.FAILED,
+                    {"reason": scrub(f"{type(leaf).__name__}: {leaf}")[:500]},
                 )
             raise
         self.recorder.flush()
         self.log.finish_run(
             run_id,
-            "done",
+            RunStatus.DONE,
             summary={
                 "accuracy": result.accuracy,
                 "total": result.total,

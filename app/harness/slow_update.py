@@ -16,15 +16,30 @@ from app.harness.agent_prompts import AgentPrompts
 from app.harness.momentum import run_slow_momentum
 from app.harness.observation import evidence_rows, write_epoch_report
 from app.harness.question_units import build_units, unit_accuracy, unit_correctness_view
-from app.harness.telemetry import current_run_id
+from app.harness.telemetry import calls_logged_as
 from app.harness.train_state import Best, Probation, TrainContext, TrainState
+from app.harness.vocabulary import Count
 from app.harness.workspace import update_best, update_manifest
 from core.evolution.budget import edit_budget_at
 from core.evolution.diagnose import CasePack, merge_packs
 from core.evolution.edits import RejectedEdit
 from core.evolution.evolve import evolve, prompt_file_prompt
-from core.evolution.gate import GateDecision, ProbationTest
+from core.evolution.gate import GateDecision, ProbationTest, ProbationVerdict
 from core.types import InferenceResult
+
+# An epoch report's counts, in this order; the second group only when not zero.
+EPOCH_REPORT_COUNTS = (
+    Count.ACCEPTED,
+    Count.PROVISIONAL,
+    Count.REJECTED,
+    Count.ROLLED_BACK,
+    Count.KEPT,
+    Count.SKIPPED,
+    Count.COOLDOWN,
+    Count.PROMPTS_KEPT,
+    Count.PROMPTS_REVERTED,
+)
+EPOCH_REPORT_COUNTS_IF_ANY = (Count.DESCRIPTIONS_ACCEPTED, Count.DESCRIPTIONS_REJECTED)
 
 
 def slow_prefix(train_id: str, epoch: int) -> str:
@@ -127,16 +142,16 @@ async def settle_probations(
             decision.e_value,
             decision.threshold,
         )
-        if verdict == "rollback":
+        if verdict == ProbationVerdict.ROLLBACK:
             rollback(ctx, state, p, epoch)
         else:
-            state.count("kept")
+            state.count(Count.KEPT)
     return verdicts
 
 
 async def _probation_test(
     ctx: TrainContext, p: Probation, r: InferenceResult, prefix: str
-) -> tuple[str, GateDecision]:
+) -> tuple[ProbationVerdict, GateDecision]:
     test = ProbationTest(ctx.gate_params, p.test)
     unit_ids = [u for _, ids in p.families for u in ids]
     questions = [q for u in unit_ids for q in ctx.units[u].questions]
@@ -198,7 +213,7 @@ def rollback(ctx: TrainContext, state: TrainState, p: Probation, epoch: int) -> 
             for e in p.edits
         ],
     )
-    state.count("rolled_back")
+    state.count(Count.ROLLED_BACK)
 
 
 def consider_best(
@@ -246,8 +261,7 @@ async def evolve_prompts(ctx: TrainContext, state: TrainState, epoch: int, prefi
         packs = [CasePack.from_dict(p) for p in state.tool_packs if p["target"] == f"tool:{name}"]
         targets.append((f"tool_{name}.md", "evolve_tool", merge_packs(packs, f"tool:{name}"), name))
     changed = []
-    token = current_run_id.set(prefix + "prompts")
-    try:
+    with calls_logged_as(prefix + "prompts"):
         for file, template, pack, tool in targets:
             if pack is None or file not in files:
                 continue
@@ -271,8 +285,6 @@ async def evolve_prompts(ctx: TrainContext, state: TrainState, epoch: int, prefi
             if record.changed:
                 files[file] = record.evolved
                 changed.append(file)
-    finally:
-        current_run_id.reset(token)
     if not changed:
         return False
     session.publish_version(
@@ -313,7 +325,7 @@ async def settle_prompt_change(
         )
         update_manifest(ctx.root, prompts=before_prompts, run_id=state.train_id)
         session.refresh_paths()
-        state.count("prompts_reverted")
+        state.count(Count.PROMPTS_REVERTED)
         return None
     logger.info(
         "e{} prompts {} kept: R2 {:.3f} >= R {:.3f}",
@@ -323,7 +335,7 @@ async def settle_prompt_change(
         r.accuracy,
     )
     state.correctness.update(r2.correctness)
-    state.count("prompts_kept")
+    state.count(Count.PROMPTS_KEPT)
     consider_best(ctx, state, r2, prompts, epoch, prefix + "r2")
     return r2
 
@@ -408,21 +420,10 @@ def report_epoch(
         "test_acc": test_acc,
         "best": asdict(state.best),
         "counts": {
-            "accepted": counts.get("accepted", 0),
-            "provisional": counts.get("provisional", 0),
-            "rejected": counts.get("rejected", 0),
-            "rolled_back": counts.get("rolled_back", 0),
-            "kept": counts.get("kept", 0),
-            "skipped": counts.get("skipped", 0),
-            "cooldown": counts.get("cooldown", 0),
-            "prompts_kept": counts.get("prompts_kept", 0),
-            "prompts_reverted": counts.get("prompts_reverted", 0),
-            **{
-                k: counts[k]
-                for k in ("descriptions_accepted", "descriptions_rejected")
-                if counts.get(k)
-            },
-        },  # progressive mode (app/harness/descriptions.py)
+            **{k: counts.get(k, 0) for k in EPOCH_REPORT_COUNTS},
+            # progressive mode only (app/harness/descriptions.py)
+            **{k: counts[k] for k in EPOCH_REPORT_COUNTS_IF_ANY if counts.get(k)},
+        },
         "probations": verdicts,
         "holdout": {k: v["accuracy"] for k, v in holdout.items()},
         "prompts_changed": r2 is not None,

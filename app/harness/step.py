@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
 
 import anyio
 from loguru import logger
@@ -13,6 +14,8 @@ from app.errors import RunFailed
 from app.harness import killpoints
 from app.harness.activation import run_activation
 from app.harness.agent_prompts import AgentPrompts
+from app.harness.config import RunConfig
+from app.harness.log import HarnessLog, RunStatus
 from app.harness.model_io import no_tool_calls, record_attempts
 from app.harness.observation import (
     current_step_activation,
@@ -22,12 +25,16 @@ from app.harness.observation import (
     step_report,
     write_step_report,
 )
-from app.harness.telemetry import current_run_id
+from app.harness.session import Session
+from app.harness.telemetry import calls_logged_as
 from app.harness.train_state import Probation, TrainContext, TrainState
 from app.harness.validate import GateSpec, ValidationOutcome, Validator, with_skill
+from app.harness.vocabulary import Count, SkipAction, StepAction
+from core.concurrency import fan_out
 from core.evolution.budget import edit_budget_at, resolve_skill_file
 from core.evolution.diagnose import (
     RAW_NOTE,
+    CasePack,
     DiagnosisResult,
     Failure,
     build_packs,
@@ -35,32 +42,97 @@ from core.evolution.diagnose import (
     raw_diagnoses,
 )
 from core.evolution.edits import Edit, RejectedEdit, consolidate_appendix
-from core.evolution.evolve import EvolutionRecord, evolve, skill_prompt
-from core.evolution.gate import SequentialGate
+from core.evolution.evolve import EvolutionRecord, EvolutionStatus, evolve, skill_prompt
+from core.evolution.gate import GateAction, SequentialGate
 from core.types import Question
+
+# What each gate decision adds to the epoch's counts (a rejection also counts Count.REJECTED).
+DECISION_COUNTS = {
+    GateAction.ACCEPT: Count.ACCEPTED,
+    GateAction.ACCEPT_PROVISIONAL: Count.PROVISIONAL,
+    GateAction.REJECT: Count.GATE_REJECTED,
+}
 
 
 def step_prefix(train_id: str, epoch: int, step: int) -> str:
     return f"{train_id}-e{epoch}-s{step}-"
 
 
+@dataclass(frozen=True)
+class StepScope:
+    """What every phase of one step reads: the run, where the step is, the versions it
+    started from and the edit budget. Only `state` changes during the step (phase D)."""
+
+    ctx: TrainContext
+    state: TrainState
+    epoch: int
+    step: int
+    prompts: AgentPrompts  # the current versions when the step began
+    budget: int  # edits per evolution at this point of the run
+
+    @classmethod
+    def begin(cls, ctx: TrainContext, state: TrainState, epoch: int, step: int) -> StepScope:
+        budget = edit_budget_at(
+            state.global_step,
+            ctx.total_steps,
+            ctx.config.edit_budget_start,
+            ctx.config.edit_budget_end,
+        )
+        return cls(ctx, state, epoch, step, ctx.session.agent_prompts(), budget)
+
+    @property
+    def prefix(self) -> str:
+        """Every run id of the step starts with it (a retried step clears them all)."""
+        return step_prefix(self.state.train_id, self.epoch, self.step)
+
+    def run_id(self, name: str) -> str:
+        return self.prefix + name
+
+    def write_report(
+        self,
+        task_type: str,
+        action: StepAction,
+        summary: str,
+        *,
+        base_version: str,
+        record: EvolutionRecord | None = None,
+        outcome: ValidationOutcome | None = None,
+        new_version: str | None = None,
+    ) -> None:
+        """The step report of one task type (JSON file and step_reports row)."""
+        report = step_report(
+            run_id=self.state.train_id,
+            epoch=self.epoch,
+            step=self.step,
+            task_type=task_type,
+            action=action,
+            budget=self.budget,
+            base_version=base_version,
+            record=record,
+            outcome=outcome,
+            new_version=new_version,
+            summary=summary,
+        )
+        write_step_report(self.ctx.root, self.ctx.log, report, self.run_id("report"))
+
+
 async def run_step(
     ctx: TrainContext, state: TrainState, epoch: int, step: int, batch: Sequence[Question]
 ) -> None:
-    prefix = step_prefix(state.train_id, epoch, step)
-    ctx.log.clear_runs_with_prefix(prefix)  # a retried step never duplicates rows
-    prompts = ctx.session.agent_prompts()
+    ctx.log.clear_runs_with_prefix(step_prefix(state.train_id, epoch, step))  # no duplicate rows
+    scope = StepScope.begin(ctx, state, epoch, step)
+    rollout_id = scope.run_id("rollout")
     result = await ctx.session.infer(
         list(batch),
-        prefix + "rollout",
+        rollout_id,
         "rollout",
-        prompts=prompts,
+        prompts=scope.prompts,
         label=f"e{epoch} s{step} rollout",
         parent_run_id=state.train_id,
     )
     state.correctness.update(result.correctness)
     flags = []
-    if ctx.config.skill_mode == "tool" and no_tool_calls(ctx.log, prefix + "rollout"):
+    if ctx.config.skill_mode == "tool" and no_tool_calls(ctx.log, rollout_id):
         flags.append("no_tool_calls")
         logger.warning(
             "e{} s{}: skill_mode = 'tool' but no rollout called a tool, so the agent "
@@ -70,11 +142,11 @@ async def run_step(
         )
     current_step_flags.set(tuple(flags))
     if ctx.config.skill_mode in ("tool", "progressive"):
-        current_step_activation.set(run_activation(ctx.log, prefix + "rollout"))
-    diagnosis = await diagnose_batch(ctx, prompts, batch, prefix)
+        current_step_activation.set(run_activation(ctx.log, rollout_id))
+    diagnosis = await diagnose_batch(ctx, scope.prompts, batch, scope.prefix)
     state.system_packs += [diagnosis.system_pack.to_dict()] if diagnosis.system_pack else []
     state.tool_packs += [p.to_dict() for p in diagnosis.tool_packs.values()]
-    await gate_step(ctx, state, epoch, step, prompts, diagnosis, prefix)
+    await gate_step(scope, diagnosis)
     current_step_flags.set(())
     current_step_activation.set(None)
     state.cooldown = {t: n - 1 for t, n in sorted(state.cooldown.items()) if n > 1}
@@ -83,8 +155,19 @@ async def run_step(
 
 
 # -- diagnosis -------------------------------------------------------------------------------
+class DiagnosisContext(Protocol):
+    """What diagnosis reads: a TrainContext, or the slice `diagnose RUN_ID` builds."""
+
+    session: Session
+    config: RunConfig
+    templates: dict[str, str]
+
+    @property
+    def log(self) -> HarnessLog: ...
+
+
 async def diagnose_batch(
-    ctx: TrainContext,
+    ctx: DiagnosisContext,
     prompts: AgentPrompts,
     batch: Sequence[Question],
     prefix: str,
@@ -116,9 +199,8 @@ async def diagnose_batch(
                 tools=tools or "(none)",
             )
         )
-    token = current_run_id.set(prefix + "diag")
     calls: list = []
-    try:
+    with calls_logged_as(prefix + "diag"):
         diagnoses = await diagnose_failures(
             ctx.session.providers["judge"],
             ctx.templates["diagnose_failure"],
@@ -128,8 +210,6 @@ async def diagnose_batch(
             role="judge",
             calls=calls,
         )
-    finally:
-        current_run_id.reset(token)
     record_attempts(
         ctx.log,
         prefix + "diag",
@@ -172,29 +252,17 @@ async def diagnose_batch(
 
 
 # -- the four gate phases -------------------------------------------------------------------
-async def gate_step(
-    ctx: TrainContext,
-    state: TrainState,
-    epoch: int,
-    step: int,
-    prompts: AgentPrompts,
-    diagnosis: DiagnosisResult,
-    prefix: str,
-) -> None:
-    budget = edit_budget_at(
-        state.global_step, ctx.total_steps, ctx.config.edit_budget_start, ctx.config.edit_budget_end
-    )
-    records = await evolve_phase(ctx, state, epoch, step, prompts, diagnosis, budget, prefix)
+async def gate_step(scope: StepScope, diagnosis: DiagnosisResult) -> None:
+    ctx, state = scope.ctx, scope.state
+    records = await evolve_phase(scope, diagnosis)
     if not records:
         return
-    specs = [
-        gate_spec(ctx, state, tt, rec, prompts, diagnosis, prefix) for tt, rec in records.items()
-    ]
+    specs = [gate_spec(scope, rec, diagnosis.skill_packs[tt]) for tt, rec in records.items()]
     for spec in specs:
         ctx.session.register(spec.gate_run_id, "gate", spec.candidate, parent_run_id=state.train_id)
     validator = Validator(
         provider=ctx.session.providers["agent"],
-        base_prompts=prompts,
+        base_prompts=scope.prompts,
         units=ctx.units,
         log=ctx.log,
         settings=ctx.session.agent_settings,
@@ -202,104 +270,68 @@ async def gate_step(
         baseline_cache=ctx.baseline_cache,
         guard_err=ctx.config.gate.guard_err,
     )
-    outcomes = await validator.validate(specs, prefix + "gatebase")
+    outcomes = await validator.validate(specs, scope.run_id("gatebase"))
     for spec in specs:
         ctx.log.finish_run(
-            spec.gate_run_id, "done", {"action": outcomes[spec.task_type].decision.action}
+            spec.gate_run_id, RunStatus.DONE, {"action": outcomes[spec.task_type].decision.action}
         )
     ctx.session.recorder.flush()
     for task_type in sorted(outcomes):  # phase D: alphabetical, the only writer of state
-        settle(ctx, state, epoch, step, records[task_type], outcomes[task_type], budget, prefix)
+        settle(scope, records[task_type], outcomes[task_type])
 
 
-async def evolve_phase(
-    ctx: TrainContext,
-    state: TrainState,
-    epoch: int,
-    step: int,
-    prompts: AgentPrompts,
-    diagnosis: DiagnosisResult,
-    budget: int,
-    prefix: str,
-) -> dict[str, EvolutionRecord]:
+async def evolve_phase(scope: StepScope, diagnosis: DiagnosisResult) -> dict[str, EvolutionRecord]:
     """Phase A: evolve each eligible task type concurrently; report the skipped ones."""
+    state = scope.state
     eligible = []
-    for task_type in ctx.task_types:
+    for task_type in scope.ctx.task_types:
         if state.cooldown.get(task_type, 0) > 0:
             _skip(
-                ctx,
-                state,
-                epoch,
-                step,
+                scope,
                 task_type,
-                "skip_cooldown",
-                budget,
-                prompts,
-                prefix,
+                SkipAction.SKIP_COOLDOWN,
                 f"cooling down for {state.cooldown[task_type]} more step(s)",
             )
         elif task_type not in diagnosis.skill_packs:
             _skip(
-                ctx,
-                state,
-                epoch,
-                step,
+                scope,
                 task_type,
-                "skip_no_failures",
-                budget,
-                prompts,
-                prefix,
+                SkipAction.SKIP_NO_FAILURES,
                 "no skill-gap failures in this batch",
             )
         else:
             eligible.append(task_type)
-    records: dict[str, EvolutionRecord] = {}
 
-    async def one(task_type: str) -> None:
-        records[task_type] = await evolve_skill(ctx, state, task_type, prompts, diagnosis, budget)
+    async def evolve_one(task_type: str) -> EvolutionRecord:
+        return await evolve_skill(scope, task_type, diagnosis.skill_packs[task_type])
 
-    token = current_run_id.set(prefix + "evolve")
-    try:
-        async with anyio.create_task_group() as tg:
-            for task_type in eligible:
-                tg.start_soon(one, task_type)
-    finally:
-        current_run_id.reset(token)
+    with calls_logged_as(scope.run_id("evolve")):
+        evolved = await fan_out(evolve_one, eligible)
     kept = {}
-    for task_type in eligible:
-        record = records[task_type]
-        _log_evolution(ctx, record, epoch, step, prefix)
+    for task_type, record in zip(eligible, evolved, strict=True):
+        _log_evolution(scope, record)
         if record.changed:
             kept[task_type] = record
         else:
-            action = "skip_no_change" if record.status == "no_change" else "evolve_failed"
+            action = (
+                SkipAction.SKIP_NO_CHANGE
+                if record.status == EvolutionStatus.NO_CHANGE
+                else SkipAction.EVOLVE_FAILED
+            )
             _skip(
-                ctx,
-                state,
-                epoch,
-                step,
+                scope,
                 task_type,
                 action,
-                budget,
-                prompts,
-                prefix,
                 f"evolver produced no applicable change ({record.status})",
                 record,
             )
     return kept
 
 
-async def evolve_skill(
-    ctx: TrainContext,
-    state: TrainState,
-    task_type: str,
-    prompts: AgentPrompts,
-    diagnosis: DiagnosisResult,
-    budget: int,
-) -> EvolutionRecord:
+async def evolve_skill(scope: StepScope, task_type: str, pack: CasePack) -> EvolutionRecord:
+    ctx, prompts, budget = scope.ctx, scope.prompts, scope.budget
     target = resolve_skill_file(task_type, prompts.skills)
     original = prompts.skills.get(target, "")
-    pack = diagnosis.skill_packs[task_type]
     prompt = skill_prompt(
         ctx.templates["evolve_skill"],
         task_type=task_type,
@@ -307,7 +339,7 @@ async def evolve_skill(
         skill=original,
         pack=pack,
         budget=budget,
-        rejected=state.rejected_edits(task_type),
+        rejected=scope.state.rejected_edits(task_type),
     )
     raw = sum(f.note == RAW_NOTE for f in pack.failures)
     record = await evolve(
@@ -327,63 +359,48 @@ async def evolve_skill(
     if record.changed:
         consolidated, _ = consolidate_appendix(record.evolved, ctx.config.appendix_max_lines)
         if consolidated != record.evolved:
-            from dataclasses import replace
-
             record = replace(record, evolved=consolidated)
     return record
 
 
-def gate_spec(
-    ctx: TrainContext,
-    state: TrainState,
-    task_type: str,
-    record: EvolutionRecord,
-    prompts: AgentPrompts,
-    diagnosis: DiagnosisResult,
-    prefix: str,
-) -> GateSpec:
+def gate_spec(scope: StepScope, record: EvolutionRecord, pack: CasePack) -> GateSpec:
     """Phase B: the ladder minus the case pack's families, truncated to n_max. While the task
     type is on probation its validation families stay reserved for that probation."""
-    c = ctx.config
-    ladder = ctx.gate_pools.ladder_for(
+    c = scope.ctx.config
+    task_type = record.task_type
+    ladder = scope.ctx.gate_pools.ladder_for(
         task_type,
-        set(diagnosis.skill_packs[task_type].unit_ids),
-        key=prefix,
-        with_stage2=task_type not in state.probations,
+        set(pack.unit_ids),
+        key=scope.prefix,
+        with_stage2=task_type not in scope.state.probations,
     )
     return GateSpec(
         task_type=task_type,
         target_file=record.target_file,
-        candidate=with_skill(prompts, record.target_file, record.evolved),
+        candidate=with_skill(scope.prompts, record.target_file, record.evolved),
         ladder=ladder.truncated(c.gate.n_max),
-        gate_run_id=f"{prefix}gate-{task_type}",
+        gate_run_id=scope.run_id(f"gate-{task_type}"),
         strategy=c.gate.strategy,
         minibatch_k=c.gate.minibatch_k,
     )
 
 
-def settle(
-    ctx: TrainContext,
-    state: TrainState,
-    epoch: int,
-    step: int,
-    record: EvolutionRecord,
-    outcome: ValidationOutcome,
-    budget: int,
-    prefix: str,
-) -> None:
+def settle(scope: StepScope, record: EvolutionRecord, outcome: ValidationOutcome) -> None:
     """Phase D for one task type: evidence, report, then accept or reject."""
+    ctx, state, epoch, step = scope.ctx, scope.state, scope.epoch, scope.step
     d = outcome.decision
     ctx.log.insert_rows(
         "gate_evidence",
         evidence_rows(outcome.gate_run_id, outcome.task_type, outcome.decision, epoch, step),
     )
-    ctx.log.insert_rows("quadrant_pair", quadrant_rows(outcome, prefix + "report", epoch, step))
-    ctx.log.insert_rows("shadow_gate", [shadow_row(ctx, outcome, prefix, epoch, step)])
+    ctx.log.insert_rows(
+        "quadrant_pair", quadrant_rows(outcome, scope.run_id("report"), epoch, step)
+    )
+    ctx.log.insert_rows("shadow_gate", [shadow_row(scope, outcome)])
     paths = ctx.session.refresh_paths()
     new_version = None
     if d.accepted:
-        new_version = accept(ctx, state, epoch, step, record, outcome)
+        new_version = accept(scope, record, outcome)
     else:
         state.reject(
             record.task_type,
@@ -398,40 +415,26 @@ def settle(
                 for e in record.applied()
             ],
         )
-        state.count("rejected")
-    state.count(
-        {"accept": "accepted", "accept_provisional": "provisional"}.get(d.action, "gate_rejected")
-    )
+        state.count(Count.REJECTED)
+    state.count(DECISION_COUNTS[d.action])
     summary = (
         f"{d.action}: W={d.W} L={d.L} e={d.e_value:.2f} over {d.n_used} families, "
         f"{d.units_used} units ({d.stop_reason})"
     )
     logger.info("e{} s{} {:<10} {}", epoch, step, record.task_type, summary)
-    report = step_report(
-        run_id=state.train_id,
-        epoch=epoch,
-        step=step,
-        task_type=record.task_type,
-        action=d.action,
-        budget=budget,
+    scope.write_report(
+        record.task_type,
+        d.action,
+        summary,
         base_version=paths.skills_version,
         record=record,
         outcome=outcome,
         new_version=new_version,
-        summary=summary,
     )
-    write_step_report(ctx.root, ctx.log, report, prefix + "report")
 
 
-def accept(
-    ctx: TrainContext,
-    state: TrainState,
-    epoch: int,
-    step: int,
-    record: EvolutionRecord,
-    outcome: ValidationOutcome,
-) -> str:
-    session = ctx.session
+def accept(scope: StepScope, record: EvolutionRecord, outcome: ValidationOutcome) -> str:
+    session, state = scope.ctx.session, scope.state
     files = session.version_files("skills", session.paths.skills_version)
     files[record.target_file] = record.evolved
     version = session.publish_version(
@@ -439,11 +442,11 @@ def accept(
         files,
         source=f"gate:{outcome.decision.action}",
         run_id=state.train_id,
-        description=f"e{epoch} s{step} {record.task_type}: {len(record.applied())} edit(s), "
-        f"W={outcome.decision.W} L={outcome.decision.L}",
+        description=f"e{scope.epoch} s{scope.step} {record.task_type}: "
+        f"{len(record.applied())} edit(s), W={outcome.decision.W} L={outcome.decision.L}",
     )
     task_type = record.task_type
-    if outcome.decision.action == "accept_provisional":
+    if outcome.decision.action == GateAction.ACCEPT_PROVISIONAL:
         # Only reachable when the task type was not on probation: its stage 2 (the reserved
         # validation families) is what the probation will test.
         state.probations[task_type] = Probation(
@@ -454,8 +457,8 @@ def accept(
             test=dict(outcome.decision.continuation or {}),
             families=outcome.stage2,
             edits=tuple(Edit.from_dict(e) for e in record.applied()),
-            epoch=epoch,
-            step=step,
+            epoch=scope.epoch,
+            step=scope.step,
         )
     state.correctness.update(outcome.candidate_questions)
     state.rejected.pop(task_type, None)
@@ -463,16 +466,13 @@ def accept(
     return version
 
 
-def shadow_row(
-    ctx: TrainContext, outcome: ValidationOutcome, prefix: str, epoch: int, step: int
-) -> dict[str, Any]:
+def shadow_row(scope: StepScope, outcome: ValidationOutcome) -> dict[str, Any]:
     """What the other bet would have decided on the same evidence (analysis only)."""
-    from dataclasses import replace
-
+    params = scope.ctx.gate_params
     d0 = outcome.decision
-    other = "fixed" if ctx.gate_params.lambda_strategy == "mixture" else "mixture"
+    other = "fixed" if params.lambda_strategy == "mixture" else "mixture"
     gate = SequentialGate(
-        replace(ctx.gate_params, lambda_strategy=other),
+        replace(params, lambda_strategy=other),
         horizon=max(d0.horizon, 1),
         stage1=max(d0.horizon, 1),
     )
@@ -487,9 +487,9 @@ def shadow_row(
             break
     d = gate.finish(exhausted=True)
     return {
-        "run_id": prefix + "report",
-        "epoch": epoch,
-        "step": step,
+        "run_id": scope.run_id("report"),
+        "epoch": scope.epoch,
+        "step": scope.step,
         "task_type": outcome.task_type,
         "strategy": other,
         "action": d.action,
@@ -499,43 +499,27 @@ def shadow_row(
 
 
 def _skip(
-    ctx: TrainContext,
-    state: TrainState,
-    epoch: int,
-    step: int,
+    scope: StepScope,
     task_type: str,
-    action: str,
-    budget: int,
-    prompts: AgentPrompts,
-    prefix: str,
+    action: SkipAction,
     summary: str,
     record: EvolutionRecord | None = None,
 ) -> None:
-    state.count("skipped" if action != "skip_cooldown" else "cooldown")
-    report = step_report(
-        run_id=state.train_id,
-        epoch=epoch,
-        step=step,
-        task_type=task_type,
-        action=action,
-        budget=budget,
-        base_version=prompts.skills_version,
-        record=record,
-        summary=summary,
+    scope.state.count(Count.COOLDOWN if action == SkipAction.SKIP_COOLDOWN else Count.SKIPPED)
+    scope.write_report(
+        task_type, action, summary, base_version=scope.prompts.skills_version, record=record
     )
-    write_step_report(ctx.root, ctx.log, report, prefix + "report")
 
 
-def _log_evolution(
-    ctx: TrainContext, record: EvolutionRecord, epoch: int, step: int, prefix: str
-) -> None:
-    ctx.log.insert_rows(
+def _log_evolution(scope: StepScope, record: EvolutionRecord) -> None:
+    run_id = scope.run_id("evolve")
+    scope.ctx.log.insert_rows(
         "evolutions",
         [
             {
-                "run_id": prefix + "evolve",
-                "epoch": epoch,
-                "step": step,
+                "run_id": run_id,
+                "epoch": scope.epoch,
+                "step": scope.step,
                 "task_type": record.task_type,
                 "target_kind": record.target_kind,
                 "target_file": record.target_file,
@@ -552,8 +536,8 @@ def _log_evolution(
         ],
     )
     record_attempts(
-        ctx.log,
-        prefix + "evolve",
+        scope.ctx.log,
+        run_id,
         "edits",
         [(f"{record.target_kind}:{record.task_type or record.target_file}", record.attempts)],
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
@@ -10,6 +12,16 @@ from app.harness.log import HarnessLog
 
 current_run_id: ContextVar[str] = ContextVar("current_run_id", default="")
 FLUSH_EVERY = 500
+
+
+@contextmanager
+def calls_logged_as(run_id: str) -> Iterator[None]:
+    """Model calls made inside (tasks started inside included) are logged under `run_id`."""
+    token = current_run_id.set(run_id)
+    try:
+        yield
+    finally:
+        current_run_id.reset(token)
 
 
 class LogRecorder:

@@ -16,6 +16,7 @@ from pydantic import TypeAdapter, ValidationError
 from app.harness.config import RunConfig, describe_problem
 from app.harness.gate_ladder import BaselineCache, Family, GatePools
 from app.harness.pools import Pools
+from app.harness.vocabulary import TrainPhase
 from core.evolution.edits import Edit, RejectedEdit
 from core.evolution.gate import GateParams
 from core.types import Question, QuestionUnit
@@ -124,7 +125,7 @@ class ResumePlan:
     @classmethod
     def after(cls, progress: dict[str, Any], epoch_batches: list[list[str]] | None) -> ResumePlan:
         """The plan after a checkpoint of a run not yet finished."""
-        if progress["phase"] == "epoch_done":
+        if progress["phase"] == TrainPhase.EPOCH_DONE:
             return cls(first_epoch=progress["epoch"] + 1)
         return cls(
             first_epoch=progress["epoch"],

@@ -31,16 +31,19 @@ from app.harness.gate_ladder import BaselineCache, Family, Ladder
 from app.harness.inference import AgentSettings, answer_question, prediction_row
 from app.harness.log import HarnessLog
 from app.harness.question_units import unit_correctness_view
-from app.harness.telemetry import current_run_id
+from app.harness.telemetry import calls_logged_as
+from core.concurrency import fan_out
 from core.evolution.gate import (
     OUTCOME_NAMES,
+    GateAction,
     GateDecision,
+    GateEndedBy,
     GateParams,
     SequentialGate,
     family_outcome,
 )
 from core.stats import mcnemar_exact
-from core.types import Question, QuestionUnit
+from core.types import Question, QuestionUnit, StopReason
 
 GATE_CHUNK = 8  # units per chunk, fixed, so the evaluated set never depends on concurrency
 
@@ -153,19 +156,13 @@ class Validator:
     async def _answer(
         self, questions: Sequence[Question], prompts: AgentPrompts, run_id: str
     ) -> dict[str, Any]:
-        token = current_run_id.set(run_id)
-        out: dict[str, Any] = {}
+        out: dict[str, Any] = {}  # in the order the answers arrive
 
-        async def one(q: Question) -> None:
-            async with self.limiter:
-                out[q.question_id] = await answer_question(self.provider, prompts, q, self.settings)
+        async def answer(q: Question) -> None:
+            out[q.question_id] = await answer_question(self.provider, prompts, q, self.settings)
 
-        try:
-            async with anyio.create_task_group() as tg:
-                for q in questions:
-                    tg.start_soon(one, q)
-        finally:
-            current_run_id.reset(token)
+        with calls_logged_as(run_id):
+            await fan_out(answer, questions, limiter=self.limiter)
         ordered = [out[q.question_id] for q in questions if q.question_id in out]
         self.log.upsert_predictions([prediction_row(p, run_id) for p in ordered])
         return out
@@ -192,7 +189,7 @@ class Validator:
         questions = [q for u in unit_ids for q in self.units[u].questions]
         preds = await self._answer(questions, spec.candidate, spec.gate_run_id)
         killpoints.reached("gate")
-        tally.errors += sum(p.stop_reason == "error" for p in preds.values())
+        tally.errors += sum(p.stop_reason == StopReason.ERROR for p in preds.values())
         tally.total += len(preds)
         view = unit_correctness_view(
             [self.units[u] for u in unit_ids], {k: p.correct for k, p in preds.items()}
@@ -250,7 +247,7 @@ class Validator:
             if gate.done:
                 break
         decision = replace(gate.finish(exhausted=not gate.done), strategy="eprocess")
-        stage2 = ladder.stage2 if decision.action == "accept_provisional" else ()
+        stage2 = ladder.stage2 if decision.action == GateAction.ACCEPT_PROVISIONAL else ()
         return decision, stage2
 
     async def _mcnemar(self, spec: GateSpec, tally: _Tally):
@@ -296,15 +293,8 @@ class Validator:
         self, specs: Sequence[GateSpec], baseline_run_id: str
     ) -> dict[str, ValidationOutcome]:
         self.baseline_run_id = baseline_run_id
-        outcomes: dict[str, ValidationOutcome] = {}
-
-        async def run(spec: GateSpec) -> None:
-            outcomes[spec.task_type] = await self.gate_one(spec)
-
-        async with anyio.create_task_group() as tg:
-            for spec in specs:
-                tg.start_soon(run, spec)
-        return dict(sorted(outcomes.items()))
+        outcomes = await fan_out(self.gate_one, specs)
+        return {o.task_type: o for o in sorted(outcomes, key=lambda o: o.task_type)}
 
 
 def _fixed_decision(
@@ -337,7 +327,7 @@ def _fixed_decision(
             )
     n = len(observed)
     return GateDecision(
-        action="accept" if accepted else "reject",
+        action=GateAction.ACCEPT if accepted else GateAction.REJECT,
         W=wins,
         L=losses,
         n_used=n,
@@ -347,7 +337,7 @@ def _fixed_decision(
         delta_hat=(wins - losses) / n if n else 0.0,
         delta_shrunk=0.0,
         evidence=tuple(evidence),
-        ended_by="exhausted",
+        ended_by=GateEndedBy.EXHAUSTED,
         threshold=0.0,
         horizon=n,
         units_used=len(evidence),

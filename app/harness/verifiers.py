@@ -25,7 +25,7 @@ from app.errors import UserError
 from app.harness.workspace import now_iso
 from app.secrets import scrub
 from core.checkers import check
-from core.types import Question
+from core.types import Question, StopReason
 
 STATUSES = ("pass", "fail", "running", "unknown", "error")
 REASON_MAX = 500
@@ -44,7 +44,7 @@ class Verdict:
 
 
 def checker_verifier(question: Question, branch: dict[str, Any]) -> Verdict:
-    if branch.get("stop_reason") != "final":
+    if branch.get("stop_reason") != StopReason.FINAL:
         return Verdict("fail", f"no answer (stop reason {branch.get('stop_reason')})", 0.0)
     ok = check(question, branch.get("prediction") or "")
     reason = f"checker {question.checker}: answer {'matches' if ok else 'does not match'}"
@@ -53,11 +53,11 @@ def checker_verifier(question: Question, branch: dict[str, Any]) -> Verdict:
 
 def completed_verifier(question: Question, branch: dict[str, Any]) -> Verdict:
     stop = branch.get("stop_reason")
-    if stop == "final":
+    if stop == StopReason.FINAL:
         return Verdict("pass", "ended with an answer", 1.0)
-    if stop == "max_steps":
+    if stop == StopReason.MAX_STEPS:
         return Verdict("running", "still going when it ran out of turns", 0.0)
-    if stop == "error":
+    if stop == StopReason.ERROR:
         return Verdict("unknown", "a provider error ended it", 0.0)
     return Verdict("fail", f"ended without an answer ({stop})", 0.0)
 

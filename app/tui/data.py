@@ -22,42 +22,56 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from app.harness.log import HarnessLog
+from app.harness.log import HarnessLog, RunStatus
+from app.harness.run_progress import progress_view
+from app.harness.vocabulary import Count, SkipAction
 from app.harness.workspace import KINDS, list_versions, read_manifest
 from app.sanitize import visible, visible_sqlite_text, visible_tree
+from core.evolution.gate import GateAction
+
 
 # -- vocabularies -----------------------------------------------------------------------------
-ACTIONS = (
-    "accept",
-    "accept_provisional",
-    "reject",
-    "skip_cooldown",
-    "skip_no_change",
-    "skip_no_failures",
-    "evolve_failed",
-)
-COUNT_LABELS = (
-    "accepted",
-    "provisional",
-    "rejected",
-    "rolled_back",
-    "cooldown",
-    "skipped",
-    "evolve_failed",
-)
-ACTION_TO_COUNT = {
-    "accept": "accepted",
-    "accept_provisional": "provisional",
-    "reject": "rejected",
-    "skip_cooldown": "cooldown",
-    "skip_no_change": "skipped",
-    "skip_no_failures": "skipped",
-    "evolve_failed": "evolve_failed",
+class ShownStatus(StrEnum):
+    """The latest train run's status as the TUI shows it (from train.lock and `_runs`)."""
+
+    RUNNING = "running"  # train.lock names a live process on this host
+    STOPPED = "stopped"  # stopped, or marked running with no live process: resumable
+    FINISHED = "finished"
+    FAILED = "failed"
+    NOT_STARTED = "not started"
+    UNKNOWN = "unknown"  # train.lock is held on another host
+
+
+SHOWN_STATUS: dict[str, ShownStatus] = {
+    RunStatus.RUNNING: ShownStatus.STOPPED,  # no live process holds train.lock: resumable
+    RunStatus.STOPPED: ShownStatus.STOPPED,
+    RunStatus.DONE: ShownStatus.FINISHED,
+    RunStatus.FAILED: ShownStatus.FAILED,
 }
-STOP_REASONS = ("final", "max_steps", "error", "refused")
+# The Overview's decision counts: step reports tallied by action (rolled back comes from the
+# epoch reports).
+COUNT_LABELS: tuple[str, ...] = (
+    Count.ACCEPTED,
+    Count.PROVISIONAL,
+    Count.REJECTED,
+    Count.ROLLED_BACK,
+    Count.COOLDOWN,
+    Count.SKIPPED,
+    Count.EVOLVE_FAILED,
+)
+ACTION_TO_COUNT: dict[str, Count] = {
+    GateAction.ACCEPT: Count.ACCEPTED,
+    GateAction.ACCEPT_PROVISIONAL: Count.PROVISIONAL,
+    GateAction.REJECT: Count.REJECTED,
+    SkipAction.SKIP_COOLDOWN: Count.COOLDOWN,
+    SkipAction.SKIP_NO_CHANGE: Count.SKIPPED,
+    SkipAction.SKIP_NO_FAILURES: Count.SKIPPED,
+    SkipAction.EVOLVE_FAILED: Count.EVOLVE_FAILED,
+}
 
 # Step-table sort keys -> SQL ORDER BY terms (whitelisted; never user text in SQL).
 STEP_SORTS: dict[str, tuple[str, ...]] = {
@@ -119,8 +133,8 @@ class QueryCancelled(Exception):
 
 # -- value types ------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class RunStatus:
-    state: str  # running | stopped | finished | failed | not started | unknown
+class TrainStatus:
+    state: str  # a ShownStatus, or `_runs.status` as stored when it is none of RunStatus
     detail: str = ""
     run_id: str | None = None
     pid: int | None = None
@@ -173,6 +187,71 @@ class KeysetPage:
 
 
 @dataclass(frozen=True)
+class PageCursor:
+    """Which page of a keyset list (keys in the list's order): the first (nothing set), the
+    one that follows `after` (the last key of the page before it), the one that precedes
+    `before` (the first key of the page after it), the one that starts at `start` (a
+    re-read of the page the user is on), or the `last` one."""
+
+    after: Any = None
+    before: Any = None
+    start: Any = None
+    last: bool = False
+
+    @property
+    def backwards(self) -> bool:
+        """The page is read from its end: it is found by what comes after it."""
+        return self.before is not None or self.last
+
+
+@dataclass(frozen=True)
+class Keyset:
+    """Keyset pagination on one indexed column of a list shown in `descending` order or not.
+
+    Every page, the last included, costs O(page) index steps: the query asks for one row
+    more than a page to know whether another follows, and a page found backwards is read in
+    reverse and turned round.
+    """
+
+    column: str
+    descending: bool = False
+
+    def where(self, cursor: PageCursor) -> tuple[list[str], list[Any], str]:
+        """(conditions, their parameters, ORDER BY clause) selecting the cursor's page."""
+        onward, backward = ("<", ">") if self.descending else (">", "<")
+        conditions, params = [], []
+        bounds = ((onward, cursor.after), (onward + "=", cursor.start), (backward, cursor.before))
+        for op, key in bounds:
+            if key is not None:
+                conditions.append(f"{self.column} {op} ?")
+                params.append(key)
+        ascending = self.descending == cursor.backwards
+        return conditions, params, f"ORDER BY {self.column} {'ASC' if ascending else 'DESC'}"
+
+    def page(self, rows: list[dict[str, Any]], limit: int, cursor: PageCursor) -> KeysetPage:
+        """The page from the (up to limit + 1) rows `where` selected, in list order."""
+        more = len(rows) > limit
+        rows = rows[:limit]
+        if cursor.backwards:
+            rows.reverse()
+            has_prev, has_next = more, not cursor.last
+        else:
+            has_prev, has_next = cursor.after is not None or cursor.start is not None, more
+        return KeysetPage(
+            rows,
+            has_prev,
+            has_next,
+            rows[0][self.column] if rows else None,
+            rows[-1][self.column] if rows else None,
+        )
+
+
+# Runs newest first by `_runs.seq`; predictions by question id on (run_id, question_id).
+RUNS_KEYSET = Keyset("seq", descending=True)
+PREDICTIONS_KEYSET = Keyset("question_id")
+
+
+@dataclass(frozen=True)
 class VersionInfo:
     kind: str
     version: str
@@ -189,7 +268,7 @@ class Overview:
     name: str
     manifest: dict[str, Any]
     checkpoint: dict[str, Any] | None
-    status: RunStatus
+    status: TrainStatus
     epochs: list[dict[str, Any]]
     counts: dict[str, int]
     calls: list[dict[str, Any]]
@@ -270,7 +349,7 @@ def is_workspace(path: Path) -> bool:
 def list_workspaces(folder: Path) -> list[dict[str, Any]]:
     """Workspaces directly under `folder` with a one-line summary each (for the picker)."""
     folder = Path(folder)
-    found = []
+    found: list[dict[str, Any]] = []
     if not folder.is_dir():
         return found
     for p in sorted(folder.iterdir()):
@@ -299,16 +378,18 @@ def list_workspaces(folder: Path) -> list[dict[str, Any]]:
                 "prompts": manifest["current"]["prompts"],
                 "best_val": best.get("val_acc"),
                 "status": status,
-                "progress": (
-                    f"{progress.get('global_step', 0)}/{progress.get('total_steps', '?')}"
-                    if progress
-                    else ""
-                ),
+                "progress": _steps_done(progress) if progress else "",
                 "modified": _mtime(p / "manifest.json"),
                 "error": None,
             }
         )
     return found
+
+
+def _steps_done(progress: dict[str, Any]) -> str:
+    """`11/16` while running; a finished run (early stop included) reads as `11/11`."""
+    view = progress_view(progress)
+    return f"{view.done}/{view.total or '?'}"
 
 
 # -- the data source --------------------------------------------------------------------------
@@ -366,18 +447,20 @@ class WorkspaceData:
         data = _read_json(self.root / "train.lock")
         return data if isinstance(data, dict) else None
 
-    def run_status(self, log: HarnessLog | None = None) -> RunStatus:
+    def run_status(self, log: HarnessLog | None = None) -> TrainStatus:
         """running only if train.lock names a live pid on this host; else from `_runs`."""
         lock = self.lock_info()
         if lock and isinstance(lock.get("pid"), int):
             host = lock.get("host") or ""
             if host and host != socket.gethostname():
-                return RunStatus(
-                    "unknown", f"train.lock held by pid {lock['pid']} on {host}", pid=lock["pid"]
+                return TrainStatus(
+                    ShownStatus.UNKNOWN,
+                    f"train.lock held by pid {lock['pid']} on {host}",
+                    pid=lock["pid"],
                 )
             if pid_alive(lock["pid"]):
-                return RunStatus(
-                    "running",
+                return TrainStatus(
+                    ShownStatus.RUNNING,
                     f"pid {lock['pid']} since {lock.get('started_at', '?')}",
                     pid=lock["pid"],
                 )
@@ -387,29 +470,30 @@ class WorkspaceData:
         return self._status_from_runs(log)
 
     @staticmethod
-    def _status_from_runs(log: HarnessLog | None) -> RunStatus:
+    def _status_from_runs(log: HarnessLog | None) -> TrainStatus:
         if log is None:
-            return RunStatus("not started")
+            return TrainStatus(ShownStatus.NOT_STARTED)
         rows = log.query(
             "SELECT run_id, status, started_at, finished_at, summary_json "
             "FROM _runs WHERE kind = 'train' ORDER BY seq DESC LIMIT 1"
         )
         if not rows:
-            return RunStatus("not started", "no train run in the log")
+            return TrainStatus(ShownStatus.NOT_STARTED, "no train run in the log")
         r = rows[0]
-        state = {"running": "stopped", "done": "finished", "failed": "failed"}.get(
-            r["status"] or "", r["status"] or "unknown"
-        )
+        state = SHOWN_STATUS.get(r["status"] or "", r["status"] or ShownStatus.UNKNOWN)
         when = r["finished_at"] or r["started_at"] or ""
         detail = (
             f"{r['run_id']} (no live process; resume with train --resume)"
-            if state == "stopped"
+            if state == ShownStatus.STOPPED
             else f"{r['run_id']} {when}"
         )
         reason = _run_reason(r.get("summary_json"))
-        if reason and r["status"] in ("failed", "stopped"):  # why it ended, where people look
+        if reason and r["status"] in (
+            RunStatus.FAILED,
+            RunStatus.STOPPED,
+        ):  # say why, where people look
             detail += f": {reason}"
-        return RunStatus(state, detail, run_id=r["run_id"])
+        return TrainStatus(state, detail, run_id=r["run_id"])
 
     # -- change detection -------------------------------------------------------------------
     def fingerprint(self) -> dict[str, Any]:
@@ -497,8 +581,8 @@ class WorkspaceData:
             label = ACTION_TO_COUNT.get(r["action"] or "")
             if label:
                 counts[label] += r["n"]
-        counts["rolled_back"] = sum(
-            int((e["report"].get("counts") or {}).get("rolled_back") or 0) for e in epochs
+        counts[Count.ROLLED_BACK] = sum(
+            int((e["report"].get("counts") or {}).get(Count.ROLLED_BACK) or 0) for e in epochs
         )
         return counts
 
@@ -727,31 +811,25 @@ class WorkspaceData:
     ) -> KeysetPage:
         """Runs newest first, keyset on `seq` (indexed). `before=page.last` is the next (older)
         page, `after=page.first` the previous (newer) one, `last` the oldest runs."""
-        where, params = [], []
-        if kind:
-            where.append("kind = ?")
-            params.append(kind)
-        if before is not None:
-            where.append("seq < ?")
-            params.append(before)
-        if after is not None:
-            where.append("seq > ?")
-            params.append(after)
+        # In the list's order (newest first) an older seq comes after: `before` goes on.
+        cursor = PageCursor(after=before, before=after, last=last)
+        conditions, keys, order = RUNS_KEYSET.where(cursor)
+        where, params = (["kind = ?", *conditions], [kind, *keys]) if kind else (conditions, keys)
         clause = f"WHERE {' AND '.join(where)}" if where else ""
-        ascending = after is not None or last
         with self.reader() as log:
             if log is None:
                 return KeysetPage([], False, False)
-            rows = log.query(
-                f"SELECT seq, run_id, kind, parent_run_id, skills_version, prompts_version, "
-                f"status, started_at, finished_at, provenance_json, summary_json FROM _runs "
-                f"{clause} ORDER BY seq {'ASC' if ascending else 'DESC'} LIMIT ?",
-                [*params, limit + 1],
+            page = RUNS_KEYSET.page(
+                log.query(
+                    f"SELECT seq, run_id, kind, parent_run_id, skills_version, prompts_version, "
+                    f"status, started_at, finished_at, provenance_json, summary_json FROM _runs "
+                    f"{clause} {order} LIMIT ?",
+                    [*params, limit + 1],
+                ),
+                limit,
+                cursor,
             )
-            more = len(rows) > limit
-            rows = rows[:limit]
-            if ascending:
-                rows.reverse()
+            rows = page.rows
             counts = (
                 {
                     r["run_id"]: r
@@ -772,19 +850,7 @@ class WorkspaceData:
             summary = _loads(r.pop("summary_json"))
             r["simulated"] = bool(prov.get("simulated_model"))
             r["accuracy"] = summary.get("accuracy")
-        if last:
-            has_prev, has_next = more, False
-        elif after is not None:
-            has_prev, has_next = more, True
-        else:
-            has_prev, has_next = before is not None, more
-        return KeysetPage(
-            rows,
-            has_prev,
-            has_next,
-            rows[0]["seq"] if rows else None,
-            rows[-1]["seq"] if rows else None,
-        )
+        return page
 
     def run(self, run_id: str) -> dict[str, Any] | None:
         with self.reader() as log:
@@ -792,7 +858,8 @@ class WorkspaceData:
 
     # -- predictions ------------------------------------------------------------------------
     def _prediction_where(self, run_id: str, flt: PredictionFilter) -> tuple[list[str], list[Any]]:
-        where, params = ["run_id = ?"], [run_id]
+        where: list[str] = ["run_id = ?"]
+        params: list[Any] = [run_id]
         if flt.correct is not None:
             where.append("correct = ?")
             params.append(int(flt.correct))
@@ -825,43 +892,21 @@ class WorkspaceData:
         limit: int = 200,
         cancelled: Callable[[], bool] | None = None,
     ) -> KeysetPage:
-        """Keyset pagination on the unique index (run_id, question_id): every page, the last
-        one included, costs O(page) index steps however large the run. `after`/`before` are
-        the edges of the current page; `start` re-reads a page from its first key."""
+        """Keyset pagination on the unique index (run_id, question_id), so a page costs the
+        same however large the run. `after`/`before` are the edges of the current page;
+        `start` re-reads a page from its first key."""
+        cursor = PageCursor(after=after, before=before, start=start, last=last)
         where, params = self._prediction_where(run_id, flt)
-        if after is not None:
-            where.append("question_id > ?")
-            params.append(after)
-        if start is not None:
-            where.append("question_id >= ?")
-            params.append(start)
-        if before is not None:
-            where.append("question_id < ?")
-            params.append(before)
-        backwards = before is not None or last
+        conditions, keys, order = PREDICTIONS_KEYSET.where(cursor)
         sql = (
             f"SELECT {', '.join(PREDICTION_COLUMNS)} FROM predictions "
-            f"INDEXED BY idx_pred_run_q WHERE {' AND '.join(where)} "
-            f"ORDER BY question_id {'DESC' if backwards else 'ASC'} LIMIT ?"
+            f"INDEXED BY idx_pred_run_q WHERE {' AND '.join(where + conditions)} {order} LIMIT ?"
         )
         with self.reader(cancelled, SEARCH_TIME_LIMIT_S if flt.search else None) as log:
             if log is None:
                 return KeysetPage([], False, False)
-            rows = log.query(sql, [*params, limit + 1])
-        more = len(rows) > limit
-        rows = rows[:limit]
-        if backwards:
-            rows.reverse()
-            has_prev, has_next = more, not last
-        else:
-            has_prev, has_next = after is not None or start is not None, more
-        return KeysetPage(
-            rows,
-            has_prev,
-            has_next,
-            rows[0]["question_id"] if rows else None,
-            rows[-1]["question_id"] if rows else None,
-        )
+            rows = log.query(sql, [*params, *keys, limit + 1])
+        return PREDICTIONS_KEYSET.page(rows, limit, cursor)
 
     def predictions_count(
         self,

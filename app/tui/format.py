@@ -8,25 +8,30 @@ from typing import Any
 
 from rich.text import Text
 
-from app.tui.data import colour_diff_lines
+from app.harness.log import RunStatus
+from app.harness.vocabulary import SkipAction
+from app.tui.data import ShownStatus, colour_diff_lines
+from core.evolution.gate import FamilyOutcome, GateAction
 
-ACTION_STYLES = {
-    "accept": "bold green",
-    "accept_provisional": "yellow",
-    "reject": "red",
-    "evolve_failed": "bold red",
-    "skip_cooldown": "dim cyan",
-    "skip_no_change": "dim",
-    "skip_no_failures": "dim",
+ACTION_STYLES: dict[str, str] = {
+    GateAction.ACCEPT: "bold green",
+    GateAction.ACCEPT_PROVISIONAL: "yellow",
+    GateAction.REJECT: "red",
+    SkipAction.EVOLVE_FAILED: "bold red",
+    SkipAction.SKIP_COOLDOWN: "dim cyan",
+    SkipAction.SKIP_NO_CHANGE: "dim",
+    SkipAction.SKIP_NO_FAILURES: "dim",
 }
-STATUS_STYLES = {
-    "running": "bold green",
-    "stopped": "bold yellow",
-    "finished": "bold cyan",
-    "failed": "bold red",
-    "not started": "dim",
-    "unknown": "yellow",
+STATUS_STYLES: dict[str, str] = {
+    ShownStatus.RUNNING: "bold green",
+    ShownStatus.STOPPED: "bold yellow",
+    ShownStatus.FINISHED: "bold cyan",
+    ShownStatus.FAILED: "bold red",
+    ShownStatus.NOT_STARTED: "dim",
+    ShownStatus.UNKNOWN: "yellow",
 }
+RUN_STATUS_STYLES: dict[str, str] = {RunStatus.RUNNING: "green", RunStatus.FAILED: "red"}
+OUTCOME_STYLES: dict[str, str] = {FamilyOutcome.W: "green", FamilyOutcome.L: "red"}
 DASH = "–"
 
 

@@ -14,12 +14,17 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from string import Template
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.errors import BudgetExceeded
 from core.jsonscan import find_json_object
 from core.protocols import LLMProvider
 from core.types import Question
+
+if TYPE_CHECKING:
+    import anyio
+
+    from core.structured import Attempt, FormatLadder
 
 CATEGORIES = ("missing_context", "interface", "runtime_fault", "skill_gap")
 MAX_FAILURES_PER_PACK = 12
@@ -213,7 +218,9 @@ def parse_diagnosis(reply: str, question: Question, *, error: str = "") -> Diagn
             f"diagnosis reply did not parse: {error or why}"[:500],
             degraded=True,
         )
-    target = obj.get("target") if isinstance(obj.get("target"), str) else "skill"
+    target = obj.get("target")
+    if not isinstance(target, str):
+        target = "skill"
     if target not in ("skill", "system") and not re.fullmatch(r"tool:[\w-]{1,64}", target):
         target = "skill"
     rationale = str(obj.get("rationale", ""))[:500]
@@ -240,8 +247,8 @@ async def diagnose_failures(
     template: str,
     failures: Sequence[Failure],
     *,
-    limiter=None,
-    ladder=None,
+    limiter: anyio.CapacityLimiter | None = None,
+    ladder: FormatLadder | None = None,
     role: str = "judge",
     calls: list[DiagnosisCall] | None = None,
 ) -> list[Diagnosis]:
@@ -249,49 +256,41 @@ async def diagnose_failures(
 
     Each call asks for a structured reply at `ladder`'s response format and gets one repair
     request when its reply does not parse; its requests are appended to `calls`."""
-    import contextlib
-
-    import anyio
-
+    from core.concurrency import fan_out
     from core.structured import structured_complete
 
-    results: dict[int, Diagnosis] = {}
-
-    async def one(i: int, failure: Failure) -> None:
+    async def diagnose(failure: Failure) -> Diagnosis:
         prompt = diagnosis_prompt(template, failure)
-        attempts: list = []
+        attempts: list[Attempt] = []
         try:
-            async with limiter if limiter is not None else contextlib.nullcontext():
-                result = await structured_complete(
-                    provider,
-                    [{"role": "user", "content": prompt}],
-                    parse=diagnosis_value,
-                    schema=DIAGNOSIS_SCHEMA,
-                    ladder=ladder,
-                    role=role,
-                    max_tokens=DIAGNOSIS_MAX_TOKENS,
-                    name="diagnosis",
-                )
+            result = await structured_complete(
+                provider,
+                [{"role": "user", "content": prompt}],
+                parse=diagnosis_value,
+                schema=DIAGNOSIS_SCHEMA,
+                ladder=ladder,
+                role=role,
+                max_tokens=DIAGNOSIS_MAX_TOKENS,
+                name="diagnosis",
+            )
             attempts = result.attempts
-            results[i] = parse_diagnosis(
+            diagnosis = parse_diagnosis(
                 result.text if result.ok else "", failure.question, error=result.error
             )
         except Exception as e:  # a judge failure degrades this diagnosis only
             if isinstance(e, BudgetExceeded):
                 raise
             attempts = list(getattr(e, "attempts", []))
-            results[i] = parse_diagnosis(
+            diagnosis = parse_diagnosis(
                 "", failure.question, error=f"model call failed ({type(e).__name__})"
             )
         if calls is not None:
             calls.append(
                 DiagnosisCall(failure.question.question_id, tuple(a.to_dict() for a in attempts))
             )
+        return diagnosis
 
-    async with anyio.create_task_group() as tg:
-        for i, f in enumerate(failures):
-            tg.start_soon(one, i, f)
-    return [results[i] for i in range(len(failures))]
+    return await fan_out(diagnose, failures, limiter=limiter)
 
 
 def raw_diagnoses(diagnoses: Sequence[Diagnosis]) -> list[Diagnosis]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
+from enum import StrEnum
 from string import Template
 from typing import Any
 
@@ -31,9 +32,18 @@ from core.protocols import LLMProvider
 from core.structured import FormatLadder, structured_complete
 
 
+class EvolutionStatus(StrEnum):
+    """How one evolution call ended (stored in evolutions.status)."""
+
+    OK = "ok"  # the file changed
+    NO_CHANGE = "no_change"  # edits parsed, none changed the file
+    PARSE_FAILED = "parse_failed"  # the reply held no usable edit
+    PROVIDER_ERROR = "provider_error"  # the model call failed
+
+
 @dataclass(frozen=True)
 class EvolutionRecord:
-    status: str  # ok | no_change | parse_failed | provider_error
+    status: EvolutionStatus
     target_kind: str  # skill | system | tool
     target_file: str
     original: str
@@ -50,7 +60,7 @@ class EvolutionRecord:
 
     @property
     def changed(self) -> bool:
-        return self.status == "ok"
+        return self.status == EvolutionStatus.OK
 
     def applied(self) -> list[dict[str, Any]]:
         return [e for e, r in zip(self.edits, self.apply_report, strict=False) if r["applied"]]
@@ -110,9 +120,11 @@ def process_reply(
     kept, clip = rank_clip(parsed.edits, budget)
     evolved, reports = apply_edits(original, kept, target_file)
     if not parsed.edits and parsed.errors:
-        status = "parse_failed"
+        status = EvolutionStatus.PARSE_FAILED
+    elif evolved != original:
+        status = EvolutionStatus.OK
     else:
-        status = "ok" if evolved != original else "no_change"
+        status = EvolutionStatus.NO_CHANGE
     return EvolutionRecord(
         status=status,
         target_kind=target_kind,
@@ -273,7 +285,7 @@ async def evolve(
             raise
         attempts = tuple(a.to_dict() for a in getattr(e, "attempts", []))
         return EvolutionRecord(
-            status="provider_error",
+            status=EvolutionStatus.PROVIDER_ERROR,
             target_kind=target_kind,
             target_file=target_file,
             original=original,

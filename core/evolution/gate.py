@@ -53,15 +53,59 @@ import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from core.stats import MIXTURE_BETS, STRATEGIES, EProcessPair, calibrated_threshold, mixture_e
 
-ACTIONS = ("accept", "accept_provisional", "reject")
-STOP_REASONS = ("confirmed", "harm", "futility", "provisional", "insufficient_evidence")
-ENDED_BY = ("threshold", "no_signal", "curtailed", "stage", "n_max", "exhausted")
+
+class GateAction(StrEnum):
+    """What the gate decided; the value is what step reports and harness.db store."""
+
+    ACCEPT = "accept"
+    ACCEPT_PROVISIONAL = "accept_provisional"
+    REJECT = "reject"
+
+
+class GateStopReason(StrEnum):
+    """Why the e-process stopped (see the module docstring for the order of the checks)."""
+
+    CONFIRMED = "confirmed"
+    HARM = "harm"
+    FUTILITY = "futility"
+    PROVISIONAL = "provisional"
+    INSUFFICIENT_EVIDENCE = "insufficient_evidence"
+
+
+class GateEndedBy(StrEnum):
+    """Which rule ended the test: a threshold, a futility rule, the stage boundary, or the
+    end of the families."""
+
+    THRESHOLD = "threshold"
+    NO_SIGNAL = "no_signal"
+    CURTAILED = "curtailed"
+    STAGE = "stage"
+    N_MAX = "n_max"
+    EXHAUSTED = "exhausted"
+
+
+class FamilyOutcome(StrEnum):
+    """A family's outcome as an evidence row names it."""
+
+    W = "W"
+    L = "L"
+    TIE = "tie"
+
+
+class ProbationVerdict(StrEnum):
+    """How a provisional accept's test ended at the epoch end."""
+
+    KEEP = "keep"
+    ROLLBACK = "rollback"
+
+
 BET_STRATEGIES = ("mixture", *STRATEGIES)
-OUTCOME_NAMES = {1: "W", -1: "L", 0: "tie"}
+OUTCOME_NAMES = {1: FamilyOutcome.W, -1: FamilyOutcome.L, 0: FamilyOutcome.TIE}
 
 Pair = tuple[str, bool, bool]  # (unit_id, baseline correct, candidate correct)
 
@@ -206,17 +250,17 @@ class _Evidence:
 class GateDecision:
     """What the gate decided and the evidence behind it (written to the step report)."""
 
-    action: str
+    action: GateAction
     W: int  # families won / lost (one unit per family when there are no families)
     L: int
     n_used: int  # families observed
     e_value: float  # E_win at stop
     e_harm: float
-    stop_reason: str
+    stop_reason: str  # a GateStopReason; one-shot strategies (app/harness/validate.py) say why
     delta_hat: float  # (W − L)/n, 0 when n = 0
     delta_shrunk: float  # (W − L)/(n + shrink_k): small-n effects pulled toward 0
     evidence: tuple[dict[str, Any], ...] = ()
-    ended_by: str = "threshold"
+    ended_by: str = GateEndedBy.THRESHOLD
     threshold: float = 20.0  # the accept level this test used
     horizon: int = 0  # families the test could see (stage 1 + stage 2)
     units_used: int = 0  # units evaluated (all members of the observed families)
@@ -225,7 +269,7 @@ class GateDecision:
 
     @property
     def accepted(self) -> bool:
-        return self.action != "reject"
+        return self.action != GateAction.REJECT
 
 
 def outcome_of(base: bool, cand: bool) -> int:
@@ -262,9 +306,9 @@ class SequentialGate:
         self._ev = _Evidence(self.params)
         self.n = 0  # families observed
         self.units = 0
-        self.decision: str | None = None
-        self.stop_reason: str | None = None
-        self.ended_by: str | None = None
+        self.decision: GateAction | None = None
+        self.stop_reason: GateStopReason | None = None
+        self.ended_by: GateEndedBy | None = None
         self.evidence: list[dict[str, Any]] = []
         self._seen: set[str] = set()
 
@@ -289,11 +333,11 @@ class SequentialGate:
         """True once a decision was taken or the horizon is used up: stop evaluating."""
         return self.decision is not None or self.n >= self.horizon
 
-    def observe(self, unit_id: str, base: bool, cand: bool) -> str | None:
+    def observe(self, unit_id: str, base: bool, cand: bool) -> GateAction | None:
         """One unit that is its own family."""
         return self.observe_family(unit_id, [(unit_id, base, cand)])
 
-    def observe_family(self, family_id: str, pairs: Sequence[Pair]) -> str | None:
+    def observe_family(self, family_id: str, pairs: Sequence[Pair]) -> GateAction | None:
         """Fold in one family; return the action once one is taken, else None."""
         if self.done:
             raise RuntimeError("gate already stopped: call finish()")
@@ -316,24 +360,24 @@ class SequentialGate:
     def _check(self) -> None:
         p = self.params
         if self.e_win >= self.threshold:
-            self._stop("accept", "confirmed", "threshold")
+            self._stop(GateAction.ACCEPT, GateStopReason.CONFIRMED, GateEndedBy.THRESHOLD)
         elif self.e_harm >= p.e_rollback:
-            self._stop("reject", "harm", "threshold")
+            self._stop(GateAction.REJECT, GateStopReason.HARM, GateEndedBy.THRESHOLD)
         elif p.e_futility is not None and self.e_harm >= p.e_futility:
-            self._stop("reject", "futility", "threshold")
+            self._stop(GateAction.REJECT, GateStopReason.FUTILITY, GateEndedBy.THRESHOLD)
         elif (
             self._no_signal_after is not None
             and self.n >= self._no_signal_after
             and self.W <= self.L
             and self.n < self.horizon
         ):
-            self._stop("reject", "futility", "no_signal")
+            self._stop(GateAction.REJECT, GateStopReason.FUTILITY, GateEndedBy.NO_SIGNAL)
         elif p.curtail and self.n < self.horizon and not self.accept_reachable():
-            self._stop("reject", "futility", "curtailed")
+            self._stop(GateAction.REJECT, GateStopReason.FUTILITY, GateEndedBy.CURTAILED)
         elif self.n == self.stage1 < self.horizon and self._provisional_ok():
-            self._stop("accept_provisional", "provisional", "stage")
+            self._stop(GateAction.ACCEPT_PROVISIONAL, GateStopReason.PROVISIONAL, GateEndedBy.STAGE)
 
-    def _stop(self, action: str, stop_reason: str, ended_by: str) -> None:
+    def _stop(self, action: GateAction, stop_reason: GateStopReason, ended_by: GateEndedBy) -> None:
         self.decision, self.stop_reason, self.ended_by = action, stop_reason, ended_by
 
     def accept_reachable(self) -> bool:
@@ -367,15 +411,15 @@ class SequentialGate:
         """
         if self.decision is not None:
             return self._decision(
-                self.decision, self.stop_reason or "", self.ended_by or "threshold"
+                self.decision, self.stop_reason or "", self.ended_by or GateEndedBy.THRESHOLD
             )
         if self.n >= self.horizon:
-            ended_by = "n_max"
+            ended_by = GateEndedBy.N_MAX
         elif exhausted:
-            ended_by = "exhausted"
+            ended_by = GateEndedBy.EXHAUSTED
         else:
             raise RuntimeError("finish() before a decision, the horizon or an exhausted ladder")
-        return self._decision("reject", "insufficient_evidence", ended_by)
+        return self._decision(GateAction.REJECT, GateStopReason.INSUFFICIENT_EVIDENCE, ended_by)
 
     def _provisional_ok(self) -> bool:
         p = self.params
@@ -409,7 +453,7 @@ class SequentialGate:
             "threshold": self.threshold,
         }
 
-    def _decision(self, action: str, stop_reason: str, ended_by: str) -> GateDecision:
+    def _decision(self, action: GateAction, stop_reason: str, ended_by: str) -> GateDecision:
         return GateDecision(
             action=action,
             W=self.W,
@@ -425,7 +469,7 @@ class SequentialGate:
             threshold=self.threshold,
             horizon=self.horizon,
             units_used=self.units,
-            continuation=self.state() if action == "accept_provisional" else None,
+            continuation=self.state() if action == GateAction.ACCEPT_PROVISIONAL else None,
         )
 
 
@@ -438,16 +482,17 @@ class ProbationTest:
     def __init__(self, params: GateParams, state: Mapping[str, Any]) -> None:
         self.gate = SequentialGate.resume(params, state)
 
-    def observe_family(self, family_id: str, pairs: Sequence[Pair]) -> str | None:
+    def observe_family(self, family_id: str, pairs: Sequence[Pair]) -> GateAction | None:
         return self.gate.observe_family(family_id, pairs)
 
     @property
     def done(self) -> bool:
         return self.gate.done
 
-    def verdict(self) -> tuple[str, GateDecision]:
+    def verdict(self) -> tuple[ProbationVerdict, GateDecision]:
         decision = self.gate.finish(exhausted=True)
-        return ("keep" if decision.action == "accept" else "rollback"), decision
+        keep = decision.action == GateAction.ACCEPT
+        return (ProbationVerdict.KEEP if keep else ProbationVerdict.ROLLBACK), decision
 
 
 _REL_SLACK = 1e-9

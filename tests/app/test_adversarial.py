@@ -25,7 +25,7 @@ from app.cli import main
 from app.harness.agent_prompts import AgentPrompts, ToolArgumentError
 from app.harness.inference import AgentSettings, answer_question, run_inference
 from app.harness.log import HarnessLog
-from app.harness.step import _log_evolution
+from app.harness.step import StepScope, _log_evolution
 from app.harness.store import load_seed, seed_dir
 from app.harness.workspace import META_FILE, list_versions
 from app.paths import builtin_store, read_prompt
@@ -228,7 +228,16 @@ def test_parse_refusals_keep_their_reason_in_the_evolutions_table(tmp_path):
     assert record.status == "parse_failed"
     assert any("unknown op 'grant'" in e for e in record.parse_errors)
     with HarnessLog(tmp_path / "harness.db") as log:
-        _log_evolution(SimpleNamespace(log=log), record, 1, 0, "t-e1-s0-")
+        # only the log, the train id and the step's position are read
+        scope = StepScope(
+            ctx=SimpleNamespace(log=log),
+            state=SimpleNamespace(train_id="t"),
+            epoch=1,
+            step=0,
+            prompts=None,
+            budget=0,
+        )
+        _log_evolution(scope, record)
         [row] = log.query("SELECT * FROM evolutions")
     assert "unknown op 'grant'" in json.dumps(row), row
 

@@ -12,9 +12,9 @@ from dataclasses import replace
 import pytest
 
 from core.evolution.gate import (
-    ENDED_BY,
-    STOP_REASONS,
+    GateEndedBy,
     GateParams,
+    GateStopReason,
     PairResult,
     ProbationTest,
     SequentialGate,
@@ -317,11 +317,14 @@ def test_outcome_of() -> None:
     ) == (1, -1, 0, 0)
 
 
-def test_labels_are_declared() -> None:
+def test_labels_keep_their_stored_values() -> None:
+    """Step reports and harness.db hold these strings; renaming one breaks old workspaces."""
     assert {"confirmed", "harm", "futility", "provisional", "insufficient_evidence"} == set(
-        STOP_REASONS
+        GateStopReason
     )
-    assert {"threshold", "no_signal", "curtailed", "stage", "n_max", "exhausted"} == set(ENDED_BY)
+    assert {"threshold", "no_signal", "curtailed", "stage", "n_max", "exhausted"} == set(
+        GateEndedBy
+    )
 
 
 def test_no_signal_stop_after_the_burn_in() -> None:

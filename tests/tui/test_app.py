@@ -42,7 +42,7 @@ async def test_overview_shows_versions_progress_status_and_sim_notice(demo_ws):
         text = screen_text(app)
         assert "current   skills/v4  prompts/v2" in text
         assert "best      skills/v3  prompts/v2" in text
-        assert "epoch 2 (in_epoch)  step 1  global 3/6" in text
+        assert "epoch 2 (in_epoch, step 1 done)  3/6 steps" in text
         assert "status stopped" in text
         assert "SIMULATED MODEL" in text
         assert app.screen.query_one("#sim-banner").display

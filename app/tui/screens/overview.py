@@ -10,6 +10,8 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Header, ProgressBar, Static
 
+from app.harness.run_progress import progress_view
+from app.harness.vocabulary import Count
 from app.tui import format as fmt
 from app.tui.data import Overview
 from app.tui.screens.base import BaseScreen
@@ -22,13 +24,22 @@ SIM_BANNER = (
     "real LLM; the figures show the harness working, not real-model quality."
 )
 COUNT_ROWS = (
-    ("accepted", "accepted", "green"),
-    ("provisional", "provisional", "yellow"),
-    ("rejected", "rejected", "red"),
-    ("rolled_back", "rolled back", "magenta"),
-    ("cooldown", "cooldown", "cyan"),
-    ("skipped", "skipped", "dim"),
-    ("evolve_failed", "evolve failed", "red"),
+    (Count.ACCEPTED, "accepted", "green"),
+    (Count.PROVISIONAL, "provisional", "yellow"),
+    (Count.REJECTED, "rejected", "red"),
+    (Count.ROLLED_BACK, "rolled back", "magenta"),
+    (Count.COOLDOWN, "cooldown", "cyan"),
+    (Count.SKIPPED, "skipped", "dim"),
+    (Count.EVOLVE_FAILED, "evolve failed", "red"),
+)
+# The epochs table's count columns, from each epoch report's counts.
+EPOCH_COUNT_COLUMNS = (
+    Count.ACCEPTED,
+    Count.PROVISIONAL,
+    Count.REJECTED,
+    Count.ROLLED_BACK,
+    Count.SKIPPED,
+    Count.COOLDOWN,
 )
 
 
@@ -149,14 +160,10 @@ class OverviewScreen(BaseScreen):
         progress = (ov.checkpoint or {}).get("progress") or {}
         bar = self.query_one("#progress-bar", ProgressBar)
         if progress:
-            total = progress.get("total_steps") or 0
-            done = progress.get("global_step") or 0
-            text = (
-                f"epoch {progress.get('epoch', '?')} ({progress.get('phase', '?')})  "
-                f"step {progress.get('step_completed', '?')}  "
-                f"global {done}/{total or '?'}"
-            )
-            bar.update(total=max(total, 1), progress=min(done, max(total, 1)))
+            view = progress_view(progress)
+            text = view.text
+            done, total = view.bar()
+            bar.update(total=total, progress=done)
         else:
             text = "no checkpoint yet (training has not finished a step)"
             bar.update(total=1, progress=0)  # never indeterminate: no animation
@@ -183,17 +190,7 @@ class OverviewScreen(BaseScreen):
                         str(e["epoch"]),
                         fmt.acc(e.get("val_acc")),
                         fmt.acc(e.get("test_acc")),
-                        *(
-                            fmt.num(c.get(k))
-                            for k in (
-                                "accepted",
-                                "provisional",
-                                "rejected",
-                                "rolled_back",
-                                "skipped",
-                                "cooldown",
-                            )
-                        ),
+                        *(fmt.num(c.get(k)) for k in EPOCH_COUNT_COLUMNS),
                         fmt.num(len(rep.get("probations") or [])),
                         "changed" if rep.get("prompts_changed") else "–",
                         fmt.short(e.get("run_id"), 24),

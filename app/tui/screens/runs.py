@@ -10,11 +10,12 @@ from textual.containers import Horizontal
 from textual.widgets import DataTable, Header, Input, Select, Static
 
 from app.tui import format as fmt
-from app.tui.data import STOP_REASONS, KeysetPage, PredictionFilter
+from app.tui.data import KeysetPage, PredictionFilter
 from app.tui.screens.base import BaseScreen
 from app.tui.widgets.key_bar import KeyBar
 from app.tui.widgets.nav import NavTabs
 from app.tui.widgets.paged_table import PagedTable
+from core.types import StopReason
 
 PAGE = 100
 RUN_COLUMNS = (
@@ -54,7 +55,7 @@ def run_cells(r: dict[str, Any]) -> list[Any]:
         str(r["seq"]),
         r["run_id"],
         kind,
-        Text(status, style={"running": "green", "failed": "red"}.get(status, "")),
+        Text(status, style=fmt.RUN_STATUS_STYLES.get(status, "")),
         r["skills_version"] or fmt.DASH,
         r["prompts_version"] or fmt.DASH,
         fmt.num(n),
@@ -69,7 +70,9 @@ def prediction_cells(r: dict[str, Any]) -> list[Any]:
         r["question_id"],
         r["task_type"] or "",
         fmt.correct(r["correct"]),
-        Text(r["stop_reason"] or "", style="" if r["stop_reason"] == "final" else "yellow"),
+        Text(
+            r["stop_reason"] or "", style="" if r["stop_reason"] == StopReason.FINAL else "yellow"
+        ),
         fmt.short(r["prediction"], 18),
         fmt.short(r["answer"], 18),
         f"{fmt.num(r['tokens_in'])}/{fmt.num(r['tokens_out'])}",
@@ -196,7 +199,7 @@ class PredictionsScreen(BaseScreen):
             )
             yield Select([], prompt="task type: all", id="task-filter", classes="filter")
             yield Select(
-                [(s, s) for s in STOP_REASONS],
+                [(s, s) for s in StopReason],
                 prompt="stop: all",
                 id="stop-filter",
                 classes="filter",

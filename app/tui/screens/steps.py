@@ -10,8 +10,9 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Header, Select, Static
 
+from app.harness.vocabulary import STEP_ACTIONS
 from app.tui import format as fmt
-from app.tui.data import ACTIONS, STEP_SORTS, StepFilter, StepPage
+from app.tui.data import STEP_SORTS, StepFilter, StepPage
 from app.tui.screens.base import BaseScreen
 from app.tui.widgets.key_bar import KeyBar
 from app.tui.widgets.nav import NavTabs
@@ -73,7 +74,7 @@ class StepsScreen(BaseScreen):
         with Horizontal(classes="filters"):
             yield Select([], prompt="task type: all", id="task-filter", classes="filter")
             yield Select(
-                [(a, a) for a in ACTIONS],
+                [(a, a) for a in STEP_ACTIONS],
                 prompt="action: all",
                 id="action-filter",
                 classes="filter",
@@ -129,7 +130,7 @@ class StepsScreen(BaseScreen):
         types, actions = options
         for select, values in (
             (self.query_one("#task-filter", Select), types),
-            (self.query_one("#action-filter", Select), sorted(set(ACTIONS) | set(actions))),
+            (self.query_one("#action-filter", Select), sorted(set(STEP_ACTIONS) | set(actions))),
         ):
             current = select.value
             known = list(values)

@@ -145,7 +145,7 @@ class StepDetail(Horizontal):
         summary.update(step_summary(detail, full=self.full))
         for r in detail["evidence"]:
             outcome = r.get("outcome") or ""
-            style = {"W": "green", "L": "red"}.get(outcome, "dim")
+            style = fmt.OUTCOME_STYLES.get(outcome, "dim")
             table.add_row(
                 *fmt.cells(
                     [

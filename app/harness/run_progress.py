@@ -11,26 +11,30 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from app.harness.vocabulary import TrainPhase
+
 
 @dataclass(frozen=True)
 class ProgressView:
     text: str
-    done: int
-    total: int  # done == total once the run has finished
+    done: int  # steps done
+    total: int | None  # steps planned; None when the checkpoint does not say
+    finished: bool  # a finished run's total is the steps it took, so its bar is full
 
-    @property
-    def finished(self) -> bool:
-        return self.done >= self.total > 0
+    def bar(self) -> tuple[int, int]:
+        """(progress, total) for a progress bar: never indeterminate, never past its end."""
+        total = max(self.total or self.done, 1)
+        return min(self.done, total), total
 
 
 def progress_view(progress: Mapping[str, Any]) -> ProgressView:
     done = int(progress.get("global_step") or 0)
     epoch = progress.get("epoch", "?")
-    if progress.get("phase") == "finished":
+    if progress.get("phase") == TrainPhase.FINISHED:
         steps = f"{done} step" + ("" if done == 1 else "s")
-        return ProgressView(f"finished after epoch {epoch} ({steps})", done, max(done, 1))
-    total = int(progress.get("total_steps") or 0)
+        return ProgressView(f"finished after epoch {epoch} ({steps})", done, done, True)
+    total = int(progress.get("total_steps") or 0) or None
     step = progress.get("step_completed")
     where = "no step yet" if step is None or step < 0 else f"step {step} done"
     text = f"epoch {epoch} ({progress.get('phase', '?')}, {where})  {done}/{total or '?'} steps"
-    return ProgressView(text, min(done, max(total, 1)), max(total, 1))
+    return ProgressView(text, done, total, False)

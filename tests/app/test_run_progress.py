@@ -1,0 +1,45 @@
+"""How a checkpoint's progress reads in `report`, the TUI overview and the workspace picker."""
+
+from __future__ import annotations
+
+from app.harness.run_progress import progress_view
+from app.harness.vocabulary import TrainPhase
+from app.tui.data import _steps_done
+
+
+def test_a_run_that_stopped_early_reads_as_finished_with_a_full_bar() -> None:
+    progress = {"phase": TrainPhase.FINISHED, "epoch": 4, "global_step": 11, "total_steps": 16}
+    view = progress_view(progress)
+    assert view.finished
+    assert view.text == "finished after epoch 4 (11 steps)"
+    assert view.bar() == (11, 11)
+    assert _steps_done(progress) == "11/11"
+
+
+def test_a_running_run_shows_where_it_is_against_the_plan() -> None:
+    progress = {
+        "phase": TrainPhase.IN_EPOCH,
+        "epoch": 2,
+        "step_completed": 1,
+        "global_step": 6,
+        "total_steps": 16,
+    }
+    view = progress_view(progress)
+    assert not view.finished
+    assert view.text == "epoch 2 (in_epoch, step 1 done)  6/16 steps"
+    assert view.bar() == (6, 16)
+    assert _steps_done(progress) == "6/16"
+
+
+def test_an_unknown_plan_is_shown_as_unknown_not_as_a_full_bar() -> None:
+    progress = {"phase": TrainPhase.SETUP, "epoch": 0, "step_completed": -1, "global_step": 3}
+    view = progress_view(progress)
+    assert view.total is None and not view.finished
+    assert "no step yet" in view.text and "3/? steps" in view.text
+    assert view.bar() == (3, 3)
+    assert _steps_done(progress) == "3/?"
+
+
+def test_a_single_step_is_not_plural() -> None:
+    view = progress_view({"phase": "finished", "epoch": 1, "global_step": 1})
+    assert view.text == "finished after epoch 1 (1 step)"

@@ -1,0 +1,67 @@
+"""The fan-out helper: results in item order, a shared limiter bounds every fan-out using it,
+and the first failure cancels the rest."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from core.concurrency import fan_out
+
+
+def test_results_come_back_in_item_order_whatever_order_the_tasks_finish_in() -> None:
+    finished: list[int] = []
+
+    async def slower_first(n: int) -> int:
+        await anyio.sleep(0.01 * (5 - n))
+        finished.append(n)
+        return n * n
+
+    results = anyio.run(lambda: fan_out(slower_first, range(5)))
+    assert finished == [4, 3, 2, 1, 0]
+    assert results == [0, 1, 4, 9, 16]
+
+
+def test_a_shared_limiter_bounds_two_fan_outs_together() -> None:
+    running = peak = 0
+
+    async def work(_: int) -> None:
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        await anyio.sleep(0.005)
+        running -= 1
+
+    async def two_fan_outs() -> None:
+        limiter = anyio.CapacityLimiter(3)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: fan_out(work, range(10), limiter=limiter))
+            tg.start_soon(lambda: fan_out(work, range(10), limiter=limiter))
+
+    anyio.run(two_fan_outs)
+    assert peak == 3
+
+
+def test_the_first_failure_cancels_the_other_tasks() -> None:
+    finished: list[int] = []
+
+    async def work(n: int) -> int:
+        if n == 0:
+            raise ValueError("item 0")
+        await anyio.sleep(1)
+        finished.append(n)
+        return n
+
+    with pytest.raises(BaseException) as info:  # anyio may wrap it in an exception group
+        anyio.run(lambda: fan_out(work, range(4)))
+    leaf = info.value
+    while isinstance(leaf, BaseExceptionGroup):
+        leaf = leaf.exceptions[0]
+    assert isinstance(leaf, ValueError) and finished == []
+
+
+def test_no_items_no_tasks() -> None:
+    async def never(_: int) -> int:
+        raise AssertionError("called")
+
+    assert anyio.run(lambda: fan_out(never, [])) == []
