@@ -20,6 +20,7 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 	$(VENV)/bin/python -m pytest -q
 
 # The edit-test loop: no formatter, type checker or slow reliability tests (CI runs them all).
