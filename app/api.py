@@ -39,6 +39,7 @@ from app.harness.config import RunConfig, build_config, load_config, recorded_co
 from app.harness.runner import Runner, read_final
 from app.harness.session import Session
 from app.harness.store import benchmark_dir, load_seed, seed_dir
+from app.harness.vocabulary import Count
 from app.harness.writer_lock import WriterLock
 from app.progress import Bars
 from app.providers.errors import ProviderError
@@ -343,8 +344,11 @@ def _epoch_point(row: Mapping[str, Any]) -> EpochPoint:
         epoch=int(row["epoch"]),
         val_acc=float(row["val_acc"]),
         test_acc=row.get("test_acc"),
-        **{k: int(row.get(k, 0)) for k in ("accepted", "provisional", "rejected", "kept")},
-        rolled_back=int(row.get("rolled_back", 0)),
+        accepted=int(row.get(Count.ACCEPTED, 0)),
+        provisional=int(row.get(Count.PROVISIONAL, 0)),
+        rejected=int(row.get(Count.REJECTED, 0)),
+        kept=int(row.get(Count.KEPT, 0)),
+        rolled_back=int(row.get(Count.ROLLED_BACK, 0)),
     )
 
 
