@@ -14,6 +14,10 @@ Errors are named: `UserError` (bad input or a refused request, e.g. a second wri
 `RunFailed` (a run started but could not finish: budget, provider, full disk), and
 `ProviderError` from a model that keeps failing. Their message is one line meant for people.
 `progress=True` shows progress bars on stderr (None: when stderr is a terminal).
+
+Log lines go through loguru; importing this module makes every record's message scrubbed of
+API keys and control characters (`app.logging_setup.scrub_log_records`), so loguru's default
+stderr handler, and any the caller adds, never print a secret.
 """
 
 from __future__ import annotations
@@ -41,10 +45,13 @@ from app.harness.session import Session
 from app.harness.store import benchmark_dir, load_seed, seed_dir
 from app.harness.vocabulary import Count
 from app.harness.writer_lock import WriterLock
+from app.logging_setup import scrub_log_records
 from app.progress import Bars
 from app.providers.errors import ProviderError
 from app.report import format_summary, workspace_summary
 from core.types import InferenceResult
+
+scrub_log_records()
 
 __all__ = [
     "EpochPoint",

@@ -19,9 +19,15 @@ def _scrub_patch(record) -> None:
     record["message"] = visible(scrub(record["message"]))
 
 
+def scrub_log_records() -> None:
+    """Every record's message scrubbed before any sink sees it, whichever sinks the caller has
+    (the API leaves loguru's own stderr handler in place). Replaces a caller's own patcher."""
+    logger.configure(patcher=_scrub_patch)
+
+
 def configure_console(verbose: bool = False) -> None:
     logger.remove()
-    logger.configure(patcher=_scrub_patch)
+    scrub_log_records()
     level = "DEBUG" if verbose else "INFO"
     fmt = "<level>{level: <7}</level> {message}" if verbose else "{message}"
     # A callable sink looks sys.stderr up on every write, so rich's live progress display
@@ -58,7 +64,8 @@ class QuietFileSink:
                 self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
             if not message:
                 return
-            self._file.write(message)
+            # scrubbed here as well: the file must stay clean even when no patcher is set
+            self._file.write(scrub(message))
             self._file.flush()
             if self._file.tell() > self.max_bytes:
                 self._rotate()
