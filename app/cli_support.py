@@ -32,8 +32,11 @@ def overrides_from(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def config_from(args: argparse.Namespace, default_file: Any = None) -> RunConfig:
-    """`--config FILE` (else `default_file`, else the defaults) with every `--set` applied."""
-    return resolve_config(args.config, overrides_from(args), default_file=default_file)
+    """`--config FILE` (else `default_file`, else the defaults) with every `--set` applied.
+    Commands without the model options (export) get the defaults."""
+    return resolve_config(
+        getattr(args, "config", None), overrides_from(args), default_file=default_file
+    )
 
 
 def notice_if_simulated(simulated: bool) -> None:

@@ -193,3 +193,15 @@ def test_test_pool_questions_never_become_memories(ranked: Path) -> None:
         report = json.loads((ranked / "analyses" / "rank_x1.json").read_text())
     assert stored and not stored & test_ids
     assert report["memories"]["test_pool_skipped"] == 6
+
+
+def test_the_export_command_writes_what_the_function_does(ranked: Path, tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    shutil.copytree(ranked, ws)
+    expected = export(ws, tmp_path / "by-function")
+    assert main(["export", "-w", str(ws), "x1", "--out", str(tmp_path / "by-cli")]) == 0
+    for name, manifest in expected.items():
+        rows = read_jsonl(tmp_path / "by-cli" / name)
+        assert len(rows) == manifest["count"] > 0
+    assert main(["export", "-w", str(ws), "x1"]) == 0  # the default folder, inside the workspace
+    assert (ws / "exports" / "x1").is_dir()
