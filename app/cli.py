@@ -7,10 +7,12 @@ app/commands.py and app/fork_commands.py turn arguments into calls of app/api.py
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import signal
 import sqlite3
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -369,7 +371,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     configure_console(args.verbose)
     STOP_SIGNAL.clear()
-    previous = _stop_on_sigterm()
+    with _signals_stop_the_command():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The command, with every error it may end in turned into one line and an exit code."""
     try:
         try:
             return dispatch(args) or 0
@@ -384,20 +391,33 @@ def main(argv: list[str] | None = None) -> int:
     except sqlite3.Error as e:  # the log's own errors name their file; this is the fallback
         logger.error("error: SQLite: {}", e)
         return 1
+    except BrokenPipeError:  # `report | head`: the reader left; nothing more to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except OSError as e:  # disk full, permissions: the writers leave the old state in place
         where = f"{e.filename}: " if e.filename else ""
-        logger.error(
-            "error: {}{} (fix the cause and rerun; training continues from its last "
-            "checkpoint with --resume)",
-            where,
-            e.strerror or e,
-        )
+        hint = "training continues from its last checkpoint with --resume"
+        after = f" (fix the cause and rerun; {hint})" if args.command in ("train", "demo") else ""
+        logger.error("error: {}{}{}", where, e.strerror or e, after)
         return 1
     except KeyboardInterrupt as e:
         logger.error("{}", stopped_message(args, stop_reason(e)))
         return 1
+
+
+@contextlib.contextmanager
+def _signals_stop_the_command() -> Iterator[None]:
+    """SIGTERM stops the command like Ctrl-C; the process's signal state is restored after."""
+    sigint = signal.getsignal(signal.SIGINT)
+    previous = _stop_on_sigterm()
+    try:
+        yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if sigint is signal.SIG_IGN:  # ignored again before unblocking: a pending Ctrl-C is dropped
+            with contextlib.suppress(ValueError):
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 Handler = Callable[[int, FrameType | None], Any] | int | None
@@ -405,10 +425,13 @@ Handler = Callable[[int, FrameType | None], Any] | int | None
 
 def _stop_on_sigterm() -> Handler:
     """SIGTERM stops a command the way Ctrl-C does: runs marked stopped, locks released."""
+    sigint_ignored = _keep_sigint_ignored_but_raisable()
 
     def handler(signum: int, frame: FrameType | None) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends it at once
         STOP_SIGNAL["reason"] = "SIGTERM"
+        if sigint_ignored:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
             # inside an event loop: its own SIGINT handler cancels the main task and raises
             # KeyboardInterrupt once every task has unwound (raising here would leave a task
@@ -421,6 +444,22 @@ def _stop_on_sigterm() -> Handler:
         return signal.signal(signal.SIGTERM, handler)
     except ValueError:  # not the main thread (an embedding): leave signals alone
         return signal.getsignal(signal.SIGTERM)
+
+
+def _keep_sigint_ignored_but_raisable() -> bool:
+    """A shell script's `cmd &` starts the command with SIGINT ignored, and then the event
+    loop installs no SIGINT handler, so the SIGTERM handler's raise_signal(SIGINT) would do
+    nothing and the run would go on. Give SIGINT its default handler (the loop then installs
+    its own) but keep it blocked, so Ctrl-C at the terminal still does nothing; the SIGTERM
+    handler unblocks it just before raising it. Returns whether SIGINT was ignored."""
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        return False
+    try:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    except ValueError:  # not the main thread (an embedding): leave signals alone
+        return False
+    return True
 
 
 def stopped_message(args: argparse.Namespace, reason: str) -> str:

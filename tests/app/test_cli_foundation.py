@@ -422,3 +422,20 @@ def test_report_follows_manifest_best_and_progress(ws: Path, capsys) -> None:
     ), text
     assert "progress   epoch 1 (in_epoch, step 2 done)  2/8 steps" in text
     assert re.search(r"^\s+v2\s.*test\s.*parent=v1\s+edited skills", text, flags=re.MULTILINE)
+
+
+def test_a_reader_that_leaves_early_ends_a_read_only_command_quietly(ws: Path) -> None:
+    """`report | head -1`: the closed pipe ends the command without an error message (and
+    without the training hint an OSError gets)."""
+    proc = subprocess.Popen(
+        [sys.executable, "main.py", "report", "-w", str(ws)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    proc.stdout.close()  # the reader is gone before the first line is written
+    err = proc.stderr.read()
+    proc.wait(timeout=60)
+    assert proc.returncode == 1
+    assert err == ""

@@ -29,14 +29,27 @@ def ws(tmp_path: Path) -> Path:
     return root
 
 
-def start(ws: Path) -> subprocess.Popen:
+def start(ws: Path, sigint_ignored: bool = False) -> subprocess.Popen:
+    """`train` as a process; `sigint_ignored` starts it the way a shell script's `cmd &` does."""
+
+    def ignore_sigint() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
     return subprocess.Popen(
         [sys.executable, "main.py", "train", "-w", str(ws), *ARGS, *SLOW],
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=ignore_sigint if sigint_ignored else None,
     )
+
+
+def wait_for_first_step(proc: subprocess.Popen, ws: Path) -> None:
+    deadline = time.monotonic() + 60
+    while not list((ws / "reports" / "steps").glob("*.json")):  # inside epoch 1
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.02)
 
 
 def train_status(ws: Path) -> tuple:
@@ -52,10 +65,7 @@ def train_status(ws: Path) -> tuple:
 @pytest.mark.parametrize("sig, reason", [(signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "Ctrl-C")])
 def test_stop_signal_mid_run_marks_the_run_stopped_and_resume_finishes(ws, tmp_path, sig, reason):
     proc = start(ws)
-    deadline = time.monotonic() + 60
-    while not list((ws / "reports" / "steps").glob("*.json")):  # inside epoch 1
-        assert proc.poll() is None and time.monotonic() < deadline
-        time.sleep(0.02)
+    wait_for_first_step(proc, ws)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 1, err
@@ -100,3 +110,29 @@ def test_the_message_without_a_checkpoint_offers_no_resume(ws):
     args = build_parser().parse_args(["train", "-w", str(ws)])
     message = stopped_message(args, "Ctrl-C")
     assert "--resume" not in message and "nothing to resume" in message
+
+
+def test_sigterm_stops_a_run_started_with_sigint_ignored(ws):
+    """`skill-trainer train ... &` in a script ignores SIGINT; `kill PID` must still stop it,
+    and Ctrl-C (SIGINT) must still do nothing to it."""
+    proc = start(ws, sigint_ignored=True)
+    wait_for_first_step(proc, ws)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    assert proc.poll() is None, "an ignored Ctrl-C stopped the run"
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err
+    assert err.strip().splitlines()[-1].startswith("stopped by SIGTERM"), err
+    assert train_status(ws)[0] == "stopped"
+    assert holder(ws) is None, "writer lock not released"
+
+
+def test_main_leaves_an_ignored_sigint_ignored_and_unblocked(ws):
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        assert main(["report", "-w", str(ws)]) == 0
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, set())
+    finally:
+        signal.signal(signal.SIGINT, previous)
