@@ -98,7 +98,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
         )
         out(
             f"  pass@1 {report['pass_at_1']:.3f}  pass@N {report['pass_at_n']:.3f}  top branch "
-            f"correct when one is: {report['ranker_top_correct_share']}"
+            f"correct when one is: {_figure(report['ranker_top_correct_share'], '.3f')}"
         )
         out(
             f"  judge {j['model']}: {j['calls']} calls, at most {j['max_calls_in_a_batch']} per "
@@ -107,7 +107,8 @@ def cmd_rank(args: argparse.Namespace) -> int:
         mdd = st["min_detectable_delta_pp"]
         out(
             f"  top vs branch 0: n={st['n']} powered={str(st['powered']).lower()} "
-            f"MDD={'n/a' if mdd is None else f'{mdd:.1f} pp'} McNemar p={st['mcnemar_p']}"
+            f"MDD={_figure(mdd, '.1f')}{'' if mdd is None else ' pp'} "
+            f"McNemar p={_figure(st['mcnemar_p'], '.2g')}"
         )
         if report["memories"] is not None:
             m = report["memories"]
@@ -144,6 +145,11 @@ def cmd_export(args: argparse.Namespace) -> int:
         if skipped:
             out(f"  {skipped} test-pool questions left out (--include-test to export them)")
     return 0
+
+
+def _figure(value: float | None, spec: str) -> str:
+    """A figure of the rank report, or n/a when there was nothing to measure (no branches)."""
+    return "n/a" if value is None else format(value, spec)
 
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {

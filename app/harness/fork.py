@@ -209,6 +209,10 @@ async def run_fork(
             f"--rollout-id {rollout_id}: a {existing['kind']} run of that id exists; "
             "add --resume to finish a fork, or pick another id"
         )
+    if existing is None and resume:
+        raise UserError(
+            f"--rollout-id {rollout_id}: no fork of that id to resume; drop --resume to start one"
+        )
     if existing is not None and existing["kind"] != "fork":
         raise UserError(f"--rollout-id {rollout_id}: run is a {existing['kind']} run, not a fork")
     if existing is None:

@@ -58,6 +58,11 @@ def parse_weights(items: Sequence[str]) -> dict[str, float]:
             value = math.nan
         if not sep or not key or not math.isfinite(value):
             raise UserError(f"--weight {item!r}: expected key=number")
+        if key not in ranking.DEFAULT_WEIGHTS and ":" not in key:
+            known = ", ".join(ranking.DEFAULT_WEIGHTS)
+            raise UserError(
+                f"--weight {item!r}: unknown key {key!r} (one of {known}, or module:function)"
+            )
         weights[key] = value
     return weights
 

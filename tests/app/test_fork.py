@@ -15,10 +15,11 @@ import anyio
 import pytest
 
 from app.cli import main
+from app.errors import UserError
 from app.harness.config import load_config
 from app.harness.fork import ForkSpec, branch_temperatures, run_fork, select_questions
 from app.harness.judge import CallBudget, Judge, JudgeSettings, parse_pairwise, parse_scalar
-from app.harness.rank import rank_rollout
+from app.harness.rank import parse_weights, rank_rollout
 from app.harness.session import Session
 from app.harness.verifiers import Verdict, coerce_verdict, objective_score, verify_rollout
 from app.providers.sim.provider import SimProvider
@@ -282,6 +283,34 @@ def test_unknown_verifier_is_a_one_line_error(forked: Path) -> None:
     )
     assert proc.returncode == 2 and "no_such_module_xyz" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_rank_weights_name_known_components_only() -> None:
+    assert parse_weights(["judge=0", "bt=0.5", "my_rewards:f=2"]) == {
+        "objective": 1.0,
+        "judge": 0.0,
+        "bt": 0.5,
+        "my_rewards:f": 2.0,
+    }
+    for bad, says in (
+        ("objectiv=0", "unknown key 'objectiv'"),
+        ("judge", "expected key=number"),
+        ("judge=nan", "expected key=number"),
+    ):
+        with pytest.raises(UserError, match=says):
+            parse_weights([bad])
+
+
+def test_resuming_a_fork_that_never_ran_is_refused(fresh_ws, tmp_path) -> None:
+    ws = copy_ws(fresh_ws, tmp_path)
+    proc = run_cli("fork", "-w", str(ws), "--no-progress", "--rollout-id", "ghost", "--resume")
+    assert proc.returncode == 2, proc.stderr
+    assert "no fork of that id to resume" in proc.stderr and "Traceback" not in proc.stderr
+    conn = sqlite3.connect(ws / "harness.db")
+    try:
+        assert conn.execute("SELECT 1 FROM _runs WHERE run_id = 'ghost'").fetchone() is None
+    finally:
+        conn.close()
 
 
 # -- judge --------------------------------------------------------------------------------------
