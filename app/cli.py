@@ -227,7 +227,7 @@ def _add_run_commands(sub: Any, o: Options) -> None:
         "diagnose -w workspaces/mine baseline",
         [o.verbose, o.workspace, o.model],
     )
-    p.add_argument("run_id")
+    p.add_argument("run_id", help="the run whose failures to diagnose (e.g. baseline, eval-1)")
 
 
 def _add_skill_commands(sub: Any, o: Options) -> None:
@@ -251,7 +251,7 @@ def _add_skill_commands(sub: Any, o: Options) -> None:
         sub,
         "import-skills",
         "turn a folder of Agent Skills (<name>/SKILL.md) into a store seed",
-        "import-skills examples/agent-skills --name my-skills",
+        "import-skills examples/agent-skills/sim-vague --name my-skills",
         [o.verbose, o.store],
     )
     p.add_argument("skills_dir", type=Path)
@@ -269,8 +269,12 @@ def _add_skill_commands(sub: Any, o: Options) -> None:
         "export-skills -w workspaces/mine --out ~/my-agent",
         [o.verbose, o.workspace, o.store],
     )
-    p.add_argument("--version", default="best", help="skills version (vN) or 'best'")
-    p.add_argument("--out", type=Path, required=True)
+    p.add_argument(
+        "--version", default="best", help="skills version (vN) or 'best' (default: best)"
+    )
+    p.add_argument(
+        "--out", type=Path, required=True, help="folder; skills go to OUT/.agents/skills/<name>/"
+    )
     p.add_argument(
         "--eval-run",
         help="eval run whose accuracy goes into metadata (default: "
@@ -296,7 +300,7 @@ def _add_fork_commands(sub: Any, o: Options) -> None:
     p.add_argument(
         "--pool", default="diagnosis", help="diagnosis (default), validation, test or all"
     )
-    p.add_argument("--task-types", nargs="+")
+    p.add_argument("--task-types", nargs="+", metavar="TYPE", help="only these task types")
     p.add_argument("--questions", nargs="+", metavar="ID", help="only these question ids")
     p.add_argument("--limit", type=int, help="at most this many questions")
     p.add_argument(
@@ -317,7 +321,7 @@ def _add_fork_commands(sub: Any, o: Options) -> None:
         "rank -w workspaces/mine fork-1",
         [o.verbose, o.workspace, o.model],
     )
-    p.add_argument("rollout_id")
+    p.add_argument("rollout_id", help="the fork to rank (e.g. fork-1)")
     p.add_argument(
         "--verifier",
         action="append",
@@ -345,7 +349,7 @@ def _add_fork_commands(sub: Any, o: Options) -> None:
         "export -w workspaces/mine fork-1 --out exports/",
         [o.verbose, o.workspace],
     )
-    p.add_argument("rollout_ids", nargs="+")
+    p.add_argument("rollout_ids", nargs="+", help="ranked forks to export (e.g. fork-1)")
     p.add_argument("--out", type=Path, help="folder (default WS/exports/<first rollout>)")
     p.add_argument(
         "--include-test",
