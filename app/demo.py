@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import os
-import sys
-from pathlib import Path
-
 from app.api import TrainResult
 from app.harness.session import SIM_NOTICE
+from app.paths import command_prefix, near
 
 
 def demo_summary(result: TrainResult) -> str:
@@ -34,7 +31,7 @@ def demo_summary(result: TrainResult) -> str:
     ]
     if result.simulated_model:
         lines.append(SIM_NOTICE)
-    program, workspace = command_prefix(), _near(result.workspace)
+    program, workspace = command_prefix(), near(result.workspace)
     lines += [
         "",
         "next:",
@@ -42,23 +39,3 @@ def demo_summary(result: TrainResult) -> str:
         f"  {program} report -w {workspace}    # plain-text summary",
     ]
     return "\n".join(lines)
-
-
-def _near(path: Path) -> str:
-    """`path` relative to the current directory when it lies below it."""
-    try:
-        return os.path.relpath(os.path.abspath(path)) if _below_cwd(path) else str(path)
-    except ValueError:  # another drive (Windows)
-        return str(path)
-
-
-def _below_cwd(path: Path) -> bool:
-    return Path(os.path.abspath(path)).is_relative_to(Path.cwd())
-
-
-def command_prefix() -> str:
-    """How to run the next command the way this one was run: the checkout's main.py with the
-    same interpreter, or the installed `skill-trainer` script."""
-    if Path(sys.argv[0]).name == "main.py":
-        return f"{_near(Path(sys.executable))} {_near(Path(sys.argv[0]))}"
-    return "skill-trainer"

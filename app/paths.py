@@ -13,6 +13,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import sys
 import tempfile
 from functools import cache
 from importlib.resources import as_file, files
@@ -84,3 +85,23 @@ def _copy_tree(source: Traversable, target: Path) -> None:
             _copy_tree(child, target / child.name)
         else:
             (target / child.name).write_bytes(child.read_bytes())
+
+
+def near(path: Path) -> str:
+    """`path` relative to the current directory when it lies below it."""
+    try:
+        return os.path.relpath(os.path.abspath(path)) if _below_cwd(path) else str(path)
+    except ValueError:  # another drive (Windows)
+        return str(path)
+
+
+def _below_cwd(path: Path) -> bool:
+    return Path(os.path.abspath(path)).is_relative_to(Path.cwd())
+
+
+def command_prefix() -> str:
+    """How to run the next command the way this one was run: the checkout's main.py with the
+    same interpreter, or the installed `skill-trainer` script."""
+    if Path(sys.argv[0]).name == "main.py":
+        return f"{near(Path(sys.executable))} {near(Path(sys.argv[0]))}"
+    return "skill-trainer"

@@ -22,7 +22,7 @@ from textual.timer import Timer
 from textual.worker import get_current_worker
 
 from app.errors import UserError
-from app.paths import on_disk
+from app.paths import command_prefix, on_disk
 from app.sanitize import visible
 from app.tui.data import WorkspaceData, is_workspace
 from app.tui.screens.base import BaseScreen
@@ -195,7 +195,7 @@ def resolve_workspace(workspace: Path | None, workspaces_dir: Path) -> Path | No
         return named
     raise UserError(
         f"{workspace}: not a workspace (no manifest.json); "
-        f"run `python main.py tui` to pick one from {workspaces_dir}"
+        f"run `{command_prefix()} tui` to pick one from {workspaces_dir}"
     )
 
 

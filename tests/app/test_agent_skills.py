@@ -156,6 +156,8 @@ def check_exported(path: Path) -> dict:
     assert "momentum" not in body and "<!--" not in body
     digest = hashlib.sha256(body.removeprefix("\n").encode()).hexdigest()
     assert fm["metadata"]["skill-trainer.body-sha256"] == digest
+    # a shared file names its workspace, not where it lay on this machine
+    assert not any(v.startswith("/") or os.sep + "tmp" in v for v in fm["metadata"].values())
     return fm
 
 

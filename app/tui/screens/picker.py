@@ -12,6 +12,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Header, Static
 from textual.worker import get_current_worker
 
+from app.paths import command_prefix
 from app.sanitize import markup_safe
 from app.tui import format as fmt
 from app.tui.data import list_workspaces
@@ -95,11 +96,12 @@ class PickerScreen(Screen):
                 ),
                 key=str(w["path"]),
             )
+        program = command_prefix()
         self.query_one("#picker-info", Static).update(
             f"{len(found)} workspaces · Enter: open · q: quit"
             if found
-            else f"no workspaces in {self.folder}: create one with `python main.py demo` or "
-            f"`python main.py init`, or pass a path: `python main.py tui PATH`"
+            else f"no workspaces in {self.folder}: create one with `{program} demo` or "
+            f"`{program} init`, or pass a path: `{program} tui PATH`"
         )
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
