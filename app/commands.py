@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from app import api
 from app.cli_support import bars_from, config_from, notice_if_simulated, out, overrides_from
-from app.demo import demo_summary
+from app.demo import demo_summary, outcome_line
 from app.paths import builtin_store
 
 
@@ -77,6 +77,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         store=args.store,
         progress=_progress(args),
     )
+    out(outcome_line(result))
     notice_if_simulated(result.simulated_model)
     return 0
 

@@ -7,6 +7,20 @@ from app.harness.session import SIM_NOTICE
 from app.paths import command_prefix, near
 
 
+def outcome_line(result: TrainResult) -> str:
+    """The held-out result of a training run, as `demo` and `train` end with it."""
+
+    def acc(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:.3f}"
+
+    return (
+        f"test accuracy: baseline {acc(result.baseline_test_accuracy)} -> "
+        f"final {acc(result.test_accuracy)} "
+        f"(best {result.best_skills_version}/{result.best_prompts_version}, "
+        f"best validation {acc(result.best_val_acc)})"
+    )
+
+
 def demo_summary(result: TrainResult) -> str:
     lines = ["", "learning curve (validation accuracy by epoch; test = held-out, never tuned on)"]
     for point in result.curve:
@@ -16,16 +30,12 @@ def demo_summary(result: TrainResult) -> str:
     curve = result.curve
     accepted, provisional = sum(p.accepted for p in curve), sum(p.provisional for p in curve)
     kept, rolled_back = sum(p.kept for p in curve), sum(p.rolled_back for p in curve)
-    best_val = "none" if result.best_val_acc is None else f"{result.best_val_acc:.3f}"
     lines += [
         "",
         f"gate decisions: {accepted} accepted, {provisional} provisional "
         f"({kept} kept, {rolled_back} rolled back at epoch end), "
         f"{sum(p.rejected for p in curve)} rejected",
-        f"test accuracy: baseline {result.baseline_test_accuracy or 0:.3f} -> "
-        f"final {result.test_accuracy or 0:.3f} "
-        f"(best {result.best_skills_version}/{result.best_prompts_version}, "
-        f"best validation {best_val})",
+        outcome_line(result),
         f"model calls: {result.model_calls} ({result.cache_hits} from cache), "
         f"simulated cost ${result.cost_usd:.4f}, wall time {result.wall_seconds:.1f}s",
     ]

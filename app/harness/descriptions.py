@@ -339,7 +339,7 @@ async def _gate(
     elif acc.stop_reason == GateStopReason.HARM:
         reason = f"accuracy harmed (W={acc_w} L={acc_l}, E_harm={acc.e_harm:.1f})"
     elif steal["cand"] > steal["base"]:
-        reason = f"opened for {steal['cand']} other task types' questions (was {steal['base']})"
+        reason = f"opened for {steal['cand']} questions of other task types (was {steal['base']})"
     else:
         return {
             **verdict,

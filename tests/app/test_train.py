@@ -354,3 +354,14 @@ def test_demo_command_prints_the_curve_and_the_sim_notice(tmp_path):
     proc = run_cli("demo", "--workspace", str(ws), "--no-progress")  # archives the old one
     assert proc.returncode == 0
     assert list(tmp_path.glob("demo.archived-*"))
+
+
+def test_train_ends_with_the_held_out_result(fresh_ws, tmp_path, capsys):
+    ws = copy_fresh(fresh_ws, tmp_path)
+    assert main(["train", "-w", str(ws), "--set", "epochs=1", "--no-progress"]) == 0
+    final = json.loads((ws / "analyses" / "final_test_eval.json").read_text())
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("test accuracy"))
+    assert line.startswith(
+        f"test accuracy: baseline {final['baseline_test_accuracy']:.3f} -> "
+        f"final {final['test_accuracy']:.3f} (best {final['skills_version']}/"
+    ), line
