@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -208,7 +209,7 @@ def format_summary(s: dict[str, Any]) -> str:
         for v in versions:
             lines.append(
                 f"  {v['version']:<5} {v['at']}  {v['source']:<22} parent={v['parent']}"
-                f"  {v['description'][:60]}"
+                f"  {textwrap.shorten(v['description'], 72, placeholder=' …')}"
             )
     if s["epochs"]:
         lines.append("\nepochs")
