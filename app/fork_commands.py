@@ -133,7 +133,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     config = config_from(args)
     with (
         WriterLock(args.workspace, "export"),
-        Session(args.workspace, config, bars_from(args)) as session,
+        Session(args.workspace, config, bars_from(args), calls_models=False) as session,
     ):
         target = args.out or session.paths.root / "exports" / args.rollout_ids[0]
         manifests = export_rollouts(

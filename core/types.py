@@ -80,6 +80,10 @@ class LLMResponse:
     attempts: int = 1
     retries: int = 0
     timeouts: int = 0
+    # Why the provider holds this reply to be no real answer ("empty", "truncated", "filtered",
+    # "malformed"), or "". It is handed to the caller like any reply but never cached: the
+    # cache key does not say how the call went, so a cached failure would be replayed forever.
+    defect: str = ""
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from loguru import logger
 
-from app.errors import first_leaf, is_stop, stop_reason
+from app.errors import UserError, first_leaf, is_stop, stop_reason
 from app.harness.agent_prompts import AgentPrompts
 from app.harness.config import RunConfig
 from app.harness.inference import AgentSettings, run_inference
@@ -27,7 +27,7 @@ from app.logging_setup import add_workspace_log
 from app.progress import NO_BARS, Bars
 from app.provenance import run_provenance
 from app.providers.cache import ResponseCache
-from app.providers.factory import make_providers
+from app.providers.factory import check_sim_worlds, make_providers
 from app.providers.litellm_provider import CostBudget
 from core.types import InferenceResult, Question
 
@@ -38,7 +38,9 @@ SIM_NOTICE = (
 
 
 class Session:
-    def __init__(self, root: Path, config: RunConfig, bars: Bars = NO_BARS) -> None:
+    def __init__(
+        self, root: Path, config: RunConfig, bars: Bars = NO_BARS, *, calls_models: bool = True
+    ) -> None:
         self.config = config
         self.bars = bars
         self.paths: WorkspacePaths = resolve_paths(root)
@@ -56,6 +58,12 @@ class Session:
         self.questions_by_id: dict[str, Question] = {
             q.question_id: q for q in self.benchmark.questions
         }
+        if calls_models:  # before any call and any write: a mismatched world would train to 0
+            try:
+                check_sim_worlds(config, self.benchmark.questions, self.benchmark.name)
+            except UserError:
+                self.close()
+                raise
 
     def close(self) -> None:
         self.recorder.flush()

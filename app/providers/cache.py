@@ -190,33 +190,50 @@ class ResponseCache:
         self, key: str, response: LLMResponse, spend: tuple[str, str, str, str] | None = None
     ) -> None:
         """Store an answer; `spend` = (paying run, calling run, role, model) also records what
-        the call cost in the ledger, in the same transaction: a paid call is never lost."""
-        text = scrub(response_to_json(response))  # redacted like the log: no key is stored
+        the call cost in the ledger, in the same transaction: a paid call is never lost.
+
+        A defective reply (`response.defect`) is paid for but is no answer: only its spend is
+        recorded, so the next identical request asks the model again."""
+        text = None if response.defect else scrub(response_to_json(response))  # redacted
         created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())  # UTC, cheap
         with self._lock:
             paid = spend if spend is not None and response.cost_usd > 0 else None
-            if paid:
-                self._conn.execute("BEGIN")
-            try:
+            self._write(key, text, created, paid, response.cost_usd)
+            if text is None:
+                return
+            if response.cache_hit:
+                response = dataclasses.replace(response, cache_hit=False)
+            self._remember(key, response)
+
+    def _write(
+        self,
+        key: str,
+        text: str | None,
+        created: str,
+        paid: tuple[str, str, str, str] | None,
+        cost_usd: float,
+    ) -> None:
+        """The answer row (unless `text` is None) and the ledger row, in one transaction."""
+        if paid:
+            self._conn.execute("BEGIN")
+        try:
+            if text is not None:
                 self._conn.execute(
                     "INSERT OR REPLACE INTO responses (key, response_json, created_at) "
                     "VALUES (?, ?, ?)",
                     (key, text, created),
                 )
-                if paid:
-                    self._conn.execute(
-                        "INSERT INTO spend (owner_run_id, run_id, role, model, cost_usd, pid, at) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        (*paid, response.cost_usd, os.getpid(), created),
-                    )
-                    self._conn.execute("COMMIT")
-            except BaseException:
-                if self._conn.in_transaction:
-                    self._conn.execute("ROLLBACK")
-                raise
-            if response.cache_hit:
-                response = dataclasses.replace(response, cache_hit=False)
-            self._remember(key, response)
+            if paid:
+                self._conn.execute(
+                    "INSERT INTO spend (owner_run_id, run_id, role, model, cost_usd, pid, at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (*paid, cost_usd, os.getpid(), created),
+                )
+                self._conn.execute("COMMIT")
+        except BaseException:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+            raise
 
     def spend_total(self, owner_run_id: str) -> float:
         with self._lock:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from app.errors import UserError
 from app.harness.config import RunConfig
 from app.providers.cache import CachingProvider, ResponseCache
@@ -12,6 +14,10 @@ from app.providers.sim.evolver import EvolverShares
 from app.providers.sim.provider import SimProvider, SimSettings
 from app.providers.sim.world import build_world
 from core.protocols import LLMProvider, TelemetryRecorder
+from core.types import Question
+
+# The world the built-in benchmark `sim-basic` was generated from (app.providers.sim.generate).
+BUILT_IN_WORLD = "sim/basic with sim_world_seed 7 and sim_units_per_type 72"
 
 
 class BudgetedProvider:
@@ -85,3 +91,36 @@ def make_providers(
             inner[model] = make_model(model, config, budget)
         providers[role] = CachingProvider(inner[model], cache, model_name=model, recorder=recorder)
     return providers
+
+
+def check_sim_worlds(config: RunConfig, questions: Sequence[Question], benchmark: str) -> None:
+    """Refuse a simulated model whose world did not generate (most of) this benchmark.
+
+    The simulated agent answers, and the simulated judge and evolver reason about, only the
+    questions of their own world, a pure function of the model's name, `sim_world_seed` and
+    `sim_units_per_type`; any other question is scored wrong whatever the skills say, so a
+    mismatch (a typo in the name, another seed) would train to 0 and spend money. A benchmark
+    with a few questions edited or added by hand still runs: those few are simply wrong.
+    """
+    for model, roles in _sim_models(config).items():
+        world = build_world(
+            model.split("/", 1)[-1], config.sim_world_seed, config.sim_units_per_type
+        )
+        known = sum(world.case_for_text(q.question) is not None for q in questions)
+        if questions and known * 2 < len(questions):
+            keys = ", ".join(f"{role}_model" for role in roles)
+            raise UserError(
+                f"{keys} = {model!r} with sim_world_seed = {config.sim_world_seed} and "
+                f"sim_units_per_type = {config.sim_units_per_type}: this simulated world knows "
+                f"{known} of the {len(questions)} questions of benchmark {benchmark!r}; use the "
+                f"world the benchmark was generated from (sim-basic: {BUILT_IN_WORLD})"
+            )
+
+
+def _sim_models(config: RunConfig) -> dict[str, list[str]]:
+    """Each simulated model with the roles that use it, in the config's role order."""
+    found: dict[str, list[str]] = {}
+    for role, model in config.models.items():
+        if model.startswith("sim/"):
+            found.setdefault(model, []).append(role)
+    return found

@@ -354,13 +354,16 @@ class LiteLLMProvider:
         cost = self._cost(response, usage)
         if self.budget:
             self.budget.charge(cost)
-        return LLMResponse(
+        reply = LLMResponse(
             text=message.content or "",
             tool_calls=tuple(_tool_call(tc, i) for i, tc in enumerate(message.tool_calls or [])),
             usage=usage,
             cost_usd=cost,
             model=self.model,
             latency_s=latency_s,
+        )
+        return dataclasses.replace(
+            reply, defect=_defect(reply, getattr(response.choices[0], "finish_reason", None))
         )
 
     def _cost(self, response: Any, usage: Usage) -> float:
@@ -463,6 +466,21 @@ def _fatal_error(exc: Exception, model: str, detail: str, api_key_env: str | Non
             f"model {model}: no API key (set api_key_env or the provider's key)"
         )
     return ProviderError(f"model {model} call failed: {detail}")
+
+
+# finish_reason values that mean the server did not finish the reply it was asked for.
+_UNFINISHED = {"length": "truncated", "content_filter": "filtered"}
+
+
+def _defect(reply: LLMResponse, finish_reason: Any) -> str:
+    """Why a 200 reply is no real answer (LLMResponse.defect), or "" for a complete one."""
+    if finish_reason in _UNFINISHED:
+        return _UNFINISHED[finish_reason]
+    if not reply.text.strip() and not reply.tool_calls:
+        return "empty"
+    if any(isinstance(tc.arguments, str) for tc in reply.tool_calls):
+        return "malformed"  # tool arguments that are not a JSON object (kept raw by _tool_call)
+    return ""
 
 
 def _retry_after(exc: Exception) -> float | None:

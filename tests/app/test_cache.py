@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 import sqlite3
 import subprocess
@@ -173,6 +174,27 @@ async def test_errors_are_recorded_not_cached(cache: ResponseCache) -> None:
     assert inner.calls == 2
     assert [r["status"] for r in recorder.rows] == ["error:TransientError", "ok"]
     assert recorder.rows[0]["cost_usd"] == 0.0 and recorder.rows[0]["cache_hit"] == 0
+
+
+def test_a_defective_reply_is_paid_for_but_never_stored(cache: ResponseCache) -> None:
+    """A reply the provider marked defective is no answer: replaying it from the cache would
+    repeat one bad moment of the endpoint forever (the key does not say how the call went)."""
+    broken = dataclasses.replace(ANSWER, text='{"edits": [', tool_calls=(), defect="malformed")
+    cache.put(key(), broken, spend=("train1", "train1-e1", "agent", "m"))
+    assert cache.get(key()) is None and len(cache) == 0
+    assert cache.spend_total("train1") == pytest.approx(0.002)  # the ledger still has the cost
+
+
+async def test_a_defective_reply_reaches_the_caller_and_the_next_call_asks_again(
+    cache: ResponseCache,
+) -> None:
+    broken = dataclasses.replace(ANSWER, defect="truncated")
+    inner = ScriptedProvider(broken, ANSWER)
+    provider = CachingProvider(inner, cache, model_name="m")
+    assert (await provider.complete(USER)).defect == "truncated"
+    again = await provider.complete(USER)
+    assert again == ANSWER and not again.cache_hit and inner.calls == 2
+    assert (await provider.complete(USER)).cache_hit and inner.calls == 2
 
 
 async def test_hits_survive_a_new_process_instance(tmp_path: Path) -> None:

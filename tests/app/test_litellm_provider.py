@@ -106,6 +106,25 @@ async def test_tool_arguments_that_are_not_json_stay_raw(make, fake_openai: Fake
     assert response.tool_calls[0].arguments == "{not json"
 
 
+@pytest.mark.parametrize(
+    ("reply", "defect"),
+    [
+        (Reply.ok("Paris is the capital."), ""),
+        (Reply.tool("lookup", {"query": "x"}), ""),
+        (Reply.cut("Paris is the cap"), "truncated"),
+        (Reply.cut("", finish="content_filter"), "filtered"),
+        (Reply.ok(""), "empty"),
+        (Reply.tool("lookup", "{not json"), "malformed"),
+    ],
+)
+async def test_replies_the_server_did_not_finish_are_marked(
+    make, fake_openai: FakeOpenAI, reply: Reply, defect: str
+) -> None:
+    """The response cache never keeps a marked reply (app/providers/cache.py)."""
+    fake_openai.push(reply)
+    assert (await make().complete(USER, tools=[LOOKUP])).defect == defect
+
+
 async def test_rate_limit_is_retried_then_succeeds(make, fake_openai, sleeps) -> None:
     fake_openai.push(Reply.error(429), Reply.error(429), Reply.ok("finally"))
     provider = make()

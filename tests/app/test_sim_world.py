@@ -665,8 +665,10 @@ def test_faults_at_the_configured_rate(questions, starter, rate: float) -> None:
             else:
                 if "ANSWER:" not in reply.text:
                     assert parse_edits(reply.text).errors  # malformed JSON, not an answer
+                    assert reply.defect == "malformed"  # so no response cache keeps it
                     kinds["malformed"] += 1
                 else:
+                    assert not reply.defect
                     kinds["ok"] += 1
 
     run(go)

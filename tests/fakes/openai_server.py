@@ -53,6 +53,7 @@ class Reply:
     echo_auth: bool = False  # error body repeats the Authorization header (leak tests)
     retry_after: str = "0"  # the Retry-After header of a 429
     message: str = ""  # an error's message (default: "fake error <status>")
+    finish: str = ""  # the choice's finish_reason (default: "stop", or "tool_calls")
 
     @classmethod
     def ok(cls, text: str = "ok") -> Reply:
@@ -67,6 +68,11 @@ class Reply:
     def error(cls, status: int, *, echo_auth: bool | None = None) -> Reply:
         echo = status == 401 if echo_auth is None else echo_auth
         return cls("status", status=status, echo_auth=echo)
+
+    @classmethod
+    def cut(cls, text: str, finish: str = "length") -> Reply:
+        """A 200 reply the server did not finish (max tokens reached, content filter)."""
+        return cls("text", text=text, finish=finish)
 
     @classmethod
     def slow(cls, delay_s: float, text: str = "late") -> Reply:
@@ -205,6 +211,7 @@ def _completion(reply: Reply, body: dict[str, Any]) -> dict[str, Any]:
             ],
         }
         finish = "tool_calls"
+    finish = reply.finish or finish
     prompt = sum(_count_tokens(str(m.get("content") or "")) for m in body.get("messages") or [])
     out = _count_tokens(reply.text if reply.kind != "tool" else reply.tool_args)
     return {

@@ -6,6 +6,7 @@ timeouts, malformed output) can be switched on for benchmarks and reliability te
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections import defaultdict
@@ -77,7 +78,10 @@ class SimProvider:
         await self._maybe_sleep(request_key)
         fault = self._maybe_fault(request_key)
         if fault == "malformed":
-            return self._response(messages, '{"edits": [ {"op": "add", "section": ', ())
+            # Labelled, as a real endpoint's broken reply is (an error, finish_reason "length",
+            # an empty body): the caller still gets this text, but no cache may keep it.
+            reply = self._response(messages, '{"edits": [ {"op": "add", "section": ', ())
+            return dataclasses.replace(reply, defect="malformed")
         last_user = next(
             (m.get("content") or "" for m in reversed(messages) if m.get("role") == "user"), ""
         )
