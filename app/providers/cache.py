@@ -329,7 +329,7 @@ class CachingProvider:
             self._record(role, failed, status, response_format)
             raise
         self._store(key, response, role)
-        self._record(role, response, "retried" if response.retries else "ok", response_format)
+        self._record(role, response, _call_status(response), response_format)
         return response
 
     def _lookup(self, key: str) -> LLMResponse | None:
@@ -391,3 +391,10 @@ def _format_name(response_format: dict[str, Any] | None) -> str | None:
     if kind == "json_object" and "schema" in response_format:
         return "json_object_schema"
     return str(kind)
+
+
+def _call_status(response: LLMResponse) -> str:
+    """`llm_calls.status` of a call the model answered: a defective reply counts as failed."""
+    if response.defect:
+        return f"defect:{response.defect}"
+    return "retried" if response.retries else "ok"

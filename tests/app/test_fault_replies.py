@@ -4,6 +4,7 @@ response cache never keeps them (app/providers/cache.py, LLMResponse.defect)."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -36,3 +37,16 @@ def test_a_resumed_train_after_a_faulty_start_has_the_fresh_baseline(tmp_path):
     resumed = api.train(ws, resume=True, overrides=one_epoch | {"sim_fault_rate": 0.0})
     assert resumed.baseline_test_accuracy == clean.baseline_test_accuracy
     assert resumed.test_accuracy == clean.test_accuracy
+
+
+def test_defective_replies_are_logged_as_failed_calls(tmp_path):
+    ws = fresh(tmp_path / "ws")
+    with pytest.raises(api.RunFailed, match="unhealthy"):
+        api.infer(ws, overrides=FAULTY)
+    conn = sqlite3.connect(ws / "harness.db")
+    try:
+        statuses = dict(conn.execute("SELECT status, COUNT(*) FROM llm_calls GROUP BY status"))
+    finally:
+        conn.close()
+    assert statuses.get("defect:malformed", 0) > 0, statuses
+    assert "ok" not in statuses, statuses  # every attempt faulted: no call reads as fine
