@@ -22,12 +22,11 @@ stderr handler, and any the caller adds, never print a secret.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import re
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,7 +47,7 @@ from app.harness.vocabulary import Count
 from app.harness.writer_lock import WriterLock
 from app.logging_setup import scrub_log_records
 from app.progress import Bars
-from app.providers.errors import BudgetExceeded, ProviderError
+from app.providers.errors import ProviderError
 from app.report import format_summary, workspace_summary
 from core.types import InferenceResult
 
@@ -444,8 +443,8 @@ async def evaluate_async(
             raise UserError(f"{root}: no skills version {version!r} (have {have})")
         prompts = session.agent_prompts(skills_dir=session.paths.root / "skills" / version)
         run_id = next_run_id(session, f"eval-{version}-{prompts.prompts_version}-")
-        before = _call_counts(session)
-        with session.bars.live(), _budget_is_run_failed():
+        before = _new_calls(session)
+        with session.bars.live():
             outcome = await session.infer(
                 list(session.benchmark.questions),
                 run_id,
@@ -453,7 +452,9 @@ async def evaluate_async(
                 prompts=prompts,
                 label=f"eval {version}",
             )
-        result = _eval_result(outcome, session, version, prompts.prompts_version, before)
+        result = _eval_result(
+            outcome, session, version, prompts.prompts_version, _new_calls(session) - before
+        )
         write_json_atomic(session.paths.analyses / f"eval_{run_id}.json", _eval_report(result))
     return result
 
@@ -514,46 +515,32 @@ async def infer_async(
         run_ids = [base] if n_samples == 1 else [f"{base}-s{n}" for n in range(n_samples)]
         replaced = {r: claim_run_id(session, r, overwrite_run) for r in run_ids}
         prompts = session.agent_prompts()
-        with session.bars.live(), _budget_is_run_failed():
+        with session.bars.live():
             for sample, sample_id in enumerate(run_ids):
-                before = _call_counts(session)
+                before = _new_calls(session)
                 extra = {"overwrote": replaced[sample_id]} if replaced[sample_id] else None
                 outcome = await session.infer(
                     questions, sample_id, "infer", sample=sample, provenance=extra
                 )
                 samples.append(
                     _eval_result(
-                        outcome, session, prompts.skills_version, prompts.prompts_version, before
+                        outcome,
+                        session,
+                        prompts.skills_version,
+                        prompts.prompts_version,
+                        _new_calls(session) - before,
                     )
                 )
     return InferResult(tuple(samples))
 
 
-@contextlib.contextmanager
-def _budget_is_run_failed() -> Iterator[None]:
-    """A spent budget ends eval/infer as RunFailed, as it ends train (the runner maps it)."""
-    try:
-        yield
-    except BudgetExceeded as e:
-        raise RunFailed(
-            f"{e}. The answers so far are logged: raise max_cost_usd and rerun."
-        ) from None
-
-
-def _call_counts(session: Session) -> tuple[int, int]:
-    """(new model calls, cache hits) so far in this session; a run's are the difference."""
-    totals = session.recorder.totals
-    return int(totals["calls"] - totals["cache_hits"]), int(totals["cache_hits"])
+def _new_calls(session: Session) -> int:
+    return int(session.recorder.totals["calls"] - session.recorder.totals["cache_hits"])
 
 
 def _eval_result(
-    outcome: InferenceResult,
-    session: Session,
-    skills: str,
-    prompts: str,
-    before: tuple[int, int],
+    outcome: InferenceResult, session: Session, skills: str, prompts: str, new_calls: int
 ) -> EvalResult:
-    calls, hits = _call_counts(session)
     return EvalResult(
         run_id=outcome.run_id,
         skills_version=skills,
@@ -566,8 +553,8 @@ def _eval_result(
             for t, e in outcome.per_task_type.items()
         },
         stop_reason_counts=dict(outcome.stop_reason_counts),
-        new_model_calls=calls - before[0],
-        cache_hits=hits - before[1],
+        new_model_calls=new_calls,
+        cache_hits=int(session.recorder.totals["cache_hits"]),
         simulated_model=session.config.uses_sim,
     )
 

@@ -448,7 +448,7 @@ def version_provenance(root: Path, version: str, eval_run_id: str | None) -> dic
     root = Path(root)
     meta = read_meta(root, "skills", version)
     prov = {
-        "workspace": str(root.resolve()),
+        "workspace": root.resolve().name,  # not the path: a shared file leaks no home folder
         "skills-version": version,
         "sha256": str(meta.get("sha256", "")),
     }
