@@ -22,14 +22,16 @@ stderr handler, and any the caller adds, never print a secret.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
 import json
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import anyio
 from loguru import logger
@@ -47,7 +49,7 @@ from app.harness.vocabulary import Count
 from app.harness.writer_lock import WriterLock
 from app.logging_setup import scrub_log_records
 from app.progress import Bars
-from app.providers.errors import ProviderError
+from app.providers.errors import BudgetExceeded, ProviderError
 from app.report import format_summary, workspace_summary
 from core.types import InferenceResult
 
@@ -172,6 +174,24 @@ class WorkspaceReport:
         return self.summary["best"]
 
 
+# -- the sync functions ---------------------------------------------------------------------------
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _run_sync(run: Callable[P, Coroutine[Any, Any, R]], *args: P.args, **kwargs: P.kwargs) -> R:
+    """`run` in an event loop of its own. Inside a running loop none can be started (anyio
+    would say only "Already running asyncio"), so the caller is told which twin to await."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # no loop running: the normal case
+        return anyio.run(functools.partial(run, *args, **kwargs))
+    name = run.__name__.removesuffix("_async")
+    raise UserError(
+        f"{name}() was called inside a running event loop; await {name}_async() instead"
+    )
+
+
 # -- config -----------------------------------------------------------------------------------
 def resolve_config(
     config: ConfigSource = None,
@@ -251,17 +271,15 @@ def train(
 ) -> TrainResult:
     """Train a workspace: a new run, `resume=True` to continue a stopped one exactly, or
     `fresh=True` to archive the workspace and start again from its seed."""
-    return anyio.run(
-        functools.partial(
-            train_async,
-            workspace,
-            config,
-            overrides=overrides,
-            resume=resume,
-            fresh=fresh,
-            store=store,
-            progress=progress,
-        )
+    return _run_sync(
+        train_async,
+        workspace,
+        config,
+        overrides=overrides,
+        resume=resume,
+        fresh=fresh,
+        store=store,
+        progress=progress,
     )
 
 
@@ -369,9 +387,7 @@ def demo(
 ) -> TrainResult:
     """A fresh workspace (default `<workspaces>/demo`, the previous one archived) from the
     simulated seed, trained with the demo config."""
-    return anyio.run(
-        functools.partial(demo_async, workspace, config, overrides=overrides, progress=progress)
-    )
+    return _run_sync(demo_async, workspace, config, overrides=overrides, progress=progress)
 
 
 async def demo_async(
@@ -417,10 +433,8 @@ def evaluate(
 ) -> EvalResult:
     """Answer the whole benchmark with skills `version` (e.g. "v3") and the current prompts;
     the report goes to `analyses/eval_<run_id>.json`."""
-    return anyio.run(
-        functools.partial(
-            evaluate_async, workspace, version, config, overrides=overrides, progress=progress
-        )
+    return _run_sync(
+        evaluate_async, workspace, version, config, overrides=overrides, progress=progress
     )
 
 
@@ -443,8 +457,8 @@ async def evaluate_async(
             raise UserError(f"{root}: no skills version {version!r} (have {have})")
         prompts = session.agent_prompts(skills_dir=session.paths.root / "skills" / version)
         run_id = next_run_id(session, f"eval-{version}-{prompts.prompts_version}-")
-        before = _new_calls(session)
-        with session.bars.live():
+        before = _call_counts(session)
+        with session.bars.live(), _budget_is_run_failed():
             outcome = await session.infer(
                 list(session.benchmark.questions),
                 run_id,
@@ -452,9 +466,7 @@ async def evaluate_async(
                 prompts=prompts,
                 label=f"eval {version}",
             )
-        result = _eval_result(
-            outcome, session, version, prompts.prompts_version, _new_calls(session) - before
-        )
+        result = _eval_result(outcome, session, version, prompts.prompts_version, before)
         write_json_atomic(session.paths.analyses / f"eval_{run_id}.json", _eval_report(result))
     return result
 
@@ -472,18 +484,16 @@ def infer(
 ) -> InferResult:
     """Answer the benchmark (or some task types of it) with the current versions,
     `n_samples` times; an existing `run_id` is refused unless `overwrite_run`."""
-    return anyio.run(
-        functools.partial(
-            infer_async,
-            workspace,
-            config,
-            overrides=overrides,
-            task_types=task_types,
-            n_samples=n_samples,
-            run_id=run_id,
-            overwrite_run=overwrite_run,
-            progress=progress,
-        )
+    return _run_sync(
+        infer_async,
+        workspace,
+        config,
+        overrides=overrides,
+        task_types=task_types,
+        n_samples=n_samples,
+        run_id=run_id,
+        overwrite_run=overwrite_run,
+        progress=progress,
     )
 
 
@@ -515,32 +525,46 @@ async def infer_async(
         run_ids = [base] if n_samples == 1 else [f"{base}-s{n}" for n in range(n_samples)]
         replaced = {r: claim_run_id(session, r, overwrite_run) for r in run_ids}
         prompts = session.agent_prompts()
-        with session.bars.live():
+        with session.bars.live(), _budget_is_run_failed():
             for sample, sample_id in enumerate(run_ids):
-                before = _new_calls(session)
+                before = _call_counts(session)
                 extra = {"overwrote": replaced[sample_id]} if replaced[sample_id] else None
                 outcome = await session.infer(
                     questions, sample_id, "infer", sample=sample, provenance=extra
                 )
                 samples.append(
                     _eval_result(
-                        outcome,
-                        session,
-                        prompts.skills_version,
-                        prompts.prompts_version,
-                        _new_calls(session) - before,
+                        outcome, session, prompts.skills_version, prompts.prompts_version, before
                     )
                 )
     return InferResult(tuple(samples))
 
 
-def _new_calls(session: Session) -> int:
-    return int(session.recorder.totals["calls"] - session.recorder.totals["cache_hits"])
+@contextlib.contextmanager
+def _budget_is_run_failed() -> Iterator[None]:
+    """A spent budget ends eval/infer as RunFailed, as it ends train (the runner maps it)."""
+    try:
+        yield
+    except BudgetExceeded as e:
+        raise RunFailed(
+            f"{e}. The answers so far are logged: raise max_cost_usd and rerun."
+        ) from None
+
+
+def _call_counts(session: Session) -> tuple[int, int]:
+    """(new model calls, cache hits) so far in this session; a run's are the difference."""
+    totals = session.recorder.totals
+    return int(totals["calls"] - totals["cache_hits"]), int(totals["cache_hits"])
 
 
 def _eval_result(
-    outcome: InferenceResult, session: Session, skills: str, prompts: str, new_calls: int
+    outcome: InferenceResult,
+    session: Session,
+    skills: str,
+    prompts: str,
+    before: tuple[int, int],
 ) -> EvalResult:
+    calls, hits = _call_counts(session)
     return EvalResult(
         run_id=outcome.run_id,
         skills_version=skills,
@@ -553,8 +577,8 @@ def _eval_result(
             for t, e in outcome.per_task_type.items()
         },
         stop_reason_counts=dict(outcome.stop_reason_counts),
-        new_model_calls=new_calls,
-        cache_hits=int(session.recorder.totals["cache_hits"]),
+        new_model_calls=calls - before[0],
+        cache_hits=hits - before[1],
         simulated_model=session.config.uses_sim,
     )
 

@@ -1,0 +1,63 @@
+"""The Python API at its boundary: what a caller gets back from a spent budget, a running
+event loop, a bad argument or a broken file is one named exception with a one-line message."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import anyio
+import pytest
+
+from app import api
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    return api.init_workspace(tmp_path / "ws", seed="sim-starter", questions="sim-basic").root
+
+
+def one_line(error: pytest.ExceptionInfo[BaseException]) -> str:
+    text = str(error.value)
+    assert "\n" not in text and text
+    return text
+
+
+# -- 1. a spent budget --------------------------------------------------------------------------
+@pytest.mark.parametrize("run", [api.evaluate, api.infer])
+def test_a_spent_budget_in_evaluate_or_infer_is_run_failed_as_in_train(ws, run):
+    args = (ws, "v1") if run is api.evaluate else (ws,)
+    with pytest.raises(api.RunFailed) as error:
+        run(*args, overrides={"max_cost_usd": 0.0001})
+    assert "max_cost_usd" in one_line(error)
+
+
+# -- 2. a sync function inside a running loop ---------------------------------------------------
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [("train", ("ws",)), ("evaluate", ("ws", "v1")), ("infer", ("ws",)), ("demo", ("ws",))],
+)
+def test_a_sync_function_inside_a_running_loop_says_to_await_its_twin(tmp_path, name, args):
+    async def inside() -> None:
+        getattr(api, name)(*(tmp_path / a if a == "ws" else a for a in args))
+
+    with pytest.raises(api.UserError) as error:
+        anyio.run(inside)
+    assert f"await {name}_async()" in one_line(error)
+    assert not (tmp_path / "ws").exists()  # refused before anything was written
+
+
+# -- 7. cache hits per sample -------------------------------------------------------------------
+def test_each_samples_cache_hits_are_its_own_like_its_new_model_calls(ws):
+    api.infer(ws, task_types=["dates"], n_samples=2, run_id="first")
+    samples = api.infer(ws, task_types=["dates"], n_samples=2).samples  # answered from cache
+    with sqlite3.connect(ws / "harness.db") as db:
+        logged = [
+            db.execute(
+                "SELECT SUM(cache_hit = 0), SUM(cache_hit = 1) FROM llm_calls WHERE run_id = ?",
+                (s.run_id,),
+            ).fetchone()
+            for s in samples
+        ]
+    assert all(s.cache_hits > 0 for s in samples)
+    assert [(s.new_model_calls, s.cache_hits) for s in samples] == [tuple(r) for r in logged]
