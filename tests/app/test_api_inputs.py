@@ -10,6 +10,7 @@ import anyio
 import pytest
 
 from app import api
+from app.cli import main
 
 
 @pytest.fixture
@@ -61,3 +62,27 @@ def test_each_samples_cache_hits_are_its_own_like_its_new_model_calls(ws):
         ]
     assert all(s.cache_hits > 0 for s in samples)
     assert [(s.new_model_calls, s.cache_hits) for s in samples] == [tuple(r) for r in logged]
+
+
+# -- 4. seed and benchmark names ----------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("seed", "questions", "named"),
+    [
+        ("../seeds/sim-starter", "sim-basic", "seed"),
+        (str(Path(api.paths.builtin_store(), "seeds", "sim-starter")), "sim-basic", "seed"),
+        ("sim-starter", "../questions/sim-basic", "questions"),
+        ("sim-starter", "/etc", "questions"),
+        (5, "sim-basic", "seed"),
+    ],
+)
+def test_a_seed_or_benchmark_name_that_is_a_path_is_refused(tmp_path, seed, questions, named):
+    with pytest.raises(api.UserError) as error:
+        api.init_workspace(tmp_path / "ws", seed=seed, questions=questions)
+    assert one_line(error).startswith(named) and "names a folder" in str(error.value)
+    assert not (tmp_path / "ws").exists()
+
+
+def test_the_cli_init_refuses_a_path_as_seed_name(tmp_path, capsys):
+    argv = ["init", "-w", str(tmp_path / "ws"), "--seed", "../seeds/sim-starter"]
+    assert main([*argv, "--questions", "sim-basic"]) == 2
+    assert "names a folder" in capsys.readouterr().err and not (tmp_path / "ws").exists()
