@@ -399,20 +399,22 @@ async def demo_async(
 ) -> TrainResult:
     root = Path(workspace) if workspace is not None else paths.workspaces_dir() / "demo"
     run_config = resolve_config(config, overrides, default_file=paths.demo_config())
+    store = paths.builtin_store()
+    seed, bench = load_seed(seed_dir(store, DEMO_SEED)), benchmark_dir(store, DEMO_QUESTIONS)
+    _check_trainable(bench, run_config)  # a refused config leaves the previous demo in place
+    is_workspace = (root / "manifest.json").is_file()
+    if not is_workspace and root.exists() and (not root.is_dir() or any(root.iterdir())):
+        raise UserError(
+            f"{root}: exists and is not a workspace (no manifest.json); demo archives only a "
+            "previous workspace: choose another path"
+        )
     started = time.perf_counter()
     lock = WriterLock(root, "demo")
     try:  # a demo still being trained must not be archived under its feet
-        if root.exists():
-            if (root / "manifest.json").is_file():
-                lock.acquire()
+        if is_workspace:
+            lock.acquire()
             logger.info("archived the previous demo workspace to {}", ws.archive_workspace(root))
-        store = paths.builtin_store()
-        ws.init_workspace(
-            root,
-            load_seed(seed_dir(store, DEMO_SEED)),
-            benchmark_dir(store, DEMO_QUESTIONS),
-            lock=lock,
-        )
+        ws.init_workspace(root, seed, bench, lock=lock)
         logger.info("created {} from seed {} and benchmark {}", root, DEMO_SEED, DEMO_QUESTIONS)
         with Session(root, run_config, Bars(enabled=progress)) as session:
             await Runner(session).train_async(resume=False)
@@ -420,6 +422,18 @@ async def demo_async(
     finally:
         lock.release()
     return _train_result(root, run_config, totals, time.perf_counter() - started)
+
+
+def _check_trainable(bench: Path, config: RunConfig) -> None:
+    """Refuse, as training would, a config that leaves no task type of `bench` to train."""
+    from app.harness.pools import filter_trainable, split_pools
+    from app.harness.store import load_benchmark
+
+    b = load_benchmark(bench)
+    pools = split_pools(b.questions, b.split, b.seed)
+    filter_trainable(
+        pools, config.task_types, config.eval_min_per_class, config.trainable_min_units
+    )
 
 
 # -- evaluate and infer -------------------------------------------------------------------------

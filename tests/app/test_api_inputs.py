@@ -86,3 +86,25 @@ def test_the_cli_init_refuses_a_path_as_seed_name(tmp_path, capsys):
     argv = ["init", "-w", str(tmp_path / "ws"), "--seed", "../seeds/sim-starter"]
     assert main([*argv, "--questions", "sim-basic"]) == 2
     assert "names a folder" in capsys.readouterr().err and not (tmp_path / "ws").exists()
+
+
+# -- 3. what demo archives ----------------------------------------------------------------------
+def test_demo_refuses_a_folder_or_file_that_is_not_a_workspace_and_moves_nothing(tmp_path):
+    folder, plain = tmp_path / "mine", tmp_path / "notes.txt"
+    (folder / "keep").mkdir(parents=True)
+    plain.write_text("mine")
+    for target in (folder, plain):
+        with pytest.raises(api.UserError) as error:
+            api.demo(target)
+        assert "not a workspace" in one_line(error)
+    assert (folder / "keep").is_dir() and plain.read_text() == "mine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine", "notes.txt"]
+
+
+def test_a_refused_demo_config_leaves_the_previous_demo_in_place(ws):
+    before = sorted(p.name for p in ws.parent.iterdir())
+    with pytest.raises(api.UserError) as error:
+        api.demo(ws, overrides={"task_types": ["nope"]})
+    assert "nope" in one_line(error)
+    assert sorted(p.name for p in ws.parent.iterdir()) == before
+    assert (ws / "manifest.json").is_file()
