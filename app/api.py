@@ -27,6 +27,7 @@ import contextlib
 import functools
 import json
 import re
+import sqlite3
 import time
 from collections.abc import Callable, Coroutine, Iterator, Mapping
 from dataclasses import dataclass
@@ -37,7 +38,7 @@ import anyio
 from loguru import logger
 
 from app import paths
-from app.errors import RunFailed, UserError
+from app.errors import DamagedFile, RunFailed, UserError
 from app.harness import workspace as ws
 from app.harness.atomic import write_json_atomic
 from app.harness.checkpoint import load_checkpoint
@@ -661,7 +662,12 @@ def _check_run_id(run_id: str) -> None:
 def report(workspace: str | Path) -> WorkspaceReport:
     """A read-only summary of a workspace: versions, runs, epochs, spend, progress."""
     root = Path(workspace)
-    return WorkspaceReport(root, workspace_summary(root))
+    try:
+        return WorkspaceReport(root, workspace_summary(root))
+    except sqlite3.OperationalError as e:  # an emptied or foreign file: the tables are missing
+        raise DamagedFile(
+            f"{root / 'harness.db'}: not a complete harness log ({e}); restore it from a backup"
+        ) from None
 
 
 def _store(store: str | Path | None) -> Path:

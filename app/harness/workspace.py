@@ -350,6 +350,8 @@ def init_workspace(
     `lock` (a WriterLock) is moved onto the new workspace before it becomes visible.
     """
     root = Path(root)
+    if root.exists() and not root.is_dir():
+        raise UserError(f"{root}: exists and is not a folder; choose another path")
     if root.exists() and any(root.iterdir()):
         what = "a workspace" if (root / "manifest.json").exists() else "a non-empty folder"
         raise UserError(
@@ -358,7 +360,10 @@ def init_workspace(
         )
     benchmark = load_benchmark(benchmark_path)  # validate before writing anything
     parent = root.parent
-    parent.mkdir(parents=True, exist_ok=True)
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:  # e.g. a file where a folder of the path should be
+        raise UserError(f"{parent}: cannot create the folder ({e.strerror})") from None
     if not os.access(parent, os.W_OK):
         raise UserError(f"{parent}: folder is not writable")
     building = parent / f".{root.name}.init-{uuid.uuid4().hex[:8]}"

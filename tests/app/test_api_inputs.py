@@ -108,3 +108,36 @@ def test_a_refused_demo_config_leaves_the_previous_demo_in_place(ws):
     assert "nope" in one_line(error)
     assert sorted(p.name for p in ws.parent.iterdir()) == before
     assert (ws / "manifest.json").is_file()
+
+
+# -- 5. files that are not what they should be --------------------------------------------------
+def test_a_file_in_the_workspace_path_is_a_user_error_naming_it(tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("mine")
+    for where in (afile, afile / "ws"):
+        with pytest.raises(api.UserError) as error:
+            api.init_workspace(where, seed="sim-starter", questions="sim-basic")
+        assert str(afile) in one_line(error)
+    assert afile.read_text() == "mine"
+
+
+@pytest.mark.parametrize(
+    ("make", "says"),
+    [
+        (lambda p: p.mkdir(), "cannot read"),
+        (lambda p: p.write_bytes(b"\xff\xfe"), "not UTF-8"),
+    ],
+)
+def test_a_config_that_is_a_folder_or_not_text_is_a_user_error_naming_it(tmp_path, make, says):
+    config = tmp_path / "run.toml"
+    make(config)
+    with pytest.raises(api.UserError) as error:
+        api.resolve_config(config)
+    assert str(config) in one_line(error) and says in str(error.value)
+
+
+def test_report_on_an_emptied_harness_log_is_a_user_error_naming_it(ws):
+    (ws / "harness.db").write_bytes(b"")
+    with pytest.raises(api.UserError) as error:
+        api.report(ws)
+    assert "harness.db" in one_line(error)
