@@ -193,6 +193,35 @@ def _run_sync(run: Callable[P, Coroutine[Any, Any, R]], *args: P.args, **kwargs:
     )
 
 
+# -- argument checks: one line naming the argument, before anything is read or written -----------
+def _expect(label: str, value: object, ok: bool, expected: str) -> None:
+    if not ok:
+        raise _bad(label, value, expected)
+
+
+def _bad(label: str, value: object, expected: str) -> UserError:
+    return UserError(f"{label}: expected {expected}, got {type(value).__name__} {value!r:.60}")
+
+
+def _is_path(value: object, *, none: bool = False) -> bool:
+    return isinstance(value, str | Path) or (none and value is None)
+
+
+def _workspace(workspace: object) -> Path:
+    if isinstance(workspace, str | Path):
+        return Path(workspace)
+    raise _bad("workspace", workspace, "a folder's path (str or Path)")
+
+
+def _task_types(task_types: object) -> list[str] | None:
+    """One name may come as a str; names match whole, never as substrings of a str."""
+    if task_types is None or isinstance(task_types, str):
+        return None if task_types is None else [task_types]
+    if isinstance(task_types, list | tuple) and all(isinstance(t, str) for t in task_types):
+        return [str(t) for t in task_types]
+    raise _bad("task_types", task_types, 'a list of names, e.g. ["dates"]')
+
+
 # -- config -----------------------------------------------------------------------------------
 def resolve_config(
     config: ConfigSource = None,
@@ -201,6 +230,19 @@ def resolve_config(
 ) -> RunConfig:
     """A RunConfig from a config object or a TOML file (else `default_file`, else the
     defaults), with `overrides` applied; an unknown key or bad value raises UserError."""
+    _expect(
+        "config",
+        config,
+        isinstance(config, RunConfig) or _is_path(config, none=True),
+        "a RunConfig, a TOML file's path or None",
+    )
+    _expect(
+        "overrides",
+        overrides,
+        overrides is None
+        or (isinstance(overrides, Mapping) and all(isinstance(k, str) for k in overrides)),
+        'a mapping of config keys to values, e.g. {"epochs": 2}',
+    )
     if isinstance(config, RunConfig):
         return build_config(dict(overrides), "overrides", config) if overrides else config
     path = Path(config) if config is not None else default_file
@@ -233,7 +275,7 @@ def init_workspace(
     prompts_from: str = "sim-starter",
 ) -> WorkspaceInfo:
     """Create a workspace from a store seed (or a folder of Agent Skills) and a benchmark."""
-    root = Path(workspace)
+    root = _workspace(workspace)
     store_dir = writable_store(store) if skills_from is not None else _store(store)
     bench = find_benchmark(store_dir, questions)  # a bad name refuses before anything is written
     if skills_from is not None:
@@ -295,6 +337,7 @@ async def train_async(
     progress: bool | None = False,
 ) -> TrainResult:
     """`train` for callers inside an event loop."""
+    _workspace(workspace)
     if resume and fresh:
         raise UserError("train: choose one of resume and fresh")
     root, started = Path(workspace), time.perf_counter()
@@ -398,7 +441,7 @@ async def demo_async(
     overrides: Mapping[str, Any] | None = None,
     progress: bool | None = False,
 ) -> TrainResult:
-    root = Path(workspace) if workspace is not None else paths.workspaces_dir() / "demo"
+    root = _workspace(workspace) if workspace is not None else paths.workspaces_dir() / "demo"
     run_config = resolve_config(config, overrides, default_file=paths.demo_config())
     store = paths.builtin_store()
     seed, bench = load_seed(seed_dir(store, DEMO_SEED)), benchmark_dir(store, DEMO_QUESTIONS)
@@ -461,7 +504,8 @@ async def evaluate_async(
     overrides: Mapping[str, Any] | None = None,
     progress: bool | None = False,
 ) -> EvalResult:
-    root, run_config = Path(workspace), resolve_config(config, overrides)
+    _expect("version", version, isinstance(version, str), 'a skills version such as "v1"')
+    root, run_config = _workspace(workspace), resolve_config(config, overrides)
     with (
         WriterLock(root, "eval"),
         Session(root, run_config, Bars(enabled=progress)) as session,
@@ -491,14 +535,15 @@ def infer(
     config: ConfigSource = None,
     *,
     overrides: Mapping[str, Any] | None = None,
-    task_types: list[str] | None = None,
+    task_types: list[str] | str | None = None,
     n_samples: int = 1,
     run_id: str | None = None,
     overwrite_run: bool = False,
     progress: bool | None = False,
 ) -> InferResult:
-    """Answer the benchmark (or some task types of it) with the current versions,
-    `n_samples` times; an existing `run_id` is refused unless `overwrite_run`."""
+    """Answer the benchmark (or some task types of it: a list of names, or one name as a str)
+    with the current versions, `n_samples` times; an existing `run_id` is refused unless
+    `overwrite_run`."""
     return _run_sync(
         infer_async,
         workspace,
@@ -517,15 +562,18 @@ async def infer_async(
     config: ConfigSource = None,
     *,
     overrides: Mapping[str, Any] | None = None,
-    task_types: list[str] | None = None,
+    task_types: list[str] | str | None = None,
     n_samples: int = 1,
     run_id: str | None = None,
     overwrite_run: bool = False,
     progress: bool | None = False,
 ) -> InferResult:
+    task_types = _task_types(task_types)
+    _expect("n_samples", n_samples, type(n_samples) is int, "a whole number, at least 1")
+    _expect("run_id", run_id, run_id is None or isinstance(run_id, str), "a run id or None")
     if n_samples < 1:
         raise UserError(f"n_samples: must be at least 1 (got {n_samples})")
-    root, run_config = Path(workspace), resolve_config(config, overrides)
+    root, run_config = _workspace(workspace), resolve_config(config, overrides)
     samples: list[EvalResult] = []
     with (
         WriterLock(root, "infer"),
@@ -661,7 +709,7 @@ def _check_run_id(run_id: str) -> None:
 # -- report -------------------------------------------------------------------------------------
 def report(workspace: str | Path) -> WorkspaceReport:
     """A read-only summary of a workspace: versions, runs, epochs, spend, progress."""
-    root = Path(workspace)
+    root = _workspace(workspace)
     try:
         return WorkspaceReport(root, workspace_summary(root))
     except sqlite3.OperationalError as e:  # an emptied or foreign file: the tables are missing

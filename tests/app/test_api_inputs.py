@@ -141,3 +141,33 @@ def test_report_on_an_emptied_harness_log_is_a_user_error_naming_it(ws):
     with pytest.raises(api.UserError) as error:
         api.report(ws)
     assert "harness.db" in one_line(error)
+
+
+# -- 6. arguments of the wrong type -------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("call", "named"),
+    [
+        (lambda ws: api.train(ws, overrides={1: 2}), "overrides"),
+        (lambda ws: api.evaluate(ws, "v1", overrides="epochs=2"), "overrides"),
+        (lambda ws: api.evaluate(ws, None), "version"),
+        (lambda ws: api.infer(ws, n_samples="2"), "n_samples"),
+        (lambda ws: api.infer(ws, n_samples=2.5), "n_samples"),
+        (lambda ws: api.infer(ws, task_types=[1]), "task_types"),
+        (lambda ws: api.infer(ws, run_id=7), "run_id"),
+        (lambda ws: api.init_workspace(ws.parent / "new", seed=5, questions="sim-basic"), "seed"),
+        (lambda ws: api.resolve_config(5), "config"),
+        (lambda ws: api.report(None), "workspace"),
+    ],
+)
+def test_an_argument_of_the_wrong_type_is_a_user_error_naming_it(ws, call, named):
+    with pytest.raises(api.UserError) as error:
+        call(ws)
+    assert one_line(error).split(":")[0].split()[0] == named  # the message starts with its name
+    assert not (ws.parent / "new").exists()
+
+
+def test_a_str_task_types_is_one_task_type_never_a_substring_match(ws):
+    (sample,) = api.infer(ws, task_types="dates").samples
+    assert set(sample.per_task_type) == {"dates"}
+    with pytest.raises(api.UserError, match="no questions"):
+        api.infer(ws, task_types="datesledger")
