@@ -259,7 +259,7 @@ def resume_config(root: Path, overrides: Mapping[str, Any] | None = None) -> Run
     if "[REDACTED:" in (config.api_base or "") and not config.uses_sim:
         raise UserError(
             "the run's api_base held credentials, which are never stored; pass it "
-            "again with --set api_base=... (or --config)"
+            "again with --set api_base=... or --config (overrides or config)"
         )
     return config
 
@@ -681,9 +681,9 @@ def claim_run_id(session: Session, run_id: str, overwrite: bool) -> dict[str, An
         return None
     if not overwrite:
         raise UserError(
-            f"--run-id {run_id}: a {old['kind']} run of that id already exists "
+            f"--run-id (run_id) {run_id}: a {old['kind']} run of that id already exists "
             f"(started {old['started_at']}, {old['status']}); pick another id, or "
-            "add --overwrite-run to replace it"
+            "add --overwrite-run (overwrite_run=True) to replace it"
         )
     logger.warning("replacing run {} ({} run started {})", run_id, old["kind"], old["started_at"])
     return {k: old[k] for k in ("run_id", "kind", "status", "started_at", "finished_at")}
@@ -696,12 +696,12 @@ TRAINING_RUN_RE = re.compile(r"(baseline|train\d+)(-.*)?")
 def _check_run_id(run_id: str) -> None:
     if not RUN_ID_RE.fullmatch(run_id):
         raise UserError(
-            f"--run-id {run_id!r}: use 1-100 letters, digits, '_', '-', '.', ':' "
+            f"--run-id (run_id) {run_id!r}: use 1-100 letters, digits, '_', '-', '.', ':' "
             "or '+', starting with a letter or digit"
         )
     if TRAINING_RUN_RE.fullmatch(run_id):
         raise UserError(
-            f"--run-id {run_id}: ids like 'baseline' and 'trainN...' belong to "
+            f"--run-id (run_id) {run_id}: ids like 'baseline' and 'trainN...' belong to "
             "training and are never replaced; pick another id"
         )
 
@@ -729,7 +729,7 @@ def writable_store(store: str | Path | None) -> Path:
         return Path(store)
     if paths.checkout_root() is None:
         raise UserError(
-            "--store DIR is needed: new seeds are not written into the installed package's "
+            "--store DIR is needed (store= in the API): new seeds are not written into the installed package's "
             "built-in store"
         )
     return paths.builtin_store()

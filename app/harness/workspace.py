@@ -443,13 +443,14 @@ def train_start_mode(root: Path, *, resume: bool, fresh: bool) -> str:
     """Decide between 'resume', 'fresh' and 'start' (three workspace states,
     docs/architecture.md#the-workspace-on-disk)."""
     if resume and fresh:
-        raise UserError("--resume and --fresh exclude each other: pick one")
+        raise UserError("--resume and --fresh (resume, fresh) exclude each other: pick one")
     has_progress = (Path(root) / "checkpoint.json").is_file()
     if resume:
         if not has_progress:
             raise UserError(
                 f"{root}: no checkpoint.json: refusing to silently retrain from "
-                "scratch (drop --resume to start, or --fresh to archive and restart)"
+                "scratch: drop --resume (resume=False) to start, or pass --fresh (fresh=True) "
+                "to archive and restart"
             )
         return "resume"
     if fresh:
@@ -457,6 +458,7 @@ def train_start_mode(root: Path, *, resume: bool, fresh: bool) -> str:
     if has_progress:
         raise UserError(
             f"{root}: this workspace already has training progress; pass --resume "
-            "to continue it or --fresh to archive it and start from the seed"
+            "(resume=True) to continue it or --fresh (fresh=True) to archive it and start "
+            "from the seed"
         )
     return "start"

@@ -171,3 +171,15 @@ def test_a_str_task_types_is_one_task_type_never_a_substring_match(ws):
     assert set(sample.per_task_type) == {"dates"}
     with pytest.raises(api.UserError, match="no questions"):
         api.infer(ws, task_types="datesledger")
+
+
+# -- 8. refusals name the API's argument as well as the CLI's option ----------------------------
+def test_refusals_through_the_api_name_the_argument_beside_the_option(ws):
+    api.train(ws, overrides={"epochs": 1, "task_types": ["ledger", "units"]})
+    with pytest.raises(api.UserError) as error:
+        api.train(ws)
+    assert "--resume (resume=True)" in one_line(error) and "fresh=True" in str(error.value)
+    api.infer(ws, task_types=["dates"], run_id="mine")
+    with pytest.raises(api.UserError) as error:
+        api.infer(ws, task_types=["dates"], run_id="mine")
+    assert "--overwrite-run (overwrite_run=True)" in one_line(error)
