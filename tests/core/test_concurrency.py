@@ -80,6 +80,7 @@ def test_a_stop_in_one_task_wins_over_an_error_in_another() -> None:
     with pytest.raises(KeyboardInterrupt):
         anyio.run(lambda: fan_out(work, range(2)))
 
+
 def test_no_items_no_tasks() -> None:
     async def never(_: int) -> int:
         raise AssertionError("called")
