@@ -22,20 +22,23 @@ stderr handler, and any the caller adds, never print a secret.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
 import json
 import re
+import sqlite3
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import anyio
 from loguru import logger
 
 from app import paths
-from app.errors import RunFailed, UserError
+from app.errors import DamagedFile, RunFailed, UserError
 from app.harness import workspace as ws
 from app.harness.atomic import write_json_atomic
 from app.harness.checkpoint import load_checkpoint
@@ -47,7 +50,7 @@ from app.harness.vocabulary import Count
 from app.harness.writer_lock import WriterLock
 from app.logging_setup import scrub_log_records
 from app.progress import Bars
-from app.providers.errors import ProviderError
+from app.providers.errors import BudgetExceeded, ProviderError
 from app.report import format_summary, workspace_summary
 from core.types import InferenceResult
 
@@ -172,6 +175,53 @@ class WorkspaceReport:
         return self.summary["best"]
 
 
+# -- the sync functions ---------------------------------------------------------------------------
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _run_sync(run: Callable[P, Coroutine[Any, Any, R]], *args: P.args, **kwargs: P.kwargs) -> R:
+    """`run` in an event loop of its own. Inside a running loop none can be started (anyio
+    would say only "Already running asyncio"), so the caller is told which twin to await."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # no loop running: the normal case
+        return anyio.run(functools.partial(run, *args, **kwargs))
+    name = run.__name__.removesuffix("_async")
+    raise UserError(
+        f"{name}() was called inside a running event loop; await {name}_async() instead"
+    )
+
+
+# -- argument checks: one line naming the argument, before anything is read or written -----------
+def _expect(label: str, value: object, ok: bool, expected: str) -> None:
+    if not ok:
+        raise _bad(label, value, expected)
+
+
+def _bad(label: str, value: object, expected: str) -> UserError:
+    return UserError(f"{label}: expected {expected}, got {type(value).__name__} {value!r:.60}")
+
+
+def _is_path(value: object, *, none: bool = False) -> bool:
+    return isinstance(value, str | Path) or (none and value is None)
+
+
+def _workspace(workspace: object) -> Path:
+    if isinstance(workspace, str | Path):
+        return Path(workspace)
+    raise _bad("workspace", workspace, "a folder's path (str or Path)")
+
+
+def _task_types(task_types: object) -> list[str] | None:
+    """One name may come as a str; names match whole, never as substrings of a str."""
+    if task_types is None or isinstance(task_types, str):
+        return None if task_types is None else [task_types]
+    if isinstance(task_types, list | tuple) and all(isinstance(t, str) for t in task_types):
+        return [str(t) for t in task_types]
+    raise _bad("task_types", task_types, 'a list of names, e.g. ["dates"]')
+
+
 # -- config -----------------------------------------------------------------------------------
 def resolve_config(
     config: ConfigSource = None,
@@ -180,6 +230,19 @@ def resolve_config(
 ) -> RunConfig:
     """A RunConfig from a config object or a TOML file (else `default_file`, else the
     defaults), with `overrides` applied; an unknown key or bad value raises UserError."""
+    _expect(
+        "config",
+        config,
+        isinstance(config, RunConfig) or _is_path(config, none=True),
+        "a RunConfig, a TOML file's path or None",
+    )
+    _expect(
+        "overrides",
+        overrides,
+        overrides is None
+        or (isinstance(overrides, Mapping) and all(isinstance(k, str) for k in overrides)),
+        'a mapping of config keys to values, e.g. {"epochs": 2}',
+    )
     if isinstance(config, RunConfig):
         return build_config(dict(overrides), "overrides", config) if overrides else config
     path = Path(config) if config is not None else default_file
@@ -196,7 +259,7 @@ def resume_config(root: Path, overrides: Mapping[str, Any] | None = None) -> Run
     if "[REDACTED:" in (config.api_base or "") and not config.uses_sim:
         raise UserError(
             "the run's api_base held credentials, which are never stored; pass it "
-            "again with --set api_base=... (or --config)"
+            "again with --set api_base=... or --config (overrides or config)"
         )
     return config
 
@@ -212,7 +275,7 @@ def init_workspace(
     prompts_from: str = "sim-starter",
 ) -> WorkspaceInfo:
     """Create a workspace from a store seed (or a folder of Agent Skills) and a benchmark."""
-    root = Path(workspace)
+    root = _workspace(workspace)
     store_dir = writable_store(store) if skills_from is not None else _store(store)
     bench = find_benchmark(store_dir, questions)  # a bad name refuses before anything is written
     if skills_from is not None:
@@ -251,17 +314,15 @@ def train(
 ) -> TrainResult:
     """Train a workspace: a new run, `resume=True` to continue a stopped one exactly, or
     `fresh=True` to archive the workspace and start again from its seed."""
-    return anyio.run(
-        functools.partial(
-            train_async,
-            workspace,
-            config,
-            overrides=overrides,
-            resume=resume,
-            fresh=fresh,
-            store=store,
-            progress=progress,
-        )
+    return _run_sync(
+        train_async,
+        workspace,
+        config,
+        overrides=overrides,
+        resume=resume,
+        fresh=fresh,
+        store=store,
+        progress=progress,
     )
 
 
@@ -276,6 +337,7 @@ async def train_async(
     progress: bool | None = False,
 ) -> TrainResult:
     """`train` for callers inside an event loop."""
+    _workspace(workspace)
     if resume and fresh:
         raise UserError("train: choose one of resume and fresh")
     root, started = Path(workspace), time.perf_counter()
@@ -369,9 +431,7 @@ def demo(
 ) -> TrainResult:
     """A fresh workspace (default `<workspaces>/demo`, the previous one archived) from the
     simulated seed, trained with the demo config."""
-    return anyio.run(
-        functools.partial(demo_async, workspace, config, overrides=overrides, progress=progress)
-    )
+    return _run_sync(demo_async, workspace, config, overrides=overrides, progress=progress)
 
 
 async def demo_async(
@@ -381,22 +441,24 @@ async def demo_async(
     overrides: Mapping[str, Any] | None = None,
     progress: bool | None = False,
 ) -> TrainResult:
-    root = Path(workspace) if workspace is not None else paths.workspaces_dir() / "demo"
+    root = _workspace(workspace) if workspace is not None else paths.workspaces_dir() / "demo"
     run_config = resolve_config(config, overrides, default_file=paths.demo_config())
+    store = paths.builtin_store()
+    seed, bench = load_seed(seed_dir(store, DEMO_SEED)), benchmark_dir(store, DEMO_QUESTIONS)
+    _check_trainable(bench, run_config)  # a refused config leaves the previous demo in place
+    is_workspace = (root / "manifest.json").is_file()
+    if not is_workspace and root.exists() and (not root.is_dir() or any(root.iterdir())):
+        raise UserError(
+            f"{root}: exists and is not a workspace (no manifest.json); demo archives only a "
+            "previous workspace: choose another path"
+        )
     started = time.perf_counter()
     lock = WriterLock(root, "demo")
     try:  # a demo still being trained must not be archived under its feet
-        if root.exists():
-            if (root / "manifest.json").is_file():
-                lock.acquire()
+        if is_workspace:
+            lock.acquire()
             logger.info("archived the previous demo workspace to {}", ws.archive_workspace(root))
-        store = paths.builtin_store()
-        ws.init_workspace(
-            root,
-            load_seed(seed_dir(store, DEMO_SEED)),
-            benchmark_dir(store, DEMO_QUESTIONS),
-            lock=lock,
-        )
+        ws.init_workspace(root, seed, bench, lock=lock)
         logger.info("created {} from seed {} and benchmark {}", root, DEMO_SEED, DEMO_QUESTIONS)
         with Session(root, run_config, Bars(enabled=progress)) as session:
             await Runner(session).train_async(resume=False)
@@ -404,6 +466,18 @@ async def demo_async(
     finally:
         lock.release()
     return _train_result(root, run_config, totals, time.perf_counter() - started)
+
+
+def _check_trainable(bench: Path, config: RunConfig) -> None:
+    """Refuse, as training would, a config that leaves no task type of `bench` to train."""
+    from app.harness.pools import filter_trainable, split_pools
+    from app.harness.store import load_benchmark
+
+    b = load_benchmark(bench)
+    pools = split_pools(b.questions, b.split, b.seed)
+    filter_trainable(
+        pools, config.task_types, config.eval_min_per_class, config.trainable_min_units
+    )
 
 
 # -- evaluate and infer -------------------------------------------------------------------------
@@ -417,10 +491,8 @@ def evaluate(
 ) -> EvalResult:
     """Answer the whole benchmark with skills `version` (e.g. "v3") and the current prompts;
     the report goes to `analyses/eval_<run_id>.json`."""
-    return anyio.run(
-        functools.partial(
-            evaluate_async, workspace, version, config, overrides=overrides, progress=progress
-        )
+    return _run_sync(
+        evaluate_async, workspace, version, config, overrides=overrides, progress=progress
     )
 
 
@@ -432,7 +504,8 @@ async def evaluate_async(
     overrides: Mapping[str, Any] | None = None,
     progress: bool | None = False,
 ) -> EvalResult:
-    root, run_config = Path(workspace), resolve_config(config, overrides)
+    _expect("version", version, isinstance(version, str), 'a skills version such as "v1"')
+    root, run_config = _workspace(workspace), resolve_config(config, overrides)
     with (
         WriterLock(root, "eval"),
         Session(root, run_config, Bars(enabled=progress)) as session,
@@ -443,8 +516,8 @@ async def evaluate_async(
             raise UserError(f"{root}: no skills version {version!r} (have {have})")
         prompts = session.agent_prompts(skills_dir=session.paths.root / "skills" / version)
         run_id = next_run_id(session, f"eval-{version}-{prompts.prompts_version}-")
-        before = _new_calls(session)
-        with session.bars.live():
+        before = _call_counts(session)
+        with session.bars.live(), _budget_is_run_failed():
             outcome = await session.infer(
                 list(session.benchmark.questions),
                 run_id,
@@ -452,9 +525,7 @@ async def evaluate_async(
                 prompts=prompts,
                 label=f"eval {version}",
             )
-        result = _eval_result(
-            outcome, session, version, prompts.prompts_version, _new_calls(session) - before
-        )
+        result = _eval_result(outcome, session, version, prompts.prompts_version, before)
         write_json_atomic(session.paths.analyses / f"eval_{run_id}.json", _eval_report(result))
     return result
 
@@ -464,26 +535,25 @@ def infer(
     config: ConfigSource = None,
     *,
     overrides: Mapping[str, Any] | None = None,
-    task_types: list[str] | None = None,
+    task_types: list[str] | str | None = None,
     n_samples: int = 1,
     run_id: str | None = None,
     overwrite_run: bool = False,
     progress: bool | None = False,
 ) -> InferResult:
-    """Answer the benchmark (or some task types of it) with the current versions,
-    `n_samples` times; an existing `run_id` is refused unless `overwrite_run`."""
-    return anyio.run(
-        functools.partial(
-            infer_async,
-            workspace,
-            config,
-            overrides=overrides,
-            task_types=task_types,
-            n_samples=n_samples,
-            run_id=run_id,
-            overwrite_run=overwrite_run,
-            progress=progress,
-        )
+    """Answer the benchmark (or some task types of it: a list of names, or one name as a str)
+    with the current versions, `n_samples` times; an existing `run_id` is refused unless
+    `overwrite_run`."""
+    return _run_sync(
+        infer_async,
+        workspace,
+        config,
+        overrides=overrides,
+        task_types=task_types,
+        n_samples=n_samples,
+        run_id=run_id,
+        overwrite_run=overwrite_run,
+        progress=progress,
     )
 
 
@@ -492,15 +562,18 @@ async def infer_async(
     config: ConfigSource = None,
     *,
     overrides: Mapping[str, Any] | None = None,
-    task_types: list[str] | None = None,
+    task_types: list[str] | str | None = None,
     n_samples: int = 1,
     run_id: str | None = None,
     overwrite_run: bool = False,
     progress: bool | None = False,
 ) -> InferResult:
+    task_types = _task_types(task_types)
+    _expect("n_samples", n_samples, type(n_samples) is int, "a whole number, at least 1")
+    _expect("run_id", run_id, run_id is None or isinstance(run_id, str), "a run id or None")
     if n_samples < 1:
         raise UserError(f"n_samples: must be at least 1 (got {n_samples})")
-    root, run_config = Path(workspace), resolve_config(config, overrides)
+    root, run_config = _workspace(workspace), resolve_config(config, overrides)
     samples: list[EvalResult] = []
     with (
         WriterLock(root, "infer"),
@@ -515,32 +588,46 @@ async def infer_async(
         run_ids = [base] if n_samples == 1 else [f"{base}-s{n}" for n in range(n_samples)]
         replaced = {r: claim_run_id(session, r, overwrite_run) for r in run_ids}
         prompts = session.agent_prompts()
-        with session.bars.live():
+        with session.bars.live(), _budget_is_run_failed():
             for sample, sample_id in enumerate(run_ids):
-                before = _new_calls(session)
+                before = _call_counts(session)
                 extra = {"overwrote": replaced[sample_id]} if replaced[sample_id] else None
                 outcome = await session.infer(
                     questions, sample_id, "infer", sample=sample, provenance=extra
                 )
                 samples.append(
                     _eval_result(
-                        outcome,
-                        session,
-                        prompts.skills_version,
-                        prompts.prompts_version,
-                        _new_calls(session) - before,
+                        outcome, session, prompts.skills_version, prompts.prompts_version, before
                     )
                 )
     return InferResult(tuple(samples))
 
 
-def _new_calls(session: Session) -> int:
-    return int(session.recorder.totals["calls"] - session.recorder.totals["cache_hits"])
+@contextlib.contextmanager
+def _budget_is_run_failed() -> Iterator[None]:
+    """A spent budget ends eval/infer as RunFailed, as it ends train (the runner maps it)."""
+    try:
+        yield
+    except BudgetExceeded as e:
+        raise RunFailed(
+            f"{e}. The answers so far are logged: raise max_cost_usd and rerun."
+        ) from None
+
+
+def _call_counts(session: Session) -> tuple[int, int]:
+    """(new model calls, cache hits) so far in this session; a run's are the difference."""
+    totals = session.recorder.totals
+    return int(totals["calls"] - totals["cache_hits"]), int(totals["cache_hits"])
 
 
 def _eval_result(
-    outcome: InferenceResult, session: Session, skills: str, prompts: str, new_calls: int
+    outcome: InferenceResult,
+    session: Session,
+    skills: str,
+    prompts: str,
+    before: tuple[int, int],
 ) -> EvalResult:
+    calls, hits = _call_counts(session)
     return EvalResult(
         run_id=outcome.run_id,
         skills_version=skills,
@@ -553,8 +640,8 @@ def _eval_result(
             for t, e in outcome.per_task_type.items()
         },
         stop_reason_counts=dict(outcome.stop_reason_counts),
-        new_model_calls=new_calls,
-        cache_hits=int(session.recorder.totals["cache_hits"]),
+        new_model_calls=calls - before[0],
+        cache_hits=hits - before[1],
         simulated_model=session.config.uses_sim,
     )
 
@@ -594,9 +681,9 @@ def claim_run_id(session: Session, run_id: str, overwrite: bool) -> dict[str, An
         return None
     if not overwrite:
         raise UserError(
-            f"--run-id {run_id}: a {old['kind']} run of that id already exists "
+            f"--run-id (run_id) {run_id}: a {old['kind']} run of that id already exists "
             f"(started {old['started_at']}, {old['status']}); pick another id, or "
-            "add --overwrite-run to replace it"
+            "add --overwrite-run (overwrite_run=True) to replace it"
         )
     logger.warning("replacing run {} ({} run started {})", run_id, old["kind"], old["started_at"])
     return {k: old[k] for k in ("run_id", "kind", "status", "started_at", "finished_at")}
@@ -609,12 +696,12 @@ TRAINING_RUN_RE = re.compile(r"(baseline|train\d+)(-.*)?")
 def _check_run_id(run_id: str) -> None:
     if not RUN_ID_RE.fullmatch(run_id):
         raise UserError(
-            f"--run-id {run_id!r}: use 1-100 letters, digits, '_', '-', '.', ':' "
+            f"--run-id (run_id) {run_id!r}: use 1-100 letters, digits, '_', '-', '.', ':' "
             "or '+', starting with a letter or digit"
         )
     if TRAINING_RUN_RE.fullmatch(run_id):
         raise UserError(
-            f"--run-id {run_id}: ids like 'baseline' and 'trainN...' belong to "
+            f"--run-id (run_id) {run_id}: ids like 'baseline' and 'trainN...' belong to "
             "training and are never replaced; pick another id"
         )
 
@@ -622,8 +709,13 @@ def _check_run_id(run_id: str) -> None:
 # -- report -------------------------------------------------------------------------------------
 def report(workspace: str | Path) -> WorkspaceReport:
     """A read-only summary of a workspace: versions, runs, epochs, spend, progress."""
-    root = Path(workspace)
-    return WorkspaceReport(root, workspace_summary(root))
+    root = _workspace(workspace)
+    try:
+        return WorkspaceReport(root, workspace_summary(root))
+    except sqlite3.OperationalError as e:  # an emptied or foreign file: the tables are missing
+        raise DamagedFile(
+            f"{root / 'harness.db'}: not a complete harness log ({e}); restore it from a backup"
+        ) from None
 
 
 def _store(store: str | Path | None) -> Path:
@@ -637,7 +729,7 @@ def writable_store(store: str | Path | None) -> Path:
         return Path(store)
     if paths.checkout_root() is None:
         raise UserError(
-            "--store DIR is needed: new seeds are not written into the installed package's "
+            "--store DIR is needed (store= in the API): new seeds are not written into the installed package's "
             "built-in store"
         )
     return paths.builtin_store()

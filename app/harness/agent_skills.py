@@ -36,6 +36,7 @@ from app.harness.store import (
     SKILLS_SIDECAR,
     TASK_TYPE_RE,
     _commit_store,
+    check_store_name,
     load_seed,
     read_sidecar,
     read_toml,
@@ -293,11 +294,7 @@ def _mapping(src: Path, skills: list[ParsedSkill]) -> dict[str, str]:
 def import_skills(src: Path, store: Path, seed_name: str, prompts_from: Path) -> Path:
     """A folder of Agent Skills becomes `store/seeds/<seed_name>`; all-or-nothing."""
     src = Path(src)
-    if not TASK_TYPE_RE.fullmatch(seed_name) or seed_name.startswith("."):
-        raise UserError(
-            f"--name {seed_name!r}: a seed name is 1-64 letters, digits, '_', '-' "
-            "or '.', starting with a letter or digit (it names a folder)"
-        )
+    check_store_name(seed_name, "--name")
     skills = parse_skills_dir(src)
     mapping = _mapping(src, skills)
     prompts = _prompts(src, prompts_from)

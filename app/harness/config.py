@@ -253,6 +253,10 @@ def load_config(path: Path | None, overrides: Mapping[str, Any] | None = None) -
             data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise UserError(f"{path}: config file not found") from None
+        except UnicodeDecodeError as e:
+            raise UserError(f"{path}: config file is not UTF-8 text ({e.reason})") from None
+        except OSError as e:  # a folder, no permission
+            raise UserError(f"{path}: cannot read the config file ({e.strerror})") from None
         except tomllib.TOMLDecodeError as e:
             raise UserError(f"{path}: invalid TOML: {e}") from None
         config = build_config(data, str(path), config)

@@ -57,8 +57,18 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise UserError(f"{path}: invalid TOML: {e}") from None
 
 
+def check_store_name(name: object, label: str, kind: str = "seed") -> str:
+    """A seed or benchmark name names one folder of the store: never a path ('../x', '/x')."""
+    if not isinstance(name, str) or not TASK_TYPE_RE.fullmatch(name):
+        raise UserError(
+            f"{label} {name!r}: a {kind} name is 1-64 letters, digits, '_', '-' or "
+            "'.', starting with a letter or digit (it names a folder)"
+        )
+    return name
+
+
 def benchmark_dir(store: Path, name: str) -> Path:
-    path = store / "questions" / name
+    path = store / "questions" / check_store_name(name, "questions", "benchmark")
     if not (path / "questions.jsonl").is_file():
         known = sorted(p.name for p in (store / "questions").glob("*") if p.is_dir())
         raise UserError(f"unknown benchmark '{name}' in {store / 'questions'} (known: {known})")
@@ -66,7 +76,7 @@ def benchmark_dir(store: Path, name: str) -> Path:
 
 
 def seed_dir(store: Path, name: str) -> Path:
-    path = store / "seeds" / name
+    path = store / "seeds" / check_store_name(name, "seed")
     if not path.is_dir():
         known = sorted(p.name for p in (store / "seeds").glob("*") if p.is_dir())
         raise UserError(f"unknown seed '{name}' in {store / 'seeds'} (known: {known})")
@@ -273,11 +283,7 @@ def promote_to_seed(
 ) -> Path:
     """Write a workspace's (verified) version files as a new seed; commit when the store is a
     git repo. Only file contents are written: nothing is copied through a link."""
-    if not TASK_TYPE_RE.fullmatch(name) or name.startswith("."):
-        raise UserError(
-            f"--name {name!r}: a seed name is 1-64 letters, digits, '_', '-' or "
-            "'.', starting with a letter or digit (it names a folder)"
-        )
+    check_store_name(name, "--name")
     target = store / "seeds" / name
     if target.exists():
         raise UserError(f"{target}: seed '{name}' already exists")

@@ -350,6 +350,8 @@ def init_workspace(
     `lock` (a WriterLock) is moved onto the new workspace before it becomes visible.
     """
     root = Path(root)
+    if root.exists() and not root.is_dir():
+        raise UserError(f"{root}: exists and is not a folder; choose another path")
     if root.exists() and any(root.iterdir()):
         what = "a workspace" if (root / "manifest.json").exists() else "a non-empty folder"
         raise UserError(
@@ -358,7 +360,10 @@ def init_workspace(
         )
     benchmark = load_benchmark(benchmark_path)  # validate before writing anything
     parent = root.parent
-    parent.mkdir(parents=True, exist_ok=True)
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:  # e.g. a file where a folder of the path should be
+        raise UserError(f"{parent}: cannot create the folder ({e.strerror})") from None
     if not os.access(parent, os.W_OK):
         raise UserError(f"{parent}: folder is not writable")
     building = parent / f".{root.name}.init-{uuid.uuid4().hex[:8]}"
@@ -438,13 +443,14 @@ def train_start_mode(root: Path, *, resume: bool, fresh: bool) -> str:
     """Decide between 'resume', 'fresh' and 'start' (three workspace states,
     docs/architecture.md#the-workspace-on-disk)."""
     if resume and fresh:
-        raise UserError("--resume and --fresh exclude each other: pick one")
+        raise UserError("--resume and --fresh (resume, fresh) exclude each other: pick one")
     has_progress = (Path(root) / "checkpoint.json").is_file()
     if resume:
         if not has_progress:
             raise UserError(
                 f"{root}: no checkpoint.json: refusing to silently retrain from "
-                "scratch (drop --resume to start, or --fresh to archive and restart)"
+                "scratch: drop --resume (resume=False) to start, or pass --fresh (fresh=True) "
+                "to archive and restart"
             )
         return "resume"
     if fresh:
@@ -452,6 +458,7 @@ def train_start_mode(root: Path, *, resume: bool, fresh: bool) -> str:
     if has_progress:
         raise UserError(
             f"{root}: this workspace already has training progress; pass --resume "
-            "to continue it or --fresh to archive it and start from the seed"
+            "(resume=True) to continue it or --fresh (fresh=True) to archive it and start "
+            "from the seed"
         )
     return "start"

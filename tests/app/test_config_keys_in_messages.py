@@ -57,6 +57,7 @@ NOT_CONFIG = {
     "stop_reason": "a predictions column (TUI filters, SQL fragments)",
     "task_type": "a predictions column (TUI filters, SQL fragments)",
     "run_id": "a log column (SQL fragments)",
+    "overwrite_run": "an argument of app/api.py infer, named beside --overwrite-run",
     "epoch_batches": "a checkpoint.json key, checked by app/harness/checkpoint.py",
 }
 

@@ -52,12 +52,33 @@ def test_the_first_failure_cancels_the_other_tasks() -> None:
         finished.append(n)
         return n
 
-    with pytest.raises(BaseException) as info:  # anyio may wrap it in an exception group
+    with pytest.raises(ValueError, match="item 0"):  # itself, not in an ExceptionGroup
         anyio.run(lambda: fan_out(work, range(4)))
-    leaf = info.value
-    while isinstance(leaf, BaseExceptionGroup):
-        leaf = leaf.exceptions[0]
-    assert isinstance(leaf, ValueError) and finished == []
+    assert finished == []
+
+
+def test_a_failure_inside_a_nested_fan_out_arrives_unwrapped() -> None:
+    async def inner(n: int) -> int:
+        if n == 2:
+            raise LookupError("deep")
+        await anyio.sleep(1)
+        return n
+
+    async def outer(_: int) -> list[int]:
+        return await fan_out(inner, range(3))
+
+    with pytest.raises(LookupError, match="deep"):
+        anyio.run(lambda: fan_out(outer, range(2)))
+
+
+def test_a_stop_in_one_task_wins_over_an_error_in_another() -> None:
+    """A Ctrl-C must be recorded as a stop even when another task failed at the same time."""
+
+    async def work(n: int) -> None:
+        raise (KeyboardInterrupt() if n == 1 else ValueError("error"))
+
+    with pytest.raises(KeyboardInterrupt):
+        anyio.run(lambda: fan_out(work, range(2)))
 
 
 def test_no_items_no_tasks() -> None:
