@@ -98,12 +98,12 @@ class Runner:
             self._mark_train(RunStatus.STOPPED, str(leaf), "max_cost_usd")
             self._save_spend()
             raise RunFailed(
-                f"{leaf}. The checkpoint is intact: raise max_cost_usd and --resume."
+                f"{leaf}. The checkpoint is intact: raise max_cost_usd and --resume (resume=True)."
             ) from None
         self._mark_train(RunStatus.FAILED, f"{type(leaf).__name__}: {leaf}")
         if isinstance(leaf, RunFailed) and "--resume" not in str(leaf):
             raise RunFailed(
-                f"{leaf}. The checkpoint is intact: fix the cause and rerun train --resume."
+                f"{leaf}. The checkpoint is intact: fix the cause and rerun train --resume (resume=True)."
             ) from None
         if leaf is not e:
             raise leaf from None
