@@ -14,6 +14,7 @@ import fcntl
 import json
 import os
 import socket
+import time
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +73,7 @@ class WriterLock:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = _read_holder(fd)
+            holder = _read_holder_when_written(fd)
             os.close(fd)
             raise WorkspaceBusy(
                 f"{self.root}: another process is writing this workspace "
@@ -107,6 +108,18 @@ class WriterLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def _read_holder_when_written(fd: int, tries: int = 20, pause_s: float = 0.025) -> dict[str, Any]:
+    """The holder line; a holder that has just taken the lock writes it a moment later, so a
+    refused writer waits up to half a second for it rather than say "still starting"."""
+    holder = _read_holder(fd)
+    for _ in range(tries):
+        if holder.get("pid"):
+            break
+        time.sleep(pause_s)
+        holder = _read_holder(fd)
+    return holder
 
 
 def _read_holder(fd: int) -> dict[str, Any]:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import fcntl
+import json
+import os
 import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -150,3 +154,19 @@ def test_second_lock_in_one_process_is_refused_and_release_frees_it(ws):
     assert (ws / LOCK_FILE).read_text() == ""
     with WriterLock(ws, "eval"):
         assert holder(ws)["command"] == "eval"
+
+
+def test_a_refused_writer_waits_a_moment_for_a_new_holder_to_name_itself(ws):
+    """The race behind 'holder still starting': the winner has the flock but has not yet
+    written its holder line when the loser reads it."""
+    fd = os.open(ws / LOCK_FILE, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        line = json.dumps({"pid": 12345, "command": "train", "started_at": "now"}) + "\n"
+        timer = threading.Timer(0.1, lambda: os.pwrite(fd, line.encode(), 0))
+        timer.start()
+        with pytest.raises(WorkspaceBusy, match="pid 12345, `train`"):
+            WriterLock(ws, "train").acquire()
+        timer.join()
+    finally:
+        os.close(fd)
