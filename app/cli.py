@@ -435,6 +435,7 @@ def _stop_on_sigterm() -> Handler:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends it at once
         STOP_SIGNAL["reason"] = "SIGTERM"
         if sigint_ignored:
+            _drop_pending_sigint()
             signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
             # inside an event loop: its own SIGINT handler cancels the main task and raises
@@ -464,6 +465,16 @@ def _keep_sigint_ignored_but_raisable() -> bool:
     except ValueError:  # not the main thread (an embedding): leave signals alone
         return False
     return True
+
+
+def _drop_pending_sigint() -> None:
+    """A Ctrl-C that arrived while SIGINT was blocked waits to be delivered on unblocking;
+    with the one the SIGTERM handler raises, the loop would see two interrupts, and its
+    second raises KeyboardInterrupt inside whatever task runs (a traceback at exit).
+    Setting SIGINT to SIG_IGN discards a pending one (POSIX); the handler is then put back."""
+    if signal.SIGINT in signal.sigpending():
+        current = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, current)
 
 
 def stopped_message(args: argparse.Namespace, reason: str) -> str:
