@@ -276,6 +276,10 @@ def init_workspace(
 ) -> WorkspaceInfo:
     """Create a workspace from a store seed (or a folder of Agent Skills) and a benchmark."""
     root = _workspace(workspace)
+    _expect("questions", questions, isinstance(questions, str), "a benchmark's name")
+    _expect("seed", seed, seed is None or isinstance(seed, str), "a seed's name or None")
+    _expect("prompts_from", prompts_from, isinstance(prompts_from, str), "a seed's name")
+    _expect("skills_from", skills_from, _is_path(skills_from, none=True), "a folder's path")
     store_dir = writable_store(store) if skills_from is not None else _store(store)
     bench = find_benchmark(store_dir, questions)  # a bad name refuses before anything is written
     if skills_from is not None:
@@ -718,14 +722,16 @@ def report(workspace: str | Path) -> WorkspaceReport:
         ) from None
 
 
-def _store(store: str | Path | None) -> Path:
-    return Path(store) if store is not None else paths.builtin_store()
+def _store(store: object) -> Path:
+    _expect("store", store, _is_path(store, none=True), "a store folder's path or None")
+    return Path(store) if isinstance(store, str | Path) else paths.builtin_store()
 
 
-def writable_store(store: str | Path | None) -> Path:
+def writable_store(store: object) -> Path:
     """Where a new seed goes: `store`, else a checkout's own `store/`; an installed package's
     built-in store is never written (it lives in site-packages)."""
-    if store is not None:
+    _expect("store", store, _is_path(store, none=True), "a store folder's path or None")
+    if isinstance(store, str | Path):
         return Path(store)
     if paths.checkout_root() is None:
         raise UserError(

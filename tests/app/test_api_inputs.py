@@ -72,7 +72,6 @@ def test_each_samples_cache_hits_are_its_own_like_its_new_model_calls(ws):
         (str(Path(api.paths.builtin_store(), "seeds", "sim-starter")), "sim-basic", "seed"),
         ("sim-starter", "../questions/sim-basic", "questions"),
         ("sim-starter", "/etc", "questions"),
-        (5, "sim-basic", "seed"),
     ],
 )
 def test_a_seed_or_benchmark_name_that_is_a_path_is_refused(tmp_path, seed, questions, named):
@@ -155,6 +154,24 @@ def test_report_on_an_emptied_harness_log_is_a_user_error_naming_it(ws):
         (lambda ws: api.infer(ws, task_types=[1]), "task_types"),
         (lambda ws: api.infer(ws, run_id=7), "run_id"),
         (lambda ws: api.init_workspace(ws.parent / "new", seed=5, questions="sim-basic"), "seed"),
+        (lambda ws: api.init_workspace(ws.parent / "new", questions=["sim-basic"]), "questions"),
+        (
+            lambda ws: api.init_workspace(
+                ws.parent / "new", seed="sim-starter", questions="sim-basic", store=3
+            ),
+            "store",
+        ),
+        (
+            lambda ws: api.init_workspace(ws.parent / "new", questions="sim-basic", skills_from=1),
+            "skills_from",
+        ),
+        (
+            lambda ws: api.init_workspace(
+                ws.parent / "new", questions="sim-basic", skills_from=ws, prompts_from=None
+            ),
+            "prompts_from",
+        ),
+        (lambda ws: api.train(ws, fresh=True, store=3), "store"),
         (lambda ws: api.resolve_config(5), "config"),
         (lambda ws: api.report(None), "workspace"),
     ],
