@@ -45,7 +45,15 @@ from app.harness.checkpoint import load_checkpoint
 from app.harness.config import RunConfig, build_config, load_config, recorded_config
 from app.harness.runner import Runner, read_final
 from app.harness.session import Session
-from app.harness.store import benchmark_dir, load_seed, seed_dir
+from app.harness.store import (
+    Benchmark,
+    Seed,
+    benchmark_dir,
+    load_benchmark,
+    load_seed,
+    seed_dir,
+    skills_without_task_type,
+)
 from app.harness.vocabulary import Count
 from app.harness.writer_lock import WriterLock
 from app.logging_setup import scrub_log_records
@@ -294,15 +302,30 @@ def init_workspace(
         logger.info("imported {} as seed {}", skills_from, target)
     if not seed:
         raise UserError("init: give a seed name or a folder of Agent Skills (skills_from)")
-    created = ws.init_workspace(root, load_seed(find_seed(store_dir, seed)), bench)
+    loaded = load_seed(find_seed(store_dir, seed))
+    created = ws.init_workspace(root, loaded, bench)
     logger.info(
         "created workspace {} (skills/v1, prompts/v1, questions {})",
         created.root,
         created.questions_ref,
     )
+    _warn_of_unread_skills(loaded, load_benchmark(bench))
     return WorkspaceInfo(
         created.root, seed, created.questions_ref, created.skills_version, created.prompts_version
     )
+
+
+def _warn_of_unread_skills(seed: Seed, benchmark: Benchmark) -> None:
+    unread = skills_without_task_type(seed, benchmark)
+    if unread:
+        logger.warning(
+            "skills {} match no task type of questions {} ({}): only skill_mode = "
+            '"progressive" shows them; to use one for a task type, map it in the skills '
+            "folder's seed.toml [skills] (or rename the file) and init again",
+            ", ".join(unread),
+            benchmark.name,
+            ", ".join(benchmark.task_types),
+        )
 
 
 # -- train --------------------------------------------------------------------------------------

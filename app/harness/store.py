@@ -18,6 +18,7 @@ from typing import Any
 
 from app.errors import UserError
 from app.toml_compat import tomllib
+from core.evolution.budget import DEFAULT_SKILL_FILE
 from core.types import CHECKERS, Question
 
 REQUIRED_FIELDS = ("question_id", "task_type", "question", "answer")
@@ -81,6 +82,14 @@ def seed_dir(store: Path, name: str) -> Path:
         known = sorted(p.name for p in (store / "seeds").glob("*") if p.is_dir())
         raise UserError(f"unknown seed '{name}' in {store / 'seeds'} (known: {known})")
     return path
+
+
+def skills_without_task_type(seed: Seed, benchmark: Benchmark) -> list[str]:
+    """The seed's skill files that no task type of the benchmark reads (`<task type>.md`;
+    the shared default is read by every other type). Outside progressive mode no question
+    ever sees them, and no edit ever reaches them."""
+    wanted = {f"{t}.md" for t in benchmark.task_types} | {DEFAULT_SKILL_FILE}
+    return sorted(f for f in seed.skills if f.endswith(".md") and f not in wanted)
 
 
 def load_benchmark(path: Path) -> Benchmark:

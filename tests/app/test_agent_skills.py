@@ -367,3 +367,17 @@ def test_init_skills_from_refuses_an_existing_workspace_before_importing(tmp_pat
     )
     assert "already exists" in capsys.readouterr().err
     assert not (store / "seeds" / "s1").exists()
+
+
+def test_init_warns_of_a_skill_no_task_type_of_the_benchmark_reads(tmp_path, store, capsys):
+    src = tmp_path / "skills"
+    skill(src, "ledger", "name: ledger\ndescription: Totals of a client's figures.\n")
+    skill(src, "calendar", "name: calendar\ndescription: Dates.\n")
+    args = ["--skills-from", str(src), "--questions", "sim-basic", "--store", str(store)]
+    assert main(["init", str(tmp_path / "ws"), "--seed", "cal", *args]) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "match no task" in line]
+    assert len(warnings) == 1 and "skills calendar.md match no task type" in warnings[0]
+    assert "questions sim-basic (dates, ledger, pricing, routing, tagging, units)" in warnings[0]
+    (src / "seed.toml").write_text('[skills]\ncalendar = "dates"\n')  # mapped: read by dates
+    assert main(["init", str(tmp_path / "ws2"), "--seed", "cal2", *args]) == 0
+    assert "match no task" not in capsys.readouterr().err
