@@ -39,6 +39,7 @@ from loguru import logger
 
 from app import paths
 from app.errors import DamagedFile, RunFailed, UserError
+from app.harness import memory
 from app.harness import workspace as ws
 from app.harness.atomic import write_json_atomic
 from app.harness.checkpoint import load_checkpoint
@@ -124,6 +125,8 @@ class EvalResult:
     new_model_calls: int
     cache_hits: int
     simulated_model: bool
+    # memory_k > 0: how many stored memories the prompts retrieved from (None: memories off)
+    memories_stored: int | None = None
 
 
 @dataclass(frozen=True)
@@ -670,6 +673,7 @@ def _eval_result(
         new_model_calls=calls - before[0],
         cache_hits=hits - before[1],
         simulated_model=session.config.uses_sim,
+        memories_stored=memory.count(session.log) if session.config.memory_k > 0 else None,
     )
 
 

@@ -41,11 +41,22 @@ def print_result(result: api.EvalResult, title: str) -> None:
         )
 
 
+def memories_line(result: api.EvalResult, k: int) -> None:
+    """Say when answers drew on stored memories (memory_k > 0), or that there were none."""
+    if result.memories_stored is None:
+        return
+    if result.memories_stored == 0:
+        out(f"  memories: none stored yet, so memory_k={k} added nothing (`rank` stores them)")
+    else:
+        out(f"  memories: up to {k} per question, from {result.memories_stored} stored (memory_k)")
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     config = config_from(args)
     result = api.evaluate(args.workspace, args.version, config, progress=_progress(args))
     print_result(result, f"eval {result.skills_version} (run {result.run_id})")
     out(f"  model calls: {result.new_model_calls} new, {result.cache_hits} from cache")
+    memories_line(result, config.memory_k)
     notice_if_simulated(config.uses_sim)
     return 0
 
@@ -63,6 +74,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
     )
     for sample in result.samples:
         print_result(sample, f"infer (run {sample.run_id})")
+    memories_line(result.samples[-1], config.memory_k)
     notice_if_simulated(config.uses_sim)
     return 0
 

@@ -519,6 +519,10 @@ def test_memory_k_injects_the_block_and_helps_held_out_questions(forked, tmp_pat
         "units",
     )
     assert on.returncode == 0 and off.returncode == 0, on.stderr + off.stderr
+    with sqlite3.connect(ws / "harness.db") as conn:
+        (stored,) = conn.execute("SELECT COUNT(*) FROM memories").fetchone()
+    assert f"memories: up to 3 per question, from {stored} stored" in on.stdout and stored > 0
+    assert "memories:" not in off.stdout
     conn = sqlite3.connect(ws / "harness.db")
     steps = conn.execute("SELECT steps_json FROM predictions WHERE run_id='mem-on'").fetchall()
     assert steps
@@ -529,12 +533,20 @@ def test_memory_k_injects_the_block_and_helps_held_out_questions(forked, tmp_pat
     assert acc["mem-on"] > acc["mem-off"], acc
 
 
+def test_memory_k_with_no_memories_stored_says_it_added_nothing(forked, tmp_path) -> None:
+    ws = copy_ws(forked, tmp_path)
+    ev = run_cli("eval", "v1", "-w", str(ws), "--no-progress", "--set", "memory_k=2")
+    assert ev.returncode == 0, ev.stderr
+    assert "memories: none stored yet, so memory_k=2 added nothing" in ev.stdout
+
+
 def test_eval_and_train_run_with_memories(forked, tmp_path) -> None:
     ws = copy_ws(forked, tmp_path)
     with Session(ws, load_config(None)) as s:
         anyio.run(lambda: rank_rollout(s, "r1"))
     ev = run_cli("eval", "v1", "-w", str(ws), "--no-progress", "--set", "memory_k=2")
     assert ev.returncode == 0, ev.stderr
+    assert "memories: up to 2 per question" in ev.stdout
     report = json.loads(next((ws / "analyses").glob("eval_*.json")).read_text())
     assert report["accuracy"] > 0
     tr = run_cli(
