@@ -46,15 +46,7 @@ from app.harness.checkpoint import load_checkpoint
 from app.harness.config import RunConfig, build_config, load_config, recorded_config
 from app.harness.runner import Runner, read_final
 from app.harness.session import Session
-from app.harness.store import (
-    Benchmark,
-    Seed,
-    benchmark_dir,
-    load_benchmark,
-    load_seed,
-    seed_dir,
-    skills_without_task_type,
-)
+from app.harness.store import benchmark_dir, load_seed, seed_dir
 from app.harness.vocabulary import Count
 from app.harness.writer_lock import WriterLock
 from app.logging_setup import scrub_log_records
@@ -305,30 +297,15 @@ def init_workspace(
         logger.info("imported {} as seed {}", skills_from, target)
     if not seed:
         raise UserError("init: give a seed name or a folder of Agent Skills (skills_from)")
-    loaded = load_seed(find_seed(store_dir, seed))
-    created = ws.init_workspace(root, loaded, bench)
+    created = ws.init_workspace(root, load_seed(find_seed(store_dir, seed)), bench)
     logger.info(
         "created workspace {} (skills/v1, prompts/v1, questions {})",
         created.root,
         created.questions_ref,
     )
-    _warn_of_unread_skills(loaded, load_benchmark(bench))
     return WorkspaceInfo(
         created.root, seed, created.questions_ref, created.skills_version, created.prompts_version
     )
-
-
-def _warn_of_unread_skills(seed: Seed, benchmark: Benchmark) -> None:
-    unread = skills_without_task_type(seed, benchmark)
-    if unread:
-        logger.warning(
-            "skills {} match no task type of questions {} ({}): only skill_mode = "
-            '"progressive" shows them; to use one for a task type, map it in the skills '
-            "folder's seed.toml [skills] (or rename the file) and init again",
-            ", ".join(unread),
-            benchmark.name,
-            ", ".join(benchmark.task_types),
-        )
 
 
 # -- train --------------------------------------------------------------------------------------
@@ -749,17 +726,21 @@ def report(workspace: str | Path) -> WorkspaceReport:
         ) from None
 
 
-def _store(store: object) -> Path:
+def _store_argument(store: object) -> Path | None:
     _expect("store", store, _is_path(store, none=True), "a store folder's path or None")
-    return Path(store) if isinstance(store, str | Path) else paths.builtin_store()
+    return Path(store) if isinstance(store, str | Path) else None
+
+
+def _store(store: object) -> Path:
+    return _store_argument(store) or paths.builtin_store()
 
 
 def writable_store(store: object) -> Path:
     """Where a new seed goes: `store`, else a checkout's own `store/`; an installed package's
     built-in store is never written (it lives in site-packages)."""
-    _expect("store", store, _is_path(store, none=True), "a store folder's path or None")
-    if isinstance(store, str | Path):
-        return Path(store)
+    chosen = _store_argument(store)
+    if chosen is not None:
+        return chosen
     if paths.checkout_root() is None:
         raise UserError(
             "--store DIR is needed (store= in the API): new seeds are not written into the installed package's "

@@ -18,7 +18,7 @@ from typing import Any
 
 from app.errors import UserError
 from app.toml_compat import tomllib
-from core.evolution.budget import DEFAULT_SKILL_FILE
+from core.evolution.budget import DEFAULT_SKILL_FILE, resolve_skill_file
 from core.types import CHECKERS, Question
 
 REQUIRED_FIELDS = ("question_id", "task_type", "question", "answer")
@@ -88,8 +88,9 @@ def skills_without_task_type(seed: Seed, benchmark: Benchmark) -> list[str]:
     """The seed's skill files that no task type of the benchmark reads (`<task type>.md`;
     the shared default is read by every other type). Outside progressive mode no question
     ever sees them, and no edit ever reaches them."""
-    wanted = {f"{t}.md" for t in benchmark.task_types} | {DEFAULT_SKILL_FILE}
-    return sorted(f for f in seed.skills if f.endswith(".md") and f not in wanted)
+    read = {resolve_skill_file(t, seed.skills) for t in benchmark.task_types}
+    unread = set(seed.skills) - read - {DEFAULT_SKILL_FILE}
+    return sorted(f for f in unread if f.endswith(".md"))
 
 
 def load_benchmark(path: Path) -> Benchmark:

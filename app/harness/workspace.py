@@ -17,12 +17,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from loguru import logger
+
 from app.errors import DamagedFile, UserError
 from app.harness import killpoints
 from app.harness.atomic import fsync_dir, read_json_object, write_json_atomic
 from app.harness.clock import now_iso
 from app.harness.log import HarnessLog
-from app.harness.store import Seed, load_benchmark
+from app.harness.store import Benchmark, Seed, load_benchmark, skills_without_task_type
 from app.secrets import scrub
 
 MANIFEST_SCHEMA = 1
@@ -378,7 +380,21 @@ def init_workspace(
         shutil.rmtree(building, ignore_errors=True)
         raise
     HarnessLog(root / "harness.db").close()
+    _warn_of_unread_skills(seed, benchmark)
     return resolve_paths(root)
+
+
+def _warn_of_unread_skills(seed: Seed, benchmark: Benchmark) -> None:
+    unread = skills_without_task_type(seed, benchmark)
+    if unread:
+        logger.warning(
+            "skills {} match no task type of questions {} ({}): only skill_mode = "
+            '"progressive" shows them; to use one for a task type, map it in the skills '
+            "folder's seed.toml [skills] (or rename the file) and init again",
+            ", ".join(unread),
+            benchmark.name,
+            ", ".join(benchmark.task_types),
+        )
 
 
 def _populate(building: Path, seed: Seed, benchmark_path: Path, questions_name: str) -> None:
