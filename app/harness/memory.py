@@ -1,4 +1,4 @@
-"""Rollout memories (issue 14): verified winners, retrieved by BM25, injected as a block.
+"""Rollout memories: verified winners, retrieved by BM25, injected as a block.
 
 - Storage: `memories` in the workspace's harness log plus an FTS5 index `memories_fts`
   (app/harness/log.py, migration 4). Only branches whose objective score is 1 are stored;
@@ -9,11 +9,15 @@
   A question never retrieves its own memory.
 - Injection: `format_block` renders memories as a `<memories>` block put before the system
   prompt; `with_memories` wraps AgentPrompts so infer/eval/train use it when `memory_k` > 0
-  (app/harness/session.py).
+  (app/harness/session.py). Stored text is a model's reply and a question's wording, so
+  every field is escaped (`fence`) when the block is rendered: no stored `</memories>`, in any
+  case or spelling, can close the block or open another tag. Rendering, not storing, escapes,
+  so rows stored before this rule are neutralised too.
 """
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from collections.abc import Callable
@@ -112,6 +116,14 @@ def count(log) -> int:
     return log.query("SELECT COUNT(*) AS n FROM memories")[0]["n"]
 
 
+def fence(text: str) -> str:
+    """Stored text made inert inside the block: `&`, `<`, `>` as HTML entities, so no stored
+    string can form a tag (`</memories>`, `</MEMORIES >`, `<memories`...) or end the block.
+    Escaping every angle bracket, not just the block's own tag, leaves nothing to miss among
+    case variants and partial tags; `html.unescape` gives the stored text back unchanged."""
+    return html.escape(text, quote=False)
+
+
 def format_block(memories: list[dict]) -> str:
     """The block the agent sees (app/providers/sim/agent.py reads its `Task:` lines)."""
     if not memories:
@@ -120,9 +132,9 @@ def format_block(memories: list[dict]) -> str:
     for m in memories:
         lines += [
             "",
-            f"Task: {one_line(m['task'])}",
-            f"Key steps: {m['key_steps']}",
-            f"Verified answer: {one_line(m['final_answer'], 200)}",
+            f"Task: {fence(one_line(m['task']))}",
+            f"Key steps: {fence(one_line(m['key_steps']))}",
+            f"Verified answer: {fence(one_line(m['final_answer'], 200))}",
         ]
     lines.append("</memories>")
     return "\n".join(lines)
