@@ -43,7 +43,7 @@ from app.harness.store import (
     write_sidecar,
 )
 from app.harness.workspace import read_best, read_manifest, read_meta, read_version_files
-from core.evolution.edits import MOMENTUM_END, MOMENTUM_START
+from core.evolution.edits import strip_momentum
 from core.stats import wilson_interval
 
 SIDECAR = SKILLS_SIDECAR
@@ -55,10 +55,6 @@ MAX_DESCRIPTION = 1024
 MAX_COMPATIBILITY = 500
 KNOWN_FIELDS = ("name", "description", "license", "compatibility", "metadata", "allowed-tools")
 MAX_SKILL_BYTES = 1_000_000
-_MOMENTUM_BLOCK = re.compile(
-    re.escape(MOMENTUM_START) + r".*?" + re.escape(MOMENTUM_END) + r"\n?", re.DOTALL
-)
-_MARKER_LIKE = re.compile(r"<!--\s*momentum\s*:\s*(start|end)\s*-->\n?", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -248,10 +244,8 @@ def catalog(files: dict[str, str]) -> list[tuple[str, str, str]]:
 
 
 def body_of(text: str) -> str:
-    """A skill file without our internals: the momentum block and any marker-like leftovers."""
-    text = _MOMENTUM_BLOCK.sub("", text)
-    text = _MARKER_LIKE.sub("", text)
-    return text.rstrip() + "\n"
+    """A skill file without our internals (core/evolution/edits.py `strip_momentum`)."""
+    return strip_momentum(text).rstrip() + "\n"
 
 
 # --------------------------------------------------------------------------- import

@@ -1,4 +1,4 @@
-"""export: a ranked fork as training data (issue 14), one JSONL file per layout.
+"""export: a ranked fork as training data, one JSONL file per layout.
 
 Layouts (each line one JSON object; field by field in tests/app/test_export.py):
 - `dpo_trl.jsonl`, TRL's conversational preference type with an explicit prompt, as its
@@ -22,7 +22,9 @@ Layouts (each line one JSON object; field by field in tests/app/test_export.py):
 A pair is (chosen = the best-ranked branch with objective score 1, rejected = the
 worst-ranked branch with objective score 0) per question with both. The prompt is the
 opening messages of the versions the fork ran (regenerated from skills/prompts versions,
-without any memory block); the completion is the branch's final reply.
+without any memory block, and with each skill stripped of its momentum block and markers as
+`export-skills` strips it: core/evolution/edits.py `strip_momentum`); the completion is the
+branch's final reply.
 
 Questions of the test pool (app/harness/pools.py) are left out unless `include_test`.
 Every file gets `<file>.manifest.json`: counts, source versions, rollout ids, sha256 of the
@@ -34,6 +36,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +45,7 @@ from app.harness.agent_prompts import AgentPrompts
 from app.harness.atomic import write_json_atomic, write_text_atomic
 from app.harness.clock import now_iso
 from app.harness.fork import held_out_question_ids
+from core.evolution.edits import strip_momentum
 
 EXPORT_VERSION = 1
 LAYOUTS = {
@@ -60,9 +64,14 @@ def _prompt_messages(prompts_cache: dict, session, branch: dict, question) -> li
     key = (branch["skills_version"], branch["prompts_version"])
     if key not in prompts_cache:
         root = session.paths.root
-        prompts_cache[key] = AgentPrompts.load(
+        loaded = AgentPrompts.load(
             root / "skills" / key[0], root / "prompts" / key[1], session.config.skill_mode
         )
+        # the skills as export-skills writes them: no momentum block or markers
+        skills = {
+            n: strip_momentum(t) if n.endswith(".md") else t for n, t in loaded.skills.items()
+        }
+        prompts_cache[key] = replace(loaded, skills=skills)
     return prompts_cache[key].opening_messages(question)
 
 

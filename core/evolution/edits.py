@@ -574,6 +574,19 @@ def momentum_inner(text: str) -> str | None:
     return text[offsets[0] + len(MOMENTUM_START) : offsets[1]].strip()
 
 
+_MOMENTUM_BLOCK = re.compile(
+    re.escape(MOMENTUM_START) + r".*?" + re.escape(MOMENTUM_END) + r"\n?", re.DOTALL
+)
+_MARKER_LINE = re.compile(_MARKER_LIKE.pattern + r"\n?", re.IGNORECASE)
+
+
+def strip_momentum(text: str) -> str:
+    """A skill file without our internals, for anything that leaves the workspace (an exported
+    SKILL.md, a training-data prompt): the momentum block with its guidance, then any
+    marker-like leftover (case or spacing variants, an unpaired marker)."""
+    return _MARKER_LINE.sub("", _MOMENTUM_BLOCK.sub("", text))
+
+
 def replace_momentum(text: str, block: str) -> str:
     """Set the momentum block's content (the only way it changes).
 

@@ -205,3 +205,24 @@ def test_the_export_command_writes_what_the_function_does(ranked: Path, tmp_path
         assert len(rows) == manifest["count"] > 0
     assert main(["export", "-w", str(ws), "x1"]) == 0  # the default folder, inside the workspace
     assert (ws / "exports" / "x1").is_dir()
+
+
+def test_prompts_carry_skills_as_export_skills_writes_them(ranked: Path, tmp_path: Path) -> None:
+    """The seed's skills hold the momentum markers; no training prompt may carry them, and the
+    skill in the prompt is the body an exported SKILL.md has (one stripping function)."""
+    from app.harness.agent_skills import body_of
+    from app.harness.workspace import read_version_files
+
+    skills = read_version_files(ranked / "skills" / "v1")
+    assert any("<!-- momentum:start -->" in t for t in skills.values())
+    export(ranked, tmp_path)
+    prompts = [row["prompt"] for row in read_jsonl(tmp_path / "dpo_trl.jsonl")]
+    prompts += [row["input"]["messages"] for row in read_jsonl(tmp_path / "dpo_openai.jsonl")]
+    prompts += [row["messages"][:2] for row in read_jsonl(tmp_path / "sft.jsonl")]
+    prompts += [row["prompt"] for row in read_jsonl(tmp_path / "rewards.jsonl")]
+    assert prompts
+    for messages in prompts:
+        system = messages[0]["content"]
+        assert "momentum" not in system.lower() and "<!--" not in system
+        skill = system.split("# Skill for task type ", 1)[1].split("\n\n", 1)[1]
+        assert any(skill.rstrip() + "\n" == body_of(t) for t in skills.values()), skill
