@@ -43,6 +43,7 @@ from app.harness.store import (
     write_sidecar,
 )
 from app.harness.workspace import read_best, read_manifest, read_meta, read_version_files
+from core.evolution.budget import resolve_skill_file
 from core.evolution.edits import strip_momentum
 from core.stats import wilson_interval
 
@@ -381,18 +382,24 @@ def render_skill(frontmatter: dict[str, Any], body: str) -> str:
 
 
 def export_skills(
-    files: dict[str, str], out: Path, provenance: dict[str, str], resources_root: Path | None = None
+    files: dict[str, str],
+    out: Path,
+    provenance: dict[str, str],
+    resources_root: Path | None = None,
+    per_skill: dict[str, dict[str, str]] | None = None,
 ) -> list[Path]:
     """Write `<out>/.agents/skills/<name>/SKILL.md` for each skill file; refuses to overwrite.
 
-    `provenance` (string values) joins each skill's `metadata` under `skill-trainer.<key>`.
+    `provenance` (string values) joins each skill's `metadata` under `skill-trainer.<key>`,
+    then `per_skill[file]` (that skill's own figures, `skill_provenance`) joins that skill's.
     """
     base = Path(out) / ".agents" / "skills"
     entries = []
     for file_name, name, description in catalog(files):
         kept = dict(read_sidecar(files).get(file_name, {}))
         meta = dict(kept.get("metadata") or {})
-        meta.update({f"skill-trainer.{k}": str(v) for k, v in provenance.items()})
+        own = (per_skill or {}).get(file_name, {})
+        meta.update({f"skill-trainer.{k}": str(v) for k, v in {**provenance, **own}.items()})
         fm: dict[str, Any] = {"name": name, "description": description[:MAX_DESCRIPTION]}
         for key in ("license", "compatibility", "allowed-tools"):
             if key in kept:
@@ -433,9 +440,10 @@ def export_skills(
 
 
 def version_provenance(root: Path, version: str, eval_run_id: str | None) -> dict[str, str]:
-    """Where an exported version came from: workspace, versions, eval run, accuracy with its
-    95% Wilson interval (core/stats.py), the sha256 of the version's files (as recorded in its
-    `_meta.json`); export adds each body's own sha256."""
+    """Where an exported version came from: workspace, versions, eval run, the whole run's
+    accuracy (`run-accuracy`) with its 95% Wilson interval (core/stats.py), the sha256 of the
+    version's files (as recorded in its `_meta.json`); export adds each body's own sha256 and
+    each skill's own accuracy (`skill_provenance`)."""
     root = Path(root)
     meta = read_meta(root, "skills", version)
     prov = {
@@ -459,7 +467,6 @@ def version_provenance(root: Path, version: str, eval_run_id: str | None) -> dic
         summary = json.loads(run["summary_json"] or "{}")
     except json.JSONDecodeError:
         summary = {}
-    correct, total = summary.get("correct"), summary.get("total")
     prov.update(
         {
             "eval-run": str(run["run_id"]),
@@ -473,16 +480,64 @@ def version_provenance(root: Path, version: str, eval_run_id: str | None) -> dic
         provenance = {}
     if isinstance(provenance, dict) and "simulated_model" in provenance:
         prov["simulated-model"] = str(bool(provenance["simulated_model"])).lower()
-    if isinstance(correct, int) and isinstance(total, int) and 0 <= correct <= total:
-        lo, hi = wilson_interval(correct, total)
-        prov.update(
-            {
-                "accuracy": f"{correct / total:.4f}" if total else "none",
-                "accuracy-ci95": f"[{lo:.4f}, {hi:.4f}]",
-                "accuracy-n": str(total),
-            }
-        )
+    run_tally = Tally.of(summary)
+    if run_tally is not None:
+        prov.update(run_tally.metadata("run-accuracy"))
     return prov
+
+
+@dataclass(frozen=True)
+class Tally:
+    """Right units of all units, as an eval run's summary counts them (overall and per task
+    type: app/harness/inference.py `summarise`)."""
+
+    correct: int
+    total: int
+
+    @classmethod
+    def of(cls, entry: object) -> Tally | None:
+        """None unless `entry` is a mapping with 0 <= correct <= total (a stored summary is
+        read, not trusted)."""
+        if not isinstance(entry, dict):
+            return None
+        correct, total = entry.get("correct"), entry.get("total")
+        if type(correct) is not int or type(total) is not int:  # bool is no count
+            return None
+        return cls(correct, total) if 0 <= correct <= total else None
+
+    def __add__(self, other: Tally) -> Tally:
+        return Tally(self.correct + other.correct, self.total + other.total)
+
+    def metadata(self, key: str) -> dict[str, str]:
+        """`key`, `key-ci95` (95% Wilson interval, core/stats.py) and `key-n`."""
+        lo, hi = wilson_interval(self.correct, self.total)
+        return {
+            key: f"{self.correct / self.total:.4f}" if self.total else "none",
+            f"{key}-ci95": f"[{lo:.4f}, {hi:.4f}]",
+            f"{key}-n": str(self.total),
+        }
+
+
+def skill_provenance(root: Path, eval_run_id: str, files: dict[str, str]) -> dict[str, dict]:
+    """Per skill file, its own accuracy in the eval run: the units of the task types that read
+    it (core/evolution/budget.py `resolve_skill_file`), under `accuracy`, with the task types
+    named. Empty when the run's summary has no per-task-type counts (a run logged before they
+    were stored): then only the run's accuracy is exported, never passed off as a skill's."""
+    with HarnessLog(root / "harness.db", readonly=True) as log:
+        run = log.run(eval_run_id)
+    try:
+        per_type = json.loads((run or {}).get("summary_json") or "{}").get("per_task_type")
+    except (json.JSONDecodeError, AttributeError):
+        per_type = None
+    if not isinstance(per_type, dict):
+        return {}
+    tallies = {t: tally for t, e in per_type.items() if (tally := Tally.of(e)) is not None}
+    out: dict[str, dict] = {}
+    for file_name in skill_files(files):
+        types = sorted(t for t in tallies if resolve_skill_file(t, files) == file_name)
+        tally = sum((tallies[t] for t in types), Tally(0, 0))
+        out[file_name] = {**tally.metadata("accuracy"), "accuracy-task-types": " ".join(types)}
+    return out
 
 
 def _latest_eval(log, version: str) -> dict[str, Any] | None:
@@ -509,9 +564,10 @@ def export_version(
     version = version.split("/")[-1]
     files = read_version_files(root / "skills" / version)
     prov = version_provenance(root, version, eval_run_id)
+    per_skill = skill_provenance(root, prov["eval-run"], files) if "run-accuracy" in prov else {}
     resources = None
     if store is not None:
         seed = read_manifest(root).get("seed")
         if isinstance(seed, str) and TASK_TYPE_RE.fullmatch(seed):
             resources = Path(store) / "seeds" / seed / "resources"
-    return export_skills(files, out, prov, resources)
+    return export_skills(files, out, prov, resources, per_skill)

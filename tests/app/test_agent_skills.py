@@ -381,3 +381,45 @@ def test_init_warns_of_a_skill_no_task_type_of_the_benchmark_reads(tmp_path, sto
     (src / "seed.toml").write_text('[skills]\ncalendar = "dates"\n')  # mapped: read by dates
     assert main(["init", str(tmp_path / "ws2"), "--seed", "cal2", *args]) == 0
     assert "match no task" not in capsys.readouterr().err
+
+
+def test_each_exported_skill_carries_its_own_accuracy_and_the_runs_by_name(tmp_path, store):
+    """A skill's `accuracy` counts the units of the task types that read it in the eval run
+    (the run's own per-task-type summary); the whole run's is `run-accuracy`."""
+    import json
+
+    from app.harness.log import HarnessLog
+
+    ws = tmp_path / "ws"
+    init = ["init", str(ws), "--seed", "sim-starter", "--questions", "sim-basic"]
+    assert main([*init, "--store", str(store)]) == 0
+    assert main(["eval", "v1", "-w", str(ws), "--no-progress"]) == 0
+    out = tmp_path / "out"
+    export = ["export-skills", "-w", str(ws), "--version", "v1", "--out", str(out)]
+    assert main([*export, "--store", str(store)]) == 0
+    with HarnessLog(ws / "harness.db", readonly=True) as log:
+        (run,) = log.query("SELECT summary_json FROM _runs WHERE kind = 'eval'")
+    summary = json.loads(run["summary_json"])
+    per_type = summary["per_task_type"]
+    metas = {
+        p.parent.name: check_exported(p)["metadata"]
+        for p in (out / ".agents" / "skills").glob("*/SKILL.md")
+    }
+    for name, meta in metas.items():
+        assert meta["skill-trainer.run-accuracy"] == f"{summary['accuracy']:.4f}"
+        assert meta["skill-trainer.run-accuracy-n"] == str(summary["total"])
+        # a task type reads its own file, else the shared default (sim-basic's pricing)
+        types = [
+            t for t in per_type if t == name or (name == "default-strategy" and t not in metas)
+        ]
+        assert types, name
+        assert meta["skill-trainer.accuracy-task-types"] == " ".join(sorted(types))
+        correct = sum(per_type[t]["correct"] for t in types)
+        total = sum(per_type[t]["total"] for t in types)
+        assert meta["skill-trainer.accuracy"] == f"{correct / total:.4f}"
+        assert meta["skill-trainer.accuracy-n"] == str(total)
+        lo, hi = (float(x) for x in meta["skill-trainer.accuracy-ci95"].strip("[]").split(","))
+        assert lo <= float(meta["skill-trainer.accuracy"]) <= hi
+    skill_n = sum(int(m["skill-trainer.accuracy-n"]) for m in metas.values())
+    assert skill_n == summary["total"]  # every unit is counted for exactly one skill
+    assert len({m["skill-trainer.accuracy"] for m in metas.values()}) > 1
