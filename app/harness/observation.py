@@ -48,6 +48,7 @@ def step_report(
     outcome: ValidationOutcome | None = None,
     new_version: str | None = None,
     summary: str = "",
+    diagnosis: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     d = outcome.decision if outcome else None
     activation = current_step_activation.get()
@@ -84,6 +85,9 @@ def step_report(
         "parse_errors": list(record.parse_errors) if record else [],
         "diff": skill_diff(record.original, record.evolved, record.target_file) if record else "",
         "summary": summary,
+        # the task type's diagnosed failures (core/evolution/diagnose.py FailureTally.to_dict);
+        # absent from reports written before it was recorded
+        "diagnosis": diagnosis,
         "at": now_iso(),
         "flags": list(current_step_flags.get()),
         "reply_attempts": list(record.attempts) if record else [],

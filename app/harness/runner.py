@@ -491,6 +491,7 @@ class Runner:
             "failures": len(result.diagnoses),
             "by_category": by_cat,
             "degraded": result.degraded_count,
+            "contradictory": len(result.contradictory),
             "skill_packs": {t: len(p.failures) for t, p in result.skill_packs.items()},
             "system_pack": len(result.system_pack.failures) if result.system_pack else 0,
             "tool_packs": {t: len(p.failures) for t, p in result.tool_packs.items()},

@@ -35,8 +35,10 @@ from core.evolution.budget import edit_budget_at, resolve_skill_file
 from core.evolution.diagnose import (
     RAW_NOTE,
     CasePack,
+    Diagnosis,
     DiagnosisResult,
     Failure,
+    FailureTally,
     build_packs,
     diagnose_failures,
     raw_diagnoses,
@@ -98,6 +100,7 @@ class StepScope:
         record: EvolutionRecord | None = None,
         outcome: ValidationOutcome | None = None,
         new_version: str | None = None,
+        tally: FailureTally | None = None,
     ) -> None:
         """The step report of one task type (JSON file and step_reports row)."""
         report = step_report(
@@ -112,6 +115,7 @@ class StepScope:
             outcome=outcome,
             new_version=new_version,
             summary=summary,
+            diagnosis=tally.to_dict() if tally else None,
         )
         write_step_report(self.ctx.root, self.ctx.log, report, self.run_id("report"))
 
@@ -232,6 +236,7 @@ async def diagnose_batch(
             problem,
         )
         diagnoses = raw_diagnoses(diagnoses)
+    _warn_contradictions(prefix + "diag", diagnoses)
     ctx.log.insert_rows(
         "diagnoses",
         [
@@ -249,6 +254,24 @@ async def diagnose_batch(
         ],
     )
     return build_packs(diagnoses, failures, successes)
+
+
+def _warn_contradictions(run_id: str, diagnoses: Sequence[Diagnosis]) -> None:
+    """One line for all of a batch's self-contradictory diagnoses: they are kept and routed by
+    their category (core/evolution/diagnose.py build_packs), but the judge is not reliable."""
+    odd = [d for d in diagnoses if d.contradiction is not None]
+    if not odd:
+        return
+    shown = ", ".join(f"{d.question_id} ({d.contradiction})" for d in odd[:3])
+    more = f" and {len(odd) - 3} more" if len(odd) > 3 else ""
+    logger.warning(
+        "{}: {} of {} diagnoses contradict themselves: {}{}; each is routed by its category",
+        run_id,
+        len(odd),
+        len(diagnoses),
+        shown,
+        more,
+    )
 
 
 # -- the four gate phases -------------------------------------------------------------------
@@ -277,7 +300,7 @@ async def gate_step(scope: StepScope, diagnosis: DiagnosisResult) -> None:
         )
     ctx.session.recorder.flush()
     for task_type in sorted(outcomes):  # phase D: alphabetical, the only writer of state
-        settle(scope, records[task_type], outcomes[task_type])
+        settle(scope, records[task_type], outcomes[task_type], diagnosis.tally(task_type))
 
 
 async def evolve_phase(scope: StepScope, diagnosis: DiagnosisResult) -> dict[str, EvolutionRecord]:
@@ -285,20 +308,20 @@ async def evolve_phase(scope: StepScope, diagnosis: DiagnosisResult) -> dict[str
     state = scope.state
     eligible = []
     for task_type in scope.ctx.task_types:
+        tally = diagnosis.tally(task_type)
         if state.cooldown.get(task_type, 0) > 0:
             _skip(
                 scope,
                 task_type,
                 SkipAction.SKIP_COOLDOWN,
                 f"cooling down for {state.cooldown[task_type]} more step(s)",
+                tally=tally,
             )
         elif task_type not in diagnosis.skill_packs:
-            _skip(
-                scope,
-                task_type,
-                SkipAction.SKIP_NO_FAILURES,
-                "no skill-gap failures in this batch",
+            action = (
+                SkipAction.SKIP_NO_SKILL_GAPS if tally.failures else SkipAction.SKIP_NO_FAILURES
             )
+            _skip(scope, task_type, action, tally.describe(), tally=tally)
         else:
             eligible.append(task_type)
 
@@ -324,6 +347,7 @@ async def evolve_phase(scope: StepScope, diagnosis: DiagnosisResult) -> dict[str
                 action,
                 f"evolver produced no applicable change ({record.status})",
                 record,
+                tally=diagnosis.tally(task_type),
             )
     return kept
 
@@ -385,7 +409,9 @@ def gate_spec(scope: StepScope, record: EvolutionRecord, pack: CasePack) -> Gate
     )
 
 
-def settle(scope: StepScope, record: EvolutionRecord, outcome: ValidationOutcome) -> None:
+def settle(
+    scope: StepScope, record: EvolutionRecord, outcome: ValidationOutcome, tally: FailureTally
+) -> None:
     """Phase D for one task type: evidence, report, then accept or reject."""
     ctx, state, epoch, step = scope.ctx, scope.state, scope.epoch, scope.step
     d = outcome.decision
@@ -430,6 +456,7 @@ def settle(scope: StepScope, record: EvolutionRecord, outcome: ValidationOutcome
         record=record,
         outcome=outcome,
         new_version=new_version,
+        tally=tally,
     )
 
 
@@ -504,10 +531,17 @@ def _skip(
     action: SkipAction,
     summary: str,
     record: EvolutionRecord | None = None,
+    *,
+    tally: FailureTally,
 ) -> None:
     scope.state.count(Count.COOLDOWN if action == SkipAction.SKIP_COOLDOWN else Count.SKIPPED)
     scope.write_report(
-        task_type, action, summary, base_version=scope.prompts.skills_version, record=record
+        task_type,
+        action,
+        summary,
+        base_version=scope.prompts.skills_version,
+        record=record,
+        tally=tally,
     )
 
 

@@ -18,7 +18,12 @@ class SkipAction(StrEnum):
 
     SKIP_COOLDOWN = "skip_cooldown"  # rolled back lately; waits `cooldown_steps` steps
     SKIP_NO_CHANGE = "skip_no_change"  # the evolver proposed nothing applicable
-    SKIP_NO_FAILURES = "skip_no_failures"  # no skill-gap failure in the batch
+    # No failure of the task type in the batch. Before skip_no_skill_gaps existed it also
+    # stood for "failures, none a skill gap"; such stored reports read as they were written.
+    SKIP_NO_FAILURES = "skip_no_failures"
+    # Failures, but the judge classed none as a skill gap; the step report's "diagnosis"
+    # holds the counts per category (core/evolution/diagnose.py FailureTally).
+    SKIP_NO_SKILL_GAPS = "skip_no_skill_gaps"
     EVOLVE_FAILED = "evolve_failed"  # the evolver's reply could not be used
 
 

@@ -70,6 +70,7 @@ ACTION_TO_COUNT: dict[str, Count] = {
     SkipAction.SKIP_COOLDOWN: Count.COOLDOWN,
     SkipAction.SKIP_NO_CHANGE: Count.SKIPPED,
     SkipAction.SKIP_NO_FAILURES: Count.SKIPPED,
+    SkipAction.SKIP_NO_SKILL_GAPS: Count.SKIPPED,
     SkipAction.EVOLVE_FAILED: Count.EVOLVE_FAILED,
 }
 

@@ -21,6 +21,7 @@ ACTION_STYLES: dict[str, str] = {
     SkipAction.SKIP_COOLDOWN: "dim cyan",
     SkipAction.SKIP_NO_CHANGE: "dim",
     SkipAction.SKIP_NO_FAILURES: "dim",
+    SkipAction.SKIP_NO_SKILL_GAPS: "dim",
 }
 STATUS_STYLES: dict[str, str] = {
     ShownStatus.RUNNING: "bold green",

@@ -55,6 +55,62 @@ class Diagnosis:
     rationale: str
     degraded: bool = False
 
+    @property
+    def contradiction(self) -> str | None:
+        """How category and target disagree, or None. prompts/diagnose_failure.md: a skill gap
+        is the skill file's fault, an interface problem the system prompt's or a tool's; the
+        other categories name no text to fix, so any target goes with them."""
+        if self.degraded:
+            return None  # a placeholder's category/target were never the judge's
+        if self.category == "skill_gap" and self.target != "skill":
+            return f"skill_gap with target {self.target}"
+        if self.category == "interface" and self.target == "skill":
+            return "interface with target skill"
+        return None
+
+
+@dataclass(frozen=True)
+class FailureTally:
+    """One task type's diagnosed failures in a batch, as its step report records them."""
+
+    failures: int
+    by_category: dict[str, int]  # category -> failures, most first (ties by name)
+    contradictory: int  # diagnoses whose category and target disagree
+
+    @classmethod
+    def of(cls, diagnoses: Sequence[Diagnosis]) -> FailureTally:
+        counts: dict[str, int] = {}
+        for d in diagnoses:
+            counts[d.category] = counts.get(d.category, 0) + 1
+        ordered = dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+        contradictory = sum(d.contradiction is not None for d in diagnoses)
+        return cls(len(diagnoses), ordered, contradictory)
+
+    def describe(self) -> str:
+        """`11 failures, none a skill gap (runtime_fault 11)`, or `no failures in this batch`."""
+        if not self.failures:
+            return "no failures in this batch"
+        gaps = self.by_category.get("skill_gap", 0)
+        kinds = ", ".join(f"{c} {n}" for c, n in self.by_category.items())
+        text = f"{_plural(self.failures, 'failure')}, "
+        text += f"{_plural(gaps, 'skill gap')} ({kinds})" if gaps else f"none a skill gap ({kinds})"
+        if self.contradictory:
+            text += f"; {_plural(self.contradictory, 'contradictory diagnosis')}"
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "failures": self.failures,
+            "by_category": dict(self.by_category),
+            "contradictory": self.contradictory,
+        }
+
+
+def _plural(n: int, noun: str) -> str:
+    if n == 1:
+        return f"1 {noun}"
+    return f"{n} {noun[:-2]}es" if noun.endswith("is") else f"{n} {noun}s"
+
 
 @dataclass(frozen=True)
 class CaseItem:
@@ -116,6 +172,13 @@ class DiagnosisResult:
     @property
     def degraded_count(self) -> int:
         return sum(d.degraded for d in self.diagnoses)
+
+    def tally(self, task_type: str) -> FailureTally:
+        return FailureTally.of([d for d in self.diagnoses if d.task_type == task_type])
+
+    @property
+    def contradictory(self) -> tuple[Diagnosis, ...]:
+        return tuple(d for d in self.diagnoses if d.contradiction is not None)
 
 
 def render_trajectory(steps: Sequence[Mapping[str, Any]], limit: int = TRAJECTORY_CHARS) -> str:

@@ -169,7 +169,7 @@ def test_refused_edits_are_recorded_with_reasons(adversarial_run):
     evolved = {
         (r["epoch"], r["step"], r["task_type"])
         for r in reports
-        if r["action"] not in ("skip_cooldown", "skip_no_failures")
+        if r["action"] not in ("skip_cooldown", "skip_no_failures", "skip_no_skill_gaps")
     }
     assert {(e, s, t) for e, s, t, *_ in rows} == evolved
 

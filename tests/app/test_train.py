@@ -249,6 +249,7 @@ def test_diagnose_and_promote(reference, tmp_path, capsys):
     assert main(["diagnose", "baseline", "-w", str(ws), "--no-progress"]) == 0
     summary = json.loads(capsys.readouterr().out.split("\nnote:")[0])
     assert summary["failures"] > 0 and summary["by_category"].get("skill_gap", 0) > 0
+    assert summary["contradictory"] == 0  # the simulated judge never contradicts itself
     best = json.loads((ws / "manifest.json").read_text())["best"]["skills"].split("/")[-1]
     assert main(["eval", best, "-w", str(ws), "--no-progress"]) == 0
     run_id = capsys.readouterr().out.split("(run ")[1].split(")")[0]
