@@ -114,7 +114,7 @@ class StepScope:
             record=record,
             outcome=outcome,
             new_version=new_version,
-            summary=summary,
+            summary=summary + (tally.contradiction_note() if tally else ""),
             diagnosis=tally.to_dict() if tally else None,
         )
         write_step_report(self.ctx.root, self.ctx.log, report, self.run_id("report"))

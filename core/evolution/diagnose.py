@@ -94,9 +94,14 @@ class FailureTally:
         kinds = ", ".join(f"{c} {n}" for c, n in self.by_category.items())
         text = f"{_plural(self.failures, 'failure')}, "
         text += f"{_plural(gaps, 'skill gap')} ({kinds})" if gaps else f"none a skill gap ({kinds})"
-        if self.contradictory:
-            text += f"; {_plural(self.contradictory, 'contradictory diagnosis')}"
         return text
+
+    def contradiction_note(self) -> str:
+        """`; 2 contradictory diagnoses`, appended to every step report's summary (a gate's,
+        a skip's); "" when there are none."""
+        if not self.contradictory:
+            return ""
+        return f"; {_plural(self.contradictory, 'contradictory diagnosis')}"
 
     def to_dict(self) -> dict[str, Any]:
         return {

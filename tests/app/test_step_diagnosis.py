@@ -103,7 +103,9 @@ def test_contradictory_diagnoses_are_counted_and_warned_once_per_batch(tmp_path,
     assert sum(expected.values()) > 0
     for r in _reports(ws):
         key = (f"train1-e{r['epoch']}-s{r['step']}-", r["task_type"])
-        assert r["diagnosis"]["contradictory"] == expected.get(key, 0), key
+        n = expected.get(key, 0)
+        assert r["diagnosis"]["contradictory"] == n, key
+        assert ("contradictory diagnos" in r["summary"]) == (n > 0), r["summary"]
     warned = [
         line
         for line in (ws / "logs" / "skill-trainer.log").read_text().splitlines()
@@ -144,5 +146,8 @@ def test_tally_describes_counts_most_first() -> None:
     mixed = FailureTally.of([d("interface", "system"), d("runtime_fault"), d("runtime_fault")])
     assert mixed.describe() == "3 failures, none a skill gap (runtime_fault 2, interface 1)"
     one = FailureTally.of([d("skill_gap", "system")])
-    assert one.describe() == "1 failure, 1 skill gap (skill_gap 1); 1 contradictory diagnosis"
+    assert one.describe() == "1 failure, 1 skill gap (skill_gap 1)"
+    assert one.contradiction_note() == "; 1 contradictory diagnosis"
+    two = FailureTally.of([d("interface"), d("skill_gap", "tool:x"), d("skill_gap")])
+    assert two.contradiction_note() == "; 2 contradictory diagnoses" and not mixed.contradictory
     assert FailureTally.of([]).describe() == "no failures in this batch"
