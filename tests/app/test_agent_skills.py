@@ -387,6 +387,7 @@ def test_each_exported_skill_carries_its_own_accuracy_and_the_runs_by_name(tmp_p
     """A skill's `accuracy` counts the units of the task types that read it in the eval run
     (the run's own per-task-type summary); the whole run's is `run-accuracy`."""
     import json
+    import sqlite3
 
     from app.harness.log import HarnessLog
 
@@ -423,3 +424,15 @@ def test_each_exported_skill_carries_its_own_accuracy_and_the_runs_by_name(tmp_p
     skill_n = sum(int(m["skill-trainer.accuracy-n"]) for m in metas.values())
     assert skill_n == summary["total"]  # every unit is counted for exactly one skill
     assert len({m["skill-trainer.accuracy"] for m in metas.values()}) > 1
+    # a run logged without per-task-type counts: the run's figure only, never as a skill's
+    del summary["per_task_type"]
+    with sqlite3.connect(ws / "harness.db") as conn:
+        conn.execute(
+            "UPDATE _runs SET summary_json = ? WHERE kind = 'eval'", (json.dumps(summary),)
+        )
+    again = ["export-skills", "-w", str(ws), "--version", "v1", "--out", str(tmp_path / "old")]
+    assert main([*again, "--store", str(store)]) == 0
+    for p in (tmp_path / "old" / ".agents" / "skills").glob("*/SKILL.md"):
+        meta = check_exported(p)["metadata"]
+        assert meta["skill-trainer.run-accuracy"] == f"{summary['accuracy']:.4f}"
+        assert not any(k.startswith("skill-trainer.accuracy") for k in meta)
