@@ -12,13 +12,15 @@ Contents:
   or an adaptive predictable (KT) bet; `ville_threshold` turns α into the 1/α crossing level.
 - `kt_wealth_unclipped`: the textbook KT bettor, kept to check the closed form in tests.
 - `bradley_terry`: MAP strengths from pairwise wins by damped Newton steps (warns when not
-  converged).
+  converged); with prior 0, the MLE, refused (`IncomparableItemsError`) where it does not
+  exist (`win_graph_components`).
 - `exact_mcnemar_power`: exact power of the exact McNemar test (the MDD solves it for δ).
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import warnings
 from collections.abc import Callable, Iterable, Sequence
@@ -425,6 +427,23 @@ class ConvergenceWarning(RuntimeWarning):
     """An iterative estimate stopped at its iteration cap before reaching its tolerance."""
 
 
+class IncomparableItemsError(ValueError):
+    """The plain Bradley–Terry MLE (`bradley_terry(prior=0)`) does not exist: the win graph is
+    not strongly connected. `components` are its strongly connected components in the order
+    of `win_graph_components` (no item of a later group ever beat one of an earlier group), so
+    strengths across groups are not estimable; within a group they may be."""
+
+    def __init__(self, components: tuple[tuple[int, ...], ...]) -> None:
+        self.components = components
+        shown = " > ".join("{" + ", ".join(map(str, c)) + "}" for c in components[:8])
+        more = f" and {len(components) - 8} more" if len(components) > 8 else ""
+        super().__init__(
+            f"the Bradley-Terry MLE does not exist: the items fall into {len(components)} groups "
+            f"that are not comparable both ways ({shown}{more}; no item of a later group ever "
+            "beat one of an earlier group); use prior > 0"
+        )
+
+
 def bradley_terry(
     n_items: int,
     comparisons: Sequence[tuple[int, int]],
@@ -440,8 +459,9 @@ def bradley_terry(
     graph is not strongly connected. `prior` adds, for every item, `prior` virtual wins and
     `prior` virtual losses against a fixed reference of strength 1: a MAP estimate that always
     exists, leaves items with no comparisons at the reference, and fades as real data grows.
-    `prior=0` gives the plain MLE and raises when an item has no wins or no losses (a
-    necessary condition for the MLE; strong connectivity is the caller's business).
+    `prior=0` gives the plain MLE and raises IncomparableItemsError, naming the groups, when
+    the win graph is not strongly connected (an item with no wins or no losses is the
+    simplest case): then the MLE does not exist and any iterate would be arbitrary.
 
     Solved by damped Newton steps on θ = log γ: the log-posterior is strictly concave (with
     prior > 0; with prior = 0 after pinning θ_0, given a strongly connected graph), so the
@@ -572,13 +592,66 @@ def _bt_counts(
 
 
 def _require_mle_exists(n_items: int, comparisons: Sequence[tuple[int, int]]) -> None:
-    won = {w for w, _ in comparisons}
-    lost = {lo for _, lo in comparisons}
-    for i in range(n_items):
-        if i not in won or i not in lost:
-            raise ValueError(
-                f"item {i} has no wins or no losses: the MLE does not exist; use prior > 0"
-            )
+    components = win_graph_components(n_items, comparisons)
+    if len(components) > 1:
+        raise IncomparableItemsError(tuple(components))
+
+
+def win_graph_components(
+    n_items: int, comparisons: Sequence[tuple[int, int]]
+) -> list[tuple[int, ...]]:
+    """Strongly connected components of the win graph (an edge winner → loser per comparison),
+    each sorted, in a topological order: no item of a later component ever beat one of an
+    earlier component. One component means the Bradley–Terry MLE exists (Zermelo 1929; Ford
+    1957). Tarjan's algorithm, iterative, so deep graphs do not hit Python's recursion limit;
+    it finds components sinks first, hence the reversal at the end."""
+    beats: list[set[int]] = [set() for _ in range(n_items)]
+    for winner, loser in comparisons:
+        beats[winner].add(loser)
+    succ = [sorted(b) for b in beats]
+    index, low, on_stack = [-1] * n_items, [0] * n_items, [False] * n_items
+    stack: list[int] = []
+    work: list[tuple[int, int]] = []  # the DFS path: (node, next successor to look at)
+    components: list[tuple[int, ...]] = []
+    order = itertools.count()
+
+    def enter(v: int) -> None:
+        index[v] = low[v] = next(order)
+        stack.append(v)
+        on_stack[v] = True
+        work.append((v, 0))
+
+    for root in range(n_items):
+        if index[root] >= 0:
+            continue
+        enter(root)
+        while work:
+            v, i = work[-1]
+            if i < len(succ[v]):
+                work[-1] = (v, i + 1)
+                w = succ[v][i]
+                if index[w] < 0:
+                    enter(w)
+                elif on_stack[w]:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                components.append(_pop_component(stack, on_stack, v))
+    components.reverse()
+    return components
+
+
+def _pop_component(stack: list[int], on_stack: list[bool], root: int) -> tuple[int, ...]:
+    members = []
+    while True:
+        w = stack.pop()
+        on_stack[w] = False
+        members.append(w)
+        if w == root:
+            return tuple(sorted(members))
 
 
 def _normalise_geo(gamma: list[float]) -> list[float]:

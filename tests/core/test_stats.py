@@ -511,6 +511,87 @@ def test_bradley_terry_mle_matches_choix() -> None:
     )
 
 
+def test_bradley_terry_mle_refuses_a_win_graph_that_is_not_strongly_connected() -> None:
+    # every item wins and loses, yet nothing in {2, 3} ever beat anything in {0, 1}
+    comps = [(0, 1), (1, 0), (2, 3), (3, 2), (0, 2), (1, 3)]
+    with pytest.raises(stats.IncomparableItemsError, match=r"2 groups .*\{0, 1\} > \{2, 3\}") as e:
+        bradley_terry(4, comps, prior=0.0)
+    assert e.value.components == ((0, 1), (2, 3))
+    assert bradley_terry(4, [*comps, (3, 0)], prior=0.0)  # one loss back joins the groups
+
+
+def _mutual_reachability_classes(
+    n_items: int, comps: list[tuple[int, int]]
+) -> tuple[list[set[int]], list[set[int]]]:
+    """Brute force: who reaches whom in the win graph, and the classes of mutual reach."""
+    reach = [{i} for i in range(n_items)]
+    changed = True
+    while changed:
+        changed = False
+        for winner, loser in comps:
+            if not reach[loser] <= reach[winner]:
+                reach[winner] |= reach[loser]
+                changed = True
+    classes = {frozenset(j for j in reach[i] if i in reach[j]) for i in range(n_items)}
+    return [set(c) for c in classes], reach
+
+
+def _tiered_bt_case(rng: random.Random) -> tuple[int, list[tuple[int, int]]]:
+    """Items in 2-3 tiers, each tier a cycle of wins (so every item wins and loses), plus
+    random comparisons where across tiers the higher tier wins but for rare upsets: the cases
+    where checking wins and losses per item is not enough."""
+    sizes = [rng.randint(2, 3) for _ in range(rng.randint(2, 3))]
+    n_items = sum(sizes)
+    labels = rng.sample(range(n_items), n_items)  # tiers are not runs of indices
+    tiers = [labels[sum(sizes[:k]) : sum(sizes[: k + 1])] for k in range(len(sizes))]
+    tier_of = {i: k for k, t in enumerate(tiers) for i in t}
+    comps = [(t[k], t[(k + 1) % len(t)]) for t in tiers for k in range(len(t))]
+    for _ in range(rng.randint(1, 12)):
+        i, j = rng.sample(range(n_items), 2)
+        upset = rng.random() < 0.1
+        i_wins = (
+            (tier_of[i] < tier_of[j]) != upset if tier_of[i] != tier_of[j] else rng.random() < 0.5
+        )
+        comps.append((i, j) if i_wins else (j, i))
+    return n_items, comps
+
+
+def test_bradley_terry_mle_matches_choix_or_names_the_groups_on_300_random_cases() -> None:
+    import choix
+
+    rng = random.Random(11)
+    counts = {"connected": 0, "refused": 0}
+    for case in range(300):
+        n_items, comps = _tiered_bt_case(rng) if case % 2 else _random_bt_case(rng)
+        everyone = set(range(n_items))
+        if {w for w, _ in comps} != everyone or {lo for _, lo in comps} != everyone:
+            continue  # keep the hard cases: every item has a win and a loss
+        classes, reach = _mutual_reachability_classes(n_items, comps)
+        if len(classes) == 1:
+            counts["connected"] += 1
+            theta = choix.ilsr_pairwise(n_items, comps, alpha=0.0, tol=1e-13, max_iter=100_000)
+            got = np.log(bradley_terry(n_items, comps, prior=0.0))
+            assert got == pytest.approx(theta - theta.mean(), abs=1e-6), case
+            continue
+        counts["refused"] += 1
+        with pytest.raises(stats.IncomparableItemsError) as e:
+            bradley_terry(n_items, comps, prior=0.0)
+        groups = e.value.components
+        assert sorted(map(set, groups), key=min) == sorted(classes, key=min), case
+        for a, later in enumerate(groups):  # topological: no later group reaches an earlier one
+            for earlier in groups[:a]:
+                assert not set(earlier) & reach[later[0]], case
+    assert counts["connected"] >= 50 and counts["refused"] >= 50, counts  # both kinds occur
+
+
+def test_win_graph_components_handle_long_chains_without_recursion() -> None:
+    n = 5_000
+    cycle = [(i, (i + 1) % n) for i in range(n)]
+    assert stats.win_graph_components(n, cycle) == [tuple(range(n))]
+    chain = [(i, i + 1) for i in range(n - 1)]
+    assert stats.win_graph_components(n, chain) == [(i,) for i in range(n)]
+
+
 def test_bradley_terry_warns_when_the_cap_is_hit() -> None:
     with pytest.warns(stats.ConvergenceWarning, match="not converged"):
         bradley_terry(4, COMPARISONS, prior=0.1, iters=1)
