@@ -9,14 +9,34 @@ import unicodedata
 
 from core.types import Question
 
-ANSWER_RE = re.compile(r"^\s*ANSWER:\s*(.*?)\s*$", re.MULTILINE | re.IGNORECASE)
+# `answer:` in any case, not glued to a preceding letter or digit ("FINAL_ANSWER:" counts,
+# "myanswer:" does not).
+ANSWER_MARKER_RE = re.compile(r"(?<![A-Za-z0-9])answer:", re.IGNORECASE)
 MAX_REGEX_INPUT = 1000
 
 
 def extract_answer(text: str) -> str | None:
-    """The last `ANSWER: ...` line of a reply, or None."""
-    found = ANSWER_RE.findall(text or "")
-    return found[-1] if found else None
+    """The answer after the last `ANSWER:` marker of a reply, or None when there is none.
+
+    The rule (README "What the model must output"): a marker is `answer:` in any case, anywhere
+    on a line, so "... the capital IS Bangkok. ANSWER: Bangkok" gives "Bangkok"; its answer is
+    the rest of that line, stripped of spaces and markdown bold (`**ANSWER:** Oslo`). The last
+    marker wins. A marker inside a sentence with nothing after it on its line ("Here is my
+    answer:" and the answer on the next line) is not one: the reply is left to the benchmark's
+    fallbacks. A marker that starts its line counts even when empty (the agent said nothing).
+    The price of accepting markers mid-line: prose such as "the answer: is unclear" reads as
+    the answer "is unclear", which scores wrong rather than refused.
+    """
+    text = text or ""
+    found: str | None = None
+    for marker in ANSWER_MARKER_RE.finditer(text):
+        line_start = text.rfind("\n", 0, marker.start()) + 1
+        line_end = text.find("\n", marker.end())
+        value = text[marker.end() : line_end if line_end >= 0 else len(text)]
+        value = value.strip().strip("*").strip()
+        if value or not text[line_start : marker.start()].strip(" \t*"):
+            found = value
+    return found
 
 
 # Fallbacks a benchmark may declare for replies without an `ANSWER:` line, tried in order.

@@ -31,7 +31,9 @@ def bt_strengths(
     n_items: int, preferences: Sequence[tuple[int, int, str]], prior: float = 0.1
 ) -> list[float]:
     """Strengths from (a, b, preferred ∈ {"a", "b", "tie"}); a tie counts one win each way
-    (the usual half-win per side, on a doubled scale). With no preferences everyone is 1."""
+    (the usual half-win per side, on a doubled scale). With no preferences everyone is 1.
+    With prior > 0 (the rank command's) the estimate always exists, also for groups of branches
+    never compared both ways; prior 0 raises core.stats.IncomparableItemsError naming them."""
     comparisons: list[tuple[int, int]] = []
     for a, b, pref in preferences:
         if pref == "a":

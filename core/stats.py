@@ -12,16 +12,19 @@ Contents:
   or an adaptive predictable (KT) bet; `ville_threshold` turns α into the 1/α crossing level.
 - `kt_wealth_unclipped`: the textbook KT bettor, kept to check the closed form in tests.
 - `bradley_terry`: MAP strengths from pairwise wins by damped Newton steps (warns when not
-  converged).
-- `exact_mcnemar_power`: exact power of the exact McNemar test (used by the MDD at small n).
+  converged); with prior 0, the MLE, refused (`IncomparableItemsError`) where it does not
+  exist (`win_graph_components`).
+- `exact_mcnemar_power`: exact power of the exact McNemar test (the MDD solves it for δ).
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import warnings
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from statistics import NormalDist
 
 STRATEGIES = ("fixed", "kt")
@@ -31,15 +34,11 @@ STRATEGIES = ("fixed", "kt")
 _EXACT_BINOM_MAX_N = 10_000
 
 
-def _z(p: float) -> float:
-    """Standard normal quantile; NormalDist keeps scipy out of the runtime."""
-    return NormalDist().inv_cdf(p)
-
-
 def _z_upper(tail: float) -> float:
-    """z with P(Z > z) = tail, computed from the tail itself.
+    """z with P(Z > z) = tail, computed from the tail itself (NormalDist keeps scipy out of the
+    runtime).
 
-    `_z(1 - tail)` rounds 1 - tail to 1.0 once tail < 1.1e-16 (and loses digits well before
+    `inv_cdf(1 - tail)` rounds 1 - tail to 1.0 once tail < 1.1e-16 (and loses digits well before
     that); NormalDist's quantile (Wichura's AS241) is accurate in the far lower tail, so the
     upper quantile is taken as -inv_cdf(tail) by symmetry.
     """
@@ -128,9 +127,13 @@ def mcnemar_exact(w: int, l: int, alternative: str = "two-sided") -> float:  # n
     raise ValueError(f"alternative must be 'two-sided', 'greater' or 'less', got {alternative!r}")
 
 
-# Up to this n the MDD is solved against the exact power of the exact test; above it the
-# normal approximation is used (its error shrinks like 1/√n, and the exact sum costs O(n²)).
-EXACT_MDD_MAX_N = 50
+# The exact power below sums over the number D of discordant units only where P(D = d) is at
+# least this (D's law is unimodal, so that is one window of d); the rest of the sum is below
+# n·_NEGLIGIBLE_PMF, far under any power anyone asks for.
+_NEGLIGIBLE_PMF = 1e-20
+# The MDD asks for this much more power than requested, so that rounding in the sums (about
+# 1e-13 here, in scipy's oracle too) can never leave the returned δ just short of `power`.
+_POWER_SLACK = 1e-10
 
 
 def min_detectable_difference(
@@ -139,15 +142,12 @@ def min_detectable_difference(
     """Smallest paired difference δ = P(W) − P(L) a two-sided exact McNemar test at level α
     detects with the given power over n paired units, ψ = P(W) + P(L) (discordance rate).
 
-    n ≤ EXACT_MDD_MAX_N: solved by bisection on the exact power of `mcnemar_exact` (a sum over
-    the number of discordant units); at very small n the exact test cannot reject at all
-    (n ≤ 5 at α = 0.05), and the answer is `math.inf`.
-    Larger n: the usual normal approximation (Connor 1987),
-        √n·δ = z_{1−α/2}·√ψ + z_{power}·√(ψ − δ²),
-    solved as a quadratic in δ. Squaring admits a root of the wrong sign (δ√n − z·√ψ against
-    z_power); only a root of the unsquared equation is returned. It is optimistic, "at best".
-    Returns `math.inf` when no δ ≤ ψ reaches the requested power: the comparison is simply
-    not powered.
+    Exact for every n: solved by bisection on `exact_mcnemar_power`, the power of the very
+    test `mcnemar_exact` runs (power grows with δ). The result is conservative by at most
+    _POWER_SLACK in power. At very small n the exact test cannot reject at all (n ≤ 5 at
+    α = 0.05); then, and whenever no δ ≤ ψ reaches the requested power, the answer is
+    `math.inf`: the comparison is simply not powered. Memoised: the bisection re-uses one
+    table of D's law and critical values per (n, ψ, α).
     """
     _check_alpha(alpha)
     if not 0.0 < power < 1.0:
@@ -156,68 +156,172 @@ def min_detectable_difference(
         raise ValueError(f"discordance must be in (0, 1], got {discordance}")
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
-    if n <= EXACT_MDD_MAX_N:
-        return _mdd_exact(n, discordance, alpha, power)
-    za = _z_upper(alpha / 2.0)
-    a = za * math.sqrt(discordance)
-    b = _z(power)
-    disc = discordance * (n + b * b) - a * a
-    if disc < 0.0:
-        return math.inf
-    roots = [(a * math.sqrt(n) + sign * b * math.sqrt(disc)) / (n + b * b) for sign in (1, -1)]
-    valid = [d for d in roots if 0.0 < d <= discordance and _same_sign(d * math.sqrt(n) - a, b)]
-    return min(valid) if valid else math.inf
+    return _mdd_exact(n, discordance, alpha, power)
 
 
-def _same_sign(x: float, y: float) -> bool:
-    return (x >= 0.0) == (y >= 0.0) or abs(x) < 1e-12
-
-
-@functools.lru_cache(maxsize=8192)
-def _mcnemar_critical(d: int, alpha: float) -> int:
-    """Largest c with two-sided p(min(W, L) = c | d discordant) ≤ α, or -1 if none."""
-    c = -1
-    while c + 1 < d and min(1.0, 2.0 * _binom_half_cdf(c + 1, d)) <= alpha:
-        c += 1
-    return c
-
-
-def exact_mcnemar_power(n: int, discordance: float, delta: float, alpha: float) -> float:
-    """Exact power of the two-sided `mcnemar_exact` test at level α over n paired units with
-    P(W) = (ψ + δ)/2 and P(L) = (ψ − δ)/2: Σ_d P(D = d)·P(reject | d)."""
-    psi = discordance
-    q = (psi + delta) / (2.0 * psi)  # P(W | discordant)
-    total = 0.0
-    for d in range(n + 1):
-        c = _mcnemar_critical(d, alpha)
-        if c < 0:
-            continue
-        p_d = math.comb(n, d) * psi**d * (1.0 - psi) ** (n - d)
-        if p_d == 0.0:
-            continue
-        tails = math.fsum(
-            math.comb(d, w) * q**w * (1.0 - q) ** (d - w)
-            for w in (*range(c + 1), *range(d - c, d + 1))
-        )
-        total += p_d * tails
-    return min(1.0, total)
-
-
+@functools.lru_cache(maxsize=1024)
 def _mdd_exact(n: int, psi: float, alpha: float, power: float) -> float:
-    if exact_mcnemar_power(n, psi, psi, alpha) < power:
+    target = min(1.0, power + _POWER_SLACK)
+    if exact_mcnemar_power(n, psi, psi, alpha) < target:
         return math.inf
-    if exact_mcnemar_power(n, psi, 0.0, alpha) >= power:
+    if exact_mcnemar_power(n, psi, 0.0, alpha) >= target:
         return 0.0
     lo, hi = 0.0, psi
-    for _ in range(200):
+    while hi - lo > 1e-13 * psi:
         mid = (lo + hi) / 2.0
-        if mid in (lo, hi):
-            break
-        if exact_mcnemar_power(n, psi, mid, alpha) >= power:
+        if exact_mcnemar_power(n, psi, mid, alpha) >= target:
             hi = mid
         else:
             lo = mid
     return hi
+
+
+def exact_mcnemar_power(n: int, discordance: float, delta: float, alpha: float) -> float:
+    """Exact power of the two-sided `mcnemar_exact` test at level α over n paired units with
+    P(W) = (ψ + δ)/2 and P(L) = (ψ − δ)/2: Σ_d P(D = d)·P(reject | d), D ~ Binomial(n, ψ).
+
+    Given d discordant units the test rejects when min(W, L) ≤ c_d (`_critical_values`), and
+    W ~ Binomial(d, q) with q = P(W | discordant). Both tails are carried from d to d + 1 by
+    P(S_{d+1} ≤ c) = P(S_d ≤ c) − q·P(S_d = c), so one evaluation costs O(1) per d of the
+    window where P(D = d) matters (about 20·√(nψ(1 − ψ)) values of d).
+    """
+    if not 0.0 < discordance <= 1.0 or not 0.0 <= delta <= discordance:
+        raise ValueError(
+            f"need 0 < discordance <= 1 and 0 <= delta <= discordance, got {discordance}, {delta}"
+        )
+    law = _discordant_law(n, discordance, alpha)
+    q = (discordance + delta) / (2.0 * discordance)  # P(W | discordant)
+    rejects = _reject_given_d(law, q)
+    return min(1.0, max(0.0, math.fsum(w * r for w, r in zip(law.weights, rejects, strict=True))))
+
+
+def _reject_given_d(law: _DiscordantLaw, q: float) -> list[float]:
+    """P(min(W, L) ≤ c_d | D = d) over the window, W ~ Binomial(d, q): the lower tail
+    P(S_d ≤ c_d) plus the upper tail P(S_d ≥ d − c_d) (disjoint: c_d < d/2)."""
+    if q >= 1.0:  # W = d always: rejected whenever the test can reject at all
+        return [1.0 if c >= 0 else 0.0 for c in law.critical]
+    log_q, log_r = math.log(q), math.log1p(-q)
+    d, c = law.first, law.critical[0]
+    lower = _binom_tail_le(c, d, log_q, log_r)
+    upper = 1.0 - _binom_tail_le(d - c - 1, d, log_q, log_r)
+    out = [lower + upper]
+    for c_next in law.critical[1:]:
+        lower -= q * _binom_pmf(c, d, log_q, log_r)  # now P(S_{d+1} <= c)
+        upper += q * _binom_pmf(d - c - 1, d, log_q, log_r)  # now P(S_{d+1} >= d - c)
+        d += 1
+        if c_next > c:  # the lower threshold moves up, the upper one stays at d - c_next
+            lower += _binom_pmf(c_next, d, log_q, log_r)
+        else:  # the upper threshold moves up with d
+            upper -= _binom_pmf(d - c - 1, d, log_q, log_r)
+        c = c_next
+        out.append(lower + upper)
+    return out
+
+
+@dataclass(frozen=True)
+class _DiscordantLaw:
+    """D ~ Binomial(n, ψ) on the window of d where it matters, with the test's critical values."""
+
+    first: int  # the smallest d of the window
+    weights: tuple[float, ...]  # P(D = first + k)
+    critical: tuple[int, ...]  # c_{first + k}: reject when min(W, L) <= c; -1: never
+
+
+@functools.lru_cache(maxsize=256)
+def _discordant_law(n: int, psi: float, alpha: float) -> _DiscordantLaw:
+    if psi >= 1.0:
+        return _DiscordantLaw(n, (1.0,), _critical_values(n, n, alpha))
+    log_p, log_r = math.log(psi), math.log1p(-psi)
+    floor = math.log(_NEGLIGIBLE_PMF)
+    lo = hi = min(n, int((n + 1) * psi))  # the mode
+    while lo > 0 and _binom_log_pmf(lo - 1, n, log_p, log_r) >= floor:
+        lo -= 1
+    while hi < n and _binom_log_pmf(hi + 1, n, log_p, log_r) >= floor:
+        hi += 1
+    weights = tuple(math.exp(_binom_log_pmf(d, n, log_p, log_r)) for d in range(lo, hi + 1))
+    return _DiscordantLaw(lo, weights, _critical_values(lo, hi, alpha))
+
+
+def _critical_values(d_lo: int, d_hi: int, alpha: float) -> tuple[int, ...]:
+    """c_d for d = d_lo..d_hi: the largest c with min(1, 2·P(S_d ≤ c)) ≤ α, S_d ~ Bin(d, ½),
+    or -1: exactly `mcnemar_exact`'s rule (its exact integer sums up to _EXACT_BINOM_MAX_N,
+    floats above, as there). P(S_d ≤ c) falls as d grows and P(S_{d+1} ≤ c + 2) ≥
+    P(S_d ≤ c + 1), so c_{d+1} is c_d or c_d + 1: one comparison per d."""
+    exact_hi = min(d_hi, _EXACT_BINOM_MAX_N)
+    values = _critical_exact(d_lo, exact_hi, alpha) if d_lo <= exact_hi else []
+    if d_hi > _EXACT_BINOM_MAX_N:
+        values += _critical_float(max(d_lo, _EXACT_BINOM_MAX_N + 1), d_hi, alpha)
+    return tuple(values)
+
+
+def _rejects(count: int, d: int, alpha: float) -> bool:
+    """Whether Σ_{i ≤ c} C(d, i) = count makes `mcnemar_exact` reject (same float steps)."""
+    return min(1.0, 2.0 * (count / (1 << d))) <= alpha
+
+
+def _critical_exact(d_lo: int, d_hi: int, alpha: float) -> list[int]:
+    # cum = Σ_{i ≤ c} C(d, i), top = C(d, c) (0 for c = -1), nxt = C(d, c + 1)
+    d, c, cum, top, nxt = d_lo, -1, 0, 0, 1
+    while c + 1 < d and _rejects(cum + nxt, d, alpha):
+        c, cum, top = c + 1, cum + nxt, nxt
+        nxt = top * (d - c) // (c + 1)
+    values = [c]
+    for d in range(d_lo + 1, d_hi + 1):  # Pascal's rule carries the sums from d - 1 to d
+        cum, nxt, top = 2 * cum - top, nxt + top, top * d // (d - c)
+        if c + 1 < d and _rejects(cum + nxt, d, alpha):
+            c, cum, top = c + 1, cum + nxt, nxt
+            nxt = top * (d - c) // (c + 1)
+        values.append(c)
+    return values
+
+
+def _critical_float(d_lo: int, d_hi: int, alpha: float) -> list[int]:
+    half = math.log(0.5)
+    c, lower = -1, 0.0  # lower = P(S_d <= c)
+    while lower + _binom_pmf(c + 1, d_lo, half, half) <= alpha / 2.0:
+        c, lower = c + 1, lower + _binom_pmf(c + 1, d_lo, half, half)
+    values = [c]
+    for d in range(d_lo + 1, d_hi + 1):
+        lower -= 0.5 * _binom_pmf(c, d - 1, half, half)
+        step = _binom_pmf(c + 1, d, half, half)
+        if lower + step <= alpha / 2.0:
+            c, lower = c + 1, lower + step
+        values.append(c)
+    return values
+
+
+def _binom_log_pmf(k: int, d: int, log_q: float, log_r: float) -> float:
+    """log P(S = k), S ~ Binomial(d, q), from log q and log(1 − q) (both finite)."""
+    if not 0 <= k <= d:
+        return -math.inf
+    return (
+        math.lgamma(d + 1)
+        - math.lgamma(k + 1)
+        - math.lgamma(d - k + 1)
+        + k * log_q
+        + (d - k) * log_r
+    )
+
+
+def _binom_pmf(k: int, d: int, log_q: float, log_r: float) -> float:
+    return math.exp(_binom_log_pmf(k, d, log_q, log_r))
+
+
+def _binom_tail_le(k: int, d: int, log_q: float, log_r: float) -> float:
+    """P(S ≤ k), S ~ Binomial(d, q), summing from k away from the mode (where the terms shrink)
+    until they no longer count; above the mode as 1 − P(S > k)."""
+    if k < 0:
+        return 0.0
+    if k >= d:
+        return 1.0
+    below_mode = k < int((d + 1) * math.exp(log_q))
+    total = 0.0
+    for i in range(k, -1, -1) if below_mode else range(k + 1, d + 1):
+        term = _binom_pmf(i, d, log_q, log_r)
+        if term == 0.0 or term < 1e-18 * total:
+            break
+        total += term
+    return total if below_mode else 1.0 - total
 
 
 # --------------------------------------------------------------------------- e-processes
@@ -323,6 +427,23 @@ class ConvergenceWarning(RuntimeWarning):
     """An iterative estimate stopped at its iteration cap before reaching its tolerance."""
 
 
+class IncomparableItemsError(ValueError):
+    """The plain Bradley–Terry MLE (`bradley_terry(prior=0)`) does not exist: the win graph is
+    not strongly connected. `components` are its strongly connected components in the order
+    of `win_graph_components` (no item of a later group ever beat one of an earlier group), so
+    strengths across groups are not estimable; within a group they may be."""
+
+    def __init__(self, components: tuple[tuple[int, ...], ...]) -> None:
+        self.components = components
+        shown = " > ".join("{" + ", ".join(map(str, c)) + "}" for c in components[:8])
+        more = f" and {len(components) - 8} more" if len(components) > 8 else ""
+        super().__init__(
+            f"the Bradley-Terry MLE does not exist: the items fall into {len(components)} groups "
+            f"that are not comparable both ways ({shown}{more}; no item of a later group ever "
+            "beat one of an earlier group); use prior > 0"
+        )
+
+
 def bradley_terry(
     n_items: int,
     comparisons: Sequence[tuple[int, int]],
@@ -338,8 +459,9 @@ def bradley_terry(
     graph is not strongly connected. `prior` adds, for every item, `prior` virtual wins and
     `prior` virtual losses against a fixed reference of strength 1: a MAP estimate that always
     exists, leaves items with no comparisons at the reference, and fades as real data grows.
-    `prior=0` gives the plain MLE and raises when an item has no wins or no losses (a
-    necessary condition for the MLE; strong connectivity is the caller's business).
+    `prior=0` gives the plain MLE and raises IncomparableItemsError, naming the groups, when
+    the win graph is not strongly connected (an item with no wins or no losses is the
+    simplest case): then the MLE does not exist and any iterate would be arbitrary.
 
     Solved by damped Newton steps on θ = log γ: the log-posterior is strictly concave (with
     prior > 0; with prior = 0 after pinning θ_0, given a strongly connected graph), so the
@@ -470,13 +592,66 @@ def _bt_counts(
 
 
 def _require_mle_exists(n_items: int, comparisons: Sequence[tuple[int, int]]) -> None:
-    won = {w for w, _ in comparisons}
-    lost = {lo for _, lo in comparisons}
-    for i in range(n_items):
-        if i not in won or i not in lost:
-            raise ValueError(
-                f"item {i} has no wins or no losses: the MLE does not exist; use prior > 0"
-            )
+    components = win_graph_components(n_items, comparisons)
+    if len(components) > 1:
+        raise IncomparableItemsError(tuple(components))
+
+
+def win_graph_components(
+    n_items: int, comparisons: Sequence[tuple[int, int]]
+) -> list[tuple[int, ...]]:
+    """Strongly connected components of the win graph (an edge winner → loser per comparison),
+    each sorted, in a topological order: no item of a later component ever beat one of an
+    earlier component. One component means the Bradley–Terry MLE exists (Zermelo 1929; Ford
+    1957). Tarjan's algorithm, iterative, so deep graphs do not hit Python's recursion limit;
+    it finds components sinks first, hence the reversal at the end."""
+    beats: list[set[int]] = [set() for _ in range(n_items)]
+    for winner, loser in comparisons:
+        beats[winner].add(loser)
+    succ = [sorted(b) for b in beats]
+    index, low, on_stack = [-1] * n_items, [0] * n_items, [False] * n_items
+    stack: list[int] = []
+    work: list[tuple[int, int]] = []  # the DFS path: (node, next successor to look at)
+    components: list[tuple[int, ...]] = []
+    order = itertools.count()
+
+    def enter(v: int) -> None:
+        index[v] = low[v] = next(order)
+        stack.append(v)
+        on_stack[v] = True
+        work.append((v, 0))
+
+    for root in range(n_items):
+        if index[root] >= 0:
+            continue
+        enter(root)
+        while work:
+            v, i = work[-1]
+            if i < len(succ[v]):
+                work[-1] = (v, i + 1)
+                w = succ[v][i]
+                if index[w] < 0:
+                    enter(w)
+                elif on_stack[w]:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                components.append(_pop_component(stack, on_stack, v))
+    components.reverse()
+    return components
+
+
+def _pop_component(stack: list[int], on_stack: list[bool], root: int) -> tuple[int, ...]:
+    members = []
+    while True:
+        w = stack.pop()
+        on_stack[w] = False
+        members.append(w)
+        if w == root:
+            return tuple(sorted(members))
 
 
 def _normalise_geo(gamma: list[float]) -> list[float]:

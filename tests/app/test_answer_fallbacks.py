@@ -8,10 +8,12 @@ import anyio
 import pytest
 
 from app.errors import UserError
-from app.harness.inference import AgentSettings, _fallback
+from app.harness.agent_prompts import AgentPrompts
+from app.harness.inference import AgentSettings, _fallback, answer_question
 from app.harness.store import load_benchmark
+from app.paths import read_prompt
 from core.checkers import extract_answer, fallback_answer
-from core.types import LLMResponse, Question
+from core.types import LLMResponse, Question, StopReason
 
 
 @pytest.mark.parametrize(
@@ -40,6 +42,36 @@ def test_fallbacks(text, method, want):
 
 def test_answer_line_wins_over_fallbacks():
     assert extract_answer("7 + 5 = 12\nANSWER: 12") == "12"
+
+
+# Replies shaped like small real models' on store/questions/real-easy: the first ends as a 1.5B
+# instruct model's reply did (marker after the reasoning, same line); then lower case, bold.
+REAL_REPLIES = [
+    (
+        "What is the capital city of Thailand?",
+        "Bangkok",
+        "Thailand's capital is often confused, but the capital IS Bangkok. ANSWER: Bangkok",
+    ),
+    ("What is the capital city of Norway?", "Oslo", "The capital of Norway is Oslo.\nanswer: Oslo"),
+    ("What is 9 * 20?", "180", "9 * 20 = 180\n\n**Answer:** 180"),
+]
+
+
+@pytest.mark.parametrize(("text", "answer", "reply"), REAL_REPLIES)
+def test_real_replies_with_a_marker_mid_line_are_answers_not_refusals(text, answer, reply):
+    q = Question("q1", "geo", text, answer)
+    prompts = AgentPrompts(
+        system="# Agent",
+        tool_docs={},
+        skills={},
+        user_template=read_prompt("agent_user.md"),
+        skills_version="v1",
+        prompts_version="v1",
+    )
+    provider = Extractor(reply)
+    pred = anyio.run(lambda: answer_question(provider, prompts, q, AgentSettings()))
+    assert (pred.stop_reason, pred.correct) == (StopReason.FINAL, True)
+    assert pred.steps[-1]["answer_source"] == "answer_line"
 
 
 class Extractor:

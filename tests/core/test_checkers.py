@@ -33,9 +33,19 @@ def q(answer: str, checker: str = "exact", **args) -> Question:
         ("answer: first\nmore\nAnswer: second", "second"),  # the last line wins, any case
         ("  ANSWER: with leading space", "with leading space"),
         ("ANSWER:", ""),
-        ("The ANSWER: 42 is inline", None),  # must start the line
+        ("The ANSWER: 42 is inline", "42 is inline"),  # anywhere on a line; the rest of it
         ("no answer here", None),
         ("", None),
+        ("So the capital IS Bangkok. ANSWER: Bangkok", "Bangkok"),
+        ("It is Oslo. answer: Oslo", "Oslo"),  # any case
+        ("ANSWER: Paris\nOn reflection, ANSWER: Lyon.", "Lyon."),  # the last marker wins
+        ("**ANSWER:** Oslo", "Oslo"),  # markdown bold around the marker
+        ("**ANSWER: Oslo**", "Oslo"),
+        ("FINAL_ANSWER: 12", "12"),
+        ("myanswer: 12", None),  # glued to a word: not a marker
+        ("Here is my answer:\nOslo", None),  # nothing after it on its line: the fallbacks' job
+        ("ANSWER: Oslo\nThat is my answer:", "Oslo"),  # a bare mid-line marker does not win
+        ("I think the answer: is unclear", "is unclear"),  # the documented false positive
     ],
 )
 def test_extract_answer(text: str, expected: str | None) -> None:

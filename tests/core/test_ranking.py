@@ -8,7 +8,7 @@ import pytest
 from statsmodels.stats.contingency_tables import mcnemar
 
 from core import ranking
-from core.stats import bradley_terry
+from core.stats import IncomparableItemsError, bradley_terry
 
 
 def test_rank_orders_by_weighted_reward_and_breaks_ties_by_index() -> None:
@@ -34,6 +34,16 @@ def test_bt_strengths_from_preferences() -> None:
     assert got[0] > got[1]
     assert ranking.bt_strengths(2, []) == [1.0, 1.0]
     assert ranking.bt_component(1.0) == 0.5
+
+
+def test_bt_strengths_of_groups_never_compared_both_ways() -> None:
+    """Branches 0-1 and 2-3 tie within their pair; 0 and 1 beat 2 and 3. The rank command's
+    prior keeps the estimate finite and ordered; the plain MLE (prior 0) names the groups."""
+    prefs = [(0, 1, "tie"), (2, 3, "tie"), (0, 2, "a"), (3, 1, "b")]
+    got = ranking.bt_strengths(4, prefs)
+    assert all(math.isfinite(g) for g in got) and min(got[:2]) > max(got[2:])
+    with pytest.raises(IncomparableItemsError, match=r"\{0, 1\} > \{2, 3\}"):
+        ranking.bt_strengths(4, prefs, prior=0.0)
 
 
 def test_paired_report_powered_mdd_and_exact_mcnemar() -> None:

@@ -128,12 +128,6 @@ def test_mcnemar_rejects_bad_input() -> None:
 # --------------------------------------------------------------------------- MDD
 
 
-def _approx_power(delta: float, n: int, psi: float, alpha: float) -> float:
-    """Connor's normal approximation, written independently of the implementation."""
-    za = norm.ppf(1 - alpha / 2)
-    return norm.cdf((delta * math.sqrt(n) - za * math.sqrt(psi)) / math.sqrt(psi - delta**2))
-
-
 def _exact_power(delta: float, n: int, psi: float, alpha: float) -> float:
     """Exact power of the two-sided exact McNemar test (sum over the number of discordant)."""
     p_w = (psi + delta) / 2
@@ -146,19 +140,72 @@ def _exact_power(delta: float, n: int, psi: float, alpha: float) -> float:
     return power
 
 
+def _windowed_exact_power(delta: float, n: int, psi: float, alpha: float) -> float:
+    """Exact power as `_exact_power`, vectorised over d with scipy's quantile for the critical
+    value, and over the d with P(D = d) >= 1e-20 only (the rest weighs < n·1e-20), so the
+    oracle stays fast for n in the tens of thousands."""
+    d = np.arange(n + 1)
+    p_d = binom.pmf(d, n, psi)
+    d, p_d = d[p_d >= 1e-20], p_d[p_d >= 1e-20]
+    c = binom.ppf(alpha / 2, d, 0.5)  # smallest c with P(S_d <= c) >= α/2; step back if over
+    c = np.where(np.minimum(1.0, 2 * binom.cdf(c, d, 0.5)) <= alpha, c, c - 1)
+    q = (psi + delta) / (2 * psi)
+    tails = np.where(c >= 0, binom.cdf(c, d, q) + binom.sf(d - c - 1, d, q), 0.0)
+    return float(np.sum(p_d * tails))
+
+
+@pytest.mark.parametrize("n", [6, 20, 50, 51, 60, 80, 120, 247, 500, 1000])
 @pytest.mark.parametrize(
-    ("n", "psi", "alpha", "power"),
-    [(60, 0.3, 0.05, 0.8), (200, 0.5, 0.05, 0.9), (1000, 0.1, 0.01, 0.8), (80, 0.3, 0.05, 0.3)],
+    ("psi", "alpha", "power"),
+    [(0.3, 0.05, 0.8), (0.5, 0.05, 0.9), (0.1, 0.01, 0.8), (0.62, 0.05, 0.8), (0.96, 0.05, 0.3)],
 )
-def test_mdd_solves_the_power_equation(n: int, psi: float, alpha: float, power: float) -> None:
+def test_mdd_reaches_the_power_it_claims_and_is_the_smallest_for_every_n(
+    n: int, psi: float, alpha: float, power: float
+) -> None:
     delta = min_detectable_difference(n, psi, alpha, power)
-    assert 0 < delta <= psi
-    assert _approx_power(delta, n, psi, alpha) == pytest.approx(power, abs=1e-9)
+    if delta == math.inf:
+        assert _windowed_exact_power(psi, n, psi, alpha) < power
+        return
+    assert 0.0 < delta <= psi
+    assert _windowed_exact_power(delta, n, psi, alpha) >= power
+    assert _windowed_exact_power(delta - 1e-6, n, psi, alpha) < power
 
 
-def test_mdd_close_to_exact_power_for_moderate_n() -> None:
-    delta = min_detectable_difference(400, 0.3, 0.05, 0.8)
-    assert _exact_power(delta, 400, 0.3, 0.05) == pytest.approx(0.8, abs=0.04)
+def test_exact_power_beyond_exact_integer_sums_matches_scipy() -> None:
+    n, psi = 20_000, 0.6  # discordant counts above _EXACT_BINOM_MAX_N: the float path
+    assert n * psi > stats._EXACT_BINOM_MAX_N
+    for delta in (0.0, 0.01, 0.03):
+        assert stats.exact_mcnemar_power(n, psi, delta, 0.05) == pytest.approx(
+            _windowed_exact_power(delta, n, psi, 0.05), abs=1e-9
+        )
+
+
+@pytest.mark.parametrize("alpha", [0.05, 0.0625, 0.01, 1e-6])
+def test_critical_values_are_the_rule_mcnemar_exact_applies(alpha: float) -> None:
+    """c_d = the largest min(W, L) that `mcnemar_exact` rejects at α, found by bisection on
+    its p-value; 0.0625 = 2·2^-5 is hit exactly at d = 5, where rounding would show."""
+
+    def brute(d: int) -> int:
+        lo, hi = -1, (d - 1) // 2  # p-values grow with min(W, L); find the last rejected
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            lo, hi = (mid, hi) if mcnemar_exact(mid, d - mid) <= alpha else (lo, mid - 1)
+        return lo
+
+    for d_lo, d_hi in ((0, 300), (9_998, 10_003)):
+        got = stats._critical_values(d_lo, d_hi, alpha)
+        assert list(got) == [brute(d) for d in range(d_lo, d_hi + 1)]
+
+
+def test_mdd_is_fast_and_memoised_for_large_n() -> None:
+    import time
+
+    started = time.perf_counter()
+    first = min_detectable_difference(5_000, 0.4, 0.05, 0.8)
+    assert time.perf_counter() - started < 5.0
+    started = time.perf_counter()
+    assert min_detectable_difference(5_000, 0.4, 0.05, 0.8) == first
+    assert time.perf_counter() - started < 0.01
 
 
 def test_mdd_shrinks_with_n_and_is_inf_when_unpowered() -> None:
@@ -464,6 +511,87 @@ def test_bradley_terry_mle_matches_choix() -> None:
     )
 
 
+def test_bradley_terry_mle_refuses_a_win_graph_that_is_not_strongly_connected() -> None:
+    # every item wins and loses, yet nothing in {2, 3} ever beat anything in {0, 1}
+    comps = [(0, 1), (1, 0), (2, 3), (3, 2), (0, 2), (1, 3)]
+    with pytest.raises(stats.IncomparableItemsError, match=r"2 groups .*\{0, 1\} > \{2, 3\}") as e:
+        bradley_terry(4, comps, prior=0.0)
+    assert e.value.components == ((0, 1), (2, 3))
+    assert bradley_terry(4, [*comps, (3, 0)], prior=0.0)  # one loss back joins the groups
+
+
+def _mutual_reachability_classes(
+    n_items: int, comps: list[tuple[int, int]]
+) -> tuple[list[set[int]], list[set[int]]]:
+    """Brute force: who reaches whom in the win graph, and the classes of mutual reach."""
+    reach = [{i} for i in range(n_items)]
+    changed = True
+    while changed:
+        changed = False
+        for winner, loser in comps:
+            if not reach[loser] <= reach[winner]:
+                reach[winner] |= reach[loser]
+                changed = True
+    classes = {frozenset(j for j in reach[i] if i in reach[j]) for i in range(n_items)}
+    return [set(c) for c in classes], reach
+
+
+def _tiered_bt_case(rng: random.Random) -> tuple[int, list[tuple[int, int]]]:
+    """Items in 2-3 tiers, each tier a cycle of wins (so every item wins and loses), plus
+    random comparisons where across tiers the higher tier wins but for rare upsets: the cases
+    where checking wins and losses per item is not enough."""
+    sizes = [rng.randint(2, 3) for _ in range(rng.randint(2, 3))]
+    n_items = sum(sizes)
+    labels = rng.sample(range(n_items), n_items)  # tiers are not runs of indices
+    tiers = [labels[sum(sizes[:k]) : sum(sizes[: k + 1])] for k in range(len(sizes))]
+    tier_of = {i: k for k, t in enumerate(tiers) for i in t}
+    comps = [(t[k], t[(k + 1) % len(t)]) for t in tiers for k in range(len(t))]
+    for _ in range(rng.randint(1, 12)):
+        i, j = rng.sample(range(n_items), 2)
+        upset = rng.random() < 0.1
+        i_wins = (
+            (tier_of[i] < tier_of[j]) != upset if tier_of[i] != tier_of[j] else rng.random() < 0.5
+        )
+        comps.append((i, j) if i_wins else (j, i))
+    return n_items, comps
+
+
+def test_bradley_terry_mle_matches_choix_or_names_the_groups_on_300_random_cases() -> None:
+    import choix
+
+    rng = random.Random(11)
+    counts = {"connected": 0, "refused": 0}
+    for case in range(300):
+        n_items, comps = _tiered_bt_case(rng) if case % 2 else _random_bt_case(rng)
+        everyone = set(range(n_items))
+        if {w for w, _ in comps} != everyone or {lo for _, lo in comps} != everyone:
+            continue  # keep the hard cases: every item has a win and a loss
+        classes, reach = _mutual_reachability_classes(n_items, comps)
+        if len(classes) == 1:
+            counts["connected"] += 1
+            theta = choix.ilsr_pairwise(n_items, comps, alpha=0.0, tol=1e-13, max_iter=100_000)
+            got = np.log(bradley_terry(n_items, comps, prior=0.0))
+            assert got == pytest.approx(theta - theta.mean(), abs=1e-6), case
+            continue
+        counts["refused"] += 1
+        with pytest.raises(stats.IncomparableItemsError) as e:
+            bradley_terry(n_items, comps, prior=0.0)
+        groups = e.value.components
+        assert sorted(map(set, groups), key=min) == sorted(classes, key=min), case
+        for a, later in enumerate(groups):  # topological: no later group reaches an earlier one
+            for earlier in groups[:a]:
+                assert not set(earlier) & reach[later[0]], case
+    assert counts["connected"] >= 50 and counts["refused"] >= 50, counts  # both kinds occur
+
+
+def test_win_graph_components_handle_long_chains_without_recursion() -> None:
+    n = 5_000
+    cycle = [(i, (i + 1) % n) for i in range(n)]
+    assert stats.win_graph_components(n, cycle) == [tuple(range(n))]
+    chain = [(i, i + 1) for i in range(n - 1)]
+    assert stats.win_graph_components(n, chain) == [(i,) for i in range(n)]
+
+
 def test_bradley_terry_warns_when_the_cap_is_hit() -> None:
     with pytest.warns(stats.ConvergenceWarning, match="not converged"):
         bradley_terry(4, COMPARISONS, prior=0.1, iters=1)
@@ -497,14 +625,6 @@ def test_exact_mcnemar_power_matches_scipy() -> None:
         assert stats.exact_mcnemar_power(n, psi, delta, alpha) == pytest.approx(
             _exact_power(delta, n, psi, alpha), abs=1e-9
         )
-
-
-def test_mdd_large_n_root_solves_the_unsquared_equation() -> None:
-    for n in (51, 80, 200, 1000):
-        for psi, power in ((0.96, 0.9), (0.3, 0.8), (0.5, 0.3)):
-            delta = min_detectable_difference(n, psi, 0.05, power)
-            if delta != math.inf:
-                assert _approx_power(delta, n, psi, 0.05) == pytest.approx(power, abs=1e-6)
 
 
 @pytest.mark.parametrize("alpha", [0.05, 1e-6, 1e-12, 1e-16, 1e-17, 1e-40, 1e-300])
