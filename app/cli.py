@@ -501,7 +501,7 @@ def dispatch(args: argparse.Namespace) -> int:
 
 
 def entry() -> int:
-    """Process entry point (main.py, the `skill-trainer` script).
+    """The CLI in a fresh process (called by app.launch.run, the process entry point).
 
     sqlite-utils imports pandas when it is installed (dev extras pull it in), which costs
     about 1.5 s of start-up that no command here needs. Only a fresh process may do this.
