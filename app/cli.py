@@ -1,6 +1,7 @@
 """Command line: `skill-trainer <command>` (or `python main.py <command>`).
 
-Exit codes: 0 ok, 1 a run failed, 2 bad input or a refused request. The commands are thin:
+Exit codes: 0 ok, 1 a run failed, 2 bad input or a refused request (130: Ctrl-C while still
+starting, app/launch.py). The commands are thin:
 app/commands.py and app/fork_commands.py turn arguments into calls of app/api.py and print.
 """
 

@@ -109,10 +109,15 @@ def cmd_rank(args: argparse.Namespace) -> int:
                 remember=not args.no_memory,
             )
         )
+        st = report["top_vs_branch0"]
+        if not st["powered"]:
+            logger.warning(
+                "underpowered (n={}): read the ranking as a best-effort estimate", st["n"]
+            )
         if args.json:
             out_json(report)
             return 0
-        j, st = report["judge"], report["top_vs_branch0"]
+        j = report["judge"]
         out(
             f"rank {args.rollout_id}: {report['questions']} questions, "
             f"{report['branches']} branches"
@@ -136,10 +141,6 @@ def cmd_rank(args: argparse.Namespace) -> int:
             out(
                 f"  memories: {m['stored']} stored, {m['dropped_unverified']} not verified "
                 "(dropped)"
-            )
-        if not st["powered"]:
-            logger.warning(
-                "underpowered (n={}): read the ranking as a best-effort estimate", st["n"]
             )
         out(f"  next: export -w {args.workspace} {args.rollout_id}")
         notice_if_simulated(config.uses_sim)
