@@ -298,7 +298,7 @@ def init_workspace(
     if not seed:
         raise UserError("init: give a seed name or a folder of Agent Skills (skills_from)")
     created = ws.init_workspace(root, load_seed(find_seed(store_dir, seed)), bench)
-    logger.info(
+    logger.debug(  # the CLI prints it as its result, on stdout
         "created workspace {} (skills/v1, prompts/v1, questions {})",
         created.root,
         created.questions_ref,

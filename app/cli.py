@@ -1,6 +1,7 @@
 """Command line: `skill-trainer <command>` (or `python main.py <command>`).
 
-Exit codes: 0 ok, 1 a run failed, 2 bad input or a refused request. The commands are thin:
+Exit codes: 0 ok, 1 a run failed, 2 bad input or a refused request (130: Ctrl-C while still
+starting, app/launch.py). The commands are thin:
 app/commands.py and app/fork_commands.py turn arguments into calls of app/api.py and print.
 """
 
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import os
 import signal
 import sqlite3
@@ -49,8 +51,20 @@ class Options:
 
     def __init__(self) -> None:
         self.verbose = _parent()
+        # SUPPRESS: a command that is not given -v leaves the top-level parser's value (`-v`
+        # before the command) in place instead of resetting it to False
         self.verbose.add_argument(
-            "--verbose", "-v", action="store_true", help="debug-level console log"
+            "--verbose",
+            "-v",
+            action="store_true",
+            default=argparse.SUPPRESS,
+            help="debug-level console log (before or after the command)",
+        )
+        self.json = _parent()
+        self.json.add_argument(
+            "--json",
+            action="store_true",
+            help="the result as one JSON document on stdout (log lines stay on stderr)",
         )
         self.model = _parent()  # commands that run models read a config and show bars
         self.model.add_argument("--config", type=Path, help="TOML config file (see app/demo.toml)")
@@ -111,6 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
         "with gated edits. Runs offline on the built-in simulated model by default.",
     )
     parser.add_argument("--version", action="version", version=f"skill-trainer {package_version()}")
+    parser.add_argument("--verbose", "-v", action="store_true", help="debug-level console log")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_workspace_commands(sub, o)
     _add_run_commands(sub, o)
@@ -198,7 +213,7 @@ def _add_run_commands(sub: Any, o: Options) -> None:
         "infer",
         "answer the benchmark with the current versions",
         "infer -w workspaces/mine --task-types dates --n-samples 3",
-        [o.verbose, o.workspace, o.model],
+        [o.verbose, o.workspace, o.model, o.json],
     )
     p.add_argument("--task-types", nargs="+", metavar="TYPE", help="only these task types")
     p.add_argument("--n-samples", type=int, default=1, help="answer everything N times")
@@ -217,7 +232,7 @@ def _add_run_commands(sub: Any, o: Options) -> None:
         "eval",
         "evaluate a skills version on the whole benchmark",
         "eval -w workspaces/mine v3",
-        [o.verbose, o.workspace, o.model],
+        [o.verbose, o.workspace, o.model, o.json],
     )
     p.add_argument("version", help="skills version, e.g. v3")
     p = add_command(
@@ -225,7 +240,7 @@ def _add_run_commands(sub: Any, o: Options) -> None:
         "diagnose",
         "diagnose a run's failures",
         "diagnose -w workspaces/mine baseline",
-        [o.verbose, o.workspace, o.model],
+        [o.verbose, o.workspace, o.model, o.json],
     )
     p.add_argument("run_id", help="the run whose failures to diagnose (e.g. baseline, eval-1)")
 
@@ -288,7 +303,7 @@ def _add_fork_commands(sub: Any, o: Options) -> None:
         "fork",
         "answer each selected question as N branches (best-of-N rollouts)",
         "fork -w workspaces/mine --branches 8 --limit 20",
-        [o.verbose, o.workspace, o.model],
+        [o.verbose, o.workspace, o.model, o.json],
     )
     p.add_argument("--branches", "-n", type=int, default=8, help="branches per question")
     p.add_argument("--temperatures", help="one temperature per branch, comma-separated")
@@ -319,7 +334,7 @@ def _add_fork_commands(sub: Any, o: Options) -> None:
         "rank",
         "verify, judge and rank a fork's branches; remember verified winners",
         "rank -w workspaces/mine fork-1",
-        [o.verbose, o.workspace, o.model],
+        [o.verbose, o.workspace, o.model, o.json],
     )
     p.add_argument("rollout_id", help="the fork to rank (e.g. fork-1)")
     p.add_argument(
@@ -347,7 +362,7 @@ def _add_fork_commands(sub: Any, o: Options) -> None:
         "export",
         "write DPO pairs, SFT examples and reward records of ranked forks as JSONL",
         "export -w workspaces/mine fork-1 --out exports/",
-        [o.verbose, o.workspace],
+        [o.verbose, o.workspace, o.json],
     )
     p.add_argument("rollout_ids", nargs="+", help="ranked forks to export (e.g. fork-1)")
     p.add_argument("--out", type=Path, help="folder (default WS/exports/<first rollout>)")
@@ -360,7 +375,12 @@ def _add_fork_commands(sub: Any, o: Options) -> None:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # the command's usage, not the top level's, and the option meant if it is close
+        command = subparser(parser, args.command)
+        command.error(
+            f"unrecognized arguments: {' '.join(unknown)}{did_you_mean(command, unknown)}"
+        )
     if hasattr(args, "workspace_positional"):
         given = [w for w in (args.workspace, args.workspace_positional) if w is not None]
         if len(given) == 2 and given[0] != given[1]:
@@ -369,6 +389,31 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             parser.error(f"{args.command}: give the workspace with -w DIR")
         args.workspace = given[0] if given else None
     return args
+
+
+def subparser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices[command]
+    return parser
+
+
+def did_you_mean(parser: argparse.ArgumentParser, unknown: list[str]) -> str:
+    """`; did you mean --xyz?` for the first unknown option close to one of `parser`'s, or
+    to a config key when the command takes `--set` (`--epochs 2` for `--set epochs=2`)."""
+    options = [o for o in parser._option_string_actions if o.startswith("--")]
+    for word in (w.split("=", 1)[0] for w in unknown if w.startswith("-")):
+        close = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
+        if close:
+            return f"; did you mean {close[0]}?"
+        if "--set" in options:
+            from app.harness.config import RunConfig
+
+            key = word.lstrip("-").replace("-", "_")
+            keys = difflib.get_close_matches(key, list(RunConfig.model_fields), n=1, cutoff=0.8)
+            if keys:
+                return f"; did you mean --set {keys[0]}=VALUE?"
+    return ""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -501,7 +546,7 @@ def dispatch(args: argparse.Namespace) -> int:
 
 
 def entry() -> int:
-    """Process entry point (main.py, the `skill-trainer` script).
+    """The CLI in a fresh process (called by app.launch.run, the process entry point).
 
     sqlite-utils imports pandas when it is installed (dev extras pull it in), which costs
     about 1.5 s of start-up that no command here needs. Only a fresh process may do this.

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
@@ -20,6 +22,18 @@ T = TypeVar("T")
 def out(text: str) -> None:
     """Command output: data in it (names, ids, question text) never drives the terminal."""
     print(visible(text))
+
+
+def out_json(data: object) -> None:
+    """`--json`: the command's result as one JSON document, the only thing on stdout.
+    Dataclasses become objects, paths strings; ensure_ascii escapes every control character."""
+    print(json.dumps(_plain(data), indent=2, default=str))
+
+
+def _plain(data: object) -> object:
+    if dataclasses.is_dataclass(data) and not isinstance(data, type):
+        return dataclasses.asdict(data)
+    return data
 
 
 def bars_from(args: argparse.Namespace) -> Bars:

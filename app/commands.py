@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Callable
+from typing import Any
 
 from app import api
-from app.cli_support import bars_from, config_from, notice_if_simulated, out, overrides_from
+from app.cli_support import (
+    bars_from,
+    config_from,
+    notice_if_simulated,
+    out,
+    out_json,
+    overrides_from,
+)
 from app.demo import demo_summary, outcome_line
 from app.paths import builtin_store
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    api.init_workspace(
+    info = api.init_workspace(
         args.workspace,
         questions=args.questions,
         seed=args.seed,
@@ -21,12 +28,20 @@ def cmd_init(args: argparse.Namespace) -> int:
         skills_from=args.skills_from,
         prompts_from=args.prompts_from,
     )
+    # the result, so on stdout (log lines, warnings included, stay on stderr)
+    out(
+        f"created workspace {info.root} ({info.skills_version} of skills, {info.prompts_version} "
+        f"of prompts, seed {info.seed}, questions {info.questions})"
+    )
     return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     report = api.report(args.workspace)
-    out(json.dumps(report.summary, indent=2, default=str) if args.json else report.text)
+    if args.json:
+        out_json(report.summary)
+    else:
+        out(report.text)
     return 0
 
 
@@ -54,6 +69,9 @@ def memories_line(result: api.EvalResult, k: int) -> None:
 def cmd_eval(args: argparse.Namespace) -> int:
     config = config_from(args)
     result = api.evaluate(args.workspace, args.version, config, progress=_progress(args))
+    if args.json:
+        out_json(result)
+        return 0
     print_result(result, f"eval {result.skills_version} (run {result.run_id})")
     out(f"  model calls: {result.new_model_calls} new, {result.cache_hits} from cache")
     memories_line(result, config.memory_k)
@@ -72,6 +90,9 @@ def cmd_infer(args: argparse.Namespace) -> int:
         overwrite_run=args.overwrite_run,
         progress=_progress(args),
     )
+    if args.json:
+        out_json(result)
+        return 0
     for sample in result.samples:
         print_result(sample, f"infer (run {sample.run_id})")
     memories_line(result.samples[-1], config.memory_k)
@@ -116,9 +137,28 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         Session(args.workspace, config, bars_from(args)) as session,
     ):
         summary = Runner(session).diagnose_run(args.run_id)
-        out(json.dumps(summary, indent=2))
+    if args.json:
+        out_json({**summary, "simulated_model": config.uses_sim})
+        return 0
+    for line in diagnose_lines(summary):
+        out(line)
     notice_if_simulated(config.uses_sim)
     return 0
+
+
+def diagnose_lines(summary: dict[str, Any]) -> list[str]:
+    """`diagnose`'s summary (app/harness/runner.py `diagnose_run`) as lines for people."""
+
+    def counts(by_name: dict[str, int]) -> str:
+        return ", ".join(f"{k} {v}" for k, v in sorted(by_name.items())) or "none"
+
+    unparsed = f" ({summary['degraded']} did not parse)" if summary["degraded"] else ""
+    return [
+        f"diagnose {summary['run_id']}: {summary['failures']} failures diagnosed{unparsed}",
+        f"  by category: {counts(summary['by_category'])}",
+        f"  case packs (failures sampled for the evolver): skills {counts(summary['skill_packs'])}",
+        f"    system prompt {summary['system_pack']}; tools {counts(summary['tool_packs'])}",
+    ]
 
 
 def cmd_promote(args: argparse.Namespace) -> int:

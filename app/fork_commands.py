@@ -7,12 +7,20 @@ app/harness/fork.py, rank.py and export.py.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from collections.abc import Callable
 
 from loguru import logger
 
-from app.cli_support import bars_from, config_from, notice_if_simulated, out, run_sync
+from app.cli_support import (
+    bars_from,
+    config_from,
+    notice_if_simulated,
+    out,
+    out_json,
+    run_sync,
+)
 
 
 def cmd_fork(args: argparse.Namespace) -> int:
@@ -59,12 +67,22 @@ def cmd_fork(args: argparse.Namespace) -> int:
                 run_fork(session, spec, rollout_id, resume=args.resume, bars=session.bars)
             )
         summary = session.log.run(rollout_id)
+        s = json.loads((summary or {}).get("summary_json") or "{}")
+        if args.json:
+            out_json(
+                {
+                    **dataclasses.asdict(result),
+                    "pass_at_1": s.get("pass_at_1", 0.0),
+                    "pass_at_n": s.get("pass_at_n", 0.0),
+                    "simulated_model": config.uses_sim,
+                }
+            )
+            return 0
         out(
             f"fork {rollout_id}: {result.questions} questions x "
             f"{result.branches // max(1, result.questions)} branches "
             f"({result.ran} run, {result.skipped} already done) in {result.elapsed_s:.2f} s"
         )
-        s = json.loads((summary or {}).get("summary_json") or "{}")
         out(f"  pass@1 {s.get('pass_at_1', 0):.3f}  pass@N {s.get('pass_at_n', 0):.3f}")
         out(f"  next: rank -w {args.workspace} {rollout_id}")
         notice_if_simulated(config.uses_sim)
@@ -91,7 +109,15 @@ def cmd_rank(args: argparse.Namespace) -> int:
                 remember=not args.no_memory,
             )
         )
-        j, st = report["judge"], report["top_vs_branch0"]
+        st = report["top_vs_branch0"]
+        if not st["powered"]:
+            logger.warning(
+                "underpowered (n={}): read the ranking as a best-effort estimate", st["n"]
+            )
+        if args.json:
+            out_json(report)
+            return 0
+        j = report["judge"]
         out(
             f"rank {args.rollout_id}: {report['questions']} questions, "
             f"{report['branches']} branches"
@@ -116,10 +142,6 @@ def cmd_rank(args: argparse.Namespace) -> int:
                 f"  memories: {m['stored']} stored, {m['dropped_unverified']} not verified "
                 "(dropped)"
             )
-        if not st["powered"]:
-            logger.warning(
-                "underpowered (n={}): read the ranking as a best-effort estimate", st["n"]
-            )
         out(f"  next: export -w {args.workspace} {args.rollout_id}")
         notice_if_simulated(config.uses_sim)
     return 0
@@ -139,6 +161,9 @@ def cmd_export(args: argparse.Namespace) -> int:
         manifests = export_rollouts(
             session, args.rollout_ids, target, include_test=args.include_test
         )
+        if args.json:
+            out_json({"out": str(target), "files": manifests})
+            return 0
         for name, m in manifests.items():
             out(f"  {target / name}: {m['count']} rows ({m['layout']})")
         skipped = next(iter(manifests.values()))["test_questions_skipped"]

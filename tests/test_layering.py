@@ -25,6 +25,7 @@ ALLOWED_CYCLE_EDGES: frozenset[tuple[str, str]] = frozenset()
 # app/ is "support" unless it is a command or the API.
 ENTRY_POINTS = frozenset(
     {
+        "app.launch",
         "app.cli",
         "app.cli_support",
         "app.commands",

@@ -61,7 +61,7 @@ class ForkSpec:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any], where: str) -> ForkSpec:
+    def from_json(cls, data: dict[str, Any], where: str, fix: str = "") -> ForkSpec:
         try:
             return cls(
                 question_ids=tuple(str(q) for q in data["question_ids"]),
@@ -70,7 +70,27 @@ class ForkSpec:
                 pool=str(data["pool"]),
             )
         except (KeyError, TypeError, ValueError) as e:
-            raise UserError(f"{where}: fork spec is damaged ({type(e).__name__}: {e})") from None
+            raise UserError(
+                f"{where}: fork spec is damaged ({type(e).__name__}: {e})"
+                + (f"; {fix}" if fix else "")
+            ) from None
+
+
+def stored_spec(run: dict[str, Any], where: str) -> ForkSpec:
+    """The spec a fork started with, from its run row's provenance_json; a row that is not
+    JSON or holds no usable spec is refused in one line (nothing is resumed or changed)."""
+    fix = "start a new fork under another --rollout-id"
+    try:
+        provenance = json.loads(run["provenance_json"] or "{}")
+    except json.JSONDecodeError as e:
+        raise UserError(
+            f"{where}: provenance_json is not JSON ({e.msg} at char {e.pos}), so its fork spec "
+            f"is lost; {fix}"
+        ) from None
+    stored = provenance.get("fork") if isinstance(provenance, dict) else None
+    if not isinstance(stored, dict):
+        raise UserError(f"{where}: provenance_json holds no fork spec; {fix}")
+    return ForkSpec.from_json(stored, where, fix)
 
 
 def branch_temperatures(
@@ -225,10 +245,7 @@ async def run_fork(
             root / "skills" / existing["skills_version"],
             root / "prompts" / existing["prompts_version"],
         )
-        stored = json.loads(existing["provenance_json"] or "{}").get("fork")
-        if stored is None:
-            raise UserError(f"{session.paths.db}: run {rollout_id} has no fork spec")
-        spec = ForkSpec.from_json(stored, f"{session.paths.db}: run {rollout_id}")
+        spec = stored_spec(existing, f"{session.paths.db}: run {rollout_id}")
         with log._txn():
             log.conn.execute(
                 "UPDATE _runs SET status=?, finished_at=NULL WHERE run_id=?",

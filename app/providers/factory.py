@@ -8,6 +8,7 @@ from app.errors import UserError
 from app.harness.config import RunConfig
 from app.providers.cache import CachingProvider, ResponseCache
 from app.providers.errors import ConfigurationError
+from app.providers.key_check import missing_key
 from app.providers.litellm_provider import CostBudget, LiteLLMProvider
 from app.providers.retry import RetryingProvider
 from app.providers.sim.evolver import EvolverShares
@@ -84,6 +85,11 @@ def make_providers(
 ) -> dict[str, CachingProvider]:
     """Providers by role; roles sharing a model share one inner provider and budget."""
     budget = budget or CostBudget(config.max_cost_usd)
+    for model in config.models.values():  # every role's key before litellm is imported
+        if not model.startswith("sim/") and (
+            why := missing_key(model, config.api_base, config.api_key_env)
+        ):
+            raise UserError(why)
     inner: dict[str, LLMProvider] = {}
     providers = {}
     for role, model in config.models.items():

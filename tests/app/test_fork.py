@@ -591,3 +591,40 @@ def test_resume_uses_the_versions_the_fork_started_with(fresh_ws, tmp_path) -> N
             for r in s.log.query("SELECT skills_version FROM branches WHERE run_id='v-fork'")
         }
     assert versions == {"v1"}
+
+
+@pytest.mark.parametrize(
+    ("provenance", "says"),
+    [
+        ("{not json", "provenance_json is not JSON"),
+        ('["a list"]', "holds no fork spec"),
+        ('{"fork": "text"}', "holds no fork spec"),
+        ('{"fork": {"question_ids": ["q"]}}', "fork spec is damaged"),
+    ],
+)
+def test_resuming_a_fork_with_a_garbage_spec_is_one_line(
+    fresh_ws, tmp_path, provenance: str, says: str
+) -> None:
+    ws = copy_ws(fresh_ws, tmp_path)
+    fork(ws, "g-fork", n_questions=2, temps=(0.5, 0.9))
+    conn = sqlite3.connect(ws / "harness.db")
+    try:
+        with conn:
+            conn.execute(
+                "UPDATE _runs SET provenance_json=?, status='stopped' WHERE run_id='g-fork'",
+                (provenance,),
+            )
+    finally:
+        conn.close()
+    proc = run_cli("fork", "-w", str(ws), "--no-progress", "--rollout-id", "g-fork", "--resume")
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "harness.db: run g-fork" in lines[0] and says in lines[0]
+    assert "another --rollout-id" in lines[0]
+    conn = sqlite3.connect(ws / "harness.db")
+    try:
+        row = conn.execute("SELECT status FROM _runs WHERE run_id='g-fork'").fetchone()
+    finally:
+        conn.close()
+    assert row == ("stopped",)  # nothing was resumed or changed

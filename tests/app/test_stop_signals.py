@@ -175,3 +175,39 @@ def test_an_ignored_ctrl_c_pending_when_sigterm_arrives_is_dropped():
     )
     assert done.stdout.split() == ["interrupts", "1"], done.stdout + done.stderr
     assert "Traceback" not in done.stderr
+
+
+def start_and_wait_for_the_package(args: list[str]) -> subprocess.Popen:
+    """main.py as a process, returned once the `app` package is imported (`-X importtime`
+    reports each import on stderr as it finishes), while the CLI's modules are still loading:
+    from then on Ctrl-C must never print a traceback."""
+    proc = subprocess.Popen(
+        [sys.executable, "-X", "importtime", "main.py", *args],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if line.split("|")[-1].strip() == "app":
+            return proc
+    raise AssertionError("the app package was never imported")
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.05, 0.15, 0.3])
+def test_ctrl_c_while_the_cli_is_still_importing_is_one_line(tmp_path, delay):
+    proc = start_and_wait_for_the_package(["report", "-w", str(tmp_path / "none")])
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    lines = [x for x in err.splitlines() if not x.startswith("import time:")]
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    if delay == 0.0:  # still importing app.cli (a few tenths of a second)
+        assert (proc.returncode, lines) == (
+            130,
+            ["stopped by Ctrl-C while starting; nothing was done"],
+        ), err
+    else:  # the command may have started (and refused the missing workspace) meanwhile
+        assert proc.returncode in (130, 1, 2), err
+        assert len(lines) == 1, err

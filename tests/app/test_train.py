@@ -246,8 +246,8 @@ def test_eval_twice_makes_no_new_model_calls(fresh_ws, tmp_path, capsys):
 def test_diagnose_and_promote(reference, tmp_path, capsys):
     ws = tmp_path / "ws"
     shutil.copytree(reference, ws)
-    assert main(["diagnose", "baseline", "-w", str(ws), "--no-progress"]) == 0
-    summary = json.loads(capsys.readouterr().out.split("\nnote:")[0])
+    assert main(["diagnose", "baseline", "-w", str(ws), "--no-progress", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
     assert summary["failures"] > 0 and summary["by_category"].get("skill_gap", 0) > 0
     assert summary["contradictory"] == 0  # the simulated judge never contradicts itself
     best = json.loads((ws / "manifest.json").read_text())["best"]["skills"].split("/")[-1]
