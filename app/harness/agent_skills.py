@@ -55,6 +55,9 @@ MAX_DESCRIPTION = 1024
 MAX_COMPATIBILITY = 500
 KNOWN_FIELDS = ("name", "description", "license", "compatibility", "metadata", "allowed-tools")
 MAX_SKILL_BYTES = 1_000_000
+# The format's fields are short (name 64, description 1024, compatibility 500 characters);
+# this bounds what the YAML parser is ever given, whatever the metadata holds.
+MAX_FRONTMATTER_BYTES = 64_000
 _MOMENTUM_BLOCK = re.compile(
     re.escape(MOMENTUM_START) + r".*?" + re.escape(MOMENTUM_END) + r"\n?", re.DOTALL
 )
@@ -80,6 +83,45 @@ def _key_line(lines: list[str], key: str) -> int:
     return 1
 
 
+class _PlainYamlLoader(yaml.SafeLoader):
+    """SafeLoader without anchors and aliases: a few lines of nested aliases ("billion
+    laughs") expand to gigabytes once a value is used, and the Agent Skills format needs
+    neither, so they are refused at the event that names them, before any node is built."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            kind = "alias" if isinstance(event, yaml.AliasEvent) else "anchor"
+            raise yaml.MarkedYAMLError(
+                problem=f"YAML {kind} '{event.anchor}' (anchors and aliases are not allowed "
+                "in a skill's frontmatter; write the value out)",
+                problem_mark=event.start_mark,
+            )
+        return super().compose_node(parent, index)
+
+
+def _load_frontmatter(fm_lines: list[str], where: Path) -> Any:
+    """The frontmatter's YAML, bounded in size and free of aliases (_PlainYamlLoader)."""
+    source = "\n".join(fm_lines)
+    size = len(source.encode("utf-8"))
+    if size > MAX_FRONTMATTER_BYTES:
+        raise UserError(
+            f"{where}:2: frontmatter is {size} bytes (max {MAX_FRONTMATTER_BYTES}); "
+            "keep long text in the body"
+        )
+    try:
+        return yaml.load(source, Loader=_PlainYamlLoader)  # noqa: S506 (a SafeLoader)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = mark.line + 2 if mark is not None else 1
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise UserError(f"{where}:{line}: bad YAML in frontmatter: {problem}") from None
+    except ValueError as e:  # an integer of more digits than Python converts
+        raise UserError(f"{where}:1: bad value in frontmatter: {str(e).split(':')[0]}") from None
+    except RecursionError:
+        raise UserError(f"{where}:1: frontmatter nested too deeply") from None
+
+
 def split_frontmatter(text: str, where: Path) -> tuple[dict[str, Any], str, list[str]]:
     """(frontmatter, body, frontmatter lines); a malformed block names `file:line`."""
     text = text.replace("\r\n", "\n")
@@ -91,15 +133,7 @@ def split_frontmatter(text: str, where: Path) -> tuple[dict[str, Any], str, list
     except StopIteration:
         raise UserError(f"{where}:1: frontmatter is not closed by a '---' line") from None
     fm_lines = lines[1:end]
-    try:
-        data = yaml.safe_load("\n".join(fm_lines))
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        line = mark.line + 2 if mark is not None else 1
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise UserError(f"{where}:{line}: bad YAML in frontmatter: {problem}") from None
-    except RecursionError:
-        raise UserError(f"{where}:1: frontmatter nested too deeply") from None
+    data = _load_frontmatter(fm_lines, where)
     if data is None:
         data = {}
     if not isinstance(data, dict):
