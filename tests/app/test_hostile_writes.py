@@ -102,3 +102,38 @@ def test_a_frontmatter_larger_than_the_bound_is_refused_unparsed(tmp_path, store
     assert main(["import-skills", str(src), "--name", "big", "--store", str(store)]) == 2
     assert "SKILL.md:2: frontmatter is " in capsys.readouterr().err
     assert not (store / "seeds" / "big").exists()
+
+
+# -- ids that are paths ----------------------------------------------------------------------------
+def test_a_rollout_id_that_is_a_path_is_refused_by_fork_rank_and_export(ws, tmp_path, capsys):
+    before = tree(tmp_path)
+    for command in (
+        ["fork", "-w", str(ws), "--rollout-id", "../../../x", "-n", "2", "--limit", "2"],
+        ["rank", "-w", str(ws), "../../../x"],
+        ["export", "-w", str(ws), "../../../x"],
+    ):
+        assert main(command) == 2
+        [line] = errors(capsys.readouterr().err)
+        assert "'../../../x': use 1-100 letters" in line, line
+    assert tree(tmp_path) == before
+    import sqlite3
+
+    conn = sqlite3.connect(ws / "harness.db")
+    assert conn.execute("SELECT count(*) FROM _runs WHERE kind = 'fork'").fetchone() == (0,)
+    conn.close()
+
+
+@pytest.mark.parametrize("version", ["../../v1", "x/v1", "v1/.."])
+def test_a_version_that_is_a_path_is_refused(ws, capsys, version):
+    assert main(["eval", version, "-w", str(ws), "--no-progress"]) == 2
+    assert "a skills version is vN" in capsys.readouterr().err
+
+
+def test_the_api_checks_the_same_ids(ws):
+    from app import api
+    from app.errors import UserError
+
+    with pytest.raises(UserError, match="a skills version is vN"):
+        api.evaluate(ws, "../v1")
+    with pytest.raises(UserError, match=r"--run-id \(run_id\) '\.\./x': use 1-100"):
+        api.infer(ws, run_id="../x")
