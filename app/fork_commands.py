@@ -137,7 +137,11 @@ def cmd_export(args: argparse.Namespace) -> int:
     ):
         target = args.out or session.paths.root / "exports" / args.rollout_ids[0]
         manifests = export_rollouts(
-            session, args.rollout_ids, target, include_test=args.include_test
+            session,
+            args.rollout_ids,
+            target,
+            include_test=args.include_test,
+            overwrite=args.overwrite,
         )
         for name, m in manifests.items():
             out(f"  {target / name}: {m['count']} rows ({m['layout']})")

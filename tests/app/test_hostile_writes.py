@@ -137,3 +137,147 @@ def test_the_api_checks_the_same_ids(ws):
         api.evaluate(ws, "../v1")
     with pytest.raises(UserError, match=r"--run-id \(run_id\) '\.\./x': use 1-100"):
         api.infer(ws, run_id="../x")
+
+
+# -- symbolic links under an output or a workspace -------------------------------------------------
+def export_skills(ws: Path, out: Path) -> int:
+    return main(["export-skills", "-w", str(ws), "--version", "v1", "--out", str(out)])
+
+
+def promote(ws: Path, run_id: str, store: Path, out: Path, name: str = "p1") -> int:
+    args = ["promote", "v1", "-w", str(ws), "--eval-run", run_id, "--name", name]
+    return main([*args, "--store", str(store), "--agent-skills", str(out)])
+
+
+@pytest.mark.parametrize("link", [".agents", ".agents/skills"])
+def test_export_skills_and_promote_never_write_through_a_linked_output(
+    ws, evaluated, store, tmp_path, capsys, link
+):
+    out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (out / link).parent.mkdir(parents=True, exist_ok=True)
+    (out / link).symlink_to(elsewhere, target_is_directory=True)
+    assert export_skills(ws, out) == 2
+    [line] = errors(capsys.readouterr().err)
+    assert f"{out / link}: is a symbolic link" in line
+    assert promote(ws, evaluated[1], store, out) == 2
+    assert f"{out / link}: is a symbolic link" in capsys.readouterr().err
+    assert list(elsewhere.iterdir()) == []
+    assert not (store / "seeds" / "p1").exists()
+
+
+def link_entry(ws: Path, entry: str, elsewhere: Path) -> Path:
+    """Replace the workspace's `entry` (a folder, or a file when it has a suffix) by a link
+    to `elsewhere` (or to a file there)."""
+    elsewhere.mkdir()
+    target = ws / entry
+    if target.is_dir():
+        shutil.rmtree(target)
+    target.unlink(missing_ok=True)
+    if target.suffix:
+        target.symlink_to(elsewhere / "file")
+    else:
+        target.symlink_to(elsewhere, target_is_directory=True)
+    return target
+
+
+@pytest.mark.parametrize("entry", ["analyses", "logs/skill-trainer.log", "harness.db"])
+def test_eval_never_writes_through_a_linked_workspace_entry(ws, tmp_path, capsys, entry):
+    elsewhere = tmp_path / "elsewhere"
+    target = link_entry(ws, entry, elsewhere)
+    assert main(["eval", "v1", "-w", str(ws), "--no-progress"]) == 2
+    [line] = errors(capsys.readouterr().err)
+    assert f"{target}: is a symbolic link" in line
+    assert list(elsewhere.iterdir()) == []
+
+
+# -- all or nothing --------------------------------------------------------------------------------
+def test_promote_writes_no_seed_when_the_agent_skills_export_fails(
+    ws, evaluated, store, tmp_path, capsys
+):
+    out = tmp_path / "out"
+    (out / ".agents" / "skills" / "units").mkdir(parents=True)  # in the export's way
+    assert promote(ws, evaluated[1], store, out) == 2
+    assert "units: already exists" in capsys.readouterr().err
+    assert not (store / "seeds" / "p1").exists()
+    assert tree(out) == [".agents", ".agents/skills", ".agents/skills/units"]
+    shutil.rmtree(out / ".agents" / "skills" / "units")
+    assert promote(ws, evaluated[1], store, out) == 0  # the same name, now free
+    assert (store / "seeds" / "p1" / "seed.toml").is_file()
+    assert {p.name for p in (out / ".agents" / "skills").iterdir()} == SKILL_NAMES
+
+
+def test_promote_leaves_no_agent_skills_when_the_seed_cannot_be_written(
+    ws, evaluated, store, tmp_path, capsys
+):
+    (store / "seeds" / "p1").mkdir()
+    out = tmp_path / "out"
+    assert promote(ws, evaluated[1], store, out) == 2
+    assert "seed 'p1' already exists" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_export_skills_with_a_dangling_link_at_one_name_writes_nothing(ws, tmp_path, capsys):
+    out = tmp_path / "out"
+    skills = out / ".agents" / "skills"
+    skills.mkdir(parents=True)
+    (skills / "units").symlink_to(tmp_path / "missing", target_is_directory=True)
+    assert export_skills(ws, out) == 2
+    [line] = errors(capsys.readouterr().err)
+    assert f"{skills / 'units'}: is a symbolic link" in line
+    assert tree(out) == [".agents", ".agents/skills", ".agents/skills/units"]
+    assert not (tmp_path / "missing").exists()
+
+
+# -- an export over a previous one -----------------------------------------------------------------
+@pytest.fixture(scope="module")
+def ranked(tmp_path_factory) -> Path:
+    ws = tmp_path_factory.mktemp("hostile-export") / "ws"
+    assert main(["init", str(ws), "--seed", "sim-starter", "--questions", "sim-basic"]) == 0
+    fork = ["fork", "-w", str(ws), "--rollout-id", "f1", "-n", "3", "--limit", "6"]
+    assert main([*fork, "--no-progress"]) == 0
+    assert main(["rank", "-w", str(ws), "f1", "--no-progress"]) == 0
+    return ws
+
+
+def test_export_over_a_previous_export_needs_overwrite(ranked, tmp_path, capsys):
+    ws = tmp_path / "ws"
+    shutil.copytree(ranked, ws)
+    out = tmp_path / "out"
+    assert main(["export", "-w", str(ws), "f1", "--out", str(out)]) == 0
+    first = {p.name: p.read_bytes() for p in out.iterdir()}
+    assert len(first) == 8 and not [p for p in out.iterdir() if p.name.startswith(".")]
+    capsys.readouterr()
+    assert main(["export", "-w", str(ws), "f1", "--out", str(out)]) == 2
+    [line] = errors(capsys.readouterr().err)
+    assert f"{out}: holds a previous export (8 files: dpo_trl.jsonl" in line
+    assert "--overwrite" in line
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == first
+    assert main(["export", "-w", str(ws), "f1", "--out", str(out), "--overwrite"]) == 0
+    assert sorted(p.name for p in out.iterdir()) == sorted(first)
+    assert main(["export", "-w", str(ws), "f1"]) == 0  # the default folder, the same rule
+    assert main(["export", "-w", str(ws), "f1"]) == 2
+    assert "exports/f1: holds a previous export" in capsys.readouterr().err
+
+
+def test_export_never_writes_through_a_linked_exports_folder(ranked, tmp_path, capsys):
+    ws = tmp_path / "ws"
+    shutil.copytree(ranked, ws)
+    elsewhere = tmp_path / "elsewhere"
+    target = link_entry(ws, "exports", elsewhere)
+    assert main(["export", "-w", str(ws), "f1"]) == 2
+    assert f"{target}: is a symbolic link" in capsys.readouterr().err
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_export_never_writes_through_a_linked_file_of_the_output(ranked, tmp_path, capsys):
+    ws = tmp_path / "ws"
+    shutil.copytree(ranked, ws)
+    out, victim = tmp_path / "out", tmp_path / "victim.txt"
+    out.mkdir()
+    victim.write_text("keep")
+    (out / "sft.jsonl").symlink_to(victim)
+    for extra in ([], ["--overwrite"]):
+        assert main(["export", "-w", str(ws), "f1", "--out", str(out), *extra]) == 2
+        assert f"{out / 'sft.jsonl'}: is a symbolic link" in capsys.readouterr().err
+    assert victim.read_text() == "keep" and os.listdir(out) == ["sft.jsonl"]
