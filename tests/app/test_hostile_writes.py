@@ -166,6 +166,22 @@ def test_export_skills_and_promote_never_write_through_a_linked_output(
     assert not (store / "seeds" / "p1").exists()
 
 
+def test_import_and_promote_never_write_through_a_linked_seeds_folder(
+    ws, evaluated, tmp_path, capsys
+):
+    store, elsewhere = tmp_path / "store", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    store.mkdir()
+    (store / "seeds").symlink_to(elsewhere, target_is_directory=True)
+    example = ROOT / "examples" / "agent-skills" / "sim-vague"
+    assert main(["import-skills", str(example), "--name", "s1", "--store", str(store)]) == 2
+    assert f"{store / 'seeds'}: is a symbolic link" in capsys.readouterr().err
+    args = ["promote", "v1", "-w", str(ws), "--eval-run", evaluated[1], "--name", "s1"]
+    assert main([*args, "--store", str(store)]) == 2
+    assert f"{store / 'seeds'}: is a symbolic link" in capsys.readouterr().err
+    assert list(elsewhere.iterdir()) == []
+
+
 def link_entry(ws: Path, entry: str, elsewhere: Path) -> Path:
     """Replace the workspace's `entry` (a folder, or a file when it has a suffix) by a link
     to `elsewhere` (or to a file there)."""
