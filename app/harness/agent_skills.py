@@ -511,7 +511,7 @@ def _check_free(out: Path, target: Path) -> None:
     """`target` (a skill's folder under `out`) may be written: no link on the way, not there."""
     check_no_links(out, target)
     if os.path.lexists(target):
-        raise UserError(f"{target}: already exists; export to another --out")
+        raise UserError(f"{target}: already exists; remove it or export to another folder")
 
 
 def _make_folders(folder: Path) -> list[Path]:
