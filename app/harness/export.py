@@ -26,7 +26,9 @@ without any memory block); the completion is the branch's final reply.
 
 Questions of the test pool (app/harness/pools.py) are left out unless `include_test`.
 Every file gets `<file>.manifest.json`: counts, source versions, rollout ids, sha256 of the
-file, layout and whether a simulated model wrote it. All files are written atomically.
+file, layout and whether a simulated model wrote it. All files are written into a hidden
+folder first and renamed into place (a failed export leaves nothing); a previous export in
+the folder is replaced only with `overwrite`, and no path on the way may be a link.
 """
 
 from __future__ import annotations

@@ -297,3 +297,22 @@ def test_export_never_writes_through_a_linked_file_of_the_output(ranked, tmp_pat
         assert main(["export", "-w", str(ws), "f1", "--out", str(out), *extra]) == 2
         assert f"{out / 'sft.jsonl'}: is a symbolic link" in capsys.readouterr().err
     assert victim.read_text() == "keep" and os.listdir(out) == ["sft.jsonl"]
+
+
+def test_an_export_that_fails_half_way_leaves_nothing(ranked, tmp_path, monkeypatch, capsys):
+    import app.harness.export as export_module
+
+    ws, out = tmp_path / "ws", tmp_path / "out"
+    shutil.copytree(ranked, ws)
+    real, written = export_module.write_text_atomic, []
+
+    def full_disk_on_the_third_file(path: Path, text: str) -> None:
+        if len(written) == 2:
+            raise OSError(28, "No space left on device", str(path))
+        written.append(path)
+        real(path, text)
+
+    monkeypatch.setattr(export_module, "write_text_atomic", full_disk_on_the_third_file)
+    assert main(["export", "-w", str(ws), "f1", "--out", str(out)]) == 1
+    assert "No space left on device" in capsys.readouterr().err
+    assert len(written) == 2 and not out.exists()
