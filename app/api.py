@@ -44,6 +44,7 @@ from app.harness import workspace as ws
 from app.harness.atomic import write_json_atomic
 from app.harness.checkpoint import load_checkpoint
 from app.harness.config import RunConfig, build_config, load_config, recorded_config
+from app.harness.ids import check_run_id, check_version
 from app.harness.runner import Runner, read_final
 from app.harness.session import Session
 from app.harness.store import benchmark_dir, load_seed, seed_dir
@@ -511,13 +512,12 @@ async def evaluate_async(
     overrides: Mapping[str, Any] | None = None,
     progress: bool | None = False,
 ) -> EvalResult:
-    _expect("version", version, isinstance(version, str), 'a skills version such as "v1"')
+    version = check_version(version, "version")
     root, run_config = _workspace(workspace), resolve_config(config, overrides)
     with (
         WriterLock(root, "eval"),
         Session(root, run_config, Bars(enabled=progress)) as session,
     ):
-        version = version.split("/")[-1]
         have = ws.list_versions(session.paths.root, "skills")
         if version not in have:
             raise UserError(f"{root}: no skills version {version!r} (have {have})")
@@ -697,16 +697,11 @@ def claim_run_id(session: Session, run_id: str, overwrite: bool) -> dict[str, An
     return {k: old[k] for k in ("run_id", "kind", "status", "started_at", "finished_at")}
 
 
-RUN_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:+-]{0,99}")
 TRAINING_RUN_RE = re.compile(r"(baseline|train\d+)(-.*)?")
 
 
 def _check_run_id(run_id: str) -> None:
-    if not RUN_ID_RE.fullmatch(run_id):
-        raise UserError(
-            f"--run-id (run_id) {run_id!r}: use 1-100 letters, digits, '_', '-', '.', ':' "
-            "or '+', starting with a letter or digit"
-        )
+    check_run_id(run_id, "--run-id (run_id)")
     if TRAINING_RUN_RE.fullmatch(run_id):
         raise UserError(
             f"--run-id (run_id) {run_id}: ids like 'baseline' and 'trainN...' belong to "

@@ -367,6 +367,9 @@ def _add_fork_commands(sub: Any, o: Options) -> None:
     p.add_argument("rollout_ids", nargs="+", help="ranked forks to export (e.g. fork-1)")
     p.add_argument("--out", type=Path, help="folder (default WS/exports/<first rollout>)")
     p.add_argument(
+        "--overwrite", action="store_true", help="replace a previous export in the folder"
+    )
+    p.add_argument(
         "--include-test",
         action="store_true",
         help="also export questions of the test pool (left out by default)",

@@ -162,20 +162,30 @@ def diagnose_lines(summary: dict[str, Any]) -> list[str]:
 
 
 def cmd_promote(args: argparse.Namespace) -> int:
+    from app.harness.agent_skills import stage_version
     from app.harness.runner import promote
     from app.harness.writer_lock import WriterLock
 
     store = api.writable_store(args.store)
+    written = []
     with WriterLock(args.workspace, "promote"):
-        target = promote(args.workspace, args.version, args.eval_run, args.name, store)
+        # all or nothing: the Agent Skills are written (and every check passed) before the
+        # seed is, and removed again if the seed cannot be written
+        staged = None
+        if args.agent_skills is not None:
+            staged = stage_version(
+                args.workspace, args.version, args.agent_skills, args.eval_run, store
+            )
+            written = staged.publish()
+        try:
+            target = promote(args.workspace, args.version, args.eval_run, args.name, store)
+        except BaseException:
+            if staged is not None:
+                staged.discard()
+            raise
     out(f"promoted {args.version} to seed {target}")
-    if args.agent_skills is not None:
-        from app.harness.agent_skills import export_version
-
-        for path in export_version(
-            args.workspace, args.version, args.agent_skills, args.eval_run, store
-        ):
-            out(f"wrote {path}")
+    for path in written:
+        out(f"wrote {path}")
     return 0
 
 

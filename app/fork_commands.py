@@ -159,7 +159,11 @@ def cmd_export(args: argparse.Namespace) -> int:
     ):
         target = args.out or session.paths.root / "exports" / args.rollout_ids[0]
         manifests = export_rollouts(
-            session, args.rollout_ids, target, include_test=args.include_test
+            session,
+            args.rollout_ids,
+            target,
+            include_test=args.include_test,
+            overwrite=args.overwrite,
         )
         if args.json:
             out_json({"out": str(target), "files": manifests})

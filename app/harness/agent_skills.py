@@ -31,6 +31,8 @@ import yaml
 from loguru import logger
 
 from app.errors import UserError
+from app.harness.atomic import check_no_links
+from app.harness.ids import check_run_id, check_version
 from app.harness.log import HarnessLog, RunStatus
 from app.harness.store import (
     SKILLS_SIDECAR,
@@ -56,6 +58,9 @@ MAX_DESCRIPTION = 1024
 MAX_COMPATIBILITY = 500
 KNOWN_FIELDS = ("name", "description", "license", "compatibility", "metadata", "allowed-tools")
 MAX_SKILL_BYTES = 1_000_000
+# The format's fields are short (name 64, description 1024, compatibility 500 characters);
+# this bounds what the YAML parser is ever given, whatever the metadata holds.
+MAX_FRONTMATTER_BYTES = 64_000
 
 
 @dataclass(frozen=True)
@@ -77,6 +82,45 @@ def _key_line(lines: list[str], key: str) -> int:
     return 1
 
 
+class _PlainYamlLoader(yaml.SafeLoader):
+    """SafeLoader without anchors and aliases: a few lines of nested aliases ("billion
+    laughs") expand to gigabytes once a value is used, and the Agent Skills format needs
+    neither, so they are refused at the event that names them, before any node is built."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            kind = "alias" if isinstance(event, yaml.AliasEvent) else "anchor"
+            raise yaml.MarkedYAMLError(
+                problem=f"YAML {kind} '{event.anchor}' (anchors and aliases are not allowed "
+                "in a skill's frontmatter; write the value out)",
+                problem_mark=event.start_mark,
+            )
+        return super().compose_node(parent, index)
+
+
+def _load_frontmatter(fm_lines: list[str], where: Path) -> Any:
+    """The frontmatter's YAML, bounded in size and free of aliases (_PlainYamlLoader)."""
+    source = "\n".join(fm_lines)
+    size = len(source.encode("utf-8"))
+    if size > MAX_FRONTMATTER_BYTES:
+        raise UserError(
+            f"{where}:2: frontmatter is {size} bytes (max {MAX_FRONTMATTER_BYTES}); "
+            "keep long text in the body"
+        )
+    try:
+        return yaml.load(source, Loader=_PlainYamlLoader)  # noqa: S506 (a SafeLoader)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = mark.line + 2 if mark is not None else 1
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise UserError(f"{where}:{line}: bad YAML in frontmatter: {problem}") from None
+    except ValueError as e:  # an integer of more digits than Python converts
+        raise UserError(f"{where}:1: bad value in frontmatter: {str(e).split(':')[0]}") from None
+    except RecursionError:
+        raise UserError(f"{where}:1: frontmatter nested too deeply") from None
+
+
 def split_frontmatter(text: str, where: Path) -> tuple[dict[str, Any], str, list[str]]:
     """(frontmatter, body, frontmatter lines); a malformed block names `file:line`."""
     text = text.replace("\r\n", "\n")
@@ -88,15 +132,7 @@ def split_frontmatter(text: str, where: Path) -> tuple[dict[str, Any], str, list
     except StopIteration:
         raise UserError(f"{where}:1: frontmatter is not closed by a '---' line") from None
     fm_lines = lines[1:end]
-    try:
-        data = yaml.safe_load("\n".join(fm_lines))
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        line = mark.line + 2 if mark is not None else 1
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise UserError(f"{where}:{line}: bad YAML in frontmatter: {problem}") from None
-    except RecursionError:
-        raise UserError(f"{where}:1: frontmatter nested too deeply") from None
+    data = _load_frontmatter(fm_lines, where)
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -293,8 +329,8 @@ def import_skills(src: Path, store: Path, seed_name: str, prompts_from: Path) ->
     skills = parse_skills_dir(src)
     mapping = _mapping(src, skills)
     prompts = _prompts(src, prompts_from)
-    target = Path(store) / "seeds" / seed_name
-    if target.exists():
+    target = check_no_links(Path(store), Path(store) / "seeds" / seed_name)
+    if os.path.lexists(target):
         raise UserError(f"{target}: seed '{seed_name}' already exists")
     staging = Path(store) / "seeds" / f".staging-{seed_name}-{uuid.uuid4().hex[:8]}"
     try:
@@ -381,6 +417,41 @@ def render_skill(frontmatter: dict[str, Any], body: str) -> str:
     return f"---\n{head}---\n\n{body}"
 
 
+@dataclass
+class StagedSkills:
+    """An export written in full into one hidden folder beside its targets, not yet visible:
+    `publish()` renames each skill into place, `discard()` removes all the export created."""
+
+    out: Path
+    staging: Path
+    names: list[str]
+    created: list[Path]  # the folders up to `base` that this export made, outermost first
+    published: list[Path] = field(default_factory=list)
+
+    @property
+    def base(self) -> Path:
+        return self.out / ".agents" / "skills"
+
+    def publish(self) -> list[Path]:
+        """The SKILL.md paths written; on any failure nothing of the export is left."""
+        try:
+            for name in self.names:
+                _check_free(self.out, self.base / name)
+                os.rename(self.staging / name, self.base / name)
+                self.published.append(self.base / name)
+            self.staging.rmdir()
+        except BaseException:
+            self.discard()
+            raise
+        return [self.base / name / SKILL_FILE for name in self.names]
+
+    def discard(self) -> None:
+        for path in self.published:
+            _rmtree(path)
+        _rmtree(self.staging)
+        _remove_empty(self.created)
+
+
 def export_skills(
     files: dict[str, str],
     out: Path,
@@ -388,7 +459,20 @@ def export_skills(
     resources_root: Path | None = None,
     per_skill: dict[str, dict[str, str]] | None = None,
 ) -> list[Path]:
-    """Write `<out>/.agents/skills/<name>/SKILL.md` for each skill file; refuses to overwrite.
+    """Write `<out>/.agents/skills/<name>/SKILL.md` for each skill file; refuses to overwrite,
+    all or nothing (stage_skills, then publish)."""
+    return stage_skills(files, out, provenance, resources_root, per_skill).publish()
+
+
+def stage_skills(
+    files: dict[str, str],
+    out: Path,
+    provenance: dict[str, str],
+    resources_root: Path | None = None,
+    per_skill: dict[str, dict[str, str]] | None = None,
+) -> StagedSkills:
+    """Every skill of `files` written under `<out>/.agents/skills/.staging-*`, after checking
+    that no target exists and no path below `out` is a symbolic link.
 
     `provenance` (string values) joins each skill's `metadata` under `skill-trainer.<key>`,
     then `per_skill[file]` (that skill's own figures, `skill_provenance`) joins that skill's.
@@ -414,29 +498,64 @@ def export_skills(
     if dup:
         raise UserError(f"two skill files export to the same skill name {dup!r}")
     for name in names:
-        if (base / name).exists():
-            raise UserError(f"{base / name}: already exists; export to another --out")
-    base.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, fm, body in entries:
-        staging = base / f".staging-{name}-{uuid.uuid4().hex[:8]}"
-        try:
-            staging.mkdir()
-            (staging / SKILL_FILE).write_text(render_skill(fm, body), encoding="utf-8")
+        _check_free(Path(out), base / name)
+    staged = StagedSkills(Path(out), base / f".staging-{uuid.uuid4().hex[:8]}", names, [])
+    staged.created = _make_folders(base)
+    try:
+        staged.staging.mkdir()
+        for name, fm, body in entries:
             source = (resources_root / name) if resources_root else None
-            if source is not None and source.is_dir() and not source.is_symlink():
-                for path in sorted(source.rglob("*")):
-                    _real_file(path, source)
-                    if path.is_file():
-                        rel = path.relative_to(source).as_posix()
-                        if rel.split("/")[0] in RESOURCE_DIRS:
-                            _copy_resource(path, staging, rel)
-            os.rename(staging, base / name)
-        except BaseException:
-            _rmtree(staging)
-            raise
-        written.append(base / name / SKILL_FILE)
-    return written
+            _write_skill(staged.staging / name, render_skill(fm, body), source)
+    except BaseException:
+        staged.discard()
+        raise
+    return staged
+
+
+def _check_free(out: Path, target: Path) -> None:
+    """`target` (a skill's folder under `out`) may be written: no link on the way, not there."""
+    check_no_links(out, target)
+    if os.path.lexists(target):
+        raise UserError(f"{target}: already exists; remove it or export to another folder")
+
+
+def _make_folders(folder: Path) -> list[Path]:
+    """Create `folder` and its missing parents; returns those created, outermost first."""
+    missing = []
+    while not os.path.lexists(folder):
+        missing.append(folder)
+        folder = folder.parent
+    created: list[Path] = []
+    try:
+        for path in reversed(missing):
+            path.mkdir()
+            created.append(path)
+    except BaseException:
+        _remove_empty(created)
+        raise
+    return created
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    """Remove folders an export created (innermost first), each only if it is empty."""
+    for path in reversed(folders):
+        try:
+            path.rmdir()
+        except OSError:
+            return
+
+
+def _write_skill(folder: Path, text: str, resources: Path | None) -> None:
+    folder.mkdir()
+    (folder / SKILL_FILE).write_text(text, encoding="utf-8")
+    if resources is None or not resources.is_dir() or resources.is_symlink():
+        return
+    for path in sorted(resources.rglob("*")):
+        _real_file(path, resources)
+        if path.is_file():
+            rel = path.relative_to(resources).as_posix()
+            if rel.split("/")[0] in RESOURCE_DIRS:
+                _copy_resource(path, folder, rel)
 
 
 def version_provenance(root: Path, version: str, eval_run_id: str | None) -> dict[str, str]:
@@ -555,13 +674,22 @@ def export_version(
     root: Path, version: str, out: Path, eval_run_id: str | None = None, store: Path | None = None
 ) -> list[Path]:
     """Export a workspace's skills version (`best` for the best one) as Agent Skills."""
+    return stage_version(root, version, out, eval_run_id, store).publish()
+
+
+def stage_version(
+    root: Path, version: str, out: Path, eval_run_id: str | None = None, store: Path | None = None
+) -> StagedSkills:
+    """export_version up to the last step: written, checked, not yet visible."""
     root = Path(root)
+    if eval_run_id is not None:
+        check_run_id(eval_run_id, "--eval-run")
     if version == "best":
         best = read_best(root)
         if not best:
             raise UserError(f"{root}/manifest.json: no best version yet (train first)")
         version = best["skills"]
-    version = version.split("/")[-1]
+    version = check_version(version, "--version")
     files = read_version_files(root / "skills" / version)
     prov = version_provenance(root, version, eval_run_id)
     per_skill = skill_provenance(root, prov["eval-run"], files) if "run-accuracy" in prov else {}
@@ -570,4 +698,4 @@ def export_version(
         seed = read_manifest(root).get("seed")
         if isinstance(seed, str) and TASK_TYPE_RE.fullmatch(seed):
             resources = Path(store) / "seeds" / seed / "resources"
-    return export_skills(files, out, prov, resources, per_skill)
+    return stage_skills(files, out, prov, resources, per_skill)

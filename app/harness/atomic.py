@@ -8,7 +8,33 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from app.errors import UserError
 from app.secrets import scrub
+
+
+def check_no_links(root: Path, target: Path) -> Path:
+    """`target`, if it lies inside `root` and no existing path below `root` on the way to it
+    (the target included) is a symbolic link; else a UserError naming the link.
+
+    Every writer calls this before it writes, so nothing is ever written through a link the
+    command did not create. `root` itself (a workspace, an `--out`, a store: the folder the
+    user named) may be a link."""
+    root, target = Path(root), Path(target)
+    try:
+        parts = target.relative_to(root).parts
+    except ValueError:
+        raise UserError(f"{target}: not inside {root}; refusing to write it") from None
+    if ".." in parts:
+        raise UserError(f"{target}: leaves {root}; refusing to write it")
+    current = root
+    for part in parts:
+        current = current / part
+        if current.is_symlink():
+            raise UserError(
+                f"{current}: is a symbolic link; nothing is written through a link the "
+                "command did not create (remove the link, or choose another folder)"
+            )
+    return target
 
 
 def fsync_dir(path: Path) -> None:
@@ -42,8 +68,6 @@ def write_json_atomic(path: Path, data: Any) -> None:
 
 def read_json_object(path: Path, what: str) -> dict[str, Any]:
     """A JSON object from a workspace file, or a UserError naming the file."""
-    from app.errors import UserError
-
     try:
         data = read_json(path)
     except (ValueError, UnicodeDecodeError) as e:

@@ -28,23 +28,32 @@ branch's final reply.
 
 Questions of the test pool (app/harness/pools.py) are left out unless `include_test`.
 Every file gets `<file>.manifest.json`: counts, source versions, rollout ids, sha256 of the
-file, layout and whether a simulated model wrote it. All files are written atomically.
+file, layout and whether a simulated model wrote it. All files are written into a hidden
+folder first and renamed into place (a failed export leaves nothing); a previous export in
+the folder is replaced only with `overwrite`, and no path on the way may be a link.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-from collections.abc import Sequence
+import os
+import shutil
+import uuid
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from loguru import logger
+
 from app.errors import UserError
 from app.harness.agent_prompts import AgentPrompts
-from app.harness.atomic import write_json_atomic, write_text_atomic
+from app.harness.atomic import check_no_links, fsync_dir, write_json_atomic, write_text_atomic
 from app.harness.clock import now_iso
 from app.harness.fork import held_out_question_ids
+from app.harness.ids import check_run_id
 from core.evolution.edits import strip_momentum
 
 EXPORT_VERSION = 1
@@ -76,9 +85,17 @@ def _prompt_messages(prompts_cache: dict, session, branch: dict, question) -> li
 
 
 def export_rollouts(
-    session, rollout_ids: Sequence[str], out_dir: Path, *, include_test: bool = False
+    session,
+    rollout_ids: Sequence[str],
+    out_dir: Path,
+    *,
+    include_test: bool = False,
+    overwrite: bool = False,
 ) -> dict[str, Any]:
     log = session.log
+    for rid in rollout_ids:
+        check_run_id(rid, "rollout id")
+    _check_target(session.paths.root, Path(out_dir), overwrite)
     for rid in rollout_ids:
         if not log.query("SELECT 1 FROM rankings WHERE run_id = ? LIMIT 1", (rid,)):
             raise UserError(
@@ -151,11 +168,25 @@ def export_rollouts(
                         }
                     )
                 )
-    out_dir.mkdir(parents=True, exist_ok=True)
+    with _staged(Path(out_dir)) as staging:
+        return _write_files(
+            session, staging, lines, rollout_ids, versions, include_test, skipped_test
+        )
+
+
+def _write_files(
+    session,
+    staging: Path,
+    lines: dict[str, list[str]],
+    rollout_ids: Sequence[str],
+    versions: set[tuple[str, str]],
+    include_test: bool,
+    skipped_test: int,
+) -> dict[str, Any]:
     manifests = {}
     for name, layout in LAYOUTS.items():
         text = "".join(line + "\n" for line in lines[name])
-        write_text_atomic(out_dir / name, text)
+        write_text_atomic(staging / name, text)
         manifest = {
             "file": name,
             "layout": layout,
@@ -169,9 +200,49 @@ def export_rollouts(
             "simulated_model": session.config.uses_sim,
             "created_at": now_iso(),
         }
-        write_json_atomic(out_dir / f"{name}.manifest.json", manifest)
+        write_json_atomic(staging / f"{name}.manifest.json", manifest)
         manifests[name] = manifest
     return manifests
+
+
+def _file_names() -> list[str]:
+    return [f for name in LAYOUTS for f in (name, f"{name}.manifest.json")]
+
+
+def _check_target(workspace: Path, out_dir: Path, overwrite: bool) -> None:
+    """No link on the way to the files (from the workspace for a folder inside it, else from
+    `out_dir`), and a previous export is replaced only when asked."""
+    root = workspace if out_dir.is_relative_to(workspace) else out_dir
+    for name in _file_names():
+        check_no_links(root, out_dir / name)
+    previous = [name for name in _file_names() if os.path.lexists(out_dir / name)]
+    if previous and not overwrite:
+        raise UserError(
+            f"{out_dir}: holds a previous export ({len(previous)} files: "
+            f"{', '.join(previous[:3])}{', ...' if len(previous) > 3 else ''}); add "
+            "--overwrite (overwrite=True) to replace them, or choose another --out"
+        )
+    if previous:
+        logger.warning("replacing the previous export in {} ({} files)", out_dir, len(previous))
+
+
+@contextlib.contextmanager
+def _staged(out_dir: Path) -> Iterator[Path]:
+    """A hidden folder in `out_dir` to write every file into; on success each file is renamed
+    into place, on failure the folder (and `out_dir`, when this export created it) is removed."""
+    created = not os.path.lexists(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    staging = out_dir / f".export-{uuid.uuid4().hex[:8]}"
+    staging.mkdir()
+    try:
+        yield staging
+        for name in _file_names():
+            os.replace(staging / name, out_dir / name)
+        fsync_dir(out_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        if created and not any(out_dir.iterdir()):
+            out_dir.rmdir()
 
 
 def _dump(obj: dict) -> str:

@@ -26,6 +26,7 @@ import anyio
 
 from app.errors import UserError
 from app.harness import killpoints
+from app.harness.ids import check_run_id
 from app.harness.inference import answer_question, prediction_row
 from app.harness.log import RunStatus
 from app.harness.pools import split_pools
@@ -222,6 +223,7 @@ async def run_fork(
     session, spec: ForkSpec, rollout_id: str, *, resume: bool = False, bars=NO_BARS
 ) -> ForkResult:
     """Run (or finish) a fork: every (question, branch) without a row gets one."""
+    check_run_id(rollout_id, "--rollout-id")
     log = session.log
     existing = log.run(rollout_id)
     if existing is not None and not resume:

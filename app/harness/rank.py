@@ -32,6 +32,7 @@ from app.harness import memory
 from app.harness.atomic import write_json_atomic
 from app.harness.clock import now_iso
 from app.harness.fork import held_out_question_ids
+from app.harness.ids import check_run_id
 from app.harness.judge import (
     CallBudget,
     Judge,
@@ -88,6 +89,7 @@ async def rank_rollout(
     judge_cap: int | None = None,
     remember: bool = True,
 ) -> dict[str, Any]:
+    check_run_id(rollout_id, "rollout id")
     log, config = session.log, session.config
     run = log.run(rollout_id)
     if run is None or run["kind"] != "fork":

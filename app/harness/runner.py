@@ -30,6 +30,7 @@ from app.harness.checkpoint import (
 )
 from app.harness.clock import now_iso
 from app.harness.gate_ladder import BaselineCache, GatePools
+from app.harness.ids import check_run_id, check_version
 from app.harness.log import RunStatus
 from app.harness.pools import Pools, filter_trainable, split_pools
 from app.harness.question_units import build_units, unit_accuracy, unit_correctness_view
@@ -464,6 +465,7 @@ class Runner:
 
     async def _diagnose_run(self, run_id: str) -> dict[str, Any]:
         session = self.session
+        check_run_id(run_id, "run id")
         run = session.log.run(run_id)
         if run is None:
             raise UserError(f"no run {run_id!r} in {session.paths.db}")
@@ -540,8 +542,9 @@ def promote(root: Path, version: str, eval_run_id: str, name: str, store: Path) 
     """Copy a skills version (with the prompts its eval used) into a new store seed."""
     from app.harness.log import HarnessLog
 
+    version = check_version(version, "version")
+    check_run_id(eval_run_id, "--eval-run")
     paths = resolve_paths(root)
-    version = version.split("/")[-1]
     with HarnessLog(paths.db, readonly=True) as log:
         run = log.run(eval_run_id)
     if run is None or run["status"] != RunStatus.DONE:

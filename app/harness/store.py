@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
+import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from app.errors import UserError
+from app.harness.atomic import check_no_links
 from app.toml_compat import tomllib
 from core.evolution.budget import DEFAULT_SKILL_FILE, resolve_skill_file
 from core.types import CHECKERS, Question
@@ -294,11 +297,27 @@ def promote_to_seed(
     """Write a workspace's (verified) version files as a new seed; commit when the store is a
     git repo. Only file contents are written: nothing is copied through a link."""
     check_store_name(name, "--name")
-    target = store / "seeds" / name
-    if target.exists():
+    target = check_no_links(store, store / "seeds" / name)
+    if os.path.lexists(target):
         raise UserError(f"{target}: seed '{name}' already exists")
-    staging = store / "seeds" / f".staging-{name}"
-    shutil.rmtree(staging, ignore_errors=True)
+    staging = store / "seeds" / f".staging-{name}-{uuid.uuid4().hex[:8]}"
+    try:
+        _write_promoted(staging, name, skills, prompts, provenance)
+        staging.rename(target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    _commit_store(store, target, f"promote seed {name}")
+    return target
+
+
+def _write_promoted(
+    staging: Path,
+    name: str,
+    skills: dict[str, str],
+    prompts: dict[str, str],
+    provenance: dict[str, Any],
+) -> None:
     for sub, files in (("skills", skills), ("prompts", prompts)):
         (staging / sub).mkdir(parents=True)
         for file_name, text in files.items():
@@ -311,9 +330,6 @@ def promote_to_seed(
     ]
     lines += [f"{k} = {json.dumps(str(v))}" for k, v in sorted(provenance.items())]
     (staging / "seed.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    staging.rename(target)
-    _commit_store(store, target, f"promote seed {name}")
-    return target
 
 
 def _commit_store(store: Path, target: Path, message: str) -> None:

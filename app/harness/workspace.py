@@ -21,7 +21,7 @@ from loguru import logger
 
 from app.errors import DamagedFile, UserError
 from app.harness import killpoints
-from app.harness.atomic import fsync_dir, read_json_object, write_json_atomic
+from app.harness.atomic import check_no_links, fsync_dir, read_json_object, write_json_atomic
 from app.harness.clock import now_iso
 from app.harness.log import HarnessLog
 from app.harness.store import Benchmark, Seed, load_benchmark, skills_without_task_type
@@ -31,6 +31,32 @@ MANIFEST_SCHEMA = 1
 KINDS = ("skills", "prompts")
 META_FILE = "_meta.json"
 VERSION_RE = re.compile(r"^v(\d+)$")
+# Every path a command writes inside a workspace (files, or the folders it writes into);
+# none may be a symbolic link (check_workspace_links).
+WRITTEN_ENTRIES = (
+    "manifest.json",
+    "checkpoint.json",
+    "gate_pools.json",
+    "baseline_cache.json",
+    "model_io.json",
+    "harness.db",
+    "harness.db-wal",
+    "harness.db-shm",
+    "response_cache.db",
+    "response_cache.db-wal",
+    "response_cache.db-shm",
+    "writer.lock",
+    "train.lock",
+    "skills",
+    "prompts",
+    "questions",
+    "reports/steps",
+    "reports/epochs",
+    "analyses",
+    "exports",
+    "logs/skill-trainer.log",
+    ".staging",
+)
 
 
 @dataclass(frozen=True)
@@ -193,6 +219,14 @@ def read_manifest(root: Path) -> dict[str, Any]:
         if not isinstance(current.get(key), str):
             raise UserError(f"{path}: key 'current.{key}' missing or not a string")
     return manifest
+
+
+def check_workspace_links(root: Path) -> None:
+    """Refuse a workspace where a path a command writes (WRITTEN_ENTRIES) is a symbolic link:
+    a linked `analyses/` would take `eval`'s report elsewhere. Checked by every writer before
+    it writes (app.harness.writer_lock.WriterLock.acquire)."""
+    for entry in WRITTEN_ENTRIES:
+        check_no_links(root, Path(root) / entry)
 
 
 def resolve_paths(root: Path) -> WorkspacePaths:

@@ -5,6 +5,8 @@ promote, demo) holds this lock for its whole life. It is an `flock`, so the kern
 when the holder exits for any reason, SIGKILL included: there is no stale lock to clean up.
 The lock file also names its holder (pid, command, start time) so a refused second writer can
 say who is writing. Readers (`report`, the TUI) never take it and never wait for it.
+Taking it first refuses a workspace where a path commands write is a symbolic link
+(app.harness.workspace.check_workspace_links), before the lock file itself is opened.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 
 from app.errors import UserError
 from app.harness.clock import now_iso
+from app.harness.workspace import check_workspace_links
 
 LOCK_FILE = "writer.lock"
 
@@ -45,6 +48,7 @@ class WriterLock:
     def acquire(self) -> WriterLock:
         if not (self.root / "manifest.json").is_file():
             raise UserError(f"{self.root}: not a workspace (no manifest.json)")
+        check_workspace_links(self.root)  # before the lock file itself is opened
         self._fd = self._lock(self.root)
         self._held_in = self.root
         return self
