@@ -105,6 +105,7 @@ def add_command(
         description=help,
         epilog=f"example:\n  skill-trainer {example}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,  # a prefix is reported with the option meant, never guessed
     )
 
 
@@ -121,6 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     o = Options()
     parser = argparse.ArgumentParser(
         prog="skill-trainer",
+        allow_abbrev=False,
         description="Train an LLM agent's skill files and prompts "
         "with gated edits. Runs offline on the built-in simulated model by default.",
     )
@@ -378,6 +380,7 @@ def _add_fork_commands(sub: Any, o: Options) -> None:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = build_parser()
+    _refuse_an_unknown_command(parser, sys.argv[1:] if argv is None else argv)
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # the command's usage, not the top level's, and the option meant if it is close
         command = subparser(parser, args.command)
@@ -392,6 +395,24 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             parser.error(f"{args.command}: give the workspace with -w DIR")
         args.workspace = given[0] if given else None
     return args
+
+
+def _refuse_an_unknown_command(parser: argparse.ArgumentParser, argv: list[str]) -> None:
+    """argparse (before Python 3.14) lists every command for a typo; name the one meant."""
+    typed = next((word for word in argv if not word.startswith("-")), None)
+    commands = list(_subcommands(parser))
+    if typed is None or typed in commands:
+        return
+    close = difflib.get_close_matches(typed, commands, n=1, cutoff=0.6)
+    meant = f"; did you mean {close[0]}?" if close else f" (commands: {', '.join(commands)})"
+    parser.error(f"unknown command {typed!r}{meant}")
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
 
 
 def subparser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:

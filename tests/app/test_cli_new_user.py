@@ -190,3 +190,23 @@ def test_which_models_need_a_key_from_the_environment(monkeypatch) -> None:
     monkeypatch.setenv("GOOGLE_API_KEY", "k")
     assert missing_key("openai/gpt-4o-mini", None, "MY_KEY") is None
     assert missing_key("gemini/gemini-2.0-flash", None, None) is None
+
+
+def test_an_abbreviated_option_is_refused_not_guessed(capsys) -> None:
+    """argparse's prefix matching would take `--no-progres` for `--no-progress` silently; a
+    prefix that a later option could also start would then change meaning."""
+    with pytest.raises(SystemExit) as exit_:
+        main(["train", "-w", "W", "--no-progres"])
+    assert exit_.value.code == 2
+    assert "did you mean --no-progress?" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("typed", "meant"), [("trian", "train"), ("reprot", "report")])
+def test_a_mistyped_command_names_the_command_meant(capsys, typed: str, meant: str) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["-v", typed, "-w", "W"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2
+    assert (
+        err.strip().splitlines()[-1].endswith(f"unknown command {typed!r}; did you mean {meant}?")
+    )
