@@ -128,15 +128,19 @@ class ScriptedProvider:
 
     async def complete(self, messages: list[Message], **kwargs: Any) -> LLMResponse:
         request = self._record(messages, kwargs)
+        # A queue's turn is taken on arrival, so concurrent calls with a delay still get the
+        # outcomes in the order they called.
+        scripted = self._next_in_queue(request) if self._respond is None else None
         self.active += 1
         self.peak = max(self.peak, self.active)
         try:
             delay = self._delay(request) if callable(self._delay) else self._delay
             if delay:
                 await anyio.sleep(delay)
-            outcome = self._outcome(request)
+            outcome = scripted if self._respond is None else self._respond(request)
             if inspect.isawaitable(outcome):
                 outcome = await outcome
+            assert outcome is not None
             return self._deliver(request, outcome)
         finally:
             self.active -= 1
@@ -147,6 +151,7 @@ class ScriptedProvider:
 
     @property
     def calls(self) -> int:
+        """How many times `complete` was called."""
         return len(self.requests)
 
     def _record(self, messages: list[Message], kwargs: dict[str, Any]) -> Request:
@@ -169,9 +174,7 @@ class ScriptedProvider:
         self.requests.append(request)
         return request
 
-    def _outcome(self, request: Request) -> Outcome | Awaitable[Outcome]:
-        if self._respond is not None:
-            return self._respond(request)
+    def _next_in_queue(self, request: Request) -> Outcome:
         if self._queues is None:
             queue, turn = self._queue, len(self.requests) - 1
         else:
@@ -185,9 +188,13 @@ class ScriptedProvider:
             raise outcome
         if isinstance(outcome, LLMResponse):
             return outcome
-        usage = self._usage or Usage(
-            sum(len(str(m.get("content") or "").split()) for m in request.messages),
-            len(outcome.split()),
+        usage = (
+            self._usage
+            if self._usage is not None
+            else Usage(
+                sum(len(str(m.get("content") or "").split()) for m in request.messages),
+                len(outcome.split()),
+            )
         )
         return LLMResponse(text=outcome, usage=usage, model=self.model)
 

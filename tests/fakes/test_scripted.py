@@ -95,3 +95,22 @@ def test_an_infinite_delay_hangs_until_cancelled() -> None:
         return scope.cancelled_caught
 
     assert anyio.run(go) and provider.calls == 1 and provider.active == 0
+
+
+def test_concurrent_calls_get_queue_turns_in_the_order_they_arrived() -> None:
+    # the first to arrive waits longest, so the calls finish in the reverse order
+    provider = ScriptedProvider(
+        ["a", "b", "c"], delay=lambda r: 0.01 * (3 - provider.requests.index(r))
+    )
+    texts: dict[int, str] = {}
+
+    async def go() -> None:
+        async def one(seed: int) -> None:
+            texts[seed] = (await provider.complete(USER, seed=seed)).text
+
+        async with anyio.create_task_group() as tg:
+            for seed in range(3):
+                tg.start_soon(one, seed)
+
+    anyio.run(go)
+    assert [texts[r.seed] for r in provider.requests] == ["a", "b", "c"]
