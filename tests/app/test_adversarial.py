@@ -36,6 +36,7 @@ from core.evolution.edits import MOMENTUM_END, MOMENTUM_START
 from core.evolution.evolve import process_reply
 from core.trajectory import MAX_BYTES
 from core.types import LLMResponse, Question, ToolCall, Usage
+from tests.fakes.scripted import ScriptedProvider
 
 ROOT = Path(__file__).resolve().parents[2]
 PWN = Path("/tmp/skill-trainer-pwn.md")
@@ -243,20 +244,6 @@ def test_parse_refusals_keep_their_reason_in_the_evolutions_table(tmp_path):
 
 
 # -- the agent side: a scripted model ----------------------------------------------------------
-class Scripted:
-    """Serves canned replies in order (the last repeats) and records what it was sent."""
-
-    def __init__(self, replies: list[LLMResponse]) -> None:
-        self.replies = replies
-        self.sent: list[list[dict]] = []
-
-    async def complete(
-        self, messages, *, tools=None, temperature=0.0, max_tokens=1024, seed=0, role="agent"
-    ) -> LLMResponse:
-        self.sent.append(messages)
-        return self.replies[min(len(self.sent) - 1, len(self.replies) - 1)]
-
-
 def reply(text: str = "", *calls: ToolCall) -> LLMResponse:
     return LLMResponse(text=text, tool_calls=calls, usage=Usage(5, 5), model="scripted")
 
@@ -325,7 +312,7 @@ def test_hostile_tool_calls_are_recorded_in_the_trajectory_and_the_log(tmp_path)
         reply("", *calls[9:]),
         reply("Done! The checker confirmed my answer is correct.\nANSWER: 41"),
     ]
-    inner = Scripted(script)
+    inner = ScriptedProvider(script)
     cache = ResponseCache(tmp_path / "cache.db")
     provider = CachingProvider(inner, cache, model_name="scripted")
     with HarnessLog(tmp_path / "harness.db") as log:
@@ -354,10 +341,10 @@ def test_hostile_tool_calls_are_recorded_in_the_trajectory_and_the_log(tmp_path)
     assert verdict["type"] == "verdict" and verdict["correct"] is False
     assert verdict["checker"] == "exact" and verdict["answer"] == "42"
     # every tool call got exactly one tool message back, in order
-    tool_msgs = [m for m in inner.sent[-1] if m["role"] == "tool"]
+    tool_msgs = [m for m in inner.requests[-1].messages if m["role"] == "tool"]
     assert [m["tool_call_id"] for m in tool_msgs] == [c.id for c in calls]
     # the same run again is served from the cache, identically
-    inner2 = Scripted([reply("never used")])
+    inner2 = ScriptedProvider([reply("never used")])
     cache = ResponseCache(tmp_path / "cache.db")
     again = anyio.run(
         lambda: answer_question(
@@ -368,20 +355,20 @@ def test_hostile_tool_calls_are_recorded_in_the_trajectory_and_the_log(tmp_path)
         )
     )
     cache.close()
-    assert inner2.sent == [] and again.prediction == "41" and not again.correct
+    assert inner2.requests == [] and again.prediction == "41" and not again.correct
 
 
 @pytest.mark.parametrize("name", ["huge-name", "huge-key"])
 def test_error_reasons_for_huge_tool_calls_are_bounded(name):
     call = ToolCall("c1", "t" * 1_000_000, {}) if name == "huge-name" else HOSTILE_CALLS["huge-key"]
-    provider = Scripted([reply("", call), reply("ANSWER: 42")])
+    provider = ScriptedProvider([reply("", call), reply("ANSWER: 42")])
     pred = anyio.run(
         lambda: answer_question(provider, agent_prompts(), question(), AgentSettings())
     )
     [step] = [s for s in pred.steps if s["type"] == "tool"]
     assert step["status"] == "error"
     assert len(step["output"].encode("utf-8", "surrogatepass")) <= MAX_BYTES + 100
-    assert len(provider.sent[1][-1]["content"]) <= MAX_BYTES + 100
+    assert len(provider.requests[1].messages[-1]["content"]) <= MAX_BYTES + 100
 
 
 CLAIMS = [
@@ -407,7 +394,7 @@ def test_claims_of_success_are_judged_by_the_checker_only(checker, args, answer,
     q = question(answer, checker, **args)
     pred = anyio.run(
         lambda: answer_question(
-            Scripted([reply(text)]), agent_prompts("inline"), q, AgentSettings()
+            ScriptedProvider([reply(text)]), agent_prompts("inline"), q, AgentSettings()
         )
     )
     assert pred.correct is False, (text, pred.prediction)
@@ -421,7 +408,7 @@ def test_a_correct_answer_still_counts_next_to_hostile_noise():
     """The hostile turns do not poison a right final answer (the checker is not fooled either
     way)."""
     calls = [HOSTILE_CALLS["unknown-name"], HOSTILE_CALLS["control-value"]]
-    provider = Scripted([reply("", *calls), reply("\x1b[2Jnoise \ud800\nANSWER: 42")])
+    provider = ScriptedProvider([reply("", *calls), reply("\x1b[2Jnoise \ud800\nANSWER: 42")])
     pred = anyio.run(
         lambda: answer_question(provider, agent_prompts(), question(), AgentSettings())
     )

@@ -13,7 +13,8 @@ from app.harness.inference import AgentSettings, _fallback, answer_question
 from app.harness.store import load_benchmark
 from app.paths import read_prompt
 from core.checkers import extract_answer, fallback_answer
-from core.types import LLMResponse, Question, StopReason
+from core.types import Question, StopReason
+from tests.fakes.scripted import ScriptedProvider
 
 
 @pytest.mark.parametrize(
@@ -68,19 +69,10 @@ def test_real_replies_with_a_marker_mid_line_are_answers_not_refusals(text, answ
         skills_version="v1",
         prompts_version="v1",
     )
-    provider = Extractor(reply)
+    provider = ScriptedProvider([reply])
     pred = anyio.run(lambda: answer_question(provider, prompts, q, AgentSettings()))
     assert (pred.stop_reason, pred.correct) == (StopReason.FINAL, True)
     assert pred.steps[-1]["answer_source"] == "answer_line"
-
-
-class Extractor:
-    def __init__(self, reply: str) -> None:
-        self.reply, self.calls = reply, []
-
-    async def complete(self, messages, **kw):
-        self.calls.append((messages, kw))
-        return LLMResponse(text=self.reply)
 
 
 def run_fallback(provider, text: str, fallbacks: dict) -> tuple:
@@ -92,19 +84,22 @@ def run_fallback(provider, text: str, fallbacks: dict) -> tuple:
 
 
 def test_fallbacks_apply_in_order_per_task_type_and_are_marked():
-    provider = Extractor("ANSWER: Oslo")
+    provider = ScriptedProvider(["ANSWER: Oslo"])
     found, _ = run_fallback(
         provider, "It is Oslo, 1 city.", {"*": ["last_number"], "geo": ["extract", "last_line"]}
     )
     assert found == ("Oslo", "extract")
-    [(messages, kw)] = provider.calls
-    assert kw["role"] == "extract" and "It is Oslo, 1 city." in messages[0]["content"]
+    [request] = provider.requests
+    assert request.kwargs["role"] == "extract"
+    assert "It is Oslo, 1 city." in request.messages[0]["content"]
 
 
 def test_extraction_that_finds_nothing_falls_through_and_none_means_refused():
-    found, steps = run_fallback(Extractor("ANSWER: none"), "I cannot say.", {"*": ["extract"]})
+    found, steps = run_fallback(
+        ScriptedProvider(["ANSWER: none"]), "I cannot say.", {"*": ["extract"]}
+    )
     assert found == (None, "") and steps[-1]["type"] == "extract"
-    assert run_fallback(Extractor("x"), "Oslo", {}) == ((None, ""), [])
+    assert run_fallback(ScriptedProvider(["x"]), "Oslo", {}) == ((None, ""), [])
 
 
 def write_bench(tmp_path: Path, fallbacks: str) -> Path:

@@ -22,6 +22,7 @@ from core.protocols import LLMProvider
 from core.types import LLMResponse, ToolCall, ToolSpec, Usage
 from tests.fakes.fixtures import fake_openai  # noqa: F401 - pytest fixture
 from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.scripted import ScriptedProvider
 
 ROOT = Path(__file__).resolve().parents[2]
 USER = [{"role": "user", "content": "What is 2 + 2?"}]
@@ -34,21 +35,6 @@ ANSWER = LLMResponse(
     model="m",
     latency_s=0.4,
 )
-
-
-class ScriptedProvider:
-    """Inner provider that plays a list of answers or exceptions and counts calls."""
-
-    def __init__(self, *outcomes: LLMResponse | Exception) -> None:
-        self.outcomes = list(outcomes)
-        self.calls = 0
-
-    async def complete(self, messages, **kwargs: Any) -> LLMResponse:
-        self.calls += 1
-        outcome = self.outcomes.pop(0) if len(self.outcomes) > 1 else self.outcomes[0]
-        if isinstance(outcome, Exception):
-            raise outcome
-        return outcome
 
 
 class Recorder:
@@ -129,7 +115,7 @@ def test_persists_across_instances_and_schema(tmp_path: Path) -> None:
 
 
 async def test_miss_then_hit(cache: ResponseCache) -> None:
-    inner = ScriptedProvider(ANSWER)
+    inner = ScriptedProvider([ANSWER])
     recorder = Recorder()
     provider = CachingProvider(inner, cache, model_name="m", recorder=recorder)
     assert isinstance(provider, LLMProvider)
@@ -164,7 +150,7 @@ async def test_miss_then_hit(cache: ResponseCache) -> None:
 
 
 async def test_errors_are_recorded_not_cached(cache: ResponseCache) -> None:
-    inner = ScriptedProvider(TransientError("rate limited"), ANSWER)
+    inner = ScriptedProvider([TransientError("rate limited"), ANSWER])
     recorder = Recorder()
     provider = CachingProvider(inner, cache, model_name="m", recorder=recorder)
     with pytest.raises(TransientError):
@@ -189,7 +175,7 @@ async def test_a_defective_reply_reaches_the_caller_and_the_next_call_asks_again
     cache: ResponseCache,
 ) -> None:
     broken = dataclasses.replace(ANSWER, defect="truncated")
-    inner = ScriptedProvider(broken, ANSWER)
+    inner = ScriptedProvider([broken, ANSWER])
     provider = CachingProvider(inner, cache, model_name="m")
     assert (await provider.complete(USER)).defect == "truncated"
     again = await provider.complete(USER)
@@ -199,10 +185,10 @@ async def test_a_defective_reply_reaches_the_caller_and_the_next_call_asks_again
 
 async def test_hits_survive_a_new_process_instance(tmp_path: Path) -> None:
     path = tmp_path / "cache.sqlite"
-    await CachingProvider(ScriptedProvider(ANSWER), ResponseCache(path), model_name="m").complete(
+    await CachingProvider(ScriptedProvider([ANSWER]), ResponseCache(path), model_name="m").complete(
         USER
     )
-    inner = ScriptedProvider(RuntimeError("must not be called"))
+    inner = ScriptedProvider([RuntimeError("must not be called")])
     resumed = CachingProvider(inner, ResponseCache(path), model_name="m")
     assert (await resumed.complete(USER)).cache_hit and inner.calls == 0
 

@@ -24,6 +24,7 @@ from app.harness.session import Session
 from app.harness.verifiers import Verdict, coerce_verdict, objective_score, verify_rollout
 from app.providers.sim.provider import SimProvider
 from app.providers.sim.world import build_world
+from tests.fakes.scripted import ScriptedProvider
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -152,24 +153,12 @@ def test_sim_temperature_changes_answers_only_above_zero() -> None:
     assert 5 <= changed < sum(a != b for a, b in zip(base, hot, strict=True))
 
 
-class CountingProvider:
-    def __init__(self, inner) -> None:
-        self.inner, self.active, self.peak = inner, 0, 0
-
-    async def complete(self, messages, **kw):
-        self.active += 1
-        self.peak = max(self.peak, self.active)
-        try:
-            await anyio.sleep(0.001)
-            return await self.inner.complete(messages, **kw)
-        finally:
-            self.active -= 1
-
-
 def test_one_concurrency_limit_covers_the_whole_fork(fresh_ws, tmp_path) -> None:
     ws = copy_ws(fresh_ws, tmp_path)
     with Session(ws, load_config(None)) as s:
-        counting = CountingProvider(s.providers["agent"])
+        agent = s.providers["agent"]
+        # a short wait per call lets calls overlap; `peak` counts the most in flight at once
+        counting = ScriptedProvider(respond=lambda r: r.forward_to(agent), delay=0.001)
         s.providers["agent"] = counting
         qs = select_questions(s.benchmark, "diagnosis", None, None, 12)
         spec = ForkSpec(tuple(q.question_id for q in qs), (0.5,) * 6, concurrency=5)

@@ -20,46 +20,21 @@ from app.providers.errors import BudgetExceeded, ProviderError, TransientError
 from core.evolution.edits import Edit, apply_edits, replace_momentum
 from core.trajectory import summarise_tool_output
 from core.types import LLMResponse, Question, ToolCall, Usage
+from tests.fakes.scripted import Request, ScriptedProvider
 
 LONG_CONTEXT = "Summary: the file.\n" + "\n".join(f"line {i}: value {i * 7}" for i in range(80))
 
 
-class Scripted:
-    """A fake LLMProvider: per question, a list of replies (or exceptions) served in order.
+def scripted(script: dict[str, Sequence[LLMResponse | Exception]]) -> ScriptedProvider:
+    """Per question, a list of replies (or exceptions) served in order, the last repeating.
 
-    The question is recognised by its id inside the user message; the last item repeats.
-    Every call is recorded with the messages exactly as sent.
+    The question is recognised by its id inside the user message.
     """
 
-    def __init__(self, script: dict[str, Sequence[LLMResponse | Exception]]) -> None:
-        self.script = {k: list(v) for k, v in script.items()}
-        self.calls: list[dict] = []
+    def question_id(request: Request) -> str:
+        return next(k for k in sorted(script, key=len, reverse=True) if f"[{k}]" in request.user)
 
-    async def complete(
-        self, messages, *, tools=None, temperature=0.0, max_tokens=1024, seed=0, role="agent"
-    ) -> LLMResponse:
-        user = next(m["content"] for m in messages if m["role"] == "user")
-        qid = next(k for k in sorted(self.script, key=len, reverse=True) if f"[{k}]" in user)
-        turn = sum(1 for c in self.calls if c["qid"] == qid)
-        self.calls.append(
-            {
-                "qid": qid,
-                "messages": json.loads(json.dumps(messages)),
-                "tools": tools,
-                "temperature": temperature,
-                "max_tokens": max_tokens,
-                "seed": seed,
-                "role": role,
-            }
-        )
-        items = self.script[qid]
-        item = items[min(turn, len(items) - 1)]
-        if isinstance(item, Exception):
-            raise item
-        return item
-
-    def calls_for(self, qid: str) -> list[dict]:
-        return [c for c in self.calls if c["qid"] == qid]
+    return ScriptedProvider(script, key=question_id)
 
 
 def reply(
@@ -141,15 +116,15 @@ def tool_steps(pred) -> list[dict]:
 
 def test_final_answer() -> None:
     q = question("q1", "42")
-    provider = Scripted({"q1": [reply("Thinking.\nANSWER: 41\nANSWER:  42 ")]})
+    provider = scripted({"q1": [reply("Thinking.\nANSWER: 41\nANSWER:  42 ")]})
     p = answer(provider, q, max_tokens=77, temperature=0.5, sample=3)
     assert (p.prediction, p.correct, p.stop_reason) == ("42", True, "final")
     assert (p.tokens_in, p.tokens_out, p.cost_usd) == (10, 2, 0.001)
     assert (p.skills_version, p.prompts_version) == ("v3", "v2")
-    [call] = provider.calls
-    assert call["tools"] is None and call["role"] == "agent"
-    assert (call["temperature"], call["max_tokens"], call["seed"]) == (0.5, 77, 3)
-    system, user = call["messages"]
+    [call] = provider.requests
+    assert call.tools is None and call.role == "agent"
+    assert (call.temperature, call.max_tokens, call.seed) == (0.5, 77, 3)
+    system, user = call.messages
     assert "- r1" in system["content"] and "[q1] What is it?" in user["content"]
     assert [s["type"] for s in p.steps] == ["model", "verdict"]
     assert p.steps[-1] == {
@@ -164,22 +139,22 @@ def test_final_answer() -> None:
 
 
 def test_wrong_final_answer_is_final_but_not_correct() -> None:
-    p = answer(Scripted({"q1": [reply("ANSWER: 7")]}), question("q1", "42"))
+    p = answer(scripted({"q1": [reply("ANSWER: 7")]}), question("q1", "42"))
     assert (p.prediction, p.correct, p.stop_reason) == ("7", False, "final")
 
 
 def test_tool_call_then_answer_trajectory_matches_what_the_model_saw() -> None:
     q = question("q1", context=LONG_CONTEXT)
     call = ToolCall(id="c1", name="read_context", arguments={"section": "full"})
-    provider = Scripted(
+    provider = scripted(
         {"q1": [reply("Let me look.", call, tokens=(5, 1)), reply("ANSWER: 42", tokens=(7, 3))]}
     )
     p = answer(provider, q)
     assert (p.stop_reason, p.correct, p.tokens_in, p.tokens_out) == ("final", True, 12, 4)
-    first, second = provider.calls
-    assert [t.name for t in first["tools"]] == ["read_context"]
-    assert first["tools"][0].parameters["properties"]["section"]["enum"] == ["summary", "full"]
-    assistant, tool = second["messages"][2:]
+    first, second = provider.requests
+    assert [t.name for t in first.tools] == ["read_context"]
+    assert first.tools[0].parameters["properties"]["section"]["enum"] == ["summary", "full"]
+    assistant, tool = second.messages[2:]
     assert assistant == {
         "role": "assistant",
         "content": "Let me look.",
@@ -212,10 +187,10 @@ def test_tool_call_then_answer_trajectory_matches_what_the_model_saw() -> None:
 def test_default_section_returns_only_the_summary_line() -> None:
     q = question("q1", context=LONG_CONTEXT)
     call = ToolCall(id="c1", name="read_context", arguments={})
-    provider = Scripted({"q1": [reply("", call), reply("ANSWER: 42")]})
+    provider = scripted({"q1": [reply("", call), reply("ANSWER: 42")]})
     p = answer(provider, q)
     assert tool_steps(p)[0]["output"] == "Summary: the file."
-    assert provider.calls[1]["messages"][2]["content"] is None  # empty text -> null content
+    assert provider.requests[1].messages[2]["content"] is None  # empty text -> null content
 
 
 @pytest.mark.parametrize(
@@ -225,14 +200,14 @@ def test_default_section_returns_only_the_summary_line() -> None:
 )
 def test_unknown_tool_name_is_an_error_result_not_a_crash(name: str, p: AgentPrompts) -> None:
     q = question("q1", context="Summary: x\nFACT: y")
-    provider = Scripted(
+    provider = scripted(
         {"q1": [reply("", ToolCall("c9", name, {"task_type": "ledger"})), reply("ANSWER: 42")]}
     )
     pred = answer(provider, q, p)
     assert (pred.stop_reason, pred.correct) == ("final", True)
     [step] = tool_steps(pred)
     assert step["status"] == "error" and step["output"] == f"error: unknown tool {name!r}"
-    assert provider.calls[1]["messages"][-1] == {
+    assert provider.requests[1].messages[-1] == {
         "role": "tool",
         "tool_call_id": "c9",
         "content": step["output"],
@@ -252,17 +227,17 @@ def test_unknown_tool_name_is_an_error_result_not_a_crash(name: str, p: AgentPro
 )
 def test_schema_violating_arguments(tool: str, arguments, reason: str) -> None:
     q = question("q1", context="Summary: x\nFACT: y")
-    provider = Scripted({"q1": [reply("", ToolCall("c1", tool, arguments)), reply("ANSWER: 1")]})
+    provider = scripted({"q1": [reply("", ToolCall("c1", tool, arguments)), reply("ANSWER: 1")]})
     pred = answer(provider, q, prompts("tool"))
     [step] = tool_steps(pred)
     assert step["status"] == "error" and step["output"].startswith(f"error: {reason}")
-    assert provider.calls[1]["messages"][-1]["content"] == step["output"]
+    assert provider.requests[1].messages[-1]["content"] == step["output"]
     assert pred.stop_reason == "final" and not pred.correct
 
 
 def test_read_skill_in_tool_mode_returns_the_task_types_skill() -> None:
     q = question("q1")
-    provider = Scripted(
+    provider = scripted(
         {
             "q1": [
                 reply("", ToolCall("c1", "read_skill", {"task_type": "ledger"})),
@@ -271,8 +246,8 @@ def test_read_skill_in_tool_mode_returns_the_task_types_skill() -> None:
         }
     )
     pred = answer(provider, q, prompts("tool"))
-    assert "# Skill" not in provider.calls[0]["messages"][0]["content"]
-    assert [t.name for t in provider.calls[0]["tools"]] == ["read_skill"]
+    assert "# Skill" not in provider.requests[0].messages[0]["content"]
+    assert [t.name for t in provider.requests[0].tools] == ["read_skill"]
     assert tool_steps(pred)[0]["output"] == "# Ledger\n\n## Rules\n- r1\n"
 
 
@@ -286,7 +261,7 @@ def test_read_skill_returns_the_whole_skill_file() -> None:
     assert reports[0].applied
     skill = replace_momentum(skill, "\n".join(f"- guidance {i}" for i in range(6)))
     assert len(skill) < 2000  # short: well under any context budget
-    provider = Scripted(
+    provider = scripted(
         {
             "q1": [
                 reply("", ToolCall("c1", "read_skill", {"task_type": "ledger"})),
@@ -295,14 +270,14 @@ def test_read_skill_returns_the_whole_skill_file() -> None:
         }
     )
     answer(provider, question("q1"), prompts("tool", skill=skill))
-    sent = provider.calls[1]["messages"][-1]["content"]
+    sent = provider.requests[1].messages[-1]["content"]
     assert [r for r in rules if r not in sent] == []
 
 
 def test_arguments_that_are_not_valid_json() -> None:
     q = question("q1", context="Summary: x")
     raw = '{"section": "full"'
-    provider = Scripted(
+    provider = scripted(
         {"q1": [reply("", ToolCall("c1", "read_context", raw)), reply("ANSWER: 42")]}
     )
     pred = answer(provider, q)
@@ -315,14 +290,14 @@ def test_arguments_that_are_not_valid_json() -> None:
         "status": "error",
         "output": "error: arguments are not valid JSON",
     }
-    assistant = provider.calls[1]["messages"][2]
+    assistant = provider.requests[1].messages[2]
     assert assistant["tool_calls"][0]["function"]["arguments"] == raw  # echoed as sent
     assert pred.stop_reason == "final"
 
 
 @pytest.mark.parametrize("text", ["", "I would rather not say.", "answer is 42"])
 def test_reply_without_answer_line_is_refused(text: str) -> None:
-    pred = answer(Scripted({"q1": [reply(text)]}), question("q1", "42"))
+    pred = answer(scripted({"q1": [reply(text)]}), question("q1", "42"))
     assert (pred.stop_reason, pred.prediction, pred.correct) == ("refused", "", False)
     assert pred.steps[-1]["stop_reason"] == "refused"
 
@@ -330,9 +305,9 @@ def test_reply_without_answer_line_is_refused(text: str) -> None:
 def test_max_steps_reached() -> None:
     q = question("q1", context="Summary: x")
     loop = reply("", ToolCall("c", "read_context", {"section": "summary"}))
-    provider = Scripted({"q1": [loop]})
+    provider = scripted({"q1": [loop]})
     pred = answer(provider, q, max_steps=3)
-    assert len(provider.calls) == 3
+    assert len(provider.requests) == 3
     assert (pred.stop_reason, pred.prediction, pred.correct) == ("max_steps", "", False)
     assert len(tool_steps(pred)) == 3
     assert [s["turn"] for s in pred.steps if s["type"] == "model"] == [0, 1, 2]
@@ -343,7 +318,7 @@ def test_max_steps_reached() -> None:
 )
 def test_provider_error_ends_the_question_with_stop_reason_error(exc: Exception) -> None:
     q = question("q1", context="Summary: x")
-    provider = Scripted({"q1": [reply("", ToolCall("c", "read_context", {})), exc]})
+    provider = scripted({"q1": [reply("", ToolCall("c", "read_context", {})), exc]})
     pred = answer(provider, q)
     assert (pred.stop_reason, pred.prediction, pred.correct) == ("error", "", False)
     errors = [s for s in pred.steps if s["type"] == "error"]
@@ -352,7 +327,7 @@ def test_provider_error_ends_the_question_with_stop_reason_error(exc: Exception)
 
 def test_budget_exceeded_is_not_swallowed(log: HarnessLog) -> None:
     qs = [question(f"q{i}") for i in range(3)]
-    provider = Scripted(
+    provider = scripted(
         {
             "q0": [reply("ANSWER: 42")],
             "q1": [BudgetExceeded("budget spent")],
@@ -371,13 +346,13 @@ def test_budget_exceeded_is_not_swallowed(log: HarnessLog) -> None:
 # --------------------------------------------------------------------------- the whole pool
 
 
-def _pool(n: int, failing: int) -> tuple[list[Question], Scripted]:
+def _pool(n: int, failing: int) -> tuple[list[Question], ScriptedProvider]:
     qs = [question(f"q{i:02d}") for i in range(n)]
     script = {
         q.question_id: [TransientError("timeout") if i < failing else reply("ANSWER: 42")]
         for i, q in enumerate(qs)
     }
-    return qs, Scripted(script)
+    return qs, scripted(script)
 
 
 def test_more_than_ten_percent_errors_raises_run_failed(log: HarnessLog) -> None:
@@ -408,7 +383,7 @@ def test_pairs_fold_into_units(log: HarnessLog) -> None:
         question("s4", task_type="dates"),
     ]
     right, wrong = [reply("ANSWER: 42")], [reply("ANSWER: 0")]
-    provider = Scripted(
+    provider = scripted(
         {"u1a": right, "u1b": wrong, "u2a": right, "u2b": right, "s3": wrong, "s4": right}
     )
     result = infer(provider, qs, log)
@@ -440,7 +415,7 @@ def test_predictions_are_logged_once_with_their_trajectory(log: HarnessLog, monk
         ]
         for q in qs
     }
-    provider = Scripted(script)
+    provider = scripted(script)
     result = infer(provider, qs, log, run_id="run-a")
     rows = log.query("SELECT * FROM predictions WHERE run_id = 'run-a' ORDER BY question_id")
     assert [r["question_id"] for r in rows] == [q.question_id for q in qs]
@@ -453,7 +428,7 @@ def test_predictions_are_logged_once_with_their_trajectory(log: HarnessLog, monk
         assert row["tokens_in"] == 20 and row["cost_usd"] == pytest.approx(0.002)
     assert result.accuracy == 1.0
     # The same run again (a retried step) replaces rows, never duplicates them.
-    again = Scripted({q.question_id: [reply("ANSWER: 0")] for q in qs})
+    again = scripted({q.question_id: [reply("ANSWER: 0")] for q in qs})
     infer(again, qs, log, run_id="run-a")
     rows = log.query("SELECT question_id, correct FROM predictions WHERE run_id = 'run-a'")
     assert len(rows) == 7 and not any(r["correct"] for r in rows)
@@ -467,7 +442,7 @@ def test_predictions_are_logged_once_with_their_trajectory(log: HarnessLog, monk
 
 
 def test_reply_with_a_lone_surrogate_is_logged_not_fatal(log: HarnessLog) -> None:
-    provider = Scripted({"q1": [reply("half an emoji \ud83d\nANSWER: 42")]})
+    provider = scripted({"q1": [reply("half an emoji \ud83d\nANSWER: 42")]})
     result = infer(provider, [question("q1")], log)
     assert result.accuracy == 1.0
     assert log.query("SELECT COUNT(*) AS n FROM predictions")[0]["n"] == 1

@@ -9,7 +9,7 @@ import pytest
 
 from app.providers.errors import ProviderError, TransientError
 from app.providers.retry import FailureOutcome, RetryingProvider, RetryPolicy
-from core.types import LLMResponse
+from tests.fakes.scripted import ScriptedProvider
 
 
 class Sleeps:
@@ -22,18 +22,9 @@ class Sleeps:
         self.delays.append(seconds)
 
 
-class Flaky:
+def flaky(*errors: Exception) -> ScriptedProvider:
     """A provider that raises the given errors in turn, then answers."""
-
-    def __init__(self, *errors: Exception) -> None:
-        self.errors = list(errors)
-        self.calls = 0
-
-    async def complete(self, messages: object, **kwargs: object) -> LLMResponse:
-        self.calls += 1
-        if self.errors:
-            raise self.errors.pop(0)
-        return LLMResponse(text="ok")
+    return ScriptedProvider([*errors, "ok"])
 
 
 def policy(sleeps: Sleeps, **overrides: float) -> RetryPolicy:
@@ -60,7 +51,7 @@ def test_the_seam_sees_every_delay_and_the_same_seed_gives_the_same_delays() -> 
     def run_once() -> list[float]:
         sleeps = Sleeps()
         provider = RetryingProvider(
-            Flaky(TransientError("busy"), TransientError("busy")),
+            flaky(TransientError("busy"), TransientError("busy")),
             backoff_base_s=0.5,
             rng=random.Random(3),
             sleep=sleeps,
@@ -75,7 +66,7 @@ def test_the_seam_sees_every_delay_and_the_same_seed_gives_the_same_delays() -> 
 
 def test_transient_errors_run_out_after_max_retries() -> None:
     sleeps = Sleeps()
-    inner = Flaky(*[TransientError("busy")] * 5)
+    inner = flaky(*[TransientError("busy")] * 5)
     provider = RetryingProvider(inner, max_retries=2, sleep=sleeps)
     with pytest.raises(TransientError):
         anyio.run(provider.complete, [])
@@ -84,7 +75,7 @@ def test_transient_errors_run_out_after_max_retries() -> None:
 
 def test_other_errors_pass_through_without_a_retry() -> None:
     sleeps = Sleeps()
-    inner = Flaky(ProviderError("bad request"))
+    inner = flaky(ProviderError("bad request"))
     with pytest.raises(ProviderError, match="bad request"):
         anyio.run(RetryingProvider(inner, sleep=sleeps).complete, [])
     assert inner.calls == 1 and sleeps.delays == []

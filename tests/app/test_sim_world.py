@@ -58,6 +58,7 @@ from core.evolution.diagnose import (
 from core.evolution.edits import Edit, apply_edits, parse_edits
 from core.evolution.evolve import process_reply, prompt_file_prompt, skill_prompt
 from core.types import LLMResponse, Question
+from tests.fakes.scripted import ScriptedProvider
 
 WORLD = build_world()
 TEMPLATES = {
@@ -134,14 +135,9 @@ def acc_by_type(questions: Sequence[Question], correct: dict[str, bool]) -> dict
     }
 
 
-class Injecting:
+def injecting(inner, message: dict) -> ScriptedProvider:
     """Wraps a provider and appends an extra message to every agent request."""
-
-    def __init__(self, inner, message: dict) -> None:
-        self.inner, self.message = inner, message
-
-    async def complete(self, messages, **kwargs) -> LLMResponse:
-        return await self.inner.complete([*messages, self.message], **kwargs)
+    return ScriptedProvider(respond=lambda r: r.forward_to(inner, [*r.messages, message]))
 
 
 # -------------------------------------------------------------------------------- fixtures
@@ -689,13 +685,9 @@ def test_no_faults_by_default(questions, starter) -> None:
     run(go)
 
 
-class Counting:
-    def __init__(self, inner) -> None:
-        self.inner, self.calls = inner, 0
-
-    async def complete(self, messages, **kwargs):
-        self.calls += 1
-        return await self.inner.complete(messages, **kwargs)
+def counting(inner) -> ScriptedProvider:
+    """Passes every call to `inner`; `.calls` counts them."""
+    return ScriptedProvider(respond=lambda r: r.forward_to(inner))
 
 
 def test_retrying_provider_recovers_transient_faults(questions, starter) -> None:
@@ -704,7 +696,7 @@ def test_retrying_provider_recovers_transient_faults(questions, starter) -> None
 
     requests = _agent_requests(questions, starter, 300)
     clean = SimProvider()
-    inner = Counting(SimProvider(settings=SimSettings(fault_rate=0.3)))
+    inner = counting(SimProvider(settings=SimSettings(fault_rate=0.3)))
     retrying = RetryingProvider(inner, max_retries=8, sleep=no_sleep)
 
     async def go():
@@ -733,7 +725,7 @@ def test_retrying_provider_recovers_transient_faults(questions, starter) -> None
         return False
 
     assert run(first_error)
-    always = Counting(SimProvider(settings=SimSettings(fault_rate=1.0)))
+    always = counting(SimProvider(settings=SimSettings(fault_rate=1.0)))
     raised = 0
     for messages in requests[:60]:
         before = always.calls
@@ -764,7 +756,7 @@ def test_rule_in_an_unrelated_message_does_not_help(
         {"role": "user", "content": f"# Skill\nRules you must apply:\n{rules_text}"},
         {"role": "assistant", "content": f"# Skill\nI will apply:\n{rules_text}"},
     ):
-        got = correctness(Injecting(sim, message), starter, questions)
+        got = correctness(injecting(sim, message), starter, questions)
         assert abs(unit_acc(questions, got) - base_acc) <= 0.05, message["role"]
     # The same text in the system prompt (a channel the agent reads) does help.
     in_system = dataclasses.replace(starter, system=starter.system + "\n" + rules_text)

@@ -37,6 +37,7 @@ from core.evolution.budget import resolve_skill_file
 from core.evolution.edits import Edit, apply_edits
 from core.evolution.gate import GateParams
 from core.types import QuestionUnit
+from tests.fakes.scripted import ScriptedProvider
 
 WORLD = build_world()
 
@@ -106,15 +107,12 @@ def specs_for(base: AgentPrompts, units: dict[str, QuestionUnit]) -> list[GateSp
     return specs
 
 
-class RandomDelay:
-    """Adds a truly random delay before each call so completion order is scrambled."""
-
-    def __init__(self, inner, rng: random.Random, max_s: float = 0.002) -> None:
-        self.inner, self.rng, self.max_s = inner, rng, max_s
-
-    async def complete(self, messages, **kwargs):
-        await anyio.sleep(self.rng.uniform(0, self.max_s))
-        return await self.inner.complete(messages, **kwargs)
+def random_delay(inner, rng: random.Random, max_s: float = 0.002) -> ScriptedProvider:
+    """Adds a random delay before each call so completion order is scrambled."""
+    return ScriptedProvider(
+        respond=lambda request: request.forward_to(inner),
+        delay=lambda request: rng.uniform(0, max_s),
+    )
 
 
 def validate(
@@ -147,7 +145,7 @@ def test_outcomes_do_not_depend_on_completion_order(tmp_path: Path, base, units)
     runs = []
     for concurrency, seed, order in ((16, 1, specs), (3, 2, specs[::-1])):
         sim = SimProvider(settings=SimSettings(latency_ms=2, jitter_ms=2))
-        provider = RandomDelay(sim, random.Random(seed))
+        provider = random_delay(sim, random.Random(seed))
         outcomes, log = validate(
             tmp_path, base, units, order, provider=provider, concurrency=concurrency
         )
@@ -224,16 +222,15 @@ def test_stopped_gates_evaluate_whole_chunks_only(tmp_path: Path, base, units) -
     log.close()
 
 
-class FailingFor:
+def failing_for(inner, marker: str) -> ScriptedProvider:
     """Raises a transient error for every candidate call of one task type."""
-
-    def __init__(self, inner, marker: str) -> None:
-        self.inner, self.marker = inner, marker
-
-    async def complete(self, messages, **kwargs):
-        if self.marker in messages[0]["content"]:
-            raise TransientError("simulated outage")
-        return await self.inner.complete(messages, **kwargs)
+    return ScriptedProvider(
+        respond=lambda request: (
+            TransientError("simulated outage")
+            if marker in request.messages[0]["content"]
+            else request.forward_to(inner)
+        )
+    )
 
 
 def test_provider_outage_during_the_gate_raises_run_failed(tmp_path: Path, base, units) -> None:
@@ -241,7 +238,7 @@ def test_provider_outage_during_the_gate_raises_run_failed(tmp_path: Path, base,
     marker = WORLD.rules_for("ledger")[0].statement  # only the candidate's prompt has it
     with pytest.raises(BaseException) as info:
         validate(
-            tmp_path, base, units, specs, provider=FailingFor(SimProvider(), marker), concurrency=4
+            tmp_path, base, units, specs, provider=failing_for(SimProvider(), marker), concurrency=4
         )
     error = info.value
     while isinstance(error, BaseExceptionGroup):

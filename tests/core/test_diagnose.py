@@ -24,7 +24,8 @@ from core.evolution.diagnose import (
     parse_diagnosis,
     render_trajectory,
 )
-from core.types import LLMResponse, Question
+from core.types import Question
+from tests.fakes.scripted import ScriptedProvider, containing
 
 Q = Question(
     question_id="ledger-u001",
@@ -235,25 +236,21 @@ def test_diagnosis_prompt_fills_every_field_once() -> None:
     )
 
 
-class Replies:
-    def __init__(self, replies: dict[str, object]) -> None:
-        self.replies, self.prompts = replies, []
+def replies(script: dict[str, object]) -> ScriptedProvider:
+    """The judge's reply for each case, picked by a text its prompt contains."""
+    return ScriptedProvider({k: [v] for k, v in script.items()}, key=containing(*script))
 
-    async def complete(self, messages, **kwargs) -> LLMResponse:
-        # diagnoses are the judge's; a reply that does not parse gets one repair request
-        assert kwargs.get("role") == "judge" and len(messages) in (1, 3)
-        prompt = messages[0]["content"]
-        self.prompts.append(prompt)
-        item = next(v for k, v in self.replies.items() if k in prompt)
-        if isinstance(item, Exception):
-            raise item
-        return LLMResponse(text=item)
+
+def assert_judge_calls(provider: ScriptedProvider) -> None:
+    # diagnoses are the judge's; a reply that does not parse gets one repair request
+    for request in provider.requests:
+        assert request.kwargs.get("role") == "judge" and len(request.messages) in (1, 3)
 
 
 def test_diagnose_failures_keeps_order_and_degrades_only_the_broken_call() -> None:
     qs = [q(f"q{i}") for i in range(5)]
     ok = '{"category": "skill_gap", "target": "skill", "rationale": "r"}'
-    provider = Replies(
+    provider = replies(
         {
             "q0?": ok,
             "q1?": RuntimeError("down"),
@@ -272,21 +269,23 @@ def test_diagnose_failures_keeps_order_and_degrades_only_the_broken_call() -> No
     assert [d.degraded for d in diagnoses] == [False, True, True, False, False]
     assert diagnoses[4].target == "tool:read_context"
     # q2's junk reply earned exactly one repair request (6 requests in all)
-    assert len(provider.prompts) == 6
-    assert sum("q2?" in p for p in provider.prompts) == 2
+    assert_judge_calls(provider)
+    assert len(provider.requests) == 6
+    assert sum("q2?" in r.prompt for r in provider.requests) == 2
     assert "did not parse: no JSON object" in diagnoses[2].rationale
 
 
 def test_budget_exceeded_is_not_degraded_away() -> None:
     from core.errors import BudgetExceeded
 
-    provider = Replies({"q0?": BudgetExceeded("spent")})
+    provider = replies({"q0?": BudgetExceeded("spent")})
     with pytest.raises(BaseException) as info:
         anyio.run(lambda: diagnose_failures(provider, "$question", [failure(q("q0"))]))
     error = info.value
     while isinstance(error, BaseExceptionGroup):
         error = error.exceptions[0]
     assert isinstance(error, BudgetExceeded)
+    assert_judge_calls(provider)
 
 
 # --------------------------------------------------------------------------------- packs

@@ -2,33 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import anyio
 import pytest
 
 from core.errors import BudgetExceeded
 from core.structured import LEVELS, FormatLadder, structured_complete
-from core.types import LLMResponse
+from tests.fakes.scripted import ScriptedProvider
 
 
 class AppBudgetError(BudgetExceeded):
     """An application's own budget error under another name: the core must still re-raise it."""
 
 
-class Rejects:
-    """A provider whose every call fails with one exception."""
-
-    def __init__(self, error: Exception) -> None:
-        self.error = error
-        self.calls = 0
-
-    async def complete(self, messages: list[dict[str, Any]], **kwargs: Any) -> LLMResponse:
-        self.calls += 1
-        raise self.error
-
-
-def complete(provider: Rejects, ladder: FormatLadder) -> None:
+def complete(provider: ScriptedProvider, ladder: FormatLadder) -> None:
     async def call() -> None:
         await structured_complete(
             provider,
@@ -42,7 +28,9 @@ def complete(provider: Rejects, ladder: FormatLadder) -> None:
 
 def test_a_budget_error_naming_the_response_format_is_not_a_format_rejection() -> None:
     ladder = FormatLadder("m", level="json_schema")
-    provider = Rejects(AppBudgetError("budget spent before response_format json_schema call"))
+    provider = ScriptedProvider(
+        [AppBudgetError("budget spent before response_format json_schema call")]
+    )
     with pytest.raises(AppBudgetError):
         complete(provider, ladder)
     assert provider.calls == 1 and ladder.level == "json_schema"
@@ -50,7 +38,7 @@ def test_a_budget_error_naming_the_response_format_is_not_a_format_rejection() -
 
 def test_a_format_rejection_still_downgrades_the_ladder() -> None:
     ladder = FormatLadder("m", level="json_schema")
-    provider = Rejects(ValueError("unsupported response_format json_schema"))
+    provider = ScriptedProvider([ValueError("unsupported response_format json_schema")])
     with pytest.raises(ValueError):
         complete(provider, ladder)
     assert ladder.level == "prompt" and provider.calls == len(LEVELS)

@@ -24,7 +24,7 @@ from core.evolution.evolve import (
     prompt_file_prompt,
     skill_prompt,
 )
-from core.types import LLMResponse
+from tests.fakes.scripted import ScriptedProvider
 
 SKILL = f"""# Ledger cases
 
@@ -231,17 +231,6 @@ def test_record_round_trips_to_json() -> None:
 # ---------------------------------------------------------------------------------- evolve
 
 
-class Fake:
-    def __init__(self, result) -> None:
-        self.result, self.calls = result, []
-
-    async def complete(self, messages, **kwargs) -> LLMResponse:
-        self.calls.append((messages, kwargs))
-        if isinstance(self.result, BaseException):
-            raise self.result
-        return LLMResponse(text=self.result)
-
-
 def run_evolve(provider) -> EvolutionRecord:
     return anyio.run(
         lambda: evolve(
@@ -257,18 +246,18 @@ def run_evolve(provider) -> EvolutionRecord:
 
 
 def test_evolve_sends_one_user_message_as_evolver() -> None:
-    provider = Fake(reply(add("- new")))
+    provider = ScriptedProvider([reply(add("- new"))])
     record = run_evolve(provider)
     assert record.status == "ok"
-    [(messages, kwargs)] = provider.calls
-    assert messages == [{"role": "user", "content": "PROMPT"}]
-    assert kwargs == {"role": "evolver"}
+    [request] = provider.requests
+    assert request.messages == [{"role": "user", "content": "PROMPT"}]
+    assert request.kwargs == {"role": "evolver"}
 
 
 def test_provider_failure_becomes_a_record() -> None:
     from app.providers.errors import TransientError
 
-    record = run_evolve(Fake(TransientError("timeout")))
+    record = run_evolve(ScriptedProvider([TransientError("timeout")]))
     assert record.status == "provider_error" and record.evolved == SKILL
     assert record.parse_errors == ("TransientError",)
     assert not record.changed
@@ -278,7 +267,7 @@ def test_budget_exceeded_propagates() -> None:
     from core.errors import BudgetExceeded
 
     with pytest.raises(BudgetExceeded):
-        run_evolve(Fake(BudgetExceeded("spent")))
+        run_evolve(ScriptedProvider([BudgetExceeded("spent")]))
 
 
 # -------------------------------------------------------------------------------- momentum
