@@ -12,7 +12,12 @@
 5. prints `RESULT name value unit` lines and writes them to bench/out/real_model/results.txt.
 
 Not part of CI (the build alone takes too long). Options: --keep (reuse the workspace),
---skip-train, --port N.
+--skip-train, --port N, --tiny.
+
+`--tiny` (tests/bench/test_bench_tiny.py) runs the offline part only: steps 4 and 5 against
+the scripted fake OpenAI-compatible server of tests/fakes/openai_server.py instead of llama.cpp
+(no build, no download), in a temporary workspace, writing no results file. It checks that the
+harness commands this bench runs still take its arguments; its figures say nothing of a model.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import sqlite3
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 import zipfile
@@ -183,36 +189,40 @@ def harness(*args: str) -> int:
     return run(cmd, cwd=ROOT).returncode
 
 
-def run_harness(port: int, keep: bool, skip_train: bool) -> dict[str, object]:
+def run_harness(
+    api_base: str, keep: bool, skip_train: bool, workspace: Path = WORKSPACE
+) -> dict[str, object]:
     common = [
         "--config",
         str(CONFIG),
         "--set",
-        f'api_base="http://{HOST}:{port}/v1"',
+        f'api_base="{api_base}"',
         "--no-progress",
     ]
-    if not keep and WORKSPACE.exists():
-        shutil.rmtree(WORKSPACE)
-    if not WORKSPACE.exists():
-        code = harness("init", str(WORKSPACE), "--seed", "real-starter", "--questions", "real-easy")
+    if not keep and workspace.exists():
+        shutil.rmtree(workspace)
+    if not workspace.exists():
+        code = harness("init", str(workspace), "--seed", "real-starter", "--questions", "real-easy")
         if code:
             sys.exit(f"init failed with exit code {code}")
     started = time.monotonic()
     train_code = None
     if not skip_train:
-        mode = ["--resume"] if (WORKSPACE / "checkpoint.json").exists() else []
-        train_code = harness("train", "-w", str(WORKSPACE), *mode, *common)
+        mode = ["--resume"] if (workspace / "checkpoint.json").exists() else []
+        train_code = harness("train", "-w", str(workspace), *mode, *common)
     train_s = time.monotonic() - started
-    manifest = json.loads((WORKSPACE / "manifest.json").read_text())
+    manifest = json.loads((workspace / "manifest.json").read_text())
     version = manifest["current"]["skills"].split("/")[-1]
-    eval_code = harness("eval", version, "-w", str(WORKSPACE), *common)
-    harness("report", str(WORKSPACE))
+    eval_code = harness("eval", version, "-w", str(workspace), *common)
+    harness("report", str(workspace))
     return {"train_exit_code": train_code, "eval_exit_code": eval_code, "train_s": train_s}
 
 
 # -- 5. the figures -------------------------------------------------------------------------------
-def figures(outcome: dict[str, object]) -> list[tuple[str, object, str]]:
-    db = sqlite3.connect(f"file:{WORKSPACE / 'harness.db'}?mode=ro", uri=True)
+def figures(
+    outcome: dict[str, object], workspace: Path = WORKSPACE
+) -> list[tuple[str, object, str]]:
+    db = sqlite3.connect(f"file:{workspace / 'harness.db'}?mode=ro", uri=True)
     one = lambda sql: db.execute(sql).fetchone()[0]  # noqa: E731
     diag_total = one("SELECT COUNT(*) FROM diagnoses WHERE run_id LIKE 'train%'")
     diag_ok = one(
@@ -258,7 +268,7 @@ def figures(outcome: dict[str, object]) -> list[tuple[str, object, str]]:
             "SELECT role, GROUP_CONCAT(DISTINCT response_format) FROM llm_calls GROUP BY role"
         ).fetchall()
     )
-    final_path = WORKSPACE / "analyses" / "final_test_eval.json"
+    final_path = workspace / "analyses" / "final_test_eval.json"
     final = json.loads(final_path.read_text()) if final_path.exists() else {}
     reason = one("SELECT summary_json FROM _runs WHERE kind = 'train' ORDER BY seq DESC LIMIT 1")
     db.close()
@@ -302,24 +312,47 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="reuse workspaces/real-model")
     parser.add_argument("--skip-train", action="store_true", help="only eval and report")
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument(
+        "--tiny",
+        action="store_true",
+        help="offline: the harness steps against a fake OpenAI-compatible server, no build",
+    )
     args = parser.parse_args()
+    if args.tiny:
+        return tiny()
     OUT.mkdir(parents=True, exist_ok=True)
     python = ensure_llama_cpp()
     model = ensure_model(python)
     port = args.port or free_port()
     server = start_server(python, model, port)
     try:
-        outcome = run_harness(port, args.keep, args.skip_train)
+        outcome = run_harness(f"http://{HOST}:{port}/v1", args.keep, args.skip_train)
     finally:
         stop_server(server)
-    results = figures(outcome)
-    lines = [
+    lines = result_lines(figures(outcome))
+    (OUT / "results.txt").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+def result_lines(results: list[tuple[str, object, str]]) -> list[str]:
+    return [
         f"RESULT {name} {value:.3f} {unit}"
         if isinstance(value, float)
         else f"RESULT {name} {value} {unit}"
         for name, value, unit in results
     ]
-    (OUT / "results.txt").write_text("\n".join(lines) + "\n")
+
+
+def tiny() -> int:
+    """Steps 4 and 5 against tests/fakes/openai_server.py, in a temporary workspace."""
+    sys.path.insert(0, str(ROOT))  # a script: make `tests.fakes` importable from anywhere
+    from tests.fakes.openai_server import FakeOpenAI
+
+    with tempfile.TemporaryDirectory(prefix="bench-real-model-tiny-") as tmp, FakeOpenAI() as fake:
+        log(f"--tiny: fake OpenAI-compatible server at {fake.base_url} (no model)")
+        outcome = run_harness(fake.base_url, False, False, Path(tmp) / "ws")
+        lines = result_lines(figures(outcome, Path(tmp) / "ws"))
     print("\n".join(lines))
     return 0
 
