@@ -16,6 +16,7 @@ from loguru import logger
 
 from app.harness.atomic import read_json, write_json_atomic
 from app.harness.clock import now_iso
+from core.redact import redact_url_credentials
 from core.structured import LEVELS, FormatLadder
 
 MODEL_IO_FILE = "model_io.json"
@@ -101,7 +102,7 @@ class ModelIO:
         if self.config.structured_output != "auto":
             return self.config.structured_output
         saved = self._state["formats"].get(model, {})
-        if saved.get("level") in LEVELS and saved.get("api_base") == base:
+        if saved.get("level") in LEVELS and saved.get("api_base") == _as_stored(base):
             return saved["level"]
         level = detect_level(model, base)
         self._remember(model, level, "detected from litellm's model information", base)
@@ -122,11 +123,18 @@ class ModelIO:
         entry = self._state["formats"].setdefault(model, {})
         history = entry.get("history", [])[-9:]
         history.append({"level": level, "reason": reason[:300], "at": now_iso()})
-        entry.update(level=level, api_base=base, history=history, updated_at=now_iso())
+        entry.update(level=level, api_base=_as_stored(base), history=history, updated_at=now_iso())
         try:
             write_json_atomic(self.path, self._state)
         except OSError as exc:
             logger.warning("{}: could not save the response format ({})", self.path, exc)
+
+
+def _as_stored(base: str | None) -> str | None:
+    """An api_base as model_io.json keeps it, credentials redacted (the atomic writer scrubs
+    them anyway): comparing a raw URL with the stored one would never match, and a format a
+    server rejected would be tried again on every run. The placeholder is stable per secret."""
+    return redact_url_credentials(base) if base else base
 
 
 def tool_mode_warning(config) -> str | None:

@@ -101,3 +101,20 @@ def test_resume_asks_again_for_a_role_api_base_that_held_credentials(
         app.api.resume_config(tmp_path)
     resumed = app.api.resume_config(tmp_path, {"evolver_api_base": secret})
     assert resumed.endpoint("evolver").api_base == secret
+
+
+def test_model_io_json_keeps_no_credentials_of_a_role_api_base(tmp_path: Path) -> None:
+    """The remembered response format records its server redacted, and a later run on the same
+    URL with credentials still finds it (it compared the raw URL with the redacted one)."""
+    from app.harness.model_io import ModelIO
+
+    secret = "http://alice:s3cret@127.0.0.1:9/v1"
+    config = load_config(None, {"judge_model": "openai/small", "judge_api_base": secret})
+    first = ModelIO(tmp_path, config).ladder("judge")
+    assert first is not None
+    text = (tmp_path / "model_io.json").read_text()
+    assert "s3cret" not in text and "[REDACTED:" in text
+    # a later run with the same URL starts from the remembered level, not a new detection
+    again = ModelIO(tmp_path, config)
+    again._state["formats"]["openai/small"]["level"] = "prompt"
+    assert again.ladder("judge").level == "prompt"
