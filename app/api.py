@@ -260,11 +260,15 @@ def resume_config(root: Path, overrides: Mapping[str, Any] | None = None) -> Run
     )
     if overrides:
         config = build_config(dict(overrides), "command line", config)
-    if "[REDACTED:" in (config.api_base or "") and not config.uses_sim:
-        raise UserError(
-            "the run's api_base held credentials, which are never stored; pass it "
-            "again with --set api_base=... or --config (overrides or config)"
-        )
+    for role, model in config.models.items():
+        base = config.endpoint(role).api_base or ""
+        if "[REDACTED:" in base and not model.startswith("sim/"):
+            # the role's own key if it has one, else the global one it inherits
+            key = f"{role}_api_base" if getattr(config, f"{role}_api_base") else "api_base"
+            raise UserError(
+                f"the run's {key} held credentials, which are never stored; pass it "
+                f"again with --set {key}=... or --config (overrides or config)"
+            )
     return config
 
 

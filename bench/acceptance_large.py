@@ -10,6 +10,8 @@ its RESULT lines `acceptance.<setting>.<strategy>.*` to `acceptance_units216.<..
 issue's RESULT names keep meaning the built-in world size.
 
     .venv/bin/python bench/acceptance_large.py [any bench/acceptance.py option but --units]
+
+`--tiny` goes to bench/acceptance.py: one one-epoch training, on a world of this size.
 """
 
 from __future__ import annotations

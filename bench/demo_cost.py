@@ -6,7 +6,10 @@ so no run archives a previous one) and reads each child's own resource usage wit
 wall time, peak resident set size (ru_maxrss), user+system CPU. Medians are reported, because
 a shared machine makes single runs differ by 20-30 %.
 
-    .venv/bin/python bench/demo_cost.py [--reps 3]
+    .venv/bin/python bench/demo_cost.py [--reps 3] [--tiny]
+
+`--tiny` (tests/bench/test_bench_tiny.py): one demo of one epoch; shows the bench runs, its
+figures are not the demo's cost.
 """
 
 from __future__ import annotations
@@ -26,12 +29,20 @@ TARGET_WALL_S = 120
 TARGET_RSS_MB = 500
 
 
-def run_demo(tmp: Path) -> dict[str, float]:
+def run_demo(tmp: Path, extra: list[str]) -> dict[str, float]:
     out_path = tmp / "demo-output.txt"
     with out_path.open("w") as out:
         start = time.perf_counter()
         proc = subprocess.Popen(
-            [sys.executable, str(MAIN), "demo", "--workspace", str(tmp / "demo"), "--no-progress"],
+            [
+                sys.executable,
+                str(MAIN),
+                "demo",
+                "--workspace",
+                str(tmp / "demo"),
+                "--no-progress",
+                *extra,
+            ],
             cwd=ROOT,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -56,11 +67,15 @@ def run_demo(tmp: Path) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--tiny", action="store_true", help="one demo of one epoch")
     args = parser.parse_args()
+    extra = ["--set", "epochs=1"] if args.tiny else []
+    if args.tiny:
+        args.reps = 1
     runs = []
     for rep in range(args.reps):
         with tempfile.TemporaryDirectory(prefix="bench-demo-") as tmp:
-            r = run_demo(Path(tmp))
+            r = run_demo(Path(tmp), extra)
         runs.append(r)
         print(
             f"run {rep + 1}: {r['wall_s']:5.1f} s wall, {r['cpu_s']:5.1f} s CPU, peak RSS "

@@ -70,6 +70,7 @@ CHUNK = 8
 ALPHA = 0.05
 TARGET_FA = 0.05
 TARGET_SE = 0.005
+TINY_REPS = 20  # --tiny (tests/bench/test_bench_tiny.py)
 _REL_SLACK = 1e-9  # the gate's own slack in accept_reachable
 _PAIR = {1: (False, True), -1: (True, False), 0: (True, True)}  # g -> (base, cand)
 
@@ -496,7 +497,15 @@ def main() -> None:
         "estimates up to 0.067 at 2500)",
     )
     parser.add_argument("--seed", type=int, default=20240611)
+    parser.add_argument(
+        "--tiny",
+        action="store_true",
+        help=f"{TINY_REPS} Monte Carlo repetitions per cell: checks the bench runs "
+        "(the exact parts are unchanged; the Monte Carlo figures are then noise)",
+    )
     args = parser.parse_args()
+    if args.tiny:
+        args.reps = TINY_REPS
     start = time.perf_counter()
     params = GateParams()
     print(

@@ -18,7 +18,7 @@ over the `sim-basic` benchmark with the `sim-starter` seed:
 Each figure is the median of --reps runs (a shared machine makes single runs differ by
 20-30 %). `bench/litellm_overhead.py` measures the litellm path; it is not repeated here.
 
-    .venv/bin/python bench/inference_throughput.py [--reps 3] [--seconds 6] [--samples 4]
+    .venv/bin/python bench/inference_throughput.py [--reps 3] [--seconds 6] [--samples 4] [--tiny]
 """
 
 from __future__ import annotations
@@ -320,5 +320,12 @@ if __name__ == "__main__":
         default=4,
         help="sample indices per end-to-end pass (each a full benchmark)",
     )
+    parser.add_argument(
+        "--tiny",
+        action="store_true",
+        help="one short run of each part (tests/bench/test_bench_tiny.py): checks the bench runs",
+    )
     args = parser.parse_args()
+    if args.tiny:
+        args.reps, args.seconds, args.samples = 1, 0.5, 1
     anyio.run(main, args.reps, args.seconds, args.samples)

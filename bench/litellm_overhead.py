@@ -8,7 +8,7 @@ Prints calls/s and CPU ms per call (`time.process_time` of this process) and har
 The two alternate over --reps rounds (order flipped each round) and medians are compared,
 because a shared 2-core machine makes single runs differ by 20-30 %.
 
-    .venv/bin/python bench/litellm_overhead.py [--n 300] [--concurrency 32] [--reps 3]
+    .venv/bin/python bench/litellm_overhead.py [--n 300] [--concurrency 32] [--reps 3] [--tiny]
 """
 
 from __future__ import annotations
@@ -144,6 +144,15 @@ def report(runs: dict[str, list[dict[str, float]]]) -> None:
         f"CPU/call {b['cpu_ms_per_call'] / a['cpu_ms_per_call']:.2f} "
         f"({b['cpu_ms_per_call'] - a['cpu_ms_per_call']:+.2f} ms CPU/call)"
     )
+    # machine-readable figures for bench/run_all.py's table (it reads RESULT lines only)
+    print(f"RESULT litellm.raw_calls_per_s {a['calls_per_s']:.1f} calls/s")
+    print(f"RESULT litellm.harness_calls_per_s {b['calls_per_s']:.1f} calls/s")
+    print(f"RESULT litellm.raw_cpu_ms_per_call {a['cpu_ms_per_call']:.2f} ms")
+    print(f"RESULT litellm.harness_cpu_ms_per_call {b['cpu_ms_per_call']:.2f} ms")
+    print(
+        f"RESULT litellm.harness_over_raw_cpu_per_call "
+        f"{b['cpu_ms_per_call'] / a['cpu_ms_per_call']:.2f} ratio"
+    )
 
 
 if __name__ == "__main__":
@@ -151,5 +160,13 @@ if __name__ == "__main__":
     parser.add_argument("--n", type=int, default=300)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument(
+        "--tiny",
+        action="store_true",
+        help="10 calls at concurrency 2, once (tests/bench/test_bench_tiny.py): checks the "
+        "bench runs",
+    )
     args = parser.parse_args()
+    if args.tiny:
+        args.n, args.concurrency, args.reps = 10, 2, 1
     anyio.run(main, args.n, args.concurrency, args.reps)

@@ -16,6 +16,7 @@ database each time) and medians are reported, because a shared machine makes sin
 differ by 20-30 %.
 
     .venv/bin/python bench/log_write.py [--rows 100000] [--batch 500] [--traj-bytes 3000] [--reps 3]
+        [--tiny]
 """
 
 from __future__ import annotations
@@ -220,7 +221,14 @@ def main() -> None:
         action="store_true",
         help="also time HarnessLog.insert_rows (same SQL minus OR REPLACE)",
     )
+    parser.add_argument(
+        "--tiny",
+        action="store_true",
+        help="2,000 rows once (tests/bench/test_bench_tiny.py): checks the bench runs",
+    )
     args = parser.parse_args()
+    if args.tiny:
+        args.rows, args.reps = 2000, 1
 
     t0 = time.perf_counter()
     rows = build_rows(args.rows, args.traj_bytes)

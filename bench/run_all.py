@@ -15,12 +15,15 @@ machine and commit, and each benchmark's raw output in a details section.
                                       [--keep-others]
 
 `--keep-others` re-runs some benchmarks and keeps the others' rows and output, with their
-own dates, from the existing file.
+own dates, from the existing file. `--tiny` runs each benchmark with its own `--tiny` (one
+small job end to end, figures that measure nothing; tests/bench/test_bench_tiny.py) and so
+needs an `--output` other than bench/RESULTS.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import re
@@ -80,7 +83,7 @@ class Outcome:
 
 
 # Not benchmarks of this machine's harness: the real-model smoke run builds llama-cpp-python
-# (~25 min) and has its own target (`make real-model`); llama_server.py is its server launcher.
+# (~30 min) and has its own target (`make real-model`); llama_server.py is its server launcher.
 NOT_IN_RUN_ALL = {"real_model", "llama_server"}
 
 
@@ -101,15 +104,16 @@ def parse(output: str) -> list[Figure]:
     return figures
 
 
-def run_one(name: str, timeout: float) -> Outcome:
+def run_one(name: str, timeout: float, tiny: bool = False) -> Outcome:
     date = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     start = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, str(BENCH / f"{name}.py")],
+        [sys.executable, str(BENCH / f"{name}.py"), *(["--tiny"] if tiny else [])],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        errors="replace",  # one undecodable byte in a child's output must not lose the table
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
         start_new_session=True,
     )  # its own group: a timeout ends helpers too
@@ -117,7 +121,8 @@ def run_one(name: str, timeout: float) -> Outcome:
         output, _ = proc.communicate(timeout=timeout)
         status = "ok" if proc.returncode == 0 else f"exit {proc.returncode}"
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)  # the group this script created, by its id
+        with contextlib.suppress(ProcessLookupError):  # it ended just now: nothing to end
+            os.killpg(proc.pid, signal.SIGKILL)  # the group this script created, by its id
         output, _ = proc.communicate()
         status = f"timeout after {timeout:.0f} s"
     seconds = time.perf_counter() - start
@@ -267,14 +272,20 @@ def main() -> int:
         "--skip", nargs="+", default=[], metavar="NAME", help="do not run these benchmarks"
     )
     parser.add_argument("--timeout", type=float, default=600, help="seconds per benchmark")
-    parser.add_argument("--output", type=Path, default=BENCH / "RESULTS.md")
+    parser.add_argument("--output", type=Path, default=None, help="default bench/RESULTS.md")
     parser.add_argument(
         "--keep-others",
         action="store_true",
         help="keep the rows and output of benchmarks not run this time from the "
         "existing output file (with --only or --skip)",
     )
+    parser.add_argument(
+        "--tiny", action="store_true", help="each benchmark's --tiny run (needs --output)"
+    )
     args = parser.parse_args()
+    if args.tiny and args.output is None:
+        parser.error("--tiny figures measure nothing: give --output (not bench/RESULTS.md)")
+    args.output = args.output or BENCH / "RESULTS.md"
 
     available = discover()
     unknown = [n for n in (args.only or []) + args.skip if n not in available]
@@ -291,7 +302,7 @@ def main() -> int:
     outcomes = []
     for name in chosen:
         print(f"== {name} ...", flush=True)
-        o = run_one(name, args.timeout)
+        o = run_one(name, args.timeout, args.tiny)
         outcomes.append(o)
         print(f"   {o.status} in {o.seconds:.0f} s", flush=True)
         for f in o.figures:

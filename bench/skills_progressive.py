@@ -17,7 +17,7 @@ naming every task type), where precision before training is defined.
 The simulated agent opens a skill only when its description names the question's cues
 (app/providers/sim/agent.py choose_skill); these are simulated figures, not a real model's.
 
-    .venv/bin/python bench/skills_progressive.py [--epochs 8]
+    .venv/bin/python bench/skills_progressive.py [--epochs 8] [--tiny]
 """
 
 from __future__ import annotations
@@ -143,7 +143,14 @@ def fmt(x: float | None) -> str:
 def main_bench() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--epochs", type=int, default=8)
+    parser.add_argument(
+        "--tiny",
+        action="store_true",
+        help="one epoch each (tests/bench/test_bench_tiny.py): checks the bench runs",
+    )
     args = parser.parse_args()
+    if args.tiny:
+        args.epochs = 1
     with tempfile.TemporaryDirectory(prefix="skills-progressive-") as tmp:
         tmp = Path(tmp)
         store = tmp / "store"

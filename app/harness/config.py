@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -36,6 +36,15 @@ GATE = "gate"
 STRUCTURAL, DECISION = "structural", "decision"
 
 GateStrategy = Literal["eprocess", "mcnemar", "minibatch", "accept_all"]
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where one role's model is served: the server's base URL and the variable holding its
+    API key (None: litellm's own default for the model)."""
+
+    api_base: str | None
+    api_key_env: str | None
 
 
 @pydantic_dataclass(frozen=True, config=_STRICT)
@@ -70,6 +79,15 @@ class RunConfig(BaseModel):
     evolver_model: str = _d("sim/basic")
     judge_model: str = _d("sim/basic")
     api_base: str | None = _d(None)
+    # Per-role endpoints (README "Real models"): a role's own server and key variable, so a
+    # weak agent and a strong evolver can run on two servers. None = the global `api_base` /
+    # `api_key_env`. In TOML `[evolver] api_base = ...` is `evolver_api_base` (like `[sim]`).
+    agent_api_base: str | None = _d(None)
+    evolver_api_base: str | None = _d(None)
+    judge_api_base: str | None = _d(None)
+    agent_api_key_env: str | None = _d(None)
+    evolver_api_key_env: str | None = _d(None)
+    judge_api_key_env: str | None = _d(None)
     temperature: float = _d(0.0, ge=0.0, le=2.0)
     max_tokens: int = _d(1024, **POSITIVE)
     request_timeout_s: float = _d(60.0, **NON_NEGATIVE)
@@ -149,6 +167,19 @@ class RunConfig(BaseModel):
     @property
     def models(self) -> dict[str, str]:
         return {"agent": self.agent_model, "evolver": self.evolver_model, "judge": self.judge_model}
+
+    def endpoint(self, role: str) -> Endpoint:
+        """The role's (agent, evolver, judge) own api_base / api_key_env where set, else the
+        global ones."""
+        base, key_env = {
+            "agent": (self.agent_api_base, self.agent_api_key_env),
+            "evolver": (self.evolver_api_base, self.evolver_api_key_env),
+            "judge": (self.judge_api_base, self.judge_api_key_env),
+        }[role]
+        return Endpoint(
+            self.api_base if base is None else base,
+            self.api_key_env if key_env is None else key_env,
+        )
 
 
 GATE_KEYS = tuple(f.name for f in fields(GateConfig))

@@ -16,6 +16,7 @@ from loguru import logger
 
 from app.harness.atomic import read_json, write_json_atomic
 from app.harness.clock import now_iso
+from core.redact import redact_url_credentials
 from core.structured import LEVELS, FormatLadder
 
 MODEL_IO_FILE = "model_io.json"
@@ -64,7 +65,8 @@ class ModelIO:
     def __init__(self, root: Path, config) -> None:
         self.path = Path(root) / MODEL_IO_FILE
         self.config = config
-        self._ladders: dict[str, FormatLadder] = {}
+        # by model and the role's api_base: two servers behind one alias may differ in format
+        self._ladders: dict[tuple[str, str | None], FormatLadder] = {}
         self._state: dict[str, Any] = self._read()
 
     def _read(self) -> dict[str, Any]:
@@ -87,23 +89,26 @@ class ModelIO:
         model = self.config.models[role]
         if model.startswith("sim/"):
             return None
-        if model not in self._ladders:
-            self._ladders[model] = FormatLadder(
-                model, self._initial_level(model), on_change=self._changed
+        base = self.config.endpoint(role).api_base
+        if (model, base) not in self._ladders:
+            self._ladders[model, base] = FormatLadder(
+                model,
+                self._initial_level(model, base),
+                on_change=lambda m, level, reason: self._changed(m, level, reason, base),
             )
-        return self._ladders[model]
+        return self._ladders[model, base]
 
-    def _initial_level(self, model: str) -> str:
+    def _initial_level(self, model: str, base: str | None) -> str:
         if self.config.structured_output != "auto":
             return self.config.structured_output
         saved = self._state["formats"].get(model, {})
-        if saved.get("level") in LEVELS and saved.get("api_base") == self.config.api_base:
+        if saved.get("level") in LEVELS and saved.get("api_base") == _as_stored(base):
             return saved["level"]
-        level = detect_level(model, self.config.api_base)
-        self._remember(model, level, "detected from litellm's model information")
+        level = detect_level(model, base)
+        self._remember(model, level, "detected from litellm's model information", base)
         return level
 
-    def _changed(self, model: str, level: str, reason: str) -> None:
+    def _changed(self, model: str, level: str, reason: str, base: str | None) -> None:
         logger.warning(
             "model {} rejected a response format; using '{}' from now on (remembered "
             "in {}; set structured_output to choose one): {}",
@@ -112,19 +117,24 @@ class ModelIO:
             self.path.name,
             reason[:200],
         )
-        self._remember(model, level, reason)
+        self._remember(model, level, reason, base)
 
-    def _remember(self, model: str, level: str, reason: str) -> None:
+    def _remember(self, model: str, level: str, reason: str, base: str | None) -> None:
         entry = self._state["formats"].setdefault(model, {})
         history = entry.get("history", [])[-9:]
         history.append({"level": level, "reason": reason[:300], "at": now_iso()})
-        entry.update(
-            level=level, api_base=self.config.api_base, history=history, updated_at=now_iso()
-        )
+        entry.update(level=level, api_base=_as_stored(base), history=history, updated_at=now_iso())
         try:
             write_json_atomic(self.path, self._state)
         except OSError as exc:
             logger.warning("{}: could not save the response format ({})", self.path, exc)
+
+
+def _as_stored(base: str | None) -> str | None:
+    """An api_base as model_io.json keeps it, credentials redacted (the atomic writer scrubs
+    them anyway): comparing a raw URL with the stored one would never match, and a format a
+    server rejected would be tried again on every run. The placeholder is stable per secret."""
+    return redact_url_credentials(base) if base else base
 
 
 def tool_mode_warning(config) -> str | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from app.errors import UserError
-from app.harness.config import RunConfig
+from app.harness.config import Endpoint, RunConfig
 from app.providers.cache import CachingProvider, ResponseCache
 from app.providers.errors import ConfigurationError
 from app.providers.key_check import missing_key
@@ -49,7 +49,11 @@ def sim_settings(config: RunConfig) -> SimSettings:
     )
 
 
-def make_model(model: str, config: RunConfig, budget: CostBudget) -> LLMProvider:
+def make_model(
+    model: str, config: RunConfig, budget: CostBudget, endpoint: Endpoint | None = None
+) -> LLMProvider:
+    """One provider for `model`, served at `endpoint` (default: the global api_base/key)."""
+    endpoint = endpoint or Endpoint(config.api_base, config.api_key_env)
     if model.startswith("sim/"):
         world = build_world(
             model.split("/", 1)[-1], config.sim_world_seed, config.sim_units_per_type
@@ -62,8 +66,8 @@ def make_model(model: str, config: RunConfig, budget: CostBudget) -> LLMProvider
         return BudgetedProvider(sim, budget)
     provider = LiteLLMProvider(
         model,
-        api_base=config.api_base,
-        api_key_env=config.api_key_env,
+        api_base=endpoint.api_base,
+        api_key_env=endpoint.api_key_env,
         price_in_per_mtok=config.price_in_per_mtok,
         price_out_per_mtok=config.price_out_per_mtok,
         timeout_s=config.request_timeout_s,
@@ -83,19 +87,22 @@ def make_providers(
     recorder: TelemetryRecorder | None,
     budget: CostBudget | None = None,
 ) -> dict[str, CachingProvider]:
-    """Providers by role; roles sharing a model share one inner provider and budget."""
+    """Providers by role; roles sharing a model and its endpoint (`RunConfig.endpoint`) share
+    one inner provider; all share the budget."""
     budget = budget or CostBudget(config.max_cost_usd)
-    for model in config.models.values():  # every role's key before litellm is imported
+    for role, model in config.models.items():  # every role's key before litellm is imported
+        endpoint = config.endpoint(role)
         if not model.startswith("sim/") and (
-            why := missing_key(model, config.api_base, config.api_key_env)
+            why := missing_key(model, endpoint.api_base, endpoint.api_key_env)
         ):
             raise UserError(why)
-    inner: dict[str, LLMProvider] = {}
+    inner: dict[tuple[str, Endpoint], LLMProvider] = {}
     providers = {}
     for role, model in config.models.items():
-        if model not in inner:
-            inner[model] = make_model(model, config, budget)
-        providers[role] = CachingProvider(inner[model], cache, model_name=model, recorder=recorder)
+        where = (model, config.endpoint(role))
+        if where not in inner:
+            inner[where] = make_model(model, config, budget, where[1])
+        providers[role] = CachingProvider(inner[where], cache, model_name=model, recorder=recorder)
     return providers
 
 
