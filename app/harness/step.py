@@ -51,7 +51,7 @@ from core.evolution.evolve import (
     evolve,
     skill_prompt,
 )
-from core.evolution.gate import GateAction, SequentialGate
+from core.evolution.gate import AcceptanceStrategy, GateAction, SequentialGate
 from core.types import Question
 
 # What each gate decision adds to the epoch's counts (a rejection also counts Count.REJECTED).
@@ -410,7 +410,7 @@ def gate_spec(scope: StepScope, record: EvolutionRecord, pack: CasePack) -> Gate
         candidate=with_skill(scope.prompts, record.target_file, record.evolved),
         ladder=ladder.truncated(c.gate.n_max),
         gate_run_id=scope.run_id(f"gate-{task_type}"),
-        strategy=c.gate.strategy,
+        strategy=AcceptanceStrategy(c.gate.strategy),
         minibatch_k=c.gate.minibatch_k,
     )
 
