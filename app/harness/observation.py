@@ -91,7 +91,7 @@ def step_report(
         "diagnosis": diagnosis,
         "at": now_iso(),
         "flags": list(current_step_flags.get()),
-        "reply_attempts": list(record.attempts) if record else [],
+        "reply_attempts": list(plain.get("attempts", [])),
     }
 
 

@@ -568,7 +568,7 @@ def _log_evolution(scope: StepScope, record: EvolutionRecord) -> None:
                 "source_version": record.source_version,
                 "result_version": None,
                 "parse_errors_json": json.dumps(record.parse_errors),
-                "attempts_json": json.dumps(record.attempts),
+                "attempts_json": json.dumps(plain["attempts"]),
             }
         ],
     )
@@ -576,5 +576,5 @@ def _log_evolution(scope: StepScope, record: EvolutionRecord) -> None:
         scope.ctx.log,
         run_id,
         "edits",
-        [(f"{record.target_kind}:{record.task_type or record.target_file}", record.attempts)],
+        [(f"{record.target_kind}:{record.task_type or record.target_file}", plain["attempts"])],
     )

@@ -32,7 +32,7 @@ from core.evolution.edits import (
 )
 from core.jsonscan import find_json_object
 from core.protocols import LLMProvider
-from core.structured import FormatLadder, structured_complete
+from core.structured import Attempt, FormatLadder, structured_complete
 
 
 class EvolutionStatus(StrEnum):
@@ -74,7 +74,7 @@ class EvolutionRecord:
     parse_errors: tuple[str, ...] = ()
     source_version: str = ""
     request_summary: str = ""
-    attempts: tuple[dict[str, Any], ...] = ()  # core.structured.Attempt dicts
+    attempts: tuple[Attempt, ...] = ()
 
     def __post_init__(self) -> None:
         if len(self.edits) != len(self.apply_report):
@@ -317,7 +317,7 @@ async def evolve(
     except Exception as e:
         if isinstance(e, BudgetExceeded):
             raise
-        attempts = tuple(a.to_dict() for a in getattr(e, "attempts", []))
+        attempts = tuple(getattr(e, "attempts", []))
         return EvolutionRecord(
             status=EvolutionStatus.PROVIDER_ERROR,
             target_kind=target_kind,
@@ -340,7 +340,7 @@ async def evolve(
         source_version=source_version,
         request_summary=request_summary,
     )
-    return replace(record, attempts=tuple(a.to_dict() for a in result.attempts))
+    return replace(record, attempts=tuple(result.attempts))
 
 
 def momentum_guidance(reply: str, max_lines: int = 8, max_chars: int = 800) -> str | None:

@@ -270,7 +270,7 @@ class GateDecision:
     delta_hat: float  # (W − L)/n, 0 when n = 0
     delta_shrunk: float  # (W − L)/(n + shrink_k): small-n effects pulled toward 0
     evidence: tuple[dict[str, Any], ...] = ()
-    ended_by: str = GateEndedBy.THRESHOLD
+    ended_by: GateEndedBy = GateEndedBy.THRESHOLD
     threshold: float = 20.0  # the accept level this test used
     horizon: int = 0  # families the test could see (stage 1 + stage 2)
     units_used: int = 0  # units evaluated (all members of the observed families)
@@ -463,7 +463,9 @@ class SequentialGate:
             "threshold": self.threshold,
         }
 
-    def _decision(self, action: GateAction, stop_reason: str, ended_by: str) -> GateDecision:
+    def _decision(
+        self, action: GateAction, stop_reason: str, ended_by: GateEndedBy
+    ) -> GateDecision:
         return GateDecision(
             action=action,
             W=self.W,

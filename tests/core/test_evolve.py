@@ -30,6 +30,7 @@ from core.evolution.evolve import (
     prompt_file_prompt,
     skill_prompt,
 )
+from core.structured import Attempt, AttemptStatus
 from core.types import LLMResponse
 
 SKILL = f"""# Ledger cases
@@ -410,3 +411,14 @@ def test_marker_variants_cannot_break_the_block(marker: str) -> None:
     assert updated.count(MOMENTUM_START) == 1 and updated.count(MOMENTUM_END) == 1
     assert momentum_inner(updated) == "- a\n\n- b"
     assert updated.startswith(SKILL.split(MOMENTUM_START)[0])
+
+
+def test_record_attempts_are_typed_and_stored_as_before() -> None:
+    record = run_evolve(Fake(reply(add("- new"))))
+    assert [(type(a), a.attempt, a.status) for a in record.attempts] == [
+        (Attempt, 1, AttemptStatus.OK)
+    ]
+    stored = json.loads(json.dumps(record.to_dict()))["attempts"]
+    assert [(a["attempt"], a["status"]) for a in stored] == [(1, "ok")]
+    failed = run_evolve(Fake(RuntimeError("down")))
+    assert [a.status for a in failed.attempts] == [AttemptStatus.PROVIDER_ERROR]
