@@ -55,7 +55,8 @@ from functools import cache
 import numpy as np
 from scipy.stats import binom
 
-from core.evolution.gate import GateParams, ProbationTest, SequentialGate
+from core.evolution.acceptance import RuleSetup, make_rule, run_rule
+from core.evolution.gate import AcceptanceStrategy, GateParams, ProbationTest, SequentialGate
 from core.stats import mixture_e
 
 DISCORDANCE = (0.02, 0.05, 0.15, 0.3, 0.6, 1.0)
@@ -404,6 +405,11 @@ def case_pack(
     return {*failures, *successes}
 
 
+def paired(base: dict[str, bool], cand: dict[str, bool]):
+    """A family's (unit, baseline, candidate) pairs from two runs' outcomes."""
+    return lambda family: [(u, base[u], cand[u]) for u in family[1]]
+
+
 def mc_ladder(
     rng: np.random.Generator, reps: int, params: GateParams, world: LadderWorld, warm: bool
 ) -> tuple[MC, float]:
@@ -413,9 +419,10 @@ def mc_ladder(
     from the baseline run's outcomes and the rollouts are those same outcomes (a cache hit),
     so the excluded case pack depends on the very baseline outcomes compared. Warm (a later
     epoch): batch and rollouts come from another noisy observation round. The ladder is
-    `GatePools.ladder_for(...)` truncated to n_max; the gate and the probation run as in
-    app/harness/validate.py and slow_update.py (probation: fresh anchor and candidate runs on
-    the reserved stage-2 families). Returns the summary and the mean horizon."""
+    `GatePools.ladder_for(...)` truncated to n_max; the gate is the acceptance rule
+    app/harness/validate.py runs (core/evolution/acceptance.py, driven by `run_rule`), the
+    probation runs as in slow_update.py (fresh anchor and candidate runs on the reserved stage-2
+    families). Returns the summary and the mean horizon."""
     ids = [u.unit_id for u in world.units]
     out, horizons = [], []
     for r in range(reps):
@@ -429,27 +436,20 @@ def mc_ladder(
         key = f"rep{r}-e{2 if warm else 1}-s0-"
         exclude = case_pack(world, seen, seen, seed=1000 * (2 if warm else 1) + r)
         ladder = world.pools.ladder_for("t", exclude, key=key).truncated(world.n_max)
-        horizon, stage1 = len(ladder.families), len(ladder.stage1)
-        horizons.append(horizon)
-        fams = [(f, [(u, base[u], cand[u]) for u in us]) for f, us in ladder.stage1]
-        # stage 2: the gate's own (if it goes on) uses the cached baseline; a probation uses a
-        # fresh anchor run. Both are null draws with the same p_u.
-        gate = SequentialGate(params, horizon=horizon, stage1=stage1)
-        for fam in fams:
-            gate.observe_family(*fam)
-            if gate.done:
-                break
-        if not gate.done:
-            for f, us in ladder.stage2:
-                gate.observe_family(f, [(u, base[u], cand[u]) for u in us])
-                if gate.done:
-                    break
-        decision = gate.finish(exhausted=not gate.done)
+        horizons.append(len(ladder.families))
+        # The Validator's own rule, driven without the harness. Stage 2: the gate's own (if it
+        # goes on) uses the cached baseline; a probation uses a fresh anchor run. Both are null
+        # draws with the same p_u.
+        rule = make_rule(
+            AcceptanceStrategy.EPROCESS, RuleSetup(ladder.stage1, ladder.stage2, params)
+        )
+        settled = run_rule(rule, paired(base, cand))
+        decision = settled.decision
         if decision.action != "accept_provisional":
             out.append((decision.action, decision.n_used, decision.n_used))
             continue
         probation = ProbationTest(params, decision.continuation)
-        for f, us in ladder.stage2:
+        for f, us in settled.reserved:
             if probation.done:
                 break
             probation.observe_family(f, [(u, anchor[u], cand2[u]) for u in us])

@@ -21,6 +21,7 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from enum import StrEnum
 from typing import Any
 
 from core.errors import BudgetExceeded
@@ -40,13 +41,23 @@ REPAIR_PROMPT = (
 )
 
 
+class AttemptStatus(StrEnum):
+    """How one request of a structured call ended (stored in reply_attempts.status)."""
+
+    OK = "ok"
+    SALVAGED = "salvaged"  # parsed from a reply cut off or wrapped in other text
+    PARSE_FAILED = "parse_failed"
+    FORMAT_REJECTED = "format_rejected"  # the provider refused the response format
+    PROVIDER_ERROR = "provider_error"
+
+
 @dataclass(frozen=True)
 class Attempt:
     """One request of a structured call, as recorded in the log."""
 
     attempt: int  # 1 = first request, 2 = repair request
     response_format: str  # a LEVELS name
-    status: str  # ok | salvaged | parse_failed | format_rejected | provider_error
+    status: AttemptStatus
     error: str = ""
     reply: str = ""
 
@@ -73,7 +84,7 @@ class StructuredResult:
 
     @property
     def salvaged(self) -> bool:
-        return bool(self.attempts) and self.attempts[-1].status == "salvaged"
+        return bool(self.attempts) and self.attempts[-1].status == AttemptStatus.SALVAGED
 
     @property
     def response_format(self) -> str:
@@ -169,10 +180,12 @@ async def structured_complete(
                     and is_format_rejection(exc)
                     and not isinstance(exc, BudgetExceeded)
                 ):
-                    attempts.append(Attempt(number, level, "format_rejected", _short(exc)))
+                    attempts.append(
+                        Attempt(number, level, AttemptStatus.FORMAT_REJECTED, _short(exc))
+                    )
                     ladder.downgrade(level, _short(exc))
                     continue
-                attempts.append(Attempt(number, level, "provider_error", _short(exc)))
+                attempts.append(Attempt(number, level, AttemptStatus.PROVIDER_ERROR, _short(exc)))
                 exc.attempts = attempts  # type: ignore[attr-defined]
                 raise
             break
@@ -182,11 +195,13 @@ async def structured_complete(
         except Exception as exc:  # a parser bug must not take the run down
             value, error = None, f"parser error: {type(exc).__name__}"
         if value is not None:
-            status = "salvaged" if error else "ok"
+            status = AttemptStatus.SALVAGED if error else AttemptStatus.OK
             attempts.append(Attempt(number, level, status, error or "", text[:REPLY_KEEP_CHARS]))
             return StructuredResult(value, attempts, text)
         error = error or "reply did not parse"
-        attempts.append(Attempt(number, level, "parse_failed", error, text[:REPLY_KEEP_CHARS]))
+        attempts.append(
+            Attempt(number, level, AttemptStatus.PARSE_FAILED, error, text[:REPLY_KEEP_CHARS])
+        )
         messages = [
             *messages,
             {"role": "assistant", "content": text[:REPLY_KEEP_CHARS]},

@@ -35,6 +35,8 @@ _STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 GATE = "gate"
 STRUCTURAL, DECISION = "structural", "decision"
 
+# The values of core.evolution.gate.AcceptanceStrategy, as the config validates them (a test
+# keeps the two equal); GateSpec carries the enum.
 GateStrategy = Literal["eprocess", "mcnemar", "minibatch", "accept_all"]
 
 
@@ -52,7 +54,7 @@ class GateConfig(GateParams):
     """The `[gate]` section: which acceptance rule, and the e-process gate's thresholds
     (inherited from GateParams, with their defaults and ranges). All decision settings."""
 
-    strategy: GateStrategy = "eprocess"  # eprocess | mcnemar | minibatch | accept_all
+    strategy: GateStrategy = "eprocess"  # the acceptance rule (core/evolution/acceptance.py)
     minibatch_k: int = Field(default=3, ge=1)  # units the "minibatch" rule (GEPA's) compares
     # the share of a gate's candidate answers lost to provider errors that aborts the step
     guard_err: float = Field(default=0.2, ge=0.0, le=1.0)

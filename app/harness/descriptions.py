@@ -46,10 +46,10 @@ from app.harness.log import RunStatus
 from app.harness.question_units import unit_correctness_view
 from app.harness.telemetry import calls_logged_as
 from app.harness.train_state import TrainContext, TrainState
-from app.harness.validate import chunks
 from app.harness.vocabulary import Count
 from app.paths import read_prompt
 from app.providers.errors import BudgetExceeded, ProviderError
+from core.evolution.acceptance import chunks
 from core.evolution.budget import resolve_skill_file
 from core.evolution.edits import sanitize_text
 from core.evolution.gate import GateAction, GateStopReason, SequentialGate

@@ -51,6 +51,7 @@ def step_report(
     diagnosis: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     d = outcome.decision if outcome else None
+    plain = record.to_dict() if record else {}  # the record's JSON form, written below
     activation = current_step_activation.get()
     extra = {"activation": activation.get(task_type)} if activation is not None else {}
     return {
@@ -79,9 +80,9 @@ def step_report(
         "delta_hat": d.delta_hat if d else None,
         "delta_shrunk": d.delta_shrunk if d else None,
         "edit_budget": budget,
-        "edits": list(record.edits) if record else [],
-        "apply_report": list(record.apply_report) if record else [],
-        "clip": record.clip if record else {},
+        "edits": list(plain.get("edits", [])),
+        "apply_report": list(plain.get("apply_report", [])),
+        "clip": plain.get("clip", {}),
         "parse_errors": list(record.parse_errors) if record else [],
         "diff": skill_diff(record.original, record.evolved, record.target_file) if record else "",
         "summary": summary,
@@ -90,7 +91,7 @@ def step_report(
         "diagnosis": diagnosis,
         "at": now_iso(),
         "flags": list(current_step_flags.get()),
-        "reply_attempts": list(record.attempts) if record else [],
+        "reply_attempts": list(plain.get("attempts", [])),
     }
 
 

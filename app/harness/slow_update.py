@@ -23,7 +23,7 @@ from app.harness.workspace import update_best, update_manifest
 from core.evolution.budget import edit_budget_at
 from core.evolution.diagnose import CasePack, merge_packs
 from core.evolution.edits import RejectedEdit
-from core.evolution.evolve import evolve, prompt_file_prompt
+from core.evolution.evolve import TargetKind, evolve, prompt_file_prompt
 from core.evolution.gate import GateDecision, ProbationTest, ProbationVerdict
 from core.types import InferenceResult
 
@@ -279,7 +279,7 @@ async def evolve_prompts(ctx: TrainContext, state: TrainState, epoch: int, prefi
                 original=files[file],
                 target_file=file,
                 budget=budget,
-                target_kind="system" if not tool else "tool",
+                target_kind=TargetKind.TOOL if tool else TargetKind.SYSTEM,
                 source_version=session.paths.prompts_version,
             )
             if record.changed:

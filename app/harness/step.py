@@ -43,9 +43,15 @@ from core.evolution.diagnose import (
     diagnose_failures,
     raw_diagnoses,
 )
-from core.evolution.edits import Edit, RejectedEdit, consolidate_appendix
-from core.evolution.evolve import EvolutionRecord, EvolutionStatus, evolve, skill_prompt
-from core.evolution.gate import GateAction, SequentialGate
+from core.evolution.edits import RejectedEdit, consolidate_appendix
+from core.evolution.evolve import (
+    EvolutionRecord,
+    EvolutionStatus,
+    TargetKind,
+    evolve,
+    skill_prompt,
+)
+from core.evolution.gate import AcceptanceStrategy, GateAction, SequentialGate
 from core.types import Question
 
 # What each gate decision adds to the epoch's counts (a rejection also counts Count.REJECTED).
@@ -372,7 +378,7 @@ async def evolve_skill(scope: StepScope, task_type: str, pack: CasePack) -> Evol
         original=original,
         target_file=target,
         budget=budget,
-        target_kind="skill",
+        target_kind=TargetKind.SKILL,
         task_type=task_type,
         source_version=prompts.skills_version,
         request_summary=f"{len(pack.failures)} failures"
@@ -404,7 +410,7 @@ def gate_spec(scope: StepScope, record: EvolutionRecord, pack: CasePack) -> Gate
         candidate=with_skill(scope.prompts, record.target_file, record.evolved),
         ladder=ladder.truncated(c.gate.n_max),
         gate_run_id=scope.run_id(f"gate-{task_type}"),
-        strategy=c.gate.strategy,
+        strategy=AcceptanceStrategy(c.gate.strategy),
         minibatch_k=c.gate.minibatch_k,
     )
 
@@ -432,11 +438,7 @@ def settle(
             record.task_type,
             [
                 RejectedEdit.from_edit(
-                    record.task_type,
-                    Edit.from_dict(e),
-                    f"gate {d.stop_reason} (W={d.W}, L={d.L})",
-                    epoch,
-                    step,
+                    record.task_type, e, f"gate {d.stop_reason} (W={d.W}, L={d.L})", epoch, step
                 )
                 for e in record.applied()
             ],
@@ -483,7 +485,7 @@ def accept(scope: StepScope, record: EvolutionRecord, outcome: ValidationOutcome
             accepted_version=version,
             test=dict(outcome.decision.continuation or {}),
             families=outcome.stage2,
-            edits=tuple(Edit.from_dict(e) for e in record.applied()),
+            edits=record.applied(),
             epoch=scope.epoch,
             step=scope.step,
         )
@@ -547,6 +549,7 @@ def _skip(
 
 def _log_evolution(scope: StepScope, record: EvolutionRecord) -> None:
     run_id = scope.run_id("evolve")
+    plain = record.to_dict()
     scope.ctx.log.insert_rows(
         "evolutions",
         [
@@ -559,13 +562,13 @@ def _log_evolution(scope: StepScope, record: EvolutionRecord) -> None:
                 "target_file": record.target_file,
                 "status": record.status,
                 "request_summary": record.request_summary,
-                "edits_json": json.dumps(record.edits),
-                "apply_report_json": json.dumps(record.apply_report),
-                "clip_json": json.dumps(record.clip),
+                "edits_json": json.dumps(plain["edits"]),
+                "apply_report_json": json.dumps(plain["apply_report"]),
+                "clip_json": json.dumps(plain["clip"]),
                 "source_version": record.source_version,
                 "result_version": None,
                 "parse_errors_json": json.dumps(record.parse_errors),
-                "attempts_json": json.dumps(record.attempts),
+                "attempts_json": json.dumps(plain["attempts"]),
             }
         ],
     )
@@ -573,5 +576,5 @@ def _log_evolution(scope: StepScope, record: EvolutionRecord) -> None:
         scope.ctx.log,
         run_id,
         "edits",
-        [(f"{record.target_kind}:{record.task_type or record.target_file}", record.attempts)],
+        [(f"{record.target_kind}:{record.task_type or record.target_file}", plain["attempts"])],
     )

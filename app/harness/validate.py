@@ -1,23 +1,15 @@
 """Gate validation: several task types' candidates checked at once under one limit.
 
-Each spec walks its ladder of families in chunks of about GATE_CHUNK units and folds results
-into its acceptance rule strictly in ladder order, so the outcome does not depend on which model
-call finished first. The baseline is run lazily, chunk by chunk, for units the cache lacks.
-
-Acceptance strategies (config `[gate] strategy`), all through this one path and all recorded in
-`gate_evidence`:
-- "eprocess" (default): the sequential gate of core/evolution/gate.py;
-- "mcnemar": a fixed one-sided exact McNemar test at α = 1/e_confirm on the family outcomes
-  of the whole ladder (up to n_max families);
-- "minibatch": GEPA's rule: k units (one from each of the ladder's first k families), accept if
-  the candidate's number right is strictly higher than the baseline's;
-- "accept_all": accept without evaluating anything.
-The last three exist to be compared with the first (bench/acceptance.py).
+Each spec's acceptance rule (config `[gate] strategy`; the rules are pure, in
+core/evolution/acceptance.py) asks for its ladder's families in chunks of about GATE_CHUNK
+units; the Validator keeps only the I/O: it answers the questions of each chunk (the baseline
+lazily, for units the cache lacks), pairs the outcomes, hands them to the rule in ladder order
+(so the outcome does not depend on which model call finished first), tallies what the rule
+used and records the rule's decision in `gate_evidence`.
 """
 
 from __future__ import annotations
 
-import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -33,19 +25,9 @@ from app.harness.log import HarnessLog
 from app.harness.question_units import unit_correctness_view
 from app.harness.telemetry import calls_logged_as
 from core.concurrency import fan_out
-from core.evolution.gate import (
-    OUTCOME_NAMES,
-    GateAction,
-    GateDecision,
-    GateEndedBy,
-    GateParams,
-    SequentialGate,
-    family_outcome,
-)
-from core.stats import mcnemar_exact
+from core.evolution.acceptance import RuleSetup, make_rule
+from core.evolution.gate import AcceptanceStrategy, GateDecision, GateParams
 from core.types import Question, QuestionUnit, StopReason
-
-GATE_CHUNK = 8  # units per chunk, fixed, so the evaluated set never depends on concurrency
 
 
 @dataclass(frozen=True)
@@ -55,12 +37,22 @@ class GateSpec:
     candidate: AgentPrompts
     ladder: Ladder  # families in ladder order, already truncated to n_max
     gate_run_id: str
-    strategy: str = "eprocess"
+    strategy: AcceptanceStrategy = AcceptanceStrategy.EPROCESS
     minibatch_k: int = 3
 
     @property
     def unit_ids(self) -> tuple[str, ...]:
         return tuple(u for _, ids in self.ladder.families for u in ids)
+
+    def rule_setup(self, params: GateParams) -> RuleSetup:
+        """What the acceptance rule is given; the gate run id seeds any random pick."""
+        return RuleSetup(
+            stage1=self.ladder.stage1,
+            stage2=self.ladder.stage2,
+            params=params,
+            seed=self.gate_run_id,
+            minibatch_k=self.minibatch_k,
+        )
 
 
 @dataclass(frozen=True)
@@ -84,23 +76,6 @@ class ValidationOutcome:
     def base_acc(self) -> float | None:
         used = self.baseline_correctness
         return sum(used.values()) / len(used) if used else None
-
-
-def chunks(families: Sequence[Family], size: int = GATE_CHUNK) -> list[list[Family]]:
-    """Consecutive families, each chunk holding at least `size` units (the last may hold
-    fewer)."""
-    out: list[list[Family]] = []
-    current: list[Family] = []
-    units = 0
-    for fam in families:
-        current.append(fam)
-        units += len(fam[1])
-        if units >= size:
-            out.append(current)
-            current, units = [], 0
-    if current:
-        out.append(current)
-    return out
 
 
 class _Tally:
@@ -183,7 +158,7 @@ class Validator:
         self, spec: GateSpec, families: Sequence[Family], tally: _Tally
     ) -> list[tuple[str, list[tuple[str, bool, bool]]]]:
         """Run baseline (missing only) and candidate on `families`; (family, pairs) in order.
-        Each strategy passes the families it really uses to `tally.record`."""
+        `gate_one` passes the families the rule really used to `tally.record`."""
         unit_ids = [u for _, ids in families for u in ids]
         await self.ensure_baseline(unit_ids, self.baseline_run_id)
         questions = [q for u in unit_ids for q in self.units[u].questions]
@@ -211,83 +186,22 @@ class Validator:
 
     async def gate_one(self, spec: GateSpec) -> ValidationOutcome:
         tally = _Tally()
-        decide = {
-            "eprocess": self._eprocess,
-            "mcnemar": self._mcnemar,
-            "minibatch": self._minibatch,
-            "accept_all": self._accept_all,
-        }[spec.strategy]
-        decision, stage2 = await decide(spec, tally)
+        rule = make_rule(spec.strategy, spec.rule_setup(self.params))
+        while families := rule.request():
+            for _, pairs in rule.observe(await self._evaluate(spec, families, tally)):
+                tally.record(pairs, self.units)
+        verdict = rule.verdict()
         return ValidationOutcome(
             task_type=spec.task_type,
-            decision=decision,
+            decision=verdict.decision,
             gate_run_id=spec.gate_run_id,
             candidate_correctness=tally.cand,
             baseline_correctness=tally.base,
             quadrants=quadrants(tally.base, tally.cand),
             error_share=tally.error_share,
             candidate_questions=tally.by_question,
-            stage2=stage2,
+            stage2=verdict.reserved,
         )
-
-    async def _eprocess(self, spec: GateSpec, tally: _Tally):
-        ladder = spec.ladder
-        gate = SequentialGate(self.params, horizon=len(ladder.families), stage1=len(ladder.stage1))
-        # Stage 1 first, and stage 2 only if stage 1 did not settle it: a provisional accept
-        # at the end of stage 1 leaves stage 2 untouched for its probation.
-        for part in (ladder.stage1, ladder.stage2):
-            for chunk in chunks(part):
-                for family, pairs in await self._evaluate(spec, chunk, tally):
-                    gate.observe_family(family, pairs)
-                    tally.record(pairs, self.units)
-                    if gate.done:
-                        break
-                if gate.done:
-                    break
-            if gate.done:
-                break
-        decision = replace(gate.finish(exhausted=not gate.done), strategy="eprocess")
-        stage2 = ladder.stage2 if decision.action == GateAction.ACCEPT_PROVISIONAL else ()
-        return decision, stage2
-
-    async def _mcnemar(self, spec: GateSpec, tally: _Tally):
-        observed = []
-        for chunk in chunks(spec.ladder.families):
-            observed += await self._evaluate(spec, chunk, tally)
-        for _, pairs in observed:
-            tally.record(pairs, self.units)
-        outcomes = [family_outcome(pairs) for _, pairs in observed]
-        w, l = outcomes.count(1), outcomes.count(-1)  # noqa: E741 - W and L
-        p_value = mcnemar_exact(w, l, "greater")
-        accepted = p_value <= self.params.alpha
-        return _fixed_decision(
-            "mcnemar",
-            accepted,
-            observed,
-            e_value=1.0 / max(p_value, 1e-300),
-            reason=f"p={p_value:.4g}",
-        ), ()
-
-    async def _minibatch(self, spec: GateSpec, tally: _Tally):
-        # k units from k different families (GEPA samples k examples at random; the ladder's
-        # family order is already a seeded shuffle, and the member is a seeded pick).
-        pick = random.Random(spec.gate_run_id)
-        units = [(f, (pick.choice(ids),)) for f, ids in spec.ladder.families][: spec.minibatch_k]
-        observed = await self._evaluate(spec, units, tally) if units else []
-        for _, pairs in observed:
-            tally.record(pairs, self.units)
-        base = sum(b for _, pairs in observed for _, b, _ in pairs)
-        cand = sum(c for _, pairs in observed for _, _, c in pairs)
-        return _fixed_decision(
-            "minibatch",
-            cand > base,
-            observed,
-            e_value=float(cand - base),
-            reason=f"{cand} vs {base} right",
-        ), ()
-
-    async def _accept_all(self, spec: GateSpec, tally: _Tally):
-        return _fixed_decision("accept_all", True, [], e_value=1.0, reason="accept_all"), ()
 
     async def validate(
         self, specs: Sequence[GateSpec], baseline_run_id: str
@@ -295,54 +209,6 @@ class Validator:
         self.baseline_run_id = baseline_run_id
         outcomes = await fan_out(self.gate_one, specs)
         return {o.task_type: o for o in sorted(outcomes, key=lambda o: o.task_type)}
-
-
-def _fixed_decision(
-    strategy: str,
-    accepted: bool,
-    observed: Sequence[tuple[str, Sequence[tuple[str, bool, bool]]]],
-    e_value: float,
-    reason: str,
-) -> GateDecision:
-    """A one-shot rule's decision, with the same per-unit evidence rows as the e-process."""
-    wins = losses = 0
-    evidence = []
-    for n, (family, pairs) in enumerate(observed, start=1):
-        g = family_outcome(pairs)
-        wins, losses = wins + (g == 1), losses + (g == -1)
-        for unit_id, base, cand in pairs:
-            evidence.append(
-                {
-                    "unit_id": unit_id,
-                    "family": family,
-                    "base": base,
-                    "cand": cand,
-                    "outcome": OUTCOME_NAMES[g],
-                    "e_win": e_value,
-                    "e_harm": 1.0,
-                    "W": wins,
-                    "L": losses,
-                    "n": n,
-                }
-            )
-    n = len(observed)
-    return GateDecision(
-        action=GateAction.ACCEPT if accepted else GateAction.REJECT,
-        W=wins,
-        L=losses,
-        n_used=n,
-        e_value=e_value,
-        e_harm=1.0,
-        stop_reason=f"{strategy}: {reason}",
-        delta_hat=(wins - losses) / n if n else 0.0,
-        delta_shrunk=0.0,
-        evidence=tuple(evidence),
-        ended_by=GateEndedBy.EXHAUSTED,
-        threshold=0.0,
-        horizon=n,
-        units_used=len(evidence),
-        strategy=strategy,
-    )
 
 
 def quadrants(base: Mapping[str, bool], cand: Mapping[str, bool]) -> dict[str, list[str]]:

@@ -9,7 +9,7 @@ momentum block. Nothing the model says is executed.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from enum import StrEnum
 from string import Template
 from typing import Any
@@ -19,8 +19,11 @@ from core.evolution.diagnose import CasePack
 from core.evolution.edits import (
     MOMENTUM_END,
     MOMENTUM_START,
+    ClipInfo,
     Edit,
+    EditReport,
     RejectedEdit,
+    applied_edits,
     apply_edits,
     format_blacklist,
     parse_edits,
@@ -29,7 +32,7 @@ from core.evolution.edits import (
 )
 from core.jsonscan import find_json_object
 from core.protocols import LLMProvider
-from core.structured import FormatLadder, structured_complete
+from core.structured import Attempt, FormatLadder, structured_complete
 
 
 class EvolutionStatus(StrEnum):
@@ -41,32 +44,63 @@ class EvolutionStatus(StrEnum):
     PROVIDER_ERROR = "provider_error"  # the model call failed
 
 
+class TargetKind(StrEnum):
+    """Which file an evolution call rewrites (stored in evolutions.target_kind)."""
+
+    SKILL = "skill"  # a task type's skill file (app/harness/step.py)
+    SYSTEM = "system"  # the system prompt (app/harness/slow_update.py)
+    TOOL = "tool"  # a tool's description (app/harness/slow_update.py)
+
+
 @dataclass(frozen=True)
 class EvolutionRecord:
+    """One evolution call, typed; `to_dict` is its JSON form (step reports, harness.db).
+
+    `apply_report[i]` is the report of `edits[i]` (the edits kept by the clip, in order), so the
+    two have the same length; a record that breaks this is refused at construction rather than
+    losing edits when they are paired up.
+    """
+
     status: EvolutionStatus
-    target_kind: str  # skill | system | tool
+    target_kind: TargetKind
     target_file: str
     original: str
     evolved: str
     task_type: str = ""
-    edits: tuple[dict[str, Any], ...] = ()
-    apply_report: tuple[dict[str, Any], ...] = ()
+    edits: tuple[Edit, ...] = ()
+    apply_report: tuple[EditReport, ...] = ()
     suggestions: tuple[str, ...] = ()
-    clip: dict[str, Any] = field(default_factory=dict)
+    clip: ClipInfo | None = None  # None: no reply was parsed (a provider error)
     parse_errors: tuple[str, ...] = ()
     source_version: str = ""
     request_summary: str = ""
-    attempts: tuple[dict[str, Any], ...] = ()  # core.structured.Attempt dicts
+    attempts: tuple[Attempt, ...] = ()
+
+    def __post_init__(self) -> None:
+        if len(self.edits) != len(self.apply_report):
+            raise ValueError(
+                f"EvolutionRecord: {len(self.edits)} edit(s) but "
+                f"{len(self.apply_report)} apply report(s)"
+            )
+        for position, report in enumerate(self.apply_report):
+            if report.index != position:
+                raise ValueError(
+                    f"EvolutionRecord: apply report {position} is for edit {report.index}"
+                )
 
     @property
     def changed(self) -> bool:
         return self.status == EvolutionStatus.OK
 
-    def applied(self) -> list[dict[str, Any]]:
-        return [e for e, r in zip(self.edits, self.apply_report, strict=False) if r["applied"]]
+    def applied(self) -> tuple[Edit, ...]:
+        """The edits that changed the file: only these count as tried (and maybe rejected)."""
+        return applied_edits(self.edits, self.apply_report)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """JSON-plain: edits, reports and clip as objects; `clip` is {} when there was none."""
+        data = asdict(self)
+        data["clip"] = asdict(self.clip) if self.clip is not None else {}
+        return data
 
 
 def skill_prompt(
@@ -103,7 +137,7 @@ def process_reply(
     original: str,
     target_file: str,
     budget: int,
-    target_kind: str,
+    target_kind: TargetKind,
     task_type: str = "",
     source_version: str = "",
     request_summary: str = "",
@@ -132,10 +166,10 @@ def process_reply(
         original=original,
         evolved=evolved,
         task_type=task_type,
-        edits=tuple(e.to_dict() for e in kept),
-        apply_report=tuple(asdict(r) for r in reports),
+        edits=kept,
+        apply_report=reports,
         suggestions=parsed.suggestions,
-        clip=asdict(clip),
+        clip=clip,
         parse_errors=parsed.errors,
         source_version=source_version,
         request_summary=request_summary,
@@ -262,7 +296,7 @@ async def evolve(
     original: str,
     target_file: str,
     budget: int,
-    target_kind: str,
+    target_kind: TargetKind,
     task_type: str = "",
     source_version: str = "",
     request_summary: str = "",
@@ -283,7 +317,7 @@ async def evolve(
     except Exception as e:
         if isinstance(e, BudgetExceeded):
             raise
-        attempts = tuple(a.to_dict() for a in getattr(e, "attempts", []))
+        attempts = tuple(getattr(e, "attempts", []))
         return EvolutionRecord(
             status=EvolutionStatus.PROVIDER_ERROR,
             target_kind=target_kind,
@@ -306,7 +340,7 @@ async def evolve(
         source_version=source_version,
         request_summary=request_summary,
     )
-    return replace(record, attempts=tuple(a.to_dict() for a in result.attempts))
+    return replace(record, attempts=tuple(result.attempts))
 
 
 def momentum_guidance(reply: str, max_lines: int = 8, max_chars: int = 800) -> str | None:

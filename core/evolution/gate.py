@@ -67,6 +67,16 @@ class GateAction(StrEnum):
     REJECT = "reject"
 
 
+class AcceptanceStrategy(StrEnum):
+    """Which acceptance rule a gate runs (config `[gate] strategy`; the rules are in
+    core/evolution/acceptance.py); the value is what step reports and harness.db store."""
+
+    EPROCESS = "eprocess"
+    MCNEMAR = "mcnemar"
+    MINIBATCH = "minibatch"
+    ACCEPT_ALL = "accept_all"
+
+
 class GateStopReason(StrEnum):
     """Why the e-process stopped (see the module docstring for the order of the checks)."""
 
@@ -256,15 +266,15 @@ class GateDecision:
     n_used: int  # families observed
     e_value: float  # E_win at stop
     e_harm: float
-    stop_reason: str  # a GateStopReason; one-shot strategies (app/harness/validate.py) say why
+    stop_reason: str  # a GateStopReason; one-shot rules (core/evolution/acceptance.py) say why
     delta_hat: float  # (W − L)/n, 0 when n = 0
     delta_shrunk: float  # (W − L)/(n + shrink_k): small-n effects pulled toward 0
     evidence: tuple[dict[str, Any], ...] = ()
-    ended_by: str = GateEndedBy.THRESHOLD
+    ended_by: GateEndedBy = GateEndedBy.THRESHOLD
     threshold: float = 20.0  # the accept level this test used
     horizon: int = 0  # families the test could see (stage 1 + stage 2)
     units_used: int = 0  # units evaluated (all members of the observed families)
-    strategy: str = "eprocess"
+    strategy: AcceptanceStrategy = AcceptanceStrategy.EPROCESS
     continuation: dict[str, Any] | None = None  # a provisional accept's test state
 
     @property
@@ -453,7 +463,9 @@ class SequentialGate:
             "threshold": self.threshold,
         }
 
-    def _decision(self, action: GateAction, stop_reason: str, ended_by: str) -> GateDecision:
+    def _decision(
+        self, action: GateAction, stop_reason: str, ended_by: GateEndedBy
+    ) -> GateDecision:
         return GateDecision(
             action=action,
             W=self.W,

@@ -198,7 +198,7 @@ def test_every_adversarial_edit_is_refused_or_made_harmless():
             target_kind="skill",
             task_type="ledger",
         )
-        reasons = [r["reason"] for r in record.apply_report if not r["applied"]]
+        reasons = [r.reason for r in record.apply_report if not r.applied]
         reasons += list(record.parse_errors)
         if edit.get("file"):  # aimed at another file: never applied
             assert record.status != "ok" and record.evolved == original, edit

@@ -390,8 +390,8 @@ def test_edits_that_copy_the_prompts_placeholders_get_a_repair_and_are_never_app
             target_kind="skill",
         )
     )
-    assert [a["status"] for a in record.attempts] == ["parse_failed", "ok"]
-    error = record.attempts[0]["error"]
+    assert [a.status for a in record.attempts] == ["parse_failed", "ok"]
+    error = record.attempts[0].error
     assert "edit(s) 0, 1 copy the prompt's placeholder text" in error
     assert "this file's sections: Capitals, Rules" not in error and "sections: Rules" in error
     assert record.status == "ok" and "- Name only the city." in record.evolved

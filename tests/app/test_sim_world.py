@@ -874,8 +874,8 @@ def test_adversarial_proposals_never_escape_or_touch_momentum(real_packs, starte
         for edit in json.loads(reply)["edits"]:
             ops[edit["op"] + (":file" if edit.get("file") else "")] += 1
         for edit, report in zip(record.edits, record.apply_report, strict=True):
-            if edit["file"]:
-                assert not report["applied"], (edit, report)
+            if edit.file:
+                assert not report.applied, (edit, report)
         assert "escaped" not in record.evolved and "- abs" not in record.evolved
         assert "\x00" not in record.evolved and "\x1b" not in record.evolved
         assert record.evolved.count("<!-- momentum:start -->") == 1

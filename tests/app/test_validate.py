@@ -20,11 +20,9 @@ from app.harness.log import HarnessLog
 from app.harness.question_units import build_units
 from app.harness.store import benchmark_dir, load_benchmark, load_seed, seed_dir
 from app.harness.validate import (
-    GATE_CHUNK,
     GateSpec,
     ValidationOutcome,
     Validator,
-    chunks,
     quadrants,
     with_skill,
 )
@@ -33,9 +31,10 @@ from app.paths import builtin_store
 from app.providers.errors import TransientError
 from app.providers.sim.provider import SimProvider, SimSettings
 from app.providers.sim.world import build_world
+from core.evolution.acceptance import GATE_CHUNK, chunks
 from core.evolution.budget import resolve_skill_file
 from core.evolution.edits import Edit, apply_edits
-from core.evolution.gate import GateParams
+from core.evolution.gate import AcceptanceStrategy, GateParams
 from core.types import QuestionUnit
 from tests.fakes.scripted import ScriptedProvider
 
@@ -279,3 +278,13 @@ def test_comparison_strategies_go_through_the_same_path(
     else:
         assert outcomes["routing"].decision.action == "reject"  # decoys
         assert outcomes["ledger"].decision.W >= outcomes["ledger"].decision.L
+
+
+def test_config_strategies_are_the_acceptance_rules() -> None:
+    """`[gate] strategy` accepts exactly the strategies that have a rule."""
+    from typing import get_args
+
+    from app.harness.config import GateStrategy
+    from core.evolution.acceptance import RULES
+
+    assert get_args(GateStrategy) == tuple(AcceptanceStrategy) == tuple(RULES)

@@ -4,6 +4,7 @@ momentum text."""
 from __future__ import annotations
 
 import json
+import re
 
 import anyio
 import pytest
@@ -12,18 +13,24 @@ from core.evolution.diagnose import CaseItem, CasePack
 from core.evolution.edits import (
     MOMENTUM_END,
     MOMENTUM_START,
+    ClipInfo,
+    Edit,
+    EditReport,
     RejectedEdit,
     momentum_inner,
     replace_momentum,
 )
 from core.evolution.evolve import (
     EvolutionRecord,
+    EvolutionStatus,
+    TargetKind,
     evolve,
     momentum_guidance,
     process_reply,
     prompt_file_prompt,
     skill_prompt,
 )
+from core.structured import Attempt, AttemptStatus
 from tests.fakes.scripted import ScriptedProvider
 
 SKILL = f"""# Ledger cases
@@ -59,7 +66,7 @@ def process(raw: str, budget: int = 3, original: str = SKILL) -> EvolutionRecord
         original=original,
         target_file="ledger.md",
         budget=budget,
-        target_kind="skill",
+        target_kind=TargetKind.SKILL,
         task_type="ledger",
         source_version="v4",
         request_summary="1 failures",
@@ -117,8 +124,8 @@ def test_useful_add_is_applied() -> None:
     assert record.status == "ok" and record.changed
     assert "- In ledger cases marked VOID, leave that entry out." in record.evolved
     assert record.evolved.index("VOID") < record.evolved.index(MOMENTUM_START)
-    assert [r["applied"] for r in record.apply_report] == [True]
-    assert record.applied() == [record.edits[0]]
+    assert [r.applied for r in record.apply_report] == [True]
+    assert record.applied() == (record.edits[0],)
     assert (record.original, record.target_file, record.target_kind) == (
         SKILL,
         "ledger.md",
@@ -151,7 +158,7 @@ def test_edits_aimed_at_another_file_are_refused(file: str) -> None:
     assert record.status == "no_change" and not record.changed
     assert record.evolved == SKILL
     [report] = record.apply_report
-    assert not report["applied"] and report["reason"]
+    assert not report.applied and report.reason
 
 
 def test_own_file_named_explicitly_is_allowed() -> None:
@@ -173,15 +180,15 @@ def test_mixed_reply_applies_the_good_and_reports_the_bad() -> None:
     assert momentum_inner(record.evolved) == "- keep going"
     assert any("unknown op" in e for e in record.parse_errors)
     assert any("replace" in e for e in record.parse_errors)
-    applied = [r["applied"] for r in record.apply_report]
+    applied = [r.applied for r in record.apply_report]
     assert applied == [True, False, False]  # the momentum section does not exist as a heading
 
 
 def test_budget_clips_by_priority() -> None:
     raw = reply(add("- low", 1), add("- high", 9), add("- mid", 5))
     record = process(raw, budget=2)
-    assert [e["content"] for e in record.edits] == ["- high", "- mid"]
-    assert record.clip == {"kept": (1, 2), "dropped": (0,), "budget": 2}
+    assert [e.content for e in record.edits] == ["- high", "- mid"]
+    assert record.clip == ClipInfo(kept=(1, 2), dropped=(0,), budget=2)
     assert "- low" not in record.evolved
     assert process(raw, budget=0).status == "no_change"
 
@@ -212,7 +219,7 @@ def test_empty_edit_list_is_no_change_not_a_parse_failure() -> None:
 def test_duplicate_add_is_no_change() -> None:
     record = process(reply(add("- Work from the figures given in the case.")))
     assert record.status == "no_change"
-    assert "duplicate" in record.apply_report[0]["reason"]
+    assert "duplicate" in record.apply_report[0].reason
 
 
 def test_control_characters_never_reach_the_skill() -> None:
@@ -228,6 +235,72 @@ def test_record_round_trips_to_json() -> None:
     assert data["status"] == "ok" and data["edits"][0]["content"] == "- x"
 
 
+def test_record_carries_typed_edits_reports_and_clip() -> None:
+    record = process(
+        reply(add("- low", 1), add("- high", 9), add("- x", 5, file="../x.md")), budget=2
+    )
+    assert record.edits == (
+        Edit("add", "Rules", content="- high", priority=9.0),
+        Edit("add", "Rules", content="- x", file="../x.md", priority=5.0),
+    )
+    assert [type(r) for r in record.apply_report] == [EditReport, EditReport]
+    assert [(r.index, r.applied) for r in record.apply_report] == [(0, True), (1, False)]
+    assert record.clip == ClipInfo(kept=(1, 2), dropped=(0,), budget=2)
+    assert record.applied() == (record.edits[0],)
+    assert record.target_kind is TargetKind.SKILL
+
+
+def test_record_json_form_keeps_the_stored_shape() -> None:
+    """What step reports and the evolutions table store: plain objects, as before typing."""
+    record = process(reply(add("- low", 1), add("- high", 9)), budget=1)
+    data = json.loads(json.dumps(record.to_dict()))
+    assert data["target_kind"] == "skill"
+    assert data["edits"] == [
+        {
+            "op": "add",
+            "section": "Rules",
+            "content": "- high",
+            "old": "",
+            "new": "",
+            "file": "",
+            "rationale": "",
+            "priority": 9.0,
+        }
+    ]
+    assert data["apply_report"] == [
+        {"index": 0, "op": "add", "section": "Rules", "applied": True, "reason": "added to section"}
+    ]
+    assert data["clip"] == {"kept": [1], "dropped": [0], "budget": 1}
+    failed = run_evolve(ScriptedProvider([RuntimeError("down")]))
+    assert failed.clip is None and failed.to_dict()["clip"] == {}
+
+
+@pytest.mark.parametrize(
+    ("n_edits", "indices", "problem"),
+    [(2, (0,), "2 edit(s) but 1 apply report(s)"), (2, (1, 0), "apply report 0 is for edit 1")],
+)
+def test_record_refuses_reports_that_do_not_pair_with_its_edits(
+    n_edits: int, indices: tuple[int, ...], problem: str
+) -> None:
+    """Pairing edits with reports must never drop an edit silently (`applied` relies on it)."""
+    edits = tuple(Edit("add", "Rules", content=f"- r{i}") for i in range(n_edits))
+    reports = tuple(EditReport(i, "add", "Rules", True, "added") for i in indices)
+    with pytest.raises(ValueError, match=re.escape(problem)):
+        EvolutionRecord(
+            status=EvolutionStatus.OK,
+            target_kind=TargetKind.SKILL,
+            target_file="ledger.md",
+            original=SKILL,
+            evolved=SKILL + "- r0\n",
+            edits=edits,
+            apply_report=reports,
+        )
+
+
+def test_target_kinds_are_the_stored_strings() -> None:
+    assert [k.value for k in TargetKind] == ["skill", "system", "tool"]
+
+
 # ---------------------------------------------------------------------------------- evolve
 
 
@@ -239,7 +312,7 @@ def run_evolve(provider) -> EvolutionRecord:
             original=SKILL,
             target_file="ledger.md",
             budget=2,
-            target_kind="skill",
+            target_kind=TargetKind.SKILL,
             task_type="ledger",
         )
     )
@@ -327,3 +400,14 @@ def test_marker_variants_cannot_break_the_block(marker: str) -> None:
     assert updated.count(MOMENTUM_START) == 1 and updated.count(MOMENTUM_END) == 1
     assert momentum_inner(updated) == "- a\n\n- b"
     assert updated.startswith(SKILL.split(MOMENTUM_START)[0])
+
+
+def test_record_attempts_are_typed_and_stored_as_before() -> None:
+    record = run_evolve(ScriptedProvider([reply(add("- new"))]))
+    assert [(type(a), a.attempt, a.status) for a in record.attempts] == [
+        (Attempt, 1, AttemptStatus.OK)
+    ]
+    stored = json.loads(json.dumps(record.to_dict()))["attempts"]
+    assert [(a["attempt"], a["status"]) for a in stored] == [(1, "ok")]
+    failed = run_evolve(ScriptedProvider([RuntimeError("down")]))
+    assert [a.status for a in failed.attempts] == [AttemptStatus.PROVIDER_ERROR]

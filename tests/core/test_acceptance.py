@@ -1,0 +1,196 @@
+"""The acceptance rules of core/evolution/acceptance.py, driven without the harness: each rule
+against an independent oracle, exhaustively on small ladders, and the ask/tell contract."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from fractions import Fraction
+
+import pytest
+
+from core.evolution.acceptance import (
+    RULES,
+    LadderFamily,
+    RuleSetup,
+    chunks,
+    make_rule,
+    run_rule,
+)
+from core.evolution.gate import (
+    AcceptanceStrategy,
+    GateAction,
+    GateParams,
+    Pair,
+    run_gate_families,
+)
+
+# Small thresholds so that six families can reach every decision of the e-process.
+SMALL = GateParams(
+    e_confirm=4.0, e_rollback=3.0, e_provisional=1.5, w_net_min=1, delta_min=0.0, futility_min=1
+)
+PAIR_OF = {1: (False, True), -1: (True, False), 0: (True, True)}  # outcome -> (base, cand)
+
+
+def singleton_ladder(n: int) -> tuple[LadderFamily, ...]:
+    return tuple((f"f{i}", (f"u{i}",)) for i in range(n))
+
+
+def table(outcomes: tuple[int, ...]) -> dict[str, tuple[bool, bool]]:
+    """unit id -> (baseline correct, candidate correct) for singleton families."""
+    return {f"u{i}": PAIR_OF[g] for i, g in enumerate(outcomes)}
+
+
+class Recorder:
+    """An `outcomes` callback that remembers which families it was asked about."""
+
+    def __init__(self, pairs: dict[str, tuple[bool, bool]]) -> None:
+        self.pairs, self.asked = pairs, []
+
+    def __call__(self, family: LadderFamily) -> list[Pair]:
+        self.asked.append(family[0])
+        return [(u, *self.pairs[u]) for u in family[1]]
+
+
+def test_every_strategy_has_a_rule_and_an_unknown_one_is_named() -> None:
+    assert set(RULES) == set(AcceptanceStrategy)
+    with pytest.raises(ValueError, match="vibes"):
+        make_rule("vibes", RuleSetup(stage1=()))
+
+
+def test_eprocess_rule_decides_as_the_sequential_gate_on_every_short_path() -> None:
+    """All 3^6 outcome paths over a 4 + 2 ladder: the rule's decision is the gate's own, it
+    uses the families up to the gate's stop, asks only for whole chunks up to there, and
+    reserves stage 2 exactly for a provisional accept."""
+    ladder = singleton_ladder(6)
+    seen = set()
+    for path in itertools.product((1, -1, 0), repeat=6):
+        pairs = table(path)
+        families = [(f, [(u, *pairs[u]) for u in ids]) for f, ids in ladder]
+        expected = run_gate_families(families, SMALL, horizon=6, stage1=4)
+        setup = RuleSetup(stage1=ladder[:4], stage2=ladder[4:], params=SMALL, chunk=3)
+        asked = Recorder(pairs)
+        got = run_rule(make_rule(AcceptanceStrategy.EPROCESS, setup), asked)
+        assert got.decision == expected
+        stop = expected.n_used
+        # chunks of 3 per stage: stage 1 is [0..2], [3]; stage 2 is [4, 5]
+        ends = [3, 4, 6]
+        assert len(asked.asked) == next(e for e in ends if e >= max(stop, 1))
+        provisional = expected.action == GateAction.ACCEPT_PROVISIONAL
+        assert got.reserved == (ladder[4:] if provisional else ())
+        seen.add(expected.action)
+    assert seen == set(GateAction)  # every decision was reached, so the comparison bites
+
+
+def test_eprocess_rule_uses_only_the_families_up_to_its_stop() -> None:
+    ladder = singleton_ladder(6)
+    pairs = table((1, 1, 1, 1, 1, 1))
+    rule = make_rule(AcceptanceStrategy.EPROCESS, RuleSetup(stage1=ladder, params=SMALL))
+    request = rule.request()
+    assert request == ladder  # one chunk of 8 units would hold all six
+    used = rule.observe([(f, [(u, *pairs[u]) for u in ids]) for f, ids in request])
+    decision = rule.verdict().decision
+    assert decision.action == GateAction.ACCEPT and 0 < decision.n_used < 6
+    assert [f for f, _ in used] == [f for f, _ in ladder[: decision.n_used]]
+    assert rule.request() == ()
+
+
+def test_eprocess_rule_on_families_uses_the_sign_of_each_family() -> None:
+    """Two-unit families: a family counts once, by the sign of its net wins."""
+    ladder = tuple((f"f{i}", (f"u{i}a", f"u{i}b")) for i in range(6))
+    units = [u for _, ids in ladder for u in ids]
+    for draw in itertools.islice(itertools.product((1, -1, 0), repeat=12), 0, None, 97):
+        pairs = {u: PAIR_OF[g] for u, g in zip(units, draw, strict=True)}
+        families = [(f, [(u, *pairs[u]) for u in ids]) for f, ids in ladder]
+        expected = run_gate_families(families, SMALL, horizon=6, stage1=6)
+        setup = RuleSetup(stage1=ladder, params=SMALL)
+        got = run_rule(make_rule("eprocess", setup), Recorder(pairs)).decision
+        assert (got.action, got.W, got.L, got.n_used) == (
+            expected.action,
+            expected.W,
+            expected.L,
+            expected.n_used,
+        )
+
+
+def one_sided_p(w: int, l: int) -> Fraction:  # noqa: E741 - W and L
+    n = w + l
+    return Fraction(sum(math.comb(n, k) for k in range(w, n + 1)), 2**n)
+
+
+def test_mcnemar_rule_is_the_exact_sign_test_on_every_short_path() -> None:
+    ladder = singleton_ladder(7)
+    alpha = Fraction(1, 20)
+    accepted = 0
+    for path in itertools.product((1, -1, 0), repeat=7):
+        asked = Recorder(table(path))
+        setup = RuleSetup(stage1=ladder[:5], stage2=ladder[5:], chunk=3)
+        d = run_rule(make_rule(AcceptanceStrategy.MCNEMAR, setup), asked).decision
+        w, l = path.count(1), path.count(-1)  # noqa: E741
+        assert (d.W, d.L, d.n_used, d.units_used) == (w, l, 7, 7)
+        assert d.accepted == (one_sided_p(w, l) <= alpha)
+        assert d.strategy == AcceptanceStrategy.MCNEMAR and d.stop_reason.startswith("mcnemar: p=")
+        assert asked.asked == [f for f, _ in ladder]  # the whole ladder, in order
+        accepted += d.accepted
+    assert 0 < accepted < 3**7
+
+
+def test_mcnemar_rule_asks_in_chunks_across_the_stage_boundary() -> None:
+    ladder = singleton_ladder(7)
+    rule = make_rule("mcnemar", RuleSetup(stage1=ladder[:5], stage2=ladder[5:], chunk=3))
+    requests = []
+    while request := rule.request():
+        requests.append(request)
+        rule.observe([(f, [(u, True, True) for u in ids]) for f, ids in request])
+    assert (
+        requests == [tuple(c) for c in chunks(ladder, 3)] == [ladder[:3], ladder[3:6], ladder[6:]]
+    )
+
+
+def test_minibatch_rule_compares_k_seeded_units_on_every_outcome() -> None:
+    ladder = tuple((f"f{i}", tuple(f"u{i}.{j}" for j in range(4))) for i in range(5))
+    setup = RuleSetup(stage1=ladder, seed="gate-run-1", minibatch_k=3)
+    [request] = [make_rule("minibatch", setup).request()]
+    assert [f for f, _ in request] == ["f0", "f1", "f2"]
+    assert all(len(ids) == 1 and ids[0] in dict(ladder)[f] for f, ids in request)
+    for cells in itertools.product(itertools.product((False, True), repeat=2), repeat=3):
+        pairs = {ids[0]: cell for (_, ids), cell in zip(request, cells, strict=True)}
+        d = run_rule(make_rule("minibatch", setup), Recorder(pairs)).decision
+        base = sum(b for b, _ in cells)
+        cand = sum(c for _, c in cells)
+        assert d.accepted == (cand > base)
+        assert (d.e_value, d.units_used, d.n_used) == (float(cand - base), 3, 3)
+    picks = {make_rule("minibatch", RuleSetup(stage1=ladder, seed=s)).request() for s in "abcdef"}
+    assert len(picks) > 1  # the seed chooses the member
+
+
+def test_minibatch_rule_with_an_empty_ladder_asks_nothing_and_rejects() -> None:
+    d = run_rule(make_rule("minibatch", RuleSetup(stage1=())), Recorder({})).decision
+    assert (d.action, d.n_used) == (GateAction.REJECT, 0)
+
+
+def test_accept_all_asks_nothing() -> None:
+    rule = make_rule(AcceptanceStrategy.ACCEPT_ALL, RuleSetup(stage1=singleton_ladder(3)))
+    assert rule.request() == ()
+    d = rule.verdict().decision
+    assert (d.action, d.n_used, d.evidence, d.stop_reason) == (
+        GateAction.ACCEPT,
+        0,
+        (),
+        "accept_all: accept_all",
+    )
+
+
+@pytest.mark.parametrize("strategy", ["eprocess", "mcnemar", "minibatch"])
+def test_outcomes_for_other_families_or_units_are_refused(strategy: str) -> None:
+    ladder = singleton_ladder(3)
+    rule = make_rule(strategy, RuleSetup(stage1=ladder, minibatch_k=3))
+    request = rule.request()
+    assert rule.request() == request  # asking again repeats the pending request
+    wrong_unit = [(f, [(f"{ids[0]}x", True, True)]) for f, ids in request]
+    with pytest.raises(ValueError, match="do not answer the request"):
+        rule.observe(wrong_unit)
+    with pytest.raises(ValueError, match="do not answer the request"):
+        rule.observe([(f, [(ids[0], True, True)]) for f, ids in reversed(request)])
+    with pytest.raises(RuntimeError, match="before the rule's requests were answered"):
+        rule.verdict()
