@@ -427,6 +427,7 @@ def settle(
     new_version = None
     if d.accepted:
         new_version = accept(scope, record, outcome)
+        ctx.log.set_result_version(scope.run_id("evolve"), record.task_type, new_version)
     else:
         state.reject(
             record.task_type,
@@ -563,7 +564,7 @@ def _log_evolution(scope: StepScope, record: EvolutionRecord) -> None:
                 "apply_report_json": json.dumps(record.apply_report),
                 "clip_json": json.dumps(record.clip),
                 "source_version": record.source_version,
-                "result_version": None,
+                "result_version": None,  # set by `settle` once the gate accepts it
                 "parse_errors_json": json.dumps(record.parse_errors),
                 "attempts_json": json.dumps(record.attempts),
             }
