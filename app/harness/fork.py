@@ -19,7 +19,7 @@ import json
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import anyio
@@ -338,7 +338,3 @@ def fork_summary(log, rollout_id: str) -> dict[str, Any]:
         "pass_at_1": sum(b.get(0, False) for b in by_q.values()) / n,
         "pass_at_n": sum(any(b.values()) for b in by_q.values()) / n,
     }
-
-
-def spec_as_dict(spec: ForkSpec) -> dict[str, Any]:
-    return asdict(spec)

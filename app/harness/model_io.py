@@ -19,7 +19,6 @@ from app.harness.clock import now_iso
 from core.structured import LEVELS, FormatLadder
 
 MODEL_IO_FILE = "model_io.json"
-ROLE_KEYS = {"agent": "agent_model", "evolver": "evolver_model", "judge": "judge_model"}
 
 
 def detect_level(model: str, api_base: str | None) -> str:
