@@ -1,4 +1,5 @@
-"""Best-of-N rollouts (issue 14): each selected question answered as N independent branches.
+"""Best-of-N rollouts (README "Best-of-N rollouts"): each selected question answered as N
+independent branches.
 
 A fork is one run in the harness log (`_runs.kind = "fork"`, run_id = the rollout id shared
 by every branch). Each branch is one `answer_question` call (app/harness/inference.py) with

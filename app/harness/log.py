@@ -54,7 +54,7 @@ RUN_TABLES = (
     "verdicts",
     "judgments",
     "rankings",
-)  # the last four: issue 14
+)  # the last four: best-of-N rollouts (migration 4)
 
 MIGRATIONS: list[tuple[str, list[str]]] = [
     (
@@ -139,7 +139,7 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             "CREATE INDEX idx_reply_attempts_run ON reply_attempts(run_id)",
         ],
     ),
-    # 4 (issue 14): best-of-N rollouts. A fork is a run (run_id = rollout id); its branches
+    # 4: best-of-N rollouts. A fork is a run (run_id = rollout id); its branches
     # carry the predictions table's columns plus the branch's own (app/harness/fork.py).
     (
         "best-of-N rollouts: branches, verdicts, judgments, rankings, memories",

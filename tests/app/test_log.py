@@ -38,7 +38,7 @@ def add_run(log: HarnessLog, run_id: str) -> None:
         row = {"run_id": run_id}
         if "question_id" in columns(log, table):
             row["question_id"] = "q1"
-        if "branch_index" in columns(log, table):  # the rollout tables of issue 14
+        if "branch_index" in columns(log, table):  # the best-of-N rollout tables (migration 4)
             row["branch_index"] = 0
         log.insert_rows(table, [row])
 

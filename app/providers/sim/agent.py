@@ -17,7 +17,7 @@ from core.types import ToolCall, ToolSpec
 P_KNOWN = 0.93
 P_UNKNOWN = 0.25
 P_CONFUSED = 0.05
-# A verified memory of a past case that needed the same rule (issue 14, app/harness/memory.py)
+# A verified memory of a past case that needed the same rule (app/harness/memory.py)
 # works like a worked example: the agent answers as if it half-knew the rule.
 P_EXAMPLE = 0.7
 MEMORY_BEGIN = "<memories>"
