@@ -43,7 +43,6 @@ COMMANDS = (
     "rank",
     "export",
 )
-MODEL_COMMANDS = ("demo", "train", "infer", "eval", "diagnose", "fork", "rank")
 
 
 class Options:

@@ -1,4 +1,4 @@
-"""CLI for best-of-N rollouts (issue 14): `fork`, `rank`, `export`.
+"""CLI for best-of-N rollouts (README "Best-of-N rollouts"): `fork`, `rank`, `export`.
 
 The handlers of the three commands (their parsers are in app/cli.py); the work is in
 app/harness/fork.py, rank.py and export.py.

@@ -1,6 +1,6 @@
 """Does the acceptance rule let training learn? Every gate strategy on several simulated worlds.
 
-A benchmark, not a test: it prints figures (issue 10, item 7). For every strategy R
+A benchmark, not a test: it prints figures. For every strategy R
 (`[gate] strategy` = eprocess | mcnemar | minibatch | accept_all), every world seed W and every
 share setting S it trains one fresh workspace on the simulated model with `app/demo.toml`:
 
@@ -425,7 +425,7 @@ def report_setting(outcomes: list[Outcome], setting: str, strategies: list[str])
 
 
 def thresholds(stats: dict[str, dict]) -> dict[str, tuple[str, float, int]]:
-    """The issue's targets for eprocess as (op, value, digits printed)."""
+    """eprocess's targets (its RESULT lines' `target`) as (op, value, digits printed)."""
     others = [stats[r]["test"] for r in stats if r != "eprocess" and stats[r]["n"]]
     minibatch = stats.get("minibatch", {"n": 0})
     return {

@@ -7,7 +7,7 @@ how much of the gap between the e-process gate and accepting every edit is the p
 
 It runs `bench/acceptance.py --units 216` (the same strategies, seeds and settings) and renames
 its RESULT lines `acceptance.<setting>.<strategy>.*` to `acceptance_units216.<...>`, so the
-issue's RESULT names keep meaning the built-in world size.
+`acceptance.*` names in bench/RESULTS.md keep meaning the built-in world size.
 
     .venv/bin/python bench/acceptance_large.py [any bench/acceptance.py option but --units]
 

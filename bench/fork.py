@@ -1,4 +1,5 @@
-"""Best-of-N rollouts on the simulated world (issue 14): fork -> rank -> memories.
+"""Best-of-N rollouts on the simulated world (README "Best-of-N rollouts"):
+fork -> rank -> memories.
 
 A benchmark, not a test: it prints figures. On a fresh workspace (seed `sim-starter`,
 benchmark `sim-basic`, model `sim/basic`):

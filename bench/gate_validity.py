@@ -38,8 +38,9 @@ ends after n families used min(ceil(n/8)·8, H) units. "gate units" stop at the 
 (a provisional accept stops there); "test units" include the probation continuation (conservative
 for the comparison: McNemar gets that many units).
 
-Targets (issue 10): final FA <= 0.05 in every validity case (MC s.e. <= 0.005), kept-provisional
-FA <= 0.05, power >= 0.85 at n_max 200 / d 0.3 / p 0.7, power >= McNemar's at equal units.
+Targets (each RESULT line's `target`; bench/README.md): final FA <= 0.05 in every validity
+case (MC s.e. <= 0.005), kept-provisional FA <= 0.05, power >= 0.85 at n_max 200 / d 0.3 /
+p 0.7, power >= McNemar's at equal units.
 
     .venv/bin/python bench/gate_validity.py [--reps 2500] [--seed 20240611]
 """
@@ -668,7 +669,7 @@ def main() -> None:
     min_ratio, where_ratio = min(ratios)
     max_se = max(mc_ses) if mc_ses else math.nan
     raw_max, raw_where = max(raw_finals) if raw_finals else (math.nan, "")
-    print("\n== summary (targets from issue 10)")
+    print("\n== summary (against the targets)")
     print(
         f"  {verdict(max_final <= TARGET_FA)} final false accept <= {TARGET_FA}: worst cell "
         f"{max_final:.4f} ({where_final}); exact where known, else Monte Carlo"

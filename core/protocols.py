@@ -35,12 +35,6 @@ class ToolDispatch(Protocol):
     async def __call__(self, name: str, arguments: dict[str, Any], question: Question) -> str: ...
 
 
-class PromptBuilder(Protocol):
-    """Builds the opening messages and tool list for one question."""
-
-    def __call__(self, question: Question) -> tuple[list[Message], list[ToolSpec]]: ...
-
-
 class TelemetryRecorder(Protocol):
     """Receives one record per model call (role, model, tokens, cost, latency, status)."""
 

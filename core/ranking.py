@@ -1,5 +1,6 @@
-"""Ranking a question's branches (issue 14): Bradley–Terry over pairwise judgments plus a
-weighted sum of reward components, and the honesty statistics every ranking report carries.
+"""Ranking a question's branches (best-of-N rollouts, app/harness/rank.py): Bradley–Terry
+over pairwise judgments plus a weighted sum of reward components, and the honesty statistics
+every ranking report carries.
 
 Pure logic, no I/O; app/harness/rank.py feeds it from the harness log.
 """

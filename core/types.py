@@ -18,7 +18,6 @@ class StopReason(StrEnum):
 
 
 CHECKERS = ("exact", "numeric", "choice", "regex")
-ROLES = ("agent", "evolver", "judge")
 
 
 @dataclass(frozen=True)

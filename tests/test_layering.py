@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("app", "core")
 
 # Import edges (importer, imported) that close a known cycle still to be broken: the CLI modules
-# import each other (issue 13 moves the shared parts below them, then these entries go). Each
+# import each other (once their shared parts move below them, these entries go). Each
 # entry must name an edge that exists (test_allowed_cycle_edges_are_still_needed), so a fixed
 # cycle cannot leave a stale exemption behind.
 ALLOWED_CYCLE_EDGES: frozenset[tuple[str, str]] = frozenset()

@@ -117,14 +117,3 @@ def failures(log, run_id: str, limit_per_file: int = 12) -> dict[str, dict[str, 
             if len(other["stolen"]) < limit_per_file:
                 other["stolen"].append(row["question_id"])
     return out
-
-
-def format_line(summary: dict[str, dict[str, Any]]) -> str:
-    """One line per task type: recall and precision."""
-    parts = []
-    for task_type, e in summary.items():
-        if task_type == "*":
-            continue
-        prec = "-" if e["precision"] is None else f"{e['precision']:.2f}"
-        parts.append(f"{task_type} r={e['recall']:.2f} p={prec}")
-    return ", ".join(parts)

@@ -45,7 +45,6 @@ CATALOG_INTRO = (
     "follow it."
 )
 READ_SKILL_BY_NAME_DOC = "Returns the instructions of one available skill (pass its `name`)."
-SKILL_MODES = ("inline", "tool", "progressive")
 
 
 class ToolArgumentError(ValueError):

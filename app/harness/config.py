@@ -132,7 +132,7 @@ class RunConfig(BaseModel):
     sim_world_seed: int = _s(7)  # which simulated world; its benchmark: app.providers.sim.generate
     sim_units_per_type: int = _s(72, **POSITIVE)
 
-    # model I/O (issue 11)
+    # model I/O (README "Real models")
     # Diagnoses are made by the judge role (`judge_model`). When more than this share of a
     # step's diagnoses do not parse, `on_degraded_diagnoses` decides: evolve from the raw
     # failure packs ("raw_packs", recorded as such) or stop the run ("abort").
@@ -146,7 +146,7 @@ class RunConfig(BaseModel):
     price_in_per_mtok: float | None = _d(None, **NON_NEGATIVE)  # USD per million input tokens
     price_out_per_mtok: float | None = _d(None, **NON_NEGATIVE)  # (both override litellm's)
 
-    # best-of-N rollouts (issue 14): the judge (app/harness/judge.py) and memories
+    # best-of-N rollouts (app/harness/fork.py): the judge (app/harness/judge.py) and memories
     # (app/harness/memory.py; memory_k > 0 injects that many into infer/eval/train prompts)
     judge_samples: int = _d(3, **POSITIVE)
     judge_temperature: float = _d(0.1, ge=0.0, le=2.0)

@@ -1,4 +1,5 @@
-"""Best-of-N rollouts (issue 14): each selected question answered as N independent branches.
+"""Best-of-N rollouts (README "Best-of-N rollouts"): each selected question answered as N
+independent branches.
 
 A fork is one run in the harness log (`_runs.kind = "fork"`, run_id = the rollout id shared
 by every branch). Each branch is one `answer_question` call (app/harness/inference.py) with
@@ -19,7 +20,7 @@ import json
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import anyio
@@ -338,7 +339,3 @@ def fork_summary(log, rollout_id: str) -> dict[str, Any]:
         "pass_at_1": sum(b.get(0, False) for b in by_q.values()) / n,
         "pass_at_n": sum(any(b.values()) for b in by_q.values()) / n,
     }
-
-
-def spec_as_dict(spec: ForkSpec) -> dict[str, Any]:
-    return asdict(spec)

@@ -1,4 +1,5 @@
-"""The LLM judge (issue 14): scalar scores and pairwise preferences from the judge role.
+"""The LLM judge of best-of-N rollouts (app/harness/fork.py): scalar scores and pairwise
+preferences from the judge role.
 
 - k samples per question (`judge_samples`, default 3) at a low temperature
   (`judge_temperature`, default 0.1), each with its own seed so they are real samples;

@@ -39,7 +39,6 @@ QUICK_CHECK_MAX_BYTES = 256 * 1024 * 1024  # quick_check reads every page: ~1 s 
 # Tables every run may write; each has a run_id column so a step's rows can be cleared.
 RUN_TABLES = (
     "predictions",
-    "traces",
     "llm_calls",
     "gate_evidence",
     "quadrant_pair",
@@ -55,7 +54,7 @@ RUN_TABLES = (
     "verdicts",
     "judgments",
     "rankings",
-)  # the last four: issue 14
+)  # the last four: best-of-N rollouts (migration 4)
 
 MIGRATIONS: list[tuple[str, list[str]]] = [
     (
@@ -140,7 +139,7 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             "CREATE INDEX idx_reply_attempts_run ON reply_attempts(run_id)",
         ],
     ),
-    # 4 (issue 14): best-of-N rollouts. A fork is a run (run_id = rollout id); its branches
+    # 4: best-of-N rollouts. A fork is a run (run_id = rollout id); its branches
     # carry the predictions table's columns plus the branch's own (app/harness/fork.py).
     (
         "best-of-N rollouts: branches, verdicts, judgments, rankings, memories",
@@ -171,6 +170,28 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             task TEXT, key_steps TEXT, final_answer TEXT, created_at TEXT)""",
             "CREATE UNIQUE INDEX idx_memories_key ON memories(run_id, question_id, branch_index)",
             "CREATE VIRTUAL TABLE memories_fts USING fts5(task, task_type UNINDEXED)",
+        ],
+    ),
+    # 5: an evolution names the skills version it produced (`HarnessLog.set_result_version`);
+    # older logs take it from their step report (the same step, run id "...-report", and task
+    # type). The reserved `traces` table and `dual_metric.soft_score` were never written, so
+    # they go; dual_metric is rebuilt rather than `DROP COLUMN`ed (SQLite 3.35+ only).
+    (
+        "evolutions name the version they produced; reserved traces and soft score removed",
+        [
+            """UPDATE evolutions SET result_version = (
+                SELECT json_extract(s.report_json, '$.new_version') FROM step_reports s
+                WHERE s.run_id = substr(evolutions.run_id, 1, length(evolutions.run_id) - 6)
+                    || 'report'
+                AND s.task_type = evolutions.task_type ORDER BY s.id DESC LIMIT 1)
+            WHERE result_version IS NULL AND run_id LIKE '%-evolve'""",
+            "DROP TABLE IF EXISTS traces",
+            """CREATE TABLE dual_metric_v5 (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
+            epoch INTEGER, eval_run_id TEXT, hard_acc REAL)""",
+            """INSERT INTO dual_metric_v5 (id, run_id, epoch, eval_run_id, hard_acc)
+            SELECT id, run_id, epoch, eval_run_id, hard_acc FROM dual_metric""",
+            "DROP TABLE dual_metric",
+            "ALTER TABLE dual_metric_v5 RENAME TO dual_metric",
         ],
     ),
 ]
@@ -368,6 +389,15 @@ class HarnessLog:
             self.conn.execute(
                 "UPDATE _runs SET status=?, finished_at=?, summary_json=? WHERE run_id=?",
                 (status, now_iso(), scrub(json.dumps(summary or {}, sort_keys=True)), run_id),
+            )
+
+    def set_result_version(self, run_id: str, task_type: str, version: str) -> None:
+        """The version an evolution produced; known only once its gate accepted it, after
+        the row was written (app/harness/step.py `settle`)."""
+        with self._txn():
+            self.conn.execute(
+                "UPDATE evolutions SET result_version = ? WHERE run_id = ? AND task_type = ?",
+                (version, run_id, task_type),
             )
 
     def clear_run(self, run_id: str) -> None:

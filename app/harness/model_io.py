@@ -20,7 +20,6 @@ from core.redact import redact_url_credentials
 from core.structured import LEVELS, FormatLadder
 
 MODEL_IO_FILE = "model_io.json"
-ROLE_KEYS = {"agent": "agent_model", "evolver": "evolver_model", "judge": "judge_model"}
 
 
 def detect_level(model: str, api_base: str | None) -> str:

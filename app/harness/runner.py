@@ -7,7 +7,6 @@ is a TrainState passed explicitly and checkpointed after every step and every ep
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import os
@@ -68,9 +67,6 @@ class Runner:
         self.config = session.config
 
     # -- train ----------------------------------------------------------------------------
-    def run_train(self, *, resume: bool) -> None:
-        anyio.run(functools.partial(self.train_async, resume=resume))
-
     async def train_async(self, *, resume: bool) -> None:
         """Train, and record how the run ended if it did not finish: stopped (Ctrl-C,
         SIGTERM, the budget) or failed; a stop re-raises as KeyboardInterrupt."""

@@ -98,7 +98,8 @@ class Session:
             prompts_dir or self.paths.prompts_dir,
             self.config.skill_mode,
         )
-        if self.config.memory_k > 0:  # issue 14: verified memories before the system prompt
+        # verified memories (app/harness/memory.py) go before the system prompt
+        if self.config.memory_k > 0:
             from app.harness.memory import with_memories
 
             prompts = with_memories(prompts, self.log, self.config.memory_k)

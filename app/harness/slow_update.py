@@ -61,7 +61,7 @@ async def run_slow_update(ctx: TrainContext, state: TrainState, epoch: int) -> N
         label=f"e{epoch} validation",
         parent_run_id=state.train_id,
     )
-    # 2. dual metric (the soft score is optional and not computed by this harness yet)
+    # 2. dual metric: the epoch's hard (validation) accuracy
     ctx.log.insert_rows(
         "dual_metric",
         [
@@ -70,7 +70,6 @@ async def run_slow_update(ctx: TrainContext, state: TrainState, epoch: int) -> N
                 "epoch": epoch,
                 "eval_run_id": prefix + "val",
                 "hard_acc": r.accuracy,
-                "soft_score": None,
             }
         ],
     )

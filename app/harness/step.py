@@ -433,6 +433,7 @@ def settle(
     new_version = None
     if d.accepted:
         new_version = accept(scope, record, outcome)
+        ctx.log.set_result_version(scope.run_id("evolve"), record.task_type, new_version)
     else:
         state.reject(
             record.task_type,
@@ -566,7 +567,7 @@ def _log_evolution(scope: StepScope, record: EvolutionRecord) -> None:
                 "apply_report_json": json.dumps(plain["apply_report"]),
                 "clip_json": json.dumps(plain["clip"]),
                 "source_version": record.source_version,
-                "result_version": None,
+                "result_version": None,  # set by `settle` once the gate accepts it
                 "parse_errors_json": json.dumps(record.parse_errors),
                 "attempts_json": json.dumps(plain["attempts"]),
             }

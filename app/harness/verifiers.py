@@ -1,4 +1,5 @@
-"""Objective verifiers (issue 14): a pipeline of checks over a fork's branches.
+"""Objective verifiers of best-of-N rollouts (app/harness/fork.py): a pipeline of checks over
+a fork's branches.
 
 A verifier takes (question, branch) and returns a Verdict. Built in:
 - `checker`: the question's own answer checker (core/checkers.py) on the branch's answer;

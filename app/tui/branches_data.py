@@ -1,5 +1,5 @@
-"""Read-only queries behind the branches view (issue 14): a fork's questions, each
-question's branches with verdicts, judge scores and rank, one branch's reasoning and
+"""Read-only queries behind the branches view (app/tui/screens/branches.py): a fork's
+questions, each question's branches with verdicts, judge scores and rank, one branch's reasoning and
 trajectory. Each takes a read-only HarnessLog (WorkspaceData.reader) and runs in a worker."""
 
 from __future__ import annotations

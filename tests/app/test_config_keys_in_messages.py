@@ -1,7 +1,8 @@
 """Every config key that a message, docstring or comment-like string names must exist.
 
 A message that tells the user to set a key which the config does not have sends them to a
-dead end (issue 11 found `api_key_env` and `price_in/out_per_mtok` named but missing).
+dead end (`api_key_env` and `price_in/out_per_mtok` were once named in messages before the
+config had them).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Export layouts field by field (issue 14), as documented in app/harness/export.py:
+"""Export layouts field by field, as documented in app/harness/export.py:
 TRL's conversational preference type (huggingface.co/docs/trl, "Dataset formats"), OpenAI's
 preference fine-tuning input (developers.openai.com, "Direct preference optimization"),
 chat-messages SFT lines, reward records; manifests; the test pool left out unless asked."""

@@ -1,4 +1,5 @@
-"""Best-of-N rollouts (issue 14): fork, verifiers, judge, ranker, memories, on the sim."""
+"""Best-of-N rollouts (README "Best-of-N rollouts"): fork, verifiers, judge, ranker,
+memories, on the sim."""
 
 from __future__ import annotations
 

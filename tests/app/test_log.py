@@ -3,6 +3,7 @@ reader polling while another process writes (docs/architecture.md#the-harness-lo
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import subprocess
@@ -37,7 +38,7 @@ def add_run(log: HarnessLog, run_id: str) -> None:
         row = {"run_id": run_id}
         if "question_id" in columns(log, table):
             row["question_id"] = "q1"
-        if "branch_index" in columns(log, table):  # the rollout tables of issue 14
+        if "branch_index" in columns(log, table):  # the best-of-N rollout tables (migration 4)
             row["branch_index"] = 0
         log.insert_rows(table, [row])
 
@@ -384,3 +385,69 @@ def test_schema_3_log_gains_the_rollout_tables_in_migration_4(tmp_path):
         } <= tables
         assert log.query("SELECT question_id FROM predictions") == [{"question_id": "q"}]
         assert {"branches", "verdicts", "judgments", "rankings"} <= set(RUN_TABLES)
+
+
+def test_schema_4_log_names_evolution_results_and_drops_reserved_in_migration_5(tmp_path):
+    """Migration 5 backfills evolutions.result_version from the step report's new_version and
+    removes the never-written `traces` table and `dual_metric.soft_score`; other rows stay."""
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path)
+    conn.execute(
+        "CREATE TABLE _migrations (version INTEGER PRIMARY KEY, description TEXT, applied_at TEXT)"
+    )
+    for version, (description, statements) in enumerate(MIGRATIONS[:4], start=1):
+        for sql in statements:
+            conn.execute(sql)
+        conn.execute("INSERT INTO _migrations VALUES (?, ?, 'then')", (version, description))
+    for task_type, new_version in (("ledger", "skills-v3"), ("tax", None)):
+        conn.execute(
+            "INSERT INTO evolutions (run_id, task_type, source_version) VALUES (?, ?, 'skills-v2')",
+            ("t1-e1-s2-evolve", task_type),
+        )
+        conn.execute(
+            "INSERT INTO step_reports (run_id, task_type, report_json) VALUES (?, ?, ?)",
+            ("t1-e1-s2-report", task_type, json.dumps({"new_version": new_version})),
+        )
+    # the same task type one step later accepted something else: it must not leak back
+    conn.execute(
+        "INSERT INTO step_reports (run_id, task_type, report_json) VALUES (?, ?, ?)",
+        ("t1-e1-s3-report", "tax", json.dumps({"new_version": "skills-v4"})),
+    )
+    conn.execute(
+        "INSERT INTO dual_metric (run_id, epoch, eval_run_id, hard_acc, soft_score) "
+        "VALUES ('t1-e1-slow-val', 1, 't1-e1-slow-val', 0.5, NULL)"
+    )
+    conn.commit()
+    conn.close()
+    with HarnessLog(path) as log:
+        assert log.schema_version() == SCHEMA_VERSION >= 5
+        assert log.query(
+            "SELECT task_type, source_version, result_version FROM evolutions ORDER BY task_type"
+        ) == [
+            {"task_type": "ledger", "source_version": "skills-v2", "result_version": "skills-v3"},
+            {"task_type": "tax", "source_version": "skills-v2", "result_version": None},
+        ]
+        tables = {r["name"] for r in log.query("SELECT name FROM sqlite_master")}
+        assert "traces" not in tables and "traces" not in RUN_TABLES
+        assert set(columns(log, "dual_metric")) == {
+            "id",
+            "run_id",
+            "epoch",
+            "eval_run_id",
+            "hard_acc",
+        }
+        assert log.query("SELECT run_id, epoch, hard_acc FROM dual_metric") == [
+            {"run_id": "t1-e1-slow-val", "epoch": 1, "hard_acc": 0.5}
+        ]
+
+
+def test_set_result_version_names_one_evolution(log: HarnessLog) -> None:
+    log.insert_rows(
+        "evolutions",
+        [{"run_id": "t1-e1-s1-evolve", "task_type": t} for t in ("ledger", "tax")],
+    )
+    log.set_result_version("t1-e1-s1-evolve", "tax", "skills-v2")
+    assert log.query("SELECT task_type, result_version FROM evolutions ORDER BY task_type") == [
+        {"task_type": "ledger", "result_version": None},
+        {"task_type": "tax", "result_version": "skills-v2"},
+    ]

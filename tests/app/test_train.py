@@ -106,6 +106,21 @@ def test_gate_evidence_shows_real_rule_accepted_and_harmful_rule_rejected(refere
     assert accepted_real >= 1 and rejected_decoy >= 1
 
 
+def test_each_evolution_names_the_version_its_accept_produced(reference: Path):
+    """evolutions.result_version is the step report's new_version (app/harness/step.py
+    `settle`): set for every accepted edit, empty for the rest."""
+    conn = sqlite3.connect(reference / "harness.db")
+    rows = conn.execute(
+        "SELECT e.result_version, json_extract(s.report_json, '$.new_version'), s.action "
+        "FROM evolutions e JOIN step_reports s ON s.epoch = e.epoch AND s.step = e.step "
+        "AND s.task_type = e.task_type AND s.run_id LIKE 'train%'"
+    ).fetchall()
+    accepted = [r for r in rows if r[2].startswith("accept")]
+    assert accepted and all(r[0] for r in accepted), accepted
+    assert all(result == new for result, new, _ in rows), rows
+    assert any(r[0] is None for r in rows), "no evolution without a new version was seen"
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("kill_at", ["rollout:150", "gate:9", "slow:1", "version:4", "step_end:2"])
 def test_resume_after_sigkill_ends_in_the_reference_state(

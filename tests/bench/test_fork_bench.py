@@ -1,4 +1,4 @@
-"""bench/fork.py runs and prints every RESULT line issue 14 names, with its targets met."""
+"""bench/fork.py runs and prints every RESULT line of NAMES, with its targets met."""
 
 from __future__ import annotations
 

@@ -456,7 +456,7 @@ def test_bradley_terry_recovers_known_strengths() -> None:
     assert scores == pytest.approx([t / geo for t in truth], rel=0.12)
 
 
-# --------------------------------------------------------------------------- audit fixes (issue 14)
+# ------------------------------------------------ Bradley–Terry against choix (core/ranking.py)
 
 
 def _choix_map(n_items: int, comparisons: list[tuple[int, int]], repeat: int) -> np.ndarray:

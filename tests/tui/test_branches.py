@@ -1,4 +1,5 @@
-"""The branches view (issue 14): Pilot test and SVG snapshot on a real sim fork + rank."""
+"""The branches view (app/tui/screens/branches.py): Pilot test and SVG snapshot on a real
+sim fork + rank."""
 
 from __future__ import annotations
 

@@ -7,7 +7,6 @@ it. Without the rules a case needs it is near chance.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -18,11 +17,10 @@ from core.types import ToolCall, ToolSpec
 P_KNOWN = 0.93
 P_UNKNOWN = 0.25
 P_CONFUSED = 0.05
-# A verified memory of a past case that needed the same rule (issue 14, app/harness/memory.py)
+# A verified memory of a past case that needed the same rule (app/harness/memory.py)
 # works like a worked example: the agent answers as if it half-knew the rule.
 P_EXAMPLE = 0.7
 MEMORY_BEGIN = "<memories>"
-MEMORY_END = "</memories>"
 MEMORY_TASK_PREFIX = "Task: "
 DILUTION_BUDGET_CHARS = 3000
 DILUTION_MAX_PENALTY = 0.15
@@ -166,14 +164,6 @@ def final_text(case: CaseSpec | None, correct: bool, pick: int) -> str:
         return "I could not match this case to anything I know.\nANSWER: unknown"
     answer = case.answer if correct else case.wrong_answers[pick % len(case.wrong_answers)]
     return f"Applying the rules I was given to case {case.question_id}.\nANSWER: {answer}"
-
-
-def tool_call_message(call: ToolCall) -> dict:
-    return {
-        "id": call.id,
-        "type": "function",
-        "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
-    }
 
 
 def _has_example(world: World, view: AgentView, case: CaseSpec) -> bool:

@@ -1,4 +1,5 @@
-"""The simulated judge (issue 14): grades answers against the world's hidden answer key.
+"""The simulated judge (for app/harness/judge.py): grades answers against the world's hidden
+answer key.
 
 It reads the prompts of `prompts/judge_scalar.md` and `prompts/judge_pairwise.md`. Two knobs
 make it imperfect in the ways real judges are:

@@ -23,8 +23,8 @@ from app.providers.sim.world import World, build_world
 from core.types import LLMResponse, ToolSpec, Usage
 
 NOISE_SHARE = 0.03  # share of agent answers re-drawn from the whole request (sampling noise)
-# Temperature > 0 (issue 14, best-of-N forks): this share of answers, times the temperature
-# (capped at 1), is re-drawn from (question, seed, temperature), so branches sampled at
+# Temperature > 0 (best-of-N forks, app/harness/fork.py): this share of answers, times the
+# temperature (capped at 1), is re-drawn from (question, seed, temperature), so branches sampled at
 # different temperatures really differ. At temperature 0 nothing changes.
 TEMPERATURE_REDRAW_PER_UNIT = 1.0
 SIM_PRICE_IN_PER_MTOK = 0.5  # notional prices so cost accounting is exercised; labelled sim

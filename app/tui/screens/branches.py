@@ -1,7 +1,7 @@
-"""Branches (issue 14): a fork's questions; the selected question's branches with verdicts,
-judge score, rank and reward; the selected branch's verdict reasons, judge reasoning and
-trajectory. Opened from Runs (Enter on a fork run). Queries: app/tui/branches_data.py,
-each in a worker thread; layout: app/tui/styles/branches.tcss."""
+"""Branches of a best-of-N fork (app/harness/fork.py): its questions; the selected
+question's branches with verdicts, judge score, rank and reward; the selected branch's verdict
+reasons, judge reasoning and trajectory. Opened from Runs (Enter on a fork run). Queries:
+app/tui/branches_data.py, each in a worker thread; layout: app/tui/styles/branches.tcss."""
 
 from __future__ import annotations
 

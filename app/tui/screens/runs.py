@@ -168,7 +168,8 @@ class RunsScreen(BaseScreen):
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.data_table.id == "runs-table" and event.row_key.value:
             run = next((r for r in self.page.rows if r["run_id"] == event.row_key.value), None)
-            if run is not None and run["kind"] == "fork":  # issue 14: a fork's branches
+            # a fork opens its branches (app/tui/screens/branches.py)
+            if run is not None and run["kind"] == "fork":
                 from app.tui.screens.branches import BranchesScreen
 
                 self.app.push_screen(BranchesScreen(event.row_key.value))
