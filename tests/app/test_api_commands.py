@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -196,3 +197,12 @@ def test_bad_arguments_are_refused_in_one_line_and_change_nothing(ws, call, mess
     assert "\n" not in str(refused.value)
     after = sorted(p.relative_to(ws) for p in ws.rglob("*") if "harness.db" not in p.name)
     assert after == before
+
+
+def test_the_readme_lists_every_api_function():
+    section = (ROOT / "README.md").read_text(encoding="utf-8").split("## Python API", 1)[1]
+    section = section.split("\n## ", 1)[0]
+    listed = set(re.findall(r"^\| `(\w+)\(", section, flags=re.MULTILINE))
+    functions = {n for n in api.__all__ if n[0].islower() and not n.endswith("_async")}
+    assert listed == functions
+    assert all(callable(getattr(api, f"{n}_async", None)) for n in ("diagnose", "fork", "rank"))
