@@ -1094,7 +1094,12 @@ async def fork_async(
     root, run_config = _workspace(workspace), resolve_config(config, overrides)
     _check_fork_arguments(branches, temperatures, temperature_range, pool, limit, rollout_id)
     task_types, question_ids = _task_types(task_types), _names("questions", questions)
-    concurrency = _concurrency(concurrency, run_config)
+    _expect(
+        "concurrency",
+        concurrency,
+        concurrency is None or type(concurrency) is int,
+        "a whole number, at least 1, or None",
+    )
     with (
         WriterLock(root, "fork"),
         Session(root, run_config, Bars(enabled=progress)) as session,
@@ -1103,12 +1108,15 @@ async def fork_async(
             if not rollout_id:
                 raise UserError("--resume needs --rollout-id")
             spec = ForkSpec((), (0.0,))  # replaced by the stored spec
-        else:
+        else:  # a resumed fork goes on with the stored spec's concurrency
+            in_flight = concurrency if concurrency is not None else run_config.concurrency
+            if in_flight < 1:
+                raise UserError(f"--concurrency must be >= 1 (got {in_flight})")
             temps = branch_temperatures(
                 branches, temperatures, temperature_range, run_config.temperature
             )
             chosen = select_questions(session.benchmark, pool, task_types, question_ids, limit)
-            spec = ForkSpec(tuple(q.question_id for q in chosen), temps, concurrency, pool)
+            spec = ForkSpec(tuple(q.question_id for q in chosen), temps, in_flight, pool)
             rollout_id = rollout_id or next_run_id(session, "fork-")
         with session.bars.live():
             ran = await run_fork(session, spec, rollout_id, resume=resume, bars=session.bars)
@@ -1161,20 +1169,6 @@ def _check_fork_arguments(
 
 def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _concurrency(concurrency: object, config: RunConfig) -> int:
-    """Branches in flight: `concurrency`, else the config's."""
-    _expect(
-        "concurrency",
-        concurrency,
-        concurrency is None or type(concurrency) is int,
-        "a whole number, at least 1, or None",
-    )
-    chosen = concurrency if isinstance(concurrency, int) else config.concurrency
-    if chosen < 1:
-        raise UserError(f"--concurrency must be >= 1 (got {chosen})")
-    return chosen
 
 
 def _names(label: str, names: object) -> list[str] | None:
