@@ -7,8 +7,8 @@
     print(f"test accuracy {result.baseline_test_accuracy:.3f} -> {result.test_accuracy:.3f}")
 
 Functions that run a model have an async twin (`train_async`, `evaluate_async`,
-`infer_async`, `demo_async`) for callers that already run an event loop; the plain ones start
-their own. Every writer takes the workspace's writer lock, as the CLI does.
+`infer_async`, `demo_async`, `diagnose_async`, `fork_async`, `rank_async`) for callers that
+already run an event loop; the plain ones start their own. Every writer takes the workspace's writer lock, as the CLI does.
 
 Errors are named: `UserError` (bad input or a refused request, e.g. a second writer),
 `RunFailed` (a run started but could not finish: budget, provider, full disk), and
@@ -59,11 +59,23 @@ from core.types import InferenceResult
 scrub_log_records()
 
 __all__ = [
+    "DiagnoseResult",
     "EpochPoint",
     "EvalResult",
+    "ExportResult",
+    "ExportSkillsResult",
+    "ExportedFile",
+    "ForkResult",
+    "ImportResult",
     "InferResult",
+    "JudgeStats",
+    "MemoryStats",
+    "PairedStats",
+    "PromoteResult",
     "ProviderError",
+    "RankResult",
     "RunFailed",
+    "SourceVersion",
     "TaskTypeScore",
     "TrainResult",
     "UserError",
@@ -71,11 +83,21 @@ __all__ = [
     "WorkspaceReport",
     "demo",
     "demo_async",
+    "diagnose",
+    "diagnose_async",
     "evaluate",
     "evaluate_async",
+    "export",
+    "export_skills",
+    "fork",
+    "fork_async",
+    "import_skills",
     "infer",
     "infer_async",
     "init_workspace",
+    "promote",
+    "rank",
+    "rank_async",
     "report",
     "train",
     "train_async",
@@ -768,3 +790,557 @@ def _in_store_or_builtin(
         if store.resolve() == builtin.resolve() or not (builtin / folder / name).is_dir():
             raise
         return lookup(builtin, name)
+
+
+# -- diagnose -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DiagnoseResult:
+    """A run's failures diagnosed (app/harness/runner.py `diagnose_run`): counts by cause, and
+    how many failures each case pack (what the evolver would be sent) sampled."""
+
+    run_id: str
+    failures: int
+    by_category: dict[str, int]
+    degraded: int  # diagnoses that did not parse
+    contradictory: int
+    skill_packs: dict[str, int]  # per task type
+    system_pack: int
+    tool_packs: dict[str, int]  # per tool
+    simulated_model: bool
+
+
+def diagnose(
+    workspace: str | Path,
+    run_id: str,
+    config: ConfigSource = None,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    progress: bool | None = False,
+) -> DiagnoseResult:
+    """Diagnose the failures of run `run_id` (e.g. "baseline") with the judge model; the
+    diagnoses go to the harness log under `<run_id>-diagnose-...`."""
+    return _run_sync(
+        diagnose_async, workspace, run_id, config, overrides=overrides, progress=progress
+    )
+
+
+async def diagnose_async(
+    workspace: str | Path,
+    run_id: str,
+    config: ConfigSource = None,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    progress: bool | None = False,
+) -> DiagnoseResult:
+    _expect("run_id", run_id, isinstance(run_id, str), "a run id, e.g. 'baseline'")
+    root, run_config = _workspace(workspace), resolve_config(config, overrides)
+    with (
+        WriterLock(root, "diagnose"),
+        Session(root, run_config, Bars(enabled=progress)) as session,
+    ):
+        summary = await Runner(session).diagnose_run_async(run_id)
+    return DiagnoseResult(**summary, simulated_model=run_config.uses_sim)
+
+
+# -- promote and Agent Skills -------------------------------------------------------------------
+@dataclass(frozen=True)
+class PromoteResult:
+    seed: Path  # the new seed's folder in the store
+    agent_skills: tuple[Path, ...]  # the SKILL.md files written (agent_skills=OUT)
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    seed: Path  # the new seed's folder in the store
+
+
+@dataclass(frozen=True)
+class ExportSkillsResult:
+    files: tuple[Path, ...]  # the SKILL.md files written
+
+
+def promote(
+    workspace: str | Path,
+    version: str,
+    *,
+    eval_run: str,
+    name: str,
+    store: str | Path | None = None,
+    agent_skills: str | Path | None = None,
+) -> PromoteResult:
+    """Copy skills `version` (justified by the finished eval run `eval_run`) into the store as
+    seed `name`; with `agent_skills`, also write it as Agent Skills under that folder. All or
+    nothing: the Agent Skills are removed again if the seed cannot be written."""
+    from app.harness.agent_skills import stage_version
+    from app.harness.runner import promote as promote_to_store
+
+    root = _workspace(workspace)
+    _expect("version", version, isinstance(version, str), "a skills version, e.g. 'v3'")
+    _expect("eval_run", eval_run, isinstance(eval_run, str), "an eval run's id")
+    _expect("name", name, isinstance(name, str), "the new seed's name")
+    _expect("agent_skills", agent_skills, _is_path(agent_skills, none=True), "a folder's path")
+    store_dir = writable_store(store)
+    written: list[Path] = []
+    with WriterLock(root, "promote"):
+        # the Agent Skills are written (and every check passed) before the seed is
+        staged = None
+        if agent_skills is not None:
+            staged = stage_version(root, version, Path(agent_skills), eval_run, store_dir)
+            written = staged.publish()
+        try:
+            target = promote_to_store(root, version, eval_run, name, store_dir)
+        except BaseException:
+            if staged is not None:
+                staged.discard()
+            raise
+    return PromoteResult(target, tuple(written))
+
+
+def import_skills(
+    skills_dir: str | Path,
+    *,
+    name: str,
+    store: str | Path | None = None,
+    prompts_from: str = "sim-starter",
+) -> ImportResult:
+    """A folder of Agent Skills (`<name>/SKILL.md`) becomes store seed `name`, with the prompts
+    of seed `prompts_from` (unless the folder has prompts/system.md)."""
+    from app.harness.agent_skills import import_skills as import_to_store
+
+    _expect("skills_dir", skills_dir, _is_path(skills_dir), "a folder's path")
+    _expect("name", name, isinstance(name, str), "the new seed's name")
+    _expect("prompts_from", prompts_from, isinstance(prompts_from, str), "a seed's name")
+    store_dir = writable_store(store)
+    target = import_to_store(Path(skills_dir), store_dir, name, find_seed(store_dir, prompts_from))
+    return ImportResult(target)
+
+
+def export_skills(
+    workspace: str | Path,
+    *,
+    out: str | Path,
+    version: str = "best",
+    eval_run: str | None = None,
+    store: str | Path | None = None,
+) -> ExportSkillsResult:
+    """Write skills `version` ("best", or e.g. "v3") as `<out>/.agents/skills/<name>/SKILL.md`,
+    with the accuracy of `eval_run` (default: the version's latest eval) in the metadata."""
+    from app.harness.agent_skills import export_version
+
+    root = _workspace(workspace)
+    _expect("out", out, _is_path(out), "a folder's path")
+    _expect("version", version, isinstance(version, str), "'best' or a version, e.g. 'v3'")
+    _expect("eval_run", eval_run, eval_run is None or isinstance(eval_run, str), "a run id")
+    # reads only immutable, sha256-checked versions: no writer lock needed (like `report`)
+    files = export_version(root, version, Path(out), eval_run, _store(store))
+    return ExportSkillsResult(tuple(files))
+
+
+# -- best-of-N: fork, rank, export --------------------------------------------------------------
+@dataclass(frozen=True)
+class ForkResult:
+    """A fork (app/harness/fork.py): `branches` answers in all over `questions` questions."""
+
+    rollout_id: str
+    questions: int
+    branches: int
+    ran: int
+    skipped: int  # branches a resumed fork had already finished
+    elapsed_s: float
+    pass_at_1: float
+    pass_at_n: float
+    simulated_model: bool
+
+
+@dataclass(frozen=True)
+class JudgeStats:
+    model: str
+    calls: int
+    cap_per_batch: int
+    max_calls_in_a_batch: int
+    batches_at_cap: int
+    calls_over_cap: int
+    capped_samples: int
+    samples: int
+    temperature: float
+    same_model_as_agent: bool
+
+
+@dataclass(frozen=True)
+class PairedStats:
+    """The ranker's top branch vs branch 0, paired by question (core/ranking.py
+    `paired_report`); figures are None when there was nothing to measure."""
+
+    n: int
+    powered: bool
+    accuracy: float | None
+    baseline_accuracy: float | None
+    wilson: tuple[float, float]
+    wins: int
+    losses: int
+    min_detectable_delta_pp: float | None
+    mcnemar_p: float | None
+
+
+@dataclass(frozen=True)
+class MemoryStats:
+    stored: int
+    dropped_unverified: int
+    already_stored: int
+    test_pool_skipped: int
+
+
+@dataclass(frozen=True)
+class RankResult:
+    """A fork ranked (app/harness/rank.py); the same report is in `analyses/rank_<id>.json`."""
+
+    rollout_id: str
+    questions: int
+    branches: int
+    verifiers: tuple[str, ...]
+    weights: dict[str, float]
+    pass_at_1: float
+    pass_at_n: float
+    ranker_top_correct_share: float | None  # None: no question had a correct branch
+    judge: JudgeStats
+    top_vs_branch0: PairedStats
+    memories: MemoryStats | None  # None: remember=False
+    simulated_model: bool
+
+
+@dataclass(frozen=True)
+class SourceVersion:
+    skills: str
+    prompts: str
+
+
+@dataclass(frozen=True)
+class ExportedFile:
+    """One JSONL file of an export and its manifest (`<file>.manifest.json` beside it)."""
+
+    file: str
+    layout: str
+    export_version: int
+    count: int
+    sha256: str
+    rollout_ids: tuple[str, ...]
+    source_versions: tuple[SourceVersion, ...]
+    test_pool_included: bool
+    test_questions_skipped: int
+    simulated_model: bool
+    created_at: str
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    out: Path
+    files: dict[str, ExportedFile]  # by file name, e.g. "sft.jsonl"
+
+
+def fork(
+    workspace: str | Path,
+    config: ConfigSource = None,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    branches: int = 8,
+    temperatures: list[float] | tuple[float, ...] | None = None,
+    temperature_range: tuple[float, float] | None = None,
+    pool: str = "diagnosis",
+    task_types: list[str] | str | None = None,
+    questions: list[str] | str | None = None,
+    limit: int | None = None,
+    concurrency: int | None = None,
+    rollout_id: str | None = None,
+    resume: bool = False,
+    progress: bool | None = False,
+) -> ForkResult:
+    """Answer each selected question (of `pool`, `task_types`, `questions` ids, at most `limit`)
+    as `branches` branches at `temperatures` (one per branch) or evenly over
+    `temperature_range`; `resume=True` finishes a killed fork of `rollout_id`."""
+    return _run_sync(
+        fork_async,
+        workspace,
+        config,
+        overrides=overrides,
+        branches=branches,
+        temperatures=temperatures,
+        temperature_range=temperature_range,
+        pool=pool,
+        task_types=task_types,
+        questions=questions,
+        limit=limit,
+        concurrency=concurrency,
+        rollout_id=rollout_id,
+        resume=resume,
+        progress=progress,
+    )
+
+
+async def fork_async(
+    workspace: str | Path,
+    config: ConfigSource = None,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    branches: int = 8,
+    temperatures: list[float] | tuple[float, ...] | None = None,
+    temperature_range: tuple[float, float] | None = None,
+    pool: str = "diagnosis",
+    task_types: list[str] | str | None = None,
+    questions: list[str] | str | None = None,
+    limit: int | None = None,
+    concurrency: int | None = None,
+    rollout_id: str | None = None,
+    resume: bool = False,
+    progress: bool | None = False,
+) -> ForkResult:
+    from app.harness.fork import ForkSpec, branch_temperatures, run_fork, select_questions
+
+    root, run_config = _workspace(workspace), resolve_config(config, overrides)
+    _check_fork_arguments(branches, temperatures, temperature_range, pool, limit, rollout_id)
+    task_types, question_ids = _task_types(task_types), _names("questions", questions)
+    _expect(
+        "concurrency",
+        concurrency,
+        concurrency is None or type(concurrency) is int,
+        "a whole number, at least 1, or None",
+    )
+    with (
+        WriterLock(root, "fork"),
+        Session(root, run_config, Bars(enabled=progress)) as session,
+    ):
+        if resume:
+            if not rollout_id:
+                raise UserError("--resume needs --rollout-id")
+            spec = ForkSpec((), (0.0,))  # replaced by the stored spec
+        else:  # a resumed fork goes on with the stored spec's concurrency
+            in_flight = concurrency if concurrency is not None else run_config.concurrency
+            if in_flight < 1:
+                raise UserError(f"--concurrency must be >= 1 (got {in_flight})")
+            temps = branch_temperatures(
+                branches, temperatures, temperature_range, run_config.temperature
+            )
+            chosen = select_questions(session.benchmark, pool, task_types, question_ids, limit)
+            spec = ForkSpec(tuple(q.question_id for q in chosen), temps, in_flight, pool)
+            rollout_id = rollout_id or next_run_id(session, "fork-")
+        with session.bars.live():
+            ran = await run_fork(session, spec, rollout_id, resume=resume, bars=session.bars)
+        row = session.log.run(rollout_id)
+    summary = json.loads((row or {}).get("summary_json") or "{}")
+    return ForkResult(
+        rollout_id=ran.rollout_id,
+        questions=ran.questions,
+        branches=ran.branches,
+        ran=ran.ran,
+        skipped=ran.skipped,
+        elapsed_s=ran.elapsed_s,
+        pass_at_1=summary.get("pass_at_1", 0.0),
+        pass_at_n=summary.get("pass_at_n", 0.0),
+        simulated_model=run_config.uses_sim,
+    )
+
+
+def _check_fork_arguments(
+    branches: object,
+    temperatures: object,
+    temperature_range: object,
+    pool: object,
+    limit: object,
+    rollout_id: object,
+) -> None:
+    _expect("branches", branches, type(branches) is int, "a whole number of branches")
+    _expect(
+        "temperatures",
+        temperatures,
+        temperatures is None
+        or (isinstance(temperatures, list | tuple) and all(_is_number(t) for t in temperatures)),
+        "a list of numbers, one per branch, or None",
+    )
+    _expect(
+        "temperature_range",
+        temperature_range,
+        temperature_range is None
+        or (
+            isinstance(temperature_range, list | tuple)
+            and len(temperature_range) == 2
+            and all(_is_number(t) for t in temperature_range)
+        ),
+        "two numbers (low, high) or None",
+    )
+    _expect("pool", pool, isinstance(pool, str), "diagnosis, validation, test or all")
+    _expect("limit", limit, limit is None or type(limit) is int, "a whole number or None")
+    _expect("rollout_id", rollout_id, rollout_id is None or isinstance(rollout_id, str), "an id")
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _names(label: str, names: object) -> list[str] | None:
+    """Ids as a list; one may come as a str (matched whole, never as a substring)."""
+    if names is None or isinstance(names, str):
+        return None if names is None else [names]
+    if isinstance(names, list | tuple) and all(isinstance(n, str) for n in names):
+        return [str(n) for n in names]
+    raise _bad(label, names, "a list of ids")
+
+
+def rank(
+    workspace: str | Path,
+    rollout_id: str,
+    config: ConfigSource = None,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    verifiers: list[str] | tuple[str, ...] = ("checker",),
+    weights: Mapping[str, float] | None = None,
+    judge_cap: int | None = None,
+    remember: bool = True,
+    progress: bool | None = False,
+) -> RankResult:
+    """Verify, judge and rank the branches of fork `rollout_id`; `remember` stores verified
+    winners as memories (never test-pool questions). `weights` (objective, judge, bt or
+    module:function) replace the default weights; `judge_cap` caps judge calls per question."""
+    return _run_sync(
+        rank_async,
+        workspace,
+        rollout_id,
+        config,
+        overrides=overrides,
+        verifiers=verifiers,
+        weights=weights,
+        judge_cap=judge_cap,
+        remember=remember,
+        progress=progress,
+    )
+
+
+async def rank_async(
+    workspace: str | Path,
+    rollout_id: str,
+    config: ConfigSource = None,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    verifiers: list[str] | tuple[str, ...] = ("checker",),
+    weights: Mapping[str, float] | None = None,
+    judge_cap: int | None = None,
+    remember: bool = True,
+    progress: bool | None = False,
+) -> RankResult:
+    from app.harness.rank import rank_rollout
+
+    _check_rank_arguments(rollout_id, verifiers, weights, judge_cap, remember)
+    root, run_config = _workspace(workspace), resolve_config(config, overrides)
+    with (
+        WriterLock(root, "rank"),
+        Session(root, run_config, Bars(enabled=progress)) as session,
+    ):
+        report = await rank_rollout(
+            session,
+            rollout_id,
+            verifiers=tuple(verifiers),
+            weights=_rank_weights(weights),
+            judge_cap=judge_cap,
+            remember=remember,
+        )
+    result = _rank_result(report)
+    if not result.top_vs_branch0.powered:
+        logger.warning(
+            "underpowered (n={}): read the ranking as a best-effort estimate",
+            result.top_vs_branch0.n,
+        )
+    return result
+
+
+def _check_rank_arguments(
+    rollout_id: object, verifiers: object, weights: object, judge_cap: object, remember: object
+) -> None:
+    _expect("rollout_id", rollout_id, isinstance(rollout_id, str), "a fork's id, e.g. 'fork-1'")
+    _expect(
+        "verifiers",
+        verifiers,
+        isinstance(verifiers, list | tuple) and all(isinstance(v, str) for v in verifiers),
+        'a list of names, e.g. ["checker"]',
+    )
+    _expect(
+        "weights",
+        weights,
+        weights is None
+        or (
+            isinstance(weights, Mapping)
+            and all(isinstance(k, str) and _is_number(v) for k, v in weights.items())
+        ),
+        'a mapping of reward keys to numbers, e.g. {"judge": 0.5}',
+    )
+    _expect("judge_cap", judge_cap, judge_cap is None or type(judge_cap) is int, "a whole number")
+    _expect("remember", remember, isinstance(remember, bool), "True or False")
+
+
+def _rank_weights(weights: Mapping[str, float] | None) -> dict[str, float] | None:
+    """`weights` over the default ones (core/ranking.py), as `rank --weight` gives them."""
+    from core.ranking import DEFAULT_WEIGHTS
+
+    if weights is None:
+        return None
+    for key in weights:
+        if key not in DEFAULT_WEIGHTS and ":" not in key:
+            known = ", ".join(DEFAULT_WEIGHTS)
+            raise UserError(f"weights: unknown key {key!r} (one of {known}, or module:function)")
+    return {**DEFAULT_WEIGHTS, **weights}
+
+
+def _rank_result(report: Mapping[str, Any]) -> RankResult:
+    paired, memories = report["top_vs_branch0"], report["memories"]
+    return RankResult(
+        rollout_id=report["rollout_id"],
+        questions=report["questions"],
+        branches=report["branches"],
+        verifiers=tuple(report["verifiers"]),
+        weights=dict(report["weights"]),
+        pass_at_1=report["pass_at_1"],
+        pass_at_n=report["pass_at_n"],
+        ranker_top_correct_share=report["ranker_top_correct_share"],
+        judge=JudgeStats(**report["judge"]),
+        top_vs_branch0=PairedStats(**{**paired, "wilson": tuple(paired["wilson"])}),
+        memories=None if memories is None else MemoryStats(**memories),
+        simulated_model=report["simulated_model"],
+    )
+
+
+def export(
+    workspace: str | Path,
+    rollout_ids: list[str] | str,
+    *,
+    out: str | Path | None = None,
+    include_test: bool = False,
+    overwrite: bool = False,
+) -> ExportResult:
+    """Write the ranked forks `rollout_ids` as DPO pairs, SFT examples and reward records
+    (JSONL, each with a manifest) into `out` (default `<workspace>/exports/<first id>`); the
+    test pool's questions are left out unless `include_test`. Calls no model."""
+    from app.harness.export import export_rollouts
+
+    root = _workspace(workspace)
+    ids = _names("rollout_ids", rollout_ids)
+    if not ids:
+        raise _bad("rollout_ids", rollout_ids, "at least one ranked fork's id")
+    _expect("out", out, _is_path(out, none=True), "a folder's path or None")
+    _expect("include_test", include_test, isinstance(include_test, bool), "True or False")
+    _expect("overwrite", overwrite, isinstance(overwrite, bool), "True or False")
+    with (
+        WriterLock(root, "export"),
+        Session(root, resolve_config(), Bars(enabled=False), calls_models=False) as session,
+    ):
+        target = Path(out) if out is not None else session.paths.root / "exports" / ids[0]
+        manifests = export_rollouts(
+            session, ids, target, include_test=include_test, overwrite=overwrite
+        )
+    return ExportResult(target, {name: _exported_file(m) for name, m in manifests.items()})
+
+
+def _exported_file(manifest: Mapping[str, Any]) -> ExportedFile:
+    return ExportedFile(
+        **{
+            **manifest,
+            "rollout_ids": tuple(manifest["rollout_ids"]),
+            "source_versions": tuple(SourceVersion(**v) for v in manifest["source_versions"]),
+        }
+    )

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import Any
 
 from app import api
 from app.cli_support import (
-    bars_from,
     config_from,
     notice_if_simulated,
     out,
@@ -16,7 +14,6 @@ from app.cli_support import (
     overrides_from,
 )
 from app.demo import demo_summary, outcome_line
-from app.paths import builtin_store
 
 
 def cmd_init(args: argparse.Namespace) -> int:
@@ -127,85 +124,63 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
-    from app.harness.runner import Runner
-    from app.harness.session import Session
-    from app.harness.writer_lock import WriterLock
-
-    config = config_from(args)
-    with (
-        WriterLock(args.workspace, "diagnose"),
-        Session(args.workspace, config, bars_from(args)) as session,
-    ):
-        summary = Runner(session).diagnose_run(args.run_id)
+    result = api.diagnose(args.workspace, args.run_id, config_from(args), progress=_progress(args))
     if args.json:
-        out_json({**summary, "simulated_model": config.uses_sim})
+        out_json(result)
         return 0
-    for line in diagnose_lines(summary):
+    for line in diagnose_lines(result):
         out(line)
-    notice_if_simulated(config.uses_sim)
+    notice_if_simulated(result.simulated_model)
     return 0
 
 
-def diagnose_lines(summary: dict[str, Any]) -> list[str]:
-    """`diagnose`'s summary (app/harness/runner.py `diagnose_run`) as lines for people."""
+def diagnose_lines(result: api.DiagnoseResult) -> list[str]:
+    """`diagnose`'s result as lines for people."""
 
     def counts(by_name: dict[str, int]) -> str:
         return ", ".join(f"{k} {v}" for k, v in sorted(by_name.items())) or "none"
 
-    unparsed = f" ({summary['degraded']} did not parse)" if summary["degraded"] else ""
+    unparsed = f" ({result.degraded} did not parse)" if result.degraded else ""
     return [
-        f"diagnose {summary['run_id']}: {summary['failures']} failures diagnosed{unparsed}",
-        f"  by category: {counts(summary['by_category'])}",
-        f"  case packs (failures sampled for the evolver): skills {counts(summary['skill_packs'])}",
-        f"    system prompt {summary['system_pack']}; tools {counts(summary['tool_packs'])}",
+        f"diagnose {result.run_id}: {result.failures} failures diagnosed{unparsed}",
+        f"  by category: {counts(result.by_category)}",
+        f"  case packs (failures sampled for the evolver): skills {counts(result.skill_packs)}",
+        f"    system prompt {result.system_pack}; tools {counts(result.tool_packs)}",
     ]
 
 
 def cmd_promote(args: argparse.Namespace) -> int:
-    from app.harness.agent_skills import stage_version
-    from app.harness.runner import promote
-    from app.harness.writer_lock import WriterLock
-
-    store = api.writable_store(args.store)
-    written = []
-    with WriterLock(args.workspace, "promote"):
-        # all or nothing: the Agent Skills are written (and every check passed) before the
-        # seed is, and removed again if the seed cannot be written
-        staged = None
-        if args.agent_skills is not None:
-            staged = stage_version(
-                args.workspace, args.version, args.agent_skills, args.eval_run, store
-            )
-            written = staged.publish()
-        try:
-            target = promote(args.workspace, args.version, args.eval_run, args.name, store)
-        except BaseException:
-            if staged is not None:
-                staged.discard()
-            raise
-    out(f"promoted {args.version} to seed {target}")
-    for path in written:
+    result = api.promote(
+        args.workspace,
+        args.version,
+        eval_run=args.eval_run,
+        name=args.name,
+        store=args.store,
+        agent_skills=args.agent_skills,
+    )
+    out(f"promoted {args.version} to seed {result.seed}")
+    for path in result.agent_skills:
         out(f"wrote {path}")
     return 0
 
 
 def cmd_import_skills(args: argparse.Namespace) -> int:
-    from app.harness.agent_skills import import_skills
-
-    store = api.writable_store(args.store)
-    target = import_skills(
-        args.skills_dir, store, args.name, api.find_seed(store, args.prompts_from)
+    result = api.import_skills(
+        args.skills_dir, name=args.name, store=args.store, prompts_from=args.prompts_from
     )
-    out(f"imported {args.skills_dir} as seed {target}")
+    out(f"imported {args.skills_dir} as seed {result.seed}")
     return 0
 
 
 def cmd_export_skills(args: argparse.Namespace) -> int:
-    from app.harness.agent_skills import export_version
-
-    # reads only immutable, sha256-checked versions: no writer lock needed (like `report`)
-    store = args.store or builtin_store()
-    for path in export_version(args.workspace, args.version, args.out, args.eval_run, store):
+    result = api.export_skills(
+        args.workspace,
+        out=args.out,
+        version=args.version,
+        eval_run=args.eval_run,
+        store=args.store,
+    )
+    for path in result.files:
         out(f"wrote {path}")
     return 0
 

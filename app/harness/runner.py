@@ -457,9 +457,9 @@ class Runner:
 
     # -- other modes ------------------------------------------------------------------------
     def diagnose_run(self, run_id: str) -> dict[str, Any]:
-        return anyio.run(self._diagnose_run, run_id)
+        return anyio.run(self.diagnose_run_async, run_id)
 
-    async def _diagnose_run(self, run_id: str) -> dict[str, Any]:
+    async def diagnose_run_async(self, run_id: str) -> dict[str, Any]:
         session = self.session
         check_run_id(run_id, "run id")
         run = session.log.run(run_id)
