@@ -284,6 +284,8 @@ class Runner:
         if ckpt and ckpt["progress"]["phase"] == TrainPhase.FINISHED:
             self._mark_finished(TrainState.from_dict(ckpt["state"]), ckpt["progress"])
             return None
+        if ckpt:  # the run's history says it was resumed, when, and from where
+            session.log.record_resume(ckpt["progress"]["train_id"], ckpt["progress"])
         if ckpt and ckpt["progress"]["phase"] != TrainPhase.SETUP:
             state = TrainState.from_dict(ckpt["state"])
             self._train_id = state.train_id
