@@ -13,10 +13,12 @@ copy of the `sim-starter` seed; `main.py init`, then `main.py train --config app
 
 - useless lines: copies of any `USELESS_LINES` entry in the prompts version of
   `analyses/final_test_eval.json`;
-- prompt changes kept / reverted: the epoch reports' `prompts_kept` / `prompts_reverted`.
+- prompt changes kept / reverted: the epoch reports' `prompts_kept` / `prompts_reverted`;
+- final test: `test_accuracy` of `analyses/final_test_eval.json` (what the rule costs).
 
-Settings: `null` (every evolver proposal useless: useless 1.0, harmful 0.0, so no prompt
-change can help) and `useless0.6` (bench/acceptance.py's: useless 0.6, harmful 0.2).
+Settings: `default` (the demo's shares), `null` (every evolver proposal useless: useless 1.0,
+harmful 0.0, so no prompt change can help) and `useless0.6` (bench/acceptance.py's: useless
+0.6, harmful 0.2).
 
     .venv/bin/python bench/prompt_lines.py [--seeds 1 2 3 4 5] [--settings null useless0.6]
         [--strategy eprocess] [--units 72] [--jobs 2]
@@ -40,6 +42,7 @@ MAIN = ROOT / "main.py"
 CONFIG = ROOT / "app" / "demo.toml"
 SEED_NAME = "sim-starter"
 SETTINGS = {
+    "default": {"useless": 0.15, "harmful": 0.2, "adversarial": 0.0},
     "null": {"useless": 1.0, "harmful": 0.0, "adversarial": 0.0},
     "useless0.6": {"useless": 0.6, "harmful": 0.2, "adversarial": 0.0},
 }
@@ -63,6 +66,7 @@ class Outcome:
     useless_lines: int = 0
     kept: int = 0
     reverted: int = 0
+    final_test: float = 0.0
 
 
 def run(args: list[str]) -> subprocess.CompletedProcess:
@@ -117,13 +121,21 @@ def measure(job: Job) -> Outcome:
         counts = json.loads(path.read_text())["counts"]
         kept += counts.get("prompts_kept", 0)
         reverted += counts.get("prompts_reverted", 0)
-    return Outcome(job, useless_lines=useless, kept=kept, reverted=reverted)
+    return Outcome(
+        job,
+        useless_lines=useless,
+        kept=kept,
+        reverted=reverted,
+        final_test=float(final["test_accuracy"]),
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
-    ap.add_argument("--settings", nargs="+", choices=sorted(SETTINGS), default=list(SETTINGS))
+    ap.add_argument(
+        "--settings", nargs="+", choices=sorted(SETTINGS), default=["null", "useless0.6"]
+    )
     ap.add_argument("--strategy", default="eprocess")
     ap.add_argument("--units", type=int, default=72)
     ap.add_argument("--jobs", type=int, default=2)
@@ -145,13 +157,14 @@ def main(argv: list[str] | None = None) -> int:
         for o in rows:
             what = o.error or (
                 f"useless prompt lines in final {o.useless_lines}  "
-                f"prompt changes kept {o.kept} reverted {o.reverted}"
+                f"prompt changes kept {o.kept} reverted {o.reverted}  final test {o.final_test:.3f}"
             )
             print(f"  seed {o.job.seed}: {what}")
         ok = [o for o in rows if not o.error]
         print(
             f"  runs with a useless line kept: {sum(o.useless_lines > 0 for o in ok)} of "
-            f"{len(ok)}; useless lines in total: {sum(o.useless_lines for o in ok)}"
+            f"{len(ok)}; useless lines in total: {sum(o.useless_lines for o in ok)}; "
+            f"mean final test {sum(o.final_test for o in ok) / max(len(ok), 1):.3f}"
         )
     return 1 if any(o.error for o in outcomes) else 0
 
