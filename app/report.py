@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import textwrap
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from app.harness.atomic import read_json_object
 from app.harness.checkpoint import load_checkpoint
-from app.harness.log import HarnessLog, RunStatus
+from app.harness.log import HarnessLog, Resume, RunStatus
 from app.harness.run_progress import progress_view
 from app.harness.workspace import KINDS, list_versions, read_manifest, read_meta
 
@@ -26,7 +27,8 @@ def workspace_summary(root: Path) -> dict[str, Any]:
     if (root / "harness.db").exists():
         with HarnessLog(root / "harness.db", readonly=True) as log:
             log.check_integrity()
-            runs = [_run_row(r) for r in log.runs()]
+            resumes = log.resumes()
+            runs = [_run_row(r, resumes) for r in log.runs()]
             epochs = log.query(
                 "SELECT run_id, epoch, val_acc, test_acc FROM epoch_reports ORDER BY id"
             )
@@ -39,7 +41,7 @@ def workspace_summary(root: Path) -> dict[str, Any]:
             model_io = _model_io(log, calls)
             activation = _activation(log)
     else:
-        calls, spend, model_io, activation = [], [], {}, {}
+        calls, spend, model_io, activation, resumes = [], [], {}, {}, []
     checkpoint = load_checkpoint(root) if (root / "checkpoint.json").exists() else None
     final = root / "analyses" / "final_test_eval.json"
     return {
@@ -56,6 +58,7 @@ def workspace_summary(root: Path) -> dict[str, Any]:
         "model_io": model_io,
         "activation": activation,
         "progress": checkpoint["progress"] if checkpoint else None,
+        "resumes": [asdict(r) for r in resumes],
         "final_test": read_json_object(final, "final test report") if final.exists() else None,
     }
 
@@ -79,7 +82,7 @@ def _spend(root: Path, log: HarnessLog) -> list[dict[str, Any]]:
     )
 
 
-def _run_row(row: dict[str, Any]) -> dict[str, Any]:
+def _run_row(row: dict[str, Any], resumes: list[Resume]) -> dict[str, Any]:
     summary = json.loads(row.get("summary_json") or "{}")
     provenance = json.loads(row.get("provenance_json") or "{}")
     return {
@@ -92,6 +95,7 @@ def _run_row(row: dict[str, Any]) -> dict[str, Any]:
         "finished_at": row["finished_at"],
         "accuracy": summary.get("accuracy"),
         "reason": summary.get("reason"),
+        "resumes": [asdict(r) for r in resumes if r.run_id == row["run_id"]],
         "simulated_model": provenance.get("simulated_model"),
         "git_commit": provenance.get("git_commit"),
     }
@@ -204,6 +208,7 @@ def format_summary(s: dict[str, Any]) -> str:
         )
     if s.get("progress"):
         lines.append(f"progress   {progress_view(s['progress']).text}")
+    lines += _resume_lines(s.get("resumes") or [])
     for kind, versions in s["versions"].items():
         lines.append(f"\n{kind} versions")
         for v in versions:
@@ -226,6 +231,9 @@ def format_summary(s: dict[str, Any]) -> str:
             )
             if r.get("reason") and r["status"] != RunStatus.DONE:
                 lines.append(f"      reason: {r['reason']}")
+            if r.get("resumes"):
+                last = Resume(**r["resumes"][-1]).text()
+                lines.append(f"      resumed {_times(len(r['resumes']))}, last {last}")
         if len(s["runs"]) > 25:
             lines.append(f"  ... {len(s['runs']) - 25} earlier runs (use --json for all)")
     roles = s.get("model_io", {}).get("roles", {})
@@ -251,6 +259,24 @@ def format_summary(s: dict[str, Any]) -> str:
     if any(r.get("simulated_model") for r in s["runs"]):
         lines.append("\nnote: runs in this workspace used the SIMULATED model (sim/*)")
     return "\n".join(lines)
+
+
+def _times(n: int) -> str:
+    return "once" if n == 1 else f"{n} times"
+
+
+def _resume_lines(resumes: list[dict[str, Any]], shown: int = 10) -> list[str]:
+    """Every `train --resume` in the log (the last `shown`), so a resumed run never reads
+    as a plain `done`."""
+    if not resumes:
+        return []
+    runs = sorted({r["run_id"] for r in resumes})
+    lines = [f"resumed    {', '.join(runs)}: {_times(len(resumes))}"]
+    if len(resumes) > shown:
+        lines.append(f"  ... {len(resumes) - shown} earlier (use --json for all)")
+    for r in resumes[-shown:]:
+        lines.append(f"  {r['run_id']}  {Resume(**r).text()}")
+    return lines
 
 
 def _activation_lines(a: dict[str, Any]) -> list[str]:

@@ -12,6 +12,7 @@ import json
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,25 @@ class RunStatus(StrEnum):
     DONE = "done"
     STOPPED = "stopped"  # SIGTERM, Ctrl-C or the cost cap; `--resume` continues it
     FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class Resume:
+    """One `train --resume` (the `resumes` table): when, and the checkpoint it went on from."""
+
+    run_id: str
+    at: str
+    epoch: int | None
+    phase: str | None
+    step_completed: int | None
+    checkpoint_at: str | None
+
+    def text(self) -> str:
+        """`2026-… from the checkpoint of 2026-… (epoch 4, in_epoch, step 1 done)`."""
+        where = f"epoch {self.epoch}, {self.phase}"
+        if self.step_completed is not None and self.step_completed >= 0:
+            where += f", step {self.step_completed} done"
+        return f"{self.at} from the checkpoint of {self.checkpoint_at or '?'} ({where})"
 
 
 BUSY_TIMEOUT_MS = 30_000
@@ -192,6 +212,16 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             SELECT id, run_id, epoch, eval_run_id, hard_acc FROM dual_metric""",
             "DROP TABLE dual_metric",
             "ALTER TABLE dual_metric_v5 RENAME TO dual_metric",
+        ],
+    ),
+    # 6: `train --resume` leaves a trace: when, and from which checkpoint (app/harness/runner.py).
+    # Not in RUN_TABLES: re-registering a run restarted from its setup checkpoint keeps them.
+    (
+        "resumes: each train --resume of a run, and the checkpoint it continued from",
+        [
+            """CREATE TABLE resumes (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, at TEXT,
+            epoch INTEGER, phase TEXT, step_completed INTEGER, checkpoint_at TEXT)""",
+            "CREATE INDEX idx_resumes_run ON resumes(run_id)",
         ],
     ),
 ]
@@ -400,6 +430,22 @@ class HarnessLog:
                 (version, run_id, task_type),
             )
 
+    def record_resume(self, run_id: str, progress: dict[str, Any]) -> None:
+        """One `train --resume` of `run_id`, from the checkpoint whose progress is given."""
+        with self._txn():
+            self.conn.execute(
+                "INSERT INTO resumes (run_id, at, epoch, phase, step_completed, checkpoint_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    run_id,
+                    now_iso(),
+                    progress.get("epoch"),
+                    str(progress.get("phase")),
+                    progress.get("step_completed"),
+                    progress.get("at"),
+                ),
+            )
+
     def clear_run(self, run_id: str) -> None:
         with self._txn():
             for table in RUN_TABLES:
@@ -449,6 +495,23 @@ class HarnessLog:
 
     def runs(self) -> list[dict[str, Any]]:
         return self.query("SELECT * FROM _runs ORDER BY seq")
+
+    def resumes(self, run_ids: Sequence[str] | None = None) -> list[Resume]:
+        """The recorded resumes (of the given runs), oldest first; none in a log from before
+        migration 5 opened read-only (report and the TUI never migrate)."""
+        if run_ids is not None and not run_ids:
+            return []
+        if not self.query("SELECT name FROM sqlite_master WHERE name = 'resumes'"):
+            return []
+        where, params = "", list(run_ids or [])
+        if run_ids is not None:
+            where = f"WHERE run_id IN ({', '.join('?' for _ in params)})"
+        rows = self.query(
+            "SELECT run_id, at, epoch, phase, step_completed, checkpoint_at FROM resumes "
+            f"{where} ORDER BY id",
+            params,
+        )
+        return [Resume(**r) for r in rows]
 
     def correctness(self, run_id: str) -> dict[str, bool]:
         return {

@@ -2,7 +2,8 @@
 
 `total_steps` is planned before the run (epochs × batches per epoch); a run that ends early
 (early stop) or whose epochs had fewer batches ends below it, so a finished run reads as
-finished with a full bar instead of "11/16".
+finished with a full bar instead of "11/16". A finished run names the last epoch it ran and
+why it stopped (early stop or all epochs run), never the configured epoch count.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from app.harness.vocabulary import TrainPhase
+from app.harness.vocabulary import EndReason, TrainPhase
 
 
 @dataclass(frozen=True)
@@ -32,9 +33,25 @@ def progress_view(progress: Mapping[str, Any]) -> ProgressView:
     epoch = progress.get("epoch", "?")
     if progress.get("phase") == TrainPhase.FINISHED:
         steps = f"{done} step" + ("" if done == 1 else "s")
-        return ProgressView(f"finished after epoch {epoch} ({steps})", done, done, True)
+        return ProgressView(f"{ending_text(progress)} ({steps})", done, done, True)
     total = int(progress.get("total_steps") or 0) or None
     step = progress.get("step_completed")
     where = "no step yet" if step is None or step < 0 else f"step {step} done"
     text = f"epoch {epoch} ({progress.get('phase', '?')}, {where})  {done}/{total or '?'} steps"
     return ProgressView(text, done, total, False)
+
+
+def ending_text(progress: Mapping[str, Any]) -> str:
+    """How a finished run ended: the last epoch it ran and why it stopped there. A checkpoint
+    written before progress recorded `end` says only the epoch it recorded."""
+    epoch, planned = progress.get("epoch", "?"), progress.get("epochs_planned")
+    end = progress.get("end")
+    if end == EndReason.EARLY_STOP:
+        n = progress.get("epochs_since_best", "?")
+        return (
+            f"finished after epoch {epoch} of {planned}: early stop, no new best validation "
+            f"accuracy for {n} epoch{'' if n == 1 else 's'}"
+        )
+    if end == EndReason.ALL_EPOCHS:
+        return f"finished after epoch {epoch} of {planned}: all epochs run"
+    return f"finished after epoch {epoch}"

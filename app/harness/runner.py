@@ -19,6 +19,7 @@ import anyio
 from loguru import logger
 
 from app.errors import RunFailed, UserError, first_leaf, is_stop, stop_reason
+from app.harness import killpoints
 from app.harness.atomic import read_json, write_json_atomic
 from app.harness.batching import build_batches
 from app.harness.checkpoint import (
@@ -33,12 +34,13 @@ from app.harness.ids import check_run_id, check_version
 from app.harness.log import RunStatus
 from app.harness.pools import Pools, filter_trainable, split_pools
 from app.harness.question_units import build_units, unit_accuracy, unit_correctness_view
+from app.harness.run_progress import ending_text
 from app.harness.session import Session
 from app.harness.slow_update import run_slow_update
 from app.harness.step import diagnose_batch, run_step
 from app.harness.store import promote_to_seed
 from app.harness.train_state import Best, ResumePlan, TrainContext, TrainState
-from app.harness.vocabulary import TrainPhase
+from app.harness.vocabulary import EndReason, TrainPhase
 from app.harness.workspace import (
     clean_staging,
     read_manifest,
@@ -141,19 +143,24 @@ class Runner:
                 logger.info("training already finished; nothing to resume")
                 return
             ctx, state, plan = setup
-            for epoch in range(plan.first_epoch, self.config.epochs + 1):
+            epoch = plan.first_epoch - 1  # the last epoch run so far
+            # Resumed after an epoch_done checkpoint: that epoch's early-stop count is in the
+            # state already, so the decision it led to is taken again, not skipped.
+            stop = plan.resume_epoch is None and epoch >= 1 and self._patience_spent(state)
+            while not stop and epoch < self.config.epochs:
+                epoch += 1
                 await self._epoch(
                     ctx, state, epoch, plan.batches_of(epoch), plan.first_step_of(epoch)
                 )
-                stop_now = self._early_stop(state, epoch)  # always: it counts epochs since best
-                if stop_now and epoch < self.config.epochs:  # after the last one: just finished
-                    logger.info(
-                        "early stop after epoch {}: no new best for {} epoch(s)",
-                        epoch,
-                        state.epochs_since_best,
-                    )
-                    break
-            await self._finish(ctx, state)
+                stop = self._patience_spent(state)
+            end = EndReason.EARLY_STOP if stop and epoch < self.config.epochs else None
+            if end:  # after the last epoch a spent patience changes nothing: all epochs ran
+                logger.info(
+                    "early stop after epoch {}: no new best for {} epoch(s)",
+                    epoch,
+                    state.epochs_since_best,
+                )
+            await self._finish(ctx, state, epoch, end or EndReason.ALL_EPOCHS)
 
     async def _epoch(
         self,
@@ -192,25 +199,32 @@ class Runner:
             self.session.bars.set_extra(bar, f"{totals['calls']} calls, ${totals['cost_usd']:.4f}")
         bar.done()
         await run_slow_update(ctx, state, epoch)
+        # Counted before the checkpoint, so a run resumed from it has the count it would have.
+        state.epochs_since_best = 0 if state.best.epoch == epoch else state.epochs_since_best + 1
         self._checkpoint(ctx, state, epoch, TrainPhase.EPOCH_DONE, len(batches_ids) - 1, None)
 
-    def _early_stop(self, state: TrainState, epoch: int) -> bool:
-        if state.best.epoch == epoch:
-            state.epochs_since_best = 0
-            return False
-        state.epochs_since_best += 1
+    def _patience_spent(self, state: TrainState) -> bool:
         return state.epochs_since_best >= self.config.early_stop_patience
 
-    async def _finish(self, ctx: TrainContext, state: TrainState) -> None:
+    async def _finish(
+        self, ctx: TrainContext, state: TrainState, last_epoch: int, end: EndReason
+    ) -> None:
         best = state.best
         update_manifest(ctx.root, skills=best.skills, prompts=best.prompts, run_id=state.train_id)
         self.session.refresh_paths()
+        killpoints.reached("finish")  # 1: best restored as current, before the final test
         await final_test_eval(ctx, state)
-        self._checkpoint(ctx, state, self.config.epochs, TrainPhase.FINISHED, -1, None)
-        self.session.recorder.flush()
-        self.session.log.finish_run(
-            state.train_id, RunStatus.DONE, {"best": asdict(best), "curve": state.curve}
+        killpoints.reached("finish")  # 2: final_test_eval.json written, before the checkpoint
+        ending = {
+            "end": end,
+            "epochs_planned": self.config.epochs,
+            "epochs_since_best": state.epochs_since_best,
+        }
+        progress = self._checkpoint(
+            ctx, state, last_epoch, TrainPhase.FINISHED, -1, None, ending=ending
         )
+        self.session.recorder.flush()
+        self.session.log.finish_run(state.train_id, RunStatus.DONE, done_summary(state, progress))
 
     def _checkpoint(
         self,
@@ -220,27 +234,33 @@ class Runner:
         phase: TrainPhase,
         step_completed: int,
         batches: list[list[str]] | None,
-    ) -> None:
+        *,
+        ending: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Write checkpoint.json; returns its progress. `ending`: how a finished run ended."""
         state.gate_pools = ctx.gate_pools.to_dict()
         state.baseline_cache = dict(ctx.baseline_cache.entries)
         self.session.recorder.flush()
+        progress = {
+            "epoch": epoch,
+            "phase": phase,
+            "step_completed": step_completed,
+            "global_step": state.global_step,
+            "total_steps": ctx.total_steps,
+            "train_id": state.train_id,
+            "spent_usd": self._spent(),
+            "at": now_iso(),
+            **(ending or {}),
+        }
         write_checkpoint(
             ctx.root,
-            progress={
-                "epoch": epoch,
-                "phase": phase,
-                "step_completed": step_completed,
-                "global_step": state.global_step,
-                "total_steps": ctx.total_steps,
-                "train_id": state.train_id,
-                "spent_usd": self._spent(),
-                "at": now_iso(),
-            },
+            progress=progress,
             state=state.to_dict(),
             epoch_batches=batches,
             config=self.config,
             benchmark_hash=self.session.benchmark.content_hash,
         )
+        return progress
 
     # -- setup and resume -------------------------------------------------------------------
     async def _setup(self, resume: bool) -> tuple[TrainContext, TrainState, ResumePlan] | None:
@@ -259,8 +279,10 @@ class Runner:
         pools, task_types = self._pools()
         units = {u.unit_id: u for u in build_units(session.benchmark.questions)}
         if ckpt and ckpt["progress"]["phase"] == TrainPhase.FINISHED:
-            self._mark_finished(TrainState.from_dict(ckpt["state"]))
+            self._mark_finished(TrainState.from_dict(ckpt["state"]), ckpt["progress"])
             return None
+        if ckpt:  # the run's history says it was resumed, when, and from where
+            session.log.record_resume(ckpt["progress"]["train_id"], ckpt["progress"])
         if ckpt and ckpt["progress"]["phase"] != TrainPhase.SETUP:
             state = TrainState.from_dict(ckpt["state"])
             self._train_id = state.train_id
@@ -280,11 +302,11 @@ class Runner:
         self._carry_spend(train_id, ckpt)
         return await self._fresh_setup(train_id, pools, task_types, units)
 
-    def _mark_finished(self, state: TrainState) -> None:
+    def _mark_finished(self, state: TrainState, progress: dict[str, Any]) -> None:
         """A run killed between its "finished" checkpoint and its "done" mark is done."""
         run = self.session.log.run(state.train_id)
         if run is not None and run["status"] != RunStatus.DONE:
-            summary = {"best": asdict(state.best), "curve": state.curve}
+            summary = done_summary(state, progress)
             self.session.log.finish_run(state.train_id, RunStatus.DONE, summary)
 
     def _carry_spend(self, train_id: str, ckpt: dict[str, Any] | None) -> None:
@@ -532,6 +554,11 @@ async def final_test_eval(ctx: TrainContext, state: TrainState) -> dict[str, Any
     }
     write_json_atomic(ctx.root / "analyses" / "final_test_eval.json", report)
     return report
+
+
+def done_summary(state: TrainState, progress: dict[str, Any]) -> dict[str, Any]:
+    """A finished train run's summary in the log: best, curve, and why it stopped."""
+    return {"best": asdict(state.best), "curve": state.curve, "reason": ending_text(progress)}
 
 
 def promote(root: Path, version: str, eval_run_id: str, name: str, store: Path) -> Path:

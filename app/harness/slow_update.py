@@ -6,6 +6,7 @@ reported (phase 9).
 
 from __future__ import annotations
 
+import random
 from dataclasses import asdict, replace
 from typing import Any
 
@@ -24,7 +25,7 @@ from core.evolution.budget import edit_budget_at
 from core.evolution.diagnose import CasePack, merge_packs
 from core.evolution.edits import RejectedEdit
 from core.evolution.evolve import TargetKind, evolve, prompt_file_prompt
-from core.evolution.gate import GateDecision, ProbationTest, ProbationVerdict
+from core.evolution.gate import GateDecision, ProbationTest, ProbationVerdict, SequentialGate
 from core.types import InferenceResult
 
 # An epoch report's counts, in this order; the second group only when not zero.
@@ -40,6 +41,7 @@ EPOCH_REPORT_COUNTS = (
     Count.PROMPTS_REVERTED,
 )
 EPOCH_REPORT_COUNTS_IF_ANY = (Count.DESCRIPTIONS_ACCEPTED, Count.DESCRIPTIONS_REJECTED)
+PROMPTS_SUBJECT = "_prompts"  # gate_evidence.task_type of a prompt change's test
 
 
 def slow_prefix(train_id: str, epoch: int) -> str:
@@ -92,15 +94,16 @@ async def run_slow_update(ctx: TrainContext, state: TrainState, epoch: int) -> N
     changed = (
         await evolve_prompts(ctx, state, epoch, prefix) if ctx.config.evolve_prompts else False
     )
-    # 8. R2 when prompts changed: revert if worse, else keep and consider for best
-    r2 = (
+    # 8. R2 when prompts changed: kept (and considered for best) only if it wins the gate's
+    # paired test against R, else reverted
+    r2, prompts_test = (
         await settle_prompt_change(ctx, state, r, before_prompts, epoch, prefix)
         if changed
-        else None
+        else (None, None)
     )
     # 9. epoch report and held-out evaluation
     holdout = await holdout_four_way(ctx, state, prefix) if ctx.config.holdout_each_epoch else {}
-    report_epoch(ctx, state, epoch, r, r2, holdout, verdicts, prefix)
+    report_epoch(ctx, state, epoch, r, r2, holdout, verdicts, prefix, prompts_test)
 
 
 async def settle_probations(
@@ -303,7 +306,11 @@ async def settle_prompt_change(
     before_prompts: str,
     epoch: int,
     prefix: str,
-) -> InferenceResult | None:
+) -> tuple[InferenceResult | None, dict[str, Any]]:
+    """Keep the epoch's prompt change only if it wins the paired test a skill edit must pass
+    (`prompt_test`); otherwise revert to `before_prompts`. A tie, or a gain too small to
+    cross the gate's accept level, is reverted: a prompt line must earn its place, or useless
+    lines accumulate epoch after epoch (measured by bench/prompt_lines.py)."""
     session = ctx.session
     prompts = session.agent_prompts()
     r2 = await session.infer(
@@ -314,29 +321,72 @@ async def settle_prompt_change(
         label=f"e{epoch} validation (new prompts)",
         parent_run_id=state.train_id,
     )
-    if r2.accuracy < r.accuracy:
-        logger.info(
-            "e{} prompts {} reverted: R2 {:.3f} < R {:.3f}",
-            epoch,
-            prompts.prompts_version,
-            r2.accuracy,
-            r.accuracy,
-        )
+    decision = prompt_test(ctx, r, r2, prefix)
+    ctx.log.insert_rows(
+        "gate_evidence",
+        evidence_rows(prefix + "prompts-gate", PROMPTS_SUBJECT, decision, epoch, -1),
+    )
+    verdict = "kept" if decision.accepted else "reverted"
+    summary = {
+        "verdict": verdict,
+        "r2_acc": r2.accuracy,
+        "W": decision.W,
+        "L": decision.L,
+        "e_value": decision.e_value,
+        "threshold": decision.threshold,
+        "n_used": decision.n_used,
+        "stop_reason": decision.stop_reason,
+    }
+    logger.info(
+        "e{} prompts {} {}: R2 {:.3f} vs R {:.3f}, W={} L={} e={:.2f} / {:.2f} ({})",
+        epoch,
+        prompts.prompts_version,
+        verdict,
+        r2.accuracy,
+        r.accuracy,
+        decision.W,
+        decision.L,
+        decision.e_value,
+        decision.threshold,
+        decision.stop_reason,
+    )
+    if not decision.accepted:
         update_manifest(ctx.root, prompts=before_prompts, run_id=state.train_id)
         session.refresh_paths()
         state.count(Count.PROMPTS_REVERTED)
-        return None
-    logger.info(
-        "e{} prompts {} kept: R2 {:.3f} >= R {:.3f}",
-        epoch,
-        prompts.prompts_version,
-        r2.accuracy,
-        r.accuracy,
-    )
+        return None, summary
     state.correctness.update(r2.correctness)
     state.count(Count.PROMPTS_KEPT)
     consider_best(ctx, state, r2, prompts, epoch, prefix + "r2")
-    return r2
+    return r2, summary
+
+
+def prompt_test(
+    ctx: TrainContext, r: InferenceResult, r2: InferenceResult, key: str
+) -> GateDecision:
+    """The prompt change's paired test: core/evolution/gate.py's SequentialGate with the run's
+    gate parameters (whatever `[gate] strategy` does for skill edits), one observation per
+    validation family, baseline = R (the prompts before), candidate = R2 (after).
+
+    The families come in a seeded order that never looks at an outcome, and the prompt change
+    was written from diagnosis-pool failures only (the validation pool shares no family with
+    them), so the gate's guarantee holds: a change that does not help is kept with
+    probability at most 1/e_confirm. Both runs cover the whole pool, so it costs no calls.
+    """
+    units = build_units(ctx.pools.validation)
+    by_family: dict[str, list[str]] = {}
+    for u in units:
+        by_family.setdefault(u.questions[0].family or u.unit_id, []).append(u.unit_id)
+    order = sorted(by_family.items())
+    random.Random(f"{ctx.gate_pools.seed}:prompts:{key}").shuffle(order)
+    base = unit_correctness_view(units, r.correctness)
+    cand = unit_correctness_view(units, r2.correctness)
+    gate = SequentialGate(ctx.gate_params, horizon=len(order))
+    for family, ids in order:
+        if gate.done:
+            break
+        gate.observe_family(family, [(u, base[u], cand[u]) for u in ids])
+    return gate.finish(exhausted=not gate.done)
 
 
 async def holdout_four_way(
@@ -406,6 +456,7 @@ def report_epoch(
     holdout: dict,
     verdicts: list,
     prefix: str,
+    prompts_test: dict[str, Any] | None = None,
 ) -> None:
     val_acc = max(r.accuracy, r2.accuracy) if r2 else r.accuracy
     test_acc = holdout.get("final", {}).get("accuracy")
@@ -426,6 +477,7 @@ def report_epoch(
         "probations": verdicts,
         "holdout": {k: v["accuracy"] for k, v in holdout.items()},
         "prompts_changed": r2 is not None,
+        "prompts_test": prompts_test,  # the prompt change's paired test; None: no change
         "versions": {
             "skills": ctx.session.paths.skills_version,
             "prompts": ctx.session.paths.prompts_version,

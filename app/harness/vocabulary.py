@@ -58,3 +58,10 @@ class TrainPhase(StrEnum):
     IN_EPOCH = "in_epoch"  # after a step
     EPOCH_DONE = "epoch_done"  # after the slow update
     FINISHED = "finished"  # after the final test evaluation
+
+
+class EndReason(StrEnum):
+    """Why a finished run stopped training (checkpoint.json's progress.end)."""
+
+    ALL_EPOCHS = "all_epochs"  # every configured epoch ran
+    EARLY_STOP = "early_stop"  # `early_stop_patience` epochs without a new best

@@ -20,6 +20,7 @@ import socket
 import sqlite3
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -494,7 +495,10 @@ class WorkspaceData:
             RunStatus.STOPPED,
         ):  # say why, where people look
             detail += f": {reason}"
-        return TrainStatus(state, detail, run_id=r["run_id"])
+        resumes = log.resumes([r["run_id"]])
+        if resumes:  # a resumed run is not a plain "done"
+            detail += f"; resumed {_times(len(resumes))}, last {resumes[-1].text()}"
+        return TrainStatus(state, visible(detail), run_id=r["run_id"])
 
     # -- change detection -------------------------------------------------------------------
     def fingerprint(self) -> dict[str, Any]:
@@ -831,6 +835,7 @@ class WorkspaceData:
                 cursor,
             )
             rows = page.rows
+            resumed = Counter(x.run_id for x in log.resumes([r["run_id"] for r in rows]))
             counts = (
                 {
                     r["run_id"]: r
@@ -851,6 +856,7 @@ class WorkspaceData:
             summary = _loads(r.pop("summary_json"))
             r["simulated"] = bool(prov.get("simulated_model"))
             r["accuracy"] = summary.get("accuracy")
+            r["resumes"] = resumed[r["run_id"]]
         return page
 
     def run(self, run_id: str) -> dict[str, Any] | None:
@@ -1009,6 +1015,10 @@ def _loads(text: str | None) -> dict[str, Any]:
     except (ValueError, RecursionError):
         return {}
     return value if isinstance(value, dict) else {}
+
+
+def _times(n: int) -> str:
+    return "once" if n == 1 else f"{n} times"
 
 
 def _run_reason(summary_json: str | None) -> str:

@@ -43,3 +43,14 @@ def test_an_unknown_plan_is_shown_as_unknown_not_as_a_full_bar() -> None:
 def test_a_single_step_is_not_plural() -> None:
     view = progress_view({"phase": "finished", "epoch": 1, "global_step": 1})
     assert view.text == "finished after epoch 1 (1 step)"
+
+
+def test_a_finished_run_says_its_last_epoch_and_why_it_stopped() -> None:
+    base = {"phase": "finished", "global_step": 11, "epochs_planned": 6}
+    early = {**base, "epoch": 4, "end": "early_stop", "epochs_since_best": 2}
+    assert progress_view(early).text == (
+        "finished after epoch 4 of 6: early stop, no new best validation accuracy for 2 epochs "
+        "(11 steps)"
+    )
+    full = {**base, "epoch": 6, "end": "all_epochs", "epochs_since_best": 1}
+    assert progress_view(full).text == "finished after epoch 6 of 6: all epochs run (11 steps)"

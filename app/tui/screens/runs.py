@@ -22,7 +22,7 @@ RUN_COLUMNS = (
     ("seq", "seq", 5),
     ("run", "run_id", 30),
     ("kind", "kind", 12),
-    ("status", "status", 8),
+    ("status", "status", 18),  # "stopped resumed 2×"
     ("skills", "skills", 6),
     ("prompts", "prompts", 7),
     ("predictions", "n", 11),
@@ -51,11 +51,14 @@ def run_cells(r: dict[str, Any]) -> list[Any]:
     if r["simulated"]:
         kind.append(" sim", style="dim yellow")
     status = r["status"] or ""
+    shown = Text(status, style=fmt.RUN_STATUS_STYLES.get(status, ""))
+    if r.get("resumes"):  # `train --resume` went on from a checkpoint (report lists them)
+        shown.append(f" resumed {r['resumes']}×", style="yellow")
     return [
         str(r["seq"]),
         r["run_id"],
         kind,
-        Text(status, style=fmt.RUN_STATUS_STYLES.get(status, "")),
+        shown,
         r["skills_version"] or fmt.DASH,
         r["prompts_version"] or fmt.DASH,
         fmt.num(n),

@@ -27,11 +27,16 @@ def step_summary(detail: dict[str, Any], *, full: bool = False) -> Group:
             f"  {target}  {rep.get('base_version') or '?'} → "
             f"{rep.get('new_version') or '(no new version)'}"
         )
+    cand, base = row.get("cand_acc"), row.get("base_acc")
+    # The gate's own effect size is per family, (W − L)/n, not an accuracy difference: each
+    # is labelled with what it is (core/evolution/gate.py, GateDecision.delta_hat).
     delta, shrunk = rep.get("delta_hat"), rep.get("delta_shrunk")
+    diff = cand - base if isinstance(cand, int | float) and isinstance(base, int | float) else None
     facts = [
-        f"cand {fmt.acc(row.get('cand_acc'))} vs base {fmt.acc(row.get('base_acc'))}",
-        (f"Δ {delta:+.3f}" if isinstance(delta, int | float) else "Δ –")
-        + (f" (shrunk {shrunk:+.3f})" if isinstance(shrunk, int | float) else ""),
+        f"cand {fmt.acc(cand)} − base {fmt.acc(base)} = "
+        + (f"{diff:+.3f}" if diff is not None else fmt.DASH),
+        (f"(W − L)/n {delta:+.3f} per family" if isinstance(delta, int | float) else "")
+        + (f" (shrunk {shrunk:+.3f})" if full and isinstance(shrunk, int | float) else ""),
         f"W {fmt.num(row.get('w'))} L {fmt.num(row.get('l'))}",
         f"e-value {fmt.evalue(row.get('e_value'))}",
         f"e_harm {fmt.evalue(rep.get('e_harm'))}",
@@ -40,7 +45,7 @@ def step_summary(detail: dict[str, Any], *, full: bool = False) -> Group:
         f"budget {fmt.num(row.get('edit_budget'))}",
         f"gate {row.get('gate_run_id') or '–'}",
     ]
-    t = Text("  ·  ".join(facts))  # wraps at word boundaries on narrow terminals
+    t = Text("  ·  ".join(f for f in facts if f))  # wraps at word boundaries on narrow terminals
     parts: list[Any] = [head, t]
     if rep.get("summary"):
         parts.append(Text(str(rep["summary"]), style="italic"))  # Text: never markup
@@ -122,14 +127,14 @@ class StepDetail(Horizontal):
             ("unit", "unit"),
             ("base", "base"),
             ("cand", "cand"),
-            ("outcome", "outcome"),
+            ("family", "outcome"),  # the family's outcome (what W and L count), not the unit's
             ("W", "w"),
             ("L", "l"),
             ("e_win", "e_win"),
             ("e_harm", "e_harm"),
         ):
             table.add_column(label, key=key)
-        table.border_title = "Gate evidence (ladder order)"
+        table.border_title = "Gate evidence, ladder order (family: whole family's W/L/tie)"
         self.query_one(DiffView).border_title = "Proposed diff"
 
     def show(self, detail: dict[str, Any] | None) -> None:
