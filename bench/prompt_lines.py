@@ -139,7 +139,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--strategy", default="eprocess")
     ap.add_argument("--units", type=int, default=72)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--tiny", action="store_true", help="one null run on a 24-unit world")
     args = ap.parse_args(argv)
+    if args.tiny:
+        args.seeds, args.settings, args.units, args.jobs = [1], ["null"], 24, 1
     with tempfile.TemporaryDirectory(prefix="prompt-lines-") as tmp:
         store = Path(tmp) / "store"
         shutil.copytree(ROOT / "store" / "seeds" / SEED_NAME, store / "seeds" / SEED_NAME)
@@ -161,11 +164,16 @@ def main(argv: list[str] | None = None) -> int:
             )
             print(f"  seed {o.job.seed}: {what}")
         ok = [o for o in rows if not o.error]
+        runs_kept = sum(o.useless_lines > 0 for o in ok)
+        mean_test = sum(o.final_test for o in ok) / max(len(ok), 1)
         print(
-            f"  runs with a useless line kept: {sum(o.useless_lines > 0 for o in ok)} of "
+            f"  runs with a useless line kept: {runs_kept} of "
             f"{len(ok)}; useless lines in total: {sum(o.useless_lines for o in ok)}; "
-            f"mean final test {sum(o.final_test for o in ok) / max(len(ok), 1):.3f}"
+            f"mean final test {mean_test:.3f}"
         )
+        name = f"prompt_lines.{setting}.{args.strategy}"
+        print(f"RESULT {name}.runs_with_useless_line {runs_kept / max(len(ok), 1):.3f} share")
+        print(f"RESULT {name}.final_test {mean_test:.4f} accuracy")
     return 1 if any(o.error for o in outcomes) else 0
 
 
