@@ -269,13 +269,17 @@ def _answer_groups(branches: list[dict[str, Any]]) -> dict[str, list[dict[str, A
     return groups
 
 
+# One question's judge samples: scalar ones by answer group, pairwise ones by (i, j) of groups
+JudgedQuestion = tuple[dict[int, list[Sample]], dict[tuple[int, int], list[Sample]]]
+
+
 async def _judge_all(
     judge: Judge,
     session: Session,
     by_q: dict[str, list[dict[str, Any]]],
     groups_of: dict[str, dict[str, list[dict[str, Any]]]],
     budgets: dict[str, CallBudget],
-) -> dict[str, tuple]:
+) -> dict[str, JudgedQuestion]:
     """Every judge call of the rollout, concurrently (the Judge's limiter bounds them).
 
     Each call reserves its budget slots before its first await, and tasks start in the order
@@ -297,7 +301,7 @@ async def _judge_all(
             for i, j in itertools.combinations(range(len(answers)), 2)
         ]
     samples = await fan_out(lambda call: call[3](), calls)
-    out: dict[str, tuple[dict, dict]] = {qid: ({}, {}) for qid in by_q}
+    out: dict[str, JudgedQuestion] = {qid: ({}, {}) for qid in by_q}
     for (qid, kind, key, _), got in zip(calls, samples, strict=True):
         out[qid][kind][key] = got
     return out
