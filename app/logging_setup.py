@@ -6,15 +6,18 @@ import contextlib
 import os
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from loguru import logger
 
 from app.sanitize import visible
 from app.secrets import scrub
 
+if TYPE_CHECKING:  # loguru defines its record types in a stub only
+    from loguru import Record
 
-def _scrub_patch(record) -> None:
+
+def _scrub_patch(record: Record) -> None:
     # secrets out, and no control character from data (question text, names) reaches a terminal
     record["message"] = visible(scrub(record["message"]))
 

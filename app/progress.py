@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from app.sanitize import markup_safe
 
@@ -20,7 +28,7 @@ class _NullTask:
 
 
 class _Task:
-    def __init__(self, progress: Progress, task_id) -> None:
+    def __init__(self, progress: Progress, task_id: TaskID) -> None:
         self._progress, self._id = progress, task_id
 
     def advance(self, n: int = 1) -> None:
@@ -28,6 +36,10 @@ class _Task:
 
     def done(self) -> None:
         self._progress.remove_task(self._id)
+
+
+# What Bars.task hands out: a live bar, or nothing when bars are off
+BarTask = _Task | _NullTask
 
 
 class Bars:
@@ -50,14 +62,14 @@ class Bars:
         )
 
     @contextmanager
-    def live(self):
+    def live(self) -> Iterator[Bars]:
         if self._progress is None:
             yield self
             return
         with self._progress:
             yield self
 
-    def task(self, description: str, total: int, extra: str = ""):
+    def task(self, description: str, total: int, extra: str = "") -> BarTask:
         if self._progress is None:
             return _NullTask()
         return _Task(
@@ -67,7 +79,7 @@ class Bars:
             ),
         )
 
-    def set_extra(self, task, extra: str) -> None:
+    def set_extra(self, task: BarTask, extra: str) -> None:
         if self._progress is not None and isinstance(task, _Task):
             self._progress.update(task._id, extra=markup_safe(extra))
 

@@ -131,6 +131,22 @@ def test_the_wheel_holds_the_resources_and_every_module(installed: Installed) ->
     assert modules - names == set()
 
 
+def test_the_installed_packages_are_marked_typed(installed: Installed) -> None:
+    """PEP 561: a type checker reads the installed app's and core's annotations only when each
+    package carries a `py.typed` marker (pyproject.toml's package-data ships them)."""
+    found = installed.run(
+        "python",
+        "-c",
+        "import importlib.resources as r\n"
+        "for top in ('app', 'core'):\n"
+        "    print(top, r.files(top).joinpath('py.typed').is_file(), r.files(top))",
+    ).stdout.splitlines()
+    for top, line in zip(("app", "core"), found, strict=True):
+        name, present, where = line.split(" ", 2)
+        assert (name, present) == (top, "True"), line
+        assert Path(where).is_relative_to(installed.venv), where
+
+
 def test_the_installed_script_runs_demo_and_report_from_an_unrelated_folder(
     installed: Installed,
 ) -> None:

@@ -16,6 +16,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from app.harness.log import HarnessLog
+
 
 @dataclass(frozen=True)
 class Activation:
@@ -84,7 +86,7 @@ def summarise(records: Iterable[Activation]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def run_activation(log, run_id: str) -> dict[str, dict[str, Any]]:
+def run_activation(log: HarnessLog, run_id: str) -> dict[str, dict[str, Any]]:
     """Activation of one run's predictions ({} when the run recorded none)."""
     rows = log.query(
         "SELECT task_type, steps_json FROM predictions WHERE run_id = ? ORDER BY question_id",
@@ -94,7 +96,9 @@ def run_activation(log, run_id: str) -> dict[str, dict[str, Any]]:
     return summarise(records)
 
 
-def failures(log, run_id: str, limit_per_file: int = 12) -> dict[str, dict[str, list[str]]]:
+def failures(
+    log: HarnessLog, run_id: str, limit_per_file: int = 12
+) -> dict[str, dict[str, list[str]]]:
     """Activation failures of a run, per expected skill file: questions that opened no skill
     (`none`) or another one (`wrong`), and questions of other files that opened this one
     (`stolen`): what a description update learns from."""

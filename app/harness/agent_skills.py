@@ -659,7 +659,7 @@ def skill_provenance(root: Path, eval_run_id: str, files: dict[str, str]) -> dic
     return out
 
 
-def _latest_eval(log, version: str) -> dict[str, Any] | None:
+def _latest_eval(log: HarnessLog, version: str) -> dict[str, Any] | None:
     """The latest finished `eval` of the version, else training's final test run of it."""
     rows = log.query(
         "SELECT run_id FROM _runs WHERE kind IN ('eval', 'test') AND status = "

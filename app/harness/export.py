@@ -44,7 +44,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loguru import logger
 
@@ -55,6 +55,10 @@ from app.harness.clock import now_iso
 from app.harness.fork import held_out_question_ids
 from app.harness.ids import check_run_id
 from core.evolution.edits import strip_momentum
+from core.types import Question
+
+if TYPE_CHECKING:
+    from app.harness.session import Session
 
 EXPORT_VERSION = 1
 LAYOUTS = {
@@ -69,7 +73,12 @@ def _assistant(text: str) -> list[dict[str, str]]:
     return [{"role": "assistant", "content": text or ""}]
 
 
-def _prompt_messages(prompts_cache: dict, session, branch: dict, question) -> list[dict]:
+def _prompt_messages(
+    prompts_cache: dict[tuple[str, str], AgentPrompts],
+    session: Session,
+    branch: dict[str, Any],
+    question: Question,
+) -> list[dict[str, Any]]:
     key = (branch["skills_version"], branch["prompts_version"])
     if key not in prompts_cache:
         root = session.paths.root
@@ -85,7 +94,7 @@ def _prompt_messages(prompts_cache: dict, session, branch: dict, question) -> li
 
 
 def export_rollouts(
-    session,
+    session: Session,
     rollout_ids: Sequence[str],
     out_dir: Path,
     *,
@@ -106,7 +115,7 @@ def export_rollouts(
     lines: dict[str, list[str]] = {name: [] for name in LAYOUTS}
     versions: set[tuple[str, str]] = set()
     skipped_test = 0
-    prompts_cache: dict = {}
+    prompts_cache: dict[tuple[str, str], AgentPrompts] = {}
     for rid in rollout_ids:
         rows = log.query(
             "SELECT b.*, r.rank, r.reward, r.objective, r.judge, r.bt, r.components_json "
@@ -175,7 +184,7 @@ def export_rollouts(
 
 
 def _write_files(
-    session,
+    session: Session,
     staging: Path,
     lines: dict[str, list[str]],
     rollout_ids: Sequence[str],

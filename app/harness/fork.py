@@ -21,7 +21,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -29,12 +29,16 @@ from app.errors import UserError
 from app.harness import killpoints
 from app.harness.ids import check_run_id
 from app.harness.inference import answer_question, prediction_row
-from app.harness.log import RunStatus
+from app.harness.log import HarnessLog, RunStatus
 from app.harness.pools import split_pools
 from app.harness.telemetry import calls_logged_as
-from app.progress import NO_BARS
+from app.progress import NO_BARS, Bars
 from core.concurrency import fan_out
 from core.types import Prediction, Question
+
+if TYPE_CHECKING:
+    from app.harness.session import Session
+    from app.harness.store import Benchmark
 
 FORK_WRITE_BATCH = 64
 POOLS = ("diagnosis", "validation", "test", "all")
@@ -144,7 +148,7 @@ def parse_range(text: str | None) -> tuple[float, float] | None:
 
 
 def select_questions(
-    benchmark,
+    benchmark: Benchmark,
     pool: str,
     task_types: Sequence[str] | None,
     question_ids: Sequence[str] | None,
@@ -169,7 +173,7 @@ def select_questions(
     return questions
 
 
-def held_out_question_ids(benchmark) -> set[str]:
+def held_out_question_ids(benchmark: Benchmark) -> set[str]:
     pools = split_pools(benchmark.questions, benchmark.split, benchmark.seed)
     return {q.question_id for q in pools.test}
 
@@ -197,7 +201,7 @@ def branch_row(
     return row
 
 
-def done_branches(log, rollout_id: str) -> set[tuple[str, int]]:
+def done_branches(log: HarnessLog, rollout_id: str) -> set[tuple[str, int]]:
     return {
         (r["question_id"], r["branch_index"])
         for r in log.query(
@@ -221,7 +225,12 @@ class ForkResult:
 
 
 async def run_fork(
-    session, spec: ForkSpec, rollout_id: str, *, resume: bool = False, bars=NO_BARS
+    session: Session,
+    spec: ForkSpec,
+    rollout_id: str,
+    *,
+    resume: bool = False,
+    bars: Bars = NO_BARS,
 ) -> ForkResult:
     """Run (or finish) a fork: every (question, branch) without a row gets one."""
     check_run_id(rollout_id, "--rollout-id")
@@ -318,12 +327,12 @@ async def run_fork(
     return ForkResult(rollout_id, len(spec.question_ids), total, len(todo), len(done), elapsed)
 
 
-def _write(log, rows: list[dict[str, Any]]) -> None:
+def _write(log: HarnessLog, rows: list[dict[str, Any]]) -> None:
     """Branch rows; a branch already written (a resumed fork) is kept as it is."""
     log.insert_rows("branches", rows, skip_existing=True)
 
 
-def fork_summary(log, rollout_id: str) -> dict[str, Any]:
+def fork_summary(log: HarnessLog, rollout_id: str) -> dict[str, Any]:
     """pass@1 (branch 0) and pass@N (any branch) over the fork's questions."""
     rows = log.query(
         "SELECT question_id, branch_index, correct FROM branches WHERE run_id = ?", (rollout_id,)

@@ -29,8 +29,9 @@ from app.secrets import scrub
 from core.checkers import check, extract_answer, fallback_answer
 from core.concurrency import fan_out
 from core.evolution.budget import resolve_skill_file
+from core.protocols import LLMProvider
 from core.trajectory import summarise_tool_output
-from core.types import InferenceResult, Prediction, Question, StopReason
+from core.types import InferenceResult, LLMResponse, Prediction, Question, StopReason
 
 WRITE_BATCH = 200
 INFRA_ERROR_SHARE = 0.10
@@ -50,7 +51,7 @@ class AgentSettings:
 
 
 async def answer_question(
-    provider, prompts: AgentPrompts, question: Question, settings: AgentSettings
+    provider: LLMProvider, prompts: AgentPrompts, question: Question, settings: AgentSettings
 ) -> Prediction:
     messages = prompts.opening_messages(question)
     tools = prompts.tools_for(question)
@@ -155,7 +156,11 @@ EXTRACT_PROMPT = (
 
 
 async def _fallback(
-    provider, question: Question, text: str, settings: AgentSettings, steps: list[dict[str, Any]]
+    provider: LLMProvider,
+    question: Question,
+    text: str,
+    settings: AgentSettings,
+    steps: list[dict[str, Any]],
 ) -> tuple[str | None, str]:
     """The benchmark's declared fallbacks, in order, for a reply without an `ANSWER:` line.
     Whatever they find is marked with the fallback's name, never as an `ANSWER:` line."""
@@ -170,7 +175,11 @@ async def _fallback(
 
 
 async def _extraction_call(
-    provider, question: Question, text: str, settings: AgentSettings, steps: list[dict[str, Any]]
+    provider: LLMProvider,
+    question: Question,
+    text: str,
+    settings: AgentSettings,
+    steps: list[dict[str, Any]],
 ) -> str | None:
     prompt = EXTRACT_PROMPT.format(question=question.question, reply=text[:4000])
     try:
@@ -194,7 +203,11 @@ async def _extraction_call(
 
 
 def _tool_round(
-    prompts: AgentPrompts, question: Question, reply, steps: list, turn: int
+    prompts: AgentPrompts,
+    question: Question,
+    reply: LLMResponse,
+    steps: list[dict[str, Any]],
+    turn: int,
 ) -> list[dict[str, Any]]:
     """The assistant turn with its tool calls plus one tool message per call."""
     calls = [
@@ -262,7 +275,7 @@ def prediction_row(p: Prediction, run_id: str) -> dict[str, Any]:
 async def run_inference(
     questions: Sequence[Question],
     *,
-    provider,
+    provider: LLMProvider,
     prompts: AgentPrompts,
     log: HarnessLog,
     run_id: str,

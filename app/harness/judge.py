@@ -27,6 +27,7 @@ from app.paths import read_prompt
 from app.providers.errors import BudgetExceeded, ProviderError
 from app.secrets import scrub
 from core.jsonscan import find_json_object
+from core.protocols import LLMProvider
 
 NEUTRAL_SCORE = 5.0
 ANSWER_MAX_CHARS = 4000
@@ -118,7 +119,7 @@ def parse_pairwise(text: str) -> tuple[str | None, str, str]:
 
 class Judge:
     def __init__(
-        self, provider, settings: JudgeSettings, model: str = "", concurrency: int = 16
+        self, provider: LLMProvider, settings: JudgeSettings, model: str = "", concurrency: int = 16
     ) -> None:
         self.provider = provider
         self.limiter = anyio.CapacityLimiter(concurrency)

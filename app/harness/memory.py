@@ -26,6 +26,7 @@ from typing import Any
 
 from app.harness.agent_prompts import AgentPrompts
 from app.harness.clock import now_iso
+from app.harness.log import HarnessLog
 from core.types import Question
 
 MAX_QUERY_TERMS = 64
@@ -47,7 +48,10 @@ def one_line(text: str, limit: int = TASK_MAX_CHARS) -> str:
 
 
 def store_winners(
-    log, rollout_id: str, winners: list[dict[str, Any]], objective: dict[tuple[str, int], int]
+    log: HarnessLog,
+    rollout_id: str,
+    winners: list[dict[str, Any]],
+    objective: dict[tuple[str, int], int],
 ) -> dict[str, int]:
     """Store the given branches whose objective score is 1; count the rest. `winners` is one
     branch row per question (the ranker's best), each with `question_id`, `branch_index`,
@@ -94,7 +98,7 @@ def fts_query(text: str) -> str:
     return " OR ".join(f'"{t}"' for t in terms[:MAX_QUERY_TERMS])
 
 
-def retrieve(log, task: str, k: int, exclude_question: str | None = None) -> list[dict]:
+def retrieve(log: HarnessLog, task: str, k: int, exclude_question: str | None = None) -> list[dict]:
     if k <= 0:
         return []
     query = fts_query(task)
@@ -112,7 +116,7 @@ def retrieve(log, task: str, k: int, exclude_question: str | None = None) -> lis
         return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
 
-def count(log) -> int:
+def count(log: HarnessLog) -> int:
     return log.query("SELECT COUNT(*) AS n FROM memories")[0]["n"]
 
 
@@ -154,7 +158,7 @@ class MemoryPrompts(AgentPrompts):
         return messages
 
 
-def with_memories(prompts: AgentPrompts, log, k: int) -> AgentPrompts:
+def with_memories(prompts: AgentPrompts, log: HarnessLog, k: int) -> AgentPrompts:
     if k <= 0:
         return prompts
 

@@ -16,6 +16,8 @@ from loguru import logger
 
 from app.harness.atomic import read_json, write_json_atomic
 from app.harness.clock import now_iso
+from app.harness.config import RunConfig
+from app.harness.log import HarnessLog
 from core.redact import redact_url_credentials
 from core.structured import LEVELS, FormatLadder
 
@@ -61,7 +63,7 @@ def supports_tools(model: str) -> bool | None:
 class ModelIO:
     """Per-workspace response-format ladders, one per model."""
 
-    def __init__(self, root: Path, config) -> None:
+    def __init__(self, root: Path, config: RunConfig) -> None:
         self.path = Path(root) / MODEL_IO_FILE
         self.config = config
         # by model and the role's api_base: two servers behind one alias may differ in format
@@ -136,7 +138,7 @@ def _as_stored(base: str | None) -> str | None:
     return redact_url_credentials(base) if base else base
 
 
-def tool_mode_warning(config) -> str | None:
+def tool_mode_warning(config: RunConfig) -> str | None:
     """A warning when `skill_mode = "tool"` meets an agent model litellm says cannot call
     functions (before any work starts)."""
     model = config.agent_model
@@ -152,7 +154,7 @@ def tool_mode_warning(config) -> str | None:
 
 
 def record_attempts(
-    log, run_id: str, purpose: str, calls: list[tuple[str, tuple[dict[str, Any], ...]]]
+    log: HarnessLog, run_id: str, purpose: str, calls: list[tuple[str, tuple[dict[str, Any], ...]]]
 ) -> None:
     """One `reply_attempts` row per request of each structured call (one transaction)."""
     at = now_iso()
@@ -174,7 +176,7 @@ def record_attempts(
     log.insert_rows("reply_attempts", rows)
 
 
-def no_tool_calls(log, run_id: str) -> bool:
+def no_tool_calls(log: HarnessLog, run_id: str) -> bool:
     """True when no prediction of the run called any tool."""
     row = log.conn.execute(
         "SELECT COUNT(*) FROM predictions WHERE run_id = ? AND "

@@ -23,7 +23,7 @@ import itertools
 import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loguru import logger
 
@@ -47,6 +47,9 @@ from app.harness.verifiers import load_verifier, verify_rollout
 from core import ranking
 from core.concurrency import fan_out
 
+if TYPE_CHECKING:
+    from app.harness.session import Session
+
 
 def parse_weights(items: Sequence[str]) -> dict[str, float]:
     """`key=weight` items over the defaults; keys are objective, judge, bt or module:function."""
@@ -68,7 +71,9 @@ def parse_weights(items: Sequence[str]) -> dict[str, float]:
     return weights
 
 
-def _user_reward(fn, branch: dict[str, Any], components: dict[str, float], name: str) -> float:
+def _user_reward(
+    fn: Callable[..., object], branch: dict[str, Any], components: dict[str, float], name: str
+) -> float:
     try:
         value = fn(branch, dict(components))
     except Exception as e:  # user code: a failure scores 0 and is logged, one line
@@ -81,7 +86,7 @@ def _user_reward(fn, branch: dict[str, Any], components: dict[str, float], name:
 
 
 async def rank_rollout(
-    session,
+    session: Session,
     rollout_id: str,
     *,
     verifiers: Sequence[str] = ("checker",),
@@ -105,7 +110,13 @@ async def rank_rollout(
 
 
 async def _rank(
-    session, rollout_id, verifiers, weights, user_rewards, judge_cap, remember
+    session: Session,
+    rollout_id: str,
+    verifiers: Sequence[str],
+    weights: dict[str, float],
+    user_rewards: Mapping[str, Callable[..., object]],
+    judge_cap: int | None,
+    remember: bool,
 ) -> dict[str, Any]:
     log, config = session.log, session.config
     objective = verify_rollout(log, rollout_id, session.questions_by_id, verifiers)
@@ -113,8 +124,8 @@ async def _rank(
         "SELECT * FROM branches WHERE run_id = ? ORDER BY question_id, branch_index", (rollout_id,)
     )
     by_q: dict[str, list[dict[str, Any]]] = {}
-    for r in rows:
-        by_q.setdefault(r["question_id"], []).append(r)
+    for row in rows:
+        by_q.setdefault(row["question_id"], []).append(row)
     cap = config.judge_max_calls_per_batch if judge_cap is None else judge_cap
     calls = capped = batches_at_cap = max_calls = 0
     judge = Judge(
@@ -258,7 +269,17 @@ def _answer_groups(branches: list[dict[str, Any]]) -> dict[str, list[dict[str, A
     return groups
 
 
-async def _judge_all(judge: Judge, session, by_q, groups_of, budgets) -> dict[str, tuple]:
+# One question's judge samples: scalar ones by answer group, pairwise ones by (i, j) of groups
+JudgedQuestion = tuple[dict[int, list[Sample]], dict[tuple[int, int], list[Sample]]]
+
+
+async def _judge_all(
+    judge: Judge,
+    session: Session,
+    by_q: dict[str, list[dict[str, Any]]],
+    groups_of: dict[str, dict[str, list[dict[str, Any]]]],
+    budgets: dict[str, CallBudget],
+) -> dict[str, JudgedQuestion]:
     """Every judge call of the rollout, concurrently (the Judge's limiter bounds them).
 
     Each call reserves its budget slots before its first await, and tasks start in the order
@@ -280,7 +301,7 @@ async def _judge_all(judge: Judge, session, by_q, groups_of, budgets) -> dict[st
             for i, j in itertools.combinations(range(len(answers)), 2)
         ]
     samples = await fan_out(lambda call: call[3](), calls)
-    out: dict[str, tuple[dict, dict]] = {qid: ({}, {}) for qid in by_q}
+    out: dict[str, JudgedQuestion] = {qid: ({}, {}) for qid in by_q}
     for (qid, kind, key, _), got in zip(calls, samples, strict=True):
         out[qid][kind][key] = got
     return out

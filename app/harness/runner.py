@@ -20,6 +20,7 @@ from loguru import logger
 
 from app.errors import RunFailed, UserError, first_leaf, is_stop, stop_reason
 from app.harness import killpoints
+from app.harness.agent_prompts import AgentPrompts
 from app.harness.atomic import read_json, write_json_atomic
 from app.harness.batching import build_batches
 from app.harness.checkpoint import (
@@ -31,7 +32,7 @@ from app.harness.checkpoint import (
 from app.harness.clock import now_iso
 from app.harness.gate_ladder import BaselineCache, GatePools
 from app.harness.ids import check_run_id, check_version
-from app.harness.log import RunStatus
+from app.harness.log import HarnessLog, RunStatus
 from app.harness.pools import Pools, filter_trainable, split_pools
 from app.harness.question_units import build_units, unit_accuracy, unit_correctness_view
 from app.harness.run_progress import ending_text
@@ -457,7 +458,7 @@ class Runner:
         )
         return ctx, state, ResumePlan()
 
-    async def _baseline(self, prompts) -> dict[str, bool]:
+    async def _baseline(self, prompts: AgentPrompts) -> dict[str, bool]:
         """The seed versions on the whole benchmark, run once per workspace and reused."""
         log = self.session.log
         run = log.run(BASELINE_RUN)
@@ -525,7 +526,7 @@ class _DiagnoseContext:
         self.session, self.templates, self.config = session, templates, session.config
 
     @property
-    def log(self):
+    def log(self) -> HarnessLog:
         return self.session.log
 
 

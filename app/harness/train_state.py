@@ -21,6 +21,11 @@ from core.evolution.edits import Edit, RejectedEdit
 from core.evolution.gate import GateParams
 from core.types import Question, QuestionUnit
 
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from app.harness.log import HarnessLog
+
 if TYPE_CHECKING:  # the checkpoint reads TrainState without loading the model stack
     from app.harness.session import Session
 
@@ -162,11 +167,11 @@ class TrainContext:
         return self.config.gate
 
     @property
-    def log(self):
+    def log(self) -> HarnessLog:
         return self.session.log
 
     @property
-    def root(self):
+    def root(self) -> Path:
         return self.session.paths.root
 
     def questions_of(self, pool: tuple[Question, ...], task_type: str) -> list[Question]:

@@ -27,6 +27,7 @@ from app.harness.telemetry import calls_logged_as
 from core.concurrency import fan_out
 from core.evolution.acceptance import RuleSetup, make_rule
 from core.evolution.gate import AcceptanceStrategy, GateDecision, GateParams
+from core.protocols import LLMProvider
 from core.types import Question, QuestionUnit, StopReason
 
 
@@ -108,7 +109,7 @@ class Validator:
     def __init__(
         self,
         *,
-        provider,
+        provider: LLMProvider,
         base_prompts: AgentPrompts,
         units: Mapping[str, QuestionUnit],
         log: HarnessLog,

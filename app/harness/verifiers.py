@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.errors import UserError
+from app.harness.log import HarnessLog
 from app.harness.workspace import now_iso
 from app.secrets import scrub
 from core.checkers import check
@@ -120,7 +121,9 @@ def _num(x: Any) -> float | None:
     return float(x)
 
 
-def run_verifier(fn, question: Question, branch: dict[str, Any]) -> Verdict:
+def run_verifier(
+    fn: Callable[[Question, dict[str, Any]], object], question: Question, branch: dict[str, Any]
+) -> Verdict:
     try:
         verdict = coerce_verdict(fn(question, branch))
     except Exception as e:  # user code: its failure is a verdict, never a crash
@@ -134,7 +137,7 @@ def objective_score(verdicts: Sequence[Verdict]) -> int:
 
 
 def verify_rollout(
-    log, rollout_id: str, questions: dict[str, Question], names: Sequence[str]
+    log: HarnessLog, rollout_id: str, questions: dict[str, Question], names: Sequence[str]
 ) -> dict[tuple[str, int], int]:
     """Run the pipeline on every branch, store the verdicts (replacing earlier ones), and
     return each branch's objective score."""

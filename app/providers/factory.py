@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from app.errors import UserError
 from app.harness.config import Endpoint, RunConfig
@@ -14,8 +15,8 @@ from app.providers.retry import RetryingProvider
 from app.providers.sim.evolver import EvolverShares
 from app.providers.sim.provider import SimProvider, SimSettings
 from app.providers.sim.world import build_world
-from core.protocols import LLMProvider, TelemetryRecorder
-from core.types import Question
+from core.protocols import LLMProvider, Message, TelemetryRecorder
+from core.types import LLMResponse, Question, ToolSpec
 
 # The world the built-in benchmark `sim-basic` was generated from (app.providers.sim.generate).
 BUILT_IN_WORLD = "sim/basic with sim_world_seed 7 and sim_units_per_type 72"
@@ -24,12 +25,33 @@ BUILT_IN_WORLD = "sim/basic with sim_world_seed 7 and sim_units_per_type 72"
 class BudgetedProvider:
     """Charges a shared CostBudget for providers that do not charge it themselves."""
 
-    def __init__(self, inner, budget: CostBudget) -> None:
+    def __init__(self, inner: LLMProvider, budget: CostBudget) -> None:
         self.inner, self.budget = inner, budget
 
-    async def complete(self, messages, **kwargs):
+    async def complete(
+        self,
+        messages: list[Message],
+        *,
+        tools: list[ToolSpec] | None = None,
+        temperature: float = 0.0,
+        max_tokens: int = 1024,
+        seed: int = 0,
+        role: str = "agent",
+        response_format: dict[str, Any] | None = None,
+    ) -> LLMResponse:
         self.budget.check()
-        response = await self.inner.complete(messages, **kwargs)
+        # response_format only when set, as CachingProvider.complete passes it: an inner
+        # provider's own default applies otherwise
+        extra = {"response_format": response_format} if response_format is not None else {}
+        response = await self.inner.complete(
+            messages,
+            tools=tools,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            seed=seed,
+            role=role,
+            **extra,
+        )
         self.budget.charge(response.cost_usd)
         return response
 

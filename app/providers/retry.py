@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import anyio
 
 from app.providers.errors import TransientError
-from core.protocols import Message
+from core.protocols import LLMProvider, Message
 from core.types import LLMResponse
 
 T = TypeVar("T")
@@ -77,7 +77,7 @@ class RetryingProvider:
 
     def __init__(
         self,
-        inner: Any,
+        inner: LLMProvider,
         *,
         max_retries: int = 4,
         backoff_base_s: float = 0.05,

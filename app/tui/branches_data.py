@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from app.harness.log import HarnessLog
 
-def fork_runs(log) -> list[dict[str, Any]]:
+
+def fork_runs(log: HarnessLog | None) -> list[dict[str, Any]]:
     if log is None:
         return []
     return log.query(
@@ -16,7 +18,7 @@ def fork_runs(log) -> list[dict[str, Any]]:
     )
 
 
-def fork_questions(log, rollout_id: str) -> list[dict[str, Any]]:
+def fork_questions(log: HarnessLog | None, rollout_id: str) -> list[dict[str, Any]]:
     """One row per question: branches, right ones, and whether the ranker's top is right."""
     if log is None:
         return []
@@ -30,7 +32,9 @@ def fork_questions(log, rollout_id: str) -> list[dict[str, Any]]:
     )
 
 
-def question_branches(log, rollout_id: str, question_id: str) -> list[dict[str, Any]]:
+def question_branches(
+    log: HarnessLog | None, rollout_id: str, question_id: str
+) -> list[dict[str, Any]]:
     if log is None:
         return []
     rows = log.query(
@@ -67,7 +71,7 @@ def question_branches(log, rollout_id: str, question_id: str) -> list[dict[str, 
     return rows
 
 
-def branch_detail(log, branch_id: int) -> dict[str, Any] | None:
+def branch_detail(log: HarnessLog | None, branch_id: int) -> dict[str, Any] | None:
     if log is None:
         return None
     rows = log.query("SELECT * FROM branches WHERE id = ?", (branch_id,))

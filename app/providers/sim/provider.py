@@ -10,7 +10,9 @@ import dataclasses
 import hashlib
 import json
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
 
@@ -20,7 +22,8 @@ from app.providers.sim.evolver import EvolverShares, reply_for_task
 from app.providers.sim.judge import judge_reply
 from app.providers.sim.rng import draw, pick
 from app.providers.sim.world import World, build_world
-from core.types import LLMResponse, ToolSpec, Usage
+from core.protocols import Message
+from core.types import LLMResponse, ToolCall, ToolSpec, Usage
 
 NOISE_SHARE = 0.03  # share of agent answers re-drawn from the whole request (sampling noise)
 # Temperature > 0 (best-of-N forks, app/harness/fork.py): this share of answers, times the
@@ -65,14 +68,14 @@ class SimProvider:
 
     async def complete(
         self,
-        messages,
+        messages: list[Message],
         *,
         tools: list[ToolSpec] | None = None,
         temperature: float = 0.0,
         max_tokens: int = 1024,
         seed: int = 0,
         role: str = "agent",
-        response_format=None,
+        response_format: dict[str, Any] | None = None,
     ) -> LLMResponse:
         request_key = _request_key(messages, tools, temperature, seed)
         await self._maybe_sleep(request_key)
@@ -104,7 +107,12 @@ class SimProvider:
         return self._agent_turn(messages, tools, seed, request_key, temperature)
 
     def _agent_turn(
-        self, messages, tools, seed, request_key, temperature: float = 0.0
+        self,
+        messages: list[Message],
+        tools: list[ToolSpec] | None,
+        seed: int,
+        request_key: str,
+        temperature: float = 0.0,
     ) -> LLMResponse:
         view = agent.read_view(messages, tools)
         case = self.world.case_for_text(view.question)
@@ -147,7 +155,9 @@ class SimProvider:
             raise SimTimeout("simulated timeout")
         return kind
 
-    def _response(self, messages, text: str, calls) -> LLMResponse:
+    def _response(
+        self, messages: list[Message], text: str, calls: Sequence[ToolCall]
+    ) -> LLMResponse:
         chars_in = sum(len(m.get("content") or "") for m in messages)
         tokens_in, tokens_out = chars_in // 4 + 1, len(text) // 4 + 1
         cost = (tokens_in * SIM_PRICE_IN_PER_MTOK + tokens_out * SIM_PRICE_OUT_PER_MTOK) / 1e6
@@ -160,7 +170,9 @@ class SimProvider:
         )
 
 
-def _request_key(messages, tools, temperature, seed) -> str:
+def _request_key(
+    messages: list[Message], tools: list[ToolSpec] | None, temperature: float, seed: int
+) -> str:
     tool_names = [t.name for t in tools or []]
     raw = json.dumps(
         [messages, tool_names, temperature, seed], sort_keys=True, default=str, ensure_ascii=False

@@ -6,7 +6,8 @@ app/tui/branches_data.py, each in a worker thread; layout: app/tui/styles/branch
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -18,6 +19,8 @@ from app.tui import format as fmt
 from app.tui.screens.base import BaseScreen
 from app.tui.widgets.key_bar import KeyBar
 from app.tui.widgets.nav import NavTabs
+
+T = TypeVar("T")
 
 QUESTION_COLUMNS = (
     ("question", "question_id", 16),
@@ -146,8 +149,8 @@ class BranchesScreen(BaseScreen):
         self.query_one("#fork-questions", DataTable).focus()
         super().on_mount()
 
-    def _read(self, fn, *args):
-        def query():
+    def _read(self, fn: Callable[..., T], *args: object) -> Callable[[], T]:
+        def query() -> T:
             with self.data.reader() as log:
                 return fn(log, *args)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
@@ -14,7 +15,7 @@ class DiffView(VerticalScroll):
         self.diff = ""
         self._body = Static("", markup=False)
 
-    def compose(self):
+    def compose(self) -> ComposeResult:
         yield self._body
 
     def show(self, diff: str, *, empty: str = "(no diff)") -> None:
