@@ -48,7 +48,7 @@ from app.harness.ids import check_run_id, check_version
 from app.harness.runner import Runner, read_final
 from app.harness.session import Session
 from app.harness.store import benchmark_dir, load_seed, seed_dir
-from app.harness.vocabulary import Count
+from app.harness.vocabulary import Count, EndReason
 from app.harness.writer_lock import WriterLock
 from app.logging_setup import scrub_log_records
 from app.progress import Bars
@@ -166,7 +166,8 @@ class TrainResult:
     workspace: Path
     train_id: str
     status: str  # done, or the status of the run that ended it
-    reason: str | None  # why it ended, when not simply finished (early stop is "done")
+    reason: str | None  # why it ended when not simply after all its epochs: a stop, a failure,
+    # or an early stop (status "done")
     epochs_run: int
     curve: tuple[EpochPoint, ...]
     baseline_test_accuracy: float | None
@@ -439,7 +440,10 @@ def _run_status(root: Path, run_id: str) -> tuple[str, str | None]:
     if row is None:
         return "unknown", None
     summary = json.loads(row.get("summary_json") or "{}")
-    return str(row["status"]), summary.get("reason")
+    status = str(row["status"])
+    if status == "done" and summary.get("end") != EndReason.EARLY_STOP:
+        return status, None  # all epochs run (or a summary written before `end` was recorded)
+    return status, summary.get("reason")
 
 
 def _epoch_point(row: Mapping[str, Any]) -> EpochPoint:

@@ -559,7 +559,12 @@ async def final_test_eval(ctx: TrainContext, state: TrainState) -> dict[str, Any
 
 def done_summary(state: TrainState, progress: dict[str, Any]) -> dict[str, Any]:
     """A finished train run's summary in the log: best, curve, and why it stopped."""
-    return {"best": asdict(state.best), "curve": state.curve, "reason": ending_text(progress)}
+    return {
+        "best": asdict(state.best),
+        "curve": state.curve,
+        "reason": ending_text(progress),
+        "end": str(progress.get("end") or ""),
+    }
 
 
 def promote(root: Path, version: str, eval_run_id: str, name: str, store: Path) -> Path:

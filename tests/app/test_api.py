@@ -38,6 +38,17 @@ def ws(tmp_path: Path) -> Path:
     return api.init_workspace(tmp_path / "ws", seed="sim-starter", questions="sim-basic").root
 
 
+def test_an_early_stop_is_done_with_its_reason(ws):
+    """All epochs run: no reason; an early stop: done, and the reason names the last epoch."""
+    from app import paths
+
+    result = api.train(ws, paths.demo_config(), overrides={"epochs": 6})
+    assert result.status == "done" and result.epochs_run == 4
+    assert result.reason == (
+        "finished after epoch 4 of 6: early stop, no new best validation accuracy for 2 epochs"
+    )
+
+
 def test_train_returns_what_the_run_recorded(ws):
     result = api.train(ws, overrides=SMALL)
     final = json.loads((ws / "analyses" / "final_test_eval.json").read_text())
