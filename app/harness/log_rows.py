@@ -293,7 +293,7 @@ class ForkQuestion:
     task_type: str | None
     branches: int
     correct: int | None
-    top_ok: int | None
+    top_ok: float | None  # the top-ranked branch's objective (1.0 when right)
 
 
 @dataclass(frozen=True)
