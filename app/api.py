@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import json
 import re
 import sqlite3
 import time
@@ -45,6 +44,7 @@ from app.harness.atomic import write_json_atomic
 from app.harness.checkpoint import load_checkpoint
 from app.harness.config import RunConfig, build_config, load_config, recorded_config
 from app.harness.ids import check_run_id, check_version
+from app.harness.log_reader import LogReader, open_reader
 from app.harness.runner import Runner, read_final
 from app.harness.session import Session
 from app.harness.store import benchmark_dir, load_seed, seed_dir
@@ -431,19 +431,16 @@ def _train_result(
 
 
 def _run_status(root: Path, run_id: str) -> tuple[str, str | None]:
-    from app.harness.log import HarnessLog
-
     if not run_id or not (root / "harness.db").is_file():
         return "unknown", None
-    with HarnessLog(root / "harness.db", readonly=True) as log:
+    with open_reader(root / "harness.db") as log:
         row = log.run(run_id)
     if row is None:
         return "unknown", None
-    summary = json.loads(row.get("summary_json") or "{}")
-    status = str(row["status"])
-    if status == "done" and summary.get("end") != EndReason.EARLY_STOP:
+    status = str(row.status)
+    if status == "done" and row.summary.get("end") != EndReason.EARLY_STOP:
         return status, None  # all epochs run (or a summary written before `end` was recorded)
-    return status, summary.get("reason")
+    return status, row.summary.get("reason")
 
 
 def _epoch_point(row: Mapping[str, Any]) -> EpochPoint:
@@ -703,7 +700,7 @@ def _eval_report(result: EvalResult) -> dict[str, Any]:
 
 # -- run ids ------------------------------------------------------------------------------------
 def next_run_id(session: Session, prefix: str) -> str:
-    taken = {r["run_id"] for r in session.log.runs()}
+    taken = {r.run_id for r in LogReader(session.log).runs()}
     n = sum(1 for r in taken if r.startswith(prefix)) + 1
     while f"{prefix}{n}" in taken:  # an id given with --run-id may sit in the sequence
         n += 1
@@ -714,17 +711,23 @@ def claim_run_id(session: Session, run_id: str, overwrite: bool) -> dict[str, An
     """Refuse a run id that would replace another run's rows, unless `overwrite` is given
     for an infer/eval run; returns what is being overwritten, for the new run's provenance."""
     _check_run_id(run_id)
-    old = session.log.run(run_id)
+    old = LogReader(session.log).run(run_id)
     if old is None:
         return None
     if not overwrite:
         raise UserError(
-            f"--run-id (run_id) {run_id}: a {old['kind']} run of that id already exists "
-            f"(started {old['started_at']}, {old['status']}); pick another id, or "
+            f"--run-id (run_id) {run_id}: a {old.kind} run of that id already exists "
+            f"(started {old.started_at}, {old.status}); pick another id, or "
             "add --overwrite-run (overwrite_run=True) to replace it"
         )
-    logger.warning("replacing run {} ({} run started {})", run_id, old["kind"], old["started_at"])
-    return {k: old[k] for k in ("run_id", "kind", "status", "started_at", "finished_at")}
+    logger.warning("replacing run {} ({} run started {})", run_id, old.kind, old.started_at)
+    return {
+        "run_id": old.run_id,
+        "kind": old.kind,
+        "status": old.status,
+        "started_at": old.started_at,
+        "finished_at": old.finished_at,
+    }
 
 
 TRAINING_RUN_RE = re.compile(r"(baseline|train\d+)(-.*)?")
@@ -1128,8 +1131,8 @@ async def fork_async(
             rollout_id = rollout_id or next_run_id(session, "fork-")
         with session.bars.live():
             ran = await run_fork(session, spec, rollout_id, resume=resume, bars=session.bars)
-        row = session.log.run(rollout_id)
-    summary = json.loads((row or {}).get("summary_json") or "{}")
+        row = LogReader(session.log).run(rollout_id)
+    summary = row.summary if row is not None else {}
     return ForkResult(
         rollout_id=ran.rollout_id,
         questions=ran.questions,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import textwrap
 from dataclasses import asdict
 from pathlib import Path
@@ -10,7 +9,9 @@ from typing import Any
 
 from app.harness.atomic import read_json_object
 from app.harness.checkpoint import load_checkpoint
-from app.harness.log import HarnessLog, Resume, RunStatus
+from app.harness.log import Resume, RunStatus
+from app.harness.log_reader import LogReader, open_reader
+from app.harness.log_rows import RoleCalls, RunRow, SpendRow
 from app.harness.run_progress import progress_view
 from app.harness.workspace import KINDS, list_versions, read_manifest, read_meta
 
@@ -25,20 +26,15 @@ def workspace_summary(root: Path) -> dict[str, Any]:
     runs: list[dict[str, Any]] = []
     epochs: list[dict[str, Any]] = []
     if (root / "harness.db").exists():
-        with HarnessLog(root / "harness.db", readonly=True) as log:
+        with open_reader(root / "harness.db") as log:
             log.check_integrity()
             resumes = log.resumes()
             runs = [_run_row(r, resumes) for r in log.runs()]
-            epochs = log.query(
-                "SELECT run_id, epoch, val_acc, test_acc FROM epoch_reports ORDER BY id"
-            )
-            calls = log.query(
-                "SELECT role, COUNT(*) AS calls, SUM(cache_hit) AS cache_hits, "
-                "SUM(cost_usd) AS cost_usd, SUM(tokens_in) AS tokens_in, "
-                "SUM(tokens_out) AS tokens_out FROM llm_calls GROUP BY role"
-            )
-            spend = _spend(root, log)
-            model_io = _model_io(log, calls)
+            epochs = [asdict(e) for e in log.epoch_accuracies()]
+            role_calls = log.calls.by_role()
+            calls = [asdict(c) for c in role_calls]
+            spend = [asdict(r) for r in _spend(root, log)]
+            model_io = _model_io(log, role_calls)
             activation = _activation(log)
     else:
         calls, spend, model_io, activation, resumes = [], [], {}, {}, []
@@ -63,64 +59,47 @@ def workspace_summary(root: Path) -> dict[str, Any]:
     }
 
 
-def _spend(root: Path, log: HarnessLog) -> list[dict[str, Any]]:
+def _spend(root: Path, log: LogReader) -> list[SpendRow]:
     """Money really paid, by run, from the response cache's spend ledger (it keeps the calls
     of killed processes and of redone steps, which `llm_calls` shows as free cache hits)."""
     cache = root / "response_cache.db"
     if cache.exists():
-        with HarnessLog(cache, readonly=True) as ledger:  # a read-only SQLite reader
-            if ledger.query("SELECT name FROM sqlite_master WHERE name = 'spend'"):
-                return ledger.query(
-                    "SELECT owner_run_id, COUNT(*) AS paid_calls, SUM(cost_usd) AS cost_usd "
-                    "FROM spend GROUP BY owner_run_id ORDER BY MIN(id)"
-                )
+        with open_reader(cache) as ledger:
+            paid = ledger.calls.spend_ledger()
+            if paid is not None:
+                return paid
     # a workspace from before the ledger: the best figure there is
-    return log.query(
-        "SELECT run_id AS owner_run_id, COUNT(*) AS paid_calls, "
-        "SUM(cost_usd) AS cost_usd FROM llm_calls WHERE cache_hit = 0 "
-        "AND cost_usd > 0 GROUP BY run_id ORDER BY MIN(id)"
-    )
+    return log.calls.spend_from_calls()
 
 
-def _run_row(row: dict[str, Any], resumes: list[Resume]) -> dict[str, Any]:
-    summary = json.loads(row.get("summary_json") or "{}")
-    provenance = json.loads(row.get("provenance_json") or "{}")
+def _run_row(row: RunRow, resumes: list[Resume]) -> dict[str, Any]:
     return {
-        "run_id": row["run_id"],
-        "kind": row["kind"],
-        "status": row["status"],
-        "skills": row["skills_version"],
-        "prompts": row["prompts_version"],
-        "started_at": row["started_at"],
-        "finished_at": row["finished_at"],
-        "accuracy": summary.get("accuracy"),
-        "reason": summary.get("reason"),
-        "resumes": [asdict(r) for r in resumes if r.run_id == row["run_id"]],
-        "simulated_model": provenance.get("simulated_model"),
-        "git_commit": provenance.get("git_commit"),
+        "run_id": row.run_id,
+        "kind": row.kind,
+        "status": row.status,
+        "skills": row.skills_version,
+        "prompts": row.prompts_version,
+        "started_at": row.started_at,
+        "finished_at": row.finished_at,
+        "accuracy": row.summary.get("accuracy"),
+        "reason": row.summary.get("reason"),
+        "resumes": [asdict(r) for r in resumes if r.run_id == row.run_id],
+        "simulated_model": row.provenance.get("simulated_model"),
+        "git_commit": row.provenance.get("git_commit"),
     }
 
 
-def _activation(log: HarnessLog) -> dict[str, Any]:
+def _activation(log: LogReader) -> dict[str, Any]:
     """Skill activation (app/harness/activation.py) of the first and the latest baseline,
     validation, test or eval run that recorded it (progressive and tool skill modes)."""
     from app.harness.activation import run_activation
 
-    runs = log.query(
-        "SELECT run_id FROM _runs WHERE kind IN ('baseline', 'validation', "
-        "'test', 'eval') AND status = ? ORDER BY seq",
-        (RunStatus.DONE,),
-    )
     found = []
-    for r in runs:
-        summary = run_activation(log, r["run_id"])
+    for run_id in log.done_run_ids(("baseline", "validation", "test", "eval")):
+        summary = run_activation(log.log, run_id)
         if summary:
-            found.append({"run_id": r["run_id"], "per_task_type": summary})
+            found.append({"run_id": run_id, "per_task_type": summary})
     return {"first": found[0], "last": found[-1]} if found else {}
-
-
-def _columns(log: HarnessLog, table: str) -> set[str]:
-    return {r["name"] for r in log.query(f"PRAGMA table_info({table})")}
 
 
 def _percentile(values: list[float], q: float) -> float | None:
@@ -131,66 +110,28 @@ def _percentile(values: list[float], q: float) -> float | None:
     return values[int(rank) - 1]
 
 
-def _model_io(log: HarnessLog, calls: list[dict[str, Any]]) -> dict[str, Any]:
+def _model_io(log: LogReader, calls: list[RoleCalls]) -> dict[str, Any]:
     """Latency, retries and timeouts per role; answers found without an `ANSWER:` line;
     structured replies that did not parse. Logs older than schema 3 lack the columns."""
     out: dict[str, Any] = {"roles": {}}
-    have = _columns(log, "llm_calls")
+    have = log.columns("llm_calls")
     for c in calls:
-        role = c["role"]
-        lat = sorted(
-            r["latency_s"]
-            for r in log.query(
-                "SELECT latency_s FROM llm_calls WHERE role = ? AND cache_hit = 0 AND "
-                "latency_s IS NOT NULL",
-                (role,),
-            )
-        )
+        lat = log.calls.latencies(c.role)
         entry: dict[str, Any] = {
             "p50_latency_s": _percentile(lat, 0.5),
             "p95_latency_s": _percentile(lat, 0.95),
         }
         if {"retries", "timeouts"} <= have:
-            row = log.query(
-                "SELECT COALESCE(SUM(retries), 0) AS retries, "
-                "COALESCE(SUM(timeouts), 0) AS timeouts, "
-                "SUM(status NOT IN ('ok', 'retried')) AS failed FROM llm_calls "
-                "WHERE role = ?",
-                (role,),
-            )[0]
-            entry.update(
-                retries=row["retries"], timeouts=row["timeouts"], failed=row["failed"] or 0
-            )
+            entry.update(asdict(log.calls.role_io(c.role)))
         if "response_format" in have:
-            entry["response_formats"] = sorted(
-                r["f"]
-                for r in log.query(
-                    "SELECT DISTINCT response_format AS f FROM llm_calls WHERE role = ? AND "
-                    "response_format IS NOT NULL",
-                    (role,),
-                )
-            )
-        out["roles"][role] = entry
-    if "answer_source" in _columns(log, "predictions"):
-        out["answers"] = {
-            r["answer_source"]: r["n"]
-            for r in log.query(
-                "SELECT answer_source, COUNT(*) AS n FROM predictions WHERE answer_source IS NOT NULL "
-                "GROUP BY answer_source"
-            )
-        }
+            entry["response_formats"] = log.calls.response_formats(c.role)
+        out["roles"][c.role] = entry
+    if "answer_source" in log.columns("predictions"):
+        out["answers"] = log.answer_sources()
         out["answers_extracted"] = sum(n for k, n in out["answers"].items() if k != "answer_line")
-        out["extracted_correct"] = log.query(
-            "SELECT COUNT(*) AS n FROM predictions WHERE answer_source IS NOT NULL AND "
-            "answer_source != 'answer_line' AND correct = 1"
-        )[0]["n"]
-    if log.query("SELECT name FROM sqlite_master WHERE name = 'reply_attempts'"):
-        out["structured"] = {
-            f"{r['purpose']}:{r['status']}": r["n"]
-            for r in log.query(
-                "SELECT purpose, status, COUNT(*) AS n FROM reply_attempts GROUP BY purpose, status"
-            )
-        }
+        out["extracted_correct"] = log.extracted_correct()
+    if log.has_table("reply_attempts"):
+        out["structured"] = log.calls.reply_statuses()
     return out
 
 

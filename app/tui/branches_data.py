@@ -1,65 +1,41 @@
-"""Read-only queries behind the branches view (app/tui/screens/branches.py): a fork's
-questions, each question's branches with verdicts, judge scores and rank, one branch's reasoning and
-trajectory. Each takes a read-only HarnessLog (WorkspaceData.reader) and runs in a worker."""
+"""The branches view's data (app/tui/screens/branches.py): a fork's questions, each question's
+branches with verdicts, judge scores and rank, one branch's reasoning and trajectory. The
+queries are `LogReader`'s (app/harness/log_reader.py); each function here takes a reader
+(WorkspaceData.reader, None when there is no log yet), runs in a worker and returns the rows
+the tables render by column key."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from typing import Any
 
-from app.harness.log import HarnessLog
+from app.harness.log_reader import LogReader
 
 
-def fork_runs(log: HarnessLog | None) -> list[dict[str, Any]]:
-    if log is None:
-        return []
-    return log.query(
-        "SELECT run_id, status, summary_json FROM _runs WHERE kind = 'fork' ORDER BY seq DESC"
-    )
+def fork_runs(log: LogReader | None) -> list[dict[str, Any]]:
+    return [asdict(r) for r in log.forks.runs()] if log is not None else []
 
 
-def fork_questions(log: HarnessLog | None, rollout_id: str) -> list[dict[str, Any]]:
+def fork_questions(log: LogReader | None, rollout_id: str) -> list[dict[str, Any]]:
     """One row per question: branches, right ones, and whether the ranker's top is right."""
-    if log is None:
-        return []
-    return log.query(
-        "SELECT b.question_id, MAX(b.task_type) AS task_type, COUNT(*) AS branches, "
-        "SUM(b.correct) AS correct, MAX(CASE WHEN r.rank = 1 THEN r.objective END) AS top_ok "
-        "FROM branches b LEFT JOIN rankings r ON r.run_id = b.run_id AND "
-        "r.question_id = b.question_id AND r.branch_index = b.branch_index "
-        "WHERE b.run_id = ? GROUP BY b.question_id ORDER BY b.question_id",
-        (rollout_id,),
-    )
+    return [asdict(r) for r in log.forks.questions(rollout_id)] if log is not None else []
 
 
 def question_branches(
-    log: HarnessLog | None, rollout_id: str, question_id: str
+    log: LogReader | None, rollout_id: str, question_id: str
 ) -> list[dict[str, Any]]:
+    """The branches with their verifier verdicts and the judge's mean score; branches with
+    the same answer (up to case and spacing) share the score of the first of them."""
     if log is None:
         return []
-    rows = log.query(
-        "SELECT b.id, b.branch_index, b.temperature, b.prediction, b.correct, b.stop_reason, "
-        "r.rank, r.reward, r.objective, r.bt FROM branches b LEFT JOIN rankings r ON "
-        "r.run_id = b.run_id AND r.question_id = b.question_id AND "
-        "r.branch_index = b.branch_index WHERE b.run_id = ? AND b.question_id = ? "
-        "ORDER BY COALESCE(r.rank, 1000000), b.branch_index",
-        (rollout_id, question_id),
-    )
+    rows = [asdict(r) for r in log.forks.branches(rollout_id, question_id)]
     verdicts: dict[int, list[str]] = {}
-    for v in log.query(
-        "SELECT branch_index, verifier, status FROM verdicts WHERE run_id = ? "
-        "AND question_id = ? ORDER BY id",
-        (rollout_id, question_id),
-    ):
-        verdicts.setdefault(v["branch_index"], []).append(f"{v['verifier']}:{v['status']}")
+    for v in log.forks.verdicts(rollout_id, question_id):
+        verdicts.setdefault(v.branch_index, []).append(f"{v.verifier}:{v.status}")
     scores: dict[int, list[float]] = {}
-    for j in log.query(
-        "SELECT branch_a, score FROM judgments WHERE run_id = ? AND "
-        "question_id = ? AND kind = 'scalar' AND capped = 0 AND "
-        "parse_error IS NULL",
-        (rollout_id, question_id),
-    ):
-        scores.setdefault(j["branch_a"], []).append(j["score"])
+    for branch, score in log.forks.scalar_scores(rollout_id, question_id):
+        scores.setdefault(branch, []).append(score)
     answer_rep: dict[str, int] = {}
     for r in sorted(rows, key=lambda r: r["branch_index"]):
         answer_rep.setdefault(" ".join((r["prediction"] or "").split()).lower(), r["branch_index"])
@@ -71,25 +47,14 @@ def question_branches(
     return rows
 
 
-def branch_detail(log: HarnessLog | None, branch_id: int) -> dict[str, Any] | None:
-    if log is None:
+def branch_detail(log: LogReader | None, branch_id: int) -> dict[str, Any] | None:
+    detail = log.forks.branch(branch_id) if log is not None else None
+    if detail is None:
         return None
-    rows = log.query("SELECT * FROM branches WHERE id = ?", (branch_id,))
-    if not rows:
-        return None
-    b = rows[0]
+    b = dict(detail.columns)
     b["steps"] = _steps(b.get("steps_json"))
-    b["reasoning"] = log.query(
-        "SELECT kind, branch_a, branch_b, shown_first, sample, score, preferred, capped, "
-        "reasoning FROM judgments WHERE run_id = ? AND question_id = ? AND (branch_a = ? OR "
-        "branch_b = ?) ORDER BY id LIMIT 40",
-        (b["run_id"], b["question_id"], b["branch_index"], b["branch_index"]),
-    )
-    b["verdict_rows"] = log.query(
-        "SELECT verifier, status, reason, cost_usd FROM verdicts WHERE run_id = ? AND "
-        "question_id = ? AND branch_index = ? ORDER BY id",
-        (b["run_id"], b["question_id"], b["branch_index"]),
-    )
+    b["reasoning"] = detail.reasoning
+    b["verdict_rows"] = detail.verdicts
     return b
 
 
