@@ -520,6 +520,14 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=900, help="seconds per training")
     parser.add_argument("--keep", action="store_true", help="keep the temporary workspaces")
     parser.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="one more config setting for every training (repeatable)",
+    )
+    parser.add_argument(
         "--tiny",
         action="store_true",
         help="one eprocess training of one epoch on a small world: checks the bench runs",
@@ -529,6 +537,7 @@ def main() -> int:
     if args.tiny:
         args.seeds, args.settings, args.strategies = [1], ["default"], ["eprocess"]
         extra_sets = ("epochs=1",)
+    extra_sets += tuple(args.sets)
     if args.units is None:
         args.units = TINY_UNITS if args.tiny else 72
 

@@ -57,6 +57,7 @@ class Job:
     store: Path
     questions: str
     workspace: Path
+    extra_sets: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,8 @@ def train_one(job: Job) -> Outcome:
     cmd = [str(MAIN), "train", "-w", str(ws), "--config", str(CONFIG), "--no-progress"]
     for key, value in sets.items():
         cmd += ["--set", f"{key}={value}"]
+    for kv in job.extra_sets:
+        cmd += ["--set", kv]
     proc = run(cmd)
     if proc.returncode != 0:
         return Outcome(job, f"train exited {proc.returncode}: {proc.stderr[-500:]}")
@@ -139,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--strategy", default="eprocess")
     ap.add_argument("--units", type=int, default=72)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--tiny", action="store_true", help="one null run on a 24-unit world")
     args = ap.parse_args(argv)
     if args.tiny:
@@ -148,7 +152,16 @@ def main(argv: list[str] | None = None) -> int:
         shutil.copytree(ROOT / "store" / "seeds" / SEED_NAME, store / "seeds" / SEED_NAME)
         names = {seed: generate_world(store, seed, args.units) for seed in args.seeds}
         jobs = [
-            Job(s, seed, args.units, args.strategy, store, names[seed], Path(tmp) / f"{s}-{seed}")
+            Job(
+                s,
+                seed,
+                args.units,
+                args.strategy,
+                store,
+                names[seed],
+                Path(tmp) / f"{s}-{seed}",
+                tuple(args.sets),
+            )
             for s in args.settings
             for seed in args.seeds
         ]

@@ -56,6 +56,10 @@ class GateConfig(GateParams):
 
     strategy: GateStrategy = "eprocess"  # the acceptance rule (core/evolution/acceptance.py)
     minibatch_k: int = Field(default=3, ge=1)  # units the "minibatch" rule (GEPA's) compares
+    # how the slow update keeps a system/tool prompt change (app/harness/slow_update.py
+    # `settle_prompt_change`): "eprocess" only if it wins the paired e-process test, "net_win"
+    # if it wins more validation families than it loses (never on a tie)
+    prompt_rule: Literal["eprocess", "net_win"] = "eprocess"
     # the share of a gate's candidate answers lost to provider errors that aborts the step
     guard_err: float = Field(default=0.2, ge=0.0, le=1.0)
 

@@ -322,11 +322,12 @@ async def settle_prompt_change(
         parent_run_id=state.train_id,
     )
     decision = prompt_test(ctx, r, r2, prefix)
+    keep = keeps_prompt_change(decision, ctx.config.gate.prompt_rule)
     ctx.log.insert_rows(
         "gate_evidence",
         evidence_rows(prefix + "prompts-gate", PROMPTS_SUBJECT, decision, epoch, -1),
     )
-    verdict = "kept" if decision.accepted else "reverted"
+    verdict = "kept" if keep else "reverted"
     summary = {
         "verdict": verdict,
         "r2_acc": r2.accuracy,
@@ -350,7 +351,7 @@ async def settle_prompt_change(
         decision.threshold,
         decision.stop_reason,
     )
-    if not decision.accepted:
+    if not keep:
         update_manifest(ctx.root, prompts=before_prompts, run_id=state.train_id)
         session.refresh_paths()
         state.count(Count.PROMPTS_REVERTED)
@@ -359,6 +360,13 @@ async def settle_prompt_change(
     state.count(Count.PROMPTS_KEPT)
     consider_best(ctx, state, r2, prompts, epoch, prefix + "r2")
     return r2, summary
+
+
+def keeps_prompt_change(decision: GateDecision, rule: str) -> bool:
+    """`[gate] prompt_rule`: "eprocess" keeps only what the paired test accepted; "net_win"
+    also keeps a change that won more validation families than it lost (never a tie), which
+    keeps more useful changes and more useless ones (bench/prompt_lines.py)."""
+    return decision.accepted or (rule == "net_win" and decision.W > decision.L)
 
 
 def prompt_test(

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
 
@@ -51,3 +53,15 @@ def test_the_prompt_test_leaves_its_evidence(null_run: Path) -> None:
         conn.close()
     assert rows and all(r[0].endswith("-slow-prompts-gate") for r in rows)
     assert {r[3] for r in rows} <= {"W", "L", "tie"}
+
+
+@pytest.mark.parametrize("accepted", [True, False])
+@pytest.mark.parametrize(("wins", "losses"), [(0, 0), (3, 3), (4, 3), (3, 4), (1, 0)])
+def test_the_prompt_rules_keep_what_they_say(accepted: bool, wins: int, losses: int) -> None:
+    from app.harness.slow_update import keeps_prompt_change
+    from core.evolution.gate import GateDecision
+
+    decision = SimpleNamespace(accepted=accepted, W=wins, L=losses)
+    assert keeps_prompt_change(cast(GateDecision, decision), "eprocess") is accepted
+    net_win = keeps_prompt_change(cast(GateDecision, decision), "net_win")
+    assert net_win is (accepted or wins > losses)
