@@ -45,7 +45,10 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
 }
 # Single modules a layer may import from a layer above it, with the reason.
 LAYER_EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("providers", "app.harness.config"): "the provider factory builds providers from RunConfig",
+    (
+        "providers",
+        "app.harness.workspace.config",
+    ): "the provider factory builds providers from RunConfig",
 }
 
 Graph = dict[str, set[str]]
@@ -296,14 +299,14 @@ def test_modules_fall_in_their_layers() -> None:
             "app.errors",
             "app",
             "app.providers.sim.world",
-            "app.harness.log",
+            "app.harness.workspace.log",
             "app.tui.screens.base",
             "app.cli",
         )
     ] == ["core", "support", "support", "providers", "harness", "tui", "cli"]
-    assert layer_violations({"app.harness.log": {"app.tui.data"}, "app.tui.data": set()}) == [
-        "app.harness.log (harness) imports app.tui.data (tui)"
-    ]
+    assert layer_violations(
+        {"app.harness.workspace.log": {"app.tui.data"}, "app.tui.data": set()}
+    ) == ["app.harness.workspace.log (harness) imports app.tui.data (tui)"]
 
 
 def test_function_local_imports_count_and_type_checking_imports_do_not(tmp_path: Path) -> None:
@@ -311,7 +314,7 @@ def test_function_local_imports_count_and_type_checking_imports_do_not(tmp_path:
     source.write_text(
         "from typing import TYPE_CHECKING\n"
         "import core.stats\n"
-        "from app.harness import log\n"
+        "from app.harness.workspace import log\n"
         "if TYPE_CHECKING:\n"
         "    from app.tui.app import TrainerApp\n"
         "def f():\n"
@@ -319,4 +322,4 @@ def test_function_local_imports_count_and_type_checking_imports_do_not(tmp_path:
         "    import app.nothing_here\n"
     )
     found = imported_modules("app.m", source, project_modules())
-    assert found == {"core.stats", "app.harness.log", "core.evolution.gate", "app"}
+    assert found == {"core.stats", "app.harness.workspace.log", "core.evolution.gate", "app"}
