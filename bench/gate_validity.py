@@ -49,12 +49,17 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import time
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 
 import numpy as np
 from scipy.stats import binom
+
+# this checkout's core/ and app/, whatever the installed package points at (as bench/acceptance.py)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from core.evolution.acceptance import RuleSetup, make_rule, run_rule
 from core.evolution.gate import AcceptanceStrategy, GateParams, ProbationTest, SequentialGate
