@@ -38,18 +38,18 @@ from loguru import logger
 
 from app import paths
 from app.errors import DamagedFile, RunFailed, UserError
-from app.harness import memory
-from app.harness import workspace as ws
-from app.harness.atomic import write_json_atomic
-from app.harness.checkpoint import load_checkpoint
-from app.harness.config import RunConfig, build_config, load_config, recorded_config
-from app.harness.ids import check_run_id, check_version
-from app.harness.log_reader import LogReader, open_reader
-from app.harness.runner import Runner, read_final
-from app.harness.session import Session
-from app.harness.store import benchmark_dir, load_seed, seed_dir
-from app.harness.vocabulary import Count, EndReason
-from app.harness.writer_lock import WriterLock
+from app.harness.rollouts import memory
+from app.harness.rollouts.session import Session
+from app.harness.training.checkpoint import load_checkpoint
+from app.harness.training.runner import Runner, read_final
+from app.harness.training.vocabulary import Count, EndReason
+from app.harness.workspace import workspace as ws
+from app.harness.workspace.atomic import write_json_atomic
+from app.harness.workspace.config import RunConfig, build_config, load_config, recorded_config
+from app.harness.workspace.ids import check_run_id, check_version
+from app.harness.workspace.log_reader import LogReader, open_reader
+from app.harness.workspace.store import benchmark_dir, load_seed, seed_dir
+from app.harness.workspace.writer_lock import WriterLock
 from app.logging_setup import scrub_log_records
 from app.progress import Bars
 from app.providers.errors import BudgetExceeded, ProviderError
@@ -314,7 +314,7 @@ def init_workspace(
     store_dir = writable_store(store) if skills_from is not None else _store(store)
     bench = find_benchmark(store_dir, questions)  # a bad name refuses before anything is written
     if skills_from is not None:
-        from app.harness.agent_skills import import_skills
+        from app.harness.skills.agent_skills import import_skills
 
         seed = seed or root.name
         if root.exists() and (not root.is_dir() or any(root.iterdir())):
@@ -505,8 +505,8 @@ async def demo_async(
 
 def _check_trainable(bench: Path, config: RunConfig) -> None:
     """Refuse, as training would, a config that leaves no task type of `bench` to train."""
-    from app.harness.pools import filter_trainable, split_pools
-    from app.harness.store import load_benchmark
+    from app.harness.rollouts.pools import filter_trainable, split_pools
+    from app.harness.workspace.store import load_benchmark
 
     b = load_benchmark(bench)
     pools = split_pools(b.questions, b.split, b.seed)
@@ -802,7 +802,7 @@ def _in_store_or_builtin(
 # -- diagnose -----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class DiagnoseResult:
-    """A run's failures diagnosed (app/harness/runner.py `diagnose_run`): counts by cause, and
+    """A run's failures diagnosed (app/harness/training/runner.py `diagnose_run`): counts by cause, and
     how many failures each case pack (what the evolver would be sent) sampled."""
 
     run_id: str
@@ -878,8 +878,8 @@ def promote(
     """Copy skills `version` (justified by the finished eval run `eval_run`) into the store as
     seed `name`; with `agent_skills`, also write it as Agent Skills under that folder. All or
     nothing: the Agent Skills are removed again if the seed cannot be written."""
-    from app.harness.agent_skills import stage_version
-    from app.harness.runner import promote as promote_to_store
+    from app.harness.skills.agent_skills import stage_version
+    from app.harness.training.runner import promote as promote_to_store
 
     root = _workspace(workspace)
     _expect("version", version, isinstance(version, str), "a skills version, e.g. 'v3'")
@@ -912,7 +912,7 @@ def import_skills(
 ) -> ImportResult:
     """A folder of Agent Skills (`<name>/SKILL.md`) becomes store seed `name`, with the prompts
     of seed `prompts_from` (unless the folder has prompts/system.md)."""
-    from app.harness.agent_skills import import_skills as import_to_store
+    from app.harness.skills.agent_skills import import_skills as import_to_store
 
     _expect("skills_dir", skills_dir, _is_path(skills_dir), "a folder's path")
     _expect("name", name, isinstance(name, str), "the new seed's name")
@@ -932,7 +932,7 @@ def export_skills(
 ) -> ExportSkillsResult:
     """Write skills `version` ("best", or e.g. "v3") as `<out>/.agents/skills/<name>/SKILL.md`,
     with the accuracy of `eval_run` (default: the version's latest eval) in the metadata."""
-    from app.harness.agent_skills import export_version
+    from app.harness.skills.agent_skills import export_version
 
     root = _workspace(workspace)
     _expect("out", out, _is_path(out), "a folder's path")
@@ -946,7 +946,7 @@ def export_skills(
 # -- best-of-N: fork, rank, export --------------------------------------------------------------
 @dataclass(frozen=True)
 class ForkResult:
-    """A fork (app/harness/fork.py): `branches` answers in all over `questions` questions."""
+    """A fork (app/harness/data/fork.py): `branches` answers in all over `questions` questions."""
 
     rollout_id: str
     questions: int
@@ -999,7 +999,7 @@ class MemoryStats:
 
 @dataclass(frozen=True)
 class RankResult:
-    """A fork ranked (app/harness/rank.py); the same report is in `analyses/rank_<id>.json`."""
+    """A fork ranked (app/harness/data/rank.py); the same report is in `analyses/rank_<id>.json`."""
 
     rollout_id: str
     questions: int
@@ -1100,7 +1100,7 @@ async def fork_async(
     resume: bool = False,
     progress: bool | None = False,
 ) -> ForkResult:
-    from app.harness.fork import ForkSpec, branch_temperatures, run_fork, select_questions
+    from app.harness.data.fork import ForkSpec, branch_temperatures, run_fork, select_questions
 
     root, run_config = _workspace(workspace), resolve_config(config, overrides)
     _check_fork_arguments(branches, temperatures, temperature_range, pool, limit, rollout_id)
@@ -1232,7 +1232,7 @@ async def rank_async(
     remember: bool = True,
     progress: bool | None = False,
 ) -> RankResult:
-    from app.harness.rank import rank_rollout
+    from app.harness.data.rank import rank_rollout
 
     _check_rank_arguments(rollout_id, verifiers, weights, judge_cap, remember)
     root, run_config = _workspace(workspace), resolve_config(config, overrides)
@@ -1323,7 +1323,7 @@ def export(
     """Write the ranked forks `rollout_ids` as DPO pairs, SFT examples and reward records
     (JSONL, each with a manifest) into `out` (default `<workspace>/exports/<first id>`); the
     test pool's questions are left out unless `include_test`. Calls no model."""
-    from app.harness.export import export_rollouts
+    from app.harness.data.export import export_rollouts
 
     root = _workspace(workspace)
     ids = _names("rollout_ids", rollout_ids)

@@ -430,7 +430,7 @@ def did_you_mean(parser: argparse.ArgumentParser, unknown: list[str]) -> str:
         if close:
             return f"; did you mean {close[0]}?"
         if "--set" in options:
-            from app.harness.config import RunConfig
+            from app.harness.workspace.config import RunConfig
 
             key = word.lstrip("-").replace("-", "_")
             keys = difflib.get_close_matches(key, list(RunConfig.model_fields), n=1, cutoff=0.8)

@@ -11,8 +11,8 @@ from typing import Any, TypeVar
 import anyio
 
 from app.api import resolve_config
-from app.harness.config import RunConfig, parse_override
-from app.harness.session import SIM_NOTICE
+from app.harness.rollouts.session import SIM_NOTICE
+from app.harness.workspace.config import RunConfig, parse_override
 from app.progress import Bars
 from app.sanitize import visible
 

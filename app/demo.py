@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from app.api import TrainResult
-from app.harness.session import SIM_NOTICE
+from app.harness.rollouts.session import SIM_NOTICE
 from app.paths import command_prefix, near
 
 

@@ -1,7 +1,7 @@
 """CLI for best-of-N rollouts (README "Best-of-N rollouts"): `fork`, `rank`, `export`.
 
 The handlers of the three commands (their parsers are in app/cli.py): arguments in, a call of
-app/api.py, lines out; the work is in app/harness/fork.py, rank.py and export.py.
+app/api.py, lines out; the work is in app/harness/data/fork.py, rank.py and export.py.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 
 from app import api
 from app.cli_support import config_from, notice_if_simulated, out, out_json
-from app.harness.fork import parse_range, parse_temperatures
-from app.harness.rank import parse_weights
+from app.harness.data.fork import parse_range, parse_temperatures
+from app.harness.data.rank import parse_weights
 
 
 def cmd_fork(args: argparse.Namespace) -> int:

@@ -7,13 +7,13 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from app.harness.atomic import read_json_object
-from app.harness.checkpoint import load_checkpoint
-from app.harness.log import Resume, RunStatus
-from app.harness.log_reader import LogReader, open_reader
-from app.harness.log_rows import RoleCalls, RunRow, SpendRow
-from app.harness.run_progress import progress_view
-from app.harness.workspace import KINDS, list_versions, read_manifest, read_meta
+from app.harness.training.checkpoint import load_checkpoint
+from app.harness.training.run_progress import progress_view
+from app.harness.workspace.atomic import read_json_object
+from app.harness.workspace.log import Resume, RunStatus
+from app.harness.workspace.log_reader import LogReader, open_reader
+from app.harness.workspace.log_rows import RoleCalls, RunRow, SpendRow
+from app.harness.workspace.workspace import KINDS, list_versions, read_manifest, read_meta
 
 
 def workspace_summary(root: Path) -> dict[str, Any]:
@@ -90,9 +90,9 @@ def _run_row(row: RunRow, resumes: list[Resume]) -> dict[str, Any]:
 
 
 def _activation(log: LogReader) -> dict[str, Any]:
-    """Skill activation (app/harness/activation.py) of the first and the latest baseline,
+    """Skill activation (app/harness/skills/activation.py) of the first and the latest baseline,
     validation, test or eval run that recorded it (progressive and tool skill modes)."""
-    from app.harness.activation import run_activation
+    from app.harness.skills.activation import run_activation
 
     found = []
     for run_id in log.done_run_ids(("baseline", "validation", "test", "eval")):

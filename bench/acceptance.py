@@ -316,7 +316,7 @@ def check_config(conn: sqlite3.Connection, job: Job) -> None:
 
 def world_name() -> str:
     """The simulated world the demo config's agent model names ("sim/basic" -> "basic")."""
-    from app.harness.config import load_config
+    from app.harness.workspace.config import load_config
 
     return load_config(CONFIG).agent_model.split("/", 1)[-1]
 

@@ -5,17 +5,17 @@ A benchmark, not a test: it prints figures. On a fresh workspace (seed `sim-star
 benchmark `sim-basic`, model `sim/basic`):
 
 1. fork: every question of the diagnosis pool as N = 8 branches, temperatures 0.2 .. 1.2,
-   one concurrency limit of 32 (app/harness/fork.py). branches/s is the fork's own wall
+   one concurrency limit of 32 (app/harness/data/fork.py). branches/s is the fork's own wall
    time (model calls, response cache, call telemetry and branch rows in harness.db), median
    of --reps forks on fresh workspaces (so every call misses the cache).
    pass@1 = branch 0 right; pass@8 = any branch right.
-2. rank (app/harness/rank.py) with a simulated judge that is noisy (--judge-noise) and
+2. rank (app/harness/data/rank.py) with a simulated judge that is noisy (--judge-noise) and
    position-biased (--judge-bias), a cap of --judge-cap calls per batch (one question's
    branches): the share of questions whose top-ranked branch is objectively right among
    those where one is; judge calls over the cap (the largest batch minus the cap: must be 0);
    also the same share when the ranker is given no objective score (judge + Bradley-Terry
    alone), to show what the judge contributes by itself.
-3. memories: the verified winners of the fork are stored (app/harness/memory.py); the test
+3. memories: the verified winners of the fork are stored (app/harness/rollouts/memory.py); the test
    pool (held out: never forked) is answered with memory_k = 3 and without, same versions,
    paired per question; exact McNemar p on the discordant questions (core/stats.py).
 
@@ -42,18 +42,18 @@ for _name in ("pandas", "numpy"):  # sqlite-utils imports pandas if present; not
 
 from loguru import logger  # noqa: E402
 
-from app.harness.config import load_config  # noqa: E402
-from app.harness.fork import (  # noqa: E402
+from app.harness.data.fork import (  # noqa: E402
     ForkSpec,
     branch_temperatures,
     run_fork,
     select_questions,
 )
-from app.harness.pools import split_pools  # noqa: E402
-from app.harness.rank import rank_rollout  # noqa: E402
-from app.harness.session import Session  # noqa: E402
-from app.harness.store import benchmark_dir, load_seed, seed_dir  # noqa: E402
-from app.harness.workspace import init_workspace  # noqa: E402
+from app.harness.data.rank import rank_rollout  # noqa: E402
+from app.harness.rollouts.pools import split_pools  # noqa: E402
+from app.harness.rollouts.session import Session  # noqa: E402
+from app.harness.workspace.config import load_config  # noqa: E402
+from app.harness.workspace.store import benchmark_dir, load_seed, seed_dir  # noqa: E402
+from app.harness.workspace.workspace import init_workspace  # noqa: E402
 from app.paths import builtin_store  # noqa: E402
 from core.stats import mcnemar_exact  # noqa: E402
 

@@ -49,12 +49,17 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import time
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 
 import numpy as np
 from scipy.stats import binom
+
+# this checkout's core/ and app/, whatever the installed package points at (as bench/acceptance.py)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from core.evolution.acceptance import RuleSetup, make_rule, run_rule
 from core.evolution.gate import AcceptanceStrategy, GateParams, ProbationTest, SequentialGate
@@ -344,8 +349,8 @@ def mc_families(
 
 def _ladder_api():
     """The real ladder code, imported late so the exact parts run even if it is mid-change."""
-    from app.harness.batching import build_batches
-    from app.harness.gate_ladder import GatePools
+    from app.harness.training.batching import build_batches
+    from app.harness.training.gate_ladder import GatePools
     from core.evolution.diagnose import MAX_FAILURES_PER_PACK, MAX_SUCCESSES_PER_PACK
     from core.types import Question, QuestionUnit
 
@@ -421,7 +426,7 @@ def mc_ladder(
     so the excluded case pack depends on the very baseline outcomes compared. Warm (a later
     epoch): batch and rollouts come from another noisy observation round. The ladder is
     `GatePools.ladder_for(...)` truncated to n_max; the gate is the acceptance rule
-    app/harness/validate.py runs (core/evolution/acceptance.py, driven by `run_rule`), the
+    app/harness/training/validate.py runs (core/evolution/acceptance.py, driven by `run_rule`), the
     probation runs as in slow_update.py (fresh anchor and candidate runs on the reserved stage-2
     families). Returns the summary and the mean horizon."""
     ids = [u.unit_id for u in world.units]

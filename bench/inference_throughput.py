@@ -44,13 +44,13 @@ for _name in ("pandas", "numpy"):  # sqlite-utils imports pandas if present; not
 
 from loguru import logger  # noqa: E402
 
-from app.harness.agent_prompts import AgentPrompts  # noqa: E402
-from app.harness.config import RunConfig  # noqa: E402
-from app.harness.inference import AgentSettings, run_inference  # noqa: E402
-from app.harness.log import HarnessLog  # noqa: E402
-from app.harness.session import Session  # noqa: E402
-from app.harness.store import benchmark_dir, load_benchmark, load_seed, seed_dir  # noqa: E402
-from app.harness.workspace import init_workspace  # noqa: E402
+from app.harness.rollouts.agent_prompts import AgentPrompts  # noqa: E402
+from app.harness.rollouts.inference import AgentSettings, run_inference  # noqa: E402
+from app.harness.rollouts.session import Session  # noqa: E402
+from app.harness.workspace.config import RunConfig  # noqa: E402
+from app.harness.workspace.log import HarnessLog  # noqa: E402
+from app.harness.workspace.store import benchmark_dir, load_benchmark, load_seed, seed_dir  # noqa: E402
+from app.harness.workspace.workspace import init_workspace  # noqa: E402
 from app.paths import builtin_store  # noqa: E402
 from app.providers.sim.provider import SimProvider, SimSettings  # noqa: E402
 from core.types import Question  # noqa: E402

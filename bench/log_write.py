@@ -2,7 +2,7 @@
 batched inserts, WAL.)
 
 A benchmark, not a test: it prints figures. Builds N prediction rows shaped like
-`app.harness.inference.prediction_row` (every column of the `predictions` table, a multi-turn
+`app.harness.rollouts.inference.prediction_row` (every column of the `predictions` table, a multi-turn
 trajectory of about --traj-bytes of JSON each), then writes them into a fresh harness.db:
 
   harness   `HarnessLog.upsert_predictions` in batches of --batch (one transaction each; the
@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))  # a script: make `app` importable from anywhere
 for _name in ("pandas", "numpy"):  # sqlite-utils imports pandas if present; not needed here
     sys.modules.setdefault(_name, None)  # type: ignore[arg-type]
 
-from app.harness.log import HarnessLog  # noqa: E402
+from app.harness.workspace.log import HarnessLog  # noqa: E402
 
 TARGET_ROWS_PER_S = 20_000
 TASK_TYPES = ("dates", "ledger", "pricing", "routing", "tagging", "units")

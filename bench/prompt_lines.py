@@ -4,7 +4,7 @@ A benchmark, not a test: it prints figures. The simulated evolver's useless prom
 `app/providers/sim/evolver.py`'s `USELESS_LINES[0]` ("Read the case carefully..."): it adds
 nothing the simulated agent can use, so every copy of a useless line in the prompts the final
 test evaluated is a prompt change the slow update kept without earning it
-(app/harness/slow_update.py, `settle_prompt_change`).
+(app/harness/training/slow_update.py, `settle_prompt_change`).
 
 For every setting and world seed W it trains one fresh workspace like `bench/acceptance.py`
 does (`python -m app.providers.sim.generate --seed W --units U` into a temporary store with a

@@ -5,7 +5,7 @@ from the store (seed sim-starter, benchmark sim-basic) and trained with the same
 (--set epochs=2 by default), each as its own `python main.py` process:
 
   reference   `train` uninterrupted
-  killed      `train` with SKILL_TRAINER_KILL_AT=gate:5 (app/harness/killpoints.py: the
+  killed      `train` with SKILL_TRAINER_KILL_AT=gate:5 (app/harness/workspace/killpoints.py: the
               process SIGKILLs itself the 5th time a gate chunk finishes), then
               `train --resume` on the same workspace
 

@@ -4,12 +4,12 @@ and test accuracy and prompt tokens of inline vs progressive mode.
 From `examples/agent-skills/sim-vague` (Agent Skills whose descriptions are deliberately vague:
 "Guidance for client files."), imported into a scratch store, two workspaces train with
 `app/demo.toml` and `epochs = EPOCHS`: one with skill_mode "inline", one with "progressive"
-(where the slow update also trains descriptions, app/harness/descriptions.py). A third
+(where the slow update also trains descriptions, app/harness/training/descriptions.py). A third
 workspace starts progressive from `examples/agent-skills/sim-broad` (over-broad descriptions
 naming every task type), where precision before training is defined.
 
 - activation before: the progressive workspace's baseline run (seed descriptions), on the test
-  pool's questions; after: its final test run (app/harness/activation.py);
+  pool's questions; after: its final test run (app/harness/skills/activation.py);
 - test accuracy: each workspace's final test evaluation (analyses/final_test_eval.json);
 - prompt tokens per rollout: mean `tokens_in` over the final test run's predictions (all turns
   of a rollout summed; the simulated provider counts 4 characters a token).
@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from app.cli import main as cli_main  # noqa: E402
-from app.harness.activation import from_steps, summarise  # noqa: E402
+from app.harness.skills.activation import from_steps, summarise  # noqa: E402
 
 SEED_SKILLS = ROOT / "examples" / "agent-skills" / "sim-vague"
 # The same skills with one over-broad description each (every task type named): every skill
@@ -114,7 +114,7 @@ def all_inline_tokens(ws: Path, fin: dict) -> float:
     mean over the final test run's questions. Computed, not run."""
     from string import Template
 
-    from app.harness.workspace import read_version_files
+    from app.harness.workspace.workspace import read_version_files
     from app.paths import read_prompt
 
     skills = read_version_files(ws / "skills" / fin["skills_version"])

@@ -1,8 +1,8 @@
-"""Ranking a question's branches (best-of-N rollouts, app/harness/rank.py): Bradley–Terry
+"""Ranking a question's branches (best-of-N rollouts, app/harness/data/rank.py): Bradley–Terry
 over pairwise judgments plus a weighted sum of reward components, and the honesty statistics
 every ranking report carries.
 
-Pure logic, no I/O; app/harness/rank.py feeds it from the harness log.
+Pure logic, no I/O; app/harness/data/rank.py feeds it from the harness log.
 """
 
 from __future__ import annotations

@@ -22,7 +22,9 @@ PACKAGES = ("app", "core")
 ALLOWED_CYCLE_EDGES: frozenset[tuple[str, str]] = frozenset()
 
 # The layers of docs/architecture.md#layers and what each may import. A top-level module of
-# app/ is "support" unless it is a command or the API.
+# app/ is "support" unless it is a command or the API. The harness is five rooms, each its own
+# layer: workspace/ at the bottom, then skills/, then rollouts/, with training/ and data/ side by
+# side on top (neither imports the other).
 ENTRY_POINTS = frozenset(
     {
         "app.launch",
@@ -35,17 +37,50 @@ ENTRY_POINTS = frozenset(
         "app.api",
     }
 )
+HARNESS_ROOMS: dict[str, frozenset[str]] = {
+    "harness.workspace": frozenset({"core", "support", "harness.workspace"}),
+    "harness.skills": frozenset({"core", "support", "harness.workspace", "harness.skills"}),
+    "harness.rollouts": frozenset(
+        {"core", "support", "providers", "harness.workspace", "harness.skills", "harness.rollouts"}
+    ),
+    "harness.training": frozenset(
+        {
+            "core",
+            "support",
+            "providers",
+            "harness.workspace",
+            "harness.skills",
+            "harness.rollouts",
+            "harness.training",
+        }
+    ),
+    "harness.data": frozenset(
+        {
+            "core",
+            "support",
+            "providers",
+            "harness.workspace",
+            "harness.skills",
+            "harness.rollouts",
+            "harness.data",
+        }
+    ),
+}
 MAY_IMPORT: dict[str, frozenset[str]] = {
     "core": frozenset({"core"}),
     "support": frozenset({"core", "support"}),
     "providers": frozenset({"core", "support", "providers"}),
-    "harness": frozenset({"core", "support", "providers", "harness"}),
-    "tui": frozenset({"core", "support", "harness", "tui"}),
-    "cli": frozenset({"core", "support", "providers", "harness", "tui", "cli"}),
+    # the package itself (app/harness/__init__.py, a docstring)
+    "harness": frozenset({"core", "support"}),
+    **HARNESS_ROOMS,
+    "tui": frozenset({"core", "support", *HARNESS_ROOMS, "tui"}),
+    "cli": frozenset({"core", "support", "providers", *HARNESS_ROOMS, "tui", "cli"}),
 }
 # Single modules a layer may import from a layer above it, with the reason.
 LAYER_EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("providers", "app.harness.config"): "the provider factory builds providers from RunConfig",
+    ("providers", "app.harness.workspace.config"): (
+        "the provider factory builds providers from RunConfig"
+    ),
 }
 
 Graph = dict[str, set[str]]
@@ -243,6 +278,8 @@ def layer_of(module: str) -> str:
     parts = module.split(".")
     if parts[0] == "core":
         return "core"
+    if len(parts) > 2 and parts[1] == "harness":
+        return f"harness.{parts[2]}"
     if len(parts) > 2 or (len(parts) == 2 and parts[1] in ("harness", "providers", "tui")):
         return parts[1]
     return "cli" if module in ENTRY_POINTS else "support"
@@ -296,14 +333,61 @@ def test_modules_fall_in_their_layers() -> None:
             "app.errors",
             "app",
             "app.providers.sim.world",
-            "app.harness.log",
+            "app.harness",
+            "app.harness.workspace",
+            "app.harness.workspace.log",
+            "app.harness.training.runner",
             "app.tui.screens.base",
             "app.cli",
         )
-    ] == ["core", "support", "support", "providers", "harness", "tui", "cli"]
-    assert layer_violations({"app.harness.log": {"app.tui.data"}, "app.tui.data": set()}) == [
-        "app.harness.log (harness) imports app.tui.data (tui)"
+    ] == [
+        "core",
+        "support",
+        "support",
+        "providers",
+        "harness",
+        "harness.workspace",
+        "harness.workspace",
+        "harness.training",
+        "tui",
+        "cli",
     ]
+    assert layer_violations(
+        {"app.harness.workspace.log": {"app.tui.data"}, "app.tui.data": set()}
+    ) == ["app.harness.workspace.log (harness.workspace) imports app.tui.data (tui)"]
+
+
+def test_a_room_importing_a_room_above_or_beside_it_is_a_violation() -> None:
+    graph: Graph = {
+        "app.harness.workspace.log": {"app.harness.training.runner"},
+        "app.harness.skills.activation": {"app.harness.rollouts.session"},
+        "app.harness.data.fork": {"app.harness.training.pools"},
+        "app.harness.training.step": {"app.harness.data.rank", "app.harness.rollouts.session"},
+        "app.harness.training.runner": set(),
+        "app.harness.training.pools": set(),
+        "app.harness.rollouts.session": {"app.harness.workspace.log"},
+        "app.harness.data.rank": set(),
+    }
+    assert layer_violations(graph) == [
+        "app.harness.data.fork (harness.data) imports app.harness.training.pools"
+        " (harness.training)",
+        "app.harness.skills.activation (harness.skills) imports app.harness.rollouts.session"
+        " (harness.rollouts)",
+        "app.harness.training.step (harness.training) imports app.harness.data.rank (harness.data)",
+        "app.harness.workspace.log (harness.workspace) imports app.harness.training.runner"
+        " (harness.training)",
+    ]
+
+
+def test_every_harness_module_lives_in_a_room_of_the_table() -> None:
+    """A new room (or a module left loose in app/harness/) needs its row in HARNESS_ROOMS and
+    docs/architecture.md#layers before anything can be checked against it."""
+    homeless = sorted(
+        name
+        for name in project_modules()
+        if name.startswith("app.harness.") and layer_of(name) not in HARNESS_ROOMS
+    )
+    assert not homeless, f"harness modules outside the rooms of HARNESS_ROOMS: {homeless}"
 
 
 def test_function_local_imports_count_and_type_checking_imports_do_not(tmp_path: Path) -> None:
@@ -311,7 +395,7 @@ def test_function_local_imports_count_and_type_checking_imports_do_not(tmp_path:
     source.write_text(
         "from typing import TYPE_CHECKING\n"
         "import core.stats\n"
-        "from app.harness import log\n"
+        "from app.harness.workspace import log\n"
         "if TYPE_CHECKING:\n"
         "    from app.tui.app import TrainerApp\n"
         "def f():\n"
@@ -319,4 +403,4 @@ def test_function_local_imports_count_and_type_checking_imports_do_not(tmp_path:
         "    import app.nothing_here\n"
     )
     found = imported_modules("app.m", source, project_modules())
-    assert found == {"core.stats", "app.harness.log", "core.evolution.gate", "app"}
+    assert found == {"core.stats", "app.harness.workspace.log", "core.evolution.gate", "app"}

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from app.errors import UserError
-from app.harness.config import Endpoint, RunConfig
+from app.harness.workspace.config import Endpoint, RunConfig
 from app.providers.cache import CachingProvider, ResponseCache
 from app.providers.errors import ConfigurationError
 from app.providers.key_check import missing_key

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from app.harness.log import RunStatus
-from app.harness.log_reader import LogReader
-from app.harness.log_rows import EpochRow
-from app.harness.vocabulary import Count, SkipAction
+from app.harness.training.vocabulary import Count, SkipAction
+from app.harness.workspace.log import RunStatus
+from app.harness.workspace.log_reader import LogReader
+from app.harness.workspace.log_rows import EpochRow
 from app.sanitize import visible
 from app.tui.fingerprints import pid_alive
 from core.evolution.gate import GateAction

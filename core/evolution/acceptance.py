@@ -8,7 +8,7 @@ out and never waits on I/O:
         used = rule.observe(evaluate(families))  # (family, pairs) back, in request order
     verdict = rule.verdict()                 # the GateDecision the gate records
 
-`evaluate` is the caller's: model calls in app/harness/validate.py (`Validator.gate_one`), a table
+`evaluate` is the caller's: model calls in app/harness/training/validate.py (`Validator.gate_one`), a table
 of simulated outcomes in a bench (`run_rule`). A pair is (unit_id, baseline correct, candidate
 correct), one per unit of the family, in the family's unit order. `observe` returns the families
 the rule actually used: a sequential rule that stops mid-request leaves the rest of that request

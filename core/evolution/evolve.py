@@ -47,9 +47,9 @@ class EvolutionStatus(StrEnum):
 class TargetKind(StrEnum):
     """Which file an evolution call rewrites (stored in evolutions.target_kind)."""
 
-    SKILL = "skill"  # a task type's skill file (app/harness/step.py)
-    SYSTEM = "system"  # the system prompt (app/harness/slow_update.py)
-    TOOL = "tool"  # a tool's description (app/harness/slow_update.py)
+    SKILL = "skill"  # a task type's skill file (app/harness/training/step.py)
+    SYSTEM = "system"  # the system prompt (app/harness/training/slow_update.py)
+    TOOL = "tool"  # a tool's description (app/harness/training/slow_update.py)
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ At the end of the ladder without such a stop -> "reject", "insufficient_evidence
 
 What is guaranteed, and under which assumptions. The null hypothesis: for each family the gate
 looks at, given everything seen before, the candidate is no more likely to win it than to lose
-it. Assumptions the harness makes true (app/harness/gate_ladder.py): (1) which families are
+it. Assumptions the harness makes true (app/harness/training/gate_ladder.py): (1) which families are
 looked at, in which order, is a seeded shuffle that never uses any outcome; (2) the baseline
 outcomes compared come from runs of the baseline, whatever they were, and are not used to
 choose or order the families; (3) families are independent of each other (a family is one

@@ -22,12 +22,12 @@ import anyio
 import pytest
 
 from app.cli import main
-from app.harness.agent_prompts import AgentPrompts, ToolArgumentError
-from app.harness.inference import AgentSettings, answer_question, run_inference
-from app.harness.log import HarnessLog
-from app.harness.step import StepScope, _log_evolution
-from app.harness.store import load_seed, seed_dir
-from app.harness.workspace import META_FILE, list_versions
+from app.harness.rollouts.agent_prompts import AgentPrompts, ToolArgumentError
+from app.harness.rollouts.inference import AgentSettings, answer_question, run_inference
+from app.harness.training.step import StepScope, _log_evolution
+from app.harness.workspace.log import HarnessLog
+from app.harness.workspace.store import load_seed, seed_dir
+from app.harness.workspace.workspace import META_FILE, list_versions
 from app.paths import builtin_store, read_prompt
 from app.providers.cache import CachingProvider, ResponseCache
 from app.providers.sim.evolver import _adversarial_edit

@@ -1,4 +1,4 @@
-"""Agent Skills import/export (app/harness/agent_skills.py) through the CLI."""
+"""Agent Skills import/export (app/harness/skills/agent_skills.py) through the CLI."""
 
 from __future__ import annotations
 
@@ -13,15 +13,15 @@ import pytest
 import yaml
 
 from app.cli import main
-from app.harness.agent_skills import (
+from app.harness.skills.agent_skills import (
     MAX_DESCRIPTION,
     SIDECAR,
     body_of,
     parse_skills_dir,
     read_sidecar,
 )
-from app.harness.store import load_seed
-from app.harness.workspace import read_version_files, resolve_paths
+from app.harness.workspace.store import load_seed
+from app.harness.workspace.workspace import read_version_files, resolve_paths
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "agent-skills" / "sim-vague"
@@ -321,7 +321,7 @@ def test_export_refuses_to_overwrite_and_promote_writes_agent_skills(tmp_path, s
 
 def test_export_refuses_a_name_that_would_leave_the_output(tmp_path):
     from app.errors import UserError
-    from app.harness.agent_skills import export_skills, write_sidecar
+    from app.harness.skills.agent_skills import export_skills, write_sidecar
 
     files = {
         "ledger.md": "# L\n",
@@ -389,7 +389,7 @@ def test_each_exported_skill_carries_its_own_accuracy_and_the_runs_by_name(tmp_p
     import json
     import sqlite3
 
-    from app.harness.log import HarnessLog
+    from app.harness.workspace.log import HarnessLog
 
     ws = tmp_path / "ws"
     init = ["init", str(ws), "--seed", "sim-starter", "--questions", "sim-basic"]

@@ -8,9 +8,9 @@ import anyio
 import pytest
 
 from app.errors import UserError
-from app.harness.agent_prompts import AgentPrompts
-from app.harness.inference import AgentSettings, _fallback, answer_question
-from app.harness.store import load_benchmark
+from app.harness.rollouts.agent_prompts import AgentPrompts
+from app.harness.rollouts.inference import AgentSettings, _fallback, answer_question
+from app.harness.workspace.store import load_benchmark
 from app.paths import read_prompt
 from core.checkers import extract_answer, fallback_answer
 from core.types import Question, StopReason

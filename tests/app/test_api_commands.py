@@ -15,9 +15,9 @@ import pytest
 
 from app import api
 from app.cli import main
-from app.harness.export import LAYOUTS
-from app.harness.log import HarnessLog
-from app.harness.store import load_seed
+from app.harness.data.export import LAYOUTS
+from app.harness.workspace.log import HarnessLog
+from app.harness.workspace.store import load_seed
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = {"epochs": 1, "task_types": ["ledger", "units"]}

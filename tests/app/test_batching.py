@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from app.harness.batching import build_batches
+from app.harness.training.batching import build_batches
 from core.types import Question
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from app.cli import COMMANDS, main
-from app.harness.workspace import advance_version, update_manifest
+from app.harness.workspace.workspace import advance_version, update_manifest
 from app.paths import builtin_store
 from app.secrets import process_secrets
 from core.redact import placeholder, redact, secret_values
@@ -405,7 +405,7 @@ def test_report_json_lists_the_run(canary_run) -> None:
 
 
 def test_report_follows_manifest_best_and_progress(ws: Path, capsys) -> None:
-    from app.harness.workspace import update_best
+    from app.harness.workspace.workspace import update_best
 
     advance_version(
         ws, "skills", {"a.md": "a"}, source="test", parent="v1", description="edited skills"

@@ -11,7 +11,7 @@ import pytest
 
 from app.cli import main
 from app.errors import UserError
-from app.harness.config import (
+from app.harness.workspace.config import (
     KEYS,
     GateConfig,
     RunConfig,

@@ -11,7 +11,7 @@ import ast
 import re
 from pathlib import Path
 
-from app.harness.config import KEYS
+from app.harness.workspace.config import KEYS
 
 ROOT = Path(__file__).resolve().parents[2]
 # `[gate] n_max = 60` is `gate.n_max`; `[sim] fault_rate = 0.1` is `sim_fault_rate`
@@ -45,7 +45,7 @@ MESSAGE_CALLS = {
 SQL = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE|PRAGMA|CREATE|WHERE)\b")
 # Names that look like settings in strings but are something else, with where they live.
 NOT_CONFIG = {
-    "answer_fallbacks": "a benchmark.toml key, checked by app/harness/store.py",
+    "answer_fallbacks": "a benchmark.toml key, checked by app/harness/workspace/store.py",
     "val_acc": "a report label",
     "with_calls": "a Python keyword argument in a docstring",
     "busy_timeout": "an SQLite pragma",
@@ -59,7 +59,7 @@ NOT_CONFIG = {
     "task_type": "a predictions column (TUI filters, SQL fragments)",
     "run_id": "a log column (SQL fragments)",
     "overwrite_run": "an argument of app/api.py infer, named beside --overwrite-run",
-    "epoch_batches": "a checkpoint.json key, checked by app/harness/checkpoint.py",
+    "epoch_batches": "a checkpoint.json key, checked by app/harness/training/checkpoint.py",
 }
 
 

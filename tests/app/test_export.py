@@ -1,4 +1,4 @@
-"""Export layouts field by field, as documented in app/harness/export.py:
+"""Export layouts field by field, as documented in app/harness/data/export.py:
 TRL's conversational preference type (huggingface.co/docs/trl, "Dataset formats"), OpenAI's
 preference fine-tuning input (developers.openai.com, "Direct preference optimization"),
 chat-messages SFT lines, reward records; manifests; the test pool left out unless asked."""
@@ -14,11 +14,11 @@ import anyio
 import pytest
 
 from app.cli import main
-from app.harness.config import load_config
-from app.harness.export import LAYOUTS, export_rollouts
-from app.harness.fork import ForkSpec, held_out_question_ids, run_fork
-from app.harness.rank import rank_rollout
-from app.harness.session import Session
+from app.harness.data.export import LAYOUTS, export_rollouts
+from app.harness.data.fork import ForkSpec, held_out_question_ids, run_fork
+from app.harness.data.rank import rank_rollout
+from app.harness.rollouts.session import Session
+from app.harness.workspace.config import load_config
 
 ROLES = {"system", "user", "assistant"}
 
@@ -210,8 +210,8 @@ def test_the_export_command_writes_what_the_function_does(ranked: Path, tmp_path
 def test_prompts_carry_skills_as_export_skills_writes_them(ranked: Path, tmp_path: Path) -> None:
     """The seed's skills hold the momentum markers; no training prompt may carry them, and the
     skill in the prompt is the body an exported SKILL.md has (one stripping function)."""
-    from app.harness.agent_skills import body_of
-    from app.harness.workspace import read_version_files
+    from app.harness.skills.agent_skills import body_of
+    from app.harness.workspace.workspace import read_version_files
 
     skills = read_version_files(ranked / "skills" / "v1")
     assert any("<!-- momentum:start -->" in t for t in skills.values())

@@ -17,12 +17,12 @@ import pytest
 
 from app.cli import main
 from app.errors import UserError
-from app.harness.config import load_config
-from app.harness.fork import ForkSpec, branch_temperatures, run_fork, select_questions
-from app.harness.judge import CallBudget, Judge, JudgeSettings, parse_pairwise, parse_scalar
-from app.harness.rank import parse_weights, rank_rollout
-from app.harness.session import Session
-from app.harness.verifiers import Verdict, coerce_verdict, objective_score, verify_rollout
+from app.harness.data.fork import ForkSpec, branch_temperatures, run_fork, select_questions
+from app.harness.data.judge import CallBudget, Judge, JudgeSettings, parse_pairwise, parse_scalar
+from app.harness.data.rank import parse_weights, rank_rollout
+from app.harness.data.verifiers import Verdict, coerce_verdict, objective_score, verify_rollout
+from app.harness.rollouts.session import Session
+from app.harness.workspace.config import load_config
 from app.providers.sim.provider import SimProvider
 from app.providers.sim.world import build_world
 from tests.fakes.scripted import ScriptedProvider
@@ -447,7 +447,7 @@ def test_small_rollout_is_flagged_unpowered(fresh_ws, tmp_path) -> None:
 
 
 def test_only_verified_winners_are_remembered_and_bm25_finds_the_same_rule(forked, tmp_path):
-    from app.harness import memory
+    from app.harness.rollouts import memory
 
     ws = copy_ws(forked, tmp_path)
     with Session(ws, load_config(None)) as s:

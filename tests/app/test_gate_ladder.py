@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from app.harness.gate_ladder import BaselineCache, GatePools, Ladder
+from app.harness.training.gate_ladder import BaselineCache, GatePools, Ladder
 from core.types import Question, QuestionUnit
 
 

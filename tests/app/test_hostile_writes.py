@@ -300,7 +300,7 @@ def test_export_never_writes_through_a_linked_file_of_the_output(ranked, tmp_pat
 
 
 def test_an_export_that_fails_half_way_leaves_nothing(ranked, tmp_path, monkeypatch, capsys):
-    import app.harness.export as export_module
+    import app.harness.data.export as export_module
 
     ws, out = tmp_path / "ws", tmp_path / "out"
     shutil.copytree(ranked, ws)

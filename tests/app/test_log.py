@@ -14,7 +14,13 @@ from pathlib import Path
 import pytest
 
 from app.errors import UserError
-from app.harness.log import MIGRATIONS, RUN_TABLES, SCHEMA_VERSION, HarnessLog, escape_like
+from app.harness.workspace.log import (
+    MIGRATIONS,
+    RUN_TABLES,
+    SCHEMA_VERSION,
+    HarnessLog,
+    escape_like,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 WRITER = Path(__file__).parent / "scripts" / "log_writer.py"

@@ -1,4 +1,4 @@
-"""The memory block (app/harness/memory.py `format_block`) keeps its structure whatever a stored
+"""The memory block (app/harness/rollouts/memory.py `format_block`) keeps its structure whatever a stored
 memory says: hostile task text, answers and tool names are fenced, nothing is lost."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from app.harness import memory
-from app.harness.agent_prompts import AgentPrompts
-from app.harness.log import HarnessLog
+from app.harness.rollouts import memory
+from app.harness.rollouts.agent_prompts import AgentPrompts
+from app.harness.workspace.log import HarnessLog
 from app.providers.sim.agent import memory_tasks
 from core.types import Question
 

@@ -7,7 +7,7 @@ from collections import defaultdict
 import pytest
 
 from app.errors import UserError
-from app.harness.pools import POOL_NAMES, Pools, filter_trainable, split_pools, unit_counts
+from app.harness.rollouts.pools import POOL_NAMES, Pools, filter_trainable, split_pools, unit_counts
 from core.types import Question
 
 SPLIT = {"diagnosis": 0.5, "validation": 0.3, "test": 0.2}

@@ -7,10 +7,10 @@ import json
 import anyio
 import pytest
 
-from app.harness.activation import Activation, from_steps, summarise
-from app.harness.agent_prompts import CATALOG_HEADING, AgentPrompts, ToolArgumentError
-from app.harness.agent_skills import SIDECAR, write_sidecar
-from app.harness.inference import AgentSettings, answer_question
+from app.harness.rollouts.agent_prompts import CATALOG_HEADING, AgentPrompts, ToolArgumentError
+from app.harness.rollouts.inference import AgentSettings, answer_question
+from app.harness.skills.activation import Activation, from_steps, summarise
+from app.harness.skills.agent_skills import SIDECAR, write_sidecar
 from app.providers.sim.agent import choose_skill
 from app.providers.sim.provider import SimProvider
 from app.providers.sim.world import build_world
@@ -124,7 +124,7 @@ def test_recall_and_precision_per_task_type():
 
 
 def test_parse_description_is_defensive():
-    from app.harness.descriptions import parse_description
+    from app.harness.training.descriptions import parse_description
 
     assert parse_description('{"description": "Use for ledger\\n totals."}') == (
         "Use for ledger totals.",
@@ -143,8 +143,8 @@ def test_training_descriptions_raises_activation_and_versions_show_the_diff(tmp_
     from pathlib import Path
 
     from app.cli import main
-    from app.harness.agent_skills import MAX_DESCRIPTION, read_sidecar
-    from app.harness.workspace import list_versions, read_meta, read_version_files
+    from app.harness.skills.agent_skills import MAX_DESCRIPTION, read_sidecar
+    from app.harness.workspace.workspace import list_versions, read_meta, read_version_files
     from app.report import workspace_summary
 
     root = Path(__file__).resolve().parents[2]

@@ -1,5 +1,5 @@
 """A system/tool prompt change is kept only if it wins the gate's paired test against the
-prompts before it (app/harness/slow_update.py, `prompt_test`), not merely when validation does
+prompts before it (app/harness/training/slow_update.py, `prompt_test`), not merely when validation does
 not drop."""
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ import anyio
 import pytest
 
 from app.cli import main
-from app.harness.telemetry import LogRecorder
+from app.harness.rollouts.telemetry import LogRecorder
 from app.providers.cache import CachingProvider, ResponseCache
 from app.providers.errors import TransientError
 from app.providers.litellm_provider import LiteLLMProvider
@@ -214,8 +214,8 @@ def test_ignored_tools_are_flagged_in_the_step_report(fake_openai, tmp_path, cap
 
 
 def test_tool_mode_warns_before_the_run_when_litellm_says_no_functions(monkeypatch):
-    from app.harness import model_io
-    from app.harness.config import RunConfig
+    from app.harness.rollouts import model_io
+    from app.harness.workspace.config import RunConfig
 
     monkeypatch.setattr(model_io, "supports_tools", lambda model: False)
     warning = model_io.tool_mode_warning(RunConfig(agent_model="openai/small", skill_mode="tool"))
@@ -227,7 +227,7 @@ def test_tool_mode_warns_before_the_run_when_litellm_says_no_functions(monkeypat
 
 # -- one structured call -----------------------------------------------------------------------
 def provider_for(fake: FakeOpenAI, tmp_path: Path, **kw) -> tuple[CachingProvider, LogRecorder]:
-    from app.harness.log import HarnessLog
+    from app.harness.workspace.log import HarnessLog
 
     log = HarnessLog(tmp_path / "h.db")
     recorder = LogRecorder(log)

@@ -1,6 +1,6 @@
 """A run killed after its last epoch (around and during the final test) resumes to exactly the
 checkpoint, log summary and workspace an uninterrupted run ends with; and a finished run says
-which epoch it stopped after and why (app/harness/run_progress.py)."""
+which epoch it stopped after and why (app/harness/training/run_progress.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from app.cli import main
-from app.harness.run_progress import progress_view
+from app.harness.training.run_progress import progress_view
 from tests.support.snapshot import diff_states, workspace_state
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
-from app.harness.log import HarnessLog
+from app.harness.workspace.log import HarnessLog
 from app.tui.data import WorkspaceData
 from app.tui.screens.runs import run_cells
 

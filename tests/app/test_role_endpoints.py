@@ -1,6 +1,6 @@
 """Per-role endpoints: each role may name its own server (`<role>_api_base`, in TOML also
 `[<role>] api_base`) and key variable (`<role>_api_key_env`); unset, the global `api_base` /
-`api_key_env` serve it (app/harness/config.py, RunConfig.endpoint).
+`api_key_env` serve it (app/harness/workspace/config.py, RunConfig.endpoint).
 
 A whole training on two fake OpenAI-compatible servers on 127.0.0.1: the agent and the judge on
 the global one, the evolver on its own.
@@ -17,7 +17,7 @@ import pytest
 
 from app.cli import main
 from app.errors import UserError
-from app.harness.config import Endpoint, fingerprint, load_config
+from app.harness.workspace.config import Endpoint, fingerprint, load_config
 from tests.app.test_real_replies import CONFIG, SmallModel
 from tests.fakes.fixtures import fake_openai  # noqa: F401 - pytest fixture
 from tests.fakes.openai_server import FakeOpenAI
@@ -106,7 +106,7 @@ def test_resume_asks_again_for_a_role_api_base_that_held_credentials(
 def test_model_io_json_keeps_no_credentials_of_a_role_api_base(tmp_path: Path) -> None:
     """The remembered response format records its server redacted, and a later run on the same
     URL with credentials still finds it (it compared the raw URL with the redacted one)."""
-    from app.harness.model_io import ModelIO
+    from app.harness.rollouts.model_io import ModelIO
 
     secret = "http://alice:s3cret@127.0.0.1:9/v1"
     config = load_config(None, {"judge_model": "openai/small", "judge_api_base": secret})

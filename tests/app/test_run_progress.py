@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from app.harness.run_progress import progress_view
-from app.harness.vocabulary import TrainPhase
+from app.harness.training.run_progress import progress_view
+from app.harness.training.vocabulary import TrainPhase
 from app.tui.data import _steps_done
 
 

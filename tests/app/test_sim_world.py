@@ -20,12 +20,12 @@ from types import SimpleNamespace
 import anyio
 import pytest
 
-from app.harness.agent_prompts import AgentPrompts
-from app.harness.inference import AgentSettings, answer_question, run_inference
-from app.harness.log import HarnessLog
-from app.harness.question_units import build_units, unit_correctness_view
-from app.harness.store import benchmark_dir, load_benchmark, load_seed, seed_dir
-from app.harness.workspace import (
+from app.harness.rollouts.agent_prompts import AgentPrompts
+from app.harness.rollouts.inference import AgentSettings, answer_question, run_inference
+from app.harness.rollouts.question_units import build_units, unit_correctness_view
+from app.harness.workspace.log import HarnessLog
+from app.harness.workspace.store import benchmark_dir, load_benchmark, load_seed, seed_dir
+from app.harness.workspace.workspace import (
     WorkspacePaths,
     advance_version,
     init_workspace,

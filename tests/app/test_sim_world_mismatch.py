@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from app import api
-from app.harness.config import RunConfig
+from app.harness.workspace.config import RunConfig
 from app.providers.factory import check_sim_worlds
 from app.providers.sim.world import build_world
 from core.types import Question

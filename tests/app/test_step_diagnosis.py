@@ -1,4 +1,4 @@
-"""What a step reports about its diagnoses (app/harness/step.py, core/evolution/diagnose.py):
+"""What a step reports about its diagnoses (app/harness/training/step.py, core/evolution/diagnose.py):
 failures none of which is a skill gap are `skip_no_skill_gaps` with counts per category, not
 `skip_no_failures`; self-contradictory diagnoses are counted and warned about once a batch.
 
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
-from app.harness.vocabulary import SkipAction
+from app.harness.training.vocabulary import SkipAction
 from app.providers.sim import evolver as sim_evolver
 
 ROOT = Path(__file__).resolve().parents[2]

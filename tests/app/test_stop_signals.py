@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from app.cli import build_parser, main, stopped_message
-from app.harness.writer_lock import holder
+from app.harness.workspace.writer_lock import holder
 from tests.support.snapshot import diff_states, workspace_state
 
 ROOT = Path(__file__).resolve().parents[2]

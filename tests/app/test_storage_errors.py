@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
-from app.harness.workspace import list_versions
+from app.harness.workspace.workspace import list_versions
 from tests.app.test_hostile_inputs import make_store, sim_lines
 
 ROOT = Path(__file__).resolve().parents[2]

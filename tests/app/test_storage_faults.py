@@ -23,9 +23,9 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
-from app.harness import workspace
-from app.harness.atomic import write_json_atomic, write_text_atomic
-from app.harness.workspace import (
+from app.harness.workspace import workspace
+from app.harness.workspace.atomic import write_json_atomic, write_text_atomic
+from app.harness.workspace.workspace import (
     META_FILE,
     VERSION_RE,
     advance_version,

@@ -13,7 +13,7 @@ import pytest
 
 from app.cli import main
 from app.errors import UserError
-from app.harness.store import load_benchmark, load_seed, parse_questions
+from app.harness.workspace.store import load_benchmark, load_seed, parse_questions
 from app.paths import builtin_store
 
 QUESTIONS = [

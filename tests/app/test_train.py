@@ -107,7 +107,7 @@ def test_gate_evidence_shows_real_rule_accepted_and_harmful_rule_rejected(refere
 
 
 def test_each_evolution_names_the_version_its_accept_produced(reference: Path):
-    """evolutions.result_version is the step report's new_version (app/harness/step.py
+    """evolutions.result_version is the step report's new_version (app/harness/training/step.py
     `settle`): set for every accepted edit, empty for the rest."""
     conn = sqlite3.connect(reference / "harness.db")
     rows = conn.execute(

@@ -11,9 +11,20 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
-from app.harness.checkpoint import checkpoint_problem
-from app.harness.config import RunConfig, fingerprint, fingerprint_changes, recorded_config
-from app.harness.train_state import Best, CheckpointStateError, Probation, ResumePlan, TrainState
+from app.harness.training.checkpoint import checkpoint_problem
+from app.harness.training.train_state import (
+    Best,
+    CheckpointStateError,
+    Probation,
+    ResumePlan,
+    TrainState,
+)
+from app.harness.workspace.config import (
+    RunConfig,
+    fingerprint,
+    fingerprint_changes,
+    recorded_config,
+)
 from core.evolution.edits import Edit, RejectedEdit
 
 # checkpoint.json of an in-epoch run with two task types on probation, written by the code

@@ -13,20 +13,20 @@ import anyio
 import pytest
 
 from app.errors import RunFailed
-from app.harness.agent_prompts import AgentPrompts
-from app.harness.gate_ladder import BaselineCache, Ladder
-from app.harness.inference import AgentSettings
-from app.harness.log import HarnessLog
-from app.harness.question_units import build_units
-from app.harness.store import benchmark_dir, load_benchmark, load_seed, seed_dir
-from app.harness.validate import (
+from app.harness.rollouts.agent_prompts import AgentPrompts
+from app.harness.rollouts.inference import AgentSettings
+from app.harness.rollouts.question_units import build_units
+from app.harness.training.gate_ladder import BaselineCache, Ladder
+from app.harness.training.validate import (
     GateSpec,
     ValidationOutcome,
     Validator,
     quadrants,
     with_skill,
 )
-from app.harness.workspace import WorkspacePaths, init_workspace
+from app.harness.workspace.log import HarnessLog
+from app.harness.workspace.store import benchmark_dir, load_benchmark, load_seed, seed_dir
+from app.harness.workspace.workspace import WorkspacePaths, init_workspace
 from app.paths import builtin_store
 from app.providers.errors import TransientError
 from app.providers.sim.provider import SimProvider, SimSettings
@@ -284,7 +284,7 @@ def test_config_strategies_are_the_acceptance_rules() -> None:
     """`[gate] strategy` accepts exactly the strategies that have a rule."""
     from typing import get_args
 
-    from app.harness.config import GateStrategy
+    from app.harness.workspace.config import GateStrategy
     from core.evolution.acceptance import RULES
 
     assert get_args(GateStrategy) == tuple(AcceptanceStrategy) == tuple(RULES)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
-from app.harness.workspace import META_FILE
+from app.harness.workspace.workspace import META_FILE
 
 TRAIN = ["--set", "epochs=1", "--set", 'task_types=["ledger", "units"]', "--no-progress"]
 

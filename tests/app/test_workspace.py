@@ -18,9 +18,9 @@ import pytest
 
 from app.cli import main
 from app.errors import UserError
-from app.harness.atomic import read_json, write_json_atomic
-from app.harness.store import load_seed, seed_dir
-from app.harness.workspace import (
+from app.harness.workspace.atomic import read_json, write_json_atomic
+from app.harness.workspace.store import load_seed, seed_dir
+from app.harness.workspace.workspace import (
     META_FILE,
     advance_version,
     archive_workspace,

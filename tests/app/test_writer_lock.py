@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
-from app.harness.workspace import list_versions
-from app.harness.writer_lock import LOCK_FILE, WorkspaceBusy, WriterLock, holder
+from app.harness.workspace.workspace import list_versions
+from app.harness.workspace.writer_lock import LOCK_FILE, WorkspaceBusy, WriterLock, holder
 
 ROOT = Path(__file__).resolve().parents[2]
 ARGS = ["--set", "epochs=1", "--set", 'task_types=["ledger", "units"]', "--no-progress"]

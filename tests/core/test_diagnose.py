@@ -377,10 +377,10 @@ def test_merge_packs_dedupes_sorts_and_caps() -> None:
 def test_sim_failures_route_to_the_right_packs(tmp_path) -> None:
     """Rollout with the starter seed, sim diagnosis, build_packs: each failure lands where
     the world says its cause is, and every skill gap of a type is in that type's pack."""
-    from app.harness.agent_prompts import AgentPrompts
-    from app.harness.inference import AgentSettings, answer_question
-    from app.harness.store import benchmark_dir, load_benchmark, load_seed, seed_dir
-    from app.harness.workspace import init_workspace
+    from app.harness.rollouts.agent_prompts import AgentPrompts
+    from app.harness.rollouts.inference import AgentSettings, answer_question
+    from app.harness.workspace.store import benchmark_dir, load_benchmark, load_seed, seed_dir
+    from app.harness.workspace.workspace import init_workspace
     from app.paths import builtin_store, read_prompt
     from app.providers.sim.provider import SimProvider
     from app.providers.sim.world import build_world

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from app.harness.atomic import write_json_atomic
-from app.harness.log import HarnessLog
-from app.harness.store import benchmark_dir, load_seed, seed_dir
-from app.harness.workspace import (
+from app.harness.workspace.atomic import write_json_atomic
+from app.harness.workspace.log import HarnessLog
+from app.harness.workspace.store import benchmark_dir, load_seed, seed_dir
+from app.harness.workspace.workspace import (
     advance_version,
     init_workspace,
     read_version_files,

@@ -9,8 +9,8 @@ import pytest
 from textual.widgets import DataTable, Input, Select, Static
 
 from app.errors import UserError
-from app.harness.atomic import write_json_atomic
-from app.harness.log import HarnessLog
+from app.harness.workspace.atomic import write_json_atomic
+from app.harness.workspace.log import HarnessLog
 from app.tui import app as tui_app
 from app.tui.app import make_app
 from app.tui.screens import runs as runs_screen
@@ -337,8 +337,8 @@ def test_resolve_workspace_by_name(tmp_path, demo_ws):
 
 
 async def test_fresh_workspace_without_any_training(tmp_path):
-    from app.harness.store import benchmark_dir, load_seed, seed_dir
-    from app.harness.workspace import init_workspace
+    from app.harness.workspace.store import benchmark_dir, load_seed, seed_dir
+    from app.harness.workspace.workspace import init_workspace
     from app.paths import builtin_store
 
     root = tmp_path / "empty"

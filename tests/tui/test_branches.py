@@ -10,10 +10,10 @@ import pytest
 from textual.widgets import DataTable, Static
 
 from app.cli import main
-from app.harness.config import load_config
-from app.harness.fork import ForkSpec, run_fork
-from app.harness.rank import rank_rollout
-from app.harness.session import Session
+from app.harness.data.fork import ForkSpec, run_fork
+from app.harness.data.rank import rank_rollout
+from app.harness.rollouts.session import Session
+from app.harness.workspace.config import load_config
 from app.tui.app import make_app
 from app.tui.screens.branches import BranchesScreen
 from tests.tui.helpers import SIZE, screen_text, settle

@@ -6,8 +6,8 @@ import json
 import os
 import socket
 
-from app.harness.atomic import write_json_atomic
-from app.harness.log import HarnessLog
+from app.harness.workspace.atomic import write_json_atomic
+from app.harness.workspace.log import HarnessLog
 from app.tui.data import (
     PredictionFilter,
     StepFilter,

@@ -17,7 +17,7 @@ from core.types import ToolCall, ToolSpec
 P_KNOWN = 0.93
 P_UNKNOWN = 0.25
 P_CONFUSED = 0.05
-# A verified memory of a past case that needed the same rule (app/harness/memory.py)
+# A verified memory of a past case that needed the same rule (app/harness/rollouts/memory.py)
 # works like a worked example: the agent answers as if it half-knew the rule.
 P_EXAMPLE = 0.7
 MEMORY_BEGIN = "<memories>"
@@ -39,7 +39,7 @@ class AgentView:
     memory_tasks: tuple[str, ...] = ()  # task texts of memories in the system prompt
 
 
-CATALOG_HEADING = "# Available skills"  # as app/harness/agent_prompts.py writes it
+CATALOG_HEADING = "# Available skills"  # as app/harness/rollouts/agent_prompts.py writes it
 
 
 def read_catalog(system: str) -> tuple[tuple[str, str], ...]:
@@ -109,7 +109,7 @@ def read_view(messages: list[dict], tools: list[ToolSpec] | None) -> AgentView:
 
 
 def memory_tasks(system: str) -> tuple[str, ...]:
-    """Task lines of the memory block (app/harness/memory.py `format_block`), if any."""
+    """Task lines of the memory block (app/harness/rollouts/memory.py `format_block`), if any."""
     block = tag(system, MEMORY_BEGIN[1:-1])
     if not block:
         return ()

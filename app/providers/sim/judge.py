@@ -1,4 +1,4 @@
-"""The simulated judge (for app/harness/judge.py): grades answers against the world's hidden
+"""The simulated judge (for app/harness/data/judge.py): grades answers against the world's hidden
 answer key.
 
 It reads the prompts of `prompts/judge_scalar.md` and `prompts/judge_pairwise.md`. Two knobs
@@ -6,7 +6,7 @@ make it imperfect in the ways real judges are:
 - `noise`: this share of samples is drawn at random (a uniform 0-10 score, or a random
   preference), seeded by the request, so repeated samples disagree;
 - `position_bias`: this share of pairwise samples prefers whatever is shown first, whatever
-  it says. Asking in both orders (app/harness/judge.py) cancels it.
+  it says. Asking in both orders (app/harness/data/judge.py) cancels it.
 """
 
 from __future__ import annotations

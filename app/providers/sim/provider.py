@@ -26,7 +26,7 @@ from core.protocols import Message
 from core.types import LLMResponse, ToolCall, ToolSpec, Usage
 
 NOISE_SHARE = 0.03  # share of agent answers re-drawn from the whole request (sampling noise)
-# Temperature > 0 (best-of-N forks, app/harness/fork.py): this share of answers, times the
+# Temperature > 0 (best-of-N forks, app/harness/data/fork.py): this share of answers, times the
 # temperature (capped at 1), is re-drawn from (question, seed, temperature), so branches sampled at
 # different temperatures really differ. At temperature 0 nothing changes.
 TEMPERATURE_REDRAW_PER_UNIT = 1.0

@@ -1,4 +1,4 @@
-"""Branches of a best-of-N fork (app/harness/fork.py): its questions; the selected
+"""Branches of a best-of-N fork (app/harness/data/fork.py): its questions; the selected
 question's branches with verdicts, judge score, rank and reward; the selected branch's verdict
 reasons, judge reasoning and trajectory. Opened from Runs (Enter on a fork run). Queries:
 app/tui/branches_data.py, each in a worker thread; layout: app/tui/styles/branches.tcss."""

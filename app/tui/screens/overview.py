@@ -10,8 +10,8 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Header, ProgressBar, Static
 
-from app.harness.run_progress import progress_view
-from app.harness.vocabulary import Count
+from app.harness.training.run_progress import progress_view
+from app.harness.training.vocabulary import Count
 from app.tui import format as fmt
 from app.tui.data import Overview
 from app.tui.screens.base import BaseScreen

@@ -10,7 +10,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Header, Select, Static
 
-from app.harness.vocabulary import STEP_ACTIONS
+from app.harness.training.vocabulary import STEP_ACTIONS
 from app.tui import format as fmt
 from app.tui.data import STEP_SORTS, StepFilter, StepPage
 from app.tui.screens.base import BaseScreen

@@ -50,7 +50,7 @@ def step_summary(detail: dict[str, Any], *, full: bool = False) -> Group:
     if rep.get("summary"):
         parts.append(Text(str(rep["summary"]), style="italic"))  # Text: never markup
     act = rep.get("activation")
-    if isinstance(act, dict):  # skill_mode progressive/tool (app/harness/activation.py)
+    if isinstance(act, dict):  # skill_mode progressive/tool (app/harness/skills/activation.py)
         prec = act.get("precision")
         parts.append(
             Text(

@@ -16,7 +16,7 @@ sys.path.insert(0, str(ROOT))
 for _name in ("pandas", "numpy"):  # sqlite-utils would import them; nothing here needs them
     sys.modules.setdefault(_name, None)  # type: ignore[arg-type]
 
-from app.harness.workspace import (  # noqa: E402
+from app.harness.workspace.workspace import (  # noqa: E402
     advance_version,
     list_versions,
     update_manifest,

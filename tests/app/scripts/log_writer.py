@@ -16,7 +16,7 @@ sys.path.insert(0, str(ROOT))
 for _name in ("pandas", "numpy"):
     sys.modules.setdefault(_name, None)  # type: ignore[arg-type]
 
-from app.harness.log import HarnessLog  # noqa: E402
+from app.harness.workspace.log import HarnessLog  # noqa: E402
 
 
 def main() -> None:

@@ -1,0 +1,350 @@
+"""Best-of-N rollouts (README "Best-of-N rollouts"): each selected question answered as N
+independent branches.
+
+A fork is one run in the harness log (`_runs.kind = "fork"`, run_id = the rollout id shared
+by every branch). Each branch is one `answer_question` call (app/harness/rollouts/inference.py) with
+its own temperature and seed (the branch index) and its own session id
+`<rollout>-b<index>-<uuid>`; its row in `branches` (app/harness/workspace/log.py, migration 4) carries
+the predictions table's columns plus the branch's own: the trajectory exactly as the agent
+saw it (tool outputs summarised by core/trajectory.py before the model read them), the tool
+calls alone, and the final reply.
+
+One CapacityLimiter covers every branch of every question. Rows are written in small
+batches; a killed fork resumed with the same rollout id runs only the branches that have no
+row yet (the spec it started with is stored in the run's config_json).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from app.errors import UserError
+from app.harness.rollouts.inference import answer_question, prediction_row
+from app.harness.rollouts.pools import split_pools
+from app.harness.rollouts.telemetry import calls_logged_as
+from app.harness.workspace import killpoints
+from app.harness.workspace.ids import check_run_id
+from app.harness.workspace.log import HarnessLog, RunStatus
+from app.progress import NO_BARS, Bars
+from core.concurrency import fan_out
+from core.types import Prediction, Question
+
+if TYPE_CHECKING:
+    from app.harness.rollouts.session import Session
+    from app.harness.workspace.store import Benchmark
+
+FORK_WRITE_BATCH = 64
+POOLS = ("diagnosis", "validation", "test", "all")
+MAX_BRANCHES = 64
+
+
+@dataclass(frozen=True)
+class ForkSpec:
+    """What a fork runs: which questions, how many branches, at which temperatures."""
+
+    question_ids: tuple[str, ...]
+    temperatures: tuple[float, ...]  # one per branch
+    concurrency: int = 16
+    pool: str = "diagnosis"
+
+    @property
+    def n_branches(self) -> int:
+        return len(self.temperatures)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "question_ids": list(self.question_ids),
+            "temperatures": list(self.temperatures),
+            "concurrency": self.concurrency,
+            "pool": self.pool,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], where: str, fix: str = "") -> ForkSpec:
+        try:
+            return cls(
+                question_ids=tuple(str(q) for q in data["question_ids"]),
+                temperatures=tuple(float(t) for t in data["temperatures"]),
+                concurrency=int(data["concurrency"]),
+                pool=str(data["pool"]),
+            )
+        except (KeyError, TypeError, ValueError) as e:
+            raise UserError(
+                f"{where}: fork spec is damaged ({type(e).__name__}: {e})"
+                + (f"; {fix}" if fix else "")
+            ) from None
+
+
+def stored_spec(run: dict[str, Any], where: str) -> ForkSpec:
+    """The spec a fork started with, from its run row's provenance_json; a row that is not
+    JSON or holds no usable spec is refused in one line (nothing is resumed or changed)."""
+    fix = "start a new fork under another --rollout-id"
+    try:
+        provenance = json.loads(run["provenance_json"] or "{}")
+    except json.JSONDecodeError as e:
+        raise UserError(
+            f"{where}: provenance_json is not JSON ({e.msg} at char {e.pos}), so its fork spec "
+            f"is lost; {fix}"
+        ) from None
+    stored = provenance.get("fork") if isinstance(provenance, dict) else None
+    if not isinstance(stored, dict):
+        raise UserError(f"{where}: provenance_json holds no fork spec; {fix}")
+    return ForkSpec.from_json(stored, where, fix)
+
+
+def branch_temperatures(
+    n: int,
+    temperatures: Sequence[float] | None = None,
+    temperature_range: tuple[float, float] | None = None,
+    default: float = 0.0,
+) -> tuple[float, ...]:
+    """Per-branch temperatures: an explicit list (length n), an evenly spaced range, or the
+    config's temperature for every branch."""
+    if not 1 <= n <= MAX_BRANCHES:
+        raise UserError(f"--branches must be within [1, {MAX_BRANCHES}] (got {n})")
+    if temperatures is not None and temperature_range is not None:
+        raise UserError("give --temperatures or --temperature-range, not both")
+    if temperatures is not None:
+        if len(temperatures) != n:
+            raise UserError(f"--temperatures: {len(temperatures)} values for {n} branches")
+        values = tuple(float(t) for t in temperatures)
+    elif temperature_range is not None:
+        lo, hi = temperature_range
+        values = tuple(lo if n == 1 else lo + (hi - lo) * i / (n - 1) for i in range(n))
+    else:
+        values = (default,) * n
+    for t in values:
+        if not 0.0 <= t <= 2.0:
+            raise UserError(f"branch temperature must be within [0, 2] (got {t})")
+    return tuple(round(t, 6) for t in values)
+
+
+def parse_temperatures(text: str | None) -> list[float] | None:
+    if text is None:
+        return None
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise UserError(
+            f"--temperatures: expected comma-separated numbers (got {text!r})"
+        ) from None
+
+
+def parse_range(text: str | None) -> tuple[float, float] | None:
+    if text is None:
+        return None
+    try:
+        lo, hi = (float(x) for x in text.split(":"))
+    except ValueError:
+        raise UserError(f"--temperature-range: expected LO:HI (got {text!r})") from None
+    return (lo, hi)
+
+
+def select_questions(
+    benchmark: Benchmark,
+    pool: str,
+    task_types: Sequence[str] | None,
+    question_ids: Sequence[str] | None,
+    limit: int | None,
+) -> list[Question]:
+    if pool not in POOLS:
+        raise UserError(f"--pool must be one of {', '.join(POOLS)} (got {pool!r})")
+    if pool == "all":
+        questions = list(benchmark.questions)
+    else:
+        pools = split_pools(benchmark.questions, benchmark.split, benchmark.seed)
+        questions = list(getattr(pools, pool))
+    if task_types:
+        questions = [q for q in questions if q.task_type in task_types]
+    if question_ids:
+        wanted = set(question_ids)
+        questions = [q for q in questions if q.question_id in wanted]
+    if limit is not None:
+        questions = questions[: max(0, limit)]
+    if not questions:
+        raise UserError(f"no questions selected (pool {pool}, task types {task_types or 'all'})")
+    return questions
+
+
+def held_out_question_ids(benchmark: Benchmark) -> set[str]:
+    pools = split_pools(benchmark.questions, benchmark.split, benchmark.seed)
+    return {q.question_id for q in pools.test}
+
+
+def session_id(rollout_id: str, index: int) -> str:
+    return f"{rollout_id}-b{index}-{uuid.uuid4().hex[:12]}"
+
+
+def branch_row(
+    p: Prediction, rollout_id: str, index: int, temperature: float, sid: str
+) -> dict[str, Any]:
+    row = prediction_row(p, rollout_id)
+    tools = [s for s in p.steps if s.get("type") == "tool"]
+    final = next((s.get("text") or "" for s in reversed(p.steps) if s.get("type") == "model"), "")
+    row.update(
+        {
+            "branch_index": index,
+            "session_id": sid,
+            "temperature": temperature,
+            "seed": index,
+            "tool_calls_json": json.dumps(tools, ensure_ascii=False),
+            "final_text": final,
+        }
+    )
+    return row
+
+
+def done_branches(log: HarnessLog, rollout_id: str) -> set[tuple[str, int]]:
+    return {
+        (r["question_id"], r["branch_index"])
+        for r in log.query(
+            "SELECT question_id, branch_index FROM branches WHERE run_id = ?", (rollout_id,)
+        )
+    }
+
+
+@dataclass
+class ForkResult:
+    rollout_id: str
+    questions: int
+    branches: int
+    ran: int
+    skipped: int
+    elapsed_s: float
+
+    @property
+    def branches_per_s(self) -> float:
+        return self.ran / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+
+async def run_fork(
+    session: Session,
+    spec: ForkSpec,
+    rollout_id: str,
+    *,
+    resume: bool = False,
+    bars: Bars = NO_BARS,
+) -> ForkResult:
+    """Run (or finish) a fork: every (question, branch) without a row gets one."""
+    check_run_id(rollout_id, "--rollout-id")
+    log = session.log
+    existing = log.run(rollout_id)
+    if existing is not None and not resume:
+        raise UserError(
+            f"--rollout-id {rollout_id}: a {existing['kind']} run of that id exists; "
+            "add --resume to finish a fork, or pick another id"
+        )
+    if existing is None and resume:
+        raise UserError(
+            f"--rollout-id {rollout_id}: no fork of that id to resume; drop --resume to start one"
+        )
+    if existing is not None and existing["kind"] != "fork":
+        raise UserError(f"--rollout-id {rollout_id}: run is a {existing['kind']} run, not a fork")
+    if existing is None:
+        prompts = session.agent_prompts()
+        session.register(rollout_id, "fork", prompts, provenance={"fork": spec.to_json()})
+    else:
+        # the versions the fork started with, even if the workspace has moved on since
+        root = session.paths.root
+        prompts = session.agent_prompts(
+            root / "skills" / existing["skills_version"],
+            root / "prompts" / existing["prompts_version"],
+        )
+        spec = stored_spec(existing, f"{session.paths.db}: run {rollout_id}")
+        with log._txn():
+            log.conn.execute(
+                "UPDATE _runs SET status=?, finished_at=NULL WHERE run_id=?",
+                (RunStatus.RUNNING, rollout_id),
+            )
+    by_id = session.questions_by_id
+    missing = [q for q in spec.question_ids if q not in by_id]
+    if missing:
+        raise UserError(f"run {rollout_id}: question {missing[0]!r} is not in the benchmark")
+    done = done_branches(log, rollout_id)
+    todo = [
+        (by_id[q], i)
+        for q in spec.question_ids
+        for i in range(spec.n_branches)
+        if (q, i) not in done
+    ]
+    base = replace(session.agent_settings, concurrency=spec.concurrency)
+    pending: list[dict[str, Any]] = []
+    bar = bars.task("branches", len(todo))
+    started = time.perf_counter()
+
+    async def run_branch(branch: tuple[Question, int]) -> None:
+        question, index = branch
+        temperature = spec.temperatures[index]
+        settings = replace(base, temperature=temperature, sample=index)
+        p = await answer_question(session.providers["agent"], prompts, question, settings)
+        pending.append(branch_row(p, rollout_id, index, temperature, session_id(rollout_id, index)))
+        if len(pending) >= FORK_WRITE_BATCH:
+            batch = pending[:]
+            pending.clear()
+            _write(log, batch)
+        killpoints.reached("branch")
+        bar.advance()
+
+    try:
+        with calls_logged_as(rollout_id):
+            await fan_out(run_branch, todo, limiter=anyio.CapacityLimiter(spec.concurrency))
+    except BaseException as e:
+        _write(log, pending)
+        pending.clear()
+        session.recorder.flush()
+        from app.errors import first_leaf, is_stop
+
+        leaf = first_leaf(e)
+        status = RunStatus.STOPPED if is_stop(leaf) else RunStatus.FAILED
+        log.finish_run(
+            rollout_id,
+            status,
+            {
+                "reason": f"{status}: {type(leaf).__name__}"[:200],
+                "resume": f"fork --rollout-id {rollout_id} --resume",
+            },
+        )
+        raise
+    finally:
+        bar.done()
+    _write(log, pending)
+    elapsed = time.perf_counter() - started
+    session.recorder.flush()
+    total = len(spec.question_ids) * spec.n_branches
+    summary = fork_summary(log, rollout_id)
+    log.finish_run(
+        rollout_id,
+        RunStatus.DONE,
+        {**summary, "branches": total, "ran": len(todo), "skipped": len(done)},
+    )
+    return ForkResult(rollout_id, len(spec.question_ids), total, len(todo), len(done), elapsed)
+
+
+def _write(log: HarnessLog, rows: list[dict[str, Any]]) -> None:
+    """Branch rows; a branch already written (a resumed fork) is kept as it is."""
+    log.insert_rows("branches", rows, skip_existing=True)
+
+
+def fork_summary(log: HarnessLog, rollout_id: str) -> dict[str, Any]:
+    """pass@1 (branch 0) and pass@N (any branch) over the fork's questions."""
+    rows = log.query(
+        "SELECT question_id, branch_index, correct FROM branches WHERE run_id = ?", (rollout_id,)
+    )
+    by_q: dict[str, dict[int, bool]] = {}
+    for r in rows:
+        by_q.setdefault(r["question_id"], {})[r["branch_index"]] = bool(r["correct"])
+    n = len(by_q)
+    if not n:
+        return {"questions": 0, "pass_at_1": 0.0, "pass_at_n": 0.0}
+    return {
+        "questions": n,
+        "pass_at_1": sum(b.get(0, False) for b in by_q.values()) / n,
+        "pass_at_n": sum(any(b.values()) for b in by_q.values()) / n,
+    }

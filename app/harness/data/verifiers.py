@@ -1,0 +1,178 @@
+"""Objective verifiers of best-of-N rollouts (app/harness/data/fork.py): a pipeline of checks over
+a fork's branches.
+
+A verifier takes (question, branch) and returns a Verdict. Built in:
+- `checker`: the question's own answer checker (core/checkers.py) on the branch's answer;
+- `completed`: the branch ended with an answer. A branch still going when it ran out of turns
+  (`max_steps`) reports `running`; one that hit a provider error reports `unknown`.
+A user verifier is named `module:function`; it is called with the Question and the branch
+row (a dict with the `branches` columns of app/harness/workspace/log.py) and returns a Verdict, a dict
+{"status" | "ok", "reason", "score"?, "cost_usd"?} or a bool. Anything else, or an exception,
+is recorded as `unknown` with the reason.
+
+Invariant: only `pass` passes. `running` and `unknown` (and `fail`, `error`) are failures, so
+a branch's objective score is 1 only when every verifier says `pass`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from app.errors import UserError
+from app.harness.workspace.log import HarnessLog
+from app.harness.workspace.workspace import now_iso
+from app.secrets import scrub
+from core.checkers import check
+from core.types import Question, StopReason
+
+STATUSES = ("pass", "fail", "running", "unknown", "error")
+REASON_MAX = 500
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: str
+    reason: str = ""
+    score: float | None = None
+    cost_usd: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "pass"
+
+
+def checker_verifier(question: Question, branch: dict[str, Any]) -> Verdict:
+    if branch.get("stop_reason") != StopReason.FINAL:
+        return Verdict("fail", f"no answer (stop reason {branch.get('stop_reason')})", 0.0)
+    ok = check(question, branch.get("prediction") or "")
+    reason = f"checker {question.checker}: answer {'matches' if ok else 'does not match'}"
+    return Verdict("pass" if ok else "fail", reason, 1.0 if ok else 0.0)
+
+
+def completed_verifier(question: Question, branch: dict[str, Any]) -> Verdict:
+    stop = branch.get("stop_reason")
+    if stop == StopReason.FINAL:
+        return Verdict("pass", "ended with an answer", 1.0)
+    if stop == StopReason.MAX_STEPS:
+        return Verdict("running", "still going when it ran out of turns", 0.0)
+    if stop == StopReason.ERROR:
+        return Verdict("unknown", "a provider error ended it", 0.0)
+    return Verdict("fail", f"ended without an answer ({stop})", 0.0)
+
+
+BUILTIN: dict[str, Callable[[Question, dict[str, Any]], Verdict]] = {
+    "checker": checker_verifier,
+    "completed": completed_verifier,
+}
+
+
+def load_verifier(name: str) -> Callable[[Question, dict[str, Any]], Any]:
+    if name in BUILTIN:
+        return BUILTIN[name]
+    if ":" not in name:
+        raise UserError(
+            f"--verifier {name!r}: use a built-in ({', '.join(BUILTIN)}) or module:function"
+        )
+    module_name, _, attr = name.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as e:  # an import error in user code names the verifier, one line
+        raise UserError(
+            f"--verifier {name}: cannot import {module_name} ({type(e).__name__}: {e})"
+        ) from None
+    fn = getattr(module, attr, None)
+    if not callable(fn):
+        raise UserError(f"--verifier {name}: {module_name} has no function {attr!r}")
+    return fn
+
+
+def coerce_verdict(value: Any) -> Verdict:
+    """A verifier's return value as a Verdict; anything unreadable is `unknown`."""
+    status: Any
+    if isinstance(value, Verdict):
+        status = value.status if value.status in STATUSES else "unknown"
+        return Verdict(
+            status, str(value.reason)[:REASON_MAX], _num(value.score), _num(value.cost_usd) or 0.0
+        )
+    if isinstance(value, bool):
+        return Verdict("pass" if value else "fail", "", 1.0 if value else 0.0)
+    if isinstance(value, dict):
+        status = value.get("status")
+        if status is None and isinstance(value.get("ok"), bool):
+            status = "pass" if value["ok"] else "fail"
+        if status not in STATUSES:
+            return Verdict("unknown", f"unreadable status {str(status)[:40]!r}")
+        return Verdict(
+            status,
+            str(value.get("reason", ""))[:REASON_MAX],
+            _num(value.get("score")),
+            _num(value.get("cost_usd")) or 0.0,
+        )
+    return Verdict("unknown", f"verifier returned {type(value).__name__}, not a verdict")
+
+
+def _num(x: Any) -> float | None:
+    if isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x):
+        return None
+    return float(x)
+
+
+def run_verifier(
+    fn: Callable[[Question, dict[str, Any]], object], question: Question, branch: dict[str, Any]
+) -> Verdict:
+    try:
+        verdict = coerce_verdict(fn(question, branch))
+    except Exception as e:  # user code: its failure is a verdict, never a crash
+        verdict = Verdict("unknown", f"raised {type(e).__name__}: {scrub(str(e))[:300]}")
+    return verdict
+
+
+def objective_score(verdicts: Sequence[Verdict]) -> int:
+    """1 when every verifier passed; `running`/`unknown` never pass."""
+    return int(bool(verdicts) and all(v.passed for v in verdicts))
+
+
+def verify_rollout(
+    log: HarnessLog, rollout_id: str, questions: dict[str, Question], names: Sequence[str]
+) -> dict[tuple[str, int], int]:
+    """Run the pipeline on every branch, store the verdicts (replacing earlier ones), and
+    return each branch's objective score."""
+    fns = [(name, load_verifier(name)) for name in names]
+    rows = log.query(
+        "SELECT * FROM branches WHERE run_id = ? ORDER BY question_id, branch_index", (rollout_id,)
+    )
+    scores: dict[tuple[str, int], int] = {}
+    out: list[dict[str, Any]] = []
+    for branch in rows:
+        question = questions.get(branch["question_id"])
+        verdicts = []
+        for name, fn in fns:
+            v = (
+                run_verifier(fn, question, branch)
+                if question is not None
+                else Verdict("unknown", "question no longer in the benchmark")
+            )
+            verdicts.append(v)
+            out.append(
+                {
+                    "run_id": rollout_id,
+                    "question_id": branch["question_id"],
+                    "branch_index": branch["branch_index"],
+                    "verifier": name,
+                    "status": v.status,
+                    "passed": int(v.passed),
+                    "score": v.score,
+                    "reason": scrub(v.reason),
+                    "cost_usd": v.cost_usd,
+                    "at": now_iso(),
+                }
+            )
+        scores[(branch["question_id"], branch["branch_index"])] = objective_score(verdicts)
+    with log._txn():
+        log.conn.execute("DELETE FROM verdicts WHERE run_id = ?", (rollout_id,))
+        log.insert_rows("verdicts", out)
+    return scores

@@ -1,0 +1,351 @@
+"""run_inference: the agent loop over a pool of questions (docs/architecture.md#a-step).
+
+Each question: opening messages, up to `max_steps` model turns with tool calls, a final
+`ANSWER:` line checked by the question's checker. Every prediction and its trajectory is
+written to the log in batches; unit-level accuracy is returned.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from app.errors import RunFailed
+from app.harness.rollouts.agent_prompts import AgentPrompts, ToolArgumentError
+from app.harness.rollouts.question_units import build_units, unit_correctness_view
+from app.harness.rollouts.telemetry import calls_logged_as
+from app.harness.workspace import killpoints
+from app.harness.workspace.log import HarnessLog
+from app.harness.workspace.workspace import now_iso
+from app.progress import NO_BARS, Bars
+from app.providers.errors import BudgetExceeded, ProviderError
+from app.secrets import scrub
+from core.checkers import check, extract_answer, fallback_answer
+from core.concurrency import fan_out
+from core.evolution.budget import resolve_skill_file
+from core.protocols import LLMProvider
+from core.trajectory import summarise_tool_output
+from core.types import InferenceResult, LLMResponse, Prediction, Question, StopReason
+
+WRITE_BATCH = 200
+INFRA_ERROR_SHARE = 0.10
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    max_steps: int = 6
+    temperature: float = 0.0
+    max_tokens: int = 1024
+    concurrency: int = 16
+    sample: int = 0
+    answer_fallbacks: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def fallbacks_for(self, task_type: str) -> tuple[str, ...]:
+        return self.answer_fallbacks.get(task_type, self.answer_fallbacks.get("*", ()))
+
+
+async def answer_question(
+    provider: LLMProvider, prompts: AgentPrompts, question: Question, settings: AgentSettings
+) -> Prediction:
+    messages = prompts.opening_messages(question)
+    tools = prompts.tools_for(question)
+    steps: list[dict[str, Any]] = []
+    tokens_in = tokens_out = 0
+    cost_usd = 0.0
+    started = time.perf_counter()
+    stop, final, source = StopReason.MAX_STEPS, "", ""
+    for turn in range(settings.max_steps):
+        try:
+            reply = await provider.complete(
+                messages,
+                tools=tools or None,
+                temperature=settings.temperature,
+                max_tokens=settings.max_tokens,
+                seed=settings.sample,
+                role="agent",
+            )
+        except BudgetExceeded:
+            raise
+        except ProviderError as e:
+            steps.append({"turn": turn, "type": "error", "error": scrub(str(e))[:500]})
+            stop = StopReason.ERROR
+            break
+        tokens_in += reply.usage.tokens_in
+        tokens_out += reply.usage.tokens_out
+        cost_usd += reply.cost_usd
+        steps.append(
+            {
+                "turn": turn,
+                "type": "model",
+                "text": reply.text,
+                "tool_calls": [
+                    {"id": c.id, "name": c.name, "arguments": c.arguments} for c in reply.tool_calls
+                ],
+            }
+        )
+        if reply.tool_calls:
+            messages = messages + _tool_round(prompts, question, reply, steps, turn)
+            continue
+        answer = extract_answer(reply.text)
+        source = "answer_line"
+        if answer is None:
+            answer, source = await _fallback(provider, question, reply.text, settings, steps)
+        stop, final = (StopReason.FINAL, answer) if answer is not None else (StopReason.REFUSED, "")
+        break
+    correct = stop == StopReason.FINAL and check(question, final)
+    source = source if stop == StopReason.FINAL else ""
+    verdict = {
+        "type": "verdict",
+        "prediction": final,
+        "answer": question.answer,
+        "correct": correct,
+        "checker": question.checker,
+        "stop_reason": stop,
+        "answer_source": source,
+    }
+    if prompts.skill_mode in (
+        "tool",
+        "progressive",
+    ):  # activation (app/harness/skills/activation.py)
+        verdict.update(skill_activation(prompts, question, steps))
+    steps.append(verdict)
+    return Prediction(
+        run_id="",
+        question_id=question.question_id,
+        unit_id=question.unit_id,
+        task_type=question.task_type,
+        prediction=final,
+        answer=question.answer,
+        correct=correct,
+        stop_reason=stop,
+        steps=tuple(steps),
+        tokens_in=tokens_in,
+        tokens_out=tokens_out,
+        cost_usd=cost_usd,
+        latency_s=time.perf_counter() - started,
+        skills_version=prompts.skills_version,
+        prompts_version=prompts.prompts_version,
+        answer_source=source,
+    )
+
+
+def skill_activation(
+    prompts: AgentPrompts, question: Question, steps: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """Which skill files this rollout opened, and which one its task type resolves to."""
+    opened = [
+        prompts.opened_file(s.get("arguments"))
+        for s in steps
+        if s.get("type") == "tool" and s.get("name") == "read_skill" and s.get("status") == "ok"
+    ]
+    return {
+        "skills_opened": sorted({f for f in opened if f}),
+        "skill_expected": resolve_skill_file(question.task_type, prompts.skills),
+    }
+
+
+EXTRACT_PROMPT = (
+    "Here is a question and a reply to it. Write only the final answer that the "
+    "reply gives, on one line, as `ANSWER: <answer>`. If the reply gives no "
+    "answer, write `ANSWER: none`.\n\n<question>\n{question}\n</question>\n"
+    "<reply>\n{reply}\n</reply>"
+)
+
+
+async def _fallback(
+    provider: LLMProvider,
+    question: Question,
+    text: str,
+    settings: AgentSettings,
+    steps: list[dict[str, Any]],
+) -> tuple[str | None, str]:
+    """The benchmark's declared fallbacks, in order, for a reply without an `ANSWER:` line.
+    Whatever they find is marked with the fallback's name, never as an `ANSWER:` line."""
+    for method in settings.fallbacks_for(question.task_type):
+        if method != "extract":
+            found = fallback_answer(text, method)
+        else:
+            found = await _extraction_call(provider, question, text, settings, steps)
+        if found:
+            return found, method
+    return None, ""
+
+
+async def _extraction_call(
+    provider: LLMProvider,
+    question: Question,
+    text: str,
+    settings: AgentSettings,
+    steps: list[dict[str, Any]],
+) -> str | None:
+    prompt = EXTRACT_PROMPT.format(question=question.question, reply=text[:4000])
+    try:
+        reply = await provider.complete(
+            [{"role": "user", "content": prompt}],
+            temperature=0.0,
+            max_tokens=64,
+            seed=settings.sample,
+            role="extract",
+        )
+    except BudgetExceeded:
+        raise
+    except ProviderError as e:
+        steps.append({"type": "error", "error": f"answer extraction failed: {scrub(str(e))[:300]}"})
+        return None
+    steps.append({"type": "extract", "text": reply.text})
+    found = extract_answer(reply.text)
+    if found is None or found.strip().lower() in ("none", ""):
+        return None
+    return found
+
+
+def _tool_round(
+    prompts: AgentPrompts,
+    question: Question,
+    reply: LLMResponse,
+    steps: list[dict[str, Any]],
+    turn: int,
+) -> list[dict[str, Any]]:
+    """The assistant turn with its tool calls plus one tool message per call."""
+    calls = [
+        {
+            "id": c.id,
+            "type": "function",
+            "function": {
+                "name": c.name,
+                "arguments": c.arguments
+                if isinstance(c.arguments, str)
+                else json.dumps(c.arguments),
+            },
+        }
+        for c in reply.tool_calls
+    ]
+    added: list[dict[str, Any]] = [
+        {"role": "assistant", "content": reply.text or None, "tool_calls": calls}
+    ]
+    for call in reply.tool_calls:
+        try:
+            if isinstance(call.arguments, str):
+                raise ToolArgumentError("arguments are not valid JSON")
+            output = prompts.dispatch(call.name, call.arguments, question)
+            if call.name != "read_skill":  # the skill is instructions, not data to skim
+                output = summarise_tool_output(output)
+            status = "ok"
+        except ToolArgumentError as e:
+            output, status = summarise_tool_output(f"error: {e}"), "error"
+        steps.append(
+            {
+                "turn": turn,
+                "type": "tool",
+                "name": call.name,
+                "arguments": call.arguments,
+                "status": status,
+                "output": output,
+            }
+        )
+        added.append({"role": "tool", "tool_call_id": call.id, "content": output})
+    return added
+
+
+def prediction_row(p: Prediction, run_id: str) -> dict[str, Any]:
+    return {
+        "run_id": run_id,
+        "question_id": p.question_id,
+        "unit_id": p.unit_id,
+        "task_type": p.task_type,
+        "prediction": scrub(p.prediction),
+        "answer": p.answer,
+        "correct": int(p.correct),
+        "stop_reason": p.stop_reason,
+        "steps_json": scrub(json.dumps(p.steps, ensure_ascii=False)),
+        "tokens_in": p.tokens_in,
+        "tokens_out": p.tokens_out,
+        "cost_usd": p.cost_usd,
+        "latency_s": round(p.latency_s, 4),
+        "skills_version": p.skills_version,
+        "prompts_version": p.prompts_version,
+        "created_at": now_iso(),
+        "answer_source": p.answer_source or None,
+    }
+
+
+async def run_inference(
+    questions: Sequence[Question],
+    *,
+    provider: LLMProvider,
+    prompts: AgentPrompts,
+    log: HarnessLog,
+    run_id: str,
+    settings: AgentSettings,
+    bars: Bars = NO_BARS,
+    label: str = "questions",
+    guard: bool = True,
+) -> InferenceResult:
+    """Answer every question concurrently; write predictions in batches; unit accuracy."""
+    results: dict[str, Prediction] = {}  # in the order the answers arrive, as written
+    pending: list[dict[str, Any]] = []
+    bar = bars.task(label, len(questions))
+
+    async def answer(q: Question) -> None:
+        p = await answer_question(provider, prompts, q, settings)
+        results[q.question_id] = p
+        pending.append(prediction_row(p, run_id))
+        if len(pending) >= WRITE_BATCH:
+            batch = pending[:]
+            pending.clear()
+            log.upsert_predictions(batch)
+        killpoints.reached("rollout")
+        bar.advance()
+
+    try:
+        with calls_logged_as(run_id):
+            await fan_out(answer, questions, limiter=anyio.CapacityLimiter(settings.concurrency))
+    finally:
+        log.upsert_predictions(pending)
+        bar.done()
+    result = summarise(run_id, questions, results)
+    if guard:
+        guard_infra(result, run_id)
+    return result
+
+
+def summarise(
+    run_id: str, questions: Sequence[Question], results: dict[str, Prediction]
+) -> InferenceResult:
+    correctness = {qid: p.correct for qid, p in results.items()}
+    units = build_units(questions)
+    view = unit_correctness_view(units, correctness)
+    per_type: dict[str, dict[str, float]] = {}
+    for unit in units:
+        if unit.unit_id in view:
+            entry = per_type.setdefault(unit.task_type, {"total": 0, "correct": 0})
+            entry["total"] += 1
+            entry["correct"] += int(view[unit.unit_id])
+    for entry in per_type.values():
+        entry["accuracy"] = entry["correct"] / entry["total"] if entry["total"] else 0.0
+    n_correct = sum(view.values())
+    return InferenceResult(
+        run_id=run_id,
+        total=len(view),
+        correct=n_correct,
+        accuracy=n_correct / len(view) if view else 0.0,
+        per_task_type=dict(sorted(per_type.items())),
+        stop_reason_counts=dict(Counter(p.stop_reason for p in results.values())),
+        correctness=correctness,
+    )
+
+
+def guard_infra(result: InferenceResult, context: str) -> None:
+    total = sum(result.stop_reason_counts.values())
+    errors = result.stop_reason_counts.get(StopReason.ERROR, 0)
+    if total and errors / total > INFRA_ERROR_SHARE:
+        raise RunFailed(
+            f"{context}: {errors}/{total} answers failed with provider errors "
+            f"(> {INFRA_ERROR_SHARE:.0%}); the model endpoint looks unhealthy"
+        )

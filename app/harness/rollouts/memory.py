@@ -1,0 +1,169 @@
+"""Rollout memories: verified winners, retrieved by BM25, injected as a block.
+
+- Storage: `memories` in the workspace's harness log plus an FTS5 index `memories_fts`
+  (app/harness/workspace/log.py, migration 4). Only branches whose objective score is 1 are stored;
+  the others are counted, never stored (`store_winners`).
+- Retrieval: SQLite FTS5 `bm25()` over the task text, the words of the new task OR-ed
+  (each quoted, so no FTS syntax from question text is ever interpreted; tokens with digits
+  left out). No vector service.
+  A question never retrieves its own memory.
+- Injection: `format_block` renders memories as a `<memories>` block put before the system
+  prompt; `with_memories` wraps AgentPrompts so infer/eval/train use it when `memory_k` > 0
+  (app/harness/rollouts/session.py). Stored text is a model's reply and a question's wording, so
+  every field is escaped (`fence`) when the block is rendered: no stored `</memories>`, in any
+  case or spelling, can close the block or open another tag. Rendering, not storing, escapes,
+  so rows stored before this rule are neutralised too.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.harness.rollouts.agent_prompts import AgentPrompts
+from app.harness.workspace.clock import now_iso
+from app.harness.workspace.log import HarnessLog
+from core.types import Question
+
+MAX_QUERY_TERMS = 64
+TASK_MAX_CHARS = 600
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def key_steps(tool_calls_json: str | None) -> str:
+    try:
+        calls = json.loads(tool_calls_json or "[]")
+    except ValueError:
+        calls = []
+    names = [str(c.get("name", "?"))[:40] for c in calls if isinstance(c, dict)]
+    return " -> ".join([*names, "answer"]) if names else "answer directly"
+
+
+def one_line(text: str, limit: int = TASK_MAX_CHARS) -> str:
+    return " ".join((text or "").split())[:limit]
+
+
+def store_winners(
+    log: HarnessLog,
+    rollout_id: str,
+    winners: list[dict[str, Any]],
+    objective: dict[tuple[str, int], int],
+) -> dict[str, int]:
+    """Store the given branches whose objective score is 1; count the rest. `winners` is one
+    branch row per question (the ranker's best), each with `question_id`, `branch_index`,
+    `task_type`, `question`, `prediction`, `tool_calls_json`."""
+    stored = dropped = 0
+    rows = []
+    for b in winners:
+        if objective.get((b["question_id"], b["branch_index"])) != 1:
+            dropped += 1
+            continue
+        rows.append(b)
+    with log._txn():
+        for b in rows:
+            cur = log.conn.execute(
+                "INSERT OR IGNORE INTO memories (run_id, question_id, branch_index, task_type, "
+                "task, key_steps, final_answer, created_at) VALUES (?,?,?,?,?,?,?,?)",
+                (
+                    rollout_id,
+                    b["question_id"],
+                    b["branch_index"],
+                    b["task_type"],
+                    one_line(b["question"]),
+                    key_steps(b.get("tool_calls_json")),
+                    one_line(b.get("prediction") or "", 200),
+                    now_iso(),
+                ),
+            )
+            if cur.rowcount:
+                log.conn.execute(
+                    "INSERT INTO memories_fts (rowid, task, task_type) VALUES (?,?,?)",
+                    (cur.lastrowid, one_line(b["question"]), b["task_type"]),
+                )
+                stored += 1
+    return {"stored": stored, "dropped_unverified": dropped, "already_stored": len(rows) - stored}
+
+
+def fts_query(text: str) -> str:
+    """The task's words OR-ed, each quoted. Tokens with digits (figures, ids) are left out:
+    they say which case it is, not what kind of case, and would drown the words that do."""
+    terms: list[str] = []
+    for word in _WORD.findall((text or "").lower()):
+        if len(word) > 1 and not any(ch.isdigit() for ch in word) and word not in terms:
+            terms.append(word)
+    return " OR ".join(f'"{t}"' for t in terms[:MAX_QUERY_TERMS])
+
+
+def retrieve(log: HarnessLog, task: str, k: int, exclude_question: str | None = None) -> list[dict]:
+    if k <= 0:
+        return []
+    query = fts_query(task)
+    if not query:
+        return []
+    with log._lock:
+        cur = log.conn.execute(
+            "SELECT m.question_id, m.task_type, m.task, m.key_steps, m.final_answer, "
+            "m.run_id, bm25(memories_fts) AS bm25 FROM memories_fts "
+            "JOIN memories m ON m.id = memories_fts.rowid WHERE memories_fts MATCH ? "
+            "AND m.question_id != ? ORDER BY bm25 LIMIT ?",
+            (query, exclude_question or "", k),
+        )
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+
+
+def count(log: HarnessLog) -> int:
+    return log.query("SELECT COUNT(*) AS n FROM memories")[0]["n"]
+
+
+def fence(text: str) -> str:
+    """Stored text made inert inside the block: `&`, `<`, `>` as HTML entities, so no stored
+    string can form a tag (`</memories>`, `</MEMORIES >`, `<memories`...) or end the block.
+    Escaping every angle bracket, not just the block's own tag, leaves nothing to miss among
+    case variants and partial tags; `html.unescape` gives the stored text back unchanged."""
+    return html.escape(text, quote=False)
+
+
+def format_block(memories: list[dict]) -> str:
+    """The block the agent sees (app/providers/sim/agent.py reads its `Task:` lines)."""
+    if not memories:
+        return ""
+    lines = ["<memories>", "Verified experience from earlier runs (each answer was checked):"]
+    for m in memories:
+        lines += [
+            "",
+            f"Task: {fence(one_line(m['task']))}",
+            f"Key steps: {fence(one_line(m['key_steps']))}",
+            f"Verified answer: {fence(one_line(m['final_answer'], 200))}",
+        ]
+    lines.append("</memories>")
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class MemoryPrompts(AgentPrompts):
+    """AgentPrompts with a memory block put before the system prompt."""
+
+    memory_block: Callable[[Question], str] | None = field(default=None, compare=False)
+
+    def opening_messages(self, question: Question) -> list[dict[str, Any]]:
+        messages = super().opening_messages(question)
+        block = self.memory_block(question) if self.memory_block else ""
+        if block:
+            messages[0] = {"role": "system", "content": f"{block}\n\n{messages[0]['content']}"}
+        return messages
+
+
+def with_memories(prompts: AgentPrompts, log: HarnessLog, k: int) -> AgentPrompts:
+    if k <= 0:
+        return prompts
+
+    def block(question: Question) -> str:
+        return format_block(retrieve(log, question.question, k, question.question_id))
+
+    values = {f: getattr(prompts, f) for f in AgentPrompts.__dataclass_fields__}
+    return MemoryPrompts(**values, memory_block=block)

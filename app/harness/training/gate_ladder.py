@@ -1,0 +1,145 @@
+"""The gate ladder and the baseline cache.
+
+The ladder says which families a gate test looks at and in which order. It is built so the
+gate's guarantee holds (core/evolution/gate.py states it):
+- the order is a seeded shuffle, keyed by (seed, task type, epoch, step), that never looks at
+  any outcome: no unit is chosen or put first because the baseline happened to fail it, which
+  would make regression to the mean look like an improvement;
+- one entry per family (near-duplicate questions are one observation);
+- families holding a unit of the candidate's case pack are left out (the candidate was written
+  from them);
+- stage 1 is the diagnosis pool's families, stage 2 the validation pool's: a provisional
+  accept leaves stage 2 to its probation, which evaluates it with the epoch's validation
+  re-run. The test pool never feeds the gate.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from app.harness.workspace.atomic import read_json, write_json_atomic
+from core.types import QuestionUnit
+
+FORMAT_VERSION = 2
+
+Family = tuple[str, tuple[str, ...]]  # (family id, unit ids)
+
+
+@dataclass(frozen=True)
+class Ladder:
+    stage1: tuple[Family, ...]
+    stage2: tuple[Family, ...]
+
+    @property
+    def families(self) -> tuple[Family, ...]:
+        return (*self.stage1, *self.stage2)
+
+    def truncated(self, n_max: int) -> Ladder:
+        """At most n_max families, stage 1 first."""
+        s1 = self.stage1[:n_max]
+        return Ladder(s1, self.stage2[: max(0, n_max - len(s1))])
+
+
+@dataclass
+class GatePools:
+    # type -> stage ("diagnosis" | "validation") -> family id -> unit ids, benchmark order
+    families: dict[str, dict[str, dict[str, list[str]]]] = field(default_factory=dict)
+    seed: int = 1
+
+    @classmethod
+    def build(
+        cls,
+        units: Sequence[QuestionUnit],
+        validation_unit_ids: set[str],
+        test_unit_ids: set[str],
+        seed: int = 1,
+    ) -> GatePools:
+        """Gate-eligible families per type (never a test unit), split by pool."""
+        pools = cls(seed=seed)
+        for unit in units:
+            if unit.unit_id in test_unit_ids:
+                continue
+            stage = "validation" if unit.unit_id in validation_unit_ids else "diagnosis"
+            family = unit.questions[0].family if unit.questions else unit.unit_id
+            by_stage = pools.families.setdefault(unit.task_type, {})
+            by_stage.setdefault(stage, {}).setdefault(family, []).append(unit.unit_id)
+        return pools
+
+    @property
+    def task_types(self) -> tuple[str, ...]:
+        return tuple(sorted(self.families))
+
+    def ladder_for(
+        self, task_type: str, exclude_units: set[str], key: str, with_stage2: bool = True
+    ) -> Ladder:
+        """The families to test, in a seeded order that depends on `key` and nothing else."""
+        by_stage = self.families.get(task_type, {})
+
+        def stage(name: str) -> tuple[Family, ...]:
+            fams = [
+                (f, tuple(ids))
+                for f, ids in by_stage.get(name, {}).items()
+                if not exclude_units.intersection(ids)
+            ]
+            random.Random(f"{self.seed}:{task_type}:{name}:{key}").shuffle(fams)
+            return tuple(fams)
+
+        return Ladder(stage("diagnosis"), stage("validation") if with_stage2 else ())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"version": FORMAT_VERSION, "seed": self.seed, "families": self.families}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> GatePools:
+        return cls(
+            families={
+                t: {s: {f: list(ids) for f, ids in fams.items()} for s, fams in stages.items()}
+                for t, stages in data.get("families", {}).items()
+            },
+            seed=int(data.get("seed", 1)),
+        )
+
+    def save(self, path: Path) -> None:
+        write_json_atomic(Path(path), self.to_dict())
+
+    @classmethod
+    def load(cls, path: Path) -> GatePools:
+        return cls.from_dict(read_json(Path(path)))
+
+
+def _cache_key(skills_version: str, prompts_version: str, unit_id: str) -> str:
+    return f"{skills_version}|{prompts_version}|{unit_id}"
+
+
+class BaselineCache:
+    """Baseline (current versions) correctness per unit, so each is run at most once."""
+
+    def __init__(self, entries: Mapping[str, bool] | None = None) -> None:
+        self.entries: dict[str, bool] = dict(entries or {})
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def get(self, skills_version: str, prompts_version: str, unit_id: str) -> bool | None:
+        return self.entries.get(_cache_key(skills_version, prompts_version, unit_id))
+
+    def put_many(
+        self, skills_version: str, prompts_version: str, correctness: Mapping[str, bool]
+    ) -> None:
+        for unit_id, correct in correctness.items():
+            self.entries[_cache_key(skills_version, prompts_version, unit_id)] = bool(correct)
+
+    def save(self, path: Path) -> None:
+        write_json_atomic(Path(path), {"version": FORMAT_VERSION, "entries": self.entries})
+
+    @classmethod
+    def load(cls, path: Path) -> BaselineCache:
+        """A missing file is an empty cache (first run, or the cache was deleted)."""
+        path = Path(path)
+        if not path.exists():
+            return cls()
+        return cls(read_json(path).get("entries", {}))

@@ -1,0 +1,57 @@
+"""How far a training run has got, in words and as a bar, from its checkpoint's `progress`.
+
+`total_steps` is planned before the run (epochs × batches per epoch); a run that ends early
+(early stop) or whose epochs had fewer batches ends below it, so a finished run reads as
+finished with a full bar instead of "11/16". A finished run names the last epoch it ran and
+why it stopped (early stop or all epochs run), never the configured epoch count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from app.harness.training.vocabulary import EndReason, TrainPhase
+
+
+@dataclass(frozen=True)
+class ProgressView:
+    text: str
+    done: int  # steps done
+    total: int | None  # steps planned; None when the checkpoint does not say
+    finished: bool  # a finished run's total is the steps it took, so its bar is full
+
+    def bar(self) -> tuple[int, int]:
+        """(progress, total) for a progress bar: never indeterminate, never past its end."""
+        total = max(self.total or self.done, 1)
+        return min(self.done, total), total
+
+
+def progress_view(progress: Mapping[str, Any]) -> ProgressView:
+    done = int(progress.get("global_step") or 0)
+    epoch = progress.get("epoch", "?")
+    if progress.get("phase") == TrainPhase.FINISHED:
+        steps = f"{done} step" + ("" if done == 1 else "s")
+        return ProgressView(f"{ending_text(progress)} ({steps})", done, done, True)
+    total = int(progress.get("total_steps") or 0) or None
+    step = progress.get("step_completed")
+    where = "no step yet" if step is None or step < 0 else f"step {step} done"
+    text = f"epoch {epoch} ({progress.get('phase', '?')}, {where})  {done}/{total or '?'} steps"
+    return ProgressView(text, done, total, False)
+
+
+def ending_text(progress: Mapping[str, Any]) -> str:
+    """How a finished run ended: the last epoch it ran and why it stopped there. A checkpoint
+    written before progress recorded `end` says only the epoch it recorded."""
+    epoch, planned = progress.get("epoch", "?"), progress.get("epochs_planned")
+    end = progress.get("end")
+    if end == EndReason.EARLY_STOP:
+        n = progress.get("epochs_since_best", "?")
+        return (
+            f"finished after epoch {epoch} of {planned}: early stop, no new best validation "
+            f"accuracy for {n} epoch{'' if n == 1 else 's'}"
+        )
+    if end == EndReason.ALL_EPOCHS:
+        return f"finished after epoch {epoch} of {planned}: all epochs run"
+    return f"finished after epoch {epoch}"

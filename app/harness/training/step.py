@@ -1,0 +1,581 @@
+"""One training step (docs/architecture.md#a-step): rollout, diagnose, evolve, gate, settle."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+import anyio
+from loguru import logger
+
+from app.errors import RunFailed
+from app.harness.rollouts.agent_prompts import AgentPrompts
+from app.harness.rollouts.model_io import no_tool_calls, record_attempts
+from app.harness.rollouts.session import Session
+from app.harness.rollouts.telemetry import calls_logged_as
+from app.harness.skills.activation import run_activation
+from app.harness.training.observation import (
+    current_step_activation,
+    current_step_flags,
+    evidence_rows,
+    quadrant_rows,
+    step_report,
+    write_step_report,
+)
+from app.harness.training.train_state import Probation, TrainContext, TrainState
+from app.harness.training.validate import GateSpec, ValidationOutcome, Validator, with_skill
+from app.harness.training.vocabulary import Count, SkipAction, StepAction
+from app.harness.workspace import killpoints
+from app.harness.workspace.config import RunConfig
+from app.harness.workspace.log import HarnessLog, RunStatus
+from core.concurrency import fan_out
+from core.evolution.budget import edit_budget_at, resolve_skill_file
+from core.evolution.diagnose import (
+    RAW_NOTE,
+    CasePack,
+    Diagnosis,
+    DiagnosisResult,
+    Failure,
+    FailureTally,
+    build_packs,
+    diagnose_failures,
+    raw_diagnoses,
+)
+from core.evolution.edits import RejectedEdit, consolidate_appendix
+from core.evolution.evolve import (
+    EvolutionRecord,
+    EvolutionStatus,
+    TargetKind,
+    evolve,
+    skill_prompt,
+)
+from core.evolution.gate import AcceptanceStrategy, GateAction, SequentialGate
+from core.types import Question
+
+# What each gate decision adds to the epoch's counts (a rejection also counts Count.REJECTED).
+DECISION_COUNTS = {
+    GateAction.ACCEPT: Count.ACCEPTED,
+    GateAction.ACCEPT_PROVISIONAL: Count.PROVISIONAL,
+    GateAction.REJECT: Count.GATE_REJECTED,
+}
+
+
+def step_prefix(train_id: str, epoch: int, step: int) -> str:
+    return f"{train_id}-e{epoch}-s{step}-"
+
+
+@dataclass(frozen=True)
+class StepScope:
+    """What every phase of one step reads: the run, where the step is, the versions it
+    started from and the edit budget. Only `state` changes during the step (phase D)."""
+
+    ctx: TrainContext
+    state: TrainState
+    epoch: int
+    step: int
+    prompts: AgentPrompts  # the current versions when the step began
+    budget: int  # edits per evolution at this point of the run
+
+    @classmethod
+    def begin(cls, ctx: TrainContext, state: TrainState, epoch: int, step: int) -> StepScope:
+        budget = edit_budget_at(
+            state.global_step,
+            ctx.total_steps,
+            ctx.config.edit_budget_start,
+            ctx.config.edit_budget_end,
+        )
+        return cls(ctx, state, epoch, step, ctx.session.agent_prompts(), budget)
+
+    @property
+    def prefix(self) -> str:
+        """Every run id of the step starts with it (a retried step clears them all)."""
+        return step_prefix(self.state.train_id, self.epoch, self.step)
+
+    def run_id(self, name: str) -> str:
+        return self.prefix + name
+
+    def write_report(
+        self,
+        task_type: str,
+        action: StepAction,
+        summary: str,
+        *,
+        base_version: str,
+        record: EvolutionRecord | None = None,
+        outcome: ValidationOutcome | None = None,
+        new_version: str | None = None,
+        tally: FailureTally | None = None,
+    ) -> None:
+        """The step report of one task type (JSON file and step_reports row)."""
+        report = step_report(
+            run_id=self.state.train_id,
+            epoch=self.epoch,
+            step=self.step,
+            task_type=task_type,
+            action=action,
+            budget=self.budget,
+            base_version=base_version,
+            record=record,
+            outcome=outcome,
+            new_version=new_version,
+            summary=summary + (tally.contradiction_note() if tally else ""),
+            diagnosis=tally.to_dict() if tally else None,
+        )
+        write_step_report(self.ctx.root, self.ctx.log, report, self.run_id("report"))
+
+
+async def run_step(
+    ctx: TrainContext, state: TrainState, epoch: int, step: int, batch: Sequence[Question]
+) -> None:
+    ctx.log.clear_runs_with_prefix(step_prefix(state.train_id, epoch, step))  # no duplicate rows
+    scope = StepScope.begin(ctx, state, epoch, step)
+    rollout_id = scope.run_id("rollout")
+    result = await ctx.session.infer(
+        list(batch),
+        rollout_id,
+        "rollout",
+        prompts=scope.prompts,
+        label=f"e{epoch} s{step} rollout",
+        parent_run_id=state.train_id,
+    )
+    state.correctness.update(result.correctness)
+    flags = []
+    if ctx.config.skill_mode == "tool" and no_tool_calls(ctx.log, rollout_id):
+        flags.append("no_tool_calls")
+        logger.warning(
+            "e{} s{}: skill_mode = 'tool' but no rollout called a tool, so the agent "
+            "never read its skill file",
+            epoch,
+            step,
+        )
+    current_step_flags.set(tuple(flags))
+    if ctx.config.skill_mode in ("tool", "progressive"):
+        current_step_activation.set(run_activation(ctx.log, rollout_id))
+    diagnosis = await diagnose_batch(ctx, scope.prompts, batch, scope.prefix)
+    state.system_packs += [diagnosis.system_pack.to_dict()] if diagnosis.system_pack else []
+    state.tool_packs += [p.to_dict() for p in diagnosis.tool_packs.values()]
+    await gate_step(scope, diagnosis)
+    current_step_flags.set(())
+    current_step_activation.set(None)
+    state.cooldown = {t: n - 1 for t, n in sorted(state.cooldown.items()) if n > 1}
+    ctx.baseline_cache.save(ctx.session.paths.baseline_cache)
+    killpoints.reached("step_end")  # after the step's writes, before its checkpoint
+
+
+# -- diagnosis -------------------------------------------------------------------------------
+class DiagnosisContext(Protocol):
+    """What diagnosis reads: a TrainContext, or the slice `diagnose RUN_ID` builds."""
+
+    session: Session
+    config: RunConfig
+    templates: dict[str, str]
+
+    @property
+    def log(self) -> HarnessLog: ...
+
+
+async def diagnose_batch(
+    ctx: DiagnosisContext,
+    prompts: AgentPrompts,
+    batch: Sequence[Question],
+    prefix: str,
+    rollout_run_id: str | None = None,
+) -> DiagnosisResult:
+    rows = {
+        r["question_id"]: r
+        for r in ctx.log.query(
+            "SELECT question_id, prediction, correct, stop_reason, steps_json FROM predictions "
+            "WHERE run_id = ?",
+            (rollout_run_id or prefix + "rollout",),
+        )
+    }
+    failures, successes = [], []
+    for q in batch:
+        row = rows[q.question_id]
+        if row["correct"]:
+            successes.append((q, row["prediction"]))
+            continue
+        tools = "\n".join(f"- {t.name}: {t.description}" for t in prompts.tools_for(q))
+        failures.append(
+            Failure(
+                question=q,
+                prediction=row["prediction"] or "",
+                stop_reason=row["stop_reason"],
+                steps=tuple(json.loads(row["steps_json"])),
+                system=prompts.system,
+                skill=prompts.skill_text(q.task_type),
+                tools=tools or "(none)",
+            )
+        )
+    calls: list = []
+    with calls_logged_as(prefix + "diag"):
+        diagnoses = await diagnose_failures(
+            ctx.session.providers["judge"],
+            ctx.templates["diagnose_failure"],
+            failures,
+            limiter=anyio.CapacityLimiter(ctx.config.concurrency),
+            ladder=ctx.session.model_io.ladder("judge"),
+            role="judge",
+            calls=calls,
+        )
+    record_attempts(
+        ctx.log,
+        prefix + "diag",
+        "diagnosis",
+        [(c.question_id, c.attempts) for c in sorted(calls, key=lambda c: c.question_id)],
+    )
+    degraded = sum(d.degraded for d in diagnoses)
+    parse_errors = {d.question_id: d.rationale for d in diagnoses if d.degraded}
+    c = ctx.config
+    if failures and degraded / len(failures) > c.diagnosis_degraded_max_share:
+        problem = (
+            f"{degraded}/{len(failures)} diagnoses did not parse (more than "
+            f"diagnosis_degraded_max_share = {c.diagnosis_degraded_max_share:g}); "
+            f"judge_model {c.judge_model} makes them"
+        )
+        if c.on_degraded_diagnoses == "abort":
+            raise RunFailed(f"{problem}, and on_degraded_diagnoses = 'abort' stops the run")
+        logger.warning(
+            "{}: evolving from the raw failure packs instead (on_degraded_diagnoses = 'raw_packs')",
+            problem,
+        )
+        diagnoses = raw_diagnoses(diagnoses)
+    _warn_contradictions(prefix + "diag", diagnoses)
+    ctx.log.insert_rows(
+        "diagnoses",
+        [
+            {
+                "run_id": prefix + "diag",
+                "question_id": d.question_id,
+                "task_type": d.task_type,
+                "category": d.category,
+                "target": d.target,
+                "rationale": d.rationale,
+                "degraded": int(d.degraded),
+                "parse_error": parse_errors.get(d.question_id),
+            }
+            for d in diagnoses
+        ],
+    )
+    return build_packs(diagnoses, failures, successes)
+
+
+def _warn_contradictions(run_id: str, diagnoses: Sequence[Diagnosis]) -> None:
+    """One line for all of a batch's self-contradictory diagnoses: they are kept and routed by
+    their category (core/evolution/diagnose.py build_packs), but the judge is not reliable."""
+    odd = [d for d in diagnoses if d.contradiction is not None]
+    if not odd:
+        return
+    shown = ", ".join(f"{d.question_id} ({d.contradiction})" for d in odd[:3])
+    more = f" and {len(odd) - 3} more" if len(odd) > 3 else ""
+    logger.warning(
+        "{}: {} of {} diagnoses contradict themselves: {}{}; each is routed by its category",
+        run_id,
+        len(odd),
+        len(diagnoses),
+        shown,
+        more,
+    )
+
+
+# -- the four gate phases -------------------------------------------------------------------
+async def gate_step(scope: StepScope, diagnosis: DiagnosisResult) -> None:
+    ctx, state = scope.ctx, scope.state
+    records = await evolve_phase(scope, diagnosis)
+    if not records:
+        return
+    specs = [gate_spec(scope, rec, diagnosis.skill_packs[tt]) for tt, rec in records.items()]
+    for spec in specs:
+        ctx.session.register(spec.gate_run_id, "gate", spec.candidate, parent_run_id=state.train_id)
+    validator = Validator(
+        provider=ctx.session.providers["agent"],
+        base_prompts=scope.prompts,
+        units=ctx.units,
+        log=ctx.log,
+        settings=ctx.session.agent_settings,
+        params=ctx.gate_params,
+        baseline_cache=ctx.baseline_cache,
+        guard_err=ctx.config.gate.guard_err,
+    )
+    outcomes = await validator.validate(specs, scope.run_id("gatebase"))
+    for spec in specs:
+        ctx.log.finish_run(
+            spec.gate_run_id, RunStatus.DONE, {"action": outcomes[spec.task_type].decision.action}
+        )
+    ctx.session.recorder.flush()
+    for task_type in sorted(outcomes):  # phase D: alphabetical, the only writer of state
+        settle(scope, records[task_type], outcomes[task_type], diagnosis.tally(task_type))
+
+
+async def evolve_phase(scope: StepScope, diagnosis: DiagnosisResult) -> dict[str, EvolutionRecord]:
+    """Phase A: evolve each eligible task type concurrently; report the skipped ones."""
+    state = scope.state
+    eligible = []
+    for task_type in scope.ctx.task_types:
+        tally = diagnosis.tally(task_type)
+        if state.cooldown.get(task_type, 0) > 0:
+            _skip(
+                scope,
+                task_type,
+                SkipAction.SKIP_COOLDOWN,
+                f"cooling down for {state.cooldown[task_type]} more step(s)",
+                tally=tally,
+            )
+        elif task_type not in diagnosis.skill_packs:
+            action = (
+                SkipAction.SKIP_NO_SKILL_GAPS if tally.failures else SkipAction.SKIP_NO_FAILURES
+            )
+            _skip(scope, task_type, action, tally.describe(), tally=tally)
+        else:
+            eligible.append(task_type)
+
+    async def evolve_one(task_type: str) -> EvolutionRecord:
+        return await evolve_skill(scope, task_type, diagnosis.skill_packs[task_type])
+
+    with calls_logged_as(scope.run_id("evolve")):
+        evolved = await fan_out(evolve_one, eligible)
+    kept = {}
+    for task_type, record in zip(eligible, evolved, strict=True):
+        _log_evolution(scope, record)
+        if record.changed:
+            kept[task_type] = record
+        else:
+            action = (
+                SkipAction.SKIP_NO_CHANGE
+                if record.status == EvolutionStatus.NO_CHANGE
+                else SkipAction.EVOLVE_FAILED
+            )
+            _skip(
+                scope,
+                task_type,
+                action,
+                f"evolver produced no applicable change ({record.status})",
+                record,
+                tally=diagnosis.tally(task_type),
+            )
+    return kept
+
+
+async def evolve_skill(scope: StepScope, task_type: str, pack: CasePack) -> EvolutionRecord:
+    ctx, prompts, budget = scope.ctx, scope.prompts, scope.budget
+    target = resolve_skill_file(task_type, prompts.skills)
+    original = prompts.skills.get(target, "")
+    prompt = skill_prompt(
+        ctx.templates["evolve_skill"],
+        task_type=task_type,
+        file=target,
+        skill=original,
+        pack=pack,
+        budget=budget,
+        rejected=scope.state.rejected_edits(task_type),
+    )
+    raw = sum(f.note == RAW_NOTE for f in pack.failures)
+    record = await evolve(
+        ctx.session.providers["evolver"],
+        prompt,
+        original=original,
+        target_file=target,
+        budget=budget,
+        target_kind=TargetKind.SKILL,
+        task_type=task_type,
+        source_version=prompts.skills_version,
+        request_summary=f"{len(pack.failures)} failures"
+        + (f" ({raw} raw, undiagnosed)" if raw else "")
+        + f", {len(pack.successes)} successes, budget {budget}",
+        ladder=ctx.session.model_io.ladder("evolver"),
+    )
+    if record.changed:
+        consolidated, _ = consolidate_appendix(record.evolved, ctx.config.appendix_max_lines)
+        if consolidated != record.evolved:
+            record = replace(record, evolved=consolidated)
+    return record
+
+
+def gate_spec(scope: StepScope, record: EvolutionRecord, pack: CasePack) -> GateSpec:
+    """Phase B: the ladder minus the case pack's families, truncated to n_max. While the task
+    type is on probation its validation families stay reserved for that probation."""
+    c = scope.ctx.config
+    task_type = record.task_type
+    ladder = scope.ctx.gate_pools.ladder_for(
+        task_type,
+        set(pack.unit_ids),
+        key=scope.prefix,
+        with_stage2=task_type not in scope.state.probations,
+    )
+    return GateSpec(
+        task_type=task_type,
+        target_file=record.target_file,
+        candidate=with_skill(scope.prompts, record.target_file, record.evolved),
+        ladder=ladder.truncated(c.gate.n_max),
+        gate_run_id=scope.run_id(f"gate-{task_type}"),
+        strategy=AcceptanceStrategy(c.gate.strategy),
+        minibatch_k=c.gate.minibatch_k,
+    )
+
+
+def settle(
+    scope: StepScope, record: EvolutionRecord, outcome: ValidationOutcome, tally: FailureTally
+) -> None:
+    """Phase D for one task type: evidence, report, then accept or reject."""
+    ctx, state, epoch, step = scope.ctx, scope.state, scope.epoch, scope.step
+    d = outcome.decision
+    ctx.log.insert_rows(
+        "gate_evidence",
+        evidence_rows(outcome.gate_run_id, outcome.task_type, outcome.decision, epoch, step),
+    )
+    ctx.log.insert_rows(
+        "quadrant_pair", quadrant_rows(outcome, scope.run_id("report"), epoch, step)
+    )
+    ctx.log.insert_rows("shadow_gate", [shadow_row(scope, outcome)])
+    paths = ctx.session.refresh_paths()
+    new_version = None
+    if d.accepted:
+        new_version = accept(scope, record, outcome)
+        ctx.log.set_result_version(scope.run_id("evolve"), record.task_type, new_version)
+    else:
+        state.reject(
+            record.task_type,
+            [
+                RejectedEdit.from_edit(
+                    record.task_type, e, f"gate {d.stop_reason} (W={d.W}, L={d.L})", epoch, step
+                )
+                for e in record.applied()
+            ],
+        )
+        state.count(Count.REJECTED)
+    state.count(DECISION_COUNTS[d.action])
+    summary = (
+        f"{d.action}: W={d.W} L={d.L} e={d.e_value:.2f} over {d.n_used} families, "
+        f"{d.units_used} units ({d.stop_reason})"
+    )
+    logger.info("e{} s{} {:<10} {}", epoch, step, record.task_type, summary)
+    scope.write_report(
+        record.task_type,
+        d.action,
+        summary,
+        base_version=paths.skills_version,
+        record=record,
+        outcome=outcome,
+        new_version=new_version,
+        tally=tally,
+    )
+
+
+def accept(scope: StepScope, record: EvolutionRecord, outcome: ValidationOutcome) -> str:
+    session, state = scope.ctx.session, scope.state
+    files = session.version_files("skills", session.paths.skills_version)
+    files[record.target_file] = record.evolved
+    version = session.publish_version(
+        "skills",
+        files,
+        source=f"gate:{outcome.decision.action}",
+        run_id=state.train_id,
+        description=f"e{scope.epoch} s{scope.step} {record.task_type}: "
+        f"{len(record.applied())} edit(s), W={outcome.decision.W} L={outcome.decision.L}",
+    )
+    task_type = record.task_type
+    if outcome.decision.action == GateAction.ACCEPT_PROVISIONAL:
+        # Only reachable when the task type was not on probation: its stage 2 (the reserved
+        # validation families) is what the probation will test.
+        state.probations[task_type] = Probation(
+            task_type=task_type,
+            target_file=record.target_file,
+            anchor_text=record.original,
+            accepted_version=version,
+            test=dict(outcome.decision.continuation or {}),
+            families=outcome.stage2,
+            edits=record.applied(),
+            epoch=scope.epoch,
+            step=scope.step,
+        )
+    state.correctness.update(outcome.candidate_questions)
+    state.rejected.pop(task_type, None)
+    state.mark_changed(task_type)
+    return version
+
+
+def shadow_row(scope: StepScope, outcome: ValidationOutcome) -> dict[str, Any]:
+    """What the other bet would have decided on the same evidence (analysis only)."""
+    params = scope.ctx.gate_params
+    d0 = outcome.decision
+    other = "fixed" if params.lambda_strategy == "mixture" else "mixture"
+    gate = SequentialGate(
+        replace(params, lambda_strategy=other),
+        horizon=max(d0.horizon, 1),
+        stage1=max(d0.horizon, 1),
+    )
+    families: dict[str, list[tuple[str, bool, bool]]] = {}
+    for e in d0.evidence:
+        families.setdefault(e.get("family", e["unit_id"]), []).append(
+            (e["unit_id"], e["base"], e["cand"])
+        )
+    for family, pairs in families.items():
+        gate.observe_family(family, pairs)
+        if gate.done:
+            break
+    d = gate.finish(exhausted=True)
+    return {
+        "run_id": scope.run_id("report"),
+        "epoch": scope.epoch,
+        "step": scope.step,
+        "task_type": outcome.task_type,
+        "strategy": other,
+        "action": d.action,
+        "e_value": d.e_value,
+        "n_used": d.n_used,
+    }
+
+
+def _skip(
+    scope: StepScope,
+    task_type: str,
+    action: SkipAction,
+    summary: str,
+    record: EvolutionRecord | None = None,
+    *,
+    tally: FailureTally,
+) -> None:
+    scope.state.count(Count.COOLDOWN if action == SkipAction.SKIP_COOLDOWN else Count.SKIPPED)
+    scope.write_report(
+        task_type,
+        action,
+        summary,
+        base_version=scope.prompts.skills_version,
+        record=record,
+        tally=tally,
+    )
+
+
+def _log_evolution(scope: StepScope, record: EvolutionRecord) -> None:
+    run_id = scope.run_id("evolve")
+    plain = record.to_dict()
+    scope.ctx.log.insert_rows(
+        "evolutions",
+        [
+            {
+                "run_id": run_id,
+                "epoch": scope.epoch,
+                "step": scope.step,
+                "task_type": record.task_type,
+                "target_kind": record.target_kind,
+                "target_file": record.target_file,
+                "status": record.status,
+                "request_summary": record.request_summary,
+                "edits_json": json.dumps(plain["edits"]),
+                "apply_report_json": json.dumps(plain["apply_report"]),
+                "clip_json": json.dumps(plain["clip"]),
+                "source_version": record.source_version,
+                "result_version": None,  # set by `settle` once the gate accepts it
+                "parse_errors_json": json.dumps(record.parse_errors),
+                "attempts_json": json.dumps(plain["attempts"]),
+            }
+        ],
+    )
+    record_attempts(
+        scope.ctx.log,
+        run_id,
+        "edits",
+        [(f"{record.target_kind}:{record.task_type or record.target_file}", plain["attempts"])],
+    )

@@ -1,0 +1,178 @@
+"""The mutable state of one `train()` and the read-only context it runs in.
+
+TrainState is dataclasses of JSON data: the checkpoint is `to_dict()`, and `from_dict()`
+checks a checkpoint's state against the same types (every key, nested ones included) and
+rebuilds exactly the state an uninterrupted run had.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from app.harness.rollouts.pools import Pools
+from app.harness.training.gate_ladder import BaselineCache, Family, GatePools
+from app.harness.training.vocabulary import TrainPhase
+from app.harness.workspace.config import RunConfig, describe_problem
+from core.evolution.edits import Edit, RejectedEdit
+from core.evolution.gate import GateParams
+from core.types import Question, QuestionUnit
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from app.harness.workspace.log import HarnessLog
+
+if TYPE_CHECKING:  # the checkpoint reads TrainState without loading the model stack
+    from app.harness.rollouts.session import Session
+
+
+@dataclass
+class Best:
+    """The best versions so far by validation accuracy (the baseline's until one beats it)."""
+
+    skills: str  # "skills/<version>"
+    prompts: str  # "prompts/<version>"
+    val_acc: float
+    run_id: str
+    epoch: int
+
+    @property
+    def versions(self) -> tuple[str, str]:
+        """(skills version, prompts version), without the folder."""
+        return self.skills.split("/")[-1], self.prompts.split("/")[-1]
+
+
+@dataclass
+class Probation:
+    """A provisional accept awaiting the epoch-end verdict."""
+
+    task_type: str
+    target_file: str
+    anchor_text: str  # the file before the accept; restored on rollback
+    accepted_version: str
+    test: dict[str, Any]  # the gate test's state at the provisional accept (it goes on)
+    families: tuple[Family, ...]  # the reserved stage-2 families
+    edits: tuple[Edit, ...]  # applied edits; blacklisted on rollback
+    epoch: int
+    step: int
+
+
+class CheckpointStateError(ValueError):
+    """A checkpoint's state does not have TrainState's shape; the message names the key."""
+
+
+@dataclass
+class TrainState:
+    train_id: str
+    correctness: dict[str, bool]
+    best: Best
+    baseline_val_acc: float
+    baseline_versions: dict[str, str]
+    rejected: dict[str, list[RejectedEdit]] = field(default_factory=dict)  # by task type
+    system_packs: list[dict[str, Any]] = field(default_factory=list)
+    tool_packs: list[dict[str, Any]] = field(default_factory=list)
+    global_step: int = 0
+    changed_this_epoch: list[str] = field(default_factory=list)
+    epoch_start_skills: dict[str, str] = field(default_factory=dict)
+    epochs_since_best: int = 0
+    probations: dict[str, Probation] = field(default_factory=dict)  # by task type
+    cooldown: dict[str, int] = field(default_factory=dict)
+    epoch_counts: dict[str, int] = field(default_factory=dict)
+    gate_pools: dict[str, Any] = field(default_factory=dict)
+    baseline_cache: dict[str, bool] = field(default_factory=dict)
+    curve: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TrainState:
+        """The state a checkpoint recorded; keys this version no longer has are ignored.
+        Raises CheckpointStateError naming the first wrong key (`state.best.val_acc`)."""
+        try:  # as JSON, strictly: what was written must come back with the same types
+            return _STATE.validate_json(json.dumps(data), strict=True)
+        except ValidationError as e:
+            raise CheckpointStateError(describe_problem(e.errors()[0], prefix="state")) from None
+
+    def rejected_edits(self, task_type: str) -> list[RejectedEdit]:
+        return list(self.rejected.get(task_type, []))
+
+    def reject(self, task_type: str, edits: list[RejectedEdit]) -> None:
+        """Blacklist edits for the task type's next evolve prompts."""
+        self.rejected.setdefault(task_type, []).extend(edits)
+
+    def count(self, key: str, n: int = 1) -> None:
+        self.epoch_counts[key] = self.epoch_counts.get(key, 0) + n
+
+    def mark_changed(self, task_type: str) -> None:
+        if task_type not in self.changed_this_epoch:
+            self.changed_this_epoch.append(task_type)
+            self.changed_this_epoch.sort()
+
+
+_STATE = TypeAdapter(TrainState)
+
+
+@dataclass(frozen=True)
+class ResumePlan:
+    """Where train() starts: at `first_epoch`; an epoch interrupted mid-way (`resume_epoch`)
+    goes on with the batches it recorded, from the first step not yet done."""
+
+    first_epoch: int = 1
+    resume_epoch: int | None = None
+    batches: list[list[str]] | None = None
+    step_from: int = 0
+
+    @classmethod
+    def after(cls, progress: dict[str, Any], epoch_batches: list[list[str]] | None) -> ResumePlan:
+        """The plan after a checkpoint of a run not yet finished."""
+        if progress["phase"] == TrainPhase.EPOCH_DONE:
+            return cls(first_epoch=progress["epoch"] + 1)
+        return cls(
+            first_epoch=progress["epoch"],
+            resume_epoch=progress["epoch"],
+            batches=epoch_batches,
+            step_from=progress["step_completed"] + 1,
+        )
+
+    def batches_of(self, epoch: int) -> list[list[str]] | None:
+        """The recorded batches when `epoch` is the one resumed, else None (build them)."""
+        return self.batches if epoch == self.resume_epoch else None
+
+    def first_step_of(self, epoch: int) -> int:
+        return self.step_from if epoch == self.resume_epoch else 0
+
+
+@dataclass
+class TrainContext:
+    """What one train() reads: session, pools, units, ladder, params. Not checkpointed."""
+
+    session: Session
+    config: RunConfig
+    pools: Pools
+    task_types: tuple[str, ...]
+    units: dict[str, QuestionUnit]
+    gate_pools: GatePools
+    baseline_cache: BaselineCache
+    templates: dict[str, str]
+    total_steps: int = 0
+    baseline_run_id: str = "baseline"
+
+    @property
+    def gate_params(self) -> GateParams:
+        return self.config.gate
+
+    @property
+    def log(self) -> HarnessLog:
+        return self.session.log
+
+    @property
+    def root(self) -> Path:
+        return self.session.paths.root
+
+    def questions_of(self, pool: tuple[Question, ...], task_type: str) -> list[Question]:
+        return [q for q in pool if q.task_type == task_type]

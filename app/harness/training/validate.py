@@ -1,0 +1,236 @@
+"""Gate validation: several task types' candidates checked at once under one limit.
+
+Each spec's acceptance rule (config `[gate] strategy`; the rules are pure, in
+core/evolution/acceptance.py) asks for its ladder's families in chunks of about GATE_CHUNK
+units; the Validator keeps only the I/O: it answers the questions of each chunk (the baseline
+lazily, for units the cache lacks), pairs the outcomes, hands them to the rule in ladder order
+(so the outcome does not depend on which model call finished first), tallies what the rule
+used and records the rule's decision in `gate_evidence`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import anyio
+
+from app.errors import RunFailed
+from app.harness.rollouts.agent_prompts import AgentPrompts
+from app.harness.rollouts.inference import AgentSettings, answer_question, prediction_row
+from app.harness.rollouts.question_units import unit_correctness_view
+from app.harness.rollouts.telemetry import calls_logged_as
+from app.harness.training.gate_ladder import BaselineCache, Family, Ladder
+from app.harness.workspace import killpoints
+from app.harness.workspace.log import HarnessLog
+from core.concurrency import fan_out
+from core.evolution.acceptance import RuleSetup, make_rule
+from core.evolution.gate import AcceptanceStrategy, GateDecision, GateParams
+from core.protocols import LLMProvider
+from core.types import Question, QuestionUnit, StopReason
+
+
+@dataclass(frozen=True)
+class GateSpec:
+    task_type: str
+    target_file: str
+    candidate: AgentPrompts
+    ladder: Ladder  # families in ladder order, already truncated to n_max
+    gate_run_id: str
+    strategy: AcceptanceStrategy = AcceptanceStrategy.EPROCESS
+    minibatch_k: int = 3
+
+    @property
+    def unit_ids(self) -> tuple[str, ...]:
+        return tuple(u for _, ids in self.ladder.families for u in ids)
+
+    def rule_setup(self, params: GateParams) -> RuleSetup:
+        """What the acceptance rule is given; the gate run id seeds any random pick."""
+        return RuleSetup(
+            stage1=self.ladder.stage1,
+            stage2=self.ladder.stage2,
+            params=params,
+            seed=self.gate_run_id,
+            minibatch_k=self.minibatch_k,
+        )
+
+
+@dataclass(frozen=True)
+class ValidationOutcome:
+    task_type: str
+    decision: GateDecision
+    gate_run_id: str
+    candidate_correctness: dict[str, bool]  # unit_id -> correct, units used
+    baseline_correctness: dict[str, bool]
+    quadrants: dict[str, list[str]] = field(default_factory=dict)
+    error_share: float = 0.0
+    candidate_questions: dict[str, bool] = field(default_factory=dict)  # question_id -> correct
+    stage2: tuple[Family, ...] = ()  # families a provisional accept leaves to its probation
+
+    @property
+    def cand_acc(self) -> float | None:
+        used = self.candidate_correctness
+        return sum(used.values()) / len(used) if used else None
+
+    @property
+    def base_acc(self) -> float | None:
+        used = self.baseline_correctness
+        return sum(used.values()) / len(used) if used else None
+
+
+class _Tally:
+    """What one gate run saw: per-unit outcomes, per-question answers, provider errors."""
+
+    def __init__(self) -> None:
+        self.cand: dict[str, bool] = {}
+        self.base: dict[str, bool] = {}
+        self.by_question: dict[str, bool] = {}
+        self.answers: dict[str, bool] = {}
+        self.errors = self.total = 0
+
+    @property
+    def error_share(self) -> float:
+        return self.errors / self.total if self.total else 0.0
+
+    def record(
+        self, pairs: Sequence[tuple[str, bool, bool]], units: Mapping[str, QuestionUnit]
+    ) -> None:
+        """Keep what the rule actually used (units evaluated but not observed are left out)."""
+        for unit_id, base, cand in pairs:
+            self.cand[unit_id], self.base[unit_id] = cand, base
+            for q in units[unit_id].questions:
+                self.by_question[q.question_id] = self.answers[q.question_id]
+
+
+class Validator:
+    """Runs baseline (lazily, cached) and candidate units for a step's gate specs."""
+
+    def __init__(
+        self,
+        *,
+        provider: LLMProvider,
+        base_prompts: AgentPrompts,
+        units: Mapping[str, QuestionUnit],
+        log: HarnessLog,
+        settings: AgentSettings,
+        params: GateParams,
+        baseline_cache: BaselineCache,
+        guard_err: float,
+    ) -> None:
+        self.provider = provider
+        self.base_prompts = base_prompts
+        self.units = units
+        self.log = log
+        self.settings = settings
+        self.params = params
+        self.cache = baseline_cache
+        self.guard_err = guard_err
+        self.limiter = anyio.CapacityLimiter(settings.concurrency)
+        self.baseline_run_id = ""
+
+    async def _answer(
+        self, questions: Sequence[Question], prompts: AgentPrompts, run_id: str
+    ) -> dict[str, Any]:
+        out: dict[str, Any] = {}  # in the order the answers arrive
+
+        async def answer(q: Question) -> None:
+            out[q.question_id] = await answer_question(self.provider, prompts, q, self.settings)
+
+        with calls_logged_as(run_id):
+            await fan_out(answer, questions, limiter=self.limiter)
+        ordered = [out[q.question_id] for q in questions if q.question_id in out]
+        self.log.upsert_predictions([prediction_row(p, run_id) for p in ordered])
+        return out
+
+    async def ensure_baseline(self, unit_ids: Sequence[str], run_id: str) -> None:
+        sv, pv = self.base_prompts.skills_version, self.base_prompts.prompts_version
+        missing = [u for u in dict.fromkeys(unit_ids) if self.cache.get(sv, pv, u) is None]
+        if not missing:
+            return
+        questions = [q for u in missing for q in self.units[u].questions]
+        preds = await self._answer(questions, self.base_prompts, run_id)
+        view = unit_correctness_view(
+            [self.units[u] for u in missing], {k: p.correct for k, p in preds.items()}
+        )
+        self.cache.put_many(sv, pv, view)
+
+    async def _evaluate(
+        self, spec: GateSpec, families: Sequence[Family], tally: _Tally
+    ) -> list[tuple[str, list[tuple[str, bool, bool]]]]:
+        """Run baseline (missing only) and candidate on `families`; (family, pairs) in order.
+        `gate_one` passes the families the rule really used to `tally.record`."""
+        unit_ids = [u for _, ids in families for u in ids]
+        await self.ensure_baseline(unit_ids, self.baseline_run_id)
+        questions = [q for u in unit_ids for q in self.units[u].questions]
+        preds = await self._answer(questions, spec.candidate, spec.gate_run_id)
+        killpoints.reached("gate")
+        tally.errors += sum(p.stop_reason == StopReason.ERROR for p in preds.values())
+        tally.total += len(preds)
+        view = unit_correctness_view(
+            [self.units[u] for u in unit_ids], {k: p.correct for k, p in preds.items()}
+        )
+        sv, pv = self.base_prompts.skills_version, self.base_prompts.prompts_version
+        out = []
+        for family, ids in families:
+            pairs = [(u, bool(self.cache.get(sv, pv, u)), view[u]) for u in ids]
+            out.append((family, pairs))
+        tally.answers.update({k: p.correct for k, p in preds.items()})
+        if tally.error_share > self.guard_err:
+            raise RunFailed(
+                f"gate {spec.gate_run_id}: {tally.errors}/{tally.total} candidate "
+                f"answers failed with provider errors (> {self.guard_err:.0%}, "
+                "gate.guard_err); aborting the step. The checkpoint is intact: "
+                "rerun with --resume."
+            )
+        return out
+
+    async def gate_one(self, spec: GateSpec) -> ValidationOutcome:
+        tally = _Tally()
+        rule = make_rule(spec.strategy, spec.rule_setup(self.params))
+        while families := rule.request():
+            for _, pairs in rule.observe(await self._evaluate(spec, families, tally)):
+                tally.record(pairs, self.units)
+        verdict = rule.verdict()
+        return ValidationOutcome(
+            task_type=spec.task_type,
+            decision=verdict.decision,
+            gate_run_id=spec.gate_run_id,
+            candidate_correctness=tally.cand,
+            baseline_correctness=tally.base,
+            quadrants=quadrants(tally.base, tally.cand),
+            error_share=tally.error_share,
+            candidate_questions=tally.by_question,
+            stage2=verdict.reserved,
+        )
+
+    async def validate(
+        self, specs: Sequence[GateSpec], baseline_run_id: str
+    ) -> dict[str, ValidationOutcome]:
+        self.baseline_run_id = baseline_run_id
+        outcomes = await fan_out(self.gate_one, specs)
+        return {o.task_type: o for o in sorted(outcomes, key=lambda o: o.task_type)}
+
+
+def quadrants(base: Mapping[str, bool], cand: Mapping[str, bool]) -> dict[str, list[str]]:
+    """Units by (baseline, candidate): both_right, both_wrong, win (W), loss (L)."""
+    names = {
+        (True, True): "both_right",
+        (False, False): "both_wrong",
+        (False, True): "win",
+        (True, False): "loss",
+    }
+    out: dict[str, list[str]] = {n: [] for n in names.values()}
+    for unit_id in base:
+        if unit_id in cand:
+            out[names[(base[unit_id], cand[unit_id])]].append(unit_id)
+    return out
+
+
+def with_skill(prompts: AgentPrompts, target_file: str, text: str) -> AgentPrompts:
+    """The same prompts with one skill file replaced: the candidate the gate evaluates."""
+    return replace(
+        prompts,
+        skills={**prompts.skills, target_file: text},
+        skills_version=f"{prompts.skills_version}+cand",
+    )

@@ -1,0 +1,67 @@
+"""Names a training run writes into its step reports, epoch reports and checkpoint.
+
+Each is a StrEnum whose values are the strings stored on disk, so a member compares equal to
+the stored string, serialises as it, and old workspaces read the same. The gate's own names
+(accept, reject, ...) are `core.evolution.gate.GateAction`; a run's status in harness.db is
+`app.harness.workspace.log.RunStatus`.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from core.evolution.gate import GateAction
+
+
+class SkipAction(StrEnum):
+    """A step report's action when no gate ran for the task type."""
+
+    SKIP_COOLDOWN = "skip_cooldown"  # rolled back lately; waits `cooldown_steps` steps
+    SKIP_NO_CHANGE = "skip_no_change"  # the evolver proposed nothing applicable
+    # No failure of the task type in the batch. Before skip_no_skill_gaps existed it also
+    # stood for "failures, none a skill gap"; such stored reports read as they were written.
+    SKIP_NO_FAILURES = "skip_no_failures"
+    # Failures, but the judge classed none as a skill gap; the step report's "diagnosis"
+    # holds the counts per category (core/evolution/diagnose.py FailureTally).
+    SKIP_NO_SKILL_GAPS = "skip_no_skill_gaps"
+    EVOLVE_FAILED = "evolve_failed"  # the evolver's reply could not be used
+
+
+StepAction = GateAction | SkipAction
+STEP_ACTIONS: tuple[StepAction, ...] = (*GateAction, *SkipAction)
+
+
+class Count(StrEnum):
+    """Keys of `TrainState.epoch_counts` and of an epoch report's "counts"."""
+
+    ACCEPTED = "accepted"
+    PROVISIONAL = "provisional"
+    REJECTED = "rejected"  # edits the gate rejected
+    # Counted alongside REJECTED for every gate rejection; nothing reads it, it stays so that
+    # checkpoints keep their contents.
+    GATE_REJECTED = "gate_rejected"
+    ROLLED_BACK = "rolled_back"  # provisional accepts that failed their probation
+    KEPT = "kept"  # provisional accepts that passed it
+    SKIPPED = "skipped"
+    COOLDOWN = "cooldown"
+    EVOLVE_FAILED = "evolve_failed"  # counted from step reports by the TUI only
+    PROMPTS_KEPT = "prompts_kept"
+    PROMPTS_REVERTED = "prompts_reverted"
+    DESCRIPTIONS_ACCEPTED = "descriptions_accepted"
+    DESCRIPTIONS_REJECTED = "descriptions_rejected"
+
+
+class TrainPhase(StrEnum):
+    """Where a checkpoint was taken (checkpoint.json's progress.phase)."""
+
+    SETUP = "setup"  # before the baseline; a resume starts over under the same train id
+    IN_EPOCH = "in_epoch"  # after a step
+    EPOCH_DONE = "epoch_done"  # after the slow update
+    FINISHED = "finished"  # after the final test evaluation
+
+
+class EndReason(StrEnum):
+    """Why a finished run stopped training (checkpoint.json's progress.end)."""
+
+    ALL_EPOCHS = "all_epochs"  # every configured epoch ran
+    EARLY_STOP = "early_stop"  # `early_stop_patience` epochs without a new best

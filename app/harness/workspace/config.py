@@ -1,0 +1,372 @@
+"""RunConfig: the one definition of every config key's default, type and range.
+
+Loaded from TOML plus `--set` overrides. Every key is tagged structural or decision: a
+structural change (what is trained on, how it is batched) refuses `--resume`; a decision
+change (thresholds, concurrency, models) warns. The gate's keys are one section, `[gate]`
+(`--set gate.n_max=60`); its thresholds are `core.evolution.gate.GateParams`, whose defaults
+and range checks are the only ones, so the section *is* a GateParams plus the app's choice of
+acceptance rule. Configs recorded before the section existed spell its keys `gate_n_max`;
+they still load.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Literal
+
+from loguru import logger
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic.dataclasses import dataclass as pydantic_dataclass
+from pydantic_core import ErrorDetails
+
+from app.errors import UserError
+from app.toml_compat import tomllib
+from core.evolution.gate import GateParamError, GateParams
+from core.redact import redact_url_credentials
+from core.structured import LEVELS
+
+# Values are validated as JSON (what TOML and `--set` produce): an integer is a valid float,
+# a list a valid tuple, but no string becomes a number and no number a bool. NaN and infinity
+# are refused everywhere.
+_STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+GATE = "gate"
+STRUCTURAL, DECISION = "structural", "decision"
+
+# The values of core.evolution.gate.AcceptanceStrategy, as the config validates them (a test
+# keeps the two equal); GateSpec carries the enum.
+GateStrategy = Literal["eprocess", "mcnemar", "minibatch", "accept_all"]
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where one role's model is served: the server's base URL and the variable holding its
+    API key (None: litellm's own default for the model)."""
+
+    api_base: str | None
+    api_key_env: str | None
+
+
+@pydantic_dataclass(frozen=True, config=_STRICT)
+class GateConfig(GateParams):
+    """The `[gate]` section: which acceptance rule, and the e-process gate's thresholds
+    (inherited from GateParams, with their defaults and ranges). All decision settings."""
+
+    strategy: GateStrategy = "eprocess"  # the acceptance rule (core/evolution/acceptance.py)
+    minibatch_k: int = Field(default=3, ge=1)  # units the "minibatch" rule (GEPA's) compares
+    # how the slow update keeps a system/tool prompt change (app/harness/slow_update.py
+    # `settle_prompt_change`): "eprocess" only if it wins the paired e-process test, "net_win"
+    # if it wins more validation families than it loses (never on a tie)
+    prompt_rule: Literal["eprocess", "net_win"] = "eprocess"
+    # the share of a gate's candidate answers lost to provider errors that aborts the step
+    guard_err: float = Field(default=0.2, ge=0.0, le=1.0)
+
+
+def _s(default: Any = None, **constraints: Any) -> Any:
+    return Field(default, json_schema_extra={"kind": STRUCTURAL}, **constraints)
+
+
+def _d(default: Any = None, **constraints: Any) -> Any:
+    return Field(default, json_schema_extra={"kind": DECISION}, **constraints)
+
+
+SHARE = {"ge": 0.0, "le": 1.0}
+POSITIVE = {"ge": 1}
+NON_NEGATIVE = {"ge": 0}
+
+
+class RunConfig(BaseModel):
+    model_config = ConfigDict(**_STRICT, frozen=True)
+
+    # models: "sim/<world>" runs offline; anything else goes through litellm.
+    agent_model: str = _d("sim/basic")
+    evolver_model: str = _d("sim/basic")
+    judge_model: str = _d("sim/basic")
+    api_base: str | None = _d(None)
+    # Per-role endpoints (README "Real models"): a role's own server and key variable, so a
+    # weak agent and a strong evolver can run on two servers. None = the global `api_base` /
+    # `api_key_env`. In TOML `[evolver] api_base = ...` is `evolver_api_base` (like `[sim]`).
+    agent_api_base: str | None = _d(None)
+    evolver_api_base: str | None = _d(None)
+    judge_api_base: str | None = _d(None)
+    agent_api_key_env: str | None = _d(None)
+    evolver_api_key_env: str | None = _d(None)
+    judge_api_key_env: str | None = _d(None)
+    temperature: float = _d(0.0, ge=0.0, le=2.0)
+    max_tokens: int = _d(1024, **POSITIVE)
+    request_timeout_s: float = _d(60.0, **NON_NEGATIVE)
+    max_retries: int = _d(4, **NON_NEGATIVE)
+    max_cost_usd: float | None = _d(None, gt=0.0)
+    concurrency: int = _d(16, **POSITIVE)
+
+    # agent loop (skill modes: app/harness/rollouts/agent_prompts.py)
+    skill_mode: Literal["inline", "tool", "progressive"] = _s("inline")
+    max_steps: int = _s(6, **POSITIVE)
+
+    # training schedule
+    seed: int = _s(1)
+    epochs: int = _s(4, **POSITIVE)
+    batch_size: int = _s(48, **POSITIVE)
+    min_class_per_batch: int = _s(2, **NON_NEGATIVE)
+    batch_correct_ratio: float = _s(0.15, **SHARE)
+    task_types: tuple[str, ...] | None = _s(None)
+    eval_min_per_class: int = _s(5, **NON_NEGATIVE)
+    trainable_min_units: int = _s(12, **NON_NEGATIVE)
+    early_stop_patience: int = _d(2, **NON_NEGATIVE)
+    edit_budget_start: int = _d(4, **NON_NEGATIVE)
+    edit_budget_end: int = _d(1, **NON_NEGATIVE)
+    cooldown_steps: int = _d(2, **NON_NEGATIVE)
+    momentum_samples: int = _d(24, **NON_NEGATIVE)
+    evolve_prompts: bool = _d(True)
+    holdout_each_epoch: bool = _d(True)
+    appendix_max_lines: int = _d(40)
+
+    # the acceptance rule and its thresholds: the [gate] section
+    gate: GateConfig = _d(GateConfig())
+
+    # simulated world knobs (ignored by real models); `[sim] fault_rate` is `sim_fault_rate`
+    sim_latency_ms: float = _d(0.0, **NON_NEGATIVE)
+    sim_latency_jitter_ms: float = _d(0.0, **NON_NEGATIVE)
+    sim_fault_rate: float = _d(0.0, **SHARE)
+    sim_harmful_share: float = _d(0.2, **SHARE)
+    sim_useless_share: float = _d(0.15, **SHARE)
+    sim_adversarial_share: float = _d(0.0, **SHARE)
+    sim_world_seed: int = _s(7)  # which simulated world; its benchmark: app.providers.sim.generate
+    sim_units_per_type: int = _s(72, **POSITIVE)
+
+    # model I/O (README "Real models")
+    # Diagnoses are made by the judge role (`judge_model`). When more than this share of a
+    # step's diagnoses do not parse, `on_degraded_diagnoses` decides: evolve from the raw
+    # failure packs ("raw_packs", recorded as such) or stop the run ("abort").
+    diagnosis_degraded_max_share: float = _d(0.5, **SHARE)
+    on_degraded_diagnoses: Literal["raw_packs", "abort"] = _d("raw_packs")
+    # Response format for diagnoses and edits: "auto" asks litellm what the model supports
+    # (and remembers per model, in the workspace, what a server rejected), else a fixed level
+    # (core.structured.LEVELS).
+    structured_output: str = _d("auto")
+    api_key_env: str | None = _d(None)  # read the API key from this variable instead
+    price_in_per_mtok: float | None = _d(None, **NON_NEGATIVE)  # USD per million input tokens
+    price_out_per_mtok: float | None = _d(None, **NON_NEGATIVE)  # (both override litellm's)
+
+    # best-of-N rollouts (app/harness/data/fork.py): the judge (app/harness/data/judge.py) and memories
+    # (app/harness/rollouts/memory.py; memory_k > 0 injects that many into infer/eval/train prompts)
+    judge_samples: int = _d(3, **POSITIVE)
+    judge_temperature: float = _d(0.1, ge=0.0, le=2.0)
+    judge_max_calls_per_batch: int = _d(100, **NON_NEGATIVE)
+    memory_k: int = _d(0, **NON_NEGATIVE)
+    sim_judge_noise: float = _d(0.0, **SHARE)
+    sim_judge_position_bias: float = _d(0.0, **SHARE)
+
+    @field_validator("structured_output")
+    @classmethod
+    def _known_level(cls, value: str) -> str:
+        if value not in ("auto", *LEVELS):
+            raise ValueError(f"one of auto, {', '.join(LEVELS)}")
+        return value
+
+    @property
+    def uses_sim(self) -> bool:
+        return any(m.startswith("sim/") for m in self.models.values())
+
+    @property
+    def models(self) -> dict[str, str]:
+        return {"agent": self.agent_model, "evolver": self.evolver_model, "judge": self.judge_model}
+
+    def endpoint(self, role: str) -> Endpoint:
+        """The role's (agent, evolver, judge) own api_base / api_key_env where set, else the
+        global ones."""
+        base, key_env = {
+            "agent": (self.agent_api_base, self.agent_api_key_env),
+            "evolver": (self.evolver_api_base, self.evolver_api_key_env),
+            "judge": (self.judge_api_base, self.judge_api_key_env),
+        }[role]
+        return Endpoint(
+            self.api_base if base is None else base,
+            self.api_key_env if key_env is None else key_env,
+        )
+
+
+GATE_KEYS = tuple(f.name for f in fields(GateConfig))
+# Every setting as a user writes it: `epochs`, `sim_fault_rate`, `gate.n_max`.
+KEYS = frozenset(
+    [
+        *(name for name in RunConfig.model_fields if name != GATE),
+        *(f"{GATE}.{k}" for k in GATE_KEYS),
+    ]
+)
+
+
+def kind_of(name: str) -> str:
+    """structural or decision, for a top-level key."""
+    extra = RunConfig.model_fields[name].json_schema_extra
+    assert isinstance(extra, dict), name
+    return str(extra["kind"])
+
+
+# -- loading -----------------------------------------------------------------------------------
+
+
+def build_config(data: Mapping[str, Any], source: str, base: RunConfig | None = None) -> RunConfig:
+    """`base` with the keys of `data` set; any problem is one UserError line naming the key(s)
+    and `source`. Keys may be nested (`{"gate": {"n_max": 60}}`), dotted (`gate.n_max`) or
+    spelled the pre-section way (`gate_n_max`)."""
+    top, gate = _split_keys(data)
+    merged = (base or RunConfig()).model_dump(mode="json")
+    merged[GATE].update(gate)
+    merged.update(top)  # a [gate] that is not a table lands here, and is refused as such
+    try:
+        return RunConfig.model_validate_json(json.dumps(merged, default=str))
+    except ValidationError as e:
+        problems = (describe_problem(error) for error in e.errors())
+        raise UserError(f"{source}: " + "; ".join(problems)) from None
+
+
+def _split_keys(data: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(top-level keys, [gate] keys). A table other than [gate] (`[sim] fault_rate`) and a
+    dotted key name the prefixed top-level key (`sim_fault_rate`), as they always have."""
+    top: dict[str, Any] = {}
+    gate: dict[str, Any] = {}
+    for key, value in data.items():
+        table, dot, sub = key.partition(".")
+        if dot:
+            key, value = table, {sub: value}
+        if key == GATE and isinstance(value, dict):
+            gate.update(value)
+        elif key.startswith(f"{GATE}_") and key[len(GATE) + 1 :] in GATE_KEYS:
+            gate[key[len(GATE) + 1 :]] = value  # recorded before [gate] was a section
+        elif isinstance(value, dict):
+            top.update({f"{key}_{k}": v for k, v in value.items()})
+        else:
+            top[key] = value
+    return top, gate
+
+
+def describe_problem(error: ErrorDetails, prefix: str = "") -> str:
+    """One pydantic error as a short clause naming the key, under `prefix` (never pydantic's
+    own multi-line layout). Shared with the checkpoint's state (app/harness/training/train_state.py)."""
+    loc = [prefix] if prefix else []
+    loc += [str(part) for part in error["loc"] if not isinstance(part, int)]
+    key = ".".join(loc)
+    value = error.get("input")
+    got = f"(got {type(value).__name__} {value!r})"
+    kind = error["type"]
+    ctx = error.get("ctx") or {}
+    if kind in ("extra_forbidden", "unexpected_keyword_argument"):
+        return f"unknown config key '{key}'"
+    if kind == "missing":
+        return f"key '{key}' missing"
+    cause = ctx.get("error")
+    if isinstance(cause, GateParamError):  # GateParams' own range check, on the section
+        return f"key '{GATE}.{cause.name}' must be {cause.requirement} (got {cause.value!r})"
+    if value is None:
+        return f"key '{key}' may not be null"
+    requirement = {
+        "greater_than_equal": f">= {ctx.get('ge')}",
+        "greater_than": f"> {ctx.get('gt')}",
+        "less_than_equal": f"<= {ctx.get('le')}",
+        "less_than": f"< {ctx.get('lt')}",
+        "literal_error": f"one of {ctx.get('expected')}",
+        "finite_number": "a finite number",
+        "int_type": "an integer",
+        "float_type": "a number",
+        "string_type": "a string",
+        "bool_type": "true or false",
+        "tuple_type": "a list",
+        "list_type": "a list",
+        "dict_type": "an object",
+        "dataclass_type": "a table (an object)",
+    }.get(kind)
+    if requirement is None:
+        requirement = error["msg"].removeprefix("Value error, ").removeprefix("Input should be ")
+    return f"key '{key}' must be {requirement} {got}"
+
+
+def load_config(path: Path | None, overrides: Mapping[str, Any] | None = None) -> RunConfig:
+    config = RunConfig()
+    if path is not None:
+        try:
+            data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise UserError(f"{path}: config file not found") from None
+        except UnicodeDecodeError as e:
+            raise UserError(f"{path}: config file is not UTF-8 text ({e.reason})") from None
+        except OSError as e:  # a folder, no permission
+            raise UserError(f"{path}: cannot read the config file ({e.strerror})") from None
+        except tomllib.TOMLDecodeError as e:
+            raise UserError(f"{path}: invalid TOML: {e}") from None
+        config = build_config(data, str(path), config)
+    if overrides:
+        config = build_config(overrides, "command line", config)
+    return config
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """`key=value` (or `gate.key=value`) from `--set`; the value is read as TOML so types are
+    explicit."""
+    if "=" not in text:
+        raise UserError(f"--set expects key=value (got {text!r})")
+    key, raw = text.split("=", 1)
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    return key.strip(), value
+
+
+# -- the fingerprint recorded in checkpoint.json --------------------------------------------
+
+
+def fingerprint(config: RunConfig, benchmark_hash: str) -> dict[str, dict[str, Any]]:
+    """{"structural": {...}, "decision": {...}}, one flat key per setting (`gate.n_max`)."""
+    split: dict[str, dict[str, Any]] = {
+        STRUCTURAL: {"benchmark_hash": benchmark_hash},
+        DECISION: {},
+    }
+    for name, value in config.model_dump(mode="json").items():
+        if name == GATE:
+            split[kind_of(name)].update({f"{GATE}.{k}": v for k, v in value.items()})
+            continue
+        if isinstance(value, str):  # as stored: credentials in an api_base never are
+            value = redact_url_credentials(value)
+        split[kind_of(name)][name] = value
+    return split
+
+
+def _canonical(key: str) -> str:
+    """A recorded key as written today: `gate_n_max` (before [gate] was a section) is
+    `gate.n_max`."""
+    sub = key.removeprefix(f"{GATE}_")
+    return f"{GATE}.{sub}" if sub != key and sub in GATE_KEYS else key
+
+
+def fingerprint_changes(saved: dict, current: dict) -> tuple[list[str], list[str]]:
+    """(structural changes, decision changes) as 'key: old -> new' strings."""
+
+    def diff(kind: str) -> list[str]:
+        old = {_canonical(k): v for k, v in saved.get(kind, {}).items()}
+        new = current.get(kind, {})
+        return [
+            f"{k}: {old.get(k)!r} -> {new.get(k)!r}"
+            for k in sorted(set(old) | set(new))
+            if old.get(k) != new.get(k)
+        ]
+
+    return diff(STRUCTURAL), diff(DECISION)
+
+
+def recorded_config(saved: dict, source: str) -> RunConfig:
+    """The config a checkpoint's fingerprint records. Keys this version no longer has are
+    warned about and ignored, so an upgrade never strands a long run."""
+    recorded: dict[str, Any] = {}
+    for kind in (STRUCTURAL, DECISION):
+        for key, value in saved[kind].items():
+            name = _canonical(key)
+            if name == "benchmark_hash":
+                continue
+            if name not in KEYS:
+                logger.warning("{}: config key '{}' is no longer known; ignored", source, key)
+                continue
+            recorded[name] = value
+    return build_config(recorded, source)
