@@ -58,7 +58,7 @@ def test_the_prompt_test_leaves_its_evidence(null_run: Path) -> None:
 @pytest.mark.parametrize("accepted", [True, False])
 @pytest.mark.parametrize(("wins", "losses"), [(0, 0), (3, 3), (4, 3), (3, 4), (1, 0)])
 def test_the_prompt_rules_keep_what_they_say(accepted: bool, wins: int, losses: int) -> None:
-    from app.harness.slow_update import keeps_prompt_change
+    from app.harness.training.slow_update import keeps_prompt_change
     from core.evolution.gate import GateDecision
 
     decision = SimpleNamespace(accepted=accepted, W=wins, L=losses)
