@@ -22,7 +22,7 @@ test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
-	$(VENV)/bin/python -m pytest -q
+	$(VENV)/bin/python -m pytest -q --durations=20
 
 # The edit-test loop: no formatter, type checker or slow reliability tests (CI runs them all).
 test-fast: $(STAMP)

@@ -342,10 +342,14 @@ def _canonical(key: str) -> str:
 
 
 def fingerprint_changes(saved: dict, current: dict) -> tuple[list[str], list[str]]:
-    """(structural changes, decision changes) as 'key: old -> new' strings."""
+    """(structural changes, decision changes) as 'key: old -> new' strings. A key the saved
+    fingerprint lacks (it predates the key) counts as its default, the value
+    `recorded_config` gives it."""
+    defaults = fingerprint(RunConfig(), "")
 
     def diff(kind: str) -> list[str]:
-        old = {_canonical(k): v for k, v in saved.get(kind, {}).items()}
+        old = {k: v for k, v in defaults[kind].items() if k in current.get(kind, {})}
+        old.update({_canonical(k): v for k, v in saved.get(kind, {}).items()})
         new = current.get(kind, {})
         return [
             f"{k}: {old.get(k)!r} -> {new.get(k)!r}"
