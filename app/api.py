@@ -37,6 +37,10 @@ import anyio
 from loguru import logger
 
 from app import paths
+from app.api_args import ConfigSource, resolve_config
+from app.api_args import bad as _bad
+from app.api_args import expect as _expect
+from app.api_args import is_path as _is_path
 from app.errors import DamagedFile, RunFailed, UserError
 from app.harness.rollouts import memory
 from app.harness.rollouts.session import Session
@@ -45,7 +49,7 @@ from app.harness.training.runner import Runner, read_final
 from app.harness.training.vocabulary import Count, EndReason
 from app.harness.workspace import workspace as ws
 from app.harness.workspace.atomic import write_json_atomic
-from app.harness.workspace.config import RunConfig, build_config, load_config, recorded_config
+from app.harness.workspace.config import RunConfig, build_config, recorded_config
 from app.harness.workspace.ids import check_run_id, check_version
 from app.harness.workspace.log_reader import LogReader, open_reader
 from app.harness.workspace.store import benchmark_dir, load_seed, seed_dir
@@ -103,7 +107,6 @@ __all__ = [
     "train_async",
 ]
 
-ConfigSource = RunConfig | str | Path | None
 DEMO_SEED = "sim-starter"
 DEMO_QUESTIONS = "sim-basic"
 
@@ -221,19 +224,6 @@ def _run_sync(run: Callable[P, Coroutine[Any, Any, R]], *args: P.args, **kwargs:
 
 
 # -- argument checks: one line naming the argument, before anything is read or written -----------
-def _expect(label: str, value: object, ok: bool, expected: str) -> None:
-    if not ok:
-        raise _bad(label, value, expected)
-
-
-def _bad(label: str, value: object, expected: str) -> UserError:
-    return UserError(f"{label}: expected {expected}, got {type(value).__name__} {value!r:.60}")
-
-
-def _is_path(value: object, *, none: bool = False) -> bool:
-    return isinstance(value, str | Path) or (none and value is None)
-
-
 def _workspace(workspace: object) -> Path:
     if isinstance(workspace, str | Path):
         return Path(workspace)
@@ -250,32 +240,6 @@ def _task_types(task_types: object) -> list[str] | None:
 
 
 # -- config -----------------------------------------------------------------------------------
-def resolve_config(
-    config: ConfigSource = None,
-    overrides: Mapping[str, Any] | None = None,
-    default_file: Path | None = None,
-) -> RunConfig:
-    """A RunConfig from a config object or a TOML file (else `default_file`, else the
-    defaults), with `overrides` applied; an unknown key or bad value raises UserError."""
-    _expect(
-        "config",
-        config,
-        isinstance(config, RunConfig) or _is_path(config, none=True),
-        "a RunConfig, a TOML file's path or None",
-    )
-    _expect(
-        "overrides",
-        overrides,
-        overrides is None
-        or (isinstance(overrides, Mapping) and all(isinstance(k, str) for k in overrides)),
-        'a mapping of config keys to values, e.g. {"epochs": 2}',
-    )
-    if isinstance(config, RunConfig):
-        return build_config(dict(overrides), "overrides", config) if overrides else config
-    path = Path(config) if config is not None else default_file
-    return load_config(path, dict(overrides or {}))
-
-
 def resume_config(root: Path, overrides: Mapping[str, Any] | None = None) -> RunConfig:
     """The config a training run was going with (recorded in its checkpoint) plus overrides."""
     config = recorded_config(

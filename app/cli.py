@@ -561,11 +561,15 @@ def stopped_message(args: argparse.Namespace, reason: str) -> str:
 
 
 def dispatch(args: argparse.Namespace) -> int:
-    # imported here, not at the top: `--help` and `--version` stay fast
-    from app import commands, fork_commands
+    # imported here, not at the top, and only the module the command needs: `--help`,
+    # `--version` and a refused API key stay fast
+    from app import commands
 
-    handlers = {**commands.HANDLERS, **fork_commands.HANDLERS}
-    return handlers[args.command](args)
+    if args.command in commands.HANDLERS:
+        return commands.HANDLERS[args.command](args)
+    from app import fork_commands
+
+    return fork_commands.HANDLERS[args.command](args)
 
 
 def entry() -> int:

@@ -10,13 +10,20 @@ from typing import Any, TypeVar
 
 import anyio
 
-from app.api import resolve_config
-from app.harness.rollouts.session import SIM_NOTICE
+from app.api_args import resolve_config
+from app.errors import UserError
 from app.harness.workspace.config import RunConfig, parse_override
 from app.progress import Bars
+from app.providers.key_check import first_missing_key
 from app.sanitize import visible
 
 T = TypeVar("T")
+
+
+SIM_NOTICE = (
+    "note: answers come from the built-in SIMULATED model (sim/*), not a real LLM; "
+    "figures show the harness working, not real-model quality"
+)
 
 
 def out(text: str) -> None:
@@ -51,6 +58,15 @@ def config_from(args: argparse.Namespace, default_file: Any = None) -> RunConfig
     return resolve_config(
         getattr(args, "config", None), overrides_from(args), default_file=default_file
     )
+
+
+def model_config_from(args: argparse.Namespace) -> RunConfig:
+    """`config_from` for a command that calls models: a missing API key is refused here, before
+    the harness (about a second of imports) or litellm is loaded."""
+    config = config_from(args)
+    if why := first_missing_key(config):
+        raise UserError(why)
+    return config
 
 
 def notice_if_simulated(simulated: bool) -> None:

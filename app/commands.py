@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from app import api
 from app.cli_support import (
-    config_from,
+    model_config_from,
     notice_if_simulated,
     out,
     out_json,
@@ -15,8 +15,13 @@ from app.cli_support import (
 )
 from app.demo import demo_summary, outcome_line
 
+if TYPE_CHECKING:
+    from app import api
+
 
 def cmd_init(args: argparse.Namespace) -> int:
+    from app import api
+
     info = api.init_workspace(
         args.workspace,
         questions=args.questions,
@@ -34,6 +39,8 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from app import api
+
     report = api.report(args.workspace)
     if args.json:
         out_json(report.summary)
@@ -64,7 +71,9 @@ def memories_line(result: api.EvalResult, k: int) -> None:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    config = config_from(args)
+    config = model_config_from(args)
+    from app import api
+
     result = api.evaluate(args.workspace, args.version, config, progress=_progress(args))
     if args.json:
         out_json(result)
@@ -77,7 +86,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_infer(args: argparse.Namespace) -> int:
-    config = config_from(args)
+    config = model_config_from(args)
+    from app import api
+
     result = api.infer(
         args.workspace,
         config,
@@ -98,6 +109,10 @@ def cmd_infer(args: argparse.Namespace) -> int:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    if not args.resume:  # a resumed run's config is its checkpoint's, checked once read
+        model_config_from(args)
+    from app import api
+
     result = api.train(
         args.workspace,
         args.config,
@@ -113,6 +128,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from app import api
+
     result = api.demo(
         args.workspace,
         args.config,
@@ -124,7 +141,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
-    result = api.diagnose(args.workspace, args.run_id, config_from(args), progress=_progress(args))
+    config = model_config_from(args)
+    from app import api
+
+    result = api.diagnose(args.workspace, args.run_id, config, progress=_progress(args))
     if args.json:
         out_json(result)
         return 0
@@ -150,6 +170,8 @@ def diagnose_lines(result: api.DiagnoseResult) -> list[str]:
 
 
 def cmd_promote(args: argparse.Namespace) -> int:
+    from app import api
+
     result = api.promote(
         args.workspace,
         args.version,
@@ -165,6 +187,8 @@ def cmd_promote(args: argparse.Namespace) -> int:
 
 
 def cmd_import_skills(args: argparse.Namespace) -> int:
+    from app import api
+
     result = api.import_skills(
         args.skills_dir, name=args.name, store=args.store, prompts_from=args.prompts_from
     )
@@ -173,6 +197,8 @@ def cmd_import_skills(args: argparse.Namespace) -> int:
 
 
 def cmd_export_skills(args: argparse.Namespace) -> int:
+    from app import api
+
     result = api.export_skills(
         args.workspace,
         out=args.out,

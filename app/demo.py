@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from app.api import TrainResult
-from app.harness.rollouts.session import SIM_NOTICE
+from typing import TYPE_CHECKING
+
+from app.cli_support import SIM_NOTICE
 from app.paths import command_prefix, near
+
+if TYPE_CHECKING:
+    from app.api import TrainResult
 
 
 def outcome_line(result: TrainResult) -> str:

@@ -9,14 +9,19 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from app import api
 from app.cli_support import config_from, notice_if_simulated, out, out_json
 from app.harness.data.fork import parse_range, parse_temperatures
 from app.harness.data.rank import parse_weights
 
+if TYPE_CHECKING:
+    from app import api
+
 
 def cmd_fork(args: argparse.Namespace) -> int:
+    from app import api
+
     result = api.fork(
         args.workspace,
         config_from(args),
@@ -47,6 +52,8 @@ def cmd_fork(args: argparse.Namespace) -> int:
 
 
 def cmd_rank(args: argparse.Namespace) -> int:
+    from app import api
+
     result = api.rank(
         args.workspace,
         args.rollout_id,
@@ -90,6 +97,8 @@ def rank_lines(result: api.RankResult, workspace: Path) -> list[str]:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from app import api
+
     result = api.export(
         args.workspace,
         args.rollout_ids,

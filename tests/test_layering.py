@@ -35,6 +35,7 @@ ENTRY_POINTS = frozenset(
         "app.demo",
         "app.report",
         "app.api",
+        "app.api_args",
     }
 )
 HARNESS_ROOMS: dict[str, frozenset[str]] = {

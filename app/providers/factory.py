@@ -9,7 +9,7 @@ from app.errors import UserError
 from app.harness.workspace.config import Endpoint, RunConfig
 from app.providers.cache import CachingProvider, ResponseCache
 from app.providers.errors import ConfigurationError
-from app.providers.key_check import missing_key
+from app.providers.key_check import first_missing_key
 from app.providers.litellm_provider import CostBudget, LiteLLMProvider
 from app.providers.retry import RetryingProvider
 from app.providers.sim.evolver import EvolverShares
@@ -112,12 +112,8 @@ def make_providers(
     """Providers by role; roles sharing a model and its endpoint (`RunConfig.endpoint`) share
     one inner provider; all share the budget."""
     budget = budget or CostBudget(config.max_cost_usd)
-    for role, model in config.models.items():  # every role's key before litellm is imported
-        endpoint = config.endpoint(role)
-        if not model.startswith("sim/") and (
-            why := missing_key(model, endpoint.api_base, endpoint.api_key_env)
-        ):
-            raise UserError(why)
+    if why := first_missing_key(config):  # every role's key before litellm is imported
+        raise UserError(why)
     inner: dict[tuple[str, Endpoint], LLMProvider] = {}
     providers = {}
     for role, model in config.models.items():

@@ -10,6 +10,10 @@ there); a provider not in it is left to preflight, which asks litellm itself.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from app.harness.workspace.config import RunConfig
 
 KEY_VARIABLES: dict[str, tuple[str, ...]] = {
     "openai": ("OPENAI_API_KEY",),
@@ -46,3 +50,15 @@ def missing_key(model: str, api_base: str | None, api_key_env: str | None) -> st
         f"{variables[0]}{alternatives} not set: needed by model {model} "
         "(export it, or set api_key_env / api_base in the config)"
     )
+
+
+def first_missing_key(config: RunConfig) -> str | None:
+    """The first role whose model cannot get its key (see `missing_key`), as one line, or None.
+    Simulated models need none."""
+    for role, model in config.models.items():
+        endpoint = config.endpoint(role)
+        if not model.startswith("sim/") and (
+            why := missing_key(model, endpoint.api_base, endpoint.api_key_env)
+        ):
+            return why
+    return None

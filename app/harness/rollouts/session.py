@@ -31,11 +31,6 @@ from app.providers.factory import check_sim_worlds, make_providers
 from app.providers.litellm_provider import CostBudget
 from core.types import InferenceResult, Question
 
-SIM_NOTICE = (
-    "note: answers come from the built-in SIMULATED model (sim/*), not a real LLM; "
-    "figures show the harness working, not real-model quality"
-)
-
 
 class Session:
     def __init__(
