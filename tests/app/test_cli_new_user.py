@@ -172,7 +172,7 @@ def test_a_missing_api_key_is_refused_before_litellm_or_the_harness_is_imported(
         "error: OPENAI_API_KEY not set: needed by model openai/gpt-4o-mini "
         "(export it, or set api_key_env / api_base in the config)"
     )
-    assert proc.stdout.split() == "litellm imported: False harness imported: False".split()
+    assert proc.stdout.splitlines() == ["litellm imported: False", "harness imported: False"]
 
 
 def test_which_models_need_a_key_from_the_environment(monkeypatch) -> None:
