@@ -35,6 +35,8 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
+# --timeout: seconds per bench; a slower one gets its floor (bench/run_all.py TIMEOUT_FLOOR_S:
+# acceptance_large 2700 s, 100 trainings on 216-unit worlds).
 bench: $(STAMP)
 	$(VENV)/bin/python bench/run_all.py --timeout 1200
 

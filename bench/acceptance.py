@@ -4,15 +4,21 @@ A benchmark, not a test: it prints figures. For every strategy R
 (`[gate] strategy` = eprocess | mcnemar | minibatch | accept_all), every world seed W and every
 share setting S it trains one fresh workspace on the simulated model with `app/demo.toml`:
 
-    default          harmful 0.2  useless 0.15  adversarial 0.0   (the demo's shares)
-    harmful0.8       harmful 0.8  useless 0.15  adversarial 0.0
-    useless0.6       harmful 0.2  useless 0.6   adversarial 0.0
-    adversarial0.2   harmful 0.2  useless 0.15  adversarial 0.2
+    default          harmful 0.2  useless 0.15  adversarial 0.0  noise 0.03  (the demo's)
+    harmful0.8       harmful 0.8  useless 0.15  adversarial 0.0  noise 0.03
+    useless0.6       harmful 0.2  useless 0.6   adversarial 0.0  noise 0.03
+    noisy0.3         harmful 0.2  useless 0.15  adversarial 0.0  noise 0.3
+    adversarial0.2   harmful 0.2  useless 0.15  adversarial 0.2  noise 0.03  (no targets)
+
+"noise" is `sim_noise_share`, the share of the simulated agent's answers re-drawn per request
+(app/providers/sim/provider.py): at 0.3 a candidate and its baseline disagree by chance on about
+a fifth of the units, so the null edits (the evolver's useless lines) really test the gate.
 
 World W's benchmark is generated once (`python -m app.providers.sim.generate --seed W --units U`)
 into a temporary store that also holds a copy of the `sim-starter` seed; each run is
 `main.py init` then `main.py train --config app/demo.toml --set gate.strategy=R
---set sim_world_seed=W --set sim_units_per_type=U --set sim_*_share=...`, as child processes
+--set sim_world_seed=W --set sim_units_per_type=U --set sim_*_share=...` (noise:
+`sim_noise_share`), as child processes
 from the project root, at most `--jobs` (2) at a time. From each finished workspace it reads:
 
 - final test: `analyses/final_test_eval.json` `test_accuracy`;
@@ -22,6 +28,15 @@ from the project root, at most `--jobs` (2) at a time. From each finished worksp
   manifest's current skills if it is absent). For context it also shows the decoys in the
   last skills version written (training ends by restoring the best version, which can hide
   what a strategy let in) and how many distinct decoys the evolver proposed;
+- useless in final: how many of the simulated evolver's useless lines
+  (app/providers/sim/evolver.py `USELESS_LINES`, the world's null edits) occur, compared as
+  `world.normalise`d text, in the final skills version's skill files, counted per file (the
+  same line in two skills counts twice: each is an edit a gate let in);
+- useless accepts: the null edits the gate accepted over those it tested, from the harness log.
+  A null edit is an evolution of a skill whose every applied edit adds a useless line; it was
+  tested when its step report's action is a gate decision, and accepted when that is `accept`,
+  or `accept_provisional` and the probation kept it (or never settled it). Pooled over the
+  seeds: the RESULT is the share, the table shows the counts;
 - gate calls: `llm_calls` rows whose run_id contains "-gate" (the step's `<prefix>gate-<type>`
   candidate runs and `<prefix>gatebase` baseline runs) or "-anchor-" (probation's re-run of
   the pre-edit anchor at epoch end); total calls: all `llm_calls` rows. Both
@@ -33,13 +48,20 @@ cell shows n < seeds and every target that needs it is MISSED.
 
 Targets per setting (means over the seeds): eprocess final test >= the best of the other three
 strategies - 0.03; eprocess leaves no harmful rule in any final skill (every run); eprocess
-non-cached total calls <= 1.5 x minibatch's. Each is printed MET or MISSED, and the eprocess
+non-cached total calls <= 1.5 x minibatch's; in noisy0.3, eprocess leaves no useless line in
+any final skill (every run). adversarial0.2 is measured but not targeted (only its harmful
+rule count is: no setting may leave one). Each is printed MET or MISSED, and the eprocess
 RESULT lines carry it as `target <op><value>` for bench/run_all.py. Figures come from the
 simulated model, not a real LLM.
 
     .venv/bin/python bench/acceptance.py [--seeds 1 2 3 4 5] [--settings default harmful0.8 ...]
         [--strategies eprocess mcnemar minibatch accept_all] [--units 72] [--jobs 2]
         [--timeout 900] [--keep] [--tiny]
+
+Full configuration: 5 seeds x 5 settings x 4 strategies = 100 trainings. One noisy0.3 eprocess
+training took 6.5 CPU-s at 72 units (18 at 216, bench/acceptance_large.py), so the whole is
+about 5 min at 72 units on 2 free cores and 9-10 min at 216 (bench/run_all.py gives the latter
+a 2700 s floor over `make bench`'s 1200 s per bench).
 
 `--tiny` (tests/bench/test_bench_tiny.py) trains one eprocess run of one epoch on a small world
 (world seed 1, the default shares, `--units` 24 unless given): it shows the bench still runs
@@ -70,13 +92,23 @@ CONFIG = ROOT / "app" / "demo.toml"
 SEED_NAME = "sim-starter"
 
 STRATEGIES = ("eprocess", "mcnemar", "minibatch", "accept_all")
-DEFAULT_SHARES = {"harmful": 0.2, "useless": 0.15, "adversarial": 0.0}
+# `sim_<key>_share` of each setting; "noise" is the agent's re-draw share (its default is
+# app/providers/sim/provider.py NOISE_SHARE)
+DEFAULT_SHARES = {"harmful": 0.2, "useless": 0.15, "adversarial": 0.0, "noise": 0.03}
 SETTINGS = {
     "default": {},
     "harmful0.8": {"harmful": 0.8},
     "useless0.6": {"useless": 0.6},
+    "noisy0.3": {"noise": 0.3},
     "adversarial0.2": {"adversarial": 0.2},
 }
+# Settings whose final_test and total_calls are targeted (the harmful rule count always is).
+TARGETED = ("default", "harmful0.8", "useless0.6", "noisy0.3")
+# Settings where eprocess must leave no useless line: with enough noise a gate that accepts null
+# edits shows it here (at the default 0.03 a useless line changes about 2% of the answers).
+USELESS_TARGETED = ("noisy0.3",)
+# the action of a step report whose gate ran (core/evolution/gate.py GateAction)
+GATE_ACTIONS = ("accept", "accept_provisional", "reject")
 FINAL_TEST_MARGIN = 0.03
 CALLS_RATIO_MAX = 1.5
 TINY_UNITS = 24  # --tiny: a world this small trains one epoch in seconds
@@ -118,6 +150,10 @@ class Outcome:
     harmful_rules: list[str] = field(default_factory=list)
     harmful_proposed: int = 0  # distinct decoys the evolver proposed for a skill in the run
     harmful_last: int = 0  # decoys in the last skills version written (before best restore)
+    useless: int = 0  # useless lines in the final skill files, counted per file
+    null_tested: int = 0  # null (useless-line) edits a gate decided on
+    null_accepted: int = 0  # ... that it accepted (or kept after probation)
+    null_provisional: int = 0  # ... that it accepted provisionally (kept or not)
     last_version: str = ""
     skills_version: str = ""
     gate_calls: int = 0
@@ -256,6 +292,7 @@ def measure(job: Job, ws: Path, seconds: float) -> Outcome:
         return sorted(r.rule_id for r in world.rules.values() if normalise(r.decoy) in text)
 
     harmful = decoys(skills_dir)
+    useless = useless_in(skills_dir)
     written = [p for p in (ws / "skills").iterdir() if p.is_dir() and p.name[1:].isdigit()]
     last = max(written, key=lambda p: int(p.name[1:]))
 
@@ -268,6 +305,7 @@ def measure(job: Job, ws: Path, seconds: float) -> Outcome:
         ):
             said = normalise(edits or "")
             proposed |= {r.rule_id for r in world.rules.values() if normalise(r.decoy) in said}
+        nulls = null_edit_tally(conn)
         total_rows, total_calls, gate_rows, gate_calls = conn.execute(
             "SELECT COUNT(*), COALESCE(SUM(COALESCE(cache_hit, 0) = 0), 0), "
             f"COALESCE(SUM({GATE_SQL}), 0), "
@@ -285,6 +323,10 @@ def measure(job: Job, ws: Path, seconds: float) -> Outcome:
         harmful_rules=harmful,
         harmful_proposed=len(proposed),
         harmful_last=len(decoys(last)),
+        useless=useless,
+        null_tested=nulls.tested,
+        null_accepted=nulls.accepted,
+        null_provisional=nulls.provisional,
         last_version=last.name,
         skills_version=str(version),
         gate_calls=gate_calls,
@@ -292,6 +334,73 @@ def measure(job: Job, ws: Path, seconds: float) -> Outcome:
         total_calls=total_calls,
         total_rows=total_rows,
     )
+
+
+def useless_in(version_dir: Path) -> int:
+    """How many of the simulated evolver's useless lines the skill files hold, per file."""
+    from app.providers.sim.evolver import USELESS_LINES
+    from app.providers.sim.world import normalise
+
+    lines = [normalise(line.removeprefix("- ")) for line in USELESS_LINES]
+    texts = [normalise(p.read_text(encoding="utf-8")) for p in sorted(version_dir.rglob("*.md"))]
+    return sum(line in text for text in texts for line in lines)
+
+
+@dataclass(frozen=True)
+class NullTally:
+    """The null edits (every applied edit adds one of the evolver's useless lines) a run's
+    gates decided on, and what they decided."""
+
+    tested: int
+    accepted: int
+    provisional: int
+
+
+def null_edit_tally(conn: sqlite3.Connection) -> NullTally:
+    """From the harness log: each skill evolution (run `<prefix>evolve`) meets its step report
+    (run `<prefix>report`, same task type); a provisional accept is looked up in the epoch
+    reports' probation verdicts by the version it produced."""
+    rows = conn.execute(
+        "SELECT e.edits_json, e.apply_report_json, e.result_version, s.action "
+        "FROM evolutions e JOIN step_reports s ON s.task_type = e.task_type "
+        "AND substr(e.run_id, 1, length(e.run_id) - length('evolve')) "
+        "= substr(s.run_id, 1, length(s.run_id) - length('report')) "
+        "WHERE e.target_kind = 'skill' AND e.run_id LIKE '%-evolve' AND s.run_id LIKE '%-report'"
+    ).fetchall()
+    verdicts = probation_verdicts(conn)
+    tested = accepted = provisional = 0
+    for edits_json, report_json, result_version, action in rows:
+        if action not in GATE_ACTIONS or not is_null_edit(edits_json, report_json):
+            continue
+        tested += 1
+        provisional += action == "accept_provisional"
+        # a provisional accept no probation settled stayed in the skills: counted as accepted
+        kept = verdicts.get(result_version, "keep") == "keep"
+        accepted += action == "accept" or (action == "accept_provisional" and kept)
+    return NullTally(tested, accepted, provisional)
+
+
+def is_null_edit(edits_json: str | None, report_json: str | None) -> bool:
+    """Every edit the code applied adds a useless line (and at least one was applied)."""
+    from app.providers.sim.evolver import USELESS_LINES
+    from app.providers.sim.world import normalise
+
+    edits = json.loads(edits_json or "[]")
+    applied = [r["index"] for r in json.loads(report_json or "[]") if r.get("applied")]
+    useless = {normalise(line) for line in USELESS_LINES}
+    return bool(applied) and all(
+        edits[i].get("op") == "add" and normalise(edits[i].get("content") or "") in useless
+        for i in applied
+    )
+
+
+def probation_verdicts(conn: sqlite3.Connection) -> dict[str, str]:
+    """{skills version a provisional accept produced: "keep" or "rollback"}."""
+    verdicts: dict[str, str] = {}
+    for (report,) in conn.execute("SELECT report_json FROM epoch_reports"):
+        for p in json.loads(report or "{}").get("probations") or []:
+            verdicts[str(p.get("accepted_version"))] = str(p.get("verdict"))
+    return verdicts
 
 
 def check_config(conn: sqlite3.Connection, job: Job) -> None:
@@ -347,6 +456,11 @@ def summarise(outcomes: list[Outcome], setting: str, strategy: str) -> dict:
         "harmful_max": max((o.harmful for o in ok), default=math.nan),
         "proposed": mean([o.harmful_proposed for o in ok]),
         "last": mean([o.harmful_last for o in ok]),
+        "useless": mean([o.useless for o in ok]),
+        "useless_max": max((o.useless for o in ok), default=math.nan),
+        "null_tested": sum(o.null_tested for o in ok),
+        "null_accepted": sum(o.null_accepted for o in ok),
+        "null_provisional": sum(o.null_provisional for o in ok),
         "gate": mean([o.gate_calls for o in ok]),
         "gate_rows": mean([o.gate_rows for o in ok]),
         "total": mean([o.total_calls for o in ok]),
@@ -360,9 +474,10 @@ def report_setting(outcomes: list[Outcome], setting: str, strategies: list[str])
     shares = {**DEFAULT_SHARES, **SETTINGS[setting]}
     print(
         f"\n== setting {setting}: harmful {shares['harmful']}, useless {shares['useless']}, "
-        f"adversarial {shares['adversarial']}"
+        f"adversarial {shares['adversarial']}, noise {shares['noise']}"
+        + ("" if setting in TARGETED else " (measured, not targeted)")
     )
-    row = "{:<11} {:>5}  {:>15}  {:>16}  {:>7}  {:>8}  {:>17}  {:>17}  {:>5}"
+    row = "{:<11} {:>5}  {:>15}  {:>16}  {:>7}  {:>8}  {:>15}  {:>14}  {:>17}  {:>17}  {:>5}"
     print(
         row.format(
             "strategy",
@@ -371,6 +486,8 @@ def report_setting(outcomes: list[Outcome], setting: str, strategies: list[str])
             "harmful in final",
             "in last",
             "proposed",
+            "useless in final",
+            "null accepts",
             "gate calls",
             "total calls",
             "s/run",
@@ -384,6 +501,8 @@ def report_setting(outcomes: list[Outcome], setting: str, strategies: list[str])
             "mean (max)",
             "mean",
             "mean",
+            "mean (max)",
+            "acc/tested (p)",
             "real / all rows",
             "real / all rows",
             "mean",
@@ -399,12 +518,14 @@ def report_setting(outcomes: list[Outcome], setting: str, strategies: list[str])
                 f"{fmt(s['harmful'], 2)} ({fmt(float(s['harmful_max']), 0)})",
                 fmt(s["last"], 2),
                 fmt(s["proposed"], 1),
+                f"{fmt(s['useless'], 2)} ({fmt(float(s['useless_max']), 0)})",
+                f"{s['null_accepted']}/{s['null_tested']} ({s['null_provisional']})",
                 f"{fmt(s['gate'], 0)} / {fmt(s['gate_rows'], 0)}",
                 f"{fmt(s['total'], 0)} / {fmt(s['total_rows'], 0)}",
                 fmt(s["seconds"], 1),
             )
         )
-    bars = thresholds(stats)
+    bars = thresholds(stats, setting)
     for r, s in stats.items():
         name = f"acceptance.{setting}.{r}"
 
@@ -419,24 +540,33 @@ def report_setting(outcomes: list[Outcome], setting: str, strategies: list[str])
             f"RESULT {name}.harmful_in_final {fmt(s['harmful'], 2)} rules"
             f"{target('harmful_in_final')}"
         )
+        print(
+            f"RESULT {name}.useless_in_final {fmt(s['useless'], 2)} rules"
+            f"{target('useless_in_final')}"
+        )
+        rate = s["null_accepted"] / s["null_tested"] if s["null_tested"] else math.nan
+        print(f"RESULT {name}.useless_accepts {fmt(rate, 4)} share")
         print(f"RESULT {name}.gate_calls {fmt(s['gate'], 1)} calls")
         print(f"RESULT {name}.total_calls {fmt(s['total'], 1)} calls{target('total_calls')}")
     return targets(setting, stats, bars)
 
 
-def thresholds(stats: dict[str, dict]) -> dict[str, tuple[str, float, int]]:
-    """eprocess's targets (its RESULT lines' `target`) as (op, value, digits printed)."""
+def thresholds(stats: dict[str, dict], setting: str) -> dict[str, tuple[str, float, int]]:
+    """eprocess's targets in `setting` (its RESULT lines' `target`) as (op, value, digits
+    printed); a target the setting does not have is absent."""
     others = [stats[r]["test"] for r in stats if r != "eprocess" and stats[r]["n"]]
     minibatch = stats.get("minibatch", {"n": 0})
-    return {
-        "final_test": (">=", max(others, default=math.nan) - FINAL_TEST_MARGIN, 4),
-        "harmful_in_final": ("==", 0.0, 0),
-        "total_calls": (
+    bars = {"harmful_in_final": ("==", 0.0, 0)}
+    if setting in USELESS_TARGETED:
+        bars["useless_in_final"] = ("==", 0.0, 0)
+    if setting in TARGETED:
+        bars["final_test"] = (">=", max(others, default=math.nan) - FINAL_TEST_MARGIN, 4)
+        bars["total_calls"] = (
             "<=",
             CALLS_RATIO_MAX * minibatch["total"] if minibatch["n"] else math.nan,
             1,
-        ),
-    }
+        )
+    return bars
 
 
 def targets(
@@ -465,33 +595,37 @@ def targets(
         return [f"{setting} (eprocess not run)"]
     e = stats["eprocess"]
     others = [r for r in stats if r != "eprocess"]
-    best = max((stats[r]["test"] for r in others if stats[r]["n"]), default=math.nan)
-    best_r = next((r for r in others if stats[r]["n"] and stats[r]["test"] == best), "-")
-    bar = bars["final_test"][1]  # compared as printed (4 decimals), like run_all.py does
-    verdict(
-        "final_test",
-        not math.isnan(bar) and round(e["test"], 4) >= round(bar, 4),
-        f"eprocess {fmt(e['test'])} vs best other ({best_r}) {fmt(best)} - "
-        f"{FINAL_TEST_MARGIN} = {fmt(bar)}",
-        gaps("eprocess", *others) or ([] if others else ["no other strategy run"]),
-    )
-    verdict(
-        "harmful_in_final",
-        e["n"] > 0 and e["harmful_max"] == 0,
-        f"eprocess max {fmt(float(e['harmful_max']), 0)} harmful rule(s) in a final skill "
-        f"over {e['n']} run(s)",
-        gaps("eprocess"),
-    )
-    m = stats.get("minibatch", {"total": math.nan})
-    limit = bars["total_calls"][1]
-    ratio = e["total"] / m["total"] if m["total"] else math.nan
-    verdict(
-        "total_calls",
-        not math.isnan(limit) and round(e["total"], 1) <= round(limit, 1),
-        f"eprocess {fmt(e['total'], 0)} vs {CALLS_RATIO_MAX} x minibatch "
-        f"{fmt(m['total'], 0)} = {fmt(limit, 0)} (ratio {fmt(ratio, 2)})",
-        gaps("eprocess", "minibatch"),
-    )
+    if "final_test" in bars:
+        best = max((stats[r]["test"] for r in others if stats[r]["n"]), default=math.nan)
+        best_r = next((r for r in others if stats[r]["n"] and stats[r]["test"] == best), "-")
+        bar = bars["final_test"][1]  # compared as printed (4 decimals), like run_all.py does
+        verdict(
+            "final_test",
+            not math.isnan(bar) and round(e["test"], 4) >= round(bar, 4),
+            f"eprocess {fmt(e['test'])} vs best other ({best_r}) {fmt(best)} - "
+            f"{FINAL_TEST_MARGIN} = {fmt(bar)}",
+            gaps("eprocess", *others) or ([] if others else ["no other strategy run"]),
+        )
+    for key, what in (("harmful", "harmful rule(s)"), ("useless", "useless line(s)")):
+        if f"{key}_in_final" in bars:
+            verdict(
+                f"{key}_in_final",
+                e["n"] > 0 and e[f"{key}_max"] == 0,
+                f"eprocess max {fmt(float(e[f'{key}_max']), 0)} {what} in a final skill "
+                f"over {e['n']} run(s)",
+                gaps("eprocess"),
+            )
+    if "total_calls" in bars:
+        m = stats.get("minibatch", {"total": math.nan})
+        limit = bars["total_calls"][1]
+        ratio = e["total"] / m["total"] if m["total"] else math.nan
+        verdict(
+            "total_calls",
+            not math.isnan(limit) and round(e["total"], 1) <= round(limit, 1),
+            f"eprocess {fmt(e['total'], 0)} vs {CALLS_RATIO_MAX} x minibatch "
+            f"{fmt(m['total'], 0)} = {fmt(limit, 0)} (ratio {fmt(ratio, 2)})",
+            gaps("eprocess", "minibatch"),
+        )
     return missed
 
 
@@ -587,6 +721,8 @@ def main() -> int:
                 print(
                     f"{head} test {o.final_test:.3f}  harmful {o.harmful}{rules} "
                     f"(last {o.last_version}: {o.harmful_last}; {o.harmful_proposed} proposed)  "
+                    f"useless {o.useless}  null accepts {o.null_accepted}/{o.null_tested} "
+                    f"({o.null_provisional} provisional)  "
                     f"gate {o.gate_calls}/{o.gate_rows}  total {o.total_calls}/{o.total_rows} "
                     f" skills {o.skills_version}  {o.seconds:.1f} s",
                     flush=True,

@@ -5,7 +5,8 @@ families (the rest are test, or the candidate's own case pack), so no valid test
 one-rule edit that fixes a fifth of them; with 216 units it sees about 45. Running both shows
 how much of the gap between the e-process gate and accepting every edit is the pool's size.
 
-It runs `bench/acceptance.py --units 216` (the same strategies, seeds and settings) and renames
+It runs `bench/acceptance.py --units 216` (the same strategies, seeds and settings, noisy0.3
+included: 100 trainings, 9-10 min on 2 free cores; bench/run_all.py allows it 2700 s) and renames
 its RESULT lines `acceptance.<setting>.<strategy>.*` to `acceptance_units216.<...>`, so the
 `acceptance.*` names in bench/RESULTS.md keep meaning the built-in world size.
 

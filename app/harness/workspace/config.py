@@ -133,6 +133,9 @@ class RunConfig(BaseModel):
     sim_harmful_share: float = _d(0.2, **SHARE)
     sim_useless_share: float = _d(0.15, **SHARE)
     sim_adversarial_share: float = _d(0.0, **SHARE)
+    # share of the simulated agent's answers re-drawn per request (sampling noise; default
+    # app/providers/sim/provider.py NOISE_SHARE): bench/acceptance.py's `noisy0.3` raises it
+    sim_noise_share: float = _d(0.03, **SHARE)
     sim_world_seed: int = _s(7)  # which simulated world; its benchmark: app.providers.sim.generate
     sim_units_per_type: int = _s(72, **POSITIVE)
 

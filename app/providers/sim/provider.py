@@ -25,7 +25,11 @@ from app.providers.sim.world import World, build_world
 from core.protocols import Message
 from core.types import LLMResponse, ToolCall, ToolSpec, Usage
 
-NOISE_SHARE = 0.03  # share of agent answers re-drawn from the whole request (sampling noise)
+# Default share of agent answers re-drawn from the whole request (sampling noise): the world
+# setting `sim_noise_share` (app/harness/workspace/config.py). A re-drawn answer is right with the
+# same probability, so a change of this share moves no accuracy, only how often a repeated run of
+# the same question disagrees with itself (the discordance a gate must see through).
+NOISE_SHARE = 0.03
 # Temperature > 0 (best-of-N forks, app/harness/data/fork.py): this share of answers, times the
 # temperature (capped at 1), is re-drawn from (question, seed, temperature), so branches sampled at
 # different temperatures really differ. At temperature 0 nothing changes.
@@ -42,6 +46,11 @@ class SimSettings:
     shares: EvolverShares = EvolverShares()
     judge_noise: float = 0.0  # share of judge samples drawn at random (app/providers/sim/judge.py)
     judge_position_bias: float = 0.0  # share of pairwise samples that pick whatever is shown first
+    noise_share: float = NOISE_SHARE  # share of agent answers re-drawn per request
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.noise_share <= 1.0:
+            raise ValueError(f"noise_share must be in [0, 1], got {self.noise_share!r}")
 
 
 class SimRateLimit(TransientError):
@@ -124,7 +133,7 @@ class SimProvider:
         if case is not None:
             p = agent.p_correct(self.world, view, case)
             u = draw(self.world.seed, "agent", case.question_id, seed)
-            if draw(self.world.seed, "noise", request_key) < NOISE_SHARE:
+            if draw(self.world.seed, "noise", request_key) < self.settings.noise_share:
                 u = draw(self.world.seed, "redraw", request_key)
             if temperature > 0 and draw(
                 self.world.seed, "temp-mix", case.question_id, seed, temperature
