@@ -63,6 +63,7 @@ def sim_settings(config: RunConfig) -> SimSettings:
         fault_rate=config.sim_fault_rate,
         judge_noise=config.sim_judge_noise,
         judge_position_bias=config.sim_judge_position_bias,
+        missing_context_share=config.sim_missing_context_share,
         shares=EvolverShares(
             harmful=config.sim_harmful_share,
             useless=config.sim_useless_share,
