@@ -156,6 +156,42 @@ def recall(run: Run) -> tuple[int, int]:
     return sum(r["category"] == "missing_context" for r in truly), len(truly)
 
 
+def polluting_causes(run: Run) -> dict[str, int]:
+    """True causes of the non-skill failures that sat in the packs of applied skill edits."""
+    out: dict[str, int] = {}
+    for r in _packed(run):
+        if r["truth"] != "skill_gap":
+            out[r["truth"]] = out.get(r["truth"], 0) + 1
+    return out
+
+
+def _packed(run: Run) -> list[dict]:
+    by_step: dict[tuple[str, str], list[dict]] = {}
+    for r in run.rows:
+        if r["category"] == "skill_gap":
+            by_step.setdefault((r["run_id"].removesuffix("diag"), r["task_type"]), []).append(r)
+    packed = []
+    for e in run.evolutions:
+        if any(a.get("applied") for a in json.loads(e["apply_report_json"] or "[]")):
+            key = (e["run_id"].removesuffix("evolve"), e["task_type"])
+            packed += sorted(by_step.get(key, []), key=lambda r: r["question_id"])[
+                :MAX_FAILURES_PER_PACK
+            ]
+    return packed
+
+
+def probe_counts(ws: Path) -> tuple[int, int]:
+    """(probe answers that passed, probe answers) of a workspace trained with triage_probe."""
+    con = sqlite3.connect(f"file:{ws / 'harness.db'}?mode=ro", uri=True)
+    try:
+        ((passed, n),) = con.execute(
+            "SELECT COALESCE(SUM(correct), 0), COUNT(*) FROM predictions WHERE run_id LIKE '%-probe'"
+        ).fetchall()
+    finally:
+        con.close()
+    return int(passed), int(n)
+
+
 def skill_edits_from_non_skill(run: Run) -> tuple[int, int]:
     """(skill evolutions that applied an edit with a non-skill failure in their pack, all
     skill evolutions that applied an edit)."""
@@ -296,6 +332,7 @@ def main() -> int:
             }
             if args.probe:
                 figures["probe_edits"] = skill_edits_from_non_skill(runs["probe"])
+                figures["probed"] = probe_counts(runs["probe"].ws)
             per_seed.append(figures)
             f = figures
             print(
@@ -311,6 +348,12 @@ def main() -> int:
                 )
                 + f"); rule verdicts changed under judge noise {f['changed'][0]} of "
                 f"{f['changed'][1]} failures compared"
+            )
+            probed = f.get("probed", (0, 0))
+            print(
+                "  noisy judge: true causes of the non-skill failures in applied skill edits' "
+                f"packs {polluting_causes(runs['noisy'])}"
+                + (f"; probe: {probed[0]} of {probed[1]} re-runs passed" if args.probe else "")
             )
     mean = lambda key: statistics.mean(share_of(f[key]) for f in per_seed)  # noqa: E731
     total = lambda key: sum(f[key][0] for f in per_seed)  # noqa: E731
