@@ -237,7 +237,7 @@ def judge_only_recall(run: Run, noise: float) -> tuple[int, int]:
     from app.harness.workspace.store import load_benchmark
     from app.paths import read_prompt
     from app.providers.sim.provider import SimProvider, SimSettings
-    from core.evolution.diagnose import Failure, diagnose_failures
+    from core.evolution.diagnose import Diagnosis, Failure, diagnose_failures
 
     truly = [r for r in run.rows if r["truth"] == "missing_context"]
     if not truly:
@@ -264,7 +264,7 @@ def judge_only_recall(run: Run, noise: float) -> tuple[int, int]:
         )
     judge = SimProvider(settings=SimSettings(judge_noise=noise), world=run.world)
 
-    async def ask():
+    async def ask() -> list[Diagnosis]:
         return await diagnose_failures(judge, read_prompt("diagnose_failure.md"), failures)
 
     found = anyio.run(ask)

@@ -92,10 +92,10 @@ class SimProvider:
             (m.get("content") or "" for m in reversed(messages) if m.get("role") == "user"), ""
         )
         if "## Task: " in last_user:
-            reply = reply_for_task(self.world, last_user, self.settings.shares)
+            text = reply_for_task(self.world, last_user, self.settings.shares)
             if DIAGNOSIS_TASK in last_user:  # the judge role's diagnoses are as noisy as its grades
-                reply = noisy_diagnosis(self.world, reply, request_key, self.settings.judge_noise)
-            return self._response(messages, reply, ())
+                text = noisy_diagnosis(self.world, text, request_key, self.settings.judge_noise)
+            return self._response(messages, text, ())
         if "## Judge: " in last_user:
             return self._response(
                 messages,
