@@ -303,7 +303,8 @@ class LogReader(_Queries):
         }
 
     def triage_counts(self, examples: int = 3) -> list[TriageCount]:
-        """Training steps' diagnoses (run ids `...-diag`) by category and decider."""
+        """Training steps' diagnoses (run ids `...-diag`; not the `diagnose` command's
+        `<run>-diagnose-diag`, which re-diagnoses a run) by category and decider."""
         if not self.has_table("diagnoses"):
             return []
         who = (
@@ -314,7 +315,8 @@ class LogReader(_Queries):
         rows = self._rows(
             f"SELECT category, {who} AS decided_by, COUNT(*) AS failures, "
             "json_group_array(question_id) AS ids FROM "
-            "(SELECT * FROM diagnoses WHERE run_id LIKE '%-diag' ORDER BY id DESC) "
+            "(SELECT * FROM diagnoses WHERE run_id LIKE '%-diag' "
+            "AND run_id NOT LIKE '%-diagnose-diag' ORDER BY id DESC) "
             "GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2"
         )
         return [
