@@ -107,6 +107,15 @@ def test_unread_context_is_decided_by_rule_and_reaches_no_skill_pack(tmp_path, p
     log = (ws / "logs" / "skill-trainer.log").read_text()
     assert "no edit can fix (missing_context" in log
 
+    # `diagnose RUN_ID` triages a logged rollout the same way and says who decided
+    from app import api
+
+    rollout = "train1-e1-s0-rollout"
+    again = api.diagnose(ws, rollout, overrides={"sim_missing_context_share": SHARE})
+    in_step = {q for run, q in truly if run == "train1-e1-s0-diag"}
+    assert again.decided_by.get("rule:context_unread", 0) == len(in_step) > 0
+    assert again.by_category["missing_context"] >= len(in_step)
+
     report = _report(ws)
     assert re.search(
         rf"missing_context\s+{len(truly)}\s+\(rule:context_unread {len(truly)}\)", report
