@@ -29,7 +29,7 @@ import re
 import sqlite3
 import time
 from collections.abc import Callable, Coroutine, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
@@ -778,6 +778,7 @@ class DiagnoseResult:
     system_pack: int
     tool_packs: dict[str, int]  # per tool
     simulated_model: bool
+    decided_by: dict[str, int] = field(default_factory=dict)  # "judge" or "rule:<name>" -> n
 
 
 def diagnose(

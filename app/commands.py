@@ -164,6 +164,7 @@ def diagnose_lines(result: api.DiagnoseResult) -> list[str]:
     return [
         f"diagnose {result.run_id}: {result.failures} failures diagnosed{unparsed}",
         f"  by category: {counts(result.by_category)}",
+        f"  decided by: {counts(result.decided_by)} (rules before the judge)",
         f"  case packs (failures sampled for the evolver): skills {counts(result.skill_packs)}",
         f"    system prompt {result.system_pack}; tools {counts(result.tool_packs)}",
     ]

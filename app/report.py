@@ -36,8 +36,9 @@ def workspace_summary(root: Path) -> dict[str, Any]:
             spend = [asdict(r) for r in _spend(root, log)]
             model_io = _model_io(log, role_calls)
             activation = _activation(log)
+            triage = [asdict(t) for t in log.triage_counts()]
     else:
-        calls, spend, model_io, activation, resumes = [], [], {}, {}, []
+        calls, spend, model_io, activation, resumes, triage = [], [], {}, {}, [], []
     checkpoint = load_checkpoint(root) if (root / "checkpoint.json").exists() else None
     final = root / "analyses" / "final_test_eval.json"
     return {
@@ -53,6 +54,7 @@ def workspace_summary(root: Path) -> dict[str, Any]:
         "spent_usd": sum(r["cost_usd"] for r in spend),
         "model_io": model_io,
         "activation": activation,
+        "triage": triage,
         "progress": checkpoint["progress"] if checkpoint else None,
         "resumes": [asdict(r) for r in resumes],
         "final_test": read_json_object(final, "final test report") if final.exists() else None,
@@ -186,6 +188,7 @@ def format_summary(s: dict[str, Any]) -> str:
         )
     lines += _model_io_lines(s.get("model_io", {}))
     lines += _activation_lines(s.get("activation") or {})
+    lines += _triage_lines(s.get("triage") or [])
     if s.get("spend"):
         sim = any(r.get("simulated_model") for r in s["runs"])
         lines.append(
@@ -236,6 +239,33 @@ def _activation_lines(a: dict[str, Any]) -> list[str]:
                 f"    {task_type:<14} recall {e['recall']:.2f}  precision {prec}  "
                 f"(n={e['n']}, none={e['opened_none']}, wrong={e['opened_wrong']})"
             )
+    return lines
+
+
+# What a user can do about the failures no evolution acts on (core/evolution/diagnose.py).
+NOWHERE_HINTS = {
+    "missing_context": "no edit can fix these: the agent answered without the question's context",
+    "runtime_fault": "no edit can fix these: the rollout broke (see calls, retries above)",
+}
+
+
+def _triage_lines(counts: list[dict[str, Any]]) -> list[str]:
+    """Training steps' failures by category and by who decided them (rules first, then the
+    judge, core/evolution/triage.py); missing context and runtime faults with examples."""
+    if not counts:
+        return []
+    by_cat: dict[str, list[dict[str, Any]]] = {}
+    for c in counts:
+        by_cat.setdefault(c["category"], []).append(c)
+    total = sum(c["failures"] for c in counts)
+    lines = [f"\nfailure triage  {total} failures diagnosed in training steps (rules, then judge)"]
+    for category, rows in sorted(by_cat.items(), key=lambda kv: -sum(r["failures"] for r in kv[1])):
+        n = sum(r["failures"] for r in rows)
+        who = ", ".join(f"{r['decided_by']} {r['failures']}" for r in rows)
+        lines.append(f"  {category:<16} {n:>5}  ({who})")
+        if category in NOWHERE_HINTS:
+            ids = [q for r in rows for q in r["examples"]][:3]
+            lines.append(f"      {NOWHERE_HINTS[category]}; e.g. {', '.join(ids)}")
     return lines
 
 

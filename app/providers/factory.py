@@ -64,6 +64,7 @@ def sim_settings(config: RunConfig) -> SimSettings:
         judge_noise=config.sim_judge_noise,
         judge_position_bias=config.sim_judge_position_bias,
         noise_share=config.sim_noise_share,
+        missing_context_share=config.sim_missing_context_share,
         shares=EvolverShares(
             harmful=config.sim_harmful_share,
             useless=config.sim_useless_share,

@@ -1,8 +1,10 @@
 """Two-stage diagnosis: classify each failure's cause, then build case packs
 (docs/architecture.md#a-step).
 
-Stage 1 asks the judge model (`judge_model`), per failure, whether the cause is missing context, an
-interface/tool ambiguity, a runtime fault, or a real skill gap. Stage 2 groups the failures:
+Stage 1 triages each failure: deterministic rules decide what the log already shows
+(core/evolution/triage.py), and only the rest go to the judge model (`judge_model`), which says
+whether the cause is missing context, an interface/tool ambiguity, a runtime fault, or a real
+skill gap. Every diagnosis records who decided it (`decided_by`). Stage 2 groups the failures:
 skill gaps into per-task-type skill packs (with contrasting successes), system-prompt and tool
 ambiguities into packs that accumulate for the epoch's slow update.
 """
@@ -11,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from string import Template
 from typing import TYPE_CHECKING, Any
@@ -26,7 +28,14 @@ if TYPE_CHECKING:
 
     from core.structured import Attempt, FormatLadder
 
-CATEGORIES = ("missing_context", "interface", "runtime_fault", "skill_gap")
+CATEGORIES = ("missing_context", "interface", "runtime_fault", "skill_gap")  # the judge's
+# Decided only by a rule (core/evolution/triage.py): the right skill was never opened, so no
+# edit of its text can reach the agent; the slow update trains descriptions for these instead.
+ACTIVATION = "activation"
+# Failures no skill, prompt or tool edit can fix: shown to the user (step report summaries,
+# `report`, the TUI) because no evolution step acts on them.
+NOWHERE_CATEGORIES = ("missing_context", "runtime_fault")
+JUDGE = "judge"  # `Diagnosis.decided_by` of a judge's diagnosis; a rule's is "rule:<name>"
 MAX_FAILURES_PER_PACK = 12
 MAX_SUCCESSES_PER_PACK = 3
 TRAJECTORY_CHARS = 3000
@@ -54,6 +63,7 @@ class Diagnosis:
     target: str  # "skill" | "system" | "tool:<name>"
     rationale: str
     degraded: bool = False
+    decided_by: str = JUDGE
 
     @property
     def contradiction(self) -> str | None:
@@ -76,15 +86,17 @@ class FailureTally:
     failures: int
     by_category: dict[str, int]  # category -> failures, most first (ties by name)
     contradictory: int  # diagnoses whose category and target disagree
+    decided_by: dict[str, int] = field(default_factory=dict)  # "judge" / "rule:<name>" -> n
 
     @classmethod
     def of(cls, diagnoses: Sequence[Diagnosis]) -> FailureTally:
-        counts: dict[str, int] = {}
-        for d in diagnoses:
-            counts[d.category] = counts.get(d.category, 0) + 1
-        ordered = dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
         contradictory = sum(d.contradiction is not None for d in diagnoses)
-        return cls(len(diagnoses), ordered, contradictory)
+        return cls(
+            len(diagnoses),
+            _most_first(d.category for d in diagnoses),
+            contradictory,
+            _most_first(d.decided_by for d in diagnoses),
+        )
 
     def describe(self) -> str:
         """`11 failures, none a skill gap (runtime_fault 11)`, or `no failures in this batch`."""
@@ -103,12 +115,29 @@ class FailureTally:
             return ""
         return f"; {_plural(self.contradictory, 'contradictory diagnosis')}"
 
+    def nowhere_note(self) -> str:
+        """`; 3 failures no edit can fix (missing_context 2, runtime_fault 1)`, appended to
+        every step report's summary, since no evolution acts on them; "" when there are none."""
+        found = {c: n for c, n in self.by_category.items() if c in NOWHERE_CATEGORIES}
+        if not found:
+            return ""
+        kinds = ", ".join(f"{c} {n}" for c, n in found.items())
+        return f"; {_plural(sum(found.values()), 'failure')} no edit can fix ({kinds})"
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "failures": self.failures,
             "by_category": dict(self.by_category),
             "contradictory": self.contradictory,
+            "decided_by": dict(self.decided_by),
         }
+
+
+def _most_first(keys: Iterable[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for k in keys:
+        counts[k] = counts.get(k, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def _plural(n: int, noun: str) -> str:

@@ -170,3 +170,43 @@ def test_an_old_schema_log_is_read_as_it_is(tmp_path: Path, version: int) -> Non
     assert (db.read_bytes(), db.stat().st_mtime_ns) == before
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT MAX(version) FROM _migrations").fetchone()[0] == version
+
+
+@pytest.mark.parametrize("version", [6, len(MIGRATIONS)])
+def test_triage_counts_read_a_log_from_before_deciders_as_the_judges(
+    tmp_path: Path, version: int
+) -> None:
+    """Training steps' diagnoses by category and decider; before migration 7 the judge
+    decided every one, so that is what an older log's rows count as."""
+    db = tmp_path / "log.db"
+    _old_log(db, version)
+    with sqlite3.connect(db) as conn:
+        rows = [
+            ("train1-e1-s0-diag", "q1", "skill_gap", "judge"),
+            ("train1-e1-s0-diag", "q2", "missing_context", "rule:context_unread"),
+            ("train1-e1-s1-diag", "q3", "missing_context", "rule:context_unread"),
+            ("baseline-diagnose-diag", "q4", "runtime_fault", "judge"),  # not a training step
+        ]
+        if version >= 7:
+            conn.executemany(
+                "INSERT INTO diagnoses (run_id, question_id, category, decided_by) "
+                "VALUES (?, ?, ?, ?)",
+                rows,
+            )
+        else:
+            conn.executemany(
+                "INSERT INTO diagnoses (run_id, question_id, category) VALUES (?, ?, ?)",
+                [r[:3] for r in rows],
+            )
+    with open_reader(db) as log:
+        counts = [(t.category, t.decided_by, t.failures, t.examples) for t in log.triage_counts()]
+    if version >= 7:
+        assert counts == [
+            ("missing_context", "rule:context_unread", 2, ("q3", "q2")),
+            ("skill_gap", "judge", 1, ("q1",)),
+        ]
+    else:
+        assert counts == [
+            ("missing_context", "judge", 2, ("q3", "q2")),
+            ("skill_gap", "judge", 1, ("q1",)),
+        ]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
-from app.harness.workspace.log import HarnessLog
+from app.harness.workspace.log import SCHEMA_VERSION, HarnessLog
 from app.tui.data import WorkspaceData
 from app.tui.screens.runs import run_cells
 
@@ -91,4 +91,4 @@ def test_a_log_from_before_the_resumes_table_still_opens(resumed: Path, tmp_path
     assert "resumed" not in capsys.readouterr().out
     assert "resumed" not in WorkspaceData(old).run_status().detail
     with HarnessLog(old / "harness.db") as log:  # a writer migrates it
-        assert log.schema_version() == 6 and log.resumes() == []
+        assert log.schema_version() == SCHEMA_VERSION and log.resumes() == []

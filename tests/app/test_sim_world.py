@@ -893,3 +893,57 @@ def test_every_adversarial_proposal_kind_reaches_the_harness(real_packs, starter
     )
     # _adversarial_edit has six choices; "delete Momentum" and the empty "replace" are two.
     assert ops["delete"] >= 5 and ops["replace"] >= 5, ops
+
+
+# ------------------------------------------------- missing context and a noisy diagnosing judge
+def test_missing_context_share_skips_those_contexts_and_inlining_restores_them(
+    questions, starter
+) -> None:
+    """`missing_context_share`: the agent never opens that share of the contexts it needs (a
+    fixed set the world knows, `skips_context`), so those fail near chance even with every
+    rule known; inlined in the user message the context counts as read. At 0 nothing skips."""
+    from app.providers.sim.agent import skips_context
+
+    share = 0.5
+    ctx_qs = [q for q in questions if q.context]
+    assert not any(skips_context(WORLD, WORLD.case_for_text(q.question), 0.0) for q in ctx_qs)
+    skipped = {
+        q.question_id
+        for q in ctx_qs
+        if skips_context(WORLD, WORLD.case_for_text(q.question), share)
+    }
+    assert 0.35 < len(skipped) / len(ctx_qs) < 0.65
+    provider = SimProvider(settings=SimSettings(missing_context_share=share))
+    trained = add_rules(fair(starter), true_rules())
+    preds = run(answer_all, provider, trained, ctx_qs)
+    for qid, p in preds.items():
+        read = any(s.get("name") == "read_context" for s in p.steps if s.get("type") == "tool")
+        assert read == (qid not in skipped), qid
+    acc_skipped = statistics.mean(preds[q].correct for q in skipped)
+    acc_read = statistics.mean(p.correct for qid, p in preds.items() if qid not in skipped)
+    assert acc_skipped < 0.45 < 0.8 < acc_read
+    inlined = run(
+        answer_all,
+        provider,
+        dataclasses.replace(trained, inline_context=True),
+        [q for q in ctx_qs if q.question_id in skipped],
+    )
+    assert statistics.mean(p.correct for p in inlined.values()) > 0.8
+
+
+def test_judge_noise_randomises_that_share_of_diagnoses(questions, starter) -> None:
+    plain = [q for q in questions if not q.context][:200]
+    failures = [
+        Failure(q, "wrong", "final", (), starter.system, starter.skill_text(q.task_type), "-")
+        for q in plain
+    ]
+
+    async def categories(noise: float) -> list[str]:
+        provider = SimProvider(settings=SimSettings(judge_noise=noise))
+        found = await diagnose_failures(provider, TEMPLATES["diagnose_failure"], failures)
+        return [d.category for d in found]
+
+    honest, quiet, noisy = (run(categories, n) for n in (0.0, 0.0, 0.3))
+    assert honest == quiet
+    changed = sum(a != b for a, b in zip(honest, noisy, strict=True)) / len(honest)
+    assert 0.12 < changed < 0.35  # 0.3 drawn at random, 3 in 4 of them a different category

@@ -68,6 +68,7 @@ def test_failures_none_a_skill_gap_are_not_reported_as_no_failures(tmp_path, mon
                 "failures": n,
                 "by_category": {"runtime_fault": n},
                 "contradictory": 0,
+                "decided_by": {"judge": n},  # the judge's verdict: no rule fires here
             }
         else:
             assert r["action"] == SkipAction.SKIP_NO_FAILURES

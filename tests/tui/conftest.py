@@ -133,6 +133,16 @@ def _trajectory(
     return steps
 
 
+# A step report's `diagnosis` (core/evolution/diagnose.py FailureTally.to_dict) with failures
+# decided by triage rules, including two kinds no edit can fix.
+ACCEPTED_DIAGNOSIS = {
+    "failures": 7,
+    "by_category": {"skill_gap": 4, "missing_context": 2, "runtime_fault": 1},
+    "contradictory": 0,
+    "decided_by": {"judge": 4, "rule:context_unread": 2, "rule:stop_error": 1},
+}
+
+
 def make_workspace(tmp_path: Path, name: str = "demo-ws") -> DemoWorkspace:
     root = Path(tmp_path) / name
     seed = load_seed(seed_dir(builtin_store(), "sim-starter"))
@@ -417,6 +427,8 @@ def make_workspace(tmp_path: Path, name: str = "demo-ws") -> DemoWorkspace:
             "summary": f"{task}: {action.replace('_', ' ')}",
             "at": _stamp(epoch * 10 + step),
         }
+        if action == "accept":  # the triaged failures line (app/tui/widgets/step_detail.py)
+            report["diagnosis"] = ACCEPTED_DIAGNOSIS
         path = root / "reports" / "steps" / f"e{epoch}_s{step}_{task}.json"
         write_json_atomic(path, report)
         demo.step_files.append(path)

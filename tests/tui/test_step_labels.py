@@ -59,3 +59,18 @@ async def test_a_unit_both_got_wrong_is_not_shown_as_a_win() -> None:
         ("0", "0", "W"),
         ("1", "0", "L"),
     ]
+
+
+def test_the_step_detail_counts_failures_by_category_and_decider() -> None:
+    from tests.tui.conftest import ACCEPTED_DIAGNOSIS
+
+    detail = {**DETAIL, "report": {**DETAIL["report"], "diagnosis": ACCEPTED_DIAGNOSIS}}
+    parts = step_summary(detail).renderables
+    line = next(p for p in parts if str(p).startswith("failures "))
+    assert str(line) == (
+        "failures 7: skill_gap 4, missing_context 2, runtime_fault 1  ·  decided by judge 4, "
+        "rule:context_unread 2, rule:stop_error 1"
+    )
+    yellow = {str(line)[s.start : s.end] for s in line.spans if s.style == "yellow"}
+    assert yellow == {"missing_context 2", "runtime_fault 1"}  # what no edit can fix
+    assert not any(str(p).startswith("failures ") for p in step_summary(DETAIL).renderables)

@@ -62,6 +62,9 @@ class AgentPrompts:
     skill_mode: str = "inline"
     skills_version: str = ""
     prompts_version: str = ""
+    # The question's full context in the user message (the triage probe,
+    # app/harness/training/triage_probe.py): the counterfactual "had it read everything".
+    inline_context: bool = False
 
     @classmethod
     def load(cls, skills_dir: Path, prompts_dir: Path, skill_mode: str) -> AgentPrompts:
@@ -135,6 +138,8 @@ class AgentPrompts:
                 f"{self.skill_text(question.task_type)}"
             )
         user = Template(self.user_template).safe_substitute(question=question.question)
+        if self.inline_context and question.context:
+            user += f"\n\n<context>\n{question.context}\n</context>"
         return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
     def dispatch(self, name: str, arguments: Any, question: Question) -> str:

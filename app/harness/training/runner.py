@@ -54,6 +54,7 @@ from app.paths import read_prompt
 from app.providers.errors import BudgetExceeded
 from app.secrets import scrub
 from core.evolution.budget import resolve_skill_file
+from core.evolution.diagnose import FailureTally
 from core.types import Question
 
 TEMPLATES = ("diagnose_failure", "evolve_skill", "evolve_system", "evolve_tool", "momentum")
@@ -504,13 +505,12 @@ class Runner:
             ctx, prompts, batch, f"{run_id}-diagnose-", rollout_run_id=run_id
         )
         session.recorder.flush()
-        by_cat: dict[str, int] = {}
-        for d in result.diagnoses:
-            by_cat[d.category] = by_cat.get(d.category, 0) + 1
+        tally = FailureTally.of(result.diagnoses)
         return {
             "run_id": run_id,
             "failures": len(result.diagnoses),
-            "by_category": by_cat,
+            "by_category": tally.by_category,
+            "decided_by": tally.decided_by,
             "degraded": result.degraded_count,
             "contradictory": len(result.contradictory),
             "skill_packs": {t: len(p.failures) for t, p in result.skill_packs.items()},

@@ -25,6 +25,7 @@ from app.harness.training.observation import (
     write_step_report,
 )
 from app.harness.training.train_state import Probation, TrainContext, TrainState
+from app.harness.training.triage_probe import probe_skill_gaps
 from app.harness.training.validate import GateSpec, ValidationOutcome, Validator, with_skill
 from app.harness.training.vocabulary import Count, SkipAction, StepAction
 from app.harness.workspace import killpoints
@@ -33,6 +34,7 @@ from app.harness.workspace.log import HarnessLog, RunStatus
 from core.concurrency import fan_out
 from core.evolution.budget import edit_budget_at, resolve_skill_file
 from core.evolution.diagnose import (
+    NOWHERE_CATEGORIES,
     RAW_NOTE,
     CasePack,
     Diagnosis,
@@ -52,6 +54,7 @@ from core.evolution.evolve import (
     skill_prompt,
 )
 from core.evolution.gate import AcceptanceStrategy, GateAction, SequentialGate
+from core.evolution.triage import triage_failures
 from core.types import Question
 
 # What each gate decision adds to the epoch's counts (a rejection also counts Count.REJECTED).
@@ -120,10 +123,17 @@ class StepScope:
             record=record,
             outcome=outcome,
             new_version=new_version,
-            summary=summary + (tally.contradiction_note() if tally else ""),
+            summary=summary + (_notes(tally, action) if tally else ""),
             diagnosis=tally.to_dict() if tally else None,
         )
         write_step_report(self.ctx.root, self.ctx.log, report, self.run_id("report"))
+
+
+def _notes(tally: FailureTally, action: StepAction) -> str:
+    """What every step report's summary adds: contradictory diagnoses, and the failures no
+    edit can fix (a "no skill gaps" skip's summary already lists every category)."""
+    nowhere = "" if action == SkipAction.SKIP_NO_SKILL_GAPS else tally.nowhere_note()
+    return tally.contradiction_note() + nowhere
 
 
 async def run_step(
@@ -209,12 +219,13 @@ async def diagnose_batch(
                 tools=tools or "(none)",
             )
         )
+    triaged = triage_failures(failures)  # rules first; the judge sees only the rest
     calls: list = []
     with calls_logged_as(prefix + "diag"):
-        diagnoses = await diagnose_failures(
+        judged = await diagnose_failures(
             ctx.session.providers["judge"],
             ctx.templates["diagnose_failure"],
-            failures,
+            triaged.for_judge,
             limiter=anyio.CapacityLimiter(ctx.config.concurrency),
             ladder=ctx.session.model_io.ladder("judge"),
             role="judge",
@@ -226,12 +237,12 @@ async def diagnose_batch(
         "diagnosis",
         [(c.question_id, c.attempts) for c in sorted(calls, key=lambda c: c.question_id)],
     )
-    degraded = sum(d.degraded for d in diagnoses)
-    parse_errors = {d.question_id: d.rationale for d in diagnoses if d.degraded}
+    degraded = sum(d.degraded for d in judged)
+    parse_errors = {d.question_id: d.rationale for d in judged if d.degraded}
     c = ctx.config
-    if failures and degraded / len(failures) > c.diagnosis_degraded_max_share:
+    if judged and degraded / len(judged) > c.diagnosis_degraded_max_share:
         problem = (
-            f"{degraded}/{len(failures)} diagnoses did not parse (more than "
+            f"{degraded}/{len(judged)} diagnoses did not parse (more than "
             f"diagnosis_degraded_max_share = {c.diagnosis_degraded_max_share:g}); "
             f"judge_model {c.judge_model} makes them"
         )
@@ -241,8 +252,12 @@ async def diagnose_batch(
             "{}: evolving from the raw failure packs instead (on_degraded_diagnoses = 'raw_packs')",
             problem,
         )
-        diagnoses = raw_diagnoses(diagnoses)
+        judged = raw_diagnoses(judged)
+    if c.triage_probe:
+        judged = await probe_skill_gaps(ctx, prompts, failures, judged, prefix + "probe")
+    diagnoses = in_batch_order(failures, [*triaged.decided, *judged])
     _warn_contradictions(prefix + "diag", diagnoses)
+    _warn_nowhere(prefix + "diag", diagnoses)
     ctx.log.insert_rows(
         "diagnoses",
         [
@@ -255,11 +270,37 @@ async def diagnose_batch(
                 "rationale": d.rationale,
                 "degraded": int(d.degraded),
                 "parse_error": parse_errors.get(d.question_id),
+                "decided_by": d.decided_by,
             }
             for d in diagnoses
         ],
     )
     return build_packs(diagnoses, failures, successes)
+
+
+def in_batch_order(failures: Sequence[Failure], diagnoses: Sequence[Diagnosis]) -> list[Diagnosis]:
+    by_id = {d.question_id: d for d in diagnoses}
+    return [by_id[f.question.question_id] for f in failures]
+
+
+def _warn_nowhere(run_id: str, diagnoses: Sequence[Diagnosis]) -> None:
+    """One line for a batch's failures that no edit can fix (no evolution acts on them)."""
+    odd = [d for d in diagnoses if d.category in NOWHERE_CATEGORIES]
+    if not odd:
+        return
+    kinds = FailureTally.of(odd).by_category
+    shown = ", ".join(f"{d.question_id} ({d.category}, {d.decided_by})" for d in odd[:3])
+    more = f" and {len(odd) - 3} more" if len(odd) > 3 else ""
+    logger.warning(
+        "{}: {} of {} failures no edit can fix ({}): {}{}; they are counted in the step reports "
+        "and in `report`",
+        run_id,
+        len(odd),
+        len(diagnoses),
+        ", ".join(f"{k} {n}" for k, n in kinds.items()),
+        shown,
+        more,
+    )
 
 
 def _warn_contradictions(run_id: str, diagnoses: Sequence[Diagnosis]) -> None:

@@ -138,6 +138,9 @@ class RunConfig(BaseModel):
     sim_noise_share: float = _d(0.03, **SHARE)
     sim_world_seed: int = _s(7)  # which simulated world; its benchmark: app.providers.sim.generate
     sim_units_per_type: int = _s(72, **POSITIVE)
+    # share of the questions with context whose context the simulated agent never reads
+    # (app/providers/sim/agent.py skips_context): missing-context failures for bench/triage.py
+    sim_missing_context_share: float = _d(0.0, **SHARE)
 
     # model I/O (README "Real models")
     # Diagnoses are made by the judge role (`judge_model`). When more than this share of a
@@ -145,6 +148,10 @@ class RunConfig(BaseModel):
     # failure packs ("raw_packs", recorded as such) or stop the run ("abort").
     diagnosis_degraded_max_share: float = _d(0.5, **SHARE)
     on_degraded_diagnoses: Literal["raw_packs", "abort"] = _d("raw_packs")
+    # Re-run each judged skill gap whose question has context once more with that context
+    # inlined; a pass makes it missing_context, so only confirmed gaps drive skill edits
+    # (app/harness/training/triage_probe.py). Costs one rollout per such failure.
+    triage_probe: bool = _d(False)
     # Response format for diagnoses and edits: "auto" asks litellm what the model supports
     # (and remembers per model, in the workspace, what a server rejected), else a fixed level
     # (core.structured.LEVELS).

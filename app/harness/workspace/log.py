@@ -224,6 +224,12 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             "CREATE INDEX idx_resumes_run ON resumes(run_id)",
         ],
     ),
+    # 7: triage before the judge (core/evolution/triage.py): who decided each diagnosis, a
+    # rule ("rule:<name>"), the probe or "judge". Older rows stay NULL: the judge decided them.
+    (
+        "diagnoses record who decided them",
+        ["ALTER TABLE diagnoses ADD COLUMN decided_by TEXT"],
+    ),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

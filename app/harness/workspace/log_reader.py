@@ -48,6 +48,7 @@ from app.harness.workspace.log_rows import (
     StepFilter,
     StepReportRow,
     StepRow,
+    TriageCount,
     Verdict,
     json_object,
 )
@@ -300,6 +301,33 @@ class LogReader(_Queries):
                 "GROUP BY action"
             )
         }
+
+    def triage_counts(self, examples: int = 3) -> list[TriageCount]:
+        """Training steps' diagnoses (run ids `...-diag`; not the `diagnose` command's
+        `<run>-diagnose-diag`, which re-diagnoses a run) by category and decider."""
+        if not self.has_table("diagnoses"):
+            return []
+        who = (
+            "COALESCE(decided_by, 'judge')"
+            if "decided_by" in self.columns("diagnoses")
+            else "'judge'"
+        )
+        rows = self._rows(
+            f"SELECT category, {who} AS decided_by, COUNT(*) AS failures, "
+            "json_group_array(question_id) AS ids FROM "
+            "(SELECT * FROM diagnoses WHERE run_id LIKE '%-diag' "
+            "AND run_id NOT LIKE '%-diagnose-diag' ORDER BY id DESC) "
+            "GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2"
+        )
+        return [
+            TriageCount(
+                str(r["category"]),
+                str(r["decided_by"]),
+                r["failures"],
+                tuple(str(q) for q in json.loads(r["ids"])[:examples]),
+            )
+            for r in rows
+        ]
 
     def step_task_types(self) -> list[str]:
         return self._column("SELECT DISTINCT task_type FROM step_reports ORDER BY task_type")

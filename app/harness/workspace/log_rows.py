@@ -163,6 +163,17 @@ class EpochAccuracy:
 
 
 @dataclass(frozen=True)
+class TriageCount:
+    """Training steps' diagnosed failures of one category that one decider decided
+    (core/evolution/triage.py): "judge", "rule:<name>" or "probe:context_inlined"."""
+
+    category: str
+    decided_by: str  # "judge" for rows written before migration 7 (the judge decided all)
+    failures: int
+    examples: tuple[str, ...]  # a few question ids, latest first
+
+
+@dataclass(frozen=True)
 class StepRow:
     """A step report as the steps table lists it."""
 

@@ -2,7 +2,9 @@
 
 It "knows" a rule only when the rule's statement appears in the system prompt, the inline skill
 text, or a read_skill tool result actually sent to it; a contradicting decoy statement confuses
-it. Without the rules a case needs it is near chance.
+it. Without the rules a case needs it is near chance. A case that needs context is answerable
+only when its FACT line was read with read_context or inlined in the user message (a
+`<context>` block, app/harness/rollouts/agent_prompts.py `inline_context`).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from app.providers.sim.rng import draw
 from app.providers.sim.world import CUES, FACT_MARKER, TOOL_RULE, CaseSpec, World, normalise
 from core.types import ToolCall, ToolSpec
 
@@ -37,6 +40,7 @@ class AgentView:
     called: dict[str, list[str]]  # tool name -> results seen
     catalog: tuple[tuple[str, str], ...] = field(default=())  # progressive: (name, description)
     memory_tasks: tuple[str, ...] = ()  # task texts of memories in the system prompt
+    inline_context: str = ""  # a <context> block of the first user message
 
 
 CATALOG_HEADING = "# Available skills"  # as app/harness/rollouts/agent_prompts.py writes it
@@ -105,6 +109,7 @@ def read_view(messages: list[dict], tools: list[ToolSpec] | None) -> AgentView:
         called=called,
         catalog=read_catalog(system),
         memory_tasks=memory_tasks(system),
+        inline_context=tag(first_user, "context") or "",
     )
 
 
@@ -120,7 +125,19 @@ def memory_tasks(system: str) -> tuple[str, ...]:
     )
 
 
-def next_tool_call(view: AgentView, case: CaseSpec | None, turn: int) -> ToolCall | None:
+def skips_context(world: World, case: CaseSpec, share: float) -> bool:
+    """Whether the agent never opens this case's context (`missing_context_share`): a fixed
+    property of the question in this world, so the world knows which failures lacked it."""
+    return (
+        case.needs_context
+        and share > 0
+        and draw(world.seed, "skip-context", case.question_id) < share
+    )
+
+
+def next_tool_call(
+    view: AgentView, case: CaseSpec | None, turn: int, *, skip_context: bool = False
+) -> ToolCall | None:
     if view.catalog and "read_skill" in view.tools and "read_skill" not in view.called:
         name = choose_skill(view.catalog, view.question)
         if name is not None:
@@ -133,6 +150,8 @@ def next_tool_call(view: AgentView, case: CaseSpec | None, turn: int) -> ToolCal
     if (
         case
         and case.needs_context
+        and not skip_context
+        and FACT_MARKER not in view.inline_context
         and "read_context" in view.tools
         and "read_context" not in view.called
     ):
@@ -151,7 +170,8 @@ def p_correct(world: World, view: AgentView, case: CaseSpec) -> float:
     if case.system_rule is not None:
         known = known and normalise(world.system_rules[case.system_rule]) in text
     if case.needs_context:
-        known = known and any(FACT_MARKER in r for r in view.called.get("read_context", []))
+        read = any(FACT_MARKER in r for r in view.called.get("read_context", []))
+        known = known and (read or FACT_MARKER in view.inline_context)
     p = P_KNOWN if known else P_UNKNOWN
     if not known and view.memory_tasks and _has_example(world, view, case):
         p = P_EXAMPLE

@@ -7,6 +7,10 @@ make it imperfect in the ways real judges are:
   preference), seeded by the request, so repeated samples disagree;
 - `position_bias`: this share of pairwise samples prefers whatever is shown first, whatever
   it says. Asking in both orders (app/harness/data/judge.py) cancels it.
+
+`noise` also applies to the judge role's failure diagnoses (`prompts/diagnose_failure.md`,
+answered in app/providers/sim/evolver.py): that share of them names a category and target
+drawn at random, seeded by the request.
 """
 
 from __future__ import annotations
@@ -17,6 +21,10 @@ from app.providers.sim.agent import tag
 from app.providers.sim.rng import draw, pick
 from app.providers.sim.world import World, normalise
 from core.checkers import extract_answer
+from core.evolution.diagnose import CATEGORIES
+
+DIAGNOSIS_TASK = "## Task: diagnose-failure"
+NOISY_TARGETS = ("skill", "system", "tool:read_context")
 
 SCORE_CORRECT = 9
 SCORE_WRONG = 2
@@ -55,3 +63,18 @@ def judge_reply(
         score = SCORE_CORRECT if ok else SCORE_WRONG
         why = "the answer follows the case's rule" if ok else "the answer misses the case's rule"
     return json.dumps({"score": score, "reasoning": why})
+
+
+def noisy_diagnosis(world: World, reply: str, request_key: str, noise: float) -> str:
+    """`reply`, or for a `noise` share of requests a diagnosis drawn at random."""
+    if noise <= 0 or draw(world.seed, "diagnosis-noise", request_key) >= noise:
+        return reply
+    category = CATEGORIES[pick(len(CATEGORIES), world.seed, "diagnosis-category", request_key)]
+    target = (
+        "skill"
+        if category == "skill_gap"
+        else NOISY_TARGETS[pick(len(NOISY_TARGETS), world.seed, "diagnosis-target", request_key)]
+    )
+    if category == "interface" and target == "skill":
+        target = "system"
+    return json.dumps({"category": category, "target": target, "rationale": "hard to tell"})

@@ -19,7 +19,7 @@ import anyio
 from app.providers.errors import TransientError
 from app.providers.sim import agent
 from app.providers.sim.evolver import EvolverShares, reply_for_task
-from app.providers.sim.judge import judge_reply
+from app.providers.sim.judge import DIAGNOSIS_TASK, judge_reply, noisy_diagnosis
 from app.providers.sim.rng import draw, pick
 from app.providers.sim.world import World, build_world
 from core.protocols import Message
@@ -47,6 +47,9 @@ class SimSettings:
     judge_noise: float = 0.0  # share of judge samples drawn at random (app/providers/sim/judge.py)
     judge_position_bias: float = 0.0  # share of pairwise samples that pick whatever is shown first
     noise_share: float = NOISE_SHARE  # share of agent answers re-drawn per request
+    # share of the questions with context whose context the agent never reads (agent.py
+    # skips_context); 0 keeps the agent reading every context it needs
+    missing_context_share: float = 0.0
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.noise_share <= 1.0:
@@ -98,9 +101,10 @@ class SimProvider:
             (m.get("content") or "" for m in reversed(messages) if m.get("role") == "user"), ""
         )
         if "## Task: " in last_user:
-            return self._response(
-                messages, reply_for_task(self.world, last_user, self.settings.shares), ()
-            )
+            text = reply_for_task(self.world, last_user, self.settings.shares)
+            if DIAGNOSIS_TASK in last_user:  # the judge role's diagnoses are as noisy as its grades
+                text = noisy_diagnosis(self.world, text, request_key, self.settings.judge_noise)
+            return self._response(messages, text, ())
         if "## Judge: " in last_user:
             return self._response(
                 messages,
@@ -126,7 +130,10 @@ class SimProvider:
         view = agent.read_view(messages, tools)
         case = self.world.case_for_text(view.question)
         turn = sum(1 for m in messages if m.get("role") == "assistant")
-        call = agent.next_tool_call(view, case, turn)
+        skip = case is not None and agent.skips_context(
+            self.world, case, self.settings.missing_context_share
+        )
+        call = agent.next_tool_call(view, case, turn, skip_context=skip)
         if call is not None:
             return self._response(messages, "", (call,))
         correct = False

@@ -14,6 +14,7 @@ from textual.widgets import DataTable, Static
 from app.tui import format as fmt
 from app.tui.widgets.charts import EvidenceChart
 from app.tui.widgets.diff_view import DiffView
+from core.evolution.diagnose import NOWHERE_CATEGORIES
 
 
 def step_summary(detail: dict[str, Any], *, full: bool = False) -> Group:
@@ -49,6 +50,9 @@ def step_summary(detail: dict[str, Any], *, full: bool = False) -> Group:
     parts: list[Any] = [head, t]
     if rep.get("summary"):
         parts.append(Text(str(rep["summary"]), style="italic"))  # Text: never markup
+    triage = triage_text(rep.get("diagnosis"))
+    if triage is not None:
+        parts.append(triage)
     act = rep.get("activation")
     if isinstance(act, dict):  # skill_mode progressive/tool (app/harness/skills/activation.py)
         prec = act.get("precision")
@@ -102,6 +106,27 @@ def step_summary(detail: dict[str, Any], *, full: bool = False) -> Group:
         if rep.get("clip"):
             parts.append(Text(f"clip: {rep['clip']}", style="yellow"))
     return Group(*parts)
+
+
+def triage_text(diagnosis: Any) -> Text | None:
+    """`failures 7: skill_gap 4, missing_context 2, runtime_fault 1 · decided by judge 4,
+    rule:context_unread 2, rule:stop_error 1` from a step report's `diagnosis`
+    (core/evolution/diagnose.py FailureTally.to_dict); the categories no edit can fix in
+    yellow. None for reports written before it was recorded."""
+    if not isinstance(diagnosis, dict) or not isinstance(diagnosis.get("by_category"), dict):
+        return None
+    text = Text(f"failures {fmt.num(diagnosis.get('failures'))}: ")
+    cats = list(diagnosis["by_category"].items())
+    for i, (category, n) in enumerate(cats):
+        style = "yellow" if category in NOWHERE_CATEGORIES else ""
+        text.append(f"{category} {n}", style=style)
+        text.append(", " if i < len(cats) - 1 else "")
+    if not cats:
+        text.append(fmt.DASH)
+    who = diagnosis.get("decided_by")
+    if isinstance(who, dict) and who:
+        text.append("  ·  decided by " + ", ".join(f"{k} {v}" for k, v in who.items()))
+    return text
 
 
 class StepDetail(Horizontal):
