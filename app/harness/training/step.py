@@ -323,6 +323,8 @@ async def evolve_phase(scope: StepScope, diagnosis: DiagnosisResult) -> dict[str
                 f"cooling down for {state.cooldown[task_type]} more step(s)",
                 tally=tally,
             )
+        elif task_type in state.probations:
+            _skip_on_probation(scope, task_type, tally)
         elif task_type not in diagnosis.skill_packs:
             action = (
                 SkipAction.SKIP_NO_SKILL_GAPS if tally.failures else SkipAction.SKIP_NO_FAILURES
@@ -333,6 +335,9 @@ async def evolve_phase(scope: StepScope, diagnosis: DiagnosisResult) -> dict[str
 
     async def evolve_one(task_type: str) -> EvolutionRecord:
         return await evolve_skill(scope, task_type, diagnosis.skill_packs[task_type])
+
+    for task_type in eligible:  # their packs go into the evolver's prompts, answers included
+        state.show(diagnosis.skill_packs[task_type].unit_ids)
 
     with calls_logged_as(scope.run_id("evolve")):
         evolved = await fan_out(evolve_one, eligible)
@@ -394,13 +399,14 @@ async def evolve_skill(scope: StepScope, task_type: str, pack: CasePack) -> Evol
 
 
 def gate_spec(scope: StepScope, record: EvolutionRecord, pack: CasePack) -> GateSpec:
-    """Phase B: the ladder minus the case pack's families, truncated to n_max. While the task
+    """Phase B: the ladder minus the families of every unit the evolver has been shown in
+    this run (this step's case pack and every earlier one), truncated to n_max. While the task
     type is on probation its validation families stay reserved for that probation."""
     c = scope.ctx.config
     task_type = record.task_type
     ladder = scope.ctx.gate_pools.ladder_for(
         task_type,
-        set(pack.unit_ids),
+        {*pack.unit_ids, *scope.state.shown_units},
         key=scope.prefix,
         with_stage2=task_type not in scope.state.probations,
     )
@@ -544,6 +550,21 @@ def _skip(
         summary,
         base_version=scope.prompts.skills_version,
         record=record,
+        tally=tally,
+    )
+
+
+def _skip_on_probation(scope: StepScope, task_type: str, tally: FailureTally) -> None:
+    """No edit while a provisional accept awaits its verdict: the epoch-end test compares the
+    file with the file before that accept, so a later edit would be tested with it, and a
+    rollback would discard the later edit too (app/harness/training/slow_update.py)."""
+    p = scope.state.probations[task_type]
+    _skip(
+        scope,
+        task_type,
+        SkipAction.SKIP_PROBATION,
+        f"on probation since e{p.epoch} s{p.step} ({p.accepted_version}): no edit until its "
+        "epoch-end verdict",
         tally=tally,
     )
 

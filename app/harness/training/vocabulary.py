@@ -25,6 +25,8 @@ class SkipAction(StrEnum):
     # holds the counts per category (core/evolution/diagnose.py FailureTally).
     SKIP_NO_SKILL_GAPS = "skip_no_skill_gaps"
     EVOLVE_FAILED = "evolve_failed"  # the evolver's reply could not be used
+    # The task type is on probation: no edit until the epoch-end verdict on the provisional one.
+    SKIP_PROBATION = "skip_probation"
 
 
 StepAction = GateAction | SkipAction
