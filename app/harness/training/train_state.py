@@ -62,6 +62,23 @@ class Probation:
     step: int
 
 
+@dataclass
+class Continuation:
+    """A rejected edit whose gate test goes on over fresh families in a later step
+    (app/harness/training/continuation.py)."""
+
+    task_type: str
+    target_file: str
+    original: str  # the file the edit was applied to
+    evolved: str  # the candidate file
+    edits: tuple[Edit, ...]
+    test: dict[str, Any]  # SequentialGate.state() at the end of the last segment
+    used_units: tuple[str, ...]  # every unit the test observed, sorted: never observed again
+    epoch: int  # where the edit was proposed (its evolutions row)
+    step: int
+    segments: int = 1
+
+
 class CheckpointStateError(ValueError):
     """A checkpoint's state does not have TrainState's shape; the message names the key."""
 
@@ -90,6 +107,7 @@ class TrainState:
     # gate ladder leaves their families out for good (app/harness/training/gate_ladder.py).
     # A checkpoint written before this field existed loads it empty.
     shown_units: list[str] = field(default_factory=list)
+    continuations: dict[str, Continuation] = field(default_factory=dict)  # by task type
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

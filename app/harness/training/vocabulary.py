@@ -42,6 +42,9 @@ class Count(StrEnum):
     # Counted alongside REJECTED for every gate rejection; nothing reads it, it stays so that
     # checkpoints keep their contents.
     GATE_REJECTED = "gate_rejected"
+    # Gate segments that ended W > L short of their horizon: the test goes on in a later step
+    # (app/harness/training/continuation.py); also counted as rejected.
+    CONTINUED = "continued"
     ROLLED_BACK = "rolled_back"  # provisional accepts that failed their probation
     KEPT = "kept"  # provisional accepts that passed it
     SKIPPED = "skipped"
