@@ -467,7 +467,7 @@ def mc_ladder(
 # --------------------------------------------------------------------------- the harness's cases
 
 LATER_H = 200  # probation with a later edit: families of the whole test (stage 1 = 2H/3)
-LATER_D = (0.3, 1.0)  # discordance of the null provisional edit
+LATER_D = (0.15, 0.3, 1.0)  # discordance of the null provisional edit
 LATER_GOOD = (0.3, 0.8)  # the later, good edit of the same type: discordance, P(W | discordant)
 CONT_POOL, CONT_SEG = 60, 20  # continued test: families in the pool, families per step (n_max)
 CONT_D = (0.3, 1.0)
@@ -508,42 +508,47 @@ def _state_on_probation(continuation: dict) -> object:
 
 def probation_with_later_edit(
     rng: np.random.Generator, reps: int, params: GateParams, d: float, edits_wait: bool | None
-) -> tuple[float, float, int]:
-    """A null edit on probation and a good later edit of the same type. The null edit's gate
-    (stage 1) and probation (stage 2) run through the real SequentialGate and ProbationTest.
-    Whether the later edit lands during the probation is the harness's rule
-    (`step.on_probation`) when `edits_wait` is None, or forced (False: the code before it).
-    When it lands, the probation compares "null + later" with the file before the null edit: a
-    family's outcome is the sign of the two edits' summed outcomes. Returns P(the null edit is
-    accepted at the gate or kept), P(kept | provisional) and the number of provisionals."""
+) -> tuple[float, float, int, int]:
+    """A null edit (singleton families, discordance d) and a good later edit of the same type.
+    The null edit's test runs through the real SequentialGate (stage 1, then stage 2 unless a
+    provisional accept leaves stage 2 to its probation) and ProbationTest. Whether the later
+    edit lands during the probation is the harness's rule (`step.on_probation`) when
+    `edits_wait` is None, or forced (False: the code before it). When it lands, the probation
+    compares "null + later" with the file before the null edit: a family's outcome is the sign
+    of the two edits' summed outcomes. Returns P(the null edit is accepted at the gate or kept),
+    P(kept | provisional), the number of provisionals and the reps whose verdict equals the DP
+    rule's (`replay`) on the null edit's own outcomes."""
     *_, on_probation, _ = _harness_api()
     s1 = stage1_of(LATER_H)
-    finals = kept = provisional = 0
+    verdicts: list[str] = []
+    agree = 0
     d_good, p_good = LATER_GOOD
     null = draw_outcomes(rng, reps, LATER_H, d, 0.5)
     good = draw_outcomes(rng, reps, LATER_H, d_good, p_good)
     for row, later in zip(null.tolist(), good.tolist(), strict=True):
         gate = SequentialGate(params, horizon=LATER_H, stage1=s1)
-        for i in range(s1):
+        i = 0
+        while not gate.done:
             gate.observe(f"u{i}", *_PAIR[row[i]])
-            if gate.done:
-                break
-        decision = gate.finish(exhausted=not gate.done)
-        if decision.action == "accept":
-            finals += 1
-        if decision.action != "accept_provisional":
-            continue
-        provisional += 1
-        state = _state_on_probation(decision.continuation)
-        waits = on_probation(state, "t") if edits_wait is None else edits_wait
-        test = ProbationTest(params, decision.continuation)
-        for i in range(s1, LATER_H):
-            g = row[i] if waits else int(np.sign(row[i] + later[i]))
-            test.observe_family(f"u{i}", [(f"u{i}", *_PAIR[g])])
-            if test.done:
-                break
-        kept += test.verdict()[0] == "keep"
-    return (finals + kept) / reps, kept / provisional if provisional else math.nan, provisional
+            i += 1
+        decision = gate.finish(exhausted=False)
+        verdict = decision.action
+        if decision.action == "accept_provisional":
+            state = _state_on_probation(decision.continuation)
+            waits = on_probation(state, "t") if edits_wait is None else edits_wait
+            test = ProbationTest(params, decision.continuation)
+            for i in range(s1, LATER_H):
+                g = row[i] if waits else int(np.sign(row[i] + later[i]))
+                test.observe_family(f"u{i}", [(f"u{i}", *_PAIR[g])])
+                if test.done:
+                    break
+            verdict = test.verdict()[0]
+        verdicts.append(verdict)
+        agree += verdict == replay(row, params, LATER_H)[0]
+    n_prov = sum(v in ("keep", "rollback") for v in verdicts)
+    kept = verdicts.count("keep")
+    rate = (verdicts.count("accept") + kept) / reps
+    return rate, kept / n_prov if n_prov else math.nan, n_prov, agree
 
 
 def continued_test(
@@ -639,23 +644,34 @@ def harness_cases(
         f"\n== 5a. probation with a later edit: a null edit (d below, p 0.5) on probation, a "
         f"good later edit of the same type (d {LATER_GOOD[0]:g}, p {LATER_GOOD[1]:g}), "
         f"H {LATER_H}. test = P(null edit accepted at the gate or kept); kept|prov = "
-        "P(kept | provisional). 'now' = step.on_probation decides (edits wait); 'before' = the "
-        "later edit lands during the probation"
+        "P(kept | provisional); exact = the DP of the null edit's own test; same = reps whose "
+        "verdict equals the DP rule's. 'now' = step.on_probation decides (edits wait); "
+        "'before' = the later edit lands during the probation"
     )
-    print(f"{'d':>5} {'rule':>7} {'test':>7} {'s.e.':>6} {'kept|prov':>9} {'prov':>6}")
+    print(
+        f"{'d':>5} {'rule':>7} {'test':>7} {'s.e.':>6} {'exact':>7} {'kept|prov':>9} "
+        f"{'prov':>6} {'same':>10}"
+    )
     worst_later = 0.0
     for d in LATER_D:
+        exact = exact_cell(params, LATER_H, d, 0.5).test  # the null edit's own test (case 1)
         for name, waits in (("before", False), ("now", None)):
             rng = np.random.default_rng([args.seed, 5, round(d * 100)])  # same draws for both
-            rate, cond, n_prov = probation_with_later_edit(rng, args.reps, params, d, waits)
+            rate, cond, n_prov, agree = probation_with_later_edit(rng, args.reps, params, d, waits)
             print(
                 f"{d:5.2f} {name:>7} {fmt_rate(rate)} {se(rate, args.reps):6.4f} "
-                f"{cond:9.3f} {n_prov:6d}"
+                f"{fmt_rate(exact)} {cond:9.3f} {n_prov:6d} {agree:>5d}/{args.reps}"
             )
-            if name == "now":
+            if name != "now":
+                continue
+            cell = f"case 5a probation with a later edit d {d:g}"
+            mc_ses.append(se(rate, args.reps))
+            if agree == args.reps:  # the null edit alone is tested: the DP walk, exactly
+                worst_later = max(worst_later, exact)
+                finals.append((exact, cell + " (exact, real code = DP on every rep)"))
+            else:
                 worst_later = max(worst_later, rate)
-                finals.append((rate, f"case 5a probation with a later edit d {d:g} (MC)"))
-                mc_ses.append(se(rate, args.reps))
+                finals.append((rate, cell + " (MC)"))
     print(
         f"\n== 5b. continued test: a null edit over a pool of {CONT_POOL} singleton families, "
         f"{CONT_SEG} per step; a segment with W > L that ran out of the step's families goes on "
