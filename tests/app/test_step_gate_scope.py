@@ -161,3 +161,16 @@ def test_a_task_type_on_probation_proposes_no_edit(monkeypatch: pytest.MonkeyPat
     ]
     assert state.shown_units == ["b-d0"]  # a's pack was never put in front of the evolver
     assert [r[1] for r in reports.rows] == [SkipAction.SKIP_PROBATION, SkipAction.SKIP_NO_CHANGE]
+
+
+def test_a_continued_test_never_observes_a_family_twice() -> None:
+    from app.harness.training.train_state import Continuation
+
+    test = {"evidence": {"wins": 3, "losses": 1}, "n": 4, "units": 4, "horizon": 9}
+    carried = Continuation("a", "a.md", "A", "A2", (), test, ("a-d0", "a-d1"), 1, 0)
+    scope = _scope(_state(shown_units=["a-d5"], continuations={"a": carried}))
+    # this step's pack was not shown (the type proposed nothing): its families stay fresh
+    spec = gate_spec(scope, _record("a"), _pack("a", ["a-d2"]))
+    ladder = {u for _, ids in spec.ladder.families for u in ids}
+    assert ladder == {"a-d2", "a-d3", "a-d4", "a-v0", "a-v1", "a-v2"}
+    assert spec.resume == test and spec.whole_horizon == 0

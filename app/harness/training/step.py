@@ -444,9 +444,12 @@ def gate_spec(scope: StepScope, record: EvolutionRecord, pack: CasePack) -> Gate
     c = scope.ctx.config
     task_type = record.task_type
     carried = scope.state.continuations.get(task_type)
+    # A continued test's edit was not written from this step's pack (nothing was evolved), but
+    # it must never observe a family twice.
+    seen = carried.used_units if carried else pack.unit_ids
     ladder = scope.ctx.gate_pools.ladder_for(
         task_type,
-        {*pack.unit_ids, *scope.state.shown_units, *(carried.used_units if carried else ())},
+        {*seen, *scope.state.shown_units},
         key=scope.prefix,
         with_stage2=task_type not in scope.state.probations,
     )
