@@ -26,6 +26,12 @@ Cases (d = discordance = P(a family is a W or an L); p = P(W | discordant)):
 3. families of 3 and of 10 whose members share their outcomes, fed through `observe_family`:
    seeded Monte Carlo of the real gate (and ProbationTest for the continuation).
 4. slightly harmful candidates, p = 0.45: exact DP.
+5. the harness's rules, through its code: (a) a null provisional edit while a good later edit
+   of the same type is proposed (`step.on_probation` decides whether it waits; before, it
+   landed and the probation compared both edits with the file before the first), H 200; (b) a
+   test cut by n_max that goes on over fresh families in later steps
+   (app/harness/training/continuation.py): P(a null edit accepted in any segment), at the
+   level for the whole ladder and, for contrast, at one segment's level.
 Then power (p in 0.6 / 0.7 / 0.8) and mean units, against a fixed one-sided exact McNemar test
 at alpha = 0.05 on n = round(mean units of the gate's whole test) singleton units.
 
