@@ -26,6 +26,12 @@ Cases (d = discordance = P(a family is a W or an L); p = P(W | discordant)):
 3. families of 3 and of 10 whose members share their outcomes, fed through `observe_family`:
    seeded Monte Carlo of the real gate (and ProbationTest for the continuation).
 4. slightly harmful candidates, p = 0.45: exact DP.
+5. the harness's rules, through its code: (a) a null provisional edit while a good later edit
+   of the same type is proposed (`step.on_probation` decides whether it waits; before, it
+   landed and the probation compared both edits with the file before the first), H 200; (b) a
+   test cut by n_max that goes on over fresh families in later steps
+   (app/harness/training/continuation.py): P(a null edit accepted in any segment), at the
+   level for the whole ladder and, for contrast, at one segment's level.
 Then power (p in 0.6 / 0.7 / 0.8) and mean units, against a fixed one-sided exact McNemar test
 at alpha = 0.05 on n = round(mean units of the gate's whole test) singleton units.
 
@@ -464,6 +470,145 @@ def mc_ladder(
     return mc_summary(out, world.n_max), float(np.mean(horizons))
 
 
+# --------------------------------------------------------------------------- the harness's cases
+
+LATER_H = 200  # probation with a later edit: families of the whole test (stage 1 = 2H/3)
+LATER_D = (0.15, 0.3, 1.0)  # discordance of the null provisional edit
+LATER_GOOD = (0.3, 0.8)  # the later, good edit of the same type: discordance, P(W | discordant)
+CONT_POOL, CONT_SEG = 60, 20  # continued test: families in the pool, families per step (n_max)
+CONT_D = (0.3, 1.0)
+
+
+def _harness_api():
+    """The harness's own policy code, imported late (as `_ladder_api`)."""
+    from app.harness.training.continuation import (
+        SegmentRule,
+        first_segment_gate,
+        goes_on,
+        resumed_gate,
+    )
+    from app.harness.training.step import on_probation
+    from app.harness.training.train_state import Best, Probation, TrainState
+
+    return (
+        SegmentRule,
+        first_segment_gate,
+        goes_on,
+        resumed_gate,
+        on_probation,
+        (
+            Best,
+            Probation,
+            TrainState,
+        ),
+    )
+
+
+def _state_on_probation(continuation: dict) -> object:
+    """A run state with task type "t" on probation, as `step.accept` leaves it."""
+    *_, (Best, Probation, TrainState) = _harness_api()
+    best = Best(skills="skills/v1", prompts="prompts/v1", val_acc=0.5, run_id="r", epoch=0)
+    probation = Probation("t", "t.md", "before", "v2", continuation, (), (), 1, 0)
+    return TrainState("train1", {}, best, 0.5, {}, probations={"t": probation})
+
+
+def probation_with_later_edit(
+    rng: np.random.Generator, reps: int, params: GateParams, d: float, edits_wait: bool | None
+) -> tuple[float, float, int, int]:
+    """A null edit (singleton families, discordance d) and a good later edit of the same type.
+    The null edit's test runs through the real SequentialGate (stage 1, then stage 2 unless a
+    provisional accept leaves stage 2 to its probation) and ProbationTest. Whether the later
+    edit lands during the probation is the harness's rule (`step.on_probation`) when
+    `edits_wait` is None, or forced (False: the code before it). When it lands, the probation
+    compares "null + later" with the file before the null edit: a family's outcome is the sign
+    of the two edits' summed outcomes. Returns P(the null edit is accepted at the gate or kept),
+    P(kept | provisional), the number of provisionals and the reps whose verdict equals the DP
+    rule's (`replay`) on the null edit's own outcomes."""
+    *_, on_probation, _ = _harness_api()
+    s1 = stage1_of(LATER_H)
+    verdicts: list[str] = []
+    agree = 0
+    d_good, p_good = LATER_GOOD
+    null = draw_outcomes(rng, reps, LATER_H, d, 0.5)
+    good = draw_outcomes(rng, reps, LATER_H, d_good, p_good)
+    for row, later in zip(null.tolist(), good.tolist(), strict=True):
+        gate = SequentialGate(params, horizon=LATER_H, stage1=s1)
+        i = 0
+        while not gate.done:
+            gate.observe(f"u{i}", *_PAIR[row[i]])
+            i += 1
+        decision = gate.finish(exhausted=False)
+        verdict = decision.action
+        if decision.action == "accept_provisional":
+            state = _state_on_probation(decision.continuation)
+            waits = on_probation(state, "t") if edits_wait is None else edits_wait
+            test = ProbationTest(params, decision.continuation)
+            for i in range(s1, LATER_H):
+                g = row[i] if waits else int(np.sign(row[i] + later[i]))
+                test.observe_family(f"u{i}", [(f"u{i}", *_PAIR[g])])
+                if test.done:
+                    break
+            verdict = test.verdict()[0]
+        verdicts.append(verdict)
+        agree += verdict == replay(row, params, LATER_H)[0]
+    n_prov = sum(v in ("keep", "rollback") for v in verdicts)
+    kept = verdicts.count("keep")
+    rate = (verdicts.count("accept") + kept) / reps
+    return rate, kept / n_prov if n_prov else math.nan, n_prov, agree
+
+
+def continued_test(
+    rng: np.random.Generator, reps: int, params: GateParams, d: float, calibrated: bool
+) -> tuple[float, float]:
+    """A null edit over a pool of CONT_POOL singleton families, CONT_SEG per step, through the
+    real ladder (`GatePools.ladder_for` leaving out every unit the test observed, truncated to
+    the segment) and the real continuation code: the first segment at the level for the whole
+    ladder (`first_segment_gate`), then, while `goes_on`, the same e-process on fresh families
+    (`resumed_gate`). `calibrated` False is the same continuation at the level for one
+    segment (what the gate's level would be without the whole-ladder horizon). Returns
+    P(accepted in any segment) and the mean number of segments."""
+    _, GatePools, _, _, Question, QuestionUnit = _ladder_api()
+    SegmentRule, first_segment_gate, goes_on, resumed_gate, _, _ = _harness_api()
+    units = []
+    for i in range(CONT_POOL):
+        q = Question(question_id=f"c{i:03d}", task_type="t", question=f"q {i}", answer="a")
+        units.append(QuestionUnit(unit_id=q.unit_id, task_type="t", questions=(q,)))
+    pools = GatePools.build(units, set(), set(), seed=7)
+    accepted, segments = 0, 0
+    for r, row in enumerate(draw_outcomes(rng, reps, CONT_POOL, d, 0.5).tolist()):
+        outcomes = {u.unit_id: _PAIR[g] for u, g in zip(units, row, strict=True)}
+        pairs = paired(
+            {u: b for u, (b, _) in outcomes.items()}, {u: c for u, (_, c) in outcomes.items()}
+        )
+        used: set[str] = set()
+        test, before = None, 0
+        for k in range(CONT_POOL):
+            full = pools.ladder_for("t", used, key=f"rep{r}-s{k}-", with_stage2=False)
+            seg = full.truncated(CONT_SEG)
+            if not seg.families:
+                break
+            setup = RuleSetup(seg.stage1, (), params)
+            if test is not None:
+                gate = resumed_gate(params, test)
+            elif calibrated:
+                gate = first_segment_gate(params, seg, len(full.families))
+            else:
+                gate = SequentialGate(params, horizon=len(seg.families))
+                gate.horizon = gate.stage1 = len(full.families)  # goes on at one segment's level
+            rule = SegmentRule(setup, gate)
+            decision = run_rule(rule, pairs).decision
+            segments += 1
+            test = rule.gate.state()
+            used |= {e["unit_id"] for e in decision.evidence}
+            if decision.action == "accept":
+                accepted += 1
+                break
+            if not goes_on(decision, test, before):
+                break
+            before = decision.n_used
+    return accepted / reps, segments / reps
+
+
 # --------------------------------------------------------------------------- report
 
 
@@ -491,6 +636,66 @@ def print_null_grid(params: GateParams, grid: dict[tuple[int, float], Exact], ti
             f"{fmt_rate(e.prov)} {fmt_rate(e.kept)} {fmt_rate(e.test)} {e.gate_units:7.1f} "
             f"{e.test_units:7.1f}"
         )
+
+
+def harness_cases(
+    args: argparse.Namespace,
+    params: GateParams,
+    finals: list[tuple[float, str]],
+    mc_ses: list[float],
+) -> tuple[float, float]:
+    """Case 5: probation with a later edit, and the continued test; Monte Carlo through the
+    harness's code. Appends to `finals` / `mc_ses`; returns each case's worst rate."""
+    print(
+        f"\n== 5a. probation with a later edit: a null edit (d below, p 0.5) on probation, a "
+        f"good later edit of the same type (d {LATER_GOOD[0]:g}, p {LATER_GOOD[1]:g}), "
+        f"H {LATER_H}. test = P(null edit accepted at the gate or kept); kept|prov = "
+        "P(kept | provisional); exact = the DP of the null edit's own test; same = reps whose "
+        "verdict equals the DP rule's. 'now' = step.on_probation decides (edits wait); "
+        "'before' = the later edit lands during the probation"
+    )
+    print(
+        f"{'d':>5} {'rule':>7} {'test':>7} {'s.e.':>6} {'exact':>7} {'kept|prov':>9} "
+        f"{'prov':>6} {'same':>10}"
+    )
+    worst_later = 0.0
+    for d in LATER_D:
+        exact = exact_cell(params, LATER_H, d, 0.5).test  # the null edit's own test (case 1)
+        for name, waits in (("before", False), ("now", None)):
+            rng = np.random.default_rng([args.seed, 5, round(d * 100)])  # same draws for both
+            rate, cond, n_prov, agree = probation_with_later_edit(rng, args.reps, params, d, waits)
+            print(
+                f"{d:5.2f} {name:>7} {fmt_rate(rate)} {se(rate, args.reps):6.4f} "
+                f"{fmt_rate(exact)} {cond:9.3f} {n_prov:6d} {agree:>5d}/{args.reps}"
+            )
+            if name != "now":
+                continue
+            cell = f"case 5a probation with a later edit d {d:g}"
+            mc_ses.append(se(rate, args.reps))
+            if agree == args.reps:  # the null edit alone is tested: the DP walk, exactly
+                worst_later = max(worst_later, exact)
+                finals.append((exact, cell + " (exact, real code = DP on every rep)"))
+            else:
+                worst_later = max(worst_later, rate)
+                finals.append((rate, cell + " (MC)"))
+    print(
+        f"\n== 5b. continued test: a null edit over a pool of {CONT_POOL} singleton families, "
+        f"{CONT_SEG} per step; a segment with W > L that ran out of the step's families goes on "
+        "over fresh ones (real ladder, real continuation code). 'whole' = level for the whole "
+        "ladder (the code); 'segment' = the same continuation at one segment's level"
+    )
+    print(f"{'d':>5} {'level':>8} {'accepted':>8} {'s.e.':>6} {'segments':>8}")
+    worst_cont = 0.0
+    for d in CONT_D:
+        for name, calibrated in (("segment", False), ("whole", True)):
+            rng = np.random.default_rng([args.seed, 6, round(d * 100)])
+            rate, segs = continued_test(rng, args.reps, params, d, calibrated)
+            print(f"{d:5.2f} {name:>8} {fmt_rate(rate)} {se(rate, args.reps):6.4f} {segs:8.2f}")
+            if calibrated:
+                worst_cont = max(worst_cont, rate)
+                finals.append((rate, f"case 5b continued test d {d:g} (MC)"))
+                mc_ses.append(se(rate, args.reps))
+    return worst_later, worst_cont
 
 
 def main() -> None:
@@ -665,6 +870,14 @@ def main() -> None:
                 f"{e.gate_units:7.1f} {e.test_units:7.1f} {mc:8.4f} {ratio:6.2f}{note}"
             )
 
+    # 5. the harness's cases
+    later_max = cont_max = math.nan
+    try:
+        later_max, cont_max = harness_cases(args, params, finals, mc_ses)
+    except (ImportError, TypeError, AttributeError) as exc:  # the harness API changed under us
+        print(f"  harness cases not run: the harness API differs ({exc!r})")
+        finals.append((math.nan, "case 5 not run"))
+
     # summary
     max_final, where_final = max(finals, key=lambda t: -1 if math.isnan(t[0]) else t[0])
     max_kept, where_kept = max(kepts)
@@ -719,6 +932,10 @@ def main() -> None:
     print(f"RESULT gate.power.nmax200_d0.3_p0.7 {power:.4f} rate target >=0.85")
     print(f"RESULT gate.power_vs_mcnemar_equal_units.min_ratio {min_ratio:.3f} ratio target >=1")
     print(f"RESULT gate.validity.mc_max_se {max_se:.4f} rate target <={TARGET_SE}")
+    print(
+        f"RESULT gate.validity.probation_with_later_edit {later_max:.4f} rate target <={TARGET_FA}"
+    )
+    print(f"RESULT gate.validity.continued_test {cont_max:.4f} rate target <={TARGET_FA}")
     print(f"\n({time.perf_counter() - start:.1f} s)")
 
 

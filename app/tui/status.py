@@ -50,6 +50,7 @@ ACTION_TO_COUNT: dict[str, Count] = {
     GateAction.ACCEPT_PROVISIONAL: Count.PROVISIONAL,
     GateAction.REJECT: Count.REJECTED,
     SkipAction.SKIP_COOLDOWN: Count.COOLDOWN,
+    SkipAction.SKIP_PROBATION: Count.SKIPPED,
     SkipAction.SKIP_NO_CHANGE: Count.SKIPPED,
     SkipAction.SKIP_NO_FAILURES: Count.SKIPPED,
     SkipAction.SKIP_NO_SKILL_GAPS: Count.SKIPPED,

@@ -6,8 +6,17 @@ gate's guarantee holds (core/evolution/gate.py states it):
   any outcome: no unit is chosen or put first because the baseline happened to fail it, which
   would make regression to the mean look like an improvement;
 - one entry per family (near-duplicate questions are one observation);
-- families holding a unit of the candidate's case pack are left out (the candidate was written
-  from them);
+- families holding a unit the evolver has been shown with its answer in this run are left out,
+  for good: this step's case pack (the candidate was written from it) and every earlier one
+  (`TrainState.shown_units`, kept exactly on resume). This is assumption (4) of the gate's
+  guarantee (core/evolution/gate.py): every family a decision rests on, accept or probation,
+  is one the evolver never saw. The other way to close the loophole, letting seen diagnosis
+  families make an edit only provisional and deciding it on the validation families alone,
+  keeps less: on bench/acceptance.py (default setting, 72 units per type, seeds 1-5) the
+  ladders left are a median of 11 / 7 / 6 / 6 families in epochs 1-4, of which 6 are the
+  validation families, so a validation-only decision never has more and in epochs 1-2 has
+  fewer. The price, on that bench: a test's median ladder falls from 14 families to 8, the
+  families a test uses from 9 to 4.5, eprocess's final test from 0.694 to 0.548;
 - stage 1 is the diagnosis pool's families, stage 2 the validation pool's: a provisional
   accept leaves stage 2 to its probation, which evaluates it with the epoch's validation
   re-run. The test pool never feeds the gate.

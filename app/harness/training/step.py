@@ -16,6 +16,7 @@ from app.harness.rollouts.model_io import no_tool_calls, record_attempts
 from app.harness.rollouts.session import Session
 from app.harness.rollouts.telemetry import calls_logged_as
 from app.harness.skills.activation import run_activation
+from app.harness.training.continuation import carried_record, goes_on
 from app.harness.training.observation import (
     current_step_activation,
     current_step_flags,
@@ -24,7 +25,7 @@ from app.harness.training.observation import (
     step_report,
     write_step_report,
 )
-from app.harness.training.train_state import Probation, TrainContext, TrainState
+from app.harness.training.train_state import Continuation, Probation, TrainContext, TrainState
 from app.harness.training.triage_probe import probe_skill_gaps
 from app.harness.training.validate import GateSpec, ValidationOutcome, Validator, with_skill
 from app.harness.training.vocabulary import Count, SkipAction, StepAction
@@ -45,7 +46,7 @@ from core.evolution.diagnose import (
     diagnose_failures,
     raw_diagnoses,
 )
-from core.evolution.edits import RejectedEdit, consolidate_appendix
+from core.evolution.edits import Edit, RejectedEdit, apply_edits, consolidate_appendix
 from core.evolution.evolve import (
     EvolutionRecord,
     EvolutionStatus,
@@ -327,7 +328,10 @@ async def gate_step(scope: StepScope, diagnosis: DiagnosisResult) -> None:
     records = await evolve_phase(scope, diagnosis)
     if not records:
         return
-    specs = [gate_spec(scope, rec, diagnosis.skill_packs[tt]) for tt, rec in records.items()]
+    specs = [
+        gate_spec(scope, rec, diagnosis.skill_packs.get(tt, CasePack(tt, ())))
+        for tt, rec in records.items()
+    ]
     for spec in specs:
         ctx.session.register(spec.gate_run_id, "gate", spec.candidate, parent_run_id=state.train_id)
     validator = Validator(
@@ -354,6 +358,7 @@ async def evolve_phase(scope: StepScope, diagnosis: DiagnosisResult) -> dict[str
     """Phase A: evolve each eligible task type concurrently; report the skipped ones."""
     state = scope.state
     eligible = []
+    carried: list[str] = []
     for task_type in scope.ctx.task_types:
         tally = diagnosis.tally(task_type)
         if state.cooldown.get(task_type, 0) > 0:
@@ -364,6 +369,10 @@ async def evolve_phase(scope: StepScope, diagnosis: DiagnosisResult) -> dict[str
                 f"cooling down for {state.cooldown[task_type]} more step(s)",
                 tally=tally,
             )
+        elif on_probation(state, task_type):
+            _skip_on_probation(scope, task_type, tally)
+        elif task_type in state.continuations:
+            carried.append(task_type)  # its test goes on (below): no new edit meanwhile
         elif task_type not in diagnosis.skill_packs:
             action = (
                 SkipAction.SKIP_NO_SKILL_GAPS if tally.failures else SkipAction.SKIP_NO_FAILURES
@@ -374,6 +383,9 @@ async def evolve_phase(scope: StepScope, diagnosis: DiagnosisResult) -> dict[str
 
     async def evolve_one(task_type: str) -> EvolutionRecord:
         return await evolve_skill(scope, task_type, diagnosis.skill_packs[task_type])
+
+    for task_type in eligible:  # their packs go into the evolver's prompts, answers included
+        state.show(diagnosis.skill_packs[task_type].unit_ids)
 
     with calls_logged_as(scope.run_id("evolve")):
         evolved = await fan_out(evolve_one, eligible)
@@ -396,7 +408,39 @@ async def evolve_phase(scope: StepScope, diagnosis: DiagnosisResult) -> dict[str
                 record,
                 tally=diagnosis.tally(task_type),
             )
-    return kept
+    for task_type in carried:
+        if (carried_on := carry_on(scope, task_type)) is not None:
+            kept[task_type] = carried_on
+        else:
+            summary = "the edit whose test was going on no longer applies: rejected"
+            _skip(
+                scope,
+                task_type,
+                SkipAction.SKIP_NO_CHANGE,
+                summary,
+                tally=diagnosis.tally(task_type),
+            )
+    return dict(sorted(kept.items()))
+
+
+def carry_on(scope: StepScope, task_type: str) -> EvolutionRecord | None:
+    """The record a pending continuation is tested with this step: its edit on the file as it
+    is now (re-applied if the slow update changed the file since). An edit that no longer
+    applies ends the test: rejected, blacklisted."""
+    state = scope.state
+    c = state.continuations[task_type]
+    current = scope.prompts.skills.get(c.target_file, "")
+    evolved = c.evolved
+    if current != c.original:
+        text, reports = apply_edits(current, c.edits, c.target_file)
+        evolved = consolidate_appendix(text, scope.ctx.config.appendix_max_lines)[0]
+        if not all(r.applied for r in reports) or evolved == current:
+            del state.continuations[task_type]
+            _blacklist(scope, task_type, c.edits, "its file changed before its test went on")
+            return None
+    return carried_record(
+        task_type, c.target_file, current, evolved, c.edits, scope.prompts.skills_version
+    )
 
 
 async def evolve_skill(scope: StepScope, task_type: str, pack: CasePack) -> EvolutionRecord:
@@ -435,13 +479,18 @@ async def evolve_skill(scope: StepScope, task_type: str, pack: CasePack) -> Evol
 
 
 def gate_spec(scope: StepScope, record: EvolutionRecord, pack: CasePack) -> GateSpec:
-    """Phase B: the ladder minus the case pack's families, truncated to n_max. While the task
+    """Phase B: the ladder minus the families of every unit the evolver has been shown in
+    this run (this step's case pack and every earlier one), truncated to n_max. While the task
     type is on probation its validation families stay reserved for that probation."""
     c = scope.ctx.config
     task_type = record.task_type
+    carried = scope.state.continuations.get(task_type)
+    # A continued test's edit was not written from this step's pack (nothing was evolved), but
+    # it must never observe a family twice.
+    seen = carried.used_units if carried else pack.unit_ids
     ladder = scope.ctx.gate_pools.ladder_for(
         task_type,
-        set(pack.unit_ids),
+        {*seen, *scope.state.shown_units},
         key=scope.prefix,
         with_stage2=task_type not in scope.state.probations,
     )
@@ -453,6 +502,9 @@ def gate_spec(scope: StepScope, record: EvolutionRecord, pack: CasePack) -> Gate
         gate_run_id=scope.run_id(f"gate-{task_type}"),
         strategy=AcceptanceStrategy(c.gate.strategy),
         minibatch_k=c.gate.minibatch_k,
+        # a test whose ladder n_max cut is one test over the whole ladder (continuation.py)
+        whole_horizon=len(ladder.families) if carried is None else 0,
+        resume=carried.test if carried else None,
     )
 
 
@@ -472,24 +524,24 @@ def settle(
     ctx.log.insert_rows("shadow_gate", [shadow_row(scope, outcome)])
     paths = ctx.session.refresh_paths()
     new_version = None
+    carried = state.continuations.pop(record.task_type, None)
+    origin = step_prefix(state.train_id, carried.epoch, carried.step) if carried else scope.prefix
+    note = ""
     if d.accepted:
         new_version = accept(scope, record, outcome)
-        ctx.log.set_result_version(scope.run_id("evolve"), record.task_type, new_version)
+        ctx.log.set_result_version(origin + "evolve", record.task_type, new_version)
+    elif goes_on(d, outcome.test_state, int(carried.test["n"]) if carried else 0):
+        note = _continue_later(scope, record, outcome, carried)
     else:
-        state.reject(
-            record.task_type,
-            [
-                RejectedEdit.from_edit(
-                    record.task_type, e, f"gate {d.stop_reason} (W={d.W}, L={d.L})", epoch, step
-                )
-                for e in record.applied()
-            ],
+        _blacklist(
+            scope, record.task_type, record.applied(), f"gate {d.stop_reason} (W={d.W}, L={d.L})"
         )
-        state.count(Count.REJECTED)
     state.count(DECISION_COUNTS[d.action])
     summary = (
         f"{d.action}: W={d.W} L={d.L} e={d.e_value:.2f} over {d.n_used} families, "
         f"{d.units_used} units ({d.stop_reason})"
+        + (f"; continued from e{carried.epoch} s{carried.step}" if carried else "")
+        + note
     )
     logger.info("e{} s{} {:<10} {}", epoch, step, record.task_type, summary)
     scope.write_report(
@@ -502,6 +554,41 @@ def settle(
         new_version=new_version,
         tally=tally,
     )
+
+
+def _blacklist(scope: StepScope, task_type: str, edits: Sequence[Edit], reason: str) -> None:
+    """A final rejection: the edits join the task type's blacklist."""
+    scope.state.reject(
+        task_type,
+        [RejectedEdit.from_edit(task_type, e, reason, scope.epoch, scope.step) for e in edits],
+    )
+    scope.state.count(Count.REJECTED)
+
+
+def _continue_later(
+    scope: StepScope,
+    record: EvolutionRecord,
+    outcome: ValidationOutcome,
+    carried: Continuation | None,
+) -> str:
+    """Keep a rejected segment's test for a later step; returns the step report's note."""
+    test = dict(outcome.test_state or {})
+    used = {*(carried.used_units if carried else ()), *outcome.candidate_correctness}
+    scope.state.continuations[record.task_type] = Continuation(
+        task_type=record.task_type,
+        target_file=record.target_file,
+        original=record.original,
+        evolved=record.evolved,
+        edits=record.applied(),
+        test=test,
+        used_units=tuple(sorted(used)),
+        epoch=carried.epoch if carried else scope.epoch,
+        step=carried.step if carried else scope.step,
+        segments=carried.segments + 1 if carried else 1,
+    )
+    scope.state.count(Count.CONTINUED)
+    scope.state.count(Count.REJECTED)
+    return f"; goes on in a later step ({test['n']}/{test['horizon']} families)"
 
 
 def accept(scope: StepScope, record: EvolutionRecord, outcome: ValidationOutcome) -> str:
@@ -585,6 +672,26 @@ def _skip(
         summary,
         base_version=scope.prompts.skills_version,
         record=record,
+        tally=tally,
+    )
+
+
+def on_probation(state: TrainState, task_type: str) -> bool:
+    """Whether the task type's edits wait: a provisional accept of it awaits its verdict."""
+    return task_type in state.probations
+
+
+def _skip_on_probation(scope: StepScope, task_type: str, tally: FailureTally) -> None:
+    """No edit while a provisional accept awaits its verdict: the epoch-end test compares the
+    file with the file before that accept, so a later edit would be tested with it, and a
+    rollback would discard the later edit too (app/harness/training/slow_update.py)."""
+    p = scope.state.probations[task_type]
+    _skip(
+        scope,
+        task_type,
+        SkipAction.SKIP_PROBATION,
+        f"on probation since e{p.epoch} s{p.step} ({p.accepted_version}): no edit until its "
+        "epoch-end verdict",
         tally=tally,
     )
 

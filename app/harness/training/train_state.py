@@ -8,6 +8,7 @@ rebuilds exactly the state an uninterrupted run had.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -61,6 +62,23 @@ class Probation:
     step: int
 
 
+@dataclass
+class Continuation:
+    """A rejected edit whose gate test goes on over fresh families in a later step
+    (app/harness/training/continuation.py)."""
+
+    task_type: str
+    target_file: str
+    original: str  # the file the edit was applied to
+    evolved: str  # the candidate file
+    edits: tuple[Edit, ...]
+    test: dict[str, Any]  # SequentialGate.state() at the end of the last segment
+    used_units: tuple[str, ...]  # every unit the test observed, sorted: never observed again
+    epoch: int  # where the edit was proposed (its evolutions row)
+    step: int
+    segments: int = 1
+
+
 class CheckpointStateError(ValueError):
     """A checkpoint's state does not have TrainState's shape; the message names the key."""
 
@@ -85,6 +103,11 @@ class TrainState:
     gate_pools: dict[str, Any] = field(default_factory=dict)
     baseline_cache: dict[str, bool] = field(default_factory=dict)
     curve: list[dict[str, Any]] = field(default_factory=list)
+    # Every unit the evolver was shown with its answer in this run (case packs), sorted: the
+    # gate ladder leaves their families out for good (app/harness/training/gate_ladder.py).
+    # A checkpoint written before this field existed loads it empty.
+    shown_units: list[str] = field(default_factory=list)
+    continuations: dict[str, Continuation] = field(default_factory=dict)  # by task type
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -104,6 +127,10 @@ class TrainState:
     def reject(self, task_type: str, edits: list[RejectedEdit]) -> None:
         """Blacklist edits for the task type's next evolve prompts."""
         self.rejected.setdefault(task_type, []).extend(edits)
+
+    def show(self, unit_ids: Iterable[str]) -> None:
+        """Record units shown to the evolver (kept sorted, so a resumed run's state is equal)."""
+        self.shown_units = sorted(set(self.shown_units).union(unit_ids))
 
     def count(self, key: str, n: int = 1) -> None:
         self.epoch_counts[key] = self.epoch_counts.get(key, 0) + n

@@ -21,11 +21,12 @@ from app.harness.rollouts.agent_prompts import AgentPrompts
 from app.harness.rollouts.inference import AgentSettings, answer_question, prediction_row
 from app.harness.rollouts.question_units import unit_correctness_view
 from app.harness.rollouts.telemetry import calls_logged_as
+from app.harness.training.continuation import SegmentRule, first_segment_gate, resumed_gate
 from app.harness.training.gate_ladder import BaselineCache, Family, Ladder
 from app.harness.workspace import killpoints
 from app.harness.workspace.log import HarnessLog
 from core.concurrency import fan_out
-from core.evolution.acceptance import RuleSetup, make_rule
+from core.evolution.acceptance import AcceptanceRule, RuleSetup, make_rule
 from core.evolution.gate import AcceptanceStrategy, GateDecision, GateParams
 from core.protocols import LLMProvider
 from core.types import Question, QuestionUnit, StopReason
@@ -40,10 +41,26 @@ class GateSpec:
     gate_run_id: str
     strategy: AcceptanceStrategy = AcceptanceStrategy.EPROCESS
     minibatch_k: int = 3
+    # An eprocess test that may go on in later steps (app/harness/training/continuation.py):
+    # the families of its whole ladder when n_max cut it (0: the ladder is the whole test), or
+    # the state of the test this segment continues.
+    whole_horizon: int = 0
+    resume: dict[str, Any] | None = None
 
     @property
     def unit_ids(self) -> tuple[str, ...]:
         return tuple(u for _, ids in self.ladder.families for u in ids)
+
+    def rule(self, params: GateParams) -> AcceptanceRule:
+        """The acceptance rule of this gate run."""
+        setup = self.rule_setup(params)
+        if self.strategy == AcceptanceStrategy.EPROCESS:
+            if self.resume is not None:
+                return SegmentRule(setup, resumed_gate(params, self.resume))
+            if self.whole_horizon > len(self.ladder.families):
+                gate = first_segment_gate(params, self.ladder, self.whole_horizon)
+                return SegmentRule(setup, gate)
+        return make_rule(self.strategy, setup)
 
     def rule_setup(self, params: GateParams) -> RuleSetup:
         """What the acceptance rule is given; the gate run id seeds any random pick."""
@@ -67,6 +84,7 @@ class ValidationOutcome:
     error_share: float = 0.0
     candidate_questions: dict[str, bool] = field(default_factory=dict)  # question_id -> correct
     stage2: tuple[Family, ...] = ()  # families a provisional accept leaves to its probation
+    test_state: dict[str, Any] | None = None  # a segment's test state (continuation.py)
 
     @property
     def cand_acc(self) -> float | None:
@@ -187,7 +205,7 @@ class Validator:
 
     async def gate_one(self, spec: GateSpec) -> ValidationOutcome:
         tally = _Tally()
-        rule = make_rule(spec.strategy, spec.rule_setup(self.params))
+        rule = spec.rule(self.params)
         while families := rule.request():
             for _, pairs in rule.observe(await self._evaluate(spec, families, tally)):
                 tally.record(pairs, self.units)
@@ -202,6 +220,7 @@ class Validator:
             error_share=tally.error_share,
             candidate_questions=tally.by_question,
             stage2=verdict.reserved,
+            test_state=rule.gate.state() if isinstance(rule, SegmentRule) else None,
         )
 
     async def validate(

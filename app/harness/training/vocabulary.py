@@ -25,6 +25,8 @@ class SkipAction(StrEnum):
     # holds the counts per category (core/evolution/diagnose.py FailureTally).
     SKIP_NO_SKILL_GAPS = "skip_no_skill_gaps"
     EVOLVE_FAILED = "evolve_failed"  # the evolver's reply could not be used
+    # The task type is on probation: no edit until the epoch-end verdict on the provisional one.
+    SKIP_PROBATION = "skip_probation"
 
 
 StepAction = GateAction | SkipAction
@@ -40,6 +42,9 @@ class Count(StrEnum):
     # Counted alongside REJECTED for every gate rejection; nothing reads it, it stays so that
     # checkpoints keep their contents.
     GATE_REJECTED = "gate_rejected"
+    # Gate segments that ended W > L short of their horizon: the test goes on in a later step
+    # (app/harness/training/continuation.py); also counted as rejected.
+    CONTINUED = "continued"
     ROLLED_BACK = "rolled_back"  # provisional accepts that failed their probation
     KEPT = "kept"  # provisional accepts that passed it
     SKIPPED = "skipped"

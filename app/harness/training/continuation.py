@@ -1,0 +1,108 @@
+"""A gate test that goes on in later steps: no promising evidence is thrown away.
+
+When a task type's gate-eligible pool holds more families than one test may use in a step
+(`gate.n_max`), an edit's test is one sequential test over the whole pool, spent n_max
+families per step:
+
+- its horizon H is the number of families of the whole ladder (the pool minus every family
+  shown to the evolver), and its accept level is the exact level for H
+  (`GateParams.accept_level(H)`), fixed before the first family is seen;
+- a segment that ends without a decision ("insufficient_evidence": the step's n_max families
+  are used up) with more wins than losses is not rejected for good: the edit, its test state
+  and the units the test used are kept (`TrainState.continuations`), the task type proposes no
+  new edit meanwhile, and the next step goes on with the same e-process over families the test
+  has never observed, in a fresh seeded shuffle;
+- it ends like any test: accept once E_win crosses the level, reject at harm, no signal,
+  curtailment, W ≤ L at a segment's end, or when no fresh family is left.
+
+What is guaranteed. The segments are one test that never looks at a family twice, over at most
+H families, at the level calibrated for H; whether it goes on (W > L) is decided from outcomes
+already seen, which an e-process allows (it is a test supermartingale, so Ville's inequality
+bounds the crossing over any stopping rule). So P(a null edit is accepted in any segment) ≤ α,
+the gate's bound (core/evolution/gate.py) — under its assumptions, with the null read per
+family: for each family, given everything before, the edit applied to the versions current
+when that family is evaluated wins it no more often than it loses it (other task types' files
+may change between segments). Measured by bench/gate_validity.py `gate.validity.continued_test`.
+Not covered: an edit re-proposed by the evolver later is a new test at its own α.
+
+When the pool holds at most n_max families (the defaults on every bench world), a test sees its
+whole ladder in one step and nothing changes: the level is the same, and a rejection is final.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from app.harness.training.gate_ladder import Ladder
+from core.evolution.acceptance import EProcessRule, RuleSetup
+from core.evolution.edits import EditReport
+from core.evolution.evolve import EvolutionRecord, EvolutionStatus, TargetKind
+from core.evolution.gate import (
+    GateDecision,
+    GateParams,
+    GateStopReason,
+    SequentialGate,
+)
+
+CARRIED = "carried over: its test goes on"
+
+
+class SegmentRule(EProcessRule):
+    """The eprocess rule over one step's segment of a test whose horizon is the whole pool."""
+
+    def __init__(self, setup: RuleSetup, gate: SequentialGate) -> None:
+        super().__init__(setup)
+        self.gate = gate
+
+
+def first_segment_gate(params: GateParams, ladder: Ladder, horizon: int) -> SequentialGate:
+    """The gate of a test's first segment: level and futility rules for the whole horizon. A
+    provisional accept needs the segment's stage 2 (the families its probation finishes on)."""
+    whole = replace(params, n_max=max(horizon, 1))
+    stage1 = len(ladder.stage1) if ladder.stage2 else horizon
+    return SequentialGate(whole, horizon=horizon, stage1=stage1)
+
+
+def resumed_gate(params: GateParams, test: dict[str, Any]) -> SequentialGate:
+    """The gate going on from `test` (SequentialGate.state()), with no stage boundary left."""
+    return SequentialGate.resume(replace(params, n_max=max(int(test["horizon"]), 1)), test)
+
+
+def goes_on(decision: GateDecision, test: dict[str, Any] | None, observed_before: int) -> bool:
+    """Whether a rejected segment's test continues in a later step: it ran out of this step's
+    families, not of its horizon, with more wins than losses, and it used at least one family
+    (a segment that found none fresh ends the test)."""
+    return (
+        test is not None
+        and decision.stop_reason == GateStopReason.INSUFFICIENT_EVIDENCE
+        and decision.W > decision.L
+        and observed_before < decision.n_used < int(test["horizon"])
+    )
+
+
+def carried_record(
+    task_type: str,
+    target_file: str,
+    original: str,
+    evolved: str,
+    edits: tuple[Any, ...],
+    source_version: str,
+) -> EvolutionRecord:
+    """The record a continued test is settled with: the same edit, applied as before."""
+    reports = tuple(
+        EditReport(index=i, op=e.op, section=e.section, applied=True, reason=CARRIED)
+        for i, e in enumerate(edits)
+    )
+    return EvolutionRecord(
+        status=EvolutionStatus.OK,
+        target_kind=TargetKind.SKILL,
+        target_file=target_file,
+        original=original,
+        evolved=evolved,
+        task_type=task_type,
+        edits=edits,
+        apply_report=reports,
+        source_version=source_version,
+        request_summary=CARRIED,
+    )

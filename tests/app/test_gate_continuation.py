@@ -1,0 +1,115 @@
+"""A gate test that goes on in later steps (app/harness/training/continuation.py): when n_max
+cuts a task type's ladder, the test's accept level is the one for the whole ladder, a segment
+that ends W > L short of it goes on in a later step over families it never observed, and the
+state it needs survives a checkpoint exactly."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+from app.cli import main
+from app.harness.training.continuation import first_segment_gate, goes_on, resumed_gate
+from app.harness.training.gate_ladder import Ladder
+from app.harness.training.train_state import Continuation, TrainState
+from core.evolution.edits import Edit
+from core.evolution.gate import GateAction, GateDecision, GateParams
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIG = "epochs = 2\nbatch_size = 48\nedit_budget_start = 3\nconcurrency = 8\n[gate]\nn_max = 4\n"
+
+
+def _families(n: int, prefix: str = "f") -> tuple[tuple[str, tuple[str, ...]], ...]:
+    return tuple((f"{prefix}{i}", (f"{prefix}{i}",)) for i in range(n))
+
+
+def test_a_cut_ladder_is_tested_at_the_level_of_the_whole_ladder() -> None:
+    params = GateParams()
+    segment = Ladder(_families(10), ())
+    gate = first_segment_gate(params, segment, horizon=30)
+    assert gate.threshold == params.accept_level(30) > params.accept_level(10)
+    assert gate.horizon == 30
+    for i in range(10):  # W W L, ...: 7 W, 3 L, no decision within the segment
+        gate.observe(f"f{i}", i % 3 == 2, i % 3 != 2)
+    decision = gate.finish(exhausted=True)
+    assert (decision.action, decision.stop_reason) == ("reject", "insufficient_evidence")
+    assert goes_on(decision, gate.state(), observed_before=0)
+    assert not goes_on(decision, gate.state(), observed_before=10)  # it found nothing fresh
+    again = resumed_gate(params, gate.state())
+    assert (again.W, again.L, again.n, again.threshold) == (7, 3, 10, gate.threshold)
+
+
+def test_no_continuation_without_net_wins_or_past_the_horizon() -> None:
+    params = GateParams()
+    gate = first_segment_gate(params, Ladder(_families(4), ()), horizon=30)
+    for i in range(4):  # W L W L
+        gate.observe(f"f{i}", i % 2 == 1, i % 2 == 0)
+    assert not goes_on(gate.finish(exhausted=True), gate.state(), observed_before=0)
+    full = GateDecision(GateAction.REJECT, 7, 3, 10, 3.0, 0.2, "insufficient_evidence", 0.4, 0.2)
+    assert goes_on(full, {"horizon": 30}, observed_before=0)
+    assert not goes_on(full, {"horizon": 10}, observed_before=0)  # its horizon is used up
+    assert not goes_on(full, None, observed_before=0)  # not a test that may go on
+
+
+def test_continuations_survive_the_checkpoint_state() -> None:
+    edit = Edit(op="add", section="Rules", content="- a rule")
+    state = TrainState.from_dict(
+        {
+            "train_id": "train1",
+            "correctness": {},
+            "best": {"skills": "s", "prompts": "p", "val_acc": 0.5, "run_id": "r", "epoch": 0},
+            "baseline_val_acc": 0.5,
+            "baseline_versions": {},
+        }
+    )
+    assert (state.shown_units, state.continuations) == ([], {})  # an older checkpoint
+    state.show(["u2", "u1"])
+    state.continuations["t"] = Continuation(
+        "t", "t.md", "A", "A2", (edit,), {"n": 4, "horizon": 30}, ("u1", "u3"), 1, 2, 1
+    )
+    again = TrainState.from_dict(json.loads(json.dumps(state.to_dict())))
+    assert again == state
+    assert again.shown_units == ["u1", "u2"]
+
+
+def _train(tmp_path: Path) -> Path:
+    store = tmp_path / "store"
+    shutil.copytree(ROOT / "store", store)
+    ws = tmp_path / "ws"
+    init = ["init", str(ws), "--seed", "sim-starter", "--questions", "sim-basic"]
+    assert main([*init, "--store", str(store)]) == 0
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(CONFIG)
+    assert main(["train", "-w", str(ws), "--config", str(cfg), "--no-progress"]) == 0
+    return ws
+
+
+def test_a_promising_test_goes_on_over_fresh_families(tmp_path: Path) -> None:
+    ws = _train(tmp_path)
+    with sqlite3.connect(ws / "harness.db") as conn:
+        reports = [json.loads(r) for (r,) in conn.execute("SELECT report_json FROM step_reports")]
+        units = {}
+        for run_id, unit in conn.execute("SELECT run_id, unit_id FROM gate_evidence"):
+            units.setdefault(run_id, set()).add(unit)
+    first = [r for r in reports if "goes on in a later step" in r["summary"]]
+    assert first, "no segment went on"
+    continued = [r for r in reports if "continued from" in r["summary"]]
+    assert continued
+    params = GateParams(n_max=4)
+    for r in continued:
+        origin = r["summary"].split("continued from ")[1].split(";")[0]  # "e1 s0"
+        epoch, step = (int(x[1:]) for x in origin.split())
+        chain = [
+            p
+            for p in reports
+            if p["task_type"] == r["task_type"]
+            and p.get("gate_run_id")
+            and (p["epoch"], p["step"]) >= (epoch, step)
+            and (p["epoch"], p["step"]) < (r["epoch"], r["step"])
+        ]
+        assert chain[0]["epoch"] == epoch and chain[0]["step"] == step
+        assert r["threshold"] == chain[0]["threshold"] == params.accept_level(chain[0]["horizon"])
+        earlier = set().union(*(units.get(p["gate_run_id"], set()) for p in chain))
+        assert not earlier & units.get(r["gate_run_id"], set())  # never a family twice
