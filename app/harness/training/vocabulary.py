@@ -25,6 +25,9 @@ class SkipAction(StrEnum):
     # holds the counts per category (core/evolution/diagnose.py FailureTally).
     SKIP_NO_SKILL_GAPS = "skip_no_skill_gaps"
     EVOLVE_FAILED = "evolve_failed"  # the evolver's reply could not be used
+    # the edit's added text holds a held-out question's words or answer
+    # (core/evolution/contamination.py); refused before any gate ran
+    CONTAMINATION = "contamination"
 
 
 StepAction = GateAction | SkipAction
@@ -49,6 +52,8 @@ class Count(StrEnum):
     PROMPTS_REVERTED = "prompts_reverted"
     DESCRIPTIONS_ACCEPTED = "descriptions_accepted"
     DESCRIPTIONS_REJECTED = "descriptions_rejected"
+    # skill edits, descriptions and prompt changes refused by core/evolution/contamination.py
+    CONTAMINATION = "contamination"
 
 
 class TrainPhase(StrEnum):
