@@ -82,3 +82,35 @@ def test_edits_quoting_a_held_out_question_are_refused_before_the_gate(
     shown = capsys.readouterr().out
     assert f"refused before the gate: {len(refused)} skill edit(s)" in shown
     assert f"{len(refused) + 1} change(s) in finished epochs' counts" in shown
+
+
+def test_a_description_quoting_a_held_out_question_is_refused(tmp_path, monkeypatch):
+    """Progressive mode's description evolution (app/harness/training/descriptions.py) is shown
+    validation questions; a description that copies one is not gated or applied."""
+    store = tmp_path / "store"
+    shutil.copytree(ROOT / "store", store)
+    leak = _held_out_ledger_question(store)
+    real = sim_evolver.evolve_description
+
+    def leaky(world, prompt, shares):  # type: ignore[no-untyped-def]
+        data = json.loads(real(world, prompt, shares))
+        if data["description"]:
+            data["description"] += f" For example: {leak}"
+        return json.dumps(data)
+
+    monkeypatch.setattr(sim_evolver, "evolve_description", leaky)
+    ws = tmp_path / "ws"
+    vague = ROOT / "examples" / "agent-skills" / "sim-vague"
+    init = ["init", str(ws), "--skills-from", str(vague), "--seed", "vague"]
+    assert main([*init, "--questions", "sim-basic", "--store", str(store)]) == 0
+    train = ["train", "-w", str(ws), "--config", str(ROOT / "app" / "demo.toml")]
+    sets = ["--set", 'skill_mode="progressive"', "--set", "epochs=1", "--no-progress"]
+    assert main([*train, *sets, "--store", str(store)]) == 0
+    records = json.loads((ws / "reports" / "epochs" / "e1_descriptions.json").read_text())
+    refused = [r for r in records["records"] if r["action"] == "contamination"]
+    assert refused and len(refused) == len([r for r in records["records"] if r["new"]])
+    epoch1 = json.loads((ws / "reports" / "epochs" / "e1.json").read_text())
+    assert epoch1["counts"][Count.CONTAMINATION] >= len(refused)
+    assert "descriptions_accepted" not in epoch1["counts"]
+    for path in (ws / "skills").rglob("_skills.json"):
+        assert "For example" not in path.read_text()
