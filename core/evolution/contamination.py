@@ -13,7 +13,9 @@ raise those figures without teaching anything. Two signs, on the text a change A
   words, and answers of `choice` questions (the question lists its
   options, so writing one is not writing the question down). A question's distinctive words
   are its non-stop words held by at most `TEMPLATE_SHARE` of the held-out questions (template
-  words such as "case" are in nearly all of them and name no question).
+  words such as "case" are in nearly all of them and name no question), numbers excepted: a
+  figure or a client number recurs across questions by chance, so a training question's
+  "306, 308" would otherwise pass for a held-out answer 308 next to that question's 306.
 - **a shared 7-gram**: seven consecutive words of a held-out question. An n-gram that also
   occurs in a diagnosis-pool question is template text the evolver is shown anyway, not a
   held-out question's own words, so it does not count.
@@ -24,6 +26,7 @@ text.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +37,7 @@ from core.types import Question
 
 NGRAM = 7
 TEMPLATE_SHARE = 0.2
+_NUMBER = re.compile(r"[0-9.]+")
 SHORT = 2  # an answer of at most this many characters must touch its question's word
 STOP_WORDS = frozenset(
     [
@@ -152,7 +156,8 @@ class HeldOutIndex:
             answer = tuple(words(q.answer))
             if q.checker == "choice" or not _content(list(answer)):
                 continue
-            cues = frozenset(content[q.question_id]) - common - set(answer)
+            cues = frozenset(w for w in content[q.question_id] if not _NUMBER.fullmatch(w))
+            cues = cues - common - set(answer)
             entry = _Answer(answer, q.question_id, cues)
             index.answers.setdefault(answer[0], []).append(entry)
         return index

@@ -93,6 +93,12 @@ def test_answer_next_to_a_word_of_its_question_is_refused() -> None:
     assert hit is not None and hit.question_id == "v5"
 
 
+def test_numbers_do_not_name_a_question() -> None:
+    """A figure recurs across questions by chance: "40, 1234" in a training question's figures
+    is not v1's answer 1234 next to v1's figure 40."""
+    assert index().check("- For client 555 the figures are 40, 1234 and 9.") is None
+
+
 def test_a_shared_seven_gram_is_refused_but_a_six_gram_is_not() -> None:
     idx = index()
     hit = idx.check("Remember: for client 913 the figures are 5, 6 exactly.")
