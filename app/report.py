@@ -9,6 +9,7 @@ from typing import Any
 
 from app.harness.training.checkpoint import load_checkpoint
 from app.harness.training.run_progress import progress_view
+from app.harness.training.vocabulary import Count, SkipAction
 from app.harness.workspace.atomic import read_json_object
 from app.harness.workspace.log import Resume, RunStatus
 from app.harness.workspace.log_reader import LogReader, open_reader
@@ -37,8 +38,10 @@ def workspace_summary(root: Path) -> dict[str, Any]:
             model_io = _model_io(log, role_calls)
             activation = _activation(log)
             triage = [asdict(t) for t in log.triage_counts()]
+            contamination = _contamination(log)
     else:
         calls, spend, model_io, activation, resumes, triage = [], [], {}, {}, [], []
+        contamination = {"skill_edits": 0, "epoch_counts": 0}
     checkpoint = load_checkpoint(root) if (root / "checkpoint.json").exists() else None
     final = root / "analyses" / "final_test_eval.json"
     return {
@@ -55,6 +58,7 @@ def workspace_summary(root: Path) -> dict[str, Any]:
         "model_io": model_io,
         "activation": activation,
         "triage": triage,
+        "contamination": contamination,
         "progress": checkpoint["progress"] if checkpoint else None,
         "resumes": [asdict(r) for r in resumes],
         "final_test": read_json_object(final, "final test report") if final.exists() else None,
@@ -102,6 +106,18 @@ def _activation(log: LogReader) -> dict[str, Any]:
         if summary:
             found.append({"run_id": run_id, "per_task_type": summary})
     return {"first": found[0], "last": found[-1]} if found else {}
+
+
+def _contamination(log: LogReader) -> dict[str, int]:
+    """Changes refused because their added text holds a held-out question
+    (core/evolution/contamination.py): skill edits from the step reports (the epoch in flight
+    too), and every kind (skill edits, descriptions, prompt changes) from the finished epochs'
+    counts."""
+    in_epochs = sum(
+        int((e.report.get("counts") or {}).get(Count.CONTAMINATION) or 0) for e in log.epochs()
+    )
+    steps = log.step_action_counts().get(SkipAction.CONTAMINATION, 0)
+    return {"skill_edits": steps, "epoch_counts": in_epochs}
 
 
 def _percentile(values: list[float], q: float) -> float | None:
@@ -189,6 +205,13 @@ def format_summary(s: dict[str, Any]) -> str:
     lines += _model_io_lines(s.get("model_io", {}))
     lines += _activation_lines(s.get("activation") or {})
     lines += _triage_lines(s.get("triage") or [])
+    refused = s.get("contamination") or {}
+    if any(refused.values()):
+        lines.append(
+            f"\ncontamination  refused before the gate: {refused['skill_edits']} skill edit(s) "
+            f"in step reports; {refused['epoch_counts']} change(s) in finished epochs' counts "
+            "(skill edits, descriptions, prompts)"
+        )
     if s.get("spend"):
         sim = any(r.get("simulated_model") for r in s["runs"])
         lines.append(

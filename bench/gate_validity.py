@@ -25,6 +25,9 @@ Cases (d = discordance = P(a family is a W or an L); p = P(W | discordant)):
    after `GatePools.update` with another noisy round): seeded Monte Carlo of the real gate.
 3. families of 3 and of 10 whose members share their outcomes, fed through `observe_family`:
    seeded Monte Carlo of the real gate (and ProbationTest for the continuation).
+2b. a null edit through a relevance-ordered ladder (`[gate] ladder_order = "relevance"`), the
+   families most relevant to the edit also the most often discordant: seeded Monte Carlo of
+   the real relevance scores, ladder and gate.
 4. slightly harmful candidates, p = 0.45: exact DP.
 5. the harness's rules, through its code: (a) a null provisional edit while a good later edit
    of the same type is proposed (`step.on_probation` decides whether it waits; before, it
@@ -57,6 +60,7 @@ import argparse
 import math
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -609,6 +613,132 @@ def continued_test(
     return accepted / reps, segments / reps
 
 
+# --------------------------------------------------------------------------- relevance ladder
+
+# Relevance levels of a family's question against the null edit's added text, with the
+# share of families at each level and their discordance: the more the question names what
+# the edit talks about, the likelier the edit changes its answer (the hardest case for an
+# order chosen by relevance), but under the null a discordant family is a win or a loss with
+# probability 1/2 at every level.
+RELEVANCE_ADDED = "- In cases marked VOID or carryover, leave that entry out entirely."
+RELEVANCE_LEVELS = (  # (marker words in the question, share of families, discordance)
+    ("VOID carryover", 0.15, 1.0),
+    ("VOID", 0.15, 0.6),
+    ("REFUND", 0.7, 0.05),
+)
+RELEVANCE_CELLS = (20, 60, 200)
+RELEVANCE_ORDERS = 10  # relevance ladders (stage-2 shuffles) computed exactly per cell
+
+
+def relevance_world(n_max: int, seed: int):
+    """Singleton families in the default split's stage proportions, each question naming
+    the markers of its relevance level (assigned round-robin by share); returns the real
+    GatePools, the stage-1 relevance scores from the real `relevance_scores`, and each
+    family's discordance."""
+    from app.harness.training.gate_ladder import GatePools
+    from core.evolution.relevance import relevance_scores
+    from core.types import Question, QuestionUnit
+
+    n_diag = round(2 * n_max / 3)
+    levels = [lv for lv in RELEVANCE_LEVELS for _ in range(round(lv[1] * 20))]  # 20 per cycle
+    units, texts, discordance = [], {}, {}
+    for i in range(n_max):
+        markers, _, d = levels[i % len(levels)]
+        text = f"Case {i}: for client {100 + i} one entry is marked {markers}. What is the total?"
+        q = Question(question_id=f"q{i:04d}", task_type="t", question=text, answer="1")
+        units.append(QuestionUnit(unit_id=q.unit_id, task_type="t", questions=(q,)))
+        texts[q.unit_id], discordance[q.unit_id] = text, d
+    validation = {u.unit_id for u in units[n_diag:]}
+    pools = GatePools.build(units, validation, set(), seed=seed)
+    stage1 = pools.families["t"]["diagnosis"]
+    docs = {f: " ".join(texts[u] for u in ids) for f, ids in stage1.items()}
+    return pools, relevance_scores(docs, RELEVANCE_ADDED), discordance
+
+
+def exact_sequence(
+    params: GateParams, horizon: int, discordance: Sequence[float], p: float = 0.5
+) -> tuple[float, float]:
+    """(final, kept) exactly, as `exact_cell`'s DP but with family n's discordance
+    `discordance[n - 1]`: the gate's rate on one fixed, outcome-free order of families."""
+    H, s1 = horizon, stage1_of(horizon)
+    acc, per_n, _ = _masks(params, H, s1)
+    P = np.zeros((H + 1, H + 1))
+    P[0, 0] = 1.0
+    Q = np.zeros_like(P)
+    final = kept = 0.0
+    for n in range(1, H + 1):
+        d = discordance[n - 1]
+        P = _step(P, d * p, d * (1 - p), 1 - d)
+        stop_rej, prov = per_n[n]
+        final += P[acc].sum()
+        P[acc | stop_rej] = 0.0
+        if n > s1:
+            Q = _step(Q, d * p, d * (1 - p), 1 - d)
+            kept += Q[acc].sum()
+            Q[acc | stop_rej] = 0.0
+        if prov.any():
+            Q = np.where(prov, P, 0.0)
+            P = np.where(prov, 0.0, P)
+    return float(final), float(kept)
+
+
+def exact_relevance(params: GateParams, n_max: int, seed: int, orders: int) -> tuple[float, float]:
+    """(mean, max) over `orders` ladders (keys as `mc_relevance`'s first reps) of the exact
+    P(accepted at the gate or kept) of the relevance-ordered ladder's discordance sequence:
+    stage 1 is the same sequence in every ladder (sorted by relevance, and equally relevant
+    families have equal discordance here); stage 2 is a seeded shuffle. (The figure comes out
+    the same for every ladder: past stage 1 the order changes only where the ties fall.)"""
+    pools, scores, discordance = relevance_world(n_max, seed)
+    rates = []
+    for r in range(orders):
+        ladder = pools.ladder_for("t", set(), key=f"rep{r}-", relevance=scores).truncated(n_max)
+        ds = [discordance[us[0]] for _, us in ladder.families]
+        final, kept = exact_sequence(params, n_max, ds)
+        rates.append(final + kept)
+    return float(np.mean(rates)), float(np.max(rates))
+
+
+def mc_relevance(
+    rng: np.random.Generator, reps: int, params: GateParams, n_max: int, order: str, seed: int
+) -> MC:
+    """A null edit through the real ladder (`ladder_for` with the relevance scores, or the
+    plain shuffle) and the real acceptance rule + ProbationTest, as `mc_ladder`. Per rep and
+    family: discordant with the family's level's probability, then a win or a loss with
+    probability 1/2 each; probation draws its own outcomes the same way."""
+    pools, scores, discordance = relevance_world(n_max, seed)
+    out = []
+    for r in range(reps):
+        relevance = scores if order == "relevance" else None
+        ladder = pools.ladder_for("t", set(), key=f"rep{r}-", relevance=relevance)
+        ladder = ladder.truncated(n_max)
+        ids = [u for _, us in ladder.families for u in us]
+        u = rng.random((2, len(ids)))
+        d = np.array([discordance[i] for i in ids])
+        g = {"gate": {}, "probation": {}}
+        for row, name in zip(u, g, strict=True):
+            g[name] = {
+                i: int(np.where(x < d_i / 2, 1, np.where(x < d_i, -1, 0)))
+                for i, x, d_i in zip(ids, row, d, strict=True)
+            }
+        rule = make_rule(
+            AcceptanceStrategy.EPROCESS, RuleSetup(ladder.stage1, ladder.stage2, params)
+        )
+        gate_g = g["gate"]
+        settled = run_rule(rule, lambda fam, gg=gate_g: [(i, *_PAIR[gg[i]]) for i in fam[1]])
+        decision = settled.decision
+        if decision.action != "accept_provisional":
+            out.append((decision.action, decision.n_used, decision.n_used))
+            continue
+        probation = ProbationTest(params, decision.continuation)
+        for f, us in settled.reserved:
+            if probation.done:
+                break
+            probation.observe_family(f, [(i, *_PAIR[g["probation"][i]]) for i in us])
+        verdict, final = probation.verdict()
+        out.append((verdict, decision.n_used, final.n_used))
+    return mc_summary(out, n_max)
+
+
 # --------------------------------------------------------------------------- report
 
 
@@ -698,6 +828,53 @@ def harness_cases(
     return worst_later, worst_cont
 
 
+def run_relevance_case(
+    args: argparse.Namespace,
+    params: GateParams,
+    finals: list[tuple[float, str]],
+    kepts: list[tuple[float, str]],
+    mc_ses: list[float],
+) -> list[float]:
+    """Case 2b: prints its table, adds its Monte Carlo cells to the summary; returns, per
+    n_max, the largest exact P(accepted or kept) over the sampled relevance ladders (nan when
+    the ladder API is missing)."""
+    print(
+        "\n== 2b. null edit through a relevance-ordered ladder (`[gate] ladder_order = "
+        '"relevance"`: real relevance_scores / ladder_for / acceptance rule + ProbationTest), '
+        "Monte Carlo; relevance levels (share, discordance): "
+        + ", ".join(f"{m!r} ({sh:g}, {d:g})" for m, sh, d in RELEVANCE_LEVELS)
+        + "; P(W | discordant) = 0.5 at every level"
+    )
+    print(
+        f"{'order':>9} {'n_max':>5} {'final':>7} {'s.e.':>6} {'prov':>7} {'kept':>7} "
+        f"{'s.e.':>6} {'fams':>6}  exact final+kept over {RELEVANCE_ORDERS} ladders: mean, max"
+    )
+    rates = []
+    try:
+        for n in RELEVANCE_CELLS:
+            for order in ("relevance", "shuffle"):
+                rng = np.random.default_rng([args.seed, 21, n, order == "relevance"])
+                m = mc_relevance(rng, args.reps, params, n, order, seed=args.seed % 1000 + 1)
+                exact = ""
+                if order == "relevance":
+                    mean, worst = exact_relevance(params, n, args.seed % 1000 + 1, RELEVANCE_ORDERS)
+                    rates.append(worst)
+                    exact = f"  {mean:.4f}, {worst:.4f}"
+                print(
+                    f"{order:>9} {n:5d} {fmt_rate(m.final)} {m.se_final:6.4f} "
+                    f"{fmt_rate(m.prov)} {fmt_rate(m.kept)} {m.se_kept:6.4f} "
+                    f"{m.gate_families:6.1f}{exact}"
+                )
+                finals.append((m.final, f"case 2b {order} ladder n_max {n} (MC)"))
+                kepts.append((m.kept, f"case 2b {order} ladder n_max {n} (MC)"))
+                mc_ses += [m.se_final, m.se_kept]
+    except (ImportError, TypeError, AttributeError) as exc:  # the ladder API changed under us
+        print(f"  case 2b not run: the ladder API differs from what this bench expects ({exc!r})")
+        finals.append((math.nan, "case 2b not run"))
+        rates.append(math.nan)
+    return rates
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -775,6 +952,9 @@ def main() -> None:
     except (ImportError, TypeError, AttributeError) as exc:  # the ladder API changed under us
         print(f"  case 2 not run: the ladder API differs from what this bench expects ({exc!r})")
         finals.append((math.nan, "case 2 not run"))
+
+    # 2b. a relevance-ordered ladder, relevance correlated with discordance
+    relevance_finals = run_relevance_case(args, params, finals, kepts, mc_ses)
 
     # 3. families sharing outcomes
     print(
@@ -926,6 +1106,10 @@ def main() -> None:
     print(f"RESULT gate.validity.max_final_false_accept {max_final:.4f} rate target <={TARGET_FA}")
     print(
         f"RESULT gate.validity.max_kept_provisional_false_accept {max_kept:.4f} rate "
+        f"target <={TARGET_FA}"
+    )
+    print(  # exact, the worst sampled relevance ladder; accepted at the gate or kept
+        f"RESULT gate.validity.relevance_ladder {max(relevance_finals):.4f} rate "
         f"target <={TARGET_FA}"
     )
     print(f"RESULT gate.validity.harmful_max_accept {harm_max:.4f} rate target <={TARGET_FA}")

@@ -18,6 +18,7 @@ ACTION_STYLES: dict[str, str] = {
     GateAction.ACCEPT_PROVISIONAL: "yellow",
     GateAction.REJECT: "red",
     SkipAction.EVOLVE_FAILED: "bold red",
+    SkipAction.CONTAMINATION: "bold magenta",
     SkipAction.SKIP_COOLDOWN: "dim cyan",
     SkipAction.SKIP_PROBATION: "dim yellow",
     SkipAction.SKIP_NO_CHANGE: "dim",

@@ -43,6 +43,7 @@ from app.harness.skills.agent_skills import (
     read_sidecar,
     write_sidecar,
 )
+from app.harness.training.contamination_guard import refused_as_contamination
 from app.harness.training.train_state import TrainContext, TrainState
 from app.harness.training.vocabulary import Count
 from app.harness.workspace.atomic import write_json_atomic
@@ -179,6 +180,9 @@ async def _one(
         record["reason"] = error or "unchanged"
         return record
     record["new"] = new
+    if refused_as_contamination(ctx, state, f"description of {file}", new):
+        record["action"] = "contamination"
+        return record
     cand = with_description(prompts, file, new)
     verdict = await _gate(ctx, state, prefix, prompts, cand, file, val, r_run_id)
     record.update(verdict)

@@ -4,7 +4,8 @@ The ladder says which families a gate test looks at and in which order. It is bu
 gate's guarantee holds (core/evolution/gate.py states it):
 - the order is a seeded shuffle, keyed by (seed, task type, epoch, step), that never looks at
   any outcome: no unit is chosen or put first because the baseline happened to fail it, which
-  would make regression to the mean look like an improvement;
+  would make regression to the mean look like an improvement; `[gate] ladder_order =
+  "relevance"` then sorts stage 1 by a score of texts alone (core/evolution/relevance.py);
 - one entry per family (near-duplicate questions are one observation);
 - families holding a unit the evolver has been shown with its answer in this run are left out,
   for good: this step's case pack (the candidate was written from it) and every earlier one
@@ -31,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from app.harness.workspace.atomic import read_json, write_json_atomic
+from core.evolution.relevance import by_relevance
 from core.types import QuestionUnit
 
 FORMAT_VERSION = 2
@@ -83,9 +85,17 @@ class GatePools:
         return tuple(sorted(self.families))
 
     def ladder_for(
-        self, task_type: str, exclude_units: set[str], key: str, with_stage2: bool = True
+        self,
+        task_type: str,
+        exclude_units: set[str],
+        key: str,
+        with_stage2: bool = True,
+        relevance: Mapping[str, float] | None = None,
     ) -> Ladder:
-        """The families to test, in a seeded order that depends on `key` and nothing else."""
+        """The families to test, in a seeded order that depends on `key` and nothing else.
+        With `relevance` (family id -> score, computed from texts alone), stage 1 is put most
+        relevant first, ties in the seeded order (core/evolution/relevance.py: why the null
+        stays intact); stage 2 keeps the seeded order."""
         by_stage = self.families.get(task_type, {})
 
         def stage(name: str) -> tuple[Family, ...]:
@@ -97,7 +107,10 @@ class GatePools:
             random.Random(f"{self.seed}:{task_type}:{name}:{key}").shuffle(fams)
             return tuple(fams)
 
-        return Ladder(stage("diagnosis"), stage("validation") if with_stage2 else ())
+        stage1 = stage("diagnosis")
+        if relevance is not None:
+            stage1 = by_relevance(stage1, relevance)
+        return Ladder(stage1, stage("validation") if with_stage2 else ())
 
     def to_dict(self) -> dict[str, Any]:
         return {"version": FORMAT_VERSION, "seed": self.seed, "families": self.families}

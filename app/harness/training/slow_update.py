@@ -15,6 +15,7 @@ from loguru import logger
 from app.harness.rollouts.agent_prompts import AgentPrompts
 from app.harness.rollouts.question_units import build_units, unit_accuracy, unit_correctness_view
 from app.harness.rollouts.telemetry import calls_logged_as
+from app.harness.training.contamination_guard import refused_as_contamination
 from app.harness.training.momentum import run_slow_momentum
 from app.harness.training.observation import evidence_rows, write_epoch_report
 from app.harness.training.train_state import Best, Probation, TrainContext, TrainState
@@ -26,6 +27,7 @@ from core.evolution.diagnose import CasePack, merge_packs
 from core.evolution.edits import RejectedEdit
 from core.evolution.evolve import TargetKind, evolve, prompt_file_prompt
 from core.evolution.gate import GateDecision, ProbationTest, ProbationVerdict, SequentialGate
+from core.evolution.relevance import added_text
 from core.types import InferenceResult
 
 # An epoch report's counts, in this order; the second group only when not zero.
@@ -44,6 +46,7 @@ EPOCH_REPORT_COUNTS_IF_ANY = (
     Count.CONTINUED,
     Count.DESCRIPTIONS_ACCEPTED,
     Count.DESCRIPTIONS_REJECTED,
+    Count.CONTAMINATION,
 )
 PROMPTS_SUBJECT = "_prompts"  # gate_evidence.task_type of a prompt change's test
 
@@ -288,7 +291,9 @@ async def evolve_prompts(ctx: TrainContext, state: TrainState, epoch: int, prefi
                 target_kind=TargetKind.TOOL if tool else TargetKind.SYSTEM,
                 source_version=session.paths.prompts_version,
             )
-            if record.changed:
+            if record.changed and not refused_as_contamination(
+                ctx, state, file, added_text(record.original, record.evolved)
+            ):
                 files[file] = record.evolved
                 changed.append(file)
     if not changed:

@@ -55,6 +55,7 @@ from core.evolution.evolve import (
     skill_prompt,
 )
 from core.evolution.gate import AcceptanceStrategy, GateAction, SequentialGate
+from core.evolution.relevance import added_text, relevance_scores
 from core.evolution.triage import triage_failures
 from core.types import Question
 
@@ -325,7 +326,7 @@ def _warn_contradictions(run_id: str, diagnoses: Sequence[Diagnosis]) -> None:
 # -- the four gate phases -------------------------------------------------------------------
 async def gate_step(scope: StepScope, diagnosis: DiagnosisResult) -> None:
     ctx, state = scope.ctx, scope.state
-    records = await evolve_phase(scope, diagnosis)
+    records = refuse_contaminated(scope, await evolve_phase(scope, diagnosis), diagnosis)
     if not records:
         return
     specs = [
@@ -478,6 +479,48 @@ async def evolve_skill(scope: StepScope, task_type: str, pack: CasePack) -> Evol
     return record
 
 
+def refuse_contaminated(
+    scope: StepScope, records: dict[str, EvolutionRecord], diagnosis: DiagnosisResult
+) -> dict[str, EvolutionRecord]:
+    """Before any gate: a candidate whose added text holds a held-out question's words or
+    answer (core/evolution/contamination.py) is refused and reported; the rest go on. Its
+    edits are not blacklisted: the blacklist is shown to the evolver, and would carry the
+    held-out text into its next prompts."""
+    kept = {}
+    for task_type, record in records.items():
+        sign = scope.ctx.held_out.check(added_text(record.original, record.evolved))
+        if sign is None:
+            kept[task_type] = record
+            continue
+        logger.warning(
+            "e{} s{} {}: refused, {}", scope.epoch, scope.step, task_type, sign.describe()
+        )
+        scope.state.count(Count.CONTAMINATION)
+        scope.write_report(
+            task_type,
+            SkipAction.CONTAMINATION,
+            f"refused before the gate: {sign.describe()}",
+            base_version=scope.prompts.skills_version,
+            record=record,
+            tally=diagnosis.tally(task_type),
+        )
+    return kept
+
+
+def ladder_relevance(scope: StepScope, record: EvolutionRecord) -> dict[str, float] | None:
+    """Stage-1 family id -> relevance to the edit's added text (None: `ladder_order` is
+    "shuffle"). Texts only: the questions of the task type's diagnosis families."""
+    if scope.ctx.config.gate.ladder_order != "relevance":
+        return None
+    families = scope.ctx.gate_pools.families.get(record.task_type, {}).get("diagnosis", {})
+    units = scope.ctx.units
+    docs = {
+        family: "\n".join(q.question for u in ids if u in units for q in units[u].questions)
+        for family, ids in families.items()
+    }
+    return relevance_scores(docs, added_text(record.original, record.evolved))
+
+
 def gate_spec(scope: StepScope, record: EvolutionRecord, pack: CasePack) -> GateSpec:
     """Phase B: the ladder minus the families of every unit the evolver has been shown in
     this run (this step's case pack and every earlier one), truncated to n_max. While the task
@@ -493,6 +536,7 @@ def gate_spec(scope: StepScope, record: EvolutionRecord, pack: CasePack) -> Gate
         {*seen, *scope.state.shown_units},
         key=scope.prefix,
         with_stage2=task_type not in scope.state.probations,
+        relevance=ladder_relevance(scope, record),
     )
     return GateSpec(
         task_type=task_type,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter, ValidationError
@@ -18,6 +19,7 @@ from app.harness.rollouts.pools import Pools
 from app.harness.training.gate_ladder import BaselineCache, Family, GatePools
 from app.harness.training.vocabulary import TrainPhase
 from app.harness.workspace.config import RunConfig, describe_problem
+from core.evolution.contamination import HeldOutIndex
 from core.evolution.edits import Edit, RejectedEdit
 from core.evolution.gate import GateParams
 from core.types import Question, QuestionUnit
@@ -200,6 +202,12 @@ class TrainContext:
     @property
     def root(self) -> Path:
         return self.session.paths.root
+
+    @cached_property
+    def held_out(self) -> HeldOutIndex:
+        """Validation and test questions, tokenised once per run for the contamination check
+        (core/evolution/contamination.py); built from the pools, so a resume rebuilds it."""
+        return HeldOutIndex.build(self.pools.validation + self.pools.test, self.pools.diagnosis)
 
     def questions_of(self, pool: tuple[Question, ...], task_type: str) -> list[Question]:
         return [q for q in pool if q.task_type == task_type]

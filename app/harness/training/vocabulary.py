@@ -27,6 +27,9 @@ class SkipAction(StrEnum):
     EVOLVE_FAILED = "evolve_failed"  # the evolver's reply could not be used
     # The task type is on probation: no edit until the epoch-end verdict on the provisional one.
     SKIP_PROBATION = "skip_probation"
+    # the edit's added text holds a held-out question's words or answer
+    # (core/evolution/contamination.py); refused before any gate ran
+    CONTAMINATION = "contamination"
 
 
 StepAction = GateAction | SkipAction
@@ -54,6 +57,8 @@ class Count(StrEnum):
     PROMPTS_REVERTED = "prompts_reverted"
     DESCRIPTIONS_ACCEPTED = "descriptions_accepted"
     DESCRIPTIONS_REJECTED = "descriptions_rejected"
+    # skill edits, descriptions and prompt changes refused by core/evolution/contamination.py
+    CONTAMINATION = "contamination"
 
 
 class TrainPhase(StrEnum):

@@ -60,6 +60,10 @@ class GateConfig(GateParams):
     # `settle_prompt_change`): "eprocess" only if it wins the paired e-process test, "net_win"
     # if it wins more validation families than it loses (never on a tie)
     prompt_rule: Literal["eprocess", "net_win"] = "eprocess"
+    # the order of a gate test's stage-1 families (app/harness/training/gate_ladder.py): the
+    # seeded "shuffle", or "relevance" (most relevant to the edit's added text first, ties in
+    # the shuffle's order; core/evolution/relevance.py says why the null is unchanged)
+    ladder_order: Literal["relevance", "shuffle"] = "shuffle"
     # the share of a gate's candidate answers lost to provider errors that aborts the step
     guard_err: float = Field(default=0.2, ge=0.0, le=1.0)
 
