@@ -27,7 +27,7 @@ from core.evolution.gate import (
     run_gate,
     run_gate_families,
 )
-from core.stats import MIXTURE_BETS, calibrated_threshold, mixture_e
+from core.stats import MIXTURE_BETS, EProcessPair, calibrated_threshold, mixture_e
 
 W, L, T = (False, True), (True, False), (True, True)  # (base, cand): a win, a loss, a tie
 # Mechanics at a fixed bet λ = 0.3 with Ville's level 20 (no calibration), so the expected
@@ -516,8 +516,6 @@ def test_rounded_evidence_rows_carry_d_and_the_counted_outcome() -> None:
 def test_family_evidence_is_validated() -> None:
     with pytest.raises(ValueError, match="family_evidence"):
         GateParams(family_evidence="sign")
-    with pytest.raises(ValueError, match="family_evidence"):
-        GateParams(family_evidence="mean", lambda_strategy="kt")
     assert GateParams(family_evidence="mean").accept_level(60) == 20.0  # Ville: d is off-lattice
 
 
@@ -556,3 +554,19 @@ def test_a_state_without_d_counts_resumes_with_single_unit_meaning() -> None:
     state = {"evidence": {"wins": 4, "losses": 1}, "n": 6, "units": 6, "horizon": 20}
     gate = SequentialGate.resume(GateParams(), {**state, "threshold": 12.0})
     assert (gate.W, gate.L, gate.bet_W, gate.bet_L) == (4, 1, 4, 1)
+
+
+@pytest.mark.parametrize("strategy", ["fixed", "kt"])
+def test_fixed_and_kt_bets_on_the_mean(strategy: str) -> None:
+    """With family_evidence "mean" the fixed / KT bets multiply by (1 + λd) with the bet they
+    would have used on the counts so far (the harness's shadow gates run these)."""
+    params = GateParams(lambda_strategy=strategy, family_evidence="mean", lambda_dir=0.3)
+    gate = SequentialGate(params, horizon=20)
+    expected, bettor = 1.0, EProcessPair(strategy, 0.3, params.lambda_max)
+    for family, pairs in _consistent_families(6):
+        lam, _ = bettor.bets()
+        d = family_mean(pairs)
+        expected *= 1.0 + lam * d
+        bettor.wins, bettor.losses = bettor.wins + (d > 0), bettor.losses + (d < 0)
+        gate.observe_family(family, pairs)
+        assert gate.e_win == pytest.approx(expected)
