@@ -2,46 +2,70 @@
 
 Pure logic: callers feed families of (unit_id, baseline correct, candidate correct) in ladder
 order and get a decision. One observation per *family* (near-duplicate questions share one):
-its outcome is the sign of Σ(candidate − baseline) over the family's units, so W = the
-candidate wins the family, L = it loses it, a tie moves nothing. A benchmark without families
-has one unit per family, and then this is the usual unit-level paired comparison.
+its evidence is d = the mean of (candidate − baseline) over its units, in [−1, 1]
+(`family_mean`). The decisions count a ±1/0 outcome g per family: with `family_evidence`
+"rounded" (default) g = sign(d) with probability |d|, else 0, the coin being a hash of the
+family's unit ids (`rounded_outcome`), so E[g | d] = d and d ∈ {−1, 0, 1} is kept as is; with
+"mean" the bet is on d itself, E_win = Σ_k w_k Π(1 + λ_k d), and g = sign(d). W and L in
+reports are the families with d > 0 and d < 0; for single-unit families (a benchmark without
+families) g = d and this is the usual unit-level paired comparison.
 
-Decisions, checked after every family, in this order:
+Why not the sign of Σ(candidate − baseline), as before: a candidate with exactly the baseline's
+per-unit accuracy that only makes a family's units right or wrong together wins more signs than
+it loses (bench/gate_validity.py case 5: accepted 31% of the time with families of 3, 63% with
+5, horizon 60, accuracy 0.7). d's mean is ≤ 0 for such a candidate, and so is g's.
+
+Decisions, checked after every family, in this order (W', L' = the +1 / −1 outcomes g counted,
+`bet_W` / `bet_L`; with "rounded" a decision depends on the g's only, so the bench's DP over
+(W', L', n) is exact):
 - E_win ≥ threshold                      -> "accept",  stop_reason "confirmed"
 - E_harm ≥ e_rollback                    -> "reject",  stop_reason "harm"
 - E_harm ≥ e_futility (off by default)   -> "reject",  stop_reason "futility"
-- no net win (W ≤ L) once max(futility_min, futility_share·horizon) families are in
+- no net win (W' ≤ L') once max(futility_min, futility_share·horizon) families are in
                                          -> "reject",  stop_reason "futility"
   (saves the units a no-effect edit would spend until curtailment; the power it costs is
   measured in bench/gate_validity.py)
 - no accept is reachable within the horizon even if every remaining family were a W
   (when `curtail`)                       -> "reject",  stop_reason "futility"
-- at the end of stage 1 when a stage 2 exists: E_win ≥ e_provisional, W − L ≥ w_net_min and
-  (W − L)/(n + shrink_k) ≥ delta_min      -> "accept_provisional", stop_reason "provisional":
+- at the end of stage 1 when a stage 2 exists: E_win ≥ e_provisional, W' − L' ≥ w_net_min
+  and (W' − L')/(n + shrink_k) ≥ delta_min -> "accept_provisional", stop_reason "provisional":
   the same test goes on over stage 2 at probation (`ProbationTest`), and the edit is kept only
   if it crosses the threshold there.
 At the end of the ladder without such a stop -> "reject", "insufficient_evidence".
 
 What is guaranteed, and under which assumptions. The null hypothesis: for each family the gate
-looks at, given everything seen before, the candidate is no more likely to win it than to lose
-it. Assumptions the harness makes true (app/harness/training/gate_ladder.py): (1) which families are
-looked at, in which order, is a seeded shuffle that never uses any outcome; (2) the baseline
-outcomes compared come from runs of the baseline, whatever they were, and are not used to
-choose or order the families; (3) families are independent of each other (a family is one
-observation, so dependence inside a family costs nothing); (4) the families the candidate was
-written from (its case pack) are left out. Then P(accept or kept provisional) ≤ α = 1/e_confirm
-exactly: E_win is a mixture of test supermartingales (`core.stats.mixture_e`), and the
-threshold is the exact level at which a fair walk over the whole horizon (stage 1 + stage 2)
-crosses with probability ≤ α (`core.stats.calibrated_threshold`; never above Ville's 1/α).
-The harm, futility and curtailment stops only ever reject, so they cannot raise that rate;
-curtailment changes no decision at all. A provisional accept carries no guarantee by itself;
-it is an edit on probation. What is not guaranteed: that an accepted edit helps on questions
-unlike the benchmark's, or that a family-level win is a unit-level gain.
+looks at, given everything seen before, the candidate's expected per-unit accuracy on it is no
+higher than the baseline's (E[d | past] ≤ 0), however the family's units move together.
+Assumptions the harness makes true (app/harness/training/gate_ladder.py): (1) which families
+are looked at, in which order, is a seeded shuffle that never uses any outcome; (2) the
+baseline outcomes compared come from runs of the baseline, whatever they were, and are not used
+to choose or order the families; (3) families are independent of each other (dependence inside
+a family costs nothing: d is one bounded observation); (4) the families the candidate was
+written from (its case pack) are left out; and, for "rounded", (5) a family's rounding coin
+(a hash of its unit ids, which nothing that produces outcomes sees) is independent of its
+outcomes: the guarantee is a probability over those coins too. Then, with "rounded",
+P(g = +1 | past) = E[d⁺ | past] ≤ E[d⁻ | past] = P(g = −1 | past): exactly the ±1/0 null for
+which `core.stats.calibrated_threshold` computed its level, so P(accept or kept provisional)
+≤ α = 1/e_confirm exactly: E_win is a mixture of test supermartingales (`core.stats.mixture_e`),
+and the threshold is the exact level at which a fair walk over the whole horizon (stage 1 +
+stage 2) crosses with probability ≤ α (never above Ville's 1/α). With "mean", every factor
+1 + λd has conditional mean ≤ 1 without assumption (5), but d is off the ±1/0 lattice, so the
+level is Ville's e_confirm. The harm, futility and curtailment stops only ever reject, so they
+cannot raise that rate; curtailment changes no decision at all. A provisional accept carries
+no guarantee by itself; it is an edit on probation. What is not guaranteed: that an accepted
+edit helps on questions unlike the benchmark's.
 
 Measured by bench/gate_validity.py with the defaults (exact DP where the decision depends on
-counts only, seeded Monte Carlo otherwise): false accepts at most 0.049 over discordance
-0.02-1 x n_max 20/60/200, 0.030 through the real ladders built from noisy baselines, at most
-0.049 with families of 3 and 10 sharing outcomes; kept provisional accepts at most 0.006. The
+counts only, seeded Monte Carlo otherwise): false accepts at most 0.0497 (accepted or kept;
+0.0492 at the gate) over discordance 0.02-1 x n_max 20/60/200, 0.030 through the real ladders
+built from noisy baselines, at most 0.049 with families of 3 and 10 sharing outcomes, at most
+0.027 for a consistency-only candidate (families of 3 and 5, accuracy 0.7 and 0.5; the sign
+rule: 0.63); kept provisional accepts at most 0.007. "rounded" against "mean" (power, d 0.3 and
+P(W | discordant) 0.7 per unit): with independent units in a family "mean" is stronger on long
+ladders (families of 3: 0.50 vs 0.32 at horizon 60, 0.99 vs 0.92 at 200) and weaker on short
+ones (0.006 vs 0.08 at 20); with units sharing their outcome, and for single units, "rounded"
+is stronger everywhere (the exact level against Ville's: 0.08 vs 0.03 at 20, 0.27 vs 0.22 at
+60). Gate tests see 10-20 families on the built-in worlds, hence "rounded" by default. The
 price: power 0.83 at n_max 200, discordance 0.3, P(W | discordant) 0.7 (a fixed McNemar test on
 all 200 units: 0.92), and between 0.67x and 1.3x a fixed McNemar test's power at the gate's
 expected number of units.
@@ -50,6 +74,7 @@ expected number of units.
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -115,6 +140,10 @@ class ProbationVerdict(StrEnum):
 
 
 BET_STRATEGIES = ("mixture", *STRATEGIES)
+# What the bet moves on per family (see `family_mean`): "rounded" (default) bets on a ±1/0
+# outcome drawn with mean d, so the exact calibrated level stays valid; "mean" bets on d itself
+# and uses Ville's level e_confirm. Measured against each other in bench/gate_validity.py.
+FAMILY_EVIDENCE = ("rounded", "mean")
 OUTCOME_NAMES = {1: FamilyOutcome.W, -1: FamilyOutcome.L, 0: FamilyOutcome.TIE}
 
 Pair = tuple[str, bool, bool]  # (unit_id, baseline correct, candidate correct)
@@ -164,6 +193,8 @@ class GateParams:
     # candidate has won no more families than it lost. 0 switches it off.
     futility_share: float = 1 / 3
     futility_min: int = 10
+    # How a family of several units becomes evidence (FAMILY_EVIDENCE; module docstring).
+    family_evidence: str = "rounded"
 
     def __post_init__(self) -> None:
         """The one range check of every gate parameter (the app's `[gate]` config relies on it)."""
@@ -184,6 +215,9 @@ class GateParams:
         strategies = ", ".join(BET_STRATEGIES)
         ok = self.lambda_strategy in BET_STRATEGIES
         _require("lambda_strategy", self.lambda_strategy, ok, f"one of {strategies}")
+        kinds = ", ".join(FAMILY_EVIDENCE)
+        ok = self.family_evidence in FAMILY_EVIDENCE
+        _require("family_evidence", self.family_evidence, ok, f"one of {kinds}")
 
     @property
     def alpha(self) -> float:
@@ -197,13 +231,24 @@ class GateParams:
 
     def accept_level(self, horizon: int) -> float:
         """The E_win level that accepts, for a test that can see `horizon` families."""
-        if self.lambda_strategy == "mixture" and self.calibrate:
+        # The calibration is exact for ±1/0 outcomes only; d itself is not on that lattice.
+        if (
+            self.lambda_strategy == "mixture"
+            and self.calibrate
+            and self.family_evidence == "rounded"
+        ):
             return calibrated_threshold(horizon, self.alpha, MIXTURE_BETS)
         return self.e_confirm
 
 
 class _Evidence:
-    """E_win / E_harm for the chosen bet, on ±1/0 family outcomes."""
+    """E_win / E_harm for the chosen bet, and the counts the decisions and reports use.
+
+    `wins`/`losses` count the ±1/0 outcomes the bet moved on (the rounded outcomes with
+    family_evidence "rounded", the signs of d with "mean"); every decision reads these.
+    `d_wins`/`d_losses` count families with d > 0 / d < 0 (what reports call W and L); for
+    single-unit families both pairs are equal.
+    """
 
     def __init__(self, params: GateParams) -> None:
         self.params = params
@@ -212,30 +257,67 @@ class _Evidence:
             if params.lambda_strategy == "mixture"
             else EProcessPair(params.lambda_strategy, params.lambda_dir, params.lambda_max)
         )
-        self.wins = self.losses = 0
+        self._on_mean = params.family_evidence == "mean"
+        # betting on d with the mixture: the log wealth of each of its bets
+        self._mean_mixture = self._on_mean and self._eproc is None
+        self._log_win = [0.0] * len(MIXTURE_BETS)
+        self._log_harm = [0.0] * len(MIXTURE_BETS)
+        self.wins = self.losses = self.d_wins = self.d_losses = 0
 
-    def update(self, g: int) -> None:
+    def update(self, d: float, g: int) -> None:
+        """Fold in one family: its mean difference d and the ±1/0 outcome g drawn for it."""
         if self._eproc is not None:
-            self._eproc.update(g)
+            self._bet_eproc(d, g)
+        if self._mean_mixture:
+            for k, (lam, _) in enumerate(MIXTURE_BETS):
+                self._log_win[k] += math.log1p(lam * d)
+                self._log_harm[k] += math.log1p(-lam * d)
         self.wins += g == 1
         self.losses += g == -1
+        self.d_wins += d > 0
+        self.d_losses += d < 0
+
+    def _bet_eproc(self, d: float, g: int) -> None:
+        """The fixed / KT bet: on g, or on d itself with the same predictable bets (they
+        depend on the counts before this family only, so Π(1 + λd) stays a supermartingale)."""
+        eproc = self._eproc
+        assert eproc is not None
+        if not self._on_mean:
+            eproc.update(g)
+            return
+        lam, mu = eproc.bets()
+        eproc.e_win *= 1.0 + lam * d
+        eproc.e_harm *= 1.0 - mu * d
+        eproc.wins += g == 1
+        eproc.losses += g == -1
 
     @property
     def e_win(self) -> float:
+        if self._mean_mixture:
+            return _mixture_of_logs(self._log_win)
         if self._eproc is None:
             return mixture_e(self.wins, self.losses)
         return self._eproc.e_win
 
     @property
     def e_harm(self) -> float:
+        if self._mean_mixture:
+            return _mixture_of_logs(self._log_harm)
         if self._eproc is None:
             return mixture_e(self.losses, self.wins)
         return self._eproc.e_harm
 
     def best_case(self, steps: int) -> float:
-        """E_win if every one of `steps` further outcomes were a W (an upper bound on E_win at
-        any later point, for every bet: L and tie factors are ≤ 1, and the k-th further W is
-        bet at most at the all-W path's k-th bet)."""
+        """E_win if every one of `steps` further outcomes were a W (d = 1): an upper bound on
+        E_win at any later point, for every bet (L and tie factors are ≤ 1, and the k-th
+        further W is bet at most at the all-W path's k-th bet)."""
+        if self._mean_mixture:
+            return _mixture_of_logs(
+                [
+                    w + steps * math.log1p(lam)
+                    for w, (lam, _) in zip(self._log_win, MIXTURE_BETS, strict=True)
+                ]
+            )
         if self._eproc is None:
             return mixture_e(self.wins + steps, self.losses)
         p = self.params
@@ -244,16 +326,36 @@ class _Evidence:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"wins": self.wins, "losses": self.losses}
+        out: dict[str, Any] = {
+            "wins": self.wins,
+            "losses": self.losses,
+            "d_wins": self.d_wins,
+            "d_losses": self.d_losses,
+        }
         if self._eproc is not None:
             out.update(e_win=self._eproc.e_win, e_harm=self._eproc.e_harm)
+        if self._mean_mixture:
+            out.update(log_win=list(self._log_win), log_harm=list(self._log_harm))
         return out
 
     def restore(self, data: Mapping[str, Any]) -> None:
         self.wins, self.losses = int(data["wins"]), int(data["losses"])
+        # A state written before d was counted held single-unit meanings: d's sign is g.
+        self.d_wins = int(data.get("d_wins", self.wins))
+        self.d_losses = int(data.get("d_losses", self.losses))
         if self._eproc is not None:
             self._eproc.wins, self._eproc.losses = self.wins, self.losses
             self._eproc.e_win, self._eproc.e_harm = float(data["e_win"]), float(data["e_harm"])
+        if self._mean_mixture:
+            self._log_win = [float(x) for x in data["log_win"]]
+            self._log_harm = [float(x) for x in data["log_harm"]]
+
+
+def _mixture_of_logs(log_wealth: Sequence[float]) -> float:
+    """Σ_k w_k exp(log_wealth_k) / Σ_k w_k over MIXTURE_BETS (the weights of `mixture_e`)."""
+    total = math.fsum(w for _, w in MIXTURE_BETS)
+    terms = (w * math.exp(x) for x, (_, w) in zip(log_wealth, MIXTURE_BETS, strict=True))
+    return math.fsum(terms) / total
 
 
 @dataclass(frozen=True)
@@ -261,14 +363,16 @@ class GateDecision:
     """What the gate decided and the evidence behind it (written to the step report)."""
 
     action: GateAction
-    W: int  # families won / lost (one unit per family when there are no families)
+    W: int  # families with d > 0 / d < 0 (`family_mean`; one unit per family: won / lost)
     L: int
     n_used: int  # families observed
     e_value: float  # E_win at stop
     e_harm: float
     stop_reason: str  # a GateStopReason; one-shot rules (core/evolution/acceptance.py) say why
-    delta_hat: float  # (W − L)/n, 0 when n = 0
-    delta_shrunk: float  # (W − L)/(n + shrink_k): small-n effects pulled toward 0
+    # (W' − L')/n and (W' − L')/(n + shrink_k), 0 when n = 0, over the ±1/0 outcomes the bet
+    # moved on (= W, L for single-unit families); the shrunk one pulls small-n effects to 0
+    delta_hat: float
+    delta_shrunk: float
     evidence: tuple[dict[str, Any], ...] = ()
     ended_by: GateEndedBy = GateEndedBy.THRESHOLD
     threshold: float = 20.0  # the accept level this test used
@@ -288,9 +392,36 @@ def outcome_of(base: bool, cand: bool) -> int:
 
 
 def family_outcome(pairs: Sequence[Pair]) -> int:
-    """The family's ±1/0 outcome: the sign of Σ(candidate − baseline) over its units."""
+    """The sign of Σ(candidate − baseline) over the family's units (the one-shot rules'
+    outcome, core/evolution/acceptance.py). The gate does not bet on it: a candidate that only
+    makes a family's units right or wrong together wins more signs than it loses."""
     net = sum(outcome_of(base, cand) for _, base, cand in pairs)
     return (net > 0) - (net < 0)
+
+
+def family_mean(pairs: Sequence[Pair]) -> float:
+    """d = the mean of (candidate − baseline) over the family's units, in [−1, 1]. Its mean is
+    ≤ 0 whenever the candidate's per-unit accuracy on the family is no higher than the
+    baseline's, however its units move together."""
+    return sum(outcome_of(base, cand) for _, base, cand in pairs) / len(pairs)
+
+
+def rounded_outcome(unit_ids: Iterable[str], d: float) -> int:
+    """A ±1/0 outcome with conditional mean d: sign(d) with probability |d|, else 0.
+
+    d ∈ {−1, 0, 1} (every single-unit family) is returned as is. Otherwise the coin is a
+    uniform drawn from a hash of the family's sorted unit ids: deterministic, so a resumed or
+    replayed test rounds exactly as the first run did, and fixed before any outcome is seen.
+    """
+    if d in (-1.0, 0.0, 1.0):
+        return int(d)
+    return (1 if d > 0 else -1) if _unit_uniform(unit_ids) < abs(d) else 0
+
+
+def _unit_uniform(unit_ids: Iterable[str]) -> float:
+    key = "\x1f".join(sorted(unit_ids)).encode()
+    digest = hashlib.sha256(b"skill-trainer/gate-rounding\x00" + key).digest()
+    return int.from_bytes(digest[:8], "big") / 2.0**64
 
 
 class SequentialGate:
@@ -323,11 +454,20 @@ class SequentialGate:
         self._seen: set[str] = set()
 
     @property
-    def W(self) -> int:  # the design's name for the count
+    def W(self) -> int:  # the design's name: families with d > 0 (won, for single units)
+        return self._ev.d_wins
+
+    @property
+    def L(self) -> int:  # families with d < 0
+        return self._ev.d_losses
+
+    @property
+    def bet_W(self) -> int:
+        """+1 outcomes the bet moved on (`rounded_outcome`); every decision counts these."""
         return self._ev.wins
 
     @property
-    def L(self) -> int:
+    def bet_L(self) -> int:
         return self._ev.losses
 
     @property
@@ -358,14 +498,21 @@ class SequentialGate:
                 # Counting a unit twice would double its evidence and break the guarantee.
                 raise ValueError(f"unit {unit_id!r} observed twice")
             self._seen.add(unit_id)
-        g = family_outcome(pairs)
-        self._ev.update(g)
+        d = family_mean(pairs)
+        g = self._outcome(pairs, d)
+        self._ev.update(d, g)
         self.n += 1
         self.units += len(pairs)
         for unit_id, base, cand in pairs:
-            self.evidence.append(self._evidence_row(family_id, unit_id, base, cand, g))
+            self.evidence.append(self._evidence_row(family_id, unit_id, base, cand, d, g))
         self._check()
         return self.decision
+
+    def _outcome(self, pairs: Sequence[Pair], d: float) -> int:
+        """The ±1/0 outcome the decisions count: rounded (mean d) or, betting on d, its sign."""
+        if self.params.family_evidence == "mean":
+            return (d > 0) - (d < 0)
+        return rounded_outcome((unit_id for unit_id, _, _ in pairs), d)
 
     def _check(self) -> None:
         p = self.params
@@ -378,7 +525,7 @@ class SequentialGate:
         elif (
             self._no_signal_after is not None
             and self.n >= self._no_signal_after
-            and self.W <= self.L
+            and self.bet_W <= self.bet_L
             and self.n < self.horizon
         ):
             self._stop(GateAction.REJECT, GateStopReason.FUTILITY, GateEndedBy.NO_SIGNAL)
@@ -398,14 +545,16 @@ class SequentialGate:
         return best * (1.0 + _REL_SLACK) >= self.threshold
 
     def _evidence_row(
-        self, family_id: str, unit_id: str, base: bool, cand: bool, g: int
+        self, family_id: str, unit_id: str, base: bool, cand: bool, d: float, g: int
     ) -> dict[str, Any]:
         return {
             "unit_id": unit_id,
             "family": family_id,
             "base": bool(base),
             "cand": bool(cand),
-            "outcome": OUTCOME_NAMES[g],
+            "outcome": OUTCOME_NAMES[(d > 0) - (d < 0)],
+            "d": d,  # the family's mean difference
+            "g": g,  # the ±1/0 outcome the decisions counted for the family
             "e_win": self.e_win,
             "e_harm": self.e_harm,
             "W": self.W,
@@ -433,7 +582,7 @@ class SequentialGate:
 
     def _provisional_ok(self) -> bool:
         p = self.params
-        net = self.W - self.L
+        net = self.bet_W - self.bet_L
         return (
             self.e_win >= p.e_provisional
             and net >= p.w_net_min
@@ -442,7 +591,7 @@ class SequentialGate:
 
     def _delta_shrunk(self) -> float:
         denom = self.n + self.params.shrink_k
-        return (self.W - self.L) / denom if denom else 0.0
+        return (self.bet_W - self.bet_L) / denom if denom else 0.0
 
     @classmethod
     def resume(cls, params: GateParams, state: Mapping[str, Any]) -> SequentialGate:
@@ -474,7 +623,7 @@ class SequentialGate:
             e_value=self.e_win,
             e_harm=self.e_harm,
             stop_reason=stop_reason,
-            delta_hat=(self.W - self.L) / self.n if self.n else 0.0,
+            delta_hat=(self.bet_W - self.bet_L) / self.n if self.n else 0.0,
             delta_shrunk=self._delta_shrunk(),
             evidence=tuple(self.evidence),
             ended_by=ended_by,

@@ -5,6 +5,7 @@ pair counting."""
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import random
 from dataclasses import replace
@@ -18,13 +19,15 @@ from core.evolution.gate import (
     PairResult,
     ProbationTest,
     SequentialGate,
+    family_mean,
     family_outcome,
     outcome_of,
     pair_block,
+    rounded_outcome,
     run_gate,
     run_gate_families,
 )
-from core.stats import MIXTURE_BETS, calibrated_threshold, mixture_e
+from core.stats import MIXTURE_BETS, EProcessPair, calibrated_threshold, mixture_e
 
 W, L, T = (False, True), (True, False), (True, True)  # (base, cand): a win, a loss, a tie
 # Mechanics at a fixed bet λ = 0.3 with Ville's level 20 (no calibration), so the expected
@@ -215,6 +218,8 @@ def test_provisional_accept_at_the_end_of_stage_one() -> None:
         "evidence": {
             "wins": 3,
             "losses": 0,
+            "d_wins": 3,
+            "d_losses": 0,
             "e_win": pytest.approx(1.3**3),
             "e_harm": pytest.approx(0.7**3),
         },
@@ -279,7 +284,9 @@ def test_a_family_is_one_observation() -> None:
 def test_run_gate_families_with_mixed_outcomes() -> None:
     fams = [(f"f{i}", [(f"u{i}a", False, True), (f"u{i}b", True, True)]) for i in range(8)]
     d = run_gate_families(fams, horizon=8)
-    assert d.action == "accept" and d.units_used == 2 * d.n_used
+    # every family has d = 1/2 > 0 (a W in reports); the bet counts each as +1 half the time
+    assert (d.W, d.L, d.units_used) == (d.n_used, 0, 2 * d.n_used)
+    assert d.e_value == mixture_e(*[sum(r["g"] == s for r in d.evidence) // 2 for s in (1, -1)])
 
 
 def test_misuse_raises() -> None:
@@ -428,3 +435,138 @@ def test_pair_block_counts_and_skips_missing() -> None:
     units = ["a", "b", "c", "d", "e", "f", "g", "h", "a"]  # f,g,h missing on a side; a repeated
     assert pair_block(units, base, cand) == PairResult(W=2, L=1, both_right=1, both_wrong=1, n=5)
     assert pair_block([], base, cand) == PairResult(0, 0, 0, 0, 0)
+
+
+# --------------------------------------------------------------------------- family evidence
+
+
+def _consistent_families(count: int) -> list[tuple[str, list[tuple[str, bool, bool]]]]:
+    """Families of 3 where the candidate has the baseline's per-unit accuracy (2/3 right on
+    every family) but gets a family's units all right or all wrong: two families in three it
+    is right on all three (d = +1/3), the third it is wrong on all three (d = −2/3). The sign
+    of each family's net favours the candidate 2:1; the mean difference is 0."""
+    out = []
+    for i in range(count):
+        base = [True, True, False]
+        cand = [False] * 3 if i % 3 == 2 else [True] * 3
+        out.append(
+            (
+                f"f{i}",
+                [(f"f{i}.{k}", b, c) for k, (b, c) in enumerate(zip(base, cand, strict=True))],
+            )
+        )
+    return out
+
+
+def test_family_mean_is_the_mean_unit_difference() -> None:
+    fams = _consistent_families(3)
+    assert [family_mean(pairs) for _, pairs in fams] == pytest.approx([1 / 3, 1 / 3, -2 / 3])
+    assert [family_outcome(pairs) for _, pairs in fams] == [1, 1, -1]
+
+
+@pytest.mark.parametrize("evidence", ["rounded", "mean"])
+def test_consistency_only_candidate_does_not_win(evidence: str) -> None:
+    """The sign rule accepted this candidate (W = 2L); the gate's evidence does not."""
+    fams = _consistent_families(90)
+    signs = [family_outcome(pairs) for _, pairs in fams]
+    old_rule = run_gate_families(  # the sign rule: each family fed as its sign's single unit
+        [(f, [(f, *{1: W, -1: L, 0: T}[g])]) for (f, _), g in zip(fams, signs, strict=True)],
+        horizon=90,
+    )
+    assert old_rule.action == "accept"
+    params = replace(GateParams(), family_evidence=evidence)
+    d = run_gate_families(fams, params, horizon=90)
+    assert d.action == "reject"
+    # reports count families with d > 0 / d < 0, whatever the bet moved on
+    assert (signs[: d.n_used].count(1), signs[: d.n_used].count(-1)) == (d.W, d.L)
+
+
+def test_betting_on_the_mean_never_grows_on_a_zero_mean_cycle() -> None:
+    """Σ log(1 + λd) over one cycle (+1/3, +1/3, −2/3) is < 0 for every λ of the mixture
+    (concavity), so E_win falls cycle after cycle."""
+    gate = SequentialGate(replace(GateParams(), family_evidence="mean"), horizon=60)
+    values = []
+    for family, pairs in _consistent_families(30):
+        gate.observe_family(family, pairs)
+        if int(family[1:]) % 3 == 2:
+            values.append(gate.e_win)
+    assert all(b < a for a, b in itertools.pairwise([1.0, *values]))
+
+
+def test_rounded_outcome_has_mean_d_and_is_a_function_of_the_unit_ids() -> None:
+    ids = [[f"q{i}.a", f"q{i}.b", f"q{i}.c"] for i in range(20_000)]
+    for d in (1 / 3, -2 / 3, 0.5):
+        draws = [rounded_outcome(u, d) for u in ids]
+        assert set(draws) == ({0, 1} if d > 0 else {0, -1})
+        assert sum(draws) / len(draws) == pytest.approx(d, abs=4 * math.sqrt(abs(d) / len(ids)))
+    assert rounded_outcome(["b", "a"], 0.5) == rounded_outcome(["a", "b"], 0.5)
+    assert [rounded_outcome(["x"], d) for d in (-1.0, 0.0, 1.0)] == [-1, 0, 1]
+
+
+def test_rounded_evidence_rows_carry_d_and_the_counted_outcome() -> None:
+    gate = SequentialGate(GateParams(), horizon=10)
+    pairs = [("a", False, True), ("b", True, True)]
+    gate.observe_family("f", pairs)
+    g = rounded_outcome(["a", "b"], 0.5)
+    assert (gate.W, gate.L, gate.bet_W, gate.bet_L) == (1, 0, int(g == 1), 0)
+    assert gate.e_win == mixture_e(gate.bet_W, gate.bet_L)
+    assert {(r["d"], r["g"], r["outcome"]) for r in gate.evidence} == {(0.5, g, "W")}
+
+
+def test_family_evidence_is_validated() -> None:
+    with pytest.raises(ValueError, match="family_evidence"):
+        GateParams(family_evidence="sign")
+    assert GateParams(family_evidence="mean").accept_level(60) == 20.0  # Ville: d is off-lattice
+
+
+@pytest.mark.parametrize("evidence", ["rounded", "mean"])
+def test_probation_resumes_the_family_evidence_exactly(evidence: str) -> None:
+    """state() through JSON, then resume: the same E_win/E_harm and counts, and the same
+    further path, as the test that was never interrupted."""
+    params = replace(GateParams(), family_evidence=evidence)
+    rng = random.Random(7)
+    fams = [
+        (f"f{i}", [(f"f{i}.{k}", rng.random() < 0.5, rng.random() < 0.7) for k in range(3)])
+        for i in range(40)
+    ]
+    whole = SequentialGate(replace(params, curtail=False, futility_share=0.0), horizon=40)
+    cut = SequentialGate(replace(params, curtail=False, futility_share=0.0), horizon=40)
+    for family, pairs in fams[:10]:
+        whole.observe_family(family, pairs)
+        cut.observe_family(family, pairs)
+    state = json.loads(json.dumps(cut.state()))
+    resumed = SequentialGate.resume(replace(params, curtail=False, futility_share=0.0), state)
+    for family, pairs in fams[10:25]:
+        for gate in (whole, resumed):
+            if not gate.done:
+                gate.observe_family(family, pairs)
+        assert (resumed.e_win, resumed.e_harm) == (whole.e_win, whole.e_harm)
+        assert (resumed.W, resumed.L, resumed.bet_W, resumed.bet_L, resumed.n) == (
+            whole.W,
+            whole.L,
+            whole.bet_W,
+            whole.bet_L,
+            whole.n,
+        )
+
+
+def test_a_state_without_d_counts_resumes_with_single_unit_meaning() -> None:
+    state = {"evidence": {"wins": 4, "losses": 1}, "n": 6, "units": 6, "horizon": 20}
+    gate = SequentialGate.resume(GateParams(), {**state, "threshold": 12.0})
+    assert (gate.W, gate.L, gate.bet_W, gate.bet_L) == (4, 1, 4, 1)
+
+
+@pytest.mark.parametrize("strategy", ["fixed", "kt"])
+def test_fixed_and_kt_bets_on_the_mean(strategy: str) -> None:
+    """With family_evidence "mean" the fixed / KT bets multiply by (1 + λd) with the bet they
+    would have used on the counts so far (the harness's shadow gates run these)."""
+    params = GateParams(lambda_strategy=strategy, family_evidence="mean", lambda_dir=0.3)
+    gate = SequentialGate(params, horizon=20)
+    expected, bettor = 1.0, EProcessPair(strategy, 0.3, params.lambda_max)
+    for family, pairs in _consistent_families(6):
+        lam, _ = bettor.bets()
+        d = family_mean(pairs)
+        expected *= 1.0 + lam * d
+        bettor.wins, bettor.losses = bettor.wins + (d > 0), bettor.losses + (d < 0)
+        gate.observe_family(family, pairs)
+        assert gate.e_win == pytest.approx(expected)
