@@ -143,7 +143,7 @@ def _masks(params: GateParams, horizon: int, stage1: int):
     l_ = np.arange(H + 1)[None, :]
     e_win = M[: H + 1, : H + 1]
     e_harm = M[: H + 1, : H + 1].T
-    level = params.accept_level(H)
+    level = params.accept_level(H, singletons=True)  # the DP walks ±1/0 outcomes: the lattice
     acc = e_win >= level
     harm = ~acc & (e_harm >= params.e_rollback)
     fut = np.zeros_like(acc)
@@ -285,7 +285,8 @@ def run_real(
     """The real gate over families in order, then the real ProbationTest on a provisional
     accept over the families after stage 1. Returns (verdict, gate families, test families),
     verdict in accept / keep / rollback / reject."""
-    gate = SequentialGate(params, horizon=horizon, stage1=stage1)
+    singletons = all(len(pairs) == 1 for _, pairs in families)  # as the harness's rule sets it
+    gate = SequentialGate(params, horizon=horizon, stage1=stage1, singletons=singletons)
     i = 0
     while not gate.done and i < len(families):
         gate.observe_family(*families[i])
@@ -547,7 +548,7 @@ def probation_with_later_edit(
     null = draw_outcomes(rng, reps, LATER_H, d, 0.5)
     good = draw_outcomes(rng, reps, LATER_H, d_good, p_good)
     for row, later in zip(null.tolist(), good.tolist(), strict=True):
-        gate = SequentialGate(params, horizon=LATER_H, stage1=s1)
+        gate = SequentialGate(params, horizon=LATER_H, stage1=s1, singletons=True)
         i = 0
         while not gate.done:
             gate.observe(f"u{i}", *_PAIR[row[i]])
@@ -608,7 +609,7 @@ def continued_test(
             elif calibrated:
                 gate = first_segment_gate(params, seg, len(full.families))
             else:
-                gate = SequentialGate(params, horizon=len(seg.families))
+                gate = SequentialGate(params, horizon=len(seg.families), singletons=True)
                 gate.horizon = gate.stage1 = len(full.families)  # goes on at one segment's level
             rule = SegmentRule(setup, gate)
             decision = run_rule(rule, pairs).decision
@@ -941,7 +942,7 @@ def print_null_grid(params: GateParams, grid: dict[tuple[int, float], Exact], ti
     )
     for (n, d), e in grid.items():
         print(
-            f"{n:5d} {d:5.2f} {params.accept_level(n):7.3f} {fmt_rate(e.final)} "
+            f"{n:5d} {d:5.2f} {params.accept_level(n, singletons=True):7.3f} {fmt_rate(e.final)} "
             f"{fmt_rate(e.prov)} {fmt_rate(e.kept)} {fmt_rate(e.test)} {e.gate_units:7.1f} "
             f"{e.test_units:7.1f}"
         )

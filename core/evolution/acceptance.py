@@ -154,7 +154,10 @@ class EProcessRule:
     def __init__(self, setup: RuleSetup) -> None:
         self.setup = setup
         self.gate = SequentialGate(
-            setup.params, horizon=len(setup.families), stage1=len(setup.stage1)
+            setup.params,
+            horizon=len(setup.families),
+            stage1=len(setup.stage1),
+            singletons=all(len(ids) == 1 for _, ids in setup.families),
         )
         # Chunked per stage: a provisional accept at the end of stage 1 leaves stage 2
         # unevaluated for its probation.

@@ -140,9 +140,10 @@ class ProbationVerdict(StrEnum):
 
 
 BET_STRATEGIES = ("mixture", *STRATEGIES)
-# What the bet moves on per family (see `family_mean`): "rounded" (default) bets on a ±1/0
-# outcome drawn with mean d, so the exact calibrated level stays valid; "mean" bets on d itself
-# and uses Ville's level e_confirm. Measured against each other in bench/gate_validity.py.
+# What the bet moves on per family (see `family_mean`): "mean" (default) bets on d itself, at
+# the exact calibrated level when every family of the test is one unit and at Ville's level
+# e_confirm otherwise; "rounded" bets on a ±1/0 outcome drawn with mean d, always at the exact
+# level. Measured against each other in bench/gate_validity.py and bench/acceptance_large.py.
 FAMILY_EVIDENCE = ("rounded", "mean")
 OUTCOME_NAMES = {1: FamilyOutcome.W, -1: FamilyOutcome.L, 0: FamilyOutcome.TIE}
 
@@ -194,7 +195,7 @@ class GateParams:
     futility_share: float = 1 / 3
     futility_min: int = 10
     # How a family of several units becomes evidence (FAMILY_EVIDENCE; module docstring).
-    family_evidence: str = "rounded"
+    family_evidence: str = "mean"
 
     def __post_init__(self) -> None:
         """The one range check of every gate parameter (the app's `[gate]` config relies on it)."""
@@ -229,14 +230,15 @@ class GateParams:
             return None
         return max(self.futility_min, math.ceil(self.futility_share * horizon))
 
-    def accept_level(self, horizon: int) -> float:
-        """The E_win level that accepts, for a test that can see `horizon` families."""
-        # The calibration is exact for ±1/0 outcomes only; d itself is not on that lattice.
-        if (
-            self.lambda_strategy == "mixture"
-            and self.calibrate
-            and self.family_evidence == "rounded"
-        ):
+    def accept_level(self, horizon: int, singletons: bool = False) -> float:
+        """The E_win level that accepts, for a test that can see `horizon` families.
+
+        The calibration is exact for ±1/0 outcomes only: the rounded outcomes, or d itself
+        when every family of the test is a single unit (`singletons`, known from the ladder
+        before any outcome; then betting on d is the ±1/0 mixture exactly). Betting on a
+        fractional d uses Ville's level e_confirm."""
+        on_lattice = self.family_evidence == "rounded" or singletons
+        if self.lambda_strategy == "mixture" and self.calibrate and on_lattice:
             return calibrated_threshold(horizon, self.alpha, MIXTURE_BETS)
         return self.e_confirm
 
@@ -263,12 +265,16 @@ class _Evidence:
         self._log_win = [0.0] * len(MIXTURE_BETS)
         self._log_harm = [0.0] * len(MIXTURE_BETS)
         self.wins = self.losses = self.d_wins = self.d_losses = 0
+        # every d so far was -1, 0 or 1: the mean bet's wealth is mixture_e(W, L) exactly, and
+        # is computed that way so decisions on the lattice match the exact level bit for bit
+        self._on_lattice = True
 
     def update(self, d: float, g: int) -> None:
         """Fold in one family: its mean difference d and the ±1/0 outcome g drawn for it."""
         if self._eproc is not None:
             self._bet_eproc(d, g)
         if self._mean_mixture:
+            self._on_lattice = self._on_lattice and d in (-1, 0, 1)
             for k, (lam, _) in enumerate(MIXTURE_BETS):
                 self._log_win[k] += math.log1p(lam * d)
                 self._log_harm[k] += math.log1p(-lam * d)
@@ -293,7 +299,7 @@ class _Evidence:
 
     @property
     def e_win(self) -> float:
-        if self._mean_mixture:
+        if self._mean_mixture and not self._on_lattice:
             return _mixture_of_logs(self._log_win)
         if self._eproc is None:
             return mixture_e(self.wins, self.losses)
@@ -301,7 +307,7 @@ class _Evidence:
 
     @property
     def e_harm(self) -> float:
-        if self._mean_mixture:
+        if self._mean_mixture and not self._on_lattice:
             return _mixture_of_logs(self._log_harm)
         if self._eproc is None:
             return mixture_e(self.losses, self.wins)
@@ -311,7 +317,7 @@ class _Evidence:
         """E_win if every one of `steps` further outcomes were a W (d = 1): an upper bound on
         E_win at any later point, for every bet (L and tie factors are ≤ 1, and the k-th
         further W is bet at most at the all-W path's k-th bet)."""
-        if self._mean_mixture:
+        if self._mean_mixture and not self._on_lattice:
             return _mixture_of_logs(
                 [
                     w + steps * math.log1p(lam)
@@ -335,7 +341,11 @@ class _Evidence:
         if self._eproc is not None:
             out.update(e_win=self._eproc.e_win, e_harm=self._eproc.e_harm)
         if self._mean_mixture:
-            out.update(log_win=list(self._log_win), log_harm=list(self._log_harm))
+            out.update(
+                log_win=list(self._log_win),
+                log_harm=list(self._log_harm),
+                on_lattice=self._on_lattice,
+            )
         return out
 
     def restore(self, data: Mapping[str, Any]) -> None:
@@ -346,9 +356,15 @@ class _Evidence:
         if self._eproc is not None:
             self._eproc.wins, self._eproc.losses = self.wins, self.losses
             self._eproc.e_win, self._eproc.e_harm = float(data["e_win"]), float(data["e_harm"])
-        if self._mean_mixture:
+        if self._mean_mixture and "log_win" in data:
             self._log_win = [float(x) for x in data["log_win"]]
             self._log_harm = [float(x) for x in data["log_harm"]]
+            self._on_lattice = bool(data.get("on_lattice", False))
+        elif self._mean_mixture:  # a state from a ±1/0 bet: its wealth from the counts
+            for k, (lam, _) in enumerate(MIXTURE_BETS):
+                up, down = math.log1p(lam), math.log1p(-lam)
+                self._log_win[k] = self.wins * up + self.losses * down
+                self._log_harm[k] = self.losses * up + self.wins * down
 
 
 def _mixture_of_logs(log_wealth: Sequence[float]) -> float:
@@ -438,11 +454,14 @@ class SequentialGate:
         *,
         horizon: int | None = None,
         stage1: int | None = None,
+        singletons: bool = False,
     ) -> None:
         self.params = params or GateParams()
         self.horizon = min(horizon if horizon is not None else self.params.n_max, self.params.n_max)
         self.stage1 = min(stage1 if stage1 is not None else self.horizon, self.horizon)
-        self.threshold = self.params.accept_level(self.horizon)
+        # every family this test will see is a single unit: the exact level holds for d itself
+        self.singletons = singletons
+        self.threshold = self.params.accept_level(self.horizon, singletons)
         self._no_signal_after = self.params.no_signal_after(self.horizon)
         self._ev = _Evidence(self.params)
         self.n = 0  # families observed
@@ -491,6 +510,9 @@ class SequentialGate:
         """Fold in one family; return the action once one is taken, else None."""
         if self.done:
             raise RuntimeError("gate already stopped: call finish()")
+        if self.singletons and len(pairs) > 1:
+            # the level was calibrated for single units; a larger family would void it
+            raise ValueError(f"family {family_id!r} has {len(pairs)} units in a singletons test")
         if not pairs:
             raise ValueError(f"family {family_id!r} has no units")
         for unit_id, _, _ in pairs:
@@ -686,7 +708,7 @@ def run_gate(
 ) -> GateDecision:
     """Run the gate over single-unit families (unit_id, base, cand) in order; stops pulling at
     the first decision or the horizon, so a lazy iterable is evaluated no further than needed."""
-    gate = SequentialGate(params, horizon=horizon)
+    gate = SequentialGate(params, horizon=horizon, singletons=True)
     for unit_id, base, cand in pairs:
         gate.observe(unit_id, base, cand)
         if gate.done:

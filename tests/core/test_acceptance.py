@@ -22,6 +22,7 @@ from core.evolution.gate import (
     GateAction,
     GateParams,
     Pair,
+    SequentialGate,
     run_gate_families,
 )
 
@@ -67,7 +68,12 @@ def test_eprocess_rule_decides_as_the_sequential_gate_on_every_short_path() -> N
     for path in itertools.product((1, -1, 0), repeat=6):
         pairs = table(path)
         families = [(f, [(u, *pairs[u]) for u in ids]) for f, ids in ladder]
-        expected = run_gate_families(families, SMALL, horizon=6, stage1=4)
+        gate = SequentialGate(SMALL, horizon=6, stage1=4, singletons=True)
+        for family, fpairs in families:
+            gate.observe_family(family, fpairs)
+            if gate.done:
+                break
+        expected = gate.finish(exhausted=not gate.done)
         setup = RuleSetup(stage1=ladder[:4], stage2=ladder[4:], params=SMALL, chunk=3)
         asked = Recorder(pairs)
         got = run_rule(make_rule(AcceptanceStrategy.EPROCESS, setup), asked)

@@ -76,7 +76,13 @@ def test_params_validation_names_the_field(field: str, value: object) -> None:
 
 
 def test_accept_level_is_calibrated_only_for_the_mixture() -> None:
-    assert GateParams().accept_level(20) == calibrated_threshold(20, 0.05)
+    # the default bets on d: exact on the ±1/0 lattice (single units), Ville's level otherwise
+    assert GateParams().accept_level(20, singletons=True) == calibrated_threshold(20, 0.05)
+    assert GateParams().accept_level(20) == 20.0
+    rounded = GateParams(family_evidence="rounded")
+    assert (
+        rounded.accept_level(20) == rounded.accept_level(20, True) == calibrated_threshold(20, 0.05)
+    )
     assert GateParams(calibrate=False).accept_level(20) == 20.0
     assert GateParams(lambda_strategy="fixed").accept_level(20) == 20.0
     assert GateParams(lambda_strategy="kt").accept_level(20) == 20.0
@@ -283,7 +289,7 @@ def test_a_family_is_one_observation() -> None:
 
 def test_run_gate_families_with_mixed_outcomes() -> None:
     fams = [(f"f{i}", [(f"u{i}a", False, True), (f"u{i}b", True, True)]) for i in range(8)]
-    d = run_gate_families(fams, horizon=8)
+    d = run_gate_families(fams, GateParams(family_evidence="rounded"), horizon=8)
     # every family has d = 1/2 > 0 (a W in reports); the bet counts each as +1 half the time
     assert (d.W, d.L, d.units_used) == (d.n_used, 0, 2 * d.n_used)
     assert d.e_value == mixture_e(*[sum(r["g"] == s for r in d.evidence) // 2 for s in (1, -1)])
@@ -403,7 +409,7 @@ def test_gate_plus_probation_is_one_test_exhaustively(horizon: int) -> None:
 
 
 def test_probation_test_keeps_threshold_and_counts() -> None:
-    params = GateParams()
+    params = GateParams()  # a state with counts only (a ±1/0 bet's) resumes its wealth from them
     state = {
         "evidence": {"wins": 5, "losses": 0},
         "n": 6,
@@ -504,7 +510,7 @@ def test_rounded_outcome_has_mean_d_and_is_a_function_of_the_unit_ids() -> None:
 
 
 def test_rounded_evidence_rows_carry_d_and_the_counted_outcome() -> None:
-    gate = SequentialGate(GateParams(), horizon=10)
+    gate = SequentialGate(GateParams(family_evidence="rounded"), horizon=10)
     pairs = [("a", False, True), ("b", True, True)]
     gate.observe_family("f", pairs)
     g = rounded_outcome(["a", "b"], 0.5)
@@ -517,6 +523,24 @@ def test_family_evidence_is_validated() -> None:
     with pytest.raises(ValueError, match="family_evidence"):
         GateParams(family_evidence="sign")
     assert GateParams(family_evidence="mean").accept_level(60) == 20.0  # Ville: d is off-lattice
+
+
+def test_a_singletons_test_refuses_a_larger_family() -> None:
+    """Its level was calibrated for single units; a larger family would void it."""
+    gate = SequentialGate(GateParams(), horizon=10, singletons=True)
+    assert gate.threshold == calibrated_threshold(10, 0.05)
+    with pytest.raises(ValueError, match="singletons"):
+        gate.observe_family("f", [("a", False, True), ("b", False, True)])
+
+
+def test_betting_on_d_over_single_units_is_the_lattice_mixture_exactly() -> None:
+    """With one unit per family d is ±1/0, so the mean bet's wealth is mixture_e(W, L): the
+    exact level (`singletons`) holds for it."""
+    gate = SequentialGate(GateParams(), horizon=12, singletons=True)
+    for i, (base, cand) in enumerate([(0, 1), (1, 0), (0, 1), (1, 1), (0, 1), (0, 0)]):
+        gate.observe(f"u{i}", bool(base), bool(cand))
+    assert gate.e_win == pytest.approx(mixture_e(3, 1), rel=1e-12)
+    assert gate.e_harm == pytest.approx(mixture_e(1, 3), rel=1e-12)
 
 
 @pytest.mark.parametrize("evidence", ["rounded", "mean"])

@@ -282,8 +282,13 @@ async def _gate(
         task_type, set(), key=f"{prefix}desc-{stem}", with_stage2=False
     ).truncated(ctx.config.gate.n_max)
     horizon = max(1, len(ladder.families))  # no stage 2: descriptions get no probation
-    act_gate = SequentialGate(ctx.gate_params, horizon=horizon, stage1=horizon)
-    acc_gate = SequentialGate(ctx.gate_params, horizon=horizon, stage1=horizon)
+    singletons = all(len(ids) == 1 for _, ids in ladder.families)
+    act_gate = SequentialGate(
+        ctx.gate_params, horizon=horizon, stage1=horizon, singletons=singletons
+    )
+    acc_gate = SequentialGate(
+        ctx.gate_params, horizon=horizon, stage1=horizon, singletons=singletons
+    )
     base_id, cand_id = f"{prefix}desc-{stem}-base", f"{prefix}desc-{stem}-cand"
     ctx.session.register(base_id, "gate", base, parent_run_id=state.train_id)
     ctx.session.register(cand_id, "gate", cand, parent_run_id=state.train_id)

@@ -398,7 +398,8 @@ def prompt_test(
     random.Random(f"{ctx.gate_pools.seed}:prompts:{key}").shuffle(order)
     base = unit_correctness_view(units, r.correctness)
     cand = unit_correctness_view(units, r2.correctness)
-    gate = SequentialGate(ctx.gate_params, horizon=len(order))
+    singletons = all(len(ids) == 1 for _, ids in order)
+    gate = SequentialGate(ctx.gate_params, horizon=len(order), singletons=singletons)
     for family, ids in order:
         if gate.done:
             break
