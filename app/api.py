@@ -108,7 +108,13 @@ __all__ = [
 ]
 
 DEMO_SEED = "sim-starter"
-DEMO_QUESTIONS = "sim-basic"
+# The demo trains on the built-in world at three times sim-basic's size. In sim-basic (72 units
+# per task type) a family is 3 units that each need a different rule, so a one-rule edit moves a
+# family by d = 1/3; no level-0.05 test of the per-unit null can confirm that from fewer than 11
+# such families in a row (P(d >= 1/3) can be 3/4 per family under the null, and 0.75^10 > 0.05),
+# and a ladder there holds 10-18 families. At 216 units the gate has the evidence.
+DEMO_QUESTIONS = "sim-large"
+DEMO_WORLD: dict[str, Any] = {"sim_units_per_type": 216}  # the world sim-large was generated from
 
 
 # -- results ----------------------------------------------------------------------------------
@@ -441,7 +447,8 @@ async def demo_async(
     progress: bool | None = False,
 ) -> TrainResult:
     root = _workspace(workspace) if workspace is not None else paths.workspaces_dir() / "demo"
-    run_config = resolve_config(config, overrides, default_file=paths.demo_config())
+    demo_overrides = {**DEMO_WORLD, **dict(overrides or {})}
+    run_config = resolve_config(config, demo_overrides, default_file=paths.demo_config())
     store = paths.builtin_store()
     seed, bench = load_seed(seed_dir(store, DEMO_SEED)), benchmark_dir(store, DEMO_QUESTIONS)
     _check_trainable(bench, run_config)  # a refused config leaves the previous demo in place

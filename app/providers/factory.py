@@ -18,8 +18,11 @@ from app.providers.sim.world import build_world
 from core.protocols import LLMProvider, Message, TelemetryRecorder
 from core.types import LLMResponse, Question, ToolSpec
 
-# The world the built-in benchmark `sim-basic` was generated from (app.providers.sim.generate).
-BUILT_IN_WORLD = "sim/basic with sim_world_seed 7 and sim_units_per_type 72"
+# The worlds the built-in benchmarks were generated from (app.providers.sim.generate).
+BUILT_IN_WORLD = (
+    "sim-basic: sim/basic with sim_world_seed 7 and sim_units_per_type 72; "
+    "sim-large (the demo's): the same with sim_units_per_type 216"
+)
 
 
 class BudgetedProvider:
@@ -146,7 +149,7 @@ def check_sim_worlds(config: RunConfig, questions: Sequence[Question], benchmark
                 f"{keys} = {model!r} with sim_world_seed = {config.sim_world_seed} and "
                 f"sim_units_per_type = {config.sim_units_per_type}: this simulated world knows "
                 f"{known} of the {len(questions)} questions of benchmark {benchmark!r}; use the "
-                f"world the benchmark was generated from (sim-basic: {BUILT_IN_WORLD})"
+                f"world the benchmark was generated from ({BUILT_IN_WORLD})"
             )
 
 
