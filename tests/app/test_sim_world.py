@@ -23,6 +23,7 @@ import pytest
 from app.harness.rollouts.agent_prompts import AgentPrompts
 from app.harness.rollouts.inference import AgentSettings, answer_question, run_inference
 from app.harness.rollouts.question_units import build_units, unit_correctness_view
+from app.harness.training.step import failures_from_rows, rollout_rows
 from app.harness.workspace.log import HarnessLog
 from app.harness.workspace.store import benchmark_dir, load_benchmark, load_seed, seed_dir
 from app.harness.workspace.workspace import (
@@ -382,36 +383,12 @@ def real_packs(ws, sim, starter, questions) -> list[tuple[str, CasePack]]:
                 settings=AgentSettings(),
             )
         )
-        rows = {
-            r["question_id"]: r
-            for r in log.query(
-                "SELECT question_id, prediction, correct, stop_reason, steps_json FROM predictions "
-                "WHERE run_id = ?",
-                ("packs-rollout",),
-            )
-        }
+        rows = rollout_rows(log, "packs-rollout")
     ordered = _interleaved(questions)
     packs: list[tuple[str, CasePack]] = []
     for start in range(0, len(ordered), 24):
         batch = ordered[start : start + 24]
-        failures, successes = [], []
-        for q in batch:
-            row = rows[q.question_id]
-            if row["correct"]:
-                successes.append((q, row["prediction"]))
-                continue
-            tools = "\n".join(f"- {t.name}: {t.description}" for t in starter.tools_for(q))
-            failures.append(
-                Failure(
-                    question=q,
-                    prediction=row["prediction"] or "",
-                    stop_reason=row["stop_reason"],
-                    steps=tuple(json.loads(row["steps_json"])),
-                    system=starter.system,
-                    skill=starter.skill_text(q.task_type),
-                    tools=tools or "(none)",
-                )
-            )
+        failures, successes = failures_from_rows(starter, batch, rows)
         diagnoses = run(lambda f=failures: diagnose_failures(sim, TEMPLATES["diagnose_failure"], f))
         result = build_packs(diagnoses, failures, successes)
         packs += sorted(result.skill_packs.items())

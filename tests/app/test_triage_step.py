@@ -145,7 +145,9 @@ def test_the_probe_turns_skill_gaps_that_pass_with_context_into_missing_context(
             {"category": "skill_gap", "target": "skill", "rationale": "always"}
         ),
     )
-    ws = _train(tmp_path, "triage_probe = true\n")
+    # accept_all: the skills learn their rules, so a probe with the context inlined can pass
+    # (in sim-basic the gate can confirm no one-rule edit; the probe is not about the gate)
+    ws = _train(tmp_path, 'triage_probe = true\n[gate]\nstrategy = "accept_all"\n')
     probed = _rows(
         ws,
         "SELECT run_id, question_id, correct FROM predictions WHERE run_id LIKE '%-probe'",

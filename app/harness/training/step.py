@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -188,21 +188,23 @@ class DiagnosisContext(Protocol):
     def log(self) -> HarnessLog: ...
 
 
-async def diagnose_batch(
-    ctx: DiagnosisContext,
-    prompts: AgentPrompts,
-    batch: Sequence[Question],
-    prefix: str,
-    rollout_run_id: str | None = None,
-) -> DiagnosisResult:
-    rows = {
+def rollout_rows(log: HarnessLog, run_id: str) -> dict[str, Any]:
+    """A rollout's prediction rows by question id (what `failures_from_rows` reads)."""
+    return {
         r["question_id"]: r
-        for r in ctx.log.query(
+        for r in log.query(
             "SELECT question_id, prediction, correct, stop_reason, steps_json FROM predictions "
             "WHERE run_id = ?",
-            (rollout_run_id or prefix + "rollout",),
+            (run_id,),
         )
     }
+
+
+def failures_from_rows(
+    prompts: AgentPrompts, batch: Sequence[Question], rows: Mapping[str, Any]
+) -> tuple[list[Failure], list[tuple[Question, str]]]:
+    """The batch's failures (with the prompts the agent saw) and its successes (question,
+    prediction), from the rollout's prediction rows."""
     failures, successes = [], []
     for q in batch:
         row = rows[q.question_id]
@@ -221,6 +223,18 @@ async def diagnose_batch(
                 tools=tools or "(none)",
             )
         )
+    return failures, successes
+
+
+async def diagnose_batch(
+    ctx: DiagnosisContext,
+    prompts: AgentPrompts,
+    batch: Sequence[Question],
+    prefix: str,
+    rollout_run_id: str | None = None,
+) -> DiagnosisResult:
+    rows = rollout_rows(ctx.log, rollout_run_id or prefix + "rollout")
+    failures, successes = failures_from_rows(prompts, batch, rows)
     triaged = triage_failures(failures)  # rules first; the judge sees only the rest
     calls: list = []
     with calls_logged_as(prefix + "diag"):
