@@ -22,8 +22,7 @@ them): trainset = the diagnosis pool, valset = the validation pool, both as ques
 The adapter (`SkillAdapter`, GEPA's `GEPAAdapter` protocol):
 - a candidate is the skill files' text, one component per skill file a trained task type
   resolves to (core/evolution/budget.py `resolve_skill_file`); system prompt and tool
-  descriptions stay the seed's (the trainer also evolves those in its slow update, GEPA here
-  does not: it optimises what it is given, the skills);
+  descriptions stay the seed's unless `--prompts` (below);
 - `evaluate`: the agent loop of app/harness/rollouts/inference.py (`answer_question`) with the
   candidate's skills in place of the workspace's; a unit scores 1.0 when every member's answer
   passes the question's checker, else 0.0 (the trainer's unit accuracy);
@@ -31,7 +30,8 @@ The adapter (`SkillAdapter`, GEPA's `GEPAAdapter` protocol):
   reads that file: the question, the agent's answer, and the checker's verdict with the
   reference answer as feedback;
 - `propose_new_texts`: GEPA's reflection step is the trainer's evolver call
-  (core/evolution/evolve.py `evolve` with prompts/evolve_skill.md, the case pack built from
+  (core/evolution/evolve.py `evolve` with prompts/evolve_skill.md, or for a prompt component
+  prompts/evolve_system.md / evolve_tool.md as the slow update sends them; the case pack built from
   the dataset's failures and up to 3 successes, the config's `edit_budget_start` edits, no
   blacklist); a component whose file did not change is left out, so GEPA skips that proposal.
   There is no judge call: GEPA has no diagnosis stage.
@@ -46,13 +46,17 @@ stoppers between iterations, so it may overrun by one iteration), or when
 `STALL_ITERATIONS` iterations in a row cost no new call (everything left to try is cached:
 more budget would change nothing). `gepa_compare.gepa.model_calls` is GEPA's optimisation plus
 its final test, so GEPA never gets fewer calls than the trainer. A second GEPA run on the same
-worlds with twice the trainer's calls is printed for context (`gepa_compare.gepa2x.*`).
+worlds with twice the trainer's calls is printed for context (`gepa_compare.gepa2x.*`), and
+with `--prompts` one whose components also hold the system prompt and the offered tools'
+descriptions, evolved with the trainer's prompts/evolve_system.md and evolve_tool.md
+(`gepa_compare.gepa_prompts.*`): the trainer evolves those too, so this run shows how much of
+the gap is what GEPA is given to optimise rather than how it optimises.
 
 Target: mean trainer final test >= mean GEPA final test + 0.2 (on the trainer's RESULT line).
 Figures come from the simulated model, not a real LLM.
 
     .venv/bin/python bench/gepa_compare.py [--seeds 1 2 3 4 5] [--units 72] [--jobs 2]
-        [--no-double] [--timeout 900] [--keep] [--tiny]
+        [--no-double] [--prompts] [--timeout 900] [--keep] [--tiny]
 
 `--tiny`: world seed 1, 24 units per task type, a one-epoch training and GEPA at its calls, no
 twice-the-calls run: it shows the bench runs end to end, its figures measure nothing.
@@ -113,6 +117,9 @@ class UnitRollout:
         return all(p.correct for p in self.predictions)
 
 
+PROMPT_PREFIX = "prompts/"  # a component that is a prompts-version file, not a skill file
+
+
 def skill_components(task_types: Sequence[str], skills: Mapping[str, str]) -> dict[str, list[str]]:
     """Skill file -> the trained task types that read it (GEPA's components, one per file)."""
     from core.evolution.budget import resolve_skill_file
@@ -121,6 +128,13 @@ def skill_components(task_types: Sequence[str], skills: Mapping[str, str]) -> di
     for t in sorted(task_types):
         out.setdefault(resolve_skill_file(t, skills), []).append(t)
     return out
+
+
+def prompt_components(task_types: Sequence[str], tools: Sequence[str]) -> dict[str, list[str]]:
+    """`--prompts`: the system prompt and the offered tools' descriptions as components too
+    (every trained task type reads them), named `prompts/<file>`."""
+    names = ["system.md", *(f"tool_{t}.md" for t in sorted(tools))]
+    return {PROMPT_PREFIX + n: sorted(task_types) for n in names}
 
 
 def reflective_records(rollouts: Sequence[UnitRollout], task_types: Sequence[str]) -> list[dict]:
@@ -172,6 +186,10 @@ def case_pack(target: str, records: Sequence[Mapping[str, Any]], answers: Mappin
     return CasePack(target, tuple(failures), tuple(successes))
 
 
+def by_id_rollout(unit: Any, by_id: Mapping[str, Any]) -> UnitRollout:
+    return UnitRollout(unit, tuple(by_id[q.question_id] for q in unit.questions))
+
+
 class SkillAdapter:
     """GEPA's `GEPAAdapter` over this project's simulated agent, checker and evolver."""
 
@@ -179,19 +197,20 @@ class SkillAdapter:
         self,
         session: Any,  # app.harness.rollouts.session.Session
         components: Mapping[str, Sequence[str]],
-        template: str,
+        templates: Mapping[str, str],  # evolve_skill (and evolve_system, evolve_tool) prompts
         budget: int,
         run_id: str = OPT_RUN,
     ) -> None:
         self.session = session
         self.base = session.agent_prompts()
         self.components = {k: list(v) for k, v in components.items()}
-        self.template = template
+        self.templates = dict(templates)
         self.budget = budget
         self.run_id = run_id
         self.answers = {q.question_id: q.answer for q in session.benchmark.questions}
         self.proposals = 0
         self.changed = 0
+        self.answered: dict[tuple[str, ...], UnitRollout] = {}  # see `_seen`
 
     # GEPA calls these synchronously; each runs its model calls in one event loop
     def evaluate(self, batch: list, candidate: dict[str, str], capture_traces: bool = False):
@@ -220,17 +239,34 @@ class SkillAdapter:
             self._propose, dict(candidate), dict(reflective_dataset), list(components_to_update)
         )
 
+    def prompts_for(self, candidate: Mapping[str, str]) -> Any:
+        """The agent's prompts with the candidate's texts in place of the workspace's."""
+        files = {
+            k[len(PROMPT_PREFIX) :]: v for k, v in candidate.items() if k.startswith(PROMPT_PREFIX)
+        }
+        skills = {k: v for k, v in candidate.items() if not k.startswith(PROMPT_PREFIX)}
+        tools = {
+            n[len("tool_") : -len(".md")]: t for n, t in files.items() if n.startswith("tool_")
+        }
+        return replace(
+            self.base,
+            skills={**self.base.skills, **skills},
+            system=files.get("system.md", self.base.system),
+            tool_docs={**self.base.tool_docs, **tools},
+            skills_version="gepa",
+        )
+
     async def _rollouts(self, units: list, candidate: dict[str, str]) -> list[UnitRollout]:
         from app.harness.rollouts.inference import answer_question
         from app.harness.rollouts.telemetry import calls_logged_as
         from core.concurrency import fan_out
 
-        prompts = replace(
-            self.base, skills={**self.base.skills, **candidate}, skills_version="gepa"
-        )
+        prompts = self.prompts_for(candidate)
         settings = self.session.agent_settings
         agent = self.session.providers["agent"]
-        questions = [q for u in units for q in u.questions]
+        keys = {u.unit_id: self._seen(prompts, u) for u in units}
+        todo = [u for u in units if keys[u.unit_id] not in self.answered]
+        questions = [q for u in todo for q in u.questions]
         with calls_logged_as(self.run_id):
             preds = await fan_out(
                 lambda q: answer_question(agent, prompts, q, settings),
@@ -238,7 +274,20 @@ class SkillAdapter:
                 limiter=anyio.CapacityLimiter(settings.concurrency),
             )
         by_id = {p.question_id: p for p in preds}
-        return [UnitRollout(u, tuple(by_id[q.question_id] for q in u.questions)) for u in units]
+        for u in todo:
+            if (key := keys[u.unit_id]) is not None:
+                self.answered[key] = by_id_rollout(u, by_id)
+        return [self.answered.get(keys[u.unit_id]) or by_id_rollout(u, by_id) for u in units]
+
+    def _seen(self, prompts: Any, unit: Any) -> tuple[str, ...] | None:
+        """Everything the agent's requests for `unit` are made of, when that is the unit, the
+        system prompt, its task type's skill text and the tool descriptions (inline skills
+        without memories); None otherwise. Identical requests are answered by the response
+        cache anyway (a cache hit, no model call): this only skips building them again."""
+        if prompts.skill_mode != "inline" or self.session.config.memory_k:
+            return None
+        tools = tuple(sorted(prompts.tool_docs.items()))
+        return (unit.unit_id, prompts.system, prompts.skill_text(unit.task_type), *sum(tools, ()))
 
     async def _propose(
         self,
@@ -248,32 +297,12 @@ class SkillAdapter:
     ) -> dict[str, str]:
         from app.harness.rollouts.telemetry import calls_logged_as
         from core.concurrency import fan_out
-        from core.evolution.evolve import TargetKind, evolve, skill_prompt
 
         packs = {n: case_pack(n, dataset.get(n, ()), self.answers) for n in names}
         todo = [n for n in names if packs[n] is not None]
 
         async def one(name: str) -> str:
-            types = ", ".join(self.components[name])
-            prompt = skill_prompt(
-                self.template,
-                task_type=types,
-                file=name,
-                skill=candidate[name],
-                pack=packs[name],
-                budget=self.budget,
-                rejected=(),
-            )
-            record = await evolve(
-                self.session.providers["evolver"],
-                prompt,
-                original=candidate[name],
-                target_file=name,
-                budget=self.budget,
-                target_kind=TargetKind.SKILL,
-                task_type=types,
-                ladder=self.session.model_io.ladder("evolver"),
-            )
+            record = await self._evolve(name, candidate[name], packs[name])
             return record.evolved if record.changed else candidate[name]
 
         with calls_logged_as(self.run_id):
@@ -282,6 +311,46 @@ class SkillAdapter:
         new = {n: t for n, t in zip(todo, texts, strict=True) if t != candidate[n]}
         self.changed += len(new)
         return new
+
+    async def _evolve(self, name: str, text: str, pack: Any) -> Any:
+        """The trainer's evolver call for one component: a skill file as in
+        app/harness/training/step.py, a prompt file as in app/harness/training/slow_update.py."""
+        from core.evolution.evolve import TargetKind, evolve, prompt_file_prompt, skill_prompt
+
+        types = ", ".join(self.components[name])
+        file = name.removeprefix(PROMPT_PREFIX)
+        tool = file[len("tool_") : -len(".md")] if file.startswith("tool_") else ""
+        if not name.startswith(PROMPT_PREFIX):
+            kind = TargetKind.SKILL
+            prompt = skill_prompt(
+                self.templates["evolve_skill"],
+                task_type=types,
+                file=file,
+                skill=text,
+                pack=pack,
+                budget=self.budget,
+                rejected=(),
+            )
+        else:
+            kind = TargetKind.TOOL if tool else TargetKind.SYSTEM
+            prompt = prompt_file_prompt(
+                self.templates["evolve_tool" if tool else "evolve_system"],
+                file=file,
+                text=text,
+                pack=pack,
+                budget=self.budget,
+                tool=tool,
+            )
+        return await evolve(
+            self.session.providers["evolver"],
+            prompt,
+            original=text,
+            target_file=file,
+            budget=self.budget,
+            target_kind=kind,
+            task_type=types if kind == TargetKind.SKILL else "",
+            ladder=self.session.model_io.ladder("evolver"),
+        )
 
 
 class CallBudget:
@@ -383,43 +452,34 @@ def paid_calls(ws: Path, run_id: str | None = None) -> int:
     return int(n)
 
 
-def run_gepa(gepa_ws: Path, trainer_ws: Path, budget: int) -> GepaOutcome:
+def run_gepa(gepa_ws: Path, trainer_ws: Path, budget: int, with_prompts: bool) -> GepaOutcome:
     """GEPA with its defaults in `gepa_ws` (a fresh workspace of the trainer's world) at
     `budget` model calls, then its best candidate on the test pool."""
     import gepa
 
     from app.harness.rollouts.question_units import build_units
     from app.harness.rollouts.session import Session
-    from app.paths import read_prompt
 
     start = time.perf_counter()
     config = trainer_config(trainer_ws)
     logger = QuietLogger()
     with Session(gepa_ws, config) as session:
         pools, task_types = trainer_pools(session)
-        seed_skills = session.agent_prompts().skills
-        components = skill_components(task_types, seed_skills)
-        adapter = SkillAdapter(
-            session, components, read_prompt("evolve_skill.md"), config.edit_budget_start
-        )
+        seed = seed_candidate(session, pools, task_types, with_prompts)
+        components = skill_components(task_types, session.agent_prompts().skills)
+        components.update({k: sorted(task_types) for k in seed if k.startswith(PROMPT_PREFIX)})
+        adapter = SkillAdapter(session, components, evolve_templates(), config.edit_budget_start)
         stopper = CallBudget(session.recorder, budget)
         result = gepa.optimize(
-            seed_candidate={name: seed_skills.get(name, "") for name in components},
+            seed_candidate=seed,
             trainset=build_units(pools.diagnosis),
             valset=build_units(pools.validation),
             adapter=adapter,
             stop_callbacks=stopper,
             logger=logger,
         )
-        best = dict(result.best_candidate)
         session.recorder.flush()
-        session.publish_version(
-            "skills",
-            {**seed_skills, **best},
-            source="gepa",
-            description=f"gepa.optimize best candidate ({len(result.candidates)} candidates)",
-            run_id=OPT_RUN,
-        )
+        publish(session, dict(result.best_candidate), len(result.candidates))
         test = anyio.run(
             lambda: session.infer(list(pools.test), TEST_RUN, "test", label="gepa final test")
         )
@@ -441,7 +501,68 @@ def run_gepa(gepa_ws: Path, trainer_ws: Path, budget: int) -> GepaOutcome:
     return out
 
 
+def evolve_templates() -> dict[str, str]:
+    from app.paths import read_prompt
+
+    return {n: read_prompt(f"{n}.md") for n in ("evolve_skill", "evolve_system", "evolve_tool")}
+
+
+def seed_candidate(
+    session: Any, pools: Any, task_types: Sequence[str], with_prompts: bool
+) -> dict[str, str]:
+    """The workspace's current texts of GEPA's components: the skill files the trained types
+    read, and with `with_prompts` the system prompt and the descriptions of the tools the
+    agent is offered on the training questions."""
+    prompts = session.agent_prompts()
+    seed = {n: prompts.skills.get(n, "") for n in skill_components(task_types, prompts.skills)}
+    if with_prompts:
+        files = session.version_files("prompts", session.paths.prompts_version)
+        offered = {t.name for q in pools.diagnosis for t in prompts.tools_for(q)}
+        tools = sorted(t for t in offered if f"tool_{t}.md" in files)
+        for name in prompt_components(task_types, tools):
+            seed[name] = files[name.removeprefix(PROMPT_PREFIX)]
+    return seed
+
+
+def publish(session: Any, best: Mapping[str, str], candidates: int) -> None:
+    """GEPA's best candidate as the workspace's current versions (what the test run reads)."""
+    why = f"gepa.optimize best candidate (of {candidates})"
+    skills = {k: v for k, v in best.items() if not k.startswith(PROMPT_PREFIX)}
+    files = session.version_files("skills", session.paths.skills_version)
+    session.publish_version(
+        "skills", {**files, **skills}, source="gepa", description=why, run_id=OPT_RUN
+    )
+    prompts = {k.removeprefix(PROMPT_PREFIX): v for k, v in best.items() if k not in skills}
+    if prompts:
+        files = session.version_files("prompts", session.paths.prompts_version)
+        session.publish_version(
+            "prompts", {**files, **prompts}, source="gepa", description=why, run_id=OPT_RUN
+        )
+
+
 # -- one world seed (runs in a pool worker) --------------------------------------------------
+@dataclass(frozen=True)
+class Variant:
+    """One GEPA run per world seed: its RESULT prefix, budget factor and components."""
+
+    name: str
+    label: str
+    factor: int = 1  # budget = factor x the trainer's model calls
+    prompts: bool = False  # the system and tool prompts are components too
+
+
+VARIANTS = {
+    v.name: v
+    for v in (
+        Variant("gepa", "GEPA"),
+        Variant("gepa2x", "GEPA at twice the calls", factor=2),
+        Variant(
+            "gepa_prompts", "GEPA with the system and tool prompts as components", prompts=True
+        ),
+    )
+}
+
+
 @dataclass
 class SeedJob:
     seed: int
@@ -451,7 +572,7 @@ class SeedJob:
     tmp: str
     timeout: float
     keep: bool
-    double: bool
+    variants: tuple[str, ...]
     extra_sets: tuple[str, ...] = ()
 
 
@@ -462,36 +583,24 @@ class SeedOutcome:
     trainer_test: float = math.nan
     trainer_calls: int = 0
     trainer_seconds: float = math.nan
+    baseline_test: float = math.nan  # the seed skills and prompts on the test pool
     error: str = ""
-    gepa: GepaOutcome = field(default_factory=lambda: GepaOutcome(False, error="not run"))
-    gepa2x: GepaOutcome | None = None
+    gepa: dict[str, GepaOutcome] = field(default_factory=dict)  # by variant name
 
 
 def init_workspace(ws: Path, job: SeedJob) -> None:
-    code, out, err = run_child(
-        [
-            str(MAIN),
-            "init",
-            str(ws),
-            "--seed",
-            SEED_NAME,
-            "--questions",
-            job.questions,
-            "--store",
-            job.store,
-        ],
-        300,
-    )
+    args = ["init", str(ws), "--seed", SEED_NAME, "--questions", job.questions]
+    code, out, err = run_child([str(MAIN), *args, "--store", job.store], 300)
     if code != 0:
         raise RuntimeError(f"init {ws.name} exited {code}:\n{tail(err or out)}")
 
 
-def gepa_in(ws: Path, trainer_ws: Path, job: SeedJob, budget: int) -> GepaOutcome:
+def gepa_in(ws: Path, trainer_ws: Path, job: SeedJob, budget: int, prompts: bool) -> GepaOutcome:
     """One GEPA run in a fresh workspace; any failure is a missing run, with its reason."""
     start = time.perf_counter()
     try:
         init_workspace(ws, job)
-        return run_gepa(ws, trainer_ws, budget)
+        return run_gepa(ws, trainer_ws, budget, prompts)
     except Exception as e:  # noqa: BLE001 - reported as a missing run, never hidden
         import traceback
 
@@ -525,10 +634,14 @@ def run_seed(job: SeedJob) -> SeedOutcome:
         t = train_one(train_job)
         if not t.ok:
             return SeedOutcome(job, False, trainer_seconds=t.seconds, error=t.error)
-        out = SeedOutcome(job, True, t.final_test, t.total_calls, t.seconds)
-        out.gepa = gepa_in(base / f"gepa-w{job.seed}", trainer_ws, job, t.total_calls)
-        if job.double:
-            out.gepa2x = gepa_in(base / f"gepa2x-w{job.seed}", trainer_ws, job, 2 * t.total_calls)
+        final = json.loads((trainer_ws / "analyses" / "final_test_eval.json").read_text("utf-8"))
+        out = SeedOutcome(
+            job, True, t.final_test, t.total_calls, t.seconds, final["baseline_test_accuracy"]
+        )
+        for name in job.variants:
+            v = VARIANTS[name]
+            ws = base / f"{name}-w{job.seed}"
+            out.gepa[name] = gepa_in(ws, trainer_ws, job, v.factor * t.total_calls, v.prompts)
         return out
     finally:
         if not job.keep:
@@ -540,7 +653,7 @@ def describe(name: str, g: GepaOutcome) -> str:
     if not g.ok:
         return f"{name} FAILED (counted as missing): {g.error}"
     return (
-        f"{name} test {g.final_test:.3f}  calls {g.model_calls} (opt {g.opt_calls} of budget "
+        f"{name}: test {g.final_test:.3f}  calls {g.model_calls} (opt {g.opt_calls} of budget "
         f"{g.budget}, test {g.test_calls}; {g.metric_calls} metric calls)  "
         f"{g.iterations} iterations, {g.candidates} candidates, {g.changed}/{g.proposals} "
         f"proposals changed a file, best val {g.best_val:.3f}, stop: {g.stop}  "
@@ -548,41 +661,28 @@ def describe(name: str, g: GepaOutcome) -> str:
     )
 
 
-def report(outcomes: list[SeedOutcome], double: bool) -> list[str]:
+def report(outcomes: list[SeedOutcome], variants: Sequence[str]) -> list[str]:
     """Print the RESULT lines and the target; return what is missing or missed."""
-    done = [o for o in outcomes if o.trainer_ok and o.gepa.ok]
+    done = [o for o in outcomes if o.trainer_ok and o.gepa["gepa"].ok]
     trainer_test = mean([o.trainer_test for o in done])
-    gepa_test = mean([o.gepa.final_test for o in done])
+    gepa_test = mean([o.gepa["gepa"].final_test for o in done])
     bar = gepa_test + TARGET_MARGIN
     print(f"\n== {len(done)} of {len(outcomes)} world seeds complete (trainer and GEPA)")
+    print(f"baseline test (seed skills and prompts): {fmt(mean([o.baseline_test for o in done]))}")
     print(
         f"RESULT gepa_compare.trainer.final_test {fmt(trainer_test, 4)} accuracy"
         + ("" if math.isnan(bar) else f" target >={fmt(bar, 4)}")
     )
-    print(f"RESULT gepa_compare.gepa.final_test {fmt(gepa_test, 4)} accuracy")
-    print(
-        f"RESULT gepa_compare.trainer.model_calls "
-        f"{fmt(mean([o.trainer_calls for o in done]), 1)} calls"
-    )
-    print(
-        f"RESULT gepa_compare.gepa.model_calls "
-        f"{fmt(mean([o.gepa.model_calls for o in done]), 1)} calls"
-    )
+    calls = fmt(mean([o.trainer_calls for o in done]), 1)
+    print(f"RESULT gepa_compare.trainer.model_calls {calls} calls")
     problems = [f"world seed {o.job.seed}" for o in outcomes if o not in done]
-    if double:
-        twice = [o.gepa2x for o in done if o.gepa2x is not None and o.gepa2x.ok]
-        print(
-            f"RESULT gepa_compare.gepa2x.final_test "
-            f"{fmt(mean([g.final_test for g in twice]), 4)} accuracy"
-        )
-        print(
-            f"RESULT gepa_compare.gepa2x.model_calls "
-            f"{fmt(mean([g.model_calls for g in twice]), 1)} calls"
-        )
+    for name in variants:
+        runs = [o.gepa[name] for o in done if o.gepa[name].ok]
+        test, calls = mean([g.final_test for g in runs]), mean([g.model_calls for g in runs])
+        print(f"RESULT gepa_compare.{name}.final_test {fmt(test, 4)} accuracy")
+        print(f"RESULT gepa_compare.{name}.model_calls {fmt(calls, 1)} calls")
         problems += [
-            f"world seed {o.job.seed} (twice the calls)"
-            for o in done
-            if o.gepa2x is None or not o.gepa2x.ok
+            f"world seed {o.job.seed} ({VARIANTS[name].label})" for o in done if not o.gepa[name].ok
         ]
     met = bool(done) and not problems and round(trainer_test, 4) >= round(bar, 4)
     print(
@@ -613,6 +713,11 @@ def main() -> int:
     parser.add_argument(
         "--no-double", action="store_true", help="skip the GEPA run at twice the calls"
     )
+    parser.add_argument(
+        "--prompts",
+        action="store_true",
+        help="one more GEPA run whose components include the system and tool prompts",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary workspaces")
     parser.add_argument(
         "--tiny", action="store_true", help="one small world, one epoch: checks the bench runs"
@@ -625,6 +730,8 @@ def main() -> int:
     if args.tiny:
         args.seeds, args.no_double, extra_sets = [1], True, ("epochs=1",)
     units = args.units or (TINY_UNITS if args.tiny else 72)
+    variants = ("gepa",) + (() if args.no_double else ("gepa2x",))
+    variants += ("gepa_prompts",) if args.prompts else ()
 
     wall = time.perf_counter()
     tmp = Path(tempfile.mkdtemp(prefix="bench-gepa-"))
@@ -639,16 +746,16 @@ def main() -> int:
             str(tmp),
             args.timeout,
             args.keep,
-            not args.no_double,
+            variants,
             extra_sets,
         )
         for seed in args.seeds
     ]
     print(
         f"gepa_compare: trainer (app/demo.toml, default gate) vs gepa.optimize (defaults) on "
-        f"world seeds {args.seeds}, {units} units per task type, equal model calls"
-        f"{'' if args.no_double else ' (and GEPA at twice the calls)'}; {args.jobs} seeds at "
-        f"a time; simulated model (figures show the methods, not a real LLM)",
+        f"world seeds {args.seeds}, {units} units per task type, equal model calls; runs "
+        f"{', '.join(VARIANTS[v].label for v in variants)}; {args.jobs} seeds at a time; "
+        f"simulated model (figures show the methods, not a real LLM)",
         flush=True,
     )
     outcomes: list[SeedOutcome] = []
@@ -666,9 +773,10 @@ def main() -> int:
                 print(f"{head} trainer FAILED (counted as missing): {o.error}", flush=True)
                 continue
             print(
-                f"{head} trainer test {o.trainer_test:.3f}  calls {o.trainer_calls}  "
-                f"{o.trainer_seconds:.1f} s\n  {describe('gepa', o.gepa)}"
-                + (f"\n  {describe('gepa 2x', o.gepa2x)}" if o.gepa2x is not None else ""),
+                f"{head} baseline test {o.baseline_test:.3f}; trainer test {o.trainer_test:.3f}"
+                f"  calls {o.trainer_calls}  "
+                f"{o.trainer_seconds:.1f} s"
+                + "".join(f"\n  {describe(VARIANTS[n].label, g)}" for n, g in o.gepa.items()),
                 flush=True,
             )
     if args.keep:
@@ -676,7 +784,7 @@ def main() -> int:
     else:
         shutil.rmtree(tmp, ignore_errors=True)
     outcomes.sort(key=lambda o: o.job.seed)
-    problems = report(outcomes, not args.no_double)
+    problems = report(outcomes, variants)
     seconds = time.perf_counter() - wall
     print(f"wall time: {seconds:.0f} s for {len(jobs)} world seed(s)")
     print(f"RESULT gepa_compare.wall_time {seconds:.0f} s")

@@ -19,7 +19,6 @@ from app.api import init_workspace
 from app.harness.rollouts.question_units import build_units
 from app.harness.rollouts.session import Session
 from app.harness.workspace.config import load_config
-from app.paths import read_prompt
 from app.providers.sim.evolver import USELESS_LINES
 from app.providers.sim.world import build_world, normalise
 from core.types import Prediction, Question, QuestionUnit
@@ -157,7 +156,7 @@ def _rule_units(session: Session, rule_id: str) -> list[QuestionUnit]:
 def _adapter(session: Session):
     skills = session.agent_prompts().skills
     comps = gc.skill_components(["ledger", "units"], skills)
-    return gc.SkillAdapter(session, comps, read_prompt("evolve_skill.md"), budget=3), skills
+    return gc.SkillAdapter(session, comps, gc.evolve_templates(), budget=3), skills
 
 
 def test_evaluate_scores_units_with_the_candidates_skill_text(session: Session) -> None:
@@ -185,8 +184,12 @@ def test_a_repeated_evaluation_is_answered_by_the_cache_and_costs_no_model_call(
     adapter.evaluate(units, seed)
     paid = budget.paid()
     assert paid > 0
-    again = adapter.evaluate(units, seed)
+    again = adapter.evaluate(units, seed, capture_traces=True)
     assert budget.paid() == paid and len(again.scores) == len(units)
+    fresh, _ = _adapter(session)  # nothing remembered: every request goes to the provider
+    answered = fresh.evaluate(units, seed, capture_traces=True)
+    assert budget.paid() == paid  # the response cache answers them all
+    assert answered.scores == again.scores and answered.outputs == again.outputs
 
 
 def test_proposals_come_from_the_evolver_and_only_changed_files_are_returned(
@@ -229,3 +232,41 @@ def test_without_gepa_the_bench_names_the_extra_and_exits_2() -> None:
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "gepa" in proc.stderr and "[dev]" in proc.stderr
     assert "RESULT" not in proc.stdout
+
+
+def test_prompt_components_are_what_the_agent_is_sent(session: Session) -> None:
+    adapter, skills = _adapter(session)
+    prompts = adapter.prompts_for(
+        {"ledger.md": "L", "prompts/system.md": "S", "prompts/tool_read_context.md": "T"}
+    )
+    assert prompts.system == "S" and prompts.tool_docs["read_context"] == "T"
+    assert prompts.skills == {**skills, "ledger.md": "L"}
+    q = next(q for q in session.benchmark.questions if q.context and q.task_type == "ledger")
+    system = prompts.opening_messages(q)[0]["content"]
+    assert system.startswith("S") and "\nL" in system
+    assert [t.description for t in prompts.tools_for(q)] == ["T"]
+
+
+def test_the_system_prompt_component_is_evolved_as_the_slow_update_does(
+    session: Session,
+) -> None:
+    world = build_world("basic", 7, 72)
+    plain = {
+        c.question_id
+        for c in world.cases.values()
+        if c.system_rule and not c.needs_context and c.task_type == "ledger"
+    }
+    units = [u for u in build_units(session.benchmark.questions) if set(u.question_ids) <= plain]
+    files = session.version_files("prompts", session.paths.prompts_version)
+    skills = session.agent_prompts().skills
+    comps = {"ledger.md": ["ledger"], "prompts/system.md": ["ledger"]}
+    adapter = gc.SkillAdapter(session, comps, gc.evolve_templates(), budget=3)
+    seed = {"ledger.md": skills["ledger.md"], "prompts/system.md": files["system.md"]}
+    batch = adapter.evaluate(units[:6], seed, capture_traces=True)
+    dataset = adapter.make_reflective_dataset(seed, batch, ["prompts/system.md"])
+    new = adapter.propose_new_texts(seed, dataset, ["prompts/system.md"])
+    # prompts/evolve_system.md reaches the simulated evolver's evolve_system: it adds the
+    # format instructions these cases broke (or, by its seeded draw, a useless line)
+    added = normalise(new["prompts/system.md"].replace(files["system.md"], ""))
+    said = [normalise(text) for text in world.system_rules.values()]
+    assert any(s in added for s in [*said, normalise(USELESS_LINES[0][2:])]), added
