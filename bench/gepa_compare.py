@@ -97,6 +97,7 @@ from bench.acceptance import (  # noqa: E402
     tail,
     train_one,
 )
+from core.types import Prediction, QuestionUnit  # noqa: E402
 
 MAIN = ROOT / "main.py"
 TARGET_MARGIN = 0.2
@@ -111,8 +112,8 @@ EXTRA_NAME = "dev"
 class UnitRollout:
     """One unit answered under one candidate: GEPA's trajectory for that data instance."""
 
-    unit: Any  # core.types.QuestionUnit
-    predictions: tuple[Any, ...]  # core.types.Prediction, one per member, in member order
+    unit: QuestionUnit
+    predictions: tuple[Prediction, ...]  # one per member, in member order
 
     @property
     def correct(self) -> bool:
@@ -188,7 +189,7 @@ def case_pack(target: str, records: Sequence[Mapping[str, Any]], answers: Mappin
     return CasePack(target, tuple(failures), tuple(successes))
 
 
-def by_id_rollout(unit: Any, by_id: Mapping[str, Any]) -> UnitRollout:
+def by_id_rollout(unit: QuestionUnit, by_id: Mapping[str, Prediction]) -> UnitRollout:
     return UnitRollout(unit, tuple(by_id[q.question_id] for q in unit.questions))
 
 
@@ -258,7 +259,9 @@ class SkillAdapter:
             skills_version="gepa",
         )
 
-    async def _rollouts(self, units: list, candidate: dict[str, str]) -> list[UnitRollout]:
+    async def _rollouts(
+        self, units: list[QuestionUnit], candidate: dict[str, str]
+    ) -> list[UnitRollout]:
         from app.harness.rollouts.inference import answer_question
         from app.harness.rollouts.telemetry import calls_logged_as
         from core.concurrency import fan_out
@@ -281,7 +284,7 @@ class SkillAdapter:
                 self.answered[key] = by_id_rollout(u, by_id)
         return [self.answered.get(keys[u.unit_id]) or by_id_rollout(u, by_id) for u in units]
 
-    def _seen(self, prompts: Any, unit: Any) -> tuple[str, ...] | None:
+    def _seen(self, prompts: Any, unit: QuestionUnit) -> tuple[str, ...] | None:
         """Everything the agent's requests for `unit` are made of, when that is the unit, the
         system prompt, its task type's skill text and the tool descriptions (inline skills
         without memories); None otherwise. Identical requests are answered by the response
