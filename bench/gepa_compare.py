@@ -47,8 +47,9 @@ stoppers between iterations, so it may overrun by one iteration), or when
 more budget would change nothing). `gepa_compare.gepa.model_calls` is GEPA's optimisation plus
 its final test, so GEPA never gets fewer calls than the trainer. A second GEPA run with twice
 the trainer's calls, on the first world seed (`--double-seeds`), is printed for context
-(`gepa_compare.gepa2x.*`; GEPA's Pareto candidate selection costs time that grows steeply with
-its pool of candidates, so at twice the calls one world takes minutes of GEPA's own CPU), and
+(`gepa_compare.gepa2x.*`; GEPA's Pareto candidate selection, gepa/gepa_utils.py
+`remove_dominated_programs`, costs time that grows faster than cubically with its pool of
+candidates: at twice the calls world 1 takes about a minute, world 2 did not finish in 20), and
 with `--prompts` one whose components also hold the system prompt and the offered tools'
 descriptions, evolved with the trainer's prompts/evolve_system.md and evolve_tool.md
 (`gepa_compare.gepa_prompts.*`): the trainer evolves those too, so this run shows how much of
