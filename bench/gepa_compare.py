@@ -58,7 +58,7 @@ the gap is what GEPA is given to optimise rather than how it optimises.
 Target: mean trainer final test >= mean GEPA final test + 0.2 (on the trainer's RESULT line).
 Figures come from the simulated model, not a real LLM.
 
-    .venv/bin/python bench/gepa_compare.py [--seeds 1 2 3 4 5] [--units 72] [--jobs 2]
+    .venv/bin/python bench/gepa_compare.py [--seeds 1 2 3 4 5] [--units 216] [--jobs 2]
         [--double-seeds [W ...]] [--prompts] [--timeout 900] [--keep] [--tiny]
 
 `--tiny`: world seed 1, 24 units per task type, a one-epoch training and GEPA at its calls, no
@@ -717,10 +717,19 @@ def gepa_missing() -> str | None:
     return None
 
 
+DEFAULT_UNITS = 216
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
-    parser.add_argument("--units", type=int, default=None, help="units per task type (72)")
+    parser.add_argument(
+        "--units",
+        type=int,
+        default=None,
+        help=f"units per task type ({DEFAULT_UNITS}, the demo's world: at 72 the trainer's gate "
+        "can confirm no one-rule edit, see app/api.py DEMO_QUESTIONS)",
+    )
     parser.add_argument("--jobs", type=int, default=2, help="world seeds run at once")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per training")
     parser.add_argument(
@@ -747,7 +756,7 @@ def main() -> int:
     extra_sets: tuple[str, ...] = ()
     if args.tiny:
         args.seeds, args.double_seeds, extra_sets = [1], [], ("epochs=1",)
-    units = args.units or (TINY_UNITS if args.tiny else 72)
+    units = args.units or (TINY_UNITS if args.tiny else DEFAULT_UNITS)
     double = set(args.seeds[:1] if args.double_seeds is None else args.double_seeds)
     variants = ("gepa",) + (("gepa_prompts",) if args.prompts else ())
     variants += ("gepa2x",) if double & set(args.seeds) else ()
