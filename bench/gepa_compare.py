@@ -737,8 +737,9 @@ def main() -> int:
         type=int,
         nargs="*",
         default=None,
-        help="world seeds that also run GEPA at twice the calls (default: the first of --seeds; "
-        "GEPA's Pareto bookkeeping grows steeply with its candidate pool, so this run is slow)",
+        help="world seeds that also run GEPA at twice the calls (default: none; with no seeds "
+        "listed, the first of --seeds; GEPA's Pareto bookkeeping grows steeply with its "
+        "candidate pool, so this run is slow)",
     )
     parser.add_argument(
         "--prompts",
@@ -757,7 +758,7 @@ def main() -> int:
     if args.tiny:
         args.seeds, args.double_seeds, extra_sets = [1], [], ("epochs=1",)
     units = args.units or (TINY_UNITS if args.tiny else DEFAULT_UNITS)
-    double = set(args.seeds[:1] if args.double_seeds is None else args.double_seeds)
+    double = set(() if args.double_seeds is None else args.double_seeds or args.seeds[:1])
     variants = ("gepa",) + (("gepa_prompts",) if args.prompts else ())
     variants += ("gepa2x",) if double & set(args.seeds) else ()
 
