@@ -24,6 +24,7 @@ gate's guarantee holds (core/evolution/gate.py states it):
 
 from __future__ import annotations
 
+import hashlib
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from app.harness.workspace.atomic import read_json, write_json_atomic
-from core.types import QuestionUnit
+from core.types import Question, QuestionUnit
 
 FORMAT_VERSION = 2
 
@@ -118,6 +119,31 @@ class GatePools:
     @classmethod
     def load(cls, path: Path) -> GatePools:
         return cls.from_dict(read_json(Path(path)))
+
+    def gate_only_units(self, share: float) -> frozenset[str]:
+        """The units of the diagnosis-pool families kept for the gate alone (`[gate]
+        gate_only_share`): per task type, the first round(share * n) of its n diagnosis
+        families in a seeded hash order of family id. A pure function of (seed, task type,
+        family ids, share) that reads no outcome, so the split is fixed before the run sees
+        anything and a resumed run recomputes the same one (nothing is checkpointed); a larger
+        share keeps a superset. These families never reach a batch, a case pack or a momentum
+        sample, so no step's exclusion ever removes them from a ladder."""
+        held: set[str] = set()
+        for task_type, by_stage in self.families.items():
+            fams = by_stage.get("diagnosis", {})
+            ranked = sorted(fams, key=lambda f: _split_rank(self.seed, task_type, f))
+            for family in ranked[: int(share * len(ranked) + 0.5)]:
+                held.update(fams[family])
+        return frozenset(held)
+
+    def without_gate_only(self, pool: Sequence[Question], share: float) -> tuple[Question, ...]:
+        """The part of a diagnosis pool the evolver may be shown."""
+        held = self.gate_only_units(share)
+        return tuple(q for q in pool if q.unit_id not in held)
+
+
+def _split_rank(seed: int, task_type: str, family: str) -> str:
+    return hashlib.sha256(f"gate-only:{seed}:{task_type}:{family}".encode()).hexdigest()
 
 
 def _cache_key(skills_version: str, prompts_version: str, unit_id: str) -> str:

@@ -201,5 +201,13 @@ class TrainContext:
     def root(self) -> Path:
         return self.session.paths.root
 
+    @property
+    def evolver_diagnosis(self) -> tuple[Question, ...]:
+        """The diagnosis pool batches and momentum draw from: without the gate-only families
+        (GatePools.gate_only_units), which only gate ladders ever use."""
+        return self.gate_pools.without_gate_only(
+            self.pools.diagnosis, self.config.gate.gate_only_share
+        )
+
     def questions_of(self, pool: tuple[Question, ...], task_type: str) -> list[Question]:
         return [q for q in pool if q.task_type == task_type]
