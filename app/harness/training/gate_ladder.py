@@ -17,6 +17,13 @@ gate's guarantee holds (core/evolution/gate.py states it):
   validation families, so a validation-only decision never has more and in epochs 1-2 has
   fewer. The price, on that bench: a test's median ladder falls from 14 families to 8, the
   families a test uses from 9 to 4.5, eprocess's final test from 0.694 to 0.548;
+- gate-only families win that evidence back (`[gate] gate_only_share`, `gate_only_units`): a
+  share of each type's diagnosis families, chosen by a seeded hash of the family id before any
+  outcome exists, is never batched, put in a case pack or sampled for momentum, so no exclusion
+  ever removes it and every ladder keeps it (assumption (4) holds for it by construction). On
+  the same bench share 0.5 gives a median ladder of 12 families (13/12/12/12 in epochs 1-4),
+  8 used, final test 0.791 (share 0.3: 0.648, 0.4: 0.733, 0.6: 0.754, 0.7: 0.681: past a half
+  the evolver has too few failures to learn from);
 - stage 1 is the diagnosis pool's families, stage 2 the validation pool's: a provisional
   accept leaves stage 2 to its probation, which evaluates it with the epoch's validation
   re-run. The test pool never feeds the gate.
