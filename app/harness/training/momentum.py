@@ -20,7 +20,7 @@ from core.evolution.evolve import momentum_guidance
 
 
 def sample_questions(ctx: TrainContext, task_type: str, epoch: int) -> list:
-    candidates = ctx.questions_of(ctx.pools.diagnosis, task_type)
+    candidates = ctx.questions_of(ctx.evolver_diagnosis, task_type)  # never a gate-only one
     n = min(ctx.config.momentum_samples, len(candidates))
     return random.Random(f"momentum:{epoch}:{task_type}").sample(candidates, n) if n else []
 

@@ -179,7 +179,7 @@ class Runner:
                 "skills", self.session.paths.skills_version
             )
             batches, _ = build_batches(
-                ctx.pools.diagnosis,
+                ctx.evolver_diagnosis,
                 state.correctness,
                 self.config.batch_size,
                 self.config.min_class_per_batch,
@@ -438,7 +438,7 @@ class Runner:
             baseline_cache=dict(cache.entries),
         )
         _, selected = build_batches(
-            pools.diagnosis,
+            gate_pools.without_gate_only(pools.diagnosis, self.config.gate.gate_only_share),
             correctness,
             self.config.batch_size,
             self.config.min_class_per_batch,

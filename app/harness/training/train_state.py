@@ -209,5 +209,13 @@ class TrainContext:
         (core/evolution/contamination.py); built from the pools, so a resume rebuilds it."""
         return HeldOutIndex.build(self.pools.validation + self.pools.test, self.pools.diagnosis)
 
+    @property
+    def evolver_diagnosis(self) -> tuple[Question, ...]:
+        """The diagnosis pool batches and momentum draw from: without the gate-only families
+        (GatePools.gate_only_units), which only gate ladders ever use."""
+        return self.gate_pools.without_gate_only(
+            self.pools.diagnosis, self.config.gate.gate_only_share
+        )
+
     def questions_of(self, pool: tuple[Question, ...], task_type: str) -> list[Question]:
         return [q for q in pool if q.task_type == task_type]

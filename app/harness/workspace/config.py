@@ -66,6 +66,10 @@ class GateConfig(GateParams):
     ladder_order: Literal["relevance", "shuffle"] = "shuffle"
     # the share of a gate's candidate answers lost to provider errors that aborts the step
     guard_err: float = Field(default=0.2, ge=0.0, le=1.0)
+    # the share of each task type's diagnosis-pool families kept for the gate alone: never in a
+    # batch, a case pack or a momentum sample, so every ladder may use them
+    # (app/harness/training/gate_ladder.py `GatePools.gate_only_units`)
+    gate_only_share: float = Field(default=0.5, ge=0.0, lt=1.0)
 
 
 def _s(default: Any = None, **constraints: Any) -> Any:
