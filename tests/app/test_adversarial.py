@@ -47,6 +47,10 @@ TRAIN = [
     "early_stop_patience=3",
     "--set",
     "sim_adversarial_share=0.5",
+    # every edit lands, hostile ones included, so versions hold what the evolver wrote (on
+    # sim-basic the gate confirms no one-rule edit)
+    "--set",
+    'gate.strategy="accept_all"',
     "--no-progress",
 ]
 CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")

@@ -20,13 +20,12 @@ from app.harness.training.run_progress import progress_view
 from tests.support.snapshot import diff_states, workspace_state
 
 ROOT = Path(__file__).resolve().parents[2]
-# The demo's config with room for more epochs: its run stops early after epoch 3 (no new
-# best after epoch 1, patience 2), so the finished run has epochs_since_best = 2. Without
-# gate-only families (share 0): with the default share that run learns for 4 epochs and stops
-# only at the last one, and this file is about how a run ends, not how much it learns.
+# The demo's config on sim-basic with room for more epochs: there the gate confirms no one-rule
+# edit, so the run stops early after epoch 2 (no new best after the baseline, patience 2) with
+# epochs_since_best = 2; this file is about how a run ends, not how much it learns.
 TRAIN = [
     *("--config", str(ROOT / "app" / "demo.toml"), "--no-progress"),
-    *("--set", "epochs=6", "--set", "gate.gate_only_share=0"),
+    *("--set", "epochs=6"),
 ]
 
 
@@ -94,10 +93,10 @@ def train_summary(ws: Path) -> tuple[str, dict[str, Any]]:
 
 def test_an_early_stop_says_the_last_epoch_run_and_why(reference: Path) -> None:
     progress = json.loads((reference / "checkpoint.json").read_text())["progress"]
-    assert (progress["phase"], progress["epoch"], progress["end"]) == ("finished", 3, "early_stop")
+    assert (progress["phase"], progress["epoch"], progress["end"]) == ("finished", 2, "early_stop")
     assert (progress["epochs_planned"], progress["epochs_since_best"]) == (6, 2)
     text = progress_view(progress).text
-    assert text.startswith("finished after epoch 3 of 6: early stop, no new best validation")
+    assert text.startswith("finished after epoch 2 of 6: early stop, no new best validation")
     assert "for 2 epochs" in text and "epoch 6" not in text
     assert train_summary(reference)[1]["reason"] == text.split(" (")[0]
 
@@ -105,7 +104,7 @@ def test_an_early_stop_says_the_last_epoch_run_and_why(reference: Path) -> None:
 def test_report_shows_the_early_stop(reference: Path, capsys) -> None:
     assert main(["report", "-w", str(reference)]) == 0
     out = capsys.readouterr().out
-    assert "finished after epoch 3 of 6: early stop" in out
+    assert "finished after epoch 2 of 6: early stop" in out
     assert "finished after epoch 6" not in out
 
 
@@ -113,7 +112,7 @@ def test_report_shows_the_early_stop(reference: Path, capsys) -> None:
 @pytest.mark.parametrize(
     "kill_at, then_at",
     [
-        ("slow:3", None),  # in the slow update of the epoch that stops early
+        ("slow:2", None),  # in the slow update of the epoch that stops early
         ("finish:1", None),  # best restored as current, before the final test
         ("finish:1", "rollout:1"),  # ... then again at the final test's first answer
         ("finish:1", "rollout:60"),  # ... and half-way through it

@@ -18,6 +18,9 @@ from tests.support.snapshot import diff_states, workspace_state
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = """
 epochs = 2
+# sim-large, the demo's world: on sim-basic (72 units per type) the gate confirms no one-rule
+# edit, so a run there would exercise no accept, probation or version change
+sim_units_per_type = 216
 batch_size = 48
 early_stop_patience = 3
 edit_budget_start = 3
@@ -25,6 +28,9 @@ concurrency = 8
 [gate]
 e_provisional = 3.0  # low, so provisional accepts and their probation are exercised
 """
+
+
+LARGE = ["--set", "sim_units_per_type=216"]  # the world sim-large was generated from
 
 
 def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -49,7 +55,7 @@ def config_file(tmp_path_factory) -> Path:
 def fresh_ws(tmp_path_factory) -> Path:
     """A just-initialised workspace to copy from (init is cheap but not free)."""
     ws = tmp_path_factory.mktemp("seedws") / "ws"
-    assert main(["init", str(ws), "--seed", "sim-starter", "--questions", "sim-basic"]) == 0
+    assert main(["init", str(ws), "--seed", "sim-starter", "--questions", "sim-large"]) == 0
     return ws
 
 
@@ -247,9 +253,9 @@ def test_faults_at_50_percent_stop_cleanly_then_resume(fresh_ws, config_file, tm
 
 def test_eval_twice_makes_no_new_model_calls(fresh_ws, tmp_path, capsys):
     ws = copy_fresh(fresh_ws, tmp_path)
-    assert main(["eval", "v1", "-w", str(ws), "--no-progress"]) == 0
+    assert main(["eval", "v1", "-w", str(ws), *LARGE, "--no-progress"]) == 0
     first = capsys.readouterr().out
-    assert main(["eval", "v1", "-w", str(ws), "--no-progress"]) == 0
+    assert main(["eval", "v1", "-w", str(ws), *LARGE, "--no-progress"]) == 0
     second = capsys.readouterr().out
     assert "SIMULATED" in first and "accuracy" in first
     assert "model calls: 0 new" in second
@@ -261,12 +267,12 @@ def test_eval_twice_makes_no_new_model_calls(fresh_ws, tmp_path, capsys):
 def test_diagnose_and_promote(reference, tmp_path, capsys):
     ws = tmp_path / "ws"
     shutil.copytree(reference, ws)
-    assert main(["diagnose", "baseline", "-w", str(ws), "--no-progress", "--json"]) == 0
+    assert main(["diagnose", "baseline", "-w", str(ws), *LARGE, "--no-progress", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["failures"] > 0 and summary["by_category"].get("skill_gap", 0) > 0
     assert summary["contradictory"] == 0  # the simulated judge never contradicts itself
     best = json.loads((ws / "manifest.json").read_text())["best"]["skills"].split("/")[-1]
-    assert main(["eval", best, "-w", str(ws), "--no-progress"]) == 0
+    assert main(["eval", best, "-w", str(ws), *LARGE, "--no-progress"]) == 0
     run_id = capsys.readouterr().out.split("(run ")[1].split(")")[0]
     store = tmp_path / "store"
     shutil.copytree(ROOT / "store", store)
@@ -374,7 +380,7 @@ def test_demo_command_prints_the_curve_and_the_sim_notice(tmp_path):
 
 def test_train_ends_with_the_held_out_result(fresh_ws, tmp_path, capsys):
     ws = copy_fresh(fresh_ws, tmp_path)
-    assert main(["train", "-w", str(ws), "--set", "epochs=1", "--no-progress"]) == 0
+    assert main(["train", "-w", str(ws), "--set", "epochs=1", *LARGE, "--no-progress"]) == 0
     final = json.loads((ws / "analyses" / "final_test_eval.json").read_text())
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("test accuracy"))
     assert line.startswith(

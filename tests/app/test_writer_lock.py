@@ -20,8 +20,18 @@ from app.harness.workspace.workspace import list_versions
 from app.harness.workspace.writer_lock import LOCK_FILE, WorkspaceBusy, WriterLock, holder
 
 ROOT = Path(__file__).resolve().parents[2]
-ARGS = ["--set", "epochs=1", "--set", 'task_types=["ledger", "units"]', "--no-progress"]
-SLOW = ["--set", "sim_latency_ms=3"]  # keeps a run alive long enough to be raced
+# accept_all: every edit lands, so a run writes several versions (on sim-basic the gate
+# confirms no one-rule edit)
+ARGS = [
+    "--set",
+    "epochs=1",
+    "--set",
+    'task_types=["ledger", "units"]',
+    "--set",
+    'gate.strategy="accept_all"',
+    "--no-progress",
+]
+SLOW = ["--set", "sim_latency_ms=6"]  # keeps a run alive long enough to be raced
 
 
 def cli(*args: str) -> subprocess.Popen:
