@@ -3,10 +3,10 @@
 Pure logic: callers feed families of (unit_id, baseline correct, candidate correct) in ladder
 order and get a decision. One observation per *family* (near-duplicate questions share one):
 its evidence is d = the mean of (candidate − baseline) over its units, in [−1, 1]
-(`family_mean`). The decisions count a ±1/0 outcome g per family: with `family_evidence`
-"rounded" (default) g = sign(d) with probability |d|, else 0, the coin being a hash of the
-family's unit ids (`rounded_outcome`), so E[g | d] = d and d ∈ {−1, 0, 1} is kept as is; with
-"mean" the bet is on d itself, E_win = Σ_k w_k Π(1 + λ_k d), and g = sign(d). W and L in
+(`family_mean`). With `family_evidence` "mean" (default) the bet is on d itself,
+E_win = Σ_k w_k Π(1 + λ_k d), and the decisions count g = sign(d); with "rounded" they count a
+±1/0 outcome g = sign(d) drawn with probability |d| (else 0), the coin being a hash of the
+family's unit ids (`rounded_outcome`), so E[g | d] = d, and bet on g. W and L in
 reports are the families with d > 0 and d < 0; for single-unit families (a benchmark without
 families) g = d and this is the usual unit-level paired comparison.
 
@@ -16,8 +16,8 @@ it loses (bench/gate_validity.py case 5: accepted 31% of the time with families 
 5, horizon 60, accuracy 0.7). d's mean is ≤ 0 for such a candidate, and so is g's.
 
 Decisions, checked after every family, in this order (W', L' = the +1 / −1 outcomes g counted,
-`bet_W` / `bet_L`; with "rounded" a decision depends on the g's only, so the bench's DP over
-(W', L', n) is exact):
+`bet_W` / `bet_L`; on the ±1/0 lattice a decision depends on the g's only, so the bench's DP
+over (W', L', n) is exact there):
 - E_win ≥ threshold                      -> "accept",  stop_reason "confirmed"
 - E_harm ≥ e_rollback                    -> "reject",  stop_reason "harm"
 - E_harm ≥ e_futility (off by default)   -> "reject",  stop_reason "futility"
@@ -49,8 +49,10 @@ which `core.stats.calibrated_threshold` computed its level, so P(accept or kept 
 ≤ α = 1/e_confirm exactly: E_win is a mixture of test supermartingales (`core.stats.mixture_e`),
 and the threshold is the exact level at which a fair walk over the whole horizon (stage 1 +
 stage 2) crosses with probability ≤ α (never above Ville's 1/α). With "mean", every factor
-1 + λd has conditional mean ≤ 1 without assumption (5), but d is off the ±1/0 lattice, so the
-level is Ville's e_confirm. The harm, futility and curtailment stops only ever reject, so they
+1 + λd has conditional mean ≤ 1 without assumption (5), so E_win is a test supermartingale and
+Ville's level e_confirm bounds the rate; when every family of the test is a single unit
+(`singletons`, known from the ladder before any outcome) d is on the ±1/0 lattice, E_win is
+`mixture_e(W, L)` exactly, and the exact calibrated level holds for it too. The harm, futility and curtailment stops only ever reject, so they
 cannot raise that rate; curtailment changes no decision at all. A provisional accept carries
 no guarantee by itself; it is an edit on probation. What is not guaranteed: that an accepted
 edit helps on questions unlike the benchmark's.
@@ -65,8 +67,13 @@ P(W | discordant) 0.7 per unit): with independent units in a family "mean" is st
 ladders (families of 3: 0.50 vs 0.32 at horizon 60, 0.99 vs 0.92 at 200) and weaker on short
 ones (0.006 vs 0.08 at 20); with units sharing their outcome, and for single units, "rounded"
 is stronger everywhere (the exact level against Ville's: 0.08 vs 0.03 at 20, 0.27 vs 0.22 at
-60). Gate tests see 10-20 families on the built-in worlds, hence "rounded" by default. The
-price: power 0.83 at n_max 200, discordance 0.3, P(W | discordant) 0.7 (a fixed McNemar test on
+60), but with singletons "mean" takes the same exact level, so it loses nothing there. On the
+built-in world at 216 units per type (ladders of 30-50 families of 3 units whose units need
+different rules) "mean" learns far more (final test 0.81 vs 0.60 for world 7,
+bench/acceptance_large.py), hence "mean" by default. On sim-basic (72 units) neither can
+confirm a one-rule edit: it moves a family by d = 1/3, P(d ≥ 1/3) can be 3/4 per family under
+the null, so any level-0.05 test needs at least 11 such families in a row (0.75^10 > 0.05), and
+a ladder there holds 10-18. The price: power 0.83 at n_max 200, discordance 0.3, P(W | discordant) 0.7 (a fixed McNemar test on
 all 200 units: 0.92), and between 0.67x and 1.3x a fixed McNemar test's power at the gate's
 expected number of units.
 """
