@@ -6,18 +6,16 @@ state it needs survives a checkpoint exactly."""
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
 from pathlib import Path
 
-from app.cli import main
 from app.harness.training.continuation import first_segment_gate, goes_on, resumed_gate
 from app.harness.training.gate_ladder import Ladder
 from app.harness.training.train_state import Continuation, TrainState
 from core.evolution.edits import Edit
 from core.evolution.gate import GateAction, GateDecision, GateParams
+from tests.support.training import train_on_sim_basic
 
-ROOT = Path(__file__).resolve().parents[2]
 CONFIG = "epochs = 2\nbatch_size = 48\nedit_budget_start = 3\nconcurrency = 8\n[gate]\nn_max = 4\n"
 
 
@@ -77,15 +75,7 @@ def test_continuations_survive_the_checkpoint_state() -> None:
 
 
 def _train(tmp_path: Path) -> Path:
-    store = tmp_path / "store"
-    shutil.copytree(ROOT / "store", store)
-    ws = tmp_path / "ws"
-    init = ["init", str(ws), "--seed", "sim-starter", "--questions", "sim-basic"]
-    assert main([*init, "--store", str(store)]) == 0
-    cfg = tmp_path / "run.toml"
-    cfg.write_text(CONFIG)
-    assert main(["train", "-w", str(ws), "--config", str(cfg), "--no-progress"]) == 0
-    return ws
+    return train_on_sim_basic(tmp_path, CONFIG)
 
 
 def test_a_promising_test_goes_on_over_fresh_families(tmp_path: Path) -> None:

@@ -8,30 +8,20 @@ that classes failures differently would reply; nothing else of the simulated wor
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
 from pathlib import Path
 
 import pytest
 
-from app.cli import main
 from app.harness.training.vocabulary import SkipAction
 from app.providers.sim import evolver as sim_evolver
+from tests.support.training import train_on_sim_basic
 
-ROOT = Path(__file__).resolve().parents[2]
 SMALL = "epochs = 1\nbatch_size = 48\nedit_budget_start = 3\nconcurrency = 8\n"
 
 
 def _train(tmp_path: Path) -> Path:
-    store = tmp_path / "store"
-    shutil.copytree(ROOT / "store", store)
-    ws = tmp_path / "ws"
-    init = ["init", str(ws), "--seed", "sim-starter", "--questions", "sim-basic"]
-    assert main([*init, "--store", str(store)]) == 0
-    cfg = tmp_path / "run.toml"
-    cfg.write_text(SMALL)
-    assert main(["train", "-w", str(ws), "--config", str(cfg), "--no-progress"]) == 0
-    return ws
+    return train_on_sim_basic(tmp_path, SMALL)
 
 
 def _reports(ws: Path) -> list[dict]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import sqlite3
 from pathlib import Path
 
@@ -24,8 +23,8 @@ from app.cli import main
 from app.providers.sim import evolver as sim_evolver
 from app.providers.sim.agent import skips_context, tag
 from app.providers.sim.world import build_world
+from tests.support.training import train_on_sim_basic
 
-ROOT = Path(__file__).resolve().parents[2]
 SHARE = 0.5
 SMALL = (
     "epochs = 1\nbatch_size = 48\nedit_budget_start = 3\nconcurrency = 8\n"
@@ -34,15 +33,7 @@ SMALL = (
 
 
 def _train(tmp_path: Path, extra: str = "") -> Path:
-    store = tmp_path / "store"
-    shutil.copytree(ROOT / "store", store)
-    ws = tmp_path / "ws"
-    init = ["init", str(ws), "--seed", "sim-starter", "--questions", "sim-basic"]
-    assert main([*init, "--store", str(store)]) == 0
-    cfg = tmp_path / "run.toml"
-    cfg.write_text(SMALL + extra)
-    assert main(["train", "-w", str(ws), "--config", str(cfg), "--no-progress"]) == 0
-    return ws
+    return train_on_sim_basic(tmp_path, SMALL + extra)
 
 
 def _rows(ws: Path, sql: str, params: tuple = ()) -> list[sqlite3.Row]:
