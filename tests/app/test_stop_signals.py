@@ -19,7 +19,8 @@ from tests.support.snapshot import diff_states, workspace_state
 
 ROOT = Path(__file__).resolve().parents[2]
 ARGS = ["--set", "epochs=1", "--set", 'task_types=["ledger", "units"]', "--no-progress"]
-SLOW = ["--set", "sim_latency_ms=10"]
+# a signal must land mid-run; on sim-basic most gate tests stop early, so a run is short
+SLOW = ["--set", "sim_latency_ms=30"]
 
 
 @pytest.fixture
