@@ -16,6 +16,7 @@ from app.harness.rollouts.pools import split_pools
 from app.harness.training.vocabulary import Count, SkipAction
 from app.harness.workspace.store import load_benchmark
 from app.providers.sim import evolver as sim_evolver
+from tests.support.training import train_on_sim_basic
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = "epochs = 1\nbatch_size = 48\nconcurrency = 8\n"
@@ -37,9 +38,7 @@ def _with_line(reply: str, line: str, section: str) -> str:
 def test_edits_quoting_a_held_out_question_are_refused_before_the_gate(
     tmp_path, monkeypatch, capsys
 ):
-    store = tmp_path / "store"
-    shutil.copytree(ROOT / "store", store)
-    leak = f"- Worked example: {_held_out_ledger_question(store)}"
+    leak = f"- Worked example: {_held_out_ledger_question(ROOT / 'store')}"
     real_skill, real_system = sim_evolver.evolve_skill, sim_evolver.evolve_system
 
     def leaky_skill(world, prompt, shares):  # type: ignore[no-untyped-def]
@@ -53,12 +52,7 @@ def test_edits_quoting_a_held_out_question_are_refused_before_the_gate(
 
     monkeypatch.setattr(sim_evolver, "evolve_skill", leaky_skill)
     monkeypatch.setattr(sim_evolver, "evolve_system", leaky_system)
-    ws = tmp_path / "ws"
-    init = ["init", str(ws), "--seed", "sim-starter", "--questions", "sim-basic"]
-    assert main([*init, "--store", str(store)]) == 0
-    cfg = tmp_path / "run.toml"
-    cfg.write_text(SMALL)
-    assert main(["train", "-w", str(ws), "--config", str(cfg), "--no-progress"]) == 0
+    ws = train_on_sim_basic(tmp_path, SMALL)
 
     reports = [json.loads(p.read_text()) for p in sorted((ws / "reports" / "steps").glob("*.json"))]
     refused = [r for r in reports if r["action"] == SkipAction.CONTAMINATION]
