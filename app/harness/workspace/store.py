@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shutil
 import uuid
 from collections import defaultdict
@@ -20,13 +19,16 @@ from typing import Any
 
 from app.errors import UserError
 from app.harness.workspace.atomic import check_no_links
+from app.harness.workspace.benchmark_format import (
+    TASK_TYPE_RE,
+    CheckerDefaults,
+    parse_meta,
+    row_to_question,
+)
 from app.toml_compat import tomllib
 from core.evolution.budget import DEFAULT_SKILL_FILE, resolve_skill_file
-from core.types import CHECKERS, Question
+from core.types import Question
 
-REQUIRED_FIELDS = ("question_id", "task_type", "question", "answer")
-TASK_TYPE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
-OPTIONAL_STR_FIELDS = ("unit_id", "family", "context", "checker")
 SKILLS_SIDECAR = "_skills.json"
 
 
@@ -99,12 +101,13 @@ def skills_without_task_type(seed: Seed, benchmark: Benchmark) -> list[str]:
 def load_benchmark(path: Path) -> Benchmark:
     meta_path = path / "benchmark.toml"
     meta = read_toml(meta_path)
+    parsed = parse_meta(meta, str(meta_path))
     jsonl = path / "questions.jsonl"
     raw = jsonl.read_bytes()
-    questions = parse_questions(raw, jsonl)
+    questions = parse_questions(raw, jsonl, parsed.checker)
     split = meta.get("split", {"diagnosis": 0.5, "validation": 0.25, "test": 0.25})
     _check_split(split, meta_path)
-    declared = tuple(meta.get("task_types", ()))
+    declared = tuple(parsed.task_types)
     found = sorted({q.task_type for q in questions})
     if declared and sorted(declared) != found:
         raise UserError(
@@ -112,10 +115,10 @@ def load_benchmark(path: Path) -> Benchmark:
             f"task types {found}"
         )
     return Benchmark(
-        name=str(meta.get("name", path.name)),
-        description=str(meta.get("description", "")),
+        name=parsed.name if parsed.name is not None else path.name,
+        description=parsed.description,
         split={k: float(v) for k, v in split.items()},
-        seed=int(meta.get("seed", 0)),
+        seed=parsed.seed,
         task_types=tuple(found),
         questions=tuple(questions),
         content_hash=hashlib.sha256(raw + json.dumps(meta, sort_keys=True).encode()).hexdigest(),
@@ -154,13 +157,17 @@ def _check_split(split: Any, where: Path) -> None:
         raise UserError(f"{where}: key 'split' ratios must be > 0 and sum to 1 (got {split})")
 
 
-def parse_questions(raw: bytes, path: Path) -> list[Question]:
+def parse_questions(
+    raw: bytes, path: Path, defaults: CheckerDefaults | None = None
+) -> list[Question]:
+    """questions.jsonl's rows (app/harness/workspace/benchmark_format.py), checked whole."""
     questions: list[Question] = []
     seen: dict[str, int] = {}
+    defaults = defaults or CheckerDefaults()
     for lineno, line in enumerate(raw.split(b"\n"), start=1):
         if not line.strip():
             continue
-        q = _parse_line(line, f"{path}:{lineno}")
+        q = row_to_question(parse_row(line, f"{path}:{lineno}"), defaults, f"{path}:{lineno}")
         if q.question_id in seen:
             raise UserError(
                 f"{path}:{lineno}: duplicate question_id '{q.question_id}' "
@@ -174,7 +181,8 @@ def parse_questions(raw: bytes, path: Path) -> list[Question]:
     return questions
 
 
-def _parse_line(line: bytes, where: str) -> Question:
+def parse_row(line: bytes, where: str) -> dict[str, Any]:
+    """One line of questions.jsonl as a JSON object (its fields are checked by the format)."""
     try:
         obj = json.loads(line.decode("utf-8"))
     except UnicodeDecodeError as e:
@@ -185,36 +193,7 @@ def _parse_line(line: bytes, where: str) -> Question:
         raise UserError(f"{where}: JSON nested too deeply") from None
     if not isinstance(obj, dict):
         raise UserError(f"{where}: expected a JSON object")
-    for key in REQUIRED_FIELDS:
-        if not isinstance(obj.get(key), str) or not obj[key].strip():
-            raise UserError(f"{where}: field '{key}' must be a non-empty string")
-    for key in OPTIONAL_STR_FIELDS:
-        if key in obj and not isinstance(obj[key], str):
-            raise UserError(f"{where}: field '{key}' must be a string")
-    if not TASK_TYPE_RE.fullmatch(obj["task_type"]):
-        raise UserError(
-            f"{where}: field 'task_type' {obj['task_type'][:80]!r} must be 1-64 "
-            "letters, digits, '_', '-' or '.', starting with a letter or digit "
-            "(it names files)"
-        )
-    checker = obj.get("checker", "exact")
-    if checker not in CHECKERS:
-        raise UserError(f"{where}: unknown checker '{checker}' (known: {list(CHECKERS)})")
-    for key in ("checker_args", "metadata"):
-        if key in obj and not isinstance(obj[key], dict):
-            raise UserError(f"{where}: field '{key}' must be an object")
-    return Question(
-        question_id=obj["question_id"],
-        task_type=obj["task_type"],
-        question=obj["question"],
-        answer=obj["answer"],
-        unit_id=obj.get("unit_id", ""),
-        family=obj.get("family", ""),
-        context=obj.get("context", ""),
-        checker=checker,
-        checker_args=obj.get("checker_args", {}),
-        metadata=obj.get("metadata", {}),
-    )
+    return obj
 
 
 def _check_units(questions: list[Question], path: Path, lines: dict[str, int]) -> None:

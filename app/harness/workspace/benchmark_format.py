@@ -1,0 +1,234 @@
+"""The benchmark format, version 1 (docs/benchmarks.md): one `questions.jsonl` row and
+`benchmark.toml`, as pydantic models, and how a row becomes a `core.types.Question`.
+
+A row's `rubric` and `pass_threshold`, and the benchmark's `[checker]` defaults, become
+`Question.checker` and `Question.checker_args` (keys "rubric", "pass_threshold", "timeout_s"),
+so the data model keeps one place for everything a checker reads.
+
+Unknown keys are ignored when loading (a workspace frozen with extra keys keeps loading) and
+reported by `validate-benchmark` and `init` as warnings (`unknown_row_keys`,
+`unknown_toml_keys`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from app.errors import UserError
+from core.benchmark_checks import RUBRIC_CHECKER, CheckerKind, checker_kind
+from core.types import CHECKERS, Question
+
+FORMAT_VERSION = 1  # the newest `format_version` this code reads
+TASK_TYPE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+KNOWN_CHECKERS = f"{', '.join(CHECKERS)}, {RUBRIC_CHECKER} or 'module:function'"
+DEFAULT_PASS_THRESHOLD = 0.5
+DEFAULT_TIMEOUT_S = 10.0
+_STRICT = ConfigDict(strict=True, extra="ignore", frozen=True, allow_inf_nan=False)
+
+
+class QuestionRow(BaseModel):
+    """One line of questions.jsonl (docs/benchmarks.md lists each field's meaning)."""
+
+    model_config = _STRICT
+
+    question_id: str
+    task_type: str
+    question: str
+    answer: str  # may be "" only when the checker is "rubric"
+    unit_id: str = ""  # default: question_id (a unit of one)
+    family: str = ""  # default: unit_id (a family of one)
+    context: str = ""
+    checker: str | None = None  # default: benchmark.toml [checker] default, else "exact"
+    checker_args: dict[str, Any] = Field(default_factory=dict)
+    rubric: str | None = None  # checker "rubric" only
+    pass_threshold: float | None = Field(default=None, ge=0.0, le=1.0)  # rubric/custom only
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+ROW_FIELDS = frozenset(QuestionRow.model_fields)
+
+
+class CheckerDefaults(BaseModel):
+    """benchmark.toml `[checker]`: what a row that says nothing gets."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True, allow_inf_nan=False)
+
+    default: str = "exact"
+    rubric: str | None = None
+    pass_threshold: float = Field(default=DEFAULT_PASS_THRESHOLD, ge=0.0, le=1.0)
+    timeout_s: float = Field(default=DEFAULT_TIMEOUT_S, gt=0.0, le=3600.0)
+
+
+class BenchmarkToml(BaseModel):
+    """benchmark.toml. `split` and `answer_fallbacks` are checked by the store
+    (app/harness/workspace/store.py), whose messages predate this model."""
+
+    model_config = _STRICT
+
+    format_version: int = Field(default=1, ge=1)
+    name: str | None = None
+    description: str = ""
+    seed: int = Field(default=0, strict=False)
+    task_types: list[str] = Field(default_factory=list)
+    split: Any = None
+    answer_fallbacks: Any = None
+    checker: CheckerDefaults = Field(default_factory=CheckerDefaults)
+
+
+TOML_KEYS = frozenset(BenchmarkToml.model_fields)
+
+_TYPE_WORDS = {
+    "missing": "required",
+    "string_type": "must be a string",
+    "dict_type": "must be an object",
+    "list_type": "must be a list",
+    "float_type": "must be a number",
+    "int_type": "must be an integer",
+    "finite_number": "must be a finite number",
+    "extra_forbidden": "unknown key",
+    "model_type": "must be a table",
+}
+
+
+def explain(error: ValidationError) -> tuple[str, str]:
+    """(dotted field, what is wrong) of the first error pydantic found."""
+    first = error.errors(include_url=False)[0]
+    loc = ".".join(str(part) for part in first["loc"]) or "row"
+    return loc, _TYPE_WORDS.get(first["type"], first["msg"])
+
+
+def parse_meta(meta: dict[str, Any], where: str) -> BenchmarkToml:
+    try:
+        parsed = BenchmarkToml.model_validate(meta)
+    except ValidationError as e:
+        field, what = explain(e)
+        raise UserError(f"{where}: key '{field}': {what}") from None
+    if parsed.format_version > FORMAT_VERSION:
+        raise UserError(
+            f"{where}: key 'format_version': {parsed.format_version} is newer than this "
+            f"skill-trainer reads ({FORMAT_VERSION}); upgrade skill-trainer"
+        )
+    _check_checker_name(parsed.checker.default, where, "key 'checker.default'")
+    return parsed
+
+
+def row_to_question(obj: dict[str, Any], defaults: CheckerDefaults, where: str) -> Question:
+    """A parsed JSON object of questions.jsonl as a Question; a broken row is one UserError
+    `file:line: field 'name': what is wrong`."""
+    try:
+        row = QuestionRow.model_validate(obj)
+    except ValidationError as e:
+        field, what = explain(e)
+        raise UserError(f"{where}: field '{field}': {what}") from None
+    for key in ("question_id", "task_type", "question"):
+        if not getattr(row, key).strip():
+            raise UserError(f"{where}: field '{key}': must be a non-empty string")
+    if not TASK_TYPE_RE.fullmatch(row.task_type):
+        raise UserError(
+            f"{where}: field 'task_type': {row.task_type[:80]!r} must be 1-64 letters, digits, "
+            "'_', '-' or '.', starting with a letter or digit (it names files)"
+        )
+    checker = row.checker if row.checker is not None else defaults.default
+    kind = _check_checker_name(checker, where, "field 'checker'")
+    if kind is not CheckerKind.RUBRIC and not row.answer.strip():
+        raise UserError(
+            f"{where}: field 'answer': must be a non-empty string (only checker "
+            f"'{RUBRIC_CHECKER}' may leave it empty)"
+        )
+    return Question(
+        question_id=row.question_id,
+        task_type=row.task_type,
+        question=row.question,
+        answer=row.answer,
+        unit_id=row.unit_id,
+        family=row.family,
+        context=row.context,
+        checker=checker,
+        checker_args=_checker_args(row, checker, kind, defaults, where),
+        metadata=row.metadata,
+    )
+
+
+def _check_checker_name(checker: str, where: str, label: str) -> CheckerKind:
+    kind = checker_kind(checker)
+    if kind is CheckerKind.UNKNOWN:
+        raise UserError(
+            f"{where}: {label}: unknown checker {checker[:80]!r} (known: {KNOWN_CHECKERS})"
+        )
+    return kind
+
+
+def _checker_args(
+    row: QuestionRow, checker: str, kind: CheckerKind, defaults: CheckerDefaults, where: str
+) -> dict[str, Any]:
+    args = dict(row.checker_args)
+    if row.rubric is not None and kind is not CheckerKind.RUBRIC:
+        raise UserError(f"{where}: field 'rubric': only checker '{RUBRIC_CHECKER}' reads a rubric")
+    if row.pass_threshold is not None and kind is CheckerKind.BUILTIN:
+        raise UserError(
+            f"{where}: field 'pass_threshold': checker '{checker}' passes or fails; only "
+            f"'{RUBRIC_CHECKER}' and 'module:function' checkers score"
+        )
+    if kind is CheckerKind.BUILTIN:
+        _check_builtin_args(checker, args, where)
+        return args
+    judged: dict[str, Any] = {
+        "pass_threshold": row.pass_threshold
+        if row.pass_threshold is not None
+        else defaults.pass_threshold,
+        "timeout_s": defaults.timeout_s,
+    }
+    if kind is CheckerKind.RUBRIC:
+        rubric = row.rubric if row.rubric is not None else defaults.rubric
+        if rubric is None or not rubric.strip():
+            raise UserError(
+                f"{where}: field 'rubric': checker '{RUBRIC_CHECKER}' needs a rubric "
+                "(in the row, or benchmark.toml [checker] rubric)"
+            )
+        judged["rubric"] = rubric
+    for key, value in judged.items():
+        if key in args and args[key] != value:
+            raise UserError(
+                f"{where}: field 'checker_args.{key}': set it once (the row's or the "
+                "benchmark's value, not checker_args)"
+            )
+        args[key] = value
+    return args
+
+
+def _check_builtin_args(checker: str, args: dict[str, Any], where: str) -> None:
+    """The built-in checkers' arguments (core/checkers.py), so a typo fails at init, not as
+    a crash or a silently wrong verdict in the middle of a run."""
+    if checker == "numeric":
+        for key in ("abs_tol", "rel_tol"):
+            value = args.get(key, 0)
+            ok = isinstance(value, int | float) and not isinstance(value, bool)
+            if not ok or not math.isfinite(value) or value < 0:
+                raise UserError(f"{where}: field 'checker_args.{key}': must be a number >= 0")
+    if checker == "regex" and "pattern" in args:
+        pattern = args["pattern"]
+        if not isinstance(pattern, str):
+            raise UserError(f"{where}: field 'checker_args.pattern': must be a string")
+        try:
+            re.compile(pattern)
+        except re.error as e:
+            raise UserError(
+                f"{where}: field 'checker_args.pattern': not a regular expression ({e})"
+            ) from None
+    if checker == "choice" and "options" in args:
+        options = args["options"]
+        if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
+            raise UserError(f"{where}: field 'checker_args.options': must be a list of strings")
+
+
+def unknown_row_keys(obj: dict[str, Any]) -> list[str]:
+    return sorted(set(obj) - ROW_FIELDS)
+
+
+def unknown_toml_keys(meta: dict[str, Any]) -> list[str]:
+    found = sorted(set(meta) - TOML_KEYS)
+    return found

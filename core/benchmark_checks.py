@@ -1,0 +1,365 @@
+"""Can a benchmark tell right from wrong? Pure defect checks on its questions (docs/benchmarks.md).
+
+Each check takes questions (and, for the pool checks, where the harness put them) and returns
+typed findings; the harness attaches file:line (app/harness/rollouts/benchmark_validation.py).
+
+- per question, the checker must accept the reference answer and reject an empty answer, every
+  choice joined (choice checkers) and every number of the question (numeric checkers); a regex
+  checker's pattern must not match the empty string; a reference answer written in its own
+  question is suspect;
+- across questions: the same question in two families, a family in two pools;
+- per task type: too few gate families for any edit ever to be accepted. A test at level α
+  that looks at k families can only accept on some pattern of their outcomes; when the
+  candidate is no better, each family is a fair coin in the worst case, so even the best
+  pattern (all k won) has probability 2^-k, and no level-α test accepts at all unless
+  2^-k <= α (`min_families_for_accept`). The default gate (core/evolution/gate.py) reaches
+  that bound for single-question families and needs more for larger ones, whose evidence it
+  holds to Ville's level 1/α (`gate_min_families`).
+
+Custom ("module:function") and rubric checkers cannot be run here: their questions are
+reported as not checked, never as failing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from core.checkers import check, normalise_answer
+from core.evolution.gate import GateParams
+from core.stats import mixture_e
+from core.types import CHECKERS, Question
+
+RUBRIC_CHECKER = "rubric"
+# `package.module:function`: a custom checker (run by the harness, never here)
+CUSTOM_CHECKER_RE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
+# numbers as a question writes them: not glued to a word ("u000", "v2" are names, not numbers)
+_NUMBER_RE = re.compile(r"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?(?![\w])")
+_LETTER_RE = re.compile(r"(?<![A-Za-z])([A-J])(?![A-Za-z])")
+# the ways a lazy agent might hand in every option at once
+_JOINERS = (" ", ", ", "", "/", " or ")
+
+
+class CheckerKind(StrEnum):
+    BUILTIN = "builtin"  # exact, numeric, choice, regex (core/checkers.py)
+    RUBRIC = "rubric"  # judged by a model against a rubric
+    CUSTOM = "custom"  # "module:function"
+    UNKNOWN = "unknown"
+
+
+def checker_kind(checker: str) -> CheckerKind:
+    if checker in CHECKERS:
+        return CheckerKind.BUILTIN
+    if checker == RUBRIC_CHECKER:
+        return CheckerKind.RUBRIC
+    if CUSTOM_CHECKER_RE.fullmatch(checker):
+        return CheckerKind.CUSTOM
+    return CheckerKind.UNKNOWN
+
+
+class Severity(StrEnum):
+    ERROR = "error"  # the benchmark cannot tell right from wrong here: fix it
+    WARNING = "warning"  # suspect, or a limit of the checker or of the pools
+    NOT_CHECKED = "not_checked"  # a checker that cannot run offline (custom, rubric)
+
+
+class Defect(StrEnum):
+    REFERENCE_REJECTED = "reference_rejected"
+    EMPTY_ACCEPTED = "empty_accepted"
+    JOINED_CHOICES_ACCEPTED = "joined_choices_accepted"
+    QUESTION_NUMBER_ACCEPTED = "question_number_accepted"
+    REGEX_MATCHES_EMPTY = "regex_matches_empty"
+    INVALID_REGEX = "invalid_regex"
+    ANSWER_IN_QUESTION = "answer_in_question"
+    DUPLICATE_ACROSS_FAMILIES = "duplicate_across_families"
+    FAMILY_SPANS_POOLS = "family_spans_pools"
+    POOLS_TOO_SMALL = "pools_too_small"
+    NOT_CHECKED = "not_checked"
+    UNKNOWN_FIELD = "unknown_field"
+
+
+SEVERITY: dict[Defect, Severity] = {
+    Defect.REFERENCE_REJECTED: Severity.ERROR,
+    Defect.EMPTY_ACCEPTED: Severity.ERROR,
+    Defect.REGEX_MATCHES_EMPTY: Severity.ERROR,
+    Defect.INVALID_REGEX: Severity.ERROR,
+    Defect.DUPLICATE_ACROSS_FAMILIES: Severity.ERROR,
+    Defect.FAMILY_SPANS_POOLS: Severity.ERROR,
+    # the built-in choice checker reads the first letter of a reply, so "A, B, C, D" is right
+    # on every question whose answer is A: a limit of the checker, not of the row
+    Defect.JOINED_CHOICES_ACCEPTED: Severity.WARNING,
+    # legitimate when the answer is one of the given figures ("the largest of 3, 9, 4")
+    Defect.QUESTION_NUMBER_ACCEPTED: Severity.WARNING,
+    Defect.ANSWER_IN_QUESTION: Severity.WARNING,
+    Defect.POOLS_TOO_SMALL: Severity.WARNING,
+    Defect.UNKNOWN_FIELD: Severity.WARNING,
+    Defect.NOT_CHECKED: Severity.NOT_CHECKED,
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    defect: Defect
+    message: str
+    question_id: str = ""  # "" for a finding about a task type or the whole benchmark
+    task_type: str = ""
+
+    @property
+    def severity(self) -> Severity:
+        return SEVERITY[self.defect]
+
+
+def _finding(defect: Defect, q: Question, message: str) -> Finding:
+    return Finding(defect, message, q.question_id, q.task_type)
+
+
+# -- one question -------------------------------------------------------------------------------
+def check_question(q: Question) -> list[Finding]:
+    """The checker's answers on probes whose verdict is known: the reference, and wrong ones."""
+    kind = checker_kind(q.checker)
+    if kind in (CheckerKind.RUBRIC, CheckerKind.CUSTOM):
+        return [_finding(Defect.NOT_CHECKED, q, f"checker '{q.checker}' is not run offline")]
+    if q.checker == "regex":
+        pattern_findings = _check_pattern(q)
+        if pattern_findings:
+            return pattern_findings  # a broken pattern makes every probe below meaningless
+    found: list[Finding] = []
+    if not check(q, q.answer):
+        found.append(
+            _finding(
+                Defect.REFERENCE_REJECTED,
+                q,
+                f"checker '{q.checker}' rejects the reference answer {_show(q.answer)}",
+            )
+        )
+    for empty in ("", " "):
+        if check(q, empty):
+            found.append(
+                _finding(Defect.EMPTY_ACCEPTED, q, f"checker '{q.checker}' accepts an empty answer")
+            )
+            break
+    if q.checker == "choice":
+        found += _check_joined_choices(q)
+    if q.checker == "numeric":
+        found += _check_question_numbers(q)
+    else:
+        found += _check_answer_in_question(q)
+    return found
+
+
+def _check_pattern(q: Question) -> list[Finding]:
+    pattern = q.checker_args.get("pattern") or re.escape(q.answer)
+    if not isinstance(pattern, str):
+        return [_finding(Defect.INVALID_REGEX, q, "checker_args.pattern is not a string")]
+    try:
+        compiled = re.compile(pattern)
+    except re.error as e:
+        return [
+            _finding(Defect.INVALID_REGEX, q, f"pattern {_show(pattern)} does not compile: {e}")
+        ]
+    if compiled.fullmatch(""):
+        return [
+            _finding(
+                Defect.REGEX_MATCHES_EMPTY,
+                q,
+                f"pattern {_show(pattern)} matches the empty string (and so almost anything "
+                "an agent writes around it)",
+            )
+        ]
+    return []
+
+
+def choice_letters(q: Question) -> tuple[str, ...]:
+    """The options of a choice question: `checker_args.options`, else the lone capital letters
+    A-J its text names (up to the last one), else A-D; the answer's letter is always one."""
+    options = q.checker_args.get("options")
+    if isinstance(options, list) and options and all(isinstance(o, str) for o in options):
+        letters = [o.strip().upper() for o in options]
+    else:
+        named = _LETTER_RE.findall(q.question)
+        last = max(named, default="D")
+        letters = [chr(c) for c in range(ord("A"), ord(last) + 1)]
+    answer = q.answer.strip().upper()
+    if answer and answer not in letters:
+        letters.append(answer)
+    return tuple(dict.fromkeys(letters))
+
+
+def _check_joined_choices(q: Question) -> list[Finding]:
+    letters = choice_letters(q)
+    if len(letters) < 2:
+        return []
+    for joiner in _JOINERS:
+        joined = joiner.join(letters)
+        if check(q, joined):
+            return [
+                _finding(
+                    Defect.JOINED_CHOICES_ACCEPTED,
+                    q,
+                    f"checker 'choice' accepts every option at once ({_show(joined)})",
+                )
+            ]
+    return []
+
+
+def question_numbers(text: str) -> list[str]:
+    return list(dict.fromkeys(n.replace(",", "") for n in _NUMBER_RE.findall(text)))
+
+
+def _check_question_numbers(q: Question) -> list[Finding]:
+    accepted = [n for n in question_numbers(q.question) if check(q, n)]
+    if not accepted:
+        return []
+    shown = ", ".join(accepted[:5])
+    return [
+        _finding(
+            Defect.QUESTION_NUMBER_ACCEPTED,
+            q,
+            f"checker 'numeric' accepts a number copied from the question ({shown})",
+        )
+    ]
+
+
+def _check_answer_in_question(q: Question) -> list[Finding]:
+    """A reference answer written in its own question (choice letters aside: the options are
+    always written there)."""
+    if q.checker == "choice":
+        return []
+    answer = normalise_answer(q.answer)
+    if len(answer) < 2:  # a one-character answer is in most texts by chance
+        return []
+    text = normalise_answer(q.question)
+    if re.search(rf"(?<!\w){re.escape(answer)}(?!\w)", text) is None:
+        return []
+    return [
+        _finding(
+            Defect.ANSWER_IN_QUESTION,
+            q,
+            f"the reference answer {_show(q.answer)} is written in the question",
+        )
+    ]
+
+
+def _show(text: str, limit: int = 60) -> str:
+    return repr(text if len(text) <= limit else text[:limit] + "…")
+
+
+# -- across questions ---------------------------------------------------------------------------
+def check_duplicates(questions: Sequence[Question]) -> list[Finding]:
+    """The same question (after normalisation) in two families: a near-duplicate the split and
+    the gate would treat as independent, so it may sit in the training pool and in the test."""
+    first: dict[tuple[str, str], Question] = {}
+    found: list[Finding] = []
+    for q in questions:
+        key = (q.task_type, normalise_answer(q.question))
+        seen = first.setdefault(key, q)
+        if seen is not q and seen.family != q.family:
+            found.append(
+                _finding(
+                    Defect.DUPLICATE_ACROSS_FAMILIES,
+                    q,
+                    f"same question as '{seen.question_id}' but family '{q.family}' "
+                    f"(it is in '{seen.family}'): give both one family",
+                )
+            )
+    return found
+
+
+def check_family_pools(
+    questions: Sequence[Question], pool_of_question: Mapping[str, str]
+) -> list[Finding]:
+    """A family whose questions landed in two pools (for example one family name used by two
+    task types, which are split separately): its near-duplicates reach validation or test."""
+    pools: dict[str, set[str]] = defaultdict(set)
+    last: dict[str, Question] = {}
+    for q in questions:
+        pool = pool_of_question.get(q.question_id)
+        if pool is not None:
+            pools[q.family].add(pool)
+            last[q.family] = q
+    return [
+        _finding(
+            Defect.FAMILY_SPANS_POOLS,
+            last[family],
+            f"family '{family}' spans pools {', '.join(sorted(names))}: a family must stay in "
+            "one pool (use one task type per family, or separate family names)",
+        )
+        for family, names in sorted(pools.items())
+        if len(names) > 1
+    ]
+
+
+# -- gate power ---------------------------------------------------------------------------------
+def min_families_for_accept(alpha: float) -> int:
+    """The fewest families a level-α test must see before it can accept anything: the smallest
+    k with 2^-k <= α (α = 0.05: 5)."""
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    k = 0
+    while 2.0**-k > alpha:
+        k += 1
+    return k
+
+
+def gate_min_families(params: GateParams, singletons: bool, limit: int = 1000) -> int | None:
+    """The fewest families, all won, at which the e-process gate with `params` accepts (None:
+    not within `limit`, or a bet whose best case is not the mixture's). With the defaults:
+    5 for single-question families (the 2^-k bound, reached), 7 for larger ones."""
+    if params.lambda_strategy != "mixture":
+        return None
+    for k in range(1, min(limit, params.n_max) + 1):
+        if mixture_e(k, 0) >= params.accept_level(k, singletons=singletons):
+            return k
+    return None
+
+
+@dataclass(frozen=True)
+class GateFamilies:
+    """One task type's families that a gate test can look at (diagnosis and validation pools)."""
+
+    task_type: str
+    families: int
+    singletons: bool  # every such family is a single question unit
+
+
+def check_gate_power(
+    per_type: Iterable[GateFamilies], params: GateParams | None = None
+) -> list[Finding]:
+    """Task types whose gate pools are too small for any edit ever to be accepted. The count
+    is an upper bound: a ladder also leaves out every family the evolver was shown."""
+    params = params or GateParams()
+    bound = min_families_for_accept(params.alpha)
+    found: list[Finding] = []
+    for t in per_type:
+        k = min(t.families, params.n_max)
+        gate_needs = gate_min_families(params, t.singletons)
+        if k < bound:
+            message = (
+                f"task type '{t.task_type}': {k} families in the gate's pools, and no test at "
+                f"level α = {params.alpha:g} can accept with fewer than {bound} "
+                f"(2^-{k} = {2.0**-k:.3g} > α): no edit of it can ever be accepted; add families"
+            )
+        elif gate_needs is not None and k < gate_needs:
+            message = (
+                f"task type '{t.task_type}': {k} families in the gate's pools, and the gate "
+                f"needs {gate_needs} won in a row to accept (families of several questions "
+                f"are held to level 1/α = {params.e_confirm:g}): no edit of it can ever be "
+                "accepted; add families"
+            )
+        else:
+            continue
+        found.append(Finding(Defect.POOLS_TOO_SMALL, message, "", t.task_type))
+    return found
+
+
+def check_questions(questions: Sequence[Question]) -> list[Finding]:
+    """Every per-question check and the duplicate check, in benchmark order."""
+    found = [f for q in questions for f in check_question(q)]
+    return found + check_duplicates(questions)
+
+
+def has_errors(findings: Iterable[Finding]) -> bool:
+    return any(f.severity is Severity.ERROR for f in findings)
