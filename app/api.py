@@ -43,6 +43,7 @@ from app.api_args import expect as _expect
 from app.api_args import is_path as _is_path
 from app.errors import DamagedFile, RunFailed, UserError
 from app.harness.rollouts import memory
+from app.harness.rollouts.benchmark_validation import ValidationReport as BenchmarkValidation
 from app.harness.rollouts.session import Session
 from app.harness.training.checkpoint import load_checkpoint
 from app.harness.training.runner import Runner, read_final
@@ -296,6 +297,7 @@ def init_workspace(
     if not seed:
         raise UserError("init: give a seed name or a folder of Agent Skills (skills_from)")
     created = ws.init_workspace(root, load_seed(find_seed(store_dir, seed)), bench)
+    _warn_of_benchmark_defects(bench)
     logger.debug(  # the CLI prints it as its result, on stdout
         "created workspace {} (skills/v1, prompts/v1, questions {})",
         created.root,
@@ -1323,3 +1325,31 @@ def _exported_file(manifest: Mapping[str, Any]) -> ExportedFile:
             "source_versions": tuple(SourceVersion(**v) for v in manifest["source_versions"]),
         }
     )
+
+
+# --- benchmark format ---
+def validate_benchmark(name: str, *, store: str | Path | None = None) -> BenchmarkValidation:
+    """Check that a store benchmark can tell right from wrong (docs/benchmarks.md): format
+    errors raise UserError (file:line: field); defects come back as findings, errors first
+    among their severities. Writes nothing."""
+    from app.harness.rollouts.benchmark_validation import validate_benchmark_dir
+
+    _expect("name", name, isinstance(name, str), "a benchmark's name")
+    return validate_benchmark_dir(find_benchmark(_store(store), name))
+
+
+def _warn_of_benchmark_defects(bench: Path) -> None:
+    """`init` prints the validate-benchmark findings as warnings and never refuses on them."""
+    from app.harness.rollouts.benchmark_validation import (
+        finding_lines,
+        summary_line,
+        validate_benchmark_dir,
+    )
+
+    report = validate_benchmark_dir(bench)
+    if report.errors or report.warnings or report.not_checked:
+        logger.warning(
+            "{} (validate-benchmark {} prints them again)", summary_line(report), bench.name
+        )
+        for line in finding_lines(report):
+            logger.warning("{}", line)

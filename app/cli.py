@@ -42,6 +42,7 @@ COMMANDS = (
     "fork",
     "rank",
     "export",
+    "validate-benchmark",
 )
 
 
@@ -132,6 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_commands(sub, o)
     _add_skill_commands(sub, o)
     _add_fork_commands(sub, o)
+    _add_format_commands(sub, o)
     return parser
 
 
@@ -377,6 +379,17 @@ def _add_fork_commands(sub: Any, o: Options) -> None:
     )
 
 
+def _add_format_commands(sub: Any, o: Options) -> None:
+    p = add_command(
+        sub,
+        "validate-benchmark",
+        "check that a benchmark can tell right from wrong (docs/benchmarks.md); writes nothing",
+        "validate-benchmark sim-basic --json",
+        [o.verbose, o.store, o.json],
+    )
+    p.add_argument("name", metavar="NAME", help="benchmark name in the store (e.g. sim-basic)")
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = build_parser()
     _refuse_an_unknown_command(parser, sys.argv[1:] if argv is None else argv)
@@ -567,6 +580,10 @@ def dispatch(args: argparse.Namespace) -> int:
 
     if args.command in commands.HANDLERS:
         return commands.HANDLERS[args.command](args)
+    from app import validate_commands
+
+    if args.command in validate_commands.HANDLERS:
+        return validate_commands.HANDLERS[args.command](args)
     from app import fork_commands
 
     return fork_commands.HANDLERS[args.command](args)
