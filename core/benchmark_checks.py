@@ -249,12 +249,13 @@ def _show(text: str, limit: int = 60) -> str:
 
 # -- across questions ---------------------------------------------------------------------------
 def check_duplicates(questions: Sequence[Question]) -> list[Finding]:
-    """The same question (after normalisation) in two families: a near-duplicate the split and
-    the gate would treat as independent, so it may sit in the training pool and in the test."""
-    first: dict[tuple[str, str], Question] = {}
+    """The same question (case, spacing and closing punctuation aside) in two families, of any task
+    types: a duplicate the split and the gate would treat as independent, so it may sit in
+    the training pool and in the test."""
+    first: dict[str, Question] = {}
     found: list[Finding] = []
     for q in questions:
-        key = (q.task_type, normalise_answer(q.question))
+        key = _question_key(q.question)
         seen = first.setdefault(key, q)
         if seen is not q and seen.family != q.family:
             found.append(
@@ -266,6 +267,12 @@ def check_duplicates(questions: Sequence[Question]) -> list[Finding]:
                 )
             )
     return found
+
+
+def _question_key(text: str) -> str:
+    """A question, case, spacing and closing punctuation aside ("What is 8 * 6 ?" is
+    "whatis8*6"); operators stay ("8 + 6" is another question)."""
+    return re.sub(r"\s+", "", normalise_answer(text)).rstrip("?.!")
 
 
 def check_family_pools(

@@ -1,0 +1,247 @@
+"""core/benchmark_checks.py: each defect found on a question built to have it, never on a
+sound one; the gate-power bound against the real gate."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from core.benchmark_checks import (
+    CheckerKind,
+    Defect,
+    GateFamilies,
+    Severity,
+    check_duplicates,
+    check_family_pools,
+    check_gate_power,
+    check_question,
+    check_questions,
+    checker_kind,
+    choice_letters,
+    gate_min_families,
+    has_errors,
+    min_families_for_accept,
+    question_numbers,
+)
+from core.evolution.gate import GateAction, GateParams, SequentialGate
+from core.types import Question
+
+
+def q(
+    answer: str = "Oslo", checker: str = "exact", question: str = "Capital of Norway?", **kw: Any
+) -> Question:
+    return Question(
+        question_id=kw.pop("question_id", "q1"),
+        task_type=kw.pop("task_type", "t"),
+        question=question,
+        answer=answer,
+        checker=checker,
+        **kw,
+    )
+
+
+def defects(question: Question) -> list[Defect]:
+    return [f.defect for f in check_question(question)]
+
+
+# -- sound questions of every built-in checker raise nothing -------------------------------------
+@pytest.mark.parametrize(
+    "question",
+    [
+        q(),
+        q("42", "numeric", "What is 6 * 7?", checker_args={"abs_tol": 0.01}),
+        q(
+            "C",
+            "choice",
+            "Which queue: A, B, C or D?",
+            checker_args={"options": ["A", "B", "C", "D"]},
+        ),
+        q("PX-5754", "regex", "The price code?", checker_args={"pattern": "PX-?5754"}),
+        q("PX-1", "regex", "The code?"),  # no pattern: the answer, escaped
+    ],
+    ids=["exact", "numeric", "choice", "regex", "regex-from-answer"],
+)
+def test_sound_questions_have_no_findings(question: Question) -> None:
+    assert check_question(question) == []
+
+
+# -- each per-question defect ------------------------------------------------------------------
+def test_reference_rejected_by_its_own_checker() -> None:
+    assert defects(q("twelve", "numeric", "What is 6 + 6?")) == [Defect.REFERENCE_REJECTED]
+    assert defects(q("Paris", "choice", "Capital of France?")) == [Defect.REFERENCE_REJECTED]
+    assert defects(q("PX-1", "regex", "Code?", checker_args={"pattern": "QX-\\d"})) == [
+        Defect.REFERENCE_REJECTED
+    ]
+
+
+def test_an_answer_that_normalises_to_nothing_accepts_an_empty_reply() -> None:
+    found = check_question(q("...", "exact", "Ellipsis?"))
+    assert [f.defect for f in found] == [Defect.EMPTY_ACCEPTED]
+    assert found[0].severity is Severity.ERROR and found[0].question_id == "q1"
+
+
+def test_regex_matching_the_empty_string_is_an_error_and_stops_the_probes() -> None:
+    found = check_question(q("yes", "regex", "Agree?", checker_args={"pattern": ".*"}))
+    assert [f.defect for f in found] == [Defect.REGEX_MATCHES_EMPTY]
+    assert found[0].severity is Severity.ERROR and "'.*'" in found[0].message
+    assert defects(q("a", "regex", "x?", checker_args={"pattern": "a?"})) == [
+        Defect.REGEX_MATCHES_EMPTY
+    ]
+
+
+def test_invalid_regex_is_an_error() -> None:
+    assert defects(q("a", "regex", "x?", checker_args={"pattern": "(a"})) == [Defect.INVALID_REGEX]
+    assert defects(q("a", "regex", "x?", checker_args={"pattern": 5})) == [Defect.INVALID_REGEX]
+
+
+def test_every_choice_joined_is_accepted_when_the_answer_is_the_first_option() -> None:
+    found = check_question(q("A", "choice", "Which: A, B, C or D?"))
+    assert [f.defect for f in found] == [Defect.JOINED_CHOICES_ACCEPTED]
+    assert found[0].severity is Severity.WARNING  # the built-in checker's limit, not the row's
+    assert "'A B C D'" in found[0].message
+    assert defects(q("B", "choice", "Which: A, B, C or D?")) == []
+
+
+def test_choice_letters_from_options_text_or_default() -> None:
+    assert choice_letters(q("B", "choice", "x", checker_args={"options": ["a", "b"]})) == ("A", "B")
+    assert choice_letters(q("A", "choice", "Pick A, B, C, D or E.")) == ("A", "B", "C", "D", "E")
+    assert choice_letters(q("A", "choice", "pick one")) == ("A", "B", "C", "D")
+    assert choice_letters(q("F", "choice", "pick one")) == ("A", "B", "C", "D", "F")
+
+
+def test_numbers_of_the_question_accepted_by_numeric() -> None:
+    found = check_question(q("9", "numeric", "The largest of 3, 9 and 4?"))
+    assert [f.defect for f in found] == [Defect.QUESTION_NUMBER_ACCEPTED]
+    assert found[0].severity is Severity.WARNING and "(9)" in found[0].message
+    # a wide tolerance makes a neighbour of the answer count too
+    wide = q("100", "numeric", "Round 96 to tens?", checker_args={"abs_tol": 5})
+    assert defects(wide) == [Defect.QUESTION_NUMBER_ACCEPTED]
+    assert defects(q("100", "numeric", "Round 96 to tens?")) == []
+
+
+def test_question_numbers_skip_names_and_keep_signs_and_decimals() -> None:
+    assert question_numbers("Case u000, v2: add -3, 1,200 and 4.5 (and 4.5 again)") == [
+        "-3",
+        "1200",
+        "4.5",
+    ]
+
+
+def test_answer_written_in_the_question() -> None:
+    found = check_question(q("Paris", "exact", "Is Paris the capital of France? Name it."))
+    assert [f.defect for f in found] == [Defect.ANSWER_IN_QUESTION]
+    assert found[0].severity is Severity.WARNING
+    assert defects(q("Par", "exact", "Is Paris the capital?")) == []  # whole words only
+    assert defects(q("x", "exact", "x marks the spot")) == []  # one character: by chance
+    code = q("PX-1", "regex", "Is the code PX-1?", checker_args={"pattern": "PX-?1"})
+    assert defects(code) == [Defect.ANSWER_IN_QUESTION]
+
+
+@pytest.mark.parametrize("checker", ["rubric", "mypkg.checks:grade"])
+def test_rubric_and_custom_checkers_are_not_checked_not_failed(checker: str) -> None:
+    found = check_question(q("", checker, "Write a polite reply."))
+    assert [f.defect for f in found] == [Defect.NOT_CHECKED]
+    assert found[0].severity is Severity.NOT_CHECKED
+    assert not has_errors(found)
+
+
+def test_checker_kind() -> None:
+    assert checker_kind("numeric") is CheckerKind.BUILTIN
+    assert checker_kind("rubric") is CheckerKind.RUBRIC
+    assert checker_kind("a.b_c:fn_1") is CheckerKind.CUSTOM
+    for bad in ("fuzzy", "a:b:c", "a.:b", ":f", "a:", "1a:f", "a b:f", "a:f()"):
+        assert checker_kind(bad) is CheckerKind.UNKNOWN, bad
+
+
+# -- across questions --------------------------------------------------------------------------
+def test_duplicate_questions_across_families() -> None:
+    rows = [
+        q("48", "numeric", "What is 8 * 6?", question_id="a", family="fa"),
+        q("48", "numeric", "what is  8 * 6 ?", question_id="b", family="fb"),
+        q("48", "numeric", "What is 8 * 6?", question_id="c", family="fa"),  # same family: fine
+        q("48", "numeric", "What is 8*6", question_id="d", family="fd", task_type="other"),
+        q("14", "numeric", "What is 8 + 6?", question_id="e", family="fe"),
+    ]
+    found = check_duplicates(rows)
+    assert [(f.defect, f.question_id) for f in found] == [
+        (Defect.DUPLICATE_ACROSS_FAMILIES, "b"),
+        (Defect.DUPLICATE_ACROSS_FAMILIES, "d"),  # other task types are split apart: it leaks
+    ]
+    assert "'a'" in found[0].message and found[0].severity is Severity.ERROR
+    assert has_errors(check_questions(rows))
+
+
+def test_families_spanning_pools() -> None:
+    rows = [
+        q(question_id="a", family="f1"),
+        q(question_id="b", family="f1", task_type="u"),
+        q(question_id="c", family="f2"),
+    ]
+    pools = {"a": "diagnosis", "b": "test", "c": "validation"}
+    found = check_family_pools(rows, pools)
+    assert [(f.defect, f.question_id) for f in found] == [(Defect.FAMILY_SPANS_POOLS, "b")]
+    assert "diagnosis, test" in found[0].message
+    assert check_family_pools(rows, {**pools, "b": "diagnosis"}) == []
+
+
+# -- gate power --------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("alpha", "k"), [(0.5, 1), (0.25, 2), (0.2, 3), (0.05, 5), (0.01, 7), (0.001, 10)]
+)
+def test_min_families_for_accept_is_the_smallest_k_with_two_to_minus_k_at_most_alpha(
+    alpha: float, k: int
+) -> None:
+    assert min_families_for_accept(alpha) == k
+    assert 2.0**-k <= alpha < 2.0 ** -(k - 1)
+
+
+@pytest.mark.parametrize("alpha", [0.0, 1.0, -0.1, 2.0])
+def test_min_families_for_accept_refuses_a_level_outside_0_1(alpha: float) -> None:
+    with pytest.raises(ValueError, match="alpha"):
+        min_families_for_accept(alpha)
+
+
+def _real_gate_accepts(k: int, units_per_family: int) -> bool:
+    """The real gate, fed k families whose every unit the candidate wins."""
+    gate = SequentialGate(GateParams(), horizon=k, singletons=units_per_family == 1)
+    for i in range(k):
+        pairs = [(f"u{i}-{j}", False, True) for j in range(units_per_family)]
+        action = gate.observe_family(f"f{i}", pairs)
+        if action is not None:  # it stops once an accept is reached or out of reach
+            return action is GateAction.ACCEPT
+    return False
+
+
+@pytest.mark.parametrize(("units", "needed"), [(1, 5), (3, 7)])
+def test_gate_min_families_is_what_the_real_default_gate_needs(units: int, needed: int) -> None:
+    assert gate_min_families(GateParams(), singletons=units == 1) == needed
+    assert not _real_gate_accepts(needed - 1, units)
+    assert _real_gate_accepts(needed, units)
+
+
+def test_gate_min_families_none_for_other_bets() -> None:
+    assert gate_min_families(GateParams(lambda_strategy="fixed"), singletons=True) is None
+
+
+def test_pools_too_small_fires_below_the_bound_and_below_the_gates_need() -> None:
+    per_type = [
+        GateFamilies("few", 4, singletons=True),  # 2^-4 > 0.05: no test at all can accept
+        GateFamilies("enough", 5, singletons=True),
+        GateFamilies("groups", 6, singletons=False),  # the gate needs 7 such families
+        GateFamilies("many", 7, singletons=False),
+    ]
+    found = check_gate_power(per_type)
+    assert [(f.defect, f.task_type) for f in found] == [
+        (Defect.POOLS_TOO_SMALL, "few"),
+        (Defect.POOLS_TOO_SMALL, "groups"),
+    ]
+    assert all(f.severity is Severity.WARNING for f in found)
+    assert "fewer than 5" in found[0].message and "needs 7" in found[1].message
+
+
+def test_pools_too_small_follows_the_level_and_n_max() -> None:
+    loose = GateParams(e_confirm=4.0)  # alpha 0.25: 2 families can do
+    assert check_gate_power([GateFamilies("t", 2, True)], loose) == []
+    capped = GateParams(n_max=3)  # a test never sees more than n_max families
+    assert [f.task_type for f in check_gate_power([GateFamilies("t", 50, True)], capped)] == ["t"]
