@@ -1,0 +1,248 @@
+"""`validate-benchmark` (app/validate_commands.py, app/harness/rollouts/benchmark_validation.py):
+each defect of a fixture benchmark caught at its file:line, errors exit 2 and warnings 0,
+`--json` typed, `init` prints the findings as warnings without refusing, and the built-in
+benchmarks have no errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.cli import main
+from app.harness.rollouts import benchmark_validation as validation
+from app.harness.rollouts.benchmark_validation import pool_of_question, validate_benchmark_dir
+from app.harness.workspace.store import load_benchmark
+from app.paths import builtin_store
+
+# twelve sound single-question families: enough for the gate (9 land in its pools, 5 needed)
+BASE = [
+    {
+        "question_id": f"b{i:02d}",
+        "task_type": "t",
+        "question": f"What is {i} + {i + 20}?",
+        "answer": str(2 * i + 20),
+        "checker": "numeric",
+    }
+    for i in range(1, 13)
+]
+TOML = 'name = "mine"\nseed = 1\n'
+
+
+def make_store(
+    tmp_path: Path, extra: list[dict[str, Any]], base: list[dict[str, Any]] = BASE, toml: str = TOML
+) -> Path:
+    store = tmp_path / "store"
+    bench = store / "questions" / "mine"
+    bench.mkdir(parents=True)
+    (bench / "benchmark.toml").write_text(toml, encoding="utf-8")
+    rows = base + extra
+    (bench / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
+    return store
+
+
+def validate(store: Path, capsys, *more: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = main(["validate-benchmark", "mine", "--store", str(store), *more])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def row(qid: str, question: str, answer: str, checker: str = "exact", **kw: Any) -> dict[str, Any]:
+    return {
+        "question_id": qid,
+        "task_type": "t",
+        "question": question,
+        "answer": answer,
+        "checker": checker,
+        **kw,
+    }
+
+
+LINE = len(BASE) + 1  # the first extra row's line
+DEFECTS: dict[str, tuple[list[dict[str, Any]], str, str, int]] = {
+    # case: (extra rows, defect, severity, exit code)
+    "reference_rejected": (
+        [row("x1", "What is 6 + 6?", "twelve", "numeric")],
+        "reference_rejected",
+        "error",
+        2,
+    ),
+    "empty_accepted": ([row("x1", "Say the ellipsis", "...")], "empty_accepted", "error", 2),
+    "regex_matches_empty": (
+        [row("x1", "Agree?", "yes", "regex", checker_args={"pattern": "(yes)?"})],
+        "regex_matches_empty",
+        "error",
+        2,
+    ),
+    "duplicate_across_families": (
+        [row("x1", "what is 3 + 23 ?", "26", "numeric", family="other")],
+        "duplicate_across_families",
+        "error",
+        2,
+    ),
+    "joined_choices_accepted": (
+        [row("x1", "Which queue: A, B, C or D?", "A", "choice")],
+        "joined_choices_accepted",
+        "warning",
+        0,
+    ),
+    "question_number_accepted": (
+        [row("x1", "The largest of 3, 9 and 4?", "9", "numeric")],
+        "question_number_accepted",
+        "warning",
+        0,
+    ),
+    "answer_in_question": (
+        [row("x1", "Is Paris the capital of France? Name it.", "Paris")],
+        "answer_in_question",
+        "warning",
+        0,
+    ),
+    "unknown_field": (
+        [row("x1", "Capital of Peru?", "Lima", anwser="Lima")],
+        "unknown_field",
+        "warning",
+        0,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DEFECTS))
+def test_each_defect_is_caught_at_its_line(case: str, tmp_path: Path, capsys) -> None:
+    extra, defect, severity, code = DEFECTS[case]
+    store = make_store(tmp_path, extra)
+    got, out, err = validate(store, capsys)
+    jsonl = store / "questions" / "mine" / "questions.jsonl"
+    assert got == code, (out, err)
+    assert f"{jsonl}:{LINE}: {severity}: {defect} (x1): " in out, out
+    if code == 2:  # one error line naming the first error's file:line
+        assert err.strip().splitlines() == [err.strip()] and err.startswith(
+            f"error: {jsonl}:{LINE}: "
+        )
+    else:
+        assert err == ""
+
+
+def test_a_sound_benchmark_has_no_findings(tmp_path: Path, capsys) -> None:
+    code, out, _ = validate(make_store(tmp_path, []), capsys)
+    assert code == 0
+    assert out.strip().splitlines() == [
+        f"benchmark mine ({tmp_path / 'store' / 'questions' / 'mine'}, format_version 1): "
+        "12 questions, 1 task types; 0 error(s), 0 warning(s), 0 not checked"
+    ]
+
+
+def test_family_spanning_pools(tmp_path: Path, capsys, monkeypatch) -> None:
+    """The real split places a family whole, even one whose name two task types share (it
+    unions family and unit ids first), so on real pools the check holds; a split that broke
+    that would be caught at the row."""
+    other = [
+        {
+            **r,
+            "question_id": f"o{r['question_id']}",
+            "task_type": "u",
+            "question": f"{r['question']} (u)",
+        }
+        for r in BASE
+    ]
+    shared = [
+        row("s1", "Capital of Peru?", "Lima", family="shared"),
+        {**row("s2", "Capital of Chile?", "Santiago", family="shared"), "task_type": "u"},
+    ]
+    for seed in range(10):
+        store = make_store(tmp_path / str(seed), shared, BASE + other, f"seed = {seed}\n")
+        pools = pool_of_question(load_benchmark(store / "questions" / "mine"))
+        assert pools["s1"] == pools["s2"]
+        code, out, _ = validate(store, capsys)
+        assert code == 0 and "family_spans_pools" not in out
+    real = pool_of_question
+
+    def broken(benchmark: Any) -> dict[str, str]:
+        pools = real(benchmark)
+        return {**pools, "s2": "test" if pools["s1"] != "test" else "diagnosis"}
+
+    monkeypatch.setattr(validation, "pool_of_question", broken)
+    code, out, _ = validate(tmp_path / "0" / "store", capsys)
+    jsonl = tmp_path / "0" / "store" / "questions" / "mine" / "questions.jsonl"
+    line = len(BASE) * 2 + 2
+    assert code == 2
+    assert f"{jsonl}:{line}: error: family_spans_pools (s2): family 'shared' spans pools" in out
+
+
+def test_forty_questions_in_five_families_per_type_can_never_accept(tmp_path: Path, capsys) -> None:
+    """The benchmark that motivated the check: 40 questions, 2 task types, 5 families of 4."""
+    rows = [
+        {
+            "question_id": f"{t}{i:02d}",
+            "task_type": t,
+            "question": f"[{t}] What is {i} * 11?",
+            "answer": str(i * 11),
+            "checker": "numeric",
+            "family": f"{t}-fam{i // 4}",
+        }
+        for t in ("a", "b")
+        for i in range(20)
+    ]
+    code, out, _ = validate(make_store(tmp_path, [], rows), capsys)
+    assert code == 0  # a warning: the benchmark is valid, it just cannot train
+    lines = [line for line in out.splitlines() if "pools_too_small" in line]
+    assert len(lines) == 2 and all("no edit of it can ever be accepted" in line for line in lines)
+    assert "fewer than 5" in lines[0] and "2^-" in lines[0]
+    report = validate_benchmark_dir(tmp_path / "store" / "questions" / "mine")
+    assert [g.families for g in report.gate_families] == [4, 4]  # the test pool holds the fifth
+
+
+def test_rubric_and_custom_questions_are_counted_not_checked(tmp_path: Path, capsys) -> None:
+    extra = [
+        row("r1", "Reply to an angry customer.", "", "rubric", rubric="Polite, offers a fix."),
+        row("c1", "Review this diff.", "approve", "my.checks:review"),
+    ]
+    code, out, _ = validate(make_store(tmp_path, extra), capsys)
+    assert code == 0
+    assert "task type 't': 2 question(s) not checked (custom/rubric checker" in out
+    assert out.strip().endswith("0 error(s), 0 warning(s), 2 not checked")
+
+
+def test_json_is_one_typed_document_even_with_errors(tmp_path: Path, capsys) -> None:
+    extra, *_ = DEFECTS["reference_rejected"]
+    code, out, err = validate(make_store(tmp_path, extra), capsys, "--json")
+    data = json.loads(out)
+    assert code == 2 and err.startswith("error: ")
+    assert data["errors"] == 1 and data["warnings"] == 0 and data["questions"] == 13
+    assert data["alpha"] == 0.05 and data["min_families_for_accept"] == 5
+    pools = pool_of_question(load_benchmark(tmp_path / "store" / "questions" / "mine"))
+    in_gate = sum(p != "test" for p in pools.values())  # single-question families here
+    assert 5 <= in_gate < 13
+    assert data["gate_families"] == [{"task_type": "t", "families": in_gate, "singletons": True}]
+    (finding,) = data["findings"]
+    assert finding["defect"] == "reference_rejected" and finding["severity"] == "error"
+    assert finding["line"] == LINE and finding["question_id"] == "x1"
+
+
+def test_init_prints_the_findings_as_warnings_and_still_creates(tmp_path: Path, capsys) -> None:
+    extra, *_ = DEFECTS["reference_rejected"]
+    store = make_store(tmp_path, extra)
+    shutil.copytree(builtin_store() / "seeds" / "sim-starter", store / "seeds" / "sim-starter")
+    capsys.readouterr()
+    ws = tmp_path / "ws"
+    code = main(
+        ["init", str(ws), "--seed", "sim-starter", "--questions", "mine", "--store", str(store)]
+    )
+    captured = capsys.readouterr()
+    assert code == 0 and (ws / "manifest.json").is_file()
+    assert "1 error(s)" in captured.err and "reference_rejected (x1)" in captured.err
+    assert "created workspace" in captured.out and "reference_rejected" not in captured.out
+
+
+@pytest.mark.parametrize("name", ["sim-basic", "sim-large", "real-easy"])
+def test_built_in_benchmarks_have_no_errors(name: str, capsys) -> None:
+    capsys.readouterr()
+    assert main(["validate-benchmark", name, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["errors"] == 0 and data["not_checked"] == 0
+    # what they do get: the choice checker's first-letter reading on answer-A questions
+    assert {f["defect"] for f in data["findings"]} <= {"joined_choices_accepted"}
