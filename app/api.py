@@ -1330,8 +1330,8 @@ def _exported_file(manifest: Mapping[str, Any]) -> ExportedFile:
 # --- benchmark format ---
 def validate_benchmark(name: str, *, store: str | Path | None = None) -> BenchmarkValidation:
     """Check that a store benchmark can tell right from wrong (docs/benchmarks.md): format
-    errors raise UserError (file:line: field); defects come back as findings, errors first
-    among their severities. Writes nothing."""
+    errors raise UserError (file:line: field); defects come back as findings in file and line
+    order, each with its severity. Writes nothing."""
     from app.harness.rollouts.benchmark_validation import validate_benchmark_dir
 
     _expect("name", name, isinstance(name, str), "a benchmark's name")
@@ -1339,17 +1339,11 @@ def validate_benchmark(name: str, *, store: str | Path | None = None) -> Benchma
 
 
 def _warn_of_benchmark_defects(bench: Path) -> None:
-    """`init` prints the validate-benchmark findings as warnings and never refuses on them."""
-    from app.harness.rollouts.benchmark_validation import (
-        finding_lines,
-        summary_line,
-        validate_benchmark_dir,
-    )
+    """`init` prints the validate-benchmark findings as warnings (errors and too-small pools
+    one by one, the rest counted) and never refuses on them."""
+    from app.harness.rollouts.benchmark_validation import init_lines, validate_benchmark_dir
 
     report = validate_benchmark_dir(bench)
-    if report.errors or report.warnings or report.not_checked:
-        logger.warning(
-            "{} (validate-benchmark {} prints them again)", summary_line(report), bench.name
-        )
-        for line in finding_lines(report):
+    if report.findings:
+        for line in init_lines(report):
             logger.warning("{}", line)

@@ -224,7 +224,10 @@ def test_json_is_one_typed_document_even_with_errors(tmp_path: Path, capsys) -> 
 
 
 def test_init_prints_the_findings_as_warnings_and_still_creates(tmp_path: Path, capsys) -> None:
-    extra, *_ = DEFECTS["reference_rejected"]
+    """Errors and too-small pools one line each, other warnings only counted."""
+    extra = DEFECTS["reference_rejected"][0] + [
+        {**DEFECTS["joined_choices_accepted"][0][0], "question_id": "x2"}
+    ]
     store = make_store(tmp_path, extra)
     shutil.copytree(builtin_store() / "seeds" / "sim-starter", store / "seeds" / "sim-starter")
     capsys.readouterr()
@@ -234,7 +237,10 @@ def test_init_prints_the_findings_as_warnings_and_still_creates(tmp_path: Path, 
     )
     captured = capsys.readouterr()
     assert code == 0 and (ws / "manifest.json").is_file()
-    assert "1 error(s)" in captured.err and "reference_rejected (x1)" in captured.err
+    assert "1 error(s), 1 warning(s)" in captured.err
+    assert "[joined_choices_accepted x1, reference_rejected x1]" in captured.err
+    assert f"questions.jsonl:{LINE}: error: reference_rejected (x1)" in captured.err
+    assert "joined_choices_accepted (x2)" not in captured.err
     assert "created workspace" in captured.out and "reference_rejected" not in captured.out
 
 

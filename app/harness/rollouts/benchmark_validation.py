@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from app.harness.rollouts.pools import POOL_NAMES, split_pools
@@ -216,6 +216,24 @@ def finding_lines(report: ValidationReport) -> list[str]:
             "not run offline)"
         )
     return lines
+
+
+# what `init` prints line by line; the other warnings are counted in its summary
+INIT_SHOWN = frozenset({Defect.POOLS_TOO_SMALL})
+
+
+def init_lines(report: ValidationReport) -> list[str]:
+    """`init`'s short form: the summary with counts per defect, then each error and each task
+    type whose pools are too small (validate-benchmark prints everything)."""
+    counts: dict[str, int] = defaultdict(int)
+    for f in report.findings:
+        counts[f.defect] += 1
+    by_defect = ", ".join(f"{d} x{n}" for d, n in sorted(counts.items()))
+    head = (
+        f"{summary_line(report)} [{by_defect}]; `validate-benchmark {report.benchmark}` lists them"
+    )
+    picked = [f for f in report.findings if f.severity is Severity.ERROR or f.defect in INIT_SHOWN]
+    return [head, *finding_lines(replace(report, findings=tuple(picked)))]
 
 
 def summary_line(report: ValidationReport) -> str:
