@@ -278,8 +278,9 @@ def _question_key(text: str) -> str:
 def check_family_pools(
     questions: Sequence[Question], pool_of_question: Mapping[str, str]
 ) -> list[Finding]:
-    """A family whose questions landed in two pools (for example one family name used by two
-    task types, which are split separately): its near-duplicates reach validation or test."""
+    """A family whose questions landed in two pools: its near-duplicates would reach validation
+    or test. The harness's split keeps a family whole (app/harness/rollouts/pools.py unions
+    family and unit ids first, across task types too), so on its pools this guards the split."""
     pools: dict[str, set[str]] = defaultdict(set)
     last: dict[str, Question] = {}
     for q in questions:

@@ -252,3 +252,21 @@ def test_built_in_benchmarks_have_no_errors(name: str, capsys) -> None:
     assert data["errors"] == 0 and data["not_checked"] == 0
     # what they do get: the choice checker's first-letter reading on answer-A questions
     assert {f["defect"] for f in data["findings"]} <= {"joined_choices_accepted"}
+
+
+@pytest.mark.parametrize("name", ["sim-basic", "real-easy"])
+def test_gate_families_count_what_the_training_gate_pools_hold(name: str) -> None:
+    """The count behind pools_too_small is the training side's own (GatePools.build)."""
+    from app.harness.rollouts.pools import split_pools
+    from app.harness.rollouts.question_units import build_units
+    from app.harness.training.gate_ladder import GatePools
+
+    bench = load_benchmark(builtin_store() / "questions" / name)
+    pools = split_pools(bench.questions, bench.split, bench.seed)
+    gate = GatePools.build(
+        build_units(bench.questions),
+        {q.unit_id for q in pools.validation},
+        {q.unit_id for q in pools.test},
+    )
+    expected = {t: sum(len(f) for f in stages.values()) for t, stages in gate.families.items()}
+    assert {g.task_type: g.families for g in validation.gate_families(bench)} == expected
