@@ -64,6 +64,7 @@ from core.types import InferenceResult
 scrub_log_records()
 
 __all__ = [
+    "BenchmarkValidation",
     "DiagnoseResult",
     "EpochPoint",
     "EvalResult",
@@ -106,6 +107,7 @@ __all__ = [
     "report",
     "train",
     "train_async",
+    "validate_benchmark",
 ]
 
 DEMO_SEED = "sim-starter"

@@ -180,3 +180,13 @@ def test_every_row_field_is_documented() -> None:
     assert missing == []
     for key in ("format_version", "[checker]", "timeout_s", "answer_fallbacks", "split"):
         assert key in doc
+
+
+def test_unknown_keys_are_shown_few_and_short() -> None:
+    from app.harness.workspace.benchmark_format import unknown_row_keys
+
+    row = {**GOOD, **{f"k{i}" + "x" * 100: 1 for i in range(8)}}
+    shown = unknown_row_keys(row)
+    assert len(shown) == 6 and shown[-1] == "and 3 more"
+    assert all(len(k) <= 44 for k in shown[:5])
+    assert unknown_row_keys({**GOOD, "anwser": "x"}) == ["'anwser'"]

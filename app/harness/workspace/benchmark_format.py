@@ -225,10 +225,22 @@ def _check_builtin_args(checker: str, args: dict[str, Any], where: str) -> None:
             raise UserError(f"{where}: field 'checker_args.options': must be a list of strings")
 
 
+MAX_KEYS_SHOWN = 5
+
+
 def unknown_row_keys(obj: dict[str, Any]) -> list[str]:
-    return sorted(set(obj) - ROW_FIELDS)
+    """A row's keys the format does not know, as shown in a warning (a hostile file may hold
+    thousands of long keys: a few, each cut short, then how many more)."""
+    return _shown(set(obj) - ROW_FIELDS)
 
 
 def unknown_toml_keys(meta: dict[str, Any]) -> list[str]:
-    found = sorted(set(meta) - TOML_KEYS)
-    return found
+    return _shown(set(meta) - TOML_KEYS)
+
+
+def _shown(keys: set[str]) -> list[str]:
+    ordered = sorted(keys)
+    shown = [repr(k if len(k) <= 40 else k[:40] + "…") for k in ordered[:MAX_KEYS_SHOWN]]
+    if len(ordered) > MAX_KEYS_SHOWN:
+        shown.append(f"and {len(ordered) - MAX_KEYS_SHOWN} more")
+    return shown
