@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+from typing import Any
 
 from core.types import Question
 
@@ -79,6 +80,23 @@ def _number(text: str) -> float | None:
     return float(cleaned) if m else None
 
 
+# A second option letter right after the first ("A B C D", "a, b", "A or B", "a/b"): a reply that
+# names several options names none, or every reply listing all options would be right.
+_NEXT_OPTION_RE = re.compile(r"\s*(?:[,/;&.:]\s*|\s(?:and|or)\s+)?\(?([a-z])\)?(?:\b|$)")
+
+
+def _option_letters(args: dict[str, Any]) -> set[str]:
+    options = args.get("options")
+    if isinstance(options, list) and options:
+        return {str(o).strip().lower()[:1] for o in options if str(o).strip()}
+    return set("abcde")
+
+
+def _names_another_option(rest: str, letters: set[str]) -> bool:
+    m = _NEXT_OPTION_RE.match(rest)
+    return m is not None and m.group(1) in letters
+
+
 def check(question: Question, prediction: str) -> bool:
     if not prediction:
         return False
@@ -91,8 +109,11 @@ def check(question: Question, prediction: str) -> bool:
         tol = max(float(args.get("abs_tol", 1e-9)), float(args.get("rel_tol", 0)) * abs(want))
         return math.isclose(got, want, abs_tol=tol, rel_tol=0)
     if kind == "choice":
-        m = re.match(r"\(?([A-Za-z])\)?(\b|$)", normalise_answer(prediction))
-        return m is not None and m.group(1).upper() == question.answer.strip().upper()
+        text = normalise_answer(prediction)
+        m = re.match(r"\(?([A-Za-z])\)?(\b|$)", text)
+        if m is None or _names_another_option(text[m.end() :].lstrip(")"), _option_letters(args)):
+            return False
+        return m.group(1).upper() == question.answer.strip().upper()
     if kind == "regex":
         pattern = args.get("pattern") or re.escape(question.answer)
         text = prediction.strip()

@@ -84,12 +84,6 @@ DEFECTS: dict[str, tuple[list[dict[str, Any]], str, str, int]] = {
         "error",
         2,
     ),
-    "joined_choices_accepted": (
-        [row("x1", "Which queue: A, B, C or D?", "A", "choice")],
-        "joined_choices_accepted",
-        "warning",
-        0,
-    ),
     "question_number_accepted": (
         [row("x1", "The largest of 3, 9 and 4?", "9", "numeric")],
         "question_number_accepted",
@@ -226,7 +220,7 @@ def test_json_is_one_typed_document_even_with_errors(tmp_path: Path, capsys) -> 
 def test_init_prints_the_findings_as_warnings_and_still_creates(tmp_path: Path, capsys) -> None:
     """Errors and too-small pools one line each, other warnings only counted."""
     extra = DEFECTS["reference_rejected"][0] + [
-        {**DEFECTS["joined_choices_accepted"][0][0], "question_id": "x2"}
+        {**DEFECTS["question_number_accepted"][0][0], "question_id": "x2"}
     ]
     store = make_store(tmp_path, extra)
     shutil.copytree(builtin_store() / "seeds" / "sim-starter", store / "seeds" / "sim-starter")
@@ -238,9 +232,9 @@ def test_init_prints_the_findings_as_warnings_and_still_creates(tmp_path: Path, 
     captured = capsys.readouterr()
     assert code == 0 and (ws / "manifest.json").is_file()
     assert "1 error(s), 1 warning(s)" in captured.err
-    assert "[joined_choices_accepted x1, reference_rejected x1]" in captured.err
+    assert "[question_number_accepted x1, reference_rejected x1]" in captured.err
     assert f"questions.jsonl:{LINE}: error: reference_rejected (x1)" in captured.err
-    assert "joined_choices_accepted (x2)" not in captured.err
+    assert "question_number_accepted (x2)" not in captured.err
     assert "created workspace" in captured.out and "reference_rejected" not in captured.out
 
 
@@ -250,8 +244,7 @@ def test_built_in_benchmarks_have_no_errors(name: str, capsys) -> None:
     assert main(["validate-benchmark", name, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["errors"] == 0 and data["not_checked"] == 0
-    # what they do get: the choice checker's first-letter reading on answer-A questions
-    assert {f["defect"] for f in data["findings"]} <= {"joined_choices_accepted"}
+    assert data["findings"] == []
 
 
 @pytest.mark.parametrize("name", ["sim-basic", "real-easy"])

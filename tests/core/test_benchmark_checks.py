@@ -95,10 +95,16 @@ def test_invalid_regex_is_an_error() -> None:
     assert defects(q("a", "regex", "x?", checker_args={"pattern": 5})) == [Defect.INVALID_REGEX]
 
 
-def test_every_choice_joined_is_accepted_when_the_answer_is_the_first_option() -> None:
+def test_the_choice_checker_refuses_every_option_joined(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert defects(q("A", "choice", "Which: A, B, C or D?")) == []
+
+    def first_letter_only(question: Question, prediction: str) -> bool:  # the old, lax reading
+        return prediction[:1].upper() == question.answer.strip().upper()
+
+    monkeypatch.setattr("core.benchmark_checks.check", first_letter_only)
     found = check_question(q("A", "choice", "Which: A, B, C or D?"))
     assert [f.defect for f in found] == [Defect.JOINED_CHOICES_ACCEPTED]
-    assert found[0].severity is Severity.WARNING  # the built-in checker's limit, not the row's
+    assert found[0].severity is Severity.WARNING
     assert "'A B C D'" in found[0].message
     assert defects(q("B", "choice", "Which: A, B, C or D?")) == []
 

@@ -194,3 +194,23 @@ def test_regex_never_accepts_a_prediction_that_does_not_match() -> None:
     question = q("1", "regex", pattern=r"\d+")
     wrong = "7" * MAX_REGEX_INPUT + " is not a number"
     assert not check(question, wrong)
+
+
+@pytest.mark.parametrize(
+    "prediction",
+    ["A B C D", "a, b, c, d", "A or B", "a/b", "A and B", "A. B. C. D.", "A.B.C.D", "(A) (B)"],
+)
+def test_choice_a_reply_naming_several_options_is_wrong_even_when_it_starts_right(
+    prediction: str,
+) -> None:
+    assert check(q("A", "choice"), prediction) is False
+
+
+@pytest.mark.parametrize("prediction", ["A) Paris", "A. I think so", "A - the billing queue", "A:"])
+def test_choice_one_option_with_words_after_it_is_still_read(prediction: str) -> None:
+    assert check(q("A", "choice"), prediction) is True
+
+
+def test_choice_only_the_question_options_count_as_a_second_option() -> None:
+    assert check(q("A", "choice", options=["A", "B"]), "A C") is True
+    assert check(q("A", "choice", options=["A", "B"]), "A B") is False
