@@ -42,6 +42,7 @@ COMMANDS = (
     "fork",
     "rank",
     "export",
+    "serve",
 )
 
 
@@ -132,6 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_commands(sub, o)
     _add_skill_commands(sub, o)
     _add_fork_commands(sub, o)
+    _add_serve_commands(sub, o)
     return parser
 
 
@@ -296,6 +298,28 @@ def _add_skill_commands(sub: Any, o: Options) -> None:
         help="eval run whose accuracy goes into metadata (default: "
         "the latest finished eval of the version, else training's final test run)",
     )
+
+
+def _add_serve_commands(sub: Any, o: Options) -> None:
+    p = add_command(
+        sub,
+        "serve",
+        "serve the workspace's agent at an OpenAI-compatible endpoint (docs/serving.md)",
+        "serve -w workspaces/demo --port 8000",
+        [o.verbose, o.workspace, o.model],
+    )
+    p.add_argument(
+        "--version",
+        help="best (default when recorded, else current), current, or a skills version vN",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: any free)")
+    p.add_argument(
+        "--token",
+        help="bearer token clients must send; required beyond loopback "
+        "(or set SKILL_TRAINER_SERVE_TOKEN)",
+    )
+    p.add_argument("--name", help="model name clients ask for (default: the workspace folder)")
 
 
 def _add_fork_commands(sub: Any, o: Options) -> None:
@@ -567,6 +591,10 @@ def dispatch(args: argparse.Namespace) -> int:
 
     if args.command in commands.HANDLERS:
         return commands.HANDLERS[args.command](args)
+    if args.command == "serve":
+        from app import serve_commands
+
+        return serve_commands.HANDLERS[args.command](args)
     from app import fork_commands
 
     return fork_commands.HANDLERS[args.command](args)

@@ -36,6 +36,7 @@ ENTRY_POINTS = frozenset(
         "app.cli_support",
         "app.commands",
         "app.fork_commands",
+        "app.serve_commands",
         "app.demo",
         "app.report",
         "app.api",
@@ -68,6 +69,17 @@ HARNESS_ROOMS: dict[str, frozenset[str]] = {
             "harness.skills",
             "harness.rollouts",
             "harness.data",
+        }
+    ),
+    "harness.serving": frozenset(
+        {
+            "core",
+            "support",
+            "providers",
+            "harness.workspace",
+            "harness.skills",
+            "harness.rollouts",
+            "harness.serving",
         }
     ),
 }
