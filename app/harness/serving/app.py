@@ -1,8 +1,8 @@
 """The FastAPI application: /v1/chat/completions, /v1/models, /healthz.
 
 With a token, every /v1 route needs `Authorization: Bearer <token>` (compared in constant
-time); /healthz stays open for load balancers and says nothing about the workspace beyond
-the served name. Errors are OpenAI-shaped JSON with one-line messages.
+time); /healthz stays open for load balancers and gives only the served name and the number
+of requests in flight. Errors are OpenAI-shaped JSON with one-line messages.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def build_app(
 
     @app.get("/healthz")
     async def healthz() -> dict[str, Any]:
-        return {"status": "ok", "model": agent.name}
+        return {"status": "ok", "model": agent.name, "in_flight": agent.counters.in_flight}
 
     @app.get("/v1/models", response_model=None)
     async def models(request: Request) -> Response | dict[str, Any]:
