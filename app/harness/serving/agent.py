@@ -9,7 +9,9 @@ what was answered (a benchmark prediction finds its question in the frozen bench
 from __future__ import annotations
 
 import secrets
+import statistics
 import time
+from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -24,6 +26,7 @@ from core.protocols import LLMProvider
 from core.types import Prediction, Question, StopReason
 
 TASK_IN_LOG_CHARS = 4000
+OVERHEAD_KEPT = 10_000
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,8 @@ class ServeCounters:
     cost_usd: float = 0.0
     started: float = field(default_factory=time.monotonic)
     started_unix: int = field(default_factory=lambda: int(time.time()))
+    # server time minus agent time per answered request, the latest OVERHEAD_KEPT of them
+    overheads_s: deque[float] = field(default_factory=lambda: deque(maxlen=OVERHEAD_KEPT))
 
 
 class ServedAgent:
@@ -150,6 +155,7 @@ class ServedAgent:
             "budget_refusals": c.budget_refusals,
             "cost_usd": round(c.cost_usd, 8),
             "served_s": round(time.monotonic() - c.started, 3),
+            **overhead_summary(list(c.overheads_s)),
             "skills_version": self.prompts.skills_version,
             "prompts_version": self.prompts.prompts_version,
         }
@@ -161,3 +167,16 @@ def _unchecked(step: dict[str, Any]) -> dict[str, Any]:
         return step
     kept = {k: v for k, v in step.items() if k not in ("answer", "correct", "checker")}
     return {**kept, "checked": False}
+
+
+def overhead_summary(overheads_s: list[float]) -> dict[str, float]:
+    """p50/p95 of the server's own time per request (arrival to last byte sent, the agent
+    loop excluded), in ms; empty when fewer than two requests were answered."""
+    if len(overheads_s) < 2:
+        return {}
+    ms = sorted(o * 1000 for o in overheads_s)
+    cuts = statistics.quantiles(ms, n=20)
+    return {
+        "overhead_ms_p50": round(statistics.median(ms), 3),
+        "overhead_ms_p95": round(cuts[-1], 3),
+    }

@@ -16,6 +16,7 @@ import anyio
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from loguru import logger
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.harness.serving.agent import ServedAgent, ServedAnswer
 from app.harness.serving.chat import (
@@ -54,6 +55,7 @@ def build_app(
     """`on_answer` is the seam for a capture hook (e.g. an OTLP exporter) run per answer."""
 
     app = FastAPI(title="skill-trainer", docs_url=None, redoc_url=None, openapi_url=None)
+    app.add_middleware(_Overhead, agent=agent)
 
     def refused(request: Request) -> JSONResponse | None:
         if token is None:
@@ -117,6 +119,7 @@ def build_app(
                 code="budget_exceeded",
                 kind="insufficient_quota",
             )
+        request.state.agent_s = served.agent_s
         if on_answer is not None:
             on_answer(served)
         if served.error:
@@ -134,6 +137,25 @@ def build_app(
         )
 
     return app
+
+
+class _Overhead:
+    """Server time minus agent time of each answered chat request: from the ASGI call to the
+    last byte handed to the server (the handler leaves the agent's time in the scope state)."""
+
+    def __init__(self, app: ASGIApp, agent: ServedAgent) -> None:
+        self.app = app
+        self.agent = agent
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] != "/v1/chat/completions":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+        await self.app(scope, receive, send)
+        agent_s = scope.get("state", {}).get("agent_s")
+        if agent_s is not None:
+            self.agent.counters.overheads_s.append(time.perf_counter() - start - agent_s)
 
 
 def _completion(agent: ServedAgent, served: ServedAnswer, model: str) -> Completion:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
+import math
 import signal
 import socket
 import threading
@@ -46,7 +47,7 @@ class ServeSettings:
     token: str | None = None
     version: str | None = None  # None: best if recorded, else current; "best", "current", "vN"
     name: str | None = None  # the model name clients send; default: the workspace folder's
-    drain_timeout_s: float = 30.0
+    drain_timeout_s: int = 30
 
 
 @dataclass(frozen=True)
@@ -139,7 +140,9 @@ class _Server(uvicorn.Server):
 
 def _listening_socket(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # proto given: asyncio sets TCP_NODELAY only on sockets whose proto says TCP, and without it
+    # every reply on a kept-alive connection waits about 40 ms for a delayed ACK
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
@@ -206,7 +209,7 @@ async def _serve(
             log_level="warning",
             access_log=False,
             server_header=False,
-            timeout_graceful_shutdown=settings.drain_timeout_s,
+            timeout_graceful_shutdown=math.ceil(settings.drain_timeout_s),
         )
     )
     host, port = sock.getsockname()[:2]
