@@ -61,6 +61,7 @@ from app.report import format_summary, workspace_summary
 from core.types import InferenceResult
 
 if TYPE_CHECKING:  # uvicorn and FastAPI load only for `serve`
+    from app.harness.serving.savings import SavingsReport
     from app.harness.serving.server import ServeOutcome, ServeReady
 
 scrub_log_records()
@@ -106,6 +107,7 @@ __all__ = [
     "rank",
     "rank_async",
     "report",
+    "savings",
     "serve",
     "serve_async",
     "train",
@@ -1392,3 +1394,26 @@ def serve_config(
     if config is None and (root / "checkpoint.json").is_file():
         return resume_config(root, overrides)
     return resolve_config(config, overrides)
+
+
+def savings(
+    workspace: str | Path,
+    *,
+    run_id: str | None = None,
+    baseline_model: str | None = None,
+    baseline_run: str | None = None,
+) -> SavingsReport:
+    """Cost, latency p50/p95 and accuracy of a run (default: the latest serve, else eval, else
+    infer run) against a baseline model's prices or another run, from the log (read-only)."""
+    from app.harness.serving.savings import savings_report
+
+    for label, value in (("run_id", run_id), ("baseline_run", baseline_run)):
+        if value is not None:
+            check_run_id(value, label)
+    _expect(
+        "baseline_model",
+        baseline_model,
+        baseline_model is None or isinstance(baseline_model, str),
+        "a model name or None",
+    )
+    return savings_report(_workspace(workspace), run_id, baseline_model, baseline_run)

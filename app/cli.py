@@ -320,6 +320,21 @@ def _add_serve_commands(sub: Any, o: Options) -> None:
         "(or set SKILL_TRAINER_SERVE_TOKEN)",
     )
     p.add_argument("--name", help="model name clients ask for (default: the workspace folder)")
+    report = sub.choices["report"]
+    report.add_argument(
+        "--savings",
+        action="store_true",
+        help="cost, latency and accuracy of a serve/eval/infer run against a baseline",
+    )
+    report.add_argument(
+        "--run", metavar="ID", help="with --savings: the run (default: latest serve, eval, infer)"
+    )
+    report.add_argument(
+        "--baseline-model", metavar="MODEL", help="with --savings: price the same tokens at MODEL"
+    )
+    report.add_argument(
+        "--baseline-run", metavar="ID", help="with --savings: compare with another logged run"
+    )
 
 
 def _add_fork_commands(sub: Any, o: Options) -> None:
@@ -589,6 +604,10 @@ def dispatch(args: argparse.Namespace) -> int:
     # `--version` and a refused API key stay fast
     from app import commands
 
+    if args.command == "report" and (args.savings or args.baseline_model or args.baseline_run):
+        from app import serve_commands
+
+        return serve_commands.cmd_savings(args)
     if args.command in commands.HANDLERS:
         return commands.HANDLERS[args.command](args)
     if args.command == "serve":

@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Callable
 
-from app.cli_support import notice_if_simulated, out, overrides_from
+from app.cli_support import notice_if_simulated, out, out_json, overrides_from
 from app.errors import UserError
 from app.providers.key_check import first_missing_key
 
@@ -47,6 +47,29 @@ def cmd_serve(args: argparse.Namespace) -> int:
         f"requests ({s['errors']} errors, {s['budget_refusals']} refused by the spend cap, "
         f"${s['cost_usd']:.6f})"
     )
+    return 0
+
+
+def cmd_savings(args: argparse.Namespace) -> int:
+    from app import api
+    from app.harness.serving.savings import format_savings
+
+    if not args.savings:
+        raise UserError("--baseline-model and --baseline-run go with --savings")
+    workspace = args.workspace or args.workspace_positional
+    if workspace is None:
+        raise UserError("report: give the workspace (-w WS)")
+    report = api.savings(
+        workspace,
+        run_id=args.run,
+        baseline_model=args.baseline_model,
+        baseline_run=args.baseline_run,
+    )
+    if args.json:
+        out_json(report)
+        return 0
+    for line in format_savings(report):
+        out(line)
     return 0
 
 

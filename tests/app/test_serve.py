@@ -332,3 +332,6 @@ def test_sigterm_drains_requests_in_flight_then_stops(tmp_path):
     assert (status, n) == ("done", 3)
     assert json.loads(summary)["stopped_by"] == "SIGTERM"
     assert (ws / "writer.lock").read_text() == ""  # released
+    savings = {f.name: f for f in api.savings(ws).figures}  # the latest serve run, from its rows
+    assert savings["answered"].value == 3
+    assert savings["accuracy"].value is None and "no reference answers" in savings["accuracy"].basis
