@@ -335,3 +335,56 @@ def test_sigterm_drains_requests_in_flight_then_stops(tmp_path):
     savings = {f.name: f for f in api.savings(ws).figures}  # the latest serve run, from its rows
     assert savings["answered"].value == 3
     assert savings["accuracy"].value is None and "no reference answers" in savings["accuracy"].basis
+
+
+# ------------------------------------------------------------------ the request parser alone
+
+
+def test_the_last_user_message_is_the_task_and_earlier_turns_its_context():
+    from app.harness.serving.chat import DEFAULT_TASK_TYPE, parse_request
+
+    body = {
+        "model": "m",
+        "messages": [
+            {"role": "system", "content": "Be brief."},
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "What is"},
+                    {"type": "text", "text": "the total?"},
+                ],
+            },
+        ],
+        "temperature": 0.7,  # accepted, ignored
+    }
+    parsed = parse_request(json.dumps(body).encode())
+    assert parsed.task == "What is\nthe total?"
+    assert parsed.context == "system: Be brief."
+    assert parsed.task_type == DEFAULT_TASK_TYPE and not parsed.stream
+    body["skill_trainer"] = {"task_type": "ledger", "context": "FACT: 7"}
+    parsed = parse_request(json.dumps(body).encode())
+    assert (parsed.task_type, parsed.context) == ("ledger", "FACT: 7")
+
+
+@pytest.mark.parametrize(
+    "body, says",
+    [
+        (b"[]", "body: Input should be a valid dictionary"),
+        (
+            b'{"model": "m", "messages": [{"role": "user", "content": [{"type": "image_url"}]}]}',
+            "only text parts are understood",
+        ),
+        (
+            b'{"model": "m", "messages": [{"role": "user", "content": "x"}], '
+            b'"skill_trainer": {"secret": 1}}',
+            "skill_trainer.secret: Extra inputs are not permitted",
+        ),
+        (b"x" * 1_000_001, "request body larger than 1000000 bytes"),
+    ],
+)
+def test_the_parser_refuses_with_one_line_naming_the_field(body, says):
+    from app.harness.serving.chat import ChatRequestError, parse_request
+
+    with pytest.raises(ChatRequestError) as caught:
+        parse_request(body)
+    assert says in str(caught.value) and "\n" not in str(caught.value)

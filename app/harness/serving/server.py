@@ -28,7 +28,7 @@ import uvicorn
 
 from app.errors import UserError
 from app.harness.rollouts.session import Session
-from app.harness.serving.agent import ServedAgent
+from app.harness.serving.agent import ServedAgent, ServedAnswer
 from app.harness.serving.app import build_app, flush_periodically
 from app.harness.workspace import workspace as ws
 from app.harness.workspace.config import RunConfig
@@ -160,8 +160,10 @@ async def serve_workspace(
     settings: ServeSettings,
     on_ready: Callable[[ServeReady], None] | None = None,
     stop: anyio.Event | None = None,
+    on_answer: Callable[[ServedAnswer], None] | None = None,
 ) -> ServeOutcome:
-    """Serve until a signal (or `stop`, for embedding) ends it; the serve run's outcome."""
+    """Serve until a signal (or `stop`, for embedding) ends it; the serve run's outcome.
+    `on_answer` sees every answer (the seam for a capture such as an OTLP exporter)."""
     check_bind(settings.host, settings.token)
     root = Path(root)
     lock = WriterLock(root, "serve")
@@ -173,7 +175,7 @@ async def serve_workspace(
         ) from None
     try:
         with Session(root, config) as session:
-            return await _serve(session, settings, on_ready, stop)
+            return await _serve(session, settings, on_ready, stop, on_answer)
     finally:
         lock.release()
 
@@ -183,6 +185,7 @@ async def _serve(
     settings: ServeSettings,
     on_ready: Callable[[ServeReady], None] | None,
     stop: anyio.Event | None,
+    on_answer: Callable[[ServedAnswer], None] | None,
 ) -> ServeOutcome:
     root = session.paths.root
     skills_dir, prompts_dir = version_dirs(root, settings.version)
@@ -204,7 +207,7 @@ async def _serve(
     )
     server = _Server(
         uvicorn.Config(
-            build_app(agent, token=settings.token),
+            build_app(agent, token=settings.token, on_answer=on_answer),
             log_config=None,
             log_level="warning",
             access_log=False,
