@@ -43,6 +43,7 @@ COMMANDS = (
     "rank",
     "export",
     "validate-benchmark",
+    "serve",
 )
 
 
@@ -134,6 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_skill_commands(sub, o)
     _add_fork_commands(sub, o)
     _add_format_commands(sub, o)
+    _add_serve_commands(sub, o)
     return parser
 
 
@@ -297,6 +299,43 @@ def _add_skill_commands(sub: Any, o: Options) -> None:
         "--eval-run",
         help="eval run whose accuracy goes into metadata (default: "
         "the latest finished eval of the version, else training's final test run)",
+    )
+
+
+def _add_serve_commands(sub: Any, o: Options) -> None:
+    p = add_command(
+        sub,
+        "serve",
+        "serve the workspace's agent at an OpenAI-compatible endpoint (docs/serving.md)",
+        "serve -w workspaces/demo --port 8000",
+        [o.verbose, o.workspace, o.model],
+    )
+    p.add_argument(
+        "--version",
+        help="best (default when recorded, else current), current, or a skills version vN",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: any free)")
+    p.add_argument(
+        "--token",
+        help="bearer token clients must send; required beyond loopback "
+        "(or set SKILL_TRAINER_SERVE_TOKEN)",
+    )
+    p.add_argument("--name", help="model name clients ask for (default: the workspace folder)")
+    report = sub.choices["report"]
+    report.add_argument(
+        "--savings",
+        action="store_true",
+        help="cost, latency and accuracy of a serve/eval/infer run against a baseline",
+    )
+    report.add_argument(
+        "--run", metavar="ID", help="with --savings: the run (default: latest serve, eval, infer)"
+    )
+    report.add_argument(
+        "--baseline-model", metavar="MODEL", help="with --savings: price the same tokens at MODEL"
+    )
+    report.add_argument(
+        "--baseline-run", metavar="ID", help="with --savings: compare with another logged run"
     )
 
 
@@ -573,20 +612,28 @@ def stopped_message(args: argparse.Namespace, reason: str) -> str:
     )
 
 
+# The module of each command not handled by app/commands.py; only that module is imported.
+COMMAND_MODULES = {
+    "fork": "app.fork_commands",
+    "rank": "app.fork_commands",
+    "export": "app.fork_commands",
+    "validate-benchmark": "app.validate_commands",
+    "serve": "app.serve_commands",
+}
+
+
 def dispatch(args: argparse.Namespace) -> int:
     # imported here, not at the top, and only the module the command needs: `--help`,
     # `--version` and a refused API key stay fast
-    from app import commands
+    import importlib
 
-    if args.command in commands.HANDLERS:
-        return commands.HANDLERS[args.command](args)
-    from app import validate_commands
+    if args.command == "report" and (args.savings or args.baseline_model or args.baseline_run):
+        from app import serve_commands
 
-    if args.command in validate_commands.HANDLERS:
-        return validate_commands.HANDLERS[args.command](args)
-    from app import fork_commands
-
-    return fork_commands.HANDLERS[args.command](args)
+        return serve_commands.cmd_savings(args)
+    module = importlib.import_module(COMMAND_MODULES.get(args.command, "app.commands"))
+    handlers: dict[str, Callable[[argparse.Namespace], int]] = module.HANDLERS
+    return handlers[args.command](args)
 
 
 def entry() -> int:

@@ -37,6 +37,7 @@ ENTRY_POINTS = frozenset(
         "app.commands",
         "app.fork_commands",
         "app.validate_commands",
+        "app.serve_commands",
         "app.demo",
         "app.report",
         "app.api",
@@ -69,6 +70,17 @@ HARNESS_ROOMS: dict[str, frozenset[str]] = {
             "harness.skills",
             "harness.rollouts",
             "harness.data",
+        }
+    ),
+    "harness.serving": frozenset(
+        {
+            "core",
+            "support",
+            "providers",
+            "harness.workspace",
+            "harness.skills",
+            "harness.rollouts",
+            "harness.serving",
         }
     ),
 }

@@ -71,6 +71,7 @@ def test_help_lists_every_command() -> None:
         "rank",
         "export",
         "validate-benchmark",
+        "serve",
     }
     assert expected <= listed, proc.stdout
     assert set(COMMANDS) == expected

@@ -42,6 +42,7 @@ from app.harness.workspace.log_rows import (
     PredictionRow,
     RoleCalls,
     RoleIO,
+    RunCalls,
     RunListRow,
     RunRow,
     SpendRow,
@@ -476,6 +477,19 @@ class LogReader(_Queries):
             )
         )
 
+    def prediction_latencies(self, run_id: str) -> list[float]:
+        """latency_s of every answered question of a run, sorted (savings: p50/p95)."""
+        return sorted(
+            r["latency_s"]
+            for r in self._rows(
+                "SELECT latency_s FROM predictions WHERE run_id = ? AND latency_s IS NOT NULL",
+                (run_id,),
+            )
+        )
+
+    def prediction_count(self, run_id: str) -> int:
+        return int(self._scalar("SELECT COUNT(*) FROM predictions WHERE run_id = ?", (run_id,)))
+
     # -- change marks -----------------------------------------------------------------------
     def marks(self) -> LogMarks:
         row = self.log.conn.execute(
@@ -574,6 +588,23 @@ class CallReader(_Queries):
                 "SELECT purpose, status, COUNT(*) AS n FROM reply_attempts GROUP BY purpose, status"
             )
         }
+
+    def run_totals(self, run_id: str) -> RunCalls:
+        """A run's calls: how many were paid and what they cost, the cache hits, the tokens of
+        every call (a cache hit logs its tokens at no cost), and the models called."""
+        row = self._rows(
+            "SELECT COALESCE(SUM(cache_hit = 0), 0) AS paid_calls, "
+            "COALESCE(SUM(cache_hit), 0) AS cache_hits, "
+            "COALESCE(SUM(CASE WHEN cache_hit = 0 THEN cost_usd END), 0) AS cost_usd, "
+            "COALESCE(SUM(tokens_in), 0) AS tokens_in, "
+            "COALESCE(SUM(tokens_out), 0) AS tokens_out "
+            "FROM llm_calls WHERE run_id = ?",
+            (run_id,),
+        )[0]
+        models = self._column(
+            "SELECT DISTINCT model FROM llm_calls WHERE run_id = ? ORDER BY model", (run_id,)
+        )
+        return RunCalls(**row, models=tuple(models))
 
     def spend_from_calls(self) -> list[SpendRow]:
         """Paid calls by run as `llm_calls` has them (a workspace from before the ledger)."""

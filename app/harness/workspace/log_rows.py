@@ -337,3 +337,15 @@ class BranchDetail:
     columns: dict[str, Any]
     reasoning: list[dict[str, Any]] = field(default_factory=list)
     verdicts: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class RunCalls:
+    """One run's model calls summed: the paid ones (cost and tokens) and the cache hits."""
+
+    paid_calls: int
+    cache_hits: int
+    cost_usd: float  # of the paid calls
+    tokens_in: int  # of every call, cache hits included
+    tokens_out: int
+    models: tuple[str, ...]

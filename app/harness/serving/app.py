@@ -1,0 +1,191 @@
+"""The FastAPI application: /v1/chat/completions, /v1/models, /healthz.
+
+With a token, every /v1 route needs `Authorization: Bearer <token>` (compared in constant
+time); /healthz stays open for load balancers and gives only the served name and the number
+of requests in flight. Errors are OpenAI-shaped JSON with one-line messages.
+"""
+
+from __future__ import annotations
+
+import hmac
+import time
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from loguru import logger
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from app.harness.serving.agent import ServedAgent, ServedAnswer
+from app.harness.serving.chat import (
+    MAX_BODY_BYTES,
+    ChatRequestError,
+    Completion,
+    completion_body,
+    error_body,
+    parse_request,
+    sse_chunks,
+)
+from app.providers.errors import BudgetExceeded
+from app.secrets import scrub
+from core.types import StopReason
+
+FLUSH_INTERVAL_S = 0.5
+
+
+def _error(
+    status: int,
+    message: str,
+    *,
+    code: str,
+    param: str | None = None,
+    kind: str = "invalid_request_error",
+) -> JSONResponse:
+    return JSONResponse(error_body(message, code=code, param=param, kind=kind), status_code=status)
+
+
+def build_app(
+    agent: ServedAgent,
+    *,
+    token: str | None = None,
+    on_answer: Callable[[ServedAnswer], None] | None = None,
+) -> FastAPI:
+    """`on_answer` is the seam for a capture hook (e.g. an OTLP exporter) run per answer."""
+
+    app = FastAPI(title="skill-trainer", docs_url=None, redoc_url=None, openapi_url=None)
+    app.add_middleware(_Overhead, agent=agent)
+
+    def refused(request: Request) -> JSONResponse | None:
+        if token is None:
+            return None
+        header = request.headers.get("authorization", "")
+        given = header[7:] if header[:7].lower() == "bearer " else ""
+        if hmac.compare_digest(given.encode(), token.encode()):
+            return None
+        return _error(
+            401,
+            "missing or wrong bearer token (Authorization: Bearer <token>)",
+            code="invalid_api_key",
+            kind="authentication_error",
+        )
+
+    @app.get("/healthz")
+    async def healthz() -> dict[str, Any]:
+        return {"status": "ok", "model": agent.name, "in_flight": agent.counters.in_flight}
+
+    @app.get("/v1/models", response_model=None)
+    async def models(request: Request) -> Response | dict[str, Any]:
+        if (denied := refused(request)) is not None:
+            return denied
+        return {
+            "object": "list",
+            "data": [
+                {
+                    "id": agent.name,
+                    "object": "model",
+                    "created": agent.counters.started_unix,
+                    "owned_by": "skill-trainer",
+                }
+            ],
+        }
+
+    @app.post("/v1/chat/completions", response_model=None)
+    async def chat(request: Request) -> Response:
+        if (denied := refused(request)) is not None:
+            return denied
+        if int(request.headers.get("content-length") or 0) > MAX_BODY_BYTES:
+            return _error(413, f"request body larger than {MAX_BODY_BYTES} bytes", code="too_large")
+        try:
+            parsed = parse_request(await request.body())
+        except ChatRequestError as e:
+            return _error(e.status, str(e), code=e.code, param=e.param)
+        if parsed.model != agent.name:
+            return _error(
+                404,
+                f"model {parsed.model[:80]!r} is not served here "
+                f"(this server serves {agent.name!r})",
+                code="model_not_found",
+                param="model",
+            )
+        try:
+            served = await agent.answer(parsed.task, parsed.task_type, parsed.context)
+        except BudgetExceeded as e:
+            agent.counters.budget_refusals += 1
+            return _error(
+                402,
+                f"spend cap reached: {scrub(str(e))[:300]}",
+                code="budget_exceeded",
+                kind="insufficient_quota",
+            )
+        request.state.agent_s = served.agent_s
+        if on_answer is not None:
+            on_answer(served)
+        if served.error:
+            return _error(
+                502,
+                f"the agent's model failed: {served.error[:300]}",
+                code="upstream_error",
+                kind="api_error",
+            )
+        completion = _completion(agent, served, parsed.model)
+        if not parsed.stream:
+            return JSONResponse(completion_body(completion))
+        return StreamingResponse(
+            iter(sse_chunks(completion, parsed.include_usage)), media_type="text/event-stream"
+        )
+
+    return app
+
+
+class _Overhead:
+    """Server time minus agent time of each answered chat request: from the ASGI call to the
+    last byte handed to the server (the handler leaves the agent's time in the scope state)."""
+
+    def __init__(self, app: ASGIApp, agent: ServedAgent) -> None:
+        self.app = app
+        self.agent = agent
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] != "/v1/chat/completions":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+        await self.app(scope, receive, send)
+        agent_s = scope.get("state", {}).get("agent_s")
+        if agent_s is not None:
+            self.agent.counters.overheads_s.append(time.perf_counter() - start - agent_s)
+
+
+def _completion(agent: ServedAgent, served: ServedAnswer, model: str) -> Completion:
+    return Completion(
+        completion_id=served.request_id,
+        model=model,
+        content=served.content,
+        finish_reason="length" if served.stop_reason == StopReason.MAX_STEPS else "stop",
+        tokens_in=served.tokens_in,
+        tokens_out=served.tokens_out,
+        created=int(time.time()),
+        extra={
+            "run_id": agent.run_id,
+            "request_id": served.request_id,
+            "skills_opened": list(served.skills_opened),
+            "skill_mode": agent.prompts.skill_mode,
+            "skills_version": agent.prompts.skills_version,
+            "prompts_version": agent.prompts.prompts_version,
+            "answer": served.answer,
+            "stop_reason": served.stop_reason,
+            "cost_usd": served.cost_usd,
+            "agent_ms": round(served.agent_s * 1000, 3),
+        },
+    )
+
+
+async def flush_periodically(agent: ServedAgent) -> None:
+    while True:
+        await anyio.sleep(FLUSH_INTERVAL_S)
+        try:
+            agent.flush()
+        except Exception as e:  # a full disk must not stop answering; the next flush retries
+            logger.warning("serve: could not write the log yet: {}", scrub(str(e))[:200])
