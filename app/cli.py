@@ -375,6 +375,13 @@ def _add_fork_commands(sub: Any, o: Options) -> None:
         action="store_true",
         help="also export questions of the test pool (left out by default)",
     )
+    p.add_argument(
+        "--format",
+        choices=("jsonl", "otlp", "inspect"),
+        default="jsonl",
+        help="jsonl: DPO/SFT/reward files of ranked forks (default); otlp: runs and forks as "
+        "OTLP JSON GenAI spans; inspect: an Inspect AI eval log per run",
+    )
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
