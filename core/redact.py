@@ -255,7 +255,7 @@ MIN_SWITCH_RATE = 0.3
 _SEPARATORS = "=_-/+"
 # the look-behind makes a run start only at the start of a token (else the engine retries the
 # run from each of its characters)
-_RUN = re.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/=_\-]{" + str(ENTROPY_MIN_LEN) + ",}")
+_RUN = re.compile(r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/_\-]{" + str(ENTROPY_MIN_LEN) + ",}={0,2}")
 _HEX_DIGEST_LENGTHS = frozenset({32, 40, 56, 64, 96, 128})  # md5, sha1/git, sha224, sha256, ...
 _HEX = re.compile(r"[0-9a-fA-F]+")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
