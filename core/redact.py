@@ -123,7 +123,7 @@ _PATTERNS: tuple[_Pattern, ...] = (
         RedactionKind.AWS_KEY,
         re.compile(
             r"(?i)(?:aws_?secret_?access_?key|aws_?secret|secret_?access_?key)"
-            r"[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"
+            r"\\{0,2}[\"']?\s*[:=]\s*\\{0,2}[\"']?([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"
         ),
         ("ecret",),
         1,
@@ -200,7 +200,7 @@ _PATTERNS: tuple[_Pattern, ...] = (
         # says it is a secret, when the value is token-like and holds a letter and a digit
         re.compile(
             r"(?i)(?:passw(?:or)?d|pwd|secret|api_?key|access_?key|auth_?token|access_?token"
-            r"|refresh_?token|private_?key)[\"']?\s*[:=]\s*[\"']?"
+            r"|refresh_?token|private_?key)\\{0,2}[\"']?\s*[:=]\s*\\{0,2}[\"']?"
             r"((?=[^\s\"']*[0-9])(?=[^\s\"']*[A-Za-z])[A-Za-z0-9_\-+/=.~!@#$%^&*]{8,200})"
         ),
         ("ass", "ASS", "wd", "WD", "ecret", "ECRET", "ey", "EY", "oken", "OKEN"),
@@ -211,7 +211,7 @@ _PATTERNS: tuple[_Pattern, ...] = (
         # `Authorization: Bearer x`, `authorization=Basic x`, `"Authorization": "token x"`,
         # and a bare `Bearer x` (a curl line, a header dump)
         re.compile(
-            r"(?i)(?:\bauthorization[\"']?\s*[:=]\s*[\"']?\s*(?:bearer|basic|token|bot|digest)?"
+            r"(?i)(?:\bauthorization\\{0,2}[\"']?\s*[:=]\s*\\{0,2}[\"']?\s*(?:bearer|basic|token|bot|digest)?"
             r"|\bbearer)\s+([A-Za-z0-9._~+/\-]{8,}=*)"
         ),
         ("uthorization", "UTHORIZATION", "earer", "EARER"),
