@@ -640,7 +640,8 @@ def _inspect_sample(t: Trajectory) -> dict[str, Any]:
     calls_by_turn: dict[int, list[dict[str, Any]]] = {}
     used: dict[int, int] = {}
     for step in t.steps:
-        turn = step.get("turn") if isinstance(step.get("turn"), int) else -1
+        raw_turn = step.get("turn")
+        turn = raw_turn if isinstance(raw_turn, int) else -1
         if step.get("type") == "model":
             calls = [c for c in step.get("tool_calls") or [] if isinstance(c, dict)]
             calls_by_turn[turn] = calls
