@@ -265,6 +265,7 @@ ENTROPY_WINDOW = 20
 # letters and digits 3.9 (3.55); bench/redaction.py measures what these thresholds cost.
 ENTROPY_THRESHOLD = 3.5
 SEPARATOR_SHARE = 0.2
+ENTROPY_SAMPLE = 1024  # characters of a run the tests below look at
 MIN_SWITCH_RATE = 0.3
 _SEPARATORS = "=_-/+"
 # the look-behind makes a run start only at the start of a token (else the engine retries the
@@ -427,16 +428,17 @@ def looks_like_digest(token: str) -> bool:
 def is_high_entropy(token: str) -> bool:
     """A token-like run that reads as random. Digests and UUIDs are excepted; so are runs with
     many separators (`snake_case_names`, `kebab-names`, paths: random base64 has about one
-    `+`, `/`, `-` or `_` in 32 characters, short words one in four). What is left must switch between
-    digits, capitals and small letters often (random text every other character, CamelCase
+    `+`, `/`, `-` or `_` in 32 characters, short words one in four). What is left must switch
+    between digits, capitals and small letters often (random text every other character, CamelCase
     once a word) and hold a window of ENTROPY_THRESHOLD bits per character."""
     core_token = token.strip(_SEPARATORS)
-    n = len(core_token)
-    if n < ENTROPY_MIN_LEN or looks_like_digest(core_token):
+    if len(core_token) < ENTROPY_MIN_LEN or looks_like_digest(core_token):
         return False
-    if sum(c in _SEPARATORS for c in core_token) > SEPARATOR_SHARE * n:
+    sample = core_token[:ENTROPY_SAMPLE]  # a megabyte of base64 is judged by its start
+    n = len(sample)
+    if sum(c in _SEPARATORS for c in sample) > SEPARATOR_SHARE * n:
         return False
-    alnum = "".join(c for c in core_token if c.isalnum())
+    alnum = "".join(c for c in sample if c.isalnum())
     digits = sum(c.isdigit() for c in alnum)
     upper = sum(c.isupper() for c in alnum)
     lower = len(alnum) - digits - upper

@@ -8,6 +8,7 @@ import hashlib
 import json
 import random
 import string
+import time
 import uuid
 
 import pytest
@@ -172,3 +173,13 @@ def test_redact_json_touches_only_string_values_and_stays_valid():
     assert back["messages"][0]["content"] == f'say "{placeholder(secret)}"\nplease'
     assert set(back) == set(record)
     assert redact_json("plain", redact_all) == "plain"
+
+
+def test_huge_inputs_take_bounded_time():
+    """A megabyte token, thousands of `@` and repeated PEM headers: seconds, not minutes."""
+    blob = "".join(RNG.choice(B62 + "+/") for _ in range(1_000_000))
+    text = f"image {blob} and " + "@" * 50_000 + " -----BEGIN PRIVATE KEY-----" * 200
+    started = time.perf_counter()
+    out = redact_all(text)
+    assert time.perf_counter() - started < 5.0
+    assert blob not in out
