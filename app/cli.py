@@ -365,7 +365,12 @@ def _add_fork_commands(sub: Any, o: Options) -> None:
         "export -w workspaces/mine fork-1 --out exports/",
         [o.verbose, o.workspace, o.json],
     )
-    p.add_argument("rollout_ids", nargs="+", help="ranked forks to export (e.g. fork-1)")
+    p.add_argument(
+        "rollout_ids",
+        nargs="+",
+        help="ranked forks to export (e.g. fork-1); with --format otlp or inspect, any fork or "
+        "run id (e.g. infer-1)",
+    )
     p.add_argument("--out", type=Path, help="folder (default WS/exports/<first rollout>)")
     p.add_argument(
         "--overwrite", action="store_true", help="replace a previous export in the folder"
