@@ -1327,6 +1327,8 @@ def _exported_file(manifest: Mapping[str, Any]) -> ExportedFile:
 
 # --- trace export (OTLP, Inspect) ---
 
+__all__ += ["TraceExportResult", "TraceFile", "export_traces"]
+
 
 @dataclass(frozen=True)
 class TraceFile:
