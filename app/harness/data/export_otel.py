@@ -6,8 +6,10 @@ question). Every string goes through every redaction pass (app/secrets.py `scrub
 before it is mapped, so the files hold the same placeholders as the JSONL export.
 
 OTLP (`otlp.json`): one OTLP/JSON `ExportTraceServiceRequest` (the body an OTLP/HTTP
-collector, Phoenix or Langfuse's OTLP endpoint accepts): `resourceSpans[].scopeSpans[].spans[]`,
-ids as lower-case hex, `kind` and `status.code` as the protobuf enum numbers, times as
+collector, Phoenix or Langfuse's OTLP endpoint accepts; opentelemetry-proto
+docs/specification.md, "JSON Protobuf Encoding"): `resourceSpans[].scopeSpans[].spans[]`,
+ids as lower-case hex (not the base64 of the plain protobuf JSON mapping), `kind` and
+`status.code` as integers (enum names are not allowed there), times as
 decimal strings of Unix nanoseconds, attributes as `{key, value: {stringValue | intValue |
 doubleValue | boolValue}}` (`intValue` a decimal string, as the protobuf JSON mapping writes
 int64). Attribute names follow the OpenTelemetry GenAI semantic conventions
