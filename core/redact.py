@@ -132,8 +132,8 @@ _PATTERNS: tuple[_Pattern, ...] = (
             r"\\{0,2}[\"']?\s*[:=]\s*\\{0,2}[\"']?([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"
         ),
         ("aws", "secret"),
-        1,
-        True,
+        fold=True,
+        group=1,
     ),
     _Pattern(
         RedactionKind.GCP_KEY,
@@ -146,8 +146,8 @@ _PATTERNS: tuple[_Pattern, ...] = (
             r"(?i)(?:AccountKey|SharedAccessKey|SharedAccessSignature|sig)=([A-Za-z0-9+/%]{20,}={0,2})"
         ),
         ("accountkey", "sharedaccesskey", "sharedaccesssignature", "sig="),
-        1,
-        True,
+        fold=True,
+        group=1,
     ),
     _Pattern(
         RedactionKind.AZURE_KEY,
@@ -216,8 +216,8 @@ _PATTERNS: tuple[_Pattern, ...] = (
             r"((?=[^\s\"']*[0-9])(?=[^\s\"']*[A-Za-z])[A-Za-z0-9_\-+/=.~!@#$%^&*]{8,200})"
         ),
         ("passw", "pwd", "secret", "api", "access", "auth", "refresh", "private"),
-        1,
-        True,
+        fold=True,
+        group=1,
     ),
     _Pattern(
         RedactionKind.AUTH_HEADER,
@@ -228,8 +228,8 @@ _PATTERNS: tuple[_Pattern, ...] = (
             r"|\bbearer)\s+([A-Za-z0-9._~+/\-]{8,}=*)"
         ),
         ("authorization", "bearer"),
-        1,
-        True,
+        fold=True,
+        group=1,
     ),
 )
 
