@@ -6,8 +6,8 @@ the same `[REDACTED:…]`):
 - `scrub` runs on every log line, cache entry, run summary and atomic file write, and the
   harness log's row writer (app/harness/workspace/log.py `_clean`) runs the same two passes:
   the environment's secret values and credentials inside URLs. It is kept to those two on
-  purpose: on one of bench/log_write.py's 3.7 kB trajectory rows they cost about 4 µs, the
-  key-format passes about 90 µs and all passes about 150 µs, against a budget of 50 µs a row
+  purpose: on one of bench/log_write.py's 3.7 kB trajectory rows they cost about 4 µs of CPU,
+  the key-format passes about 105 µs and all passes about 175 µs, against a budget of 50 µs a row
   for the log (bench/log_write.py: 20,000 rows/s); bench/redaction.py prints both tiers'
   cost per kB of ordinary text. Nothing secret is lost by it:
   what the process itself sends is its environment's keys, which the first pass knows.
