@@ -1448,3 +1448,66 @@ def savings(
         "a model name or None",
     )
     return savings_report(_workspace(workspace), run_id, baseline_model, baseline_run)
+
+
+# --- trace export (OTLP, Inspect) ---
+
+__all__ += ["TraceExportResult", "TraceFile", "export_traces"]
+
+
+@dataclass(frozen=True)
+class TraceFile:
+    """One file of a trace export and its manifest (`<file>.manifest.json` beside it)."""
+
+    file: str
+    format: str
+    count: int  # trajectories: fork branches or run predictions
+    sha256: str
+    run_ids: tuple[str, ...]
+    test_pool_included: bool
+    simulated_model: bool
+    created_at: str
+
+
+@dataclass(frozen=True)
+class TraceExportResult:
+    out: Path
+    files: dict[str, TraceFile]  # by file name: "otlp.json" or "inspect-<run>.json"
+
+
+def export_traces(
+    workspace: str | Path,
+    run_ids: list[str] | str,
+    *,
+    format: str = "otlp",  # noqa: A002 -- the CLI's --format
+    out: str | Path | None = None,
+    include_test: bool = False,
+    overwrite: bool = False,
+) -> TraceExportResult:
+    """Write runs or forks `run_ids` as OTLP JSON (`format="otlp"`: GenAI spans, one trace per
+    trajectory) or as Inspect AI eval logs (`format="inspect"`) into `out` (default
+    `<workspace>/exports/<first id>`), every string redacted (app/secrets.py `scrub_json`);
+    the step-to-span mapping is in app/harness/data/export_otel.py. Calls no model."""
+    from app.harness.data.export_otel import FORMATS
+    from app.harness.data.export_otel import export_traces as write_traces
+
+    root = _workspace(workspace)
+    ids = _names("run_ids", run_ids)
+    if not ids:
+        raise _bad("run_ids", run_ids, "at least one run or fork id")
+    _expect("format", format, format in FORMATS, " or ".join(repr(f) for f in FORMATS))
+    _expect("out", out, _is_path(out, none=True), "a folder's path or None")
+    _expect("include_test", include_test, isinstance(include_test, bool), "True or False")
+    _expect("overwrite", overwrite, isinstance(overwrite, bool), "True or False")
+    with (
+        WriterLock(root, "export"),
+        Session(root, resolve_config(), Bars(enabled=False), calls_models=False) as session,
+    ):
+        target = Path(out) if out is not None else session.paths.root / "exports" / ids[0]
+        manifests = write_traces(
+            session, ids, target, format, include_test=include_test, overwrite=overwrite
+        )
+    return TraceExportResult(
+        target,
+        {n: TraceFile(**{**m, "run_ids": tuple(m["run_ids"])}) for n, m in manifests.items()},
+    )

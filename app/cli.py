@@ -406,7 +406,12 @@ def _add_fork_commands(sub: Any, o: Options) -> None:
         "export -w workspaces/mine fork-1 --out exports/",
         [o.verbose, o.workspace, o.json],
     )
-    p.add_argument("rollout_ids", nargs="+", help="ranked forks to export (e.g. fork-1)")
+    p.add_argument(
+        "rollout_ids",
+        nargs="+",
+        help="ranked forks to export (e.g. fork-1); with --format otlp or inspect, any fork or "
+        "run id (e.g. infer-1)",
+    )
     p.add_argument("--out", type=Path, help="folder (default WS/exports/<first rollout>)")
     p.add_argument(
         "--overwrite", action="store_true", help="replace a previous export in the folder"
@@ -415,6 +420,13 @@ def _add_fork_commands(sub: Any, o: Options) -> None:
         "--include-test",
         action="store_true",
         help="also export questions of the test pool (left out by default)",
+    )
+    p.add_argument(
+        "--format",
+        choices=("jsonl", "otlp", "inspect"),
+        default="jsonl",
+        help="jsonl: DPO/SFT/reward files of ranked forks (default); otlp: runs and forks as "
+        "OTLP JSON GenAI spans; inspect: an Inspect AI eval log per run",
     )
 
 

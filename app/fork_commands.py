@@ -99,6 +99,10 @@ def rank_lines(result: api.RankResult, workspace: Path) -> list[str]:
 def cmd_export(args: argparse.Namespace) -> int:
     from app import api
 
+    if args.format != "jsonl":  # runs and forks as traces: app/export_commands.py
+        from app.export_commands import cmd_export_traces
+
+        return cmd_export_traces(args)
     result = api.export(
         args.workspace,
         args.rollout_ids,

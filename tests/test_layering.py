@@ -38,6 +38,7 @@ ENTRY_POINTS = frozenset(
         "app.fork_commands",
         "app.validate_commands",
         "app.serve_commands",
+        "app.export_commands",
         "app.demo",
         "app.report",
         "app.api",

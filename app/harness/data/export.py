@@ -26,6 +26,8 @@ without any memory block, and with each skill stripped of its momentum block and
 `export-skills` strips it: core/evolution/edits.py `strip_momentum`); the completion is the
 branch's final reply.
 
+Every record's string values go through every redaction pass (app/secrets.py `scrub_json`),
+so each line stays valid JSON and the same secret gets the same placeholder in every file.
 Questions of the test pool (app/harness/rollouts/pools.py) are left out unless `include_test`.
 Every file gets `<file>.manifest.json`: counts, source versions, rollout ids, sha256 of the
 file, layout and whether a simulated model wrote it. All files are written into a hidden
@@ -59,6 +61,7 @@ from app.harness.workspace.atomic import (
 )
 from app.harness.workspace.clock import now_iso
 from app.harness.workspace.ids import check_run_id
+from app.secrets import scrub_json
 from core.evolution.edits import strip_momentum
 from core.types import Question
 
@@ -260,4 +263,7 @@ def _staged(out_dir: Path) -> Iterator[Path]:
 
 
 def _dump(obj: dict) -> str:
-    return json.dumps(obj, ensure_ascii=False, sort_keys=False)
+    """One record as a JSON line, every string value through every redaction pass (key
+    formats, e-mail and private IP addresses, high-entropy tokens: app/secrets.py `scrub_json`)
+    first: model replies can echo what a tool read, and an export leaves the workspace."""
+    return json.dumps(scrub_json(obj), ensure_ascii=False, sort_keys=False)
