@@ -358,6 +358,7 @@ def _add_fork_commands(sub: Any, o: Options) -> None:
         help="judge calls per batch (one question's branches); default judge_max_calls_per_batch",
     )
     p.add_argument("--no-memory", action="store_true", help="do not store winners as memories")
+    _add_curation_rank_options(p)
     p = add_command(
         sub,
         "export",
@@ -375,6 +376,37 @@ def _add_fork_commands(sub: Any, o: Options) -> None:
         action="store_true",
         help="also export questions of the test pool (left out by default)",
     )
+    _add_curation_export_options(p)
+
+
+def _add_curation_rank_options(p: Any) -> None:
+    """`rank --cascade` (app/harness/data/curation.py)."""
+    p.add_argument(
+        "--cascade",
+        action="store_true",
+        help="verifiers cheapest first; a branch stops at its first non-pass",
+    )
+    p.add_argument(
+        "--verifier-cost",
+        action="append",
+        default=[],
+        metavar="NAME=SECONDS",
+        help="declared mean cost of a verifier for --cascade (else measured; repeatable)",
+    )
+
+
+def _add_curation_export_options(p: Any) -> None:
+    """Curated exports (app/harness/data/export_formats.py); `export verify DIR` checks one."""
+    p.add_argument(
+        "--mix",
+        metavar="CLASS=SHARE,...",
+        help="SFT class mix, e.g. pristine=0.65,recovery=0.25 (negatives: preference only)",
+    )
+    p.add_argument(
+        "--by", choices=("tokens", "count"), default="tokens", help="what --mix shares count"
+    )
+    p.add_argument("--mix-total", type=int, help="size of the mix (tokens or records)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the mix's down-sampling")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
