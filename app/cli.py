@@ -343,7 +343,7 @@ def _add_fork_commands(sub: Any, o: Options) -> None:
         action="append",
         default=None,
         metavar="NAME",
-        help="checker (default), completed, or module:function (repeatable)",
+        help="checker (default), completed, trajectory, or module:function (repeatable)",
     )
     p.add_argument(
         "--weight",
