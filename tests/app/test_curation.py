@@ -279,3 +279,31 @@ def test_verify_against_the_workspace_sees_a_changed_verifier_list(
     assert result.first_failure is not None
     assert "verifiers hash differs from the workspace's" in result.first_failure
     assert api.export_verify(exported).failures == 0  # the records themselves are intact
+
+
+def test_a_tool_mode_fork_exports_the_tools_it_was_offered(ranked: Path, tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    shutil.copytree(ranked, ws)
+    tool_mode = {"skill_mode": "tool"}
+    api.fork(
+        ws,
+        overrides=tool_mode,
+        branches=2,
+        pool="all",
+        task_types=TASK_TYPES,
+        limit=6,
+        rollout_id="t",
+    )
+    api.rank(ws, "t", overrides=tool_mode, remember=False)
+    api.export(ws, ["t"], out=tmp_path / "out", include_test=True)  # the default config: inline
+    records = read_jsonl(tmp_path / "out" / "kto.jsonl")
+    assert records
+    for rec in records:
+        system = rec["prompt"][0]["content"]
+        calls = {c["function"]["name"] for m in rec["completion"] for c in m.get("tool_calls", [])}
+        assert "read_skill" in calls and "# Skill for task type" not in system
+    for rec in read_jsonl(tmp_path / "out" / "sft_trl.jsonl"):
+        offered = {t["function"]["name"] for t in json.loads(rec["tools"])}
+        called = {c["function"]["name"] for m in rec["messages"] for c in m.get("tool_calls", [])}
+        assert "read_skill" in offered and called <= offered
+    assert api.export_verify(tmp_path / "out", ws).failures == 0

@@ -192,7 +192,7 @@ def export_rollouts(
                     )
                 )
     curated, curation_manifest = curated_lines(
-        session, rollout_ids, test_ids, _prompt_messages, curation or CurationOptions()
+        session, rollout_ids, test_ids, curation or CurationOptions()
     )
     lines.update(curated)
     with _staged(Path(out_dir)) as staging:

@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from app.errors import UserError
@@ -40,6 +40,7 @@ from app.harness.data.lineage import SIDECAR_SUFFIX, LineageSources, lineage_key
 from app.harness.rollouts.agent_prompts import AgentPrompts
 from core import curation, lineage
 from core.curation import MixItem, MixShortfall, TrajectoryClass
+from core.evolution.edits import strip_momentum
 from core.types import Question
 
 if TYPE_CHECKING:
@@ -176,12 +177,12 @@ def curated_lines(
     session: Session,
     rollout_ids: Sequence[str],
     test_ids: set[str],
-    prompt_for: Any,
     options: CurationOptions,
 ) -> tuple[dict[str, list[str]], dict[str, Any]]:
     """Every curated file's lines and the curation manifest; a mix that cannot be filled is
     refused (UserError naming the shortfall) before anything is written."""
-    candidates = _candidates(session, rollout_ids, test_ids, prompt_for)
+    sources = LineageSources(session)
+    candidates = _candidates(session, sources, rollout_ids, test_ids)
     sft_pool = [c for c in candidates if c.cls in MIXABLE]
     requested: Mapping[str, float] = options.mix or {"pristine": 1.0, "recovery": 1.0}
     mix_report: dict[str, Any]
@@ -210,7 +211,6 @@ def curated_lines(
             "binding_class": result.binding,
         }
     key = lineage_key()
-    sources = LineageSources(session)
     lines: dict[str, list[str]] = {name: [] for name in CURATED_LAYOUTS}
     sidecar: list[str] = []
     pref_tokens = {"positive": 0, "negative": 0}
@@ -292,10 +292,10 @@ def _seal(
 
 
 def _candidates(
-    session: Session, rollout_ids: Sequence[str], test_ids: set[str], prompt_for: Any
+    session: Session, sources: LineageSources, rollout_ids: Sequence[str], test_ids: set[str]
 ) -> list[_Candidate]:
     out: list[_Candidate] = []
-    prompts_cache: dict[tuple[str, str], AgentPrompts] = {}
+    stripped: dict[int, AgentPrompts] = {}
     for rid in rollout_ids:
         classes = stored_classes(session.log, rid)
         if not classes:
@@ -311,14 +311,21 @@ def _candidates(
             detail = classes.get((b["question_id"], b["branch_index"]))
             if question is None or detail is None or b["question_id"] in test_ids:
                 continue
-            prompt = prompt_for(prompts_cache, session, b, question)
-            tools = [t.as_openai() for t in prompts_cache_tools(prompts_cache, b, question)]
-            cls = TrajectoryClass(detail["class"])
+            # the fork's own skill mode (a tool-mode fork offered read_skill), and the skills
+            # as export-skills writes them (no momentum block), like export.py's prompts
+            ran = sources.prompts_of(b)
+            if id(ran) not in stripped:
+                skills = {
+                    n: strip_momentum(t) if n.endswith(".md") else t for n, t in ran.skills.items()
+                }
+                stripped[id(ran)] = replace(ran, skills=skills)
+            prompt = stripped[id(ran)].opening_messages(question)
+            tools = [t.as_openai() for t in ran.tools_for(question)]
             record = {"messages": prompt + trajectory_messages(steps_of(b), json_arguments=True)}
             out.append(
                 _Candidate(
                     f"{rid}/{b['question_id']}/{b['branch_index']}",
-                    cls,
+                    TrajectoryClass(detail["class"]),
                     b,
                     question,
                     prompt,
@@ -328,12 +335,6 @@ def _candidates(
                 )
             )
     return out
-
-
-def prompts_cache_tools(
-    cache: Mapping[tuple[str, str], AgentPrompts], branch: Mapping[str, Any], question: Question
-) -> list[Any]:
-    return cache[(branch["skills_version"], branch["prompts_version"])].tools_for(question)
 
 
 def _dump(obj: dict[str, Any]) -> str:

@@ -4,7 +4,7 @@
 Components of a record's lineage, all recomputable from the workspace:
 - `skills`, `prompts`: the versions the branch ran, hashed as a run's provenance hashes
   them (app/harness/rollouts/session.py `provenance`, without memories);
-- `tool_manifest`: the tool schemas the branch was offered;
+- `tool_manifest`: the tool schemas the branch was offered (in the fork's skill mode);
 - `benchmark`: the benchmark's content hash;
 - `verifiers`: the verifier list with each verifier's status on the branch, in stored order;
 - `model`: the agent model and the branch's sampling parameters (temperature, seed,
@@ -51,18 +51,24 @@ class LineageSources:
 
     def __init__(self, session: Session) -> None:
         self.session = session
-        self._prompts: dict[tuple[str, str], tuple[AgentPrompts, str, str]] = {}
+        self._prompts: dict[tuple[str, str, str], tuple[AgentPrompts, str, str]] = {}
         self._configs: dict[str, dict[str, Any]] = {}
         self._verdicts: dict[str, dict[tuple[str, int], list[list[str]]]] = {}
 
-    def _versions(self, skills: str, prompts: str) -> tuple[AgentPrompts, str, str]:
-        key = (skills, prompts)
+    def prompts_of(self, branch: Mapping[str, Any]) -> AgentPrompts:
+        """The skills and prompts versions a branch ran, in the fork's skill mode."""
+        return self._versions(branch)[0]
+
+    def _versions(self, branch: Mapping[str, Any]) -> tuple[AgentPrompts, str, str]:
+        skills, prompts = branch["skills_version"], branch["prompts_version"]
+        mode = self._config(branch["run_id"]).get("skill_mode") or self.session.config.skill_mode
+        key = (skills, prompts, str(mode))
         if key not in self._prompts:
             root = self.session.paths.root
             skills_dir, prompts_dir = root / "skills" / skills, root / "prompts" / prompts
             if not skills_dir.is_dir() or not prompts_dir.is_dir():
                 raise UserError(f"{root}: versions {skills}/{prompts} are not in the workspace")
-            loaded = AgentPrompts.load(skills_dir, prompts_dir, self.session.config.skill_mode)
+            loaded = AgentPrompts.load(skills_dir, prompts_dir, key[2])
             self._prompts[key] = (
                 loaded,
                 "sha256:" + content_sha256(loaded.skills),
@@ -95,9 +101,7 @@ class LineageSources:
 
     def components(self, branch: Mapping[str, Any], question: Question) -> dict[str, str]:
         rollout_id = branch["run_id"]
-        prompts, skills_sha, prompts_sha = self._versions(
-            branch["skills_version"], branch["prompts_version"]
-        )
+        prompts, skills_sha, prompts_sha = self._versions(branch)
         config = self._config(rollout_id)
         model = {
             "agent_model": config.get("agent_model"),
