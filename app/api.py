@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Coroutine, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import anyio
 from loguru import logger
@@ -1311,12 +1311,15 @@ def export(
     by: str = "tokens",
     mix_total: int | None = None,
     seed: int = 0,
+    allow_copyleft: bool = False,
 ) -> ExportResult:
     """Write the ranked forks `rollout_ids` as DPO pairs, SFT examples and reward records
     (JSONL, each with a manifest) into `out` (default `<workspace>/exports/<first id>`); the
     test pool's questions are left out unless `include_test`. Calls no model.
     `mix` ("pristine=0.65,recovery=0.25" or a mapping) down-samples the curated SFT files to
-    those shares `by` tokens or count (seeded by `seed`; `mix_total` fixes the size)."""
+    those shares `by` tokens or count (seeded by `seed`; `mix_total` fixes the size). A
+    benchmark without a licence, or a proprietary or non-commercial one, is refused; strong
+    copyleft needs `allow_copyleft`."""
     from app.harness.data.export import export_rollouts
 
     root = _workspace(workspace)
@@ -1326,7 +1329,8 @@ def export(
     _expect("out", out, _is_path(out, none=True), "a folder's path or None")
     _expect("include_test", include_test, isinstance(include_test, bool), "True or False")
     _expect("overwrite", overwrite, isinstance(overwrite, bool), "True or False")
-    options = _curation_options(mix, by, mix_total, seed)
+    _expect("allow_copyleft", allow_copyleft, isinstance(allow_copyleft, bool), "True or False")
+    options = _curation_options(mix, by, mix_total, seed, allow_copyleft)
     with (
         WriterLock(root, "export"),
         Session(root, resolve_config(), Bars(enabled=False), calls_models=False) as session,
@@ -1358,6 +1362,10 @@ def _exported_file(manifest: Mapping[str, Any]) -> ExportedFile:
 
 
 # --- curation ---
+if TYPE_CHECKING:
+    from app.harness.data.export_formats import CurationOptions
+
+
 @dataclass(frozen=True)
 class TrajectoryClasses:
     """How many ranked branches fell in each trajectory class (core/curation.py)."""
@@ -1446,9 +1454,12 @@ class CurationSummary:
     preference_records: int
     negative_token_share: float | None  # of the preference data's tokens
     lineage_id: str  # sha256, or hmac-sha256 under SKILL_TRAINER_LINEAGE_KEY
+    licence_tier: str  # permissive, weak-copyleft or strong-copyleft (the strictest source)
 
 
-def _curation_options(mix: object, by: object, total: object, seed: object) -> Any:
+def _curation_options(
+    mix: object, by: object, total: object, seed: object, allow_copyleft: bool
+) -> CurationOptions:
     from app.harness.data.export_formats import CurationOptions, parse_mix_option
 
     _expect("by", by, by in ("tokens", "count"), '"tokens" or "count"')
@@ -1465,7 +1476,11 @@ def _curation_options(mix: object, by: object, total: object, seed: object) -> A
     else:
         raise _bad("mix", mix, '"pristine=0.65,recovery=0.25" or a mapping of class to share')
     return CurationOptions(
-        shares, by == "tokens", int(str(seed)), None if total is None else int(str(total))
+        shares,
+        by == "tokens",
+        int(str(seed)),
+        None if total is None else int(str(total)),
+        allow_copyleft,
     )
 
 
@@ -1486,6 +1501,7 @@ def _curation_summary(path: Path) -> CurationSummary | None:
         preference_records=pref["records"],
         negative_token_share=pref["negative_token_share"],
         lineage_id=m["lineage"]["id"],
+        licence_tier=m["licence"]["tier"],
     )
 
 

@@ -407,6 +407,11 @@ def _add_curation_export_options(p: Any) -> None:
     )
     p.add_argument("--mix-total", type=int, help="size of the mix (tokens or records)")
     p.add_argument("--seed", type=int, default=0, help="seed of the mix's down-sampling")
+    p.add_argument(
+        "--allow-copyleft",
+        action="store_true",
+        help="export from strong-copyleft sources (GPL, CC-BY-SA, ...)",
+    )
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

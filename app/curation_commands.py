@@ -69,7 +69,8 @@ def export_curation_lines(c: api.CurationSummary) -> list[str]:
     neg = "n/a" if c.negative_token_share is None else f"{100 * c.negative_token_share:.2f}%"
     lines.append(
         f"  {c.sft_records} SFT records, {c.preference_records} preference records "
-        f"(negatives {neg} of their tokens); lineage ids {c.lineage_id}"
+        f"(negatives {neg} of their tokens); lineage ids {c.lineage_id}; "
+        f"licence tier {c.licence_tier}"
     )
     return lines
 

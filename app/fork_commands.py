@@ -120,6 +120,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         by=args.by,
         mix_total=args.mix_total,
         seed=args.seed,
+        allow_copyleft=args.allow_copyleft,
     )
     if args.json:
         out_json(result)

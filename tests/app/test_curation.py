@@ -307,3 +307,56 @@ def test_a_tool_mode_fork_exports_the_tools_it_was_offered(ranked: Path, tmp_pat
         called = {c["function"]["name"] for m in rec["messages"] for c in m.get("tool_calls", [])}
         assert "read_skill" in offered and called <= offered
     assert api.export_verify(tmp_path / "out", ws).failures == 0
+
+
+# -- licences ----------------------------------------------------------------------------------
+def _licensed(ranked: Path, tmp_path: Path, line: str | None) -> Path:
+    ws = tmp_path / "ws"
+    shutil.copytree(ranked, ws)
+    toml = ws / "questions" / "benchmark.toml"
+    kept = [x for x in toml.read_text().splitlines() if not x.startswith("license =")]
+    toml.write_text("\n".join(([line] if line else []) + kept) + "\n")
+    return ws
+
+
+def test_the_built_in_benchmark_is_mit_and_the_tier_is_recorded(exported: Path) -> None:
+    licence = json.loads((exported / CURATION_MANIFEST).read_text())["licence"]
+    assert licence["tier"] == "permissive"
+    assert licence["sources"][0]["expression"] == "MIT"
+
+
+@pytest.mark.parametrize(
+    ("line", "refusal"),
+    [
+        (None, "declares no licence"),
+        ('license = "CC-BY-NC-4.0"', "'CC-BY-NC-4.0' .*non-commercial"),
+        ('license = "MIT AND LicenseRef-Acme-Internal"', "proprietary"),
+        ('license = "MIT AND"', "is not an SPDX expression"),
+        ('license = "Foo-1.0"', "'Foo-1.0' is not an SPDX licence id"),
+    ],
+)
+def test_restricted_or_unreadable_licences_are_refused(
+    ranked: Path, tmp_path: Path, line: str | None, refusal: str
+) -> None:
+    ws = _licensed(ranked, tmp_path, line)
+    with pytest.raises(UserError, match=refusal) as caught:
+        api.export(ws, ["c1"], out=tmp_path / "out")
+    assert "benchmark.toml" in str(caught.value)
+    assert not (tmp_path / "out").exists()
+
+
+def test_strong_copyleft_needs_the_flag_and_or_picks_the_lenient(
+    ranked: Path, tmp_path: Path
+) -> None:
+    ws = _licensed(ranked, tmp_path, 'license = "GPL-3.0-only"')
+    with pytest.raises(UserError, match="--allow-copyleft"):
+        api.export(ws, ["c1"], out=tmp_path / "a")
+    got = api.export(ws, ["c1"], out=tmp_path / "a", allow_copyleft=True)
+    assert got.curation is not None and got.curation.licence_tier == "strong-copyleft"
+    (ws / "questions" / "benchmark.toml").write_text(
+        (ws / "questions" / "benchmark.toml")
+        .read_text()
+        .replace('"GPL-3.0-only"', '"GPL-3.0-only OR MPL-2.0"')
+    )
+    got = api.export(ws, ["c1"], out=tmp_path / "b")
+    assert got.curation is not None and got.curation.licence_tier == "weak-copyleft"

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.errors import UserError
 from app.harness.data.curation import steps_of, stored_classes
+from app.harness.data.licences import export_licences
 from app.harness.data.lineage import SIDECAR_SUFFIX, LineageSources, lineage_key, source_of
 from app.harness.rollouts.agent_prompts import AgentPrompts
 from core import curation, lineage
@@ -64,6 +65,7 @@ class CurationOptions:
     by_tokens: bool = True
     seed: int = 0
     total: int | None = None
+    allow_copyleft: bool = False  # strong-copyleft sources (app/harness/data/licences.py)
 
 
 def curated_file_names() -> list[str]:
@@ -181,6 +183,7 @@ def curated_lines(
 ) -> tuple[dict[str, list[str]], dict[str, Any]]:
     """Every curated file's lines and the curation manifest; a mix that cannot be filled is
     refused (UserError naming the shortfall) before anything is written."""
+    licence = export_licences(session, options.allow_copyleft)
     sources = LineageSources(session)
     candidates = _candidates(session, sources, rollout_ids, test_ids)
     sft_pool = [c for c in candidates if c.cls in MIXABLE]
@@ -274,6 +277,7 @@ def curated_lines(
             else None,
         },
         "tokens": f"estimated: characters / {CHARS_PER_TOKEN}",
+        "licence": licence,
         "lineage": {
             "id": "hmac-sha256" if key else "sha256",
             "key": "environment variable SKILL_TRAINER_LINEAGE_KEY (never stored)" if key else None,
