@@ -360,3 +360,30 @@ def test_strong_copyleft_needs_the_flag_and_or_picks_the_lenient(
     )
     got = api.export(ws, ["c1"], out=tmp_path / "b")
     assert got.curation is not None and got.curation.licence_tier == "weak-copyleft"
+
+
+def test_a_fork_ranked_before_classes_existed_exports_the_same_classes(
+    ranked: Path, exported: Path, tmp_path: Path
+) -> None:
+    ws = tmp_path / "ws"
+    shutil.copytree(ranked, ws)
+    conn = sqlite3.connect(ws / "harness.db")
+    with conn:
+        conn.execute("DELETE FROM trajectory_classes")
+    conn.close()
+    api.export(ws, ["c1"], out=tmp_path / "out", include_test=True)
+    for name in ("kto.jsonl", "stepwise.jsonl", "sft_trl.jsonl"):
+        assert (tmp_path / "out" / name).read_bytes() == (exported / name).read_bytes(), name
+
+
+def test_verify_reports_a_huge_line_without_reading_it_whole(
+    exported: Path, tmp_path: Path, monkeypatch
+) -> None:
+    from app.harness.data import lineage as lineage_module
+
+    copy = tmp_path / "copy"
+    shutil.copytree(exported, copy)
+    monkeypatch.setattr(lineage_module, "MAX_LINE_BYTES", 64)
+    result = api.export_verify(copy)
+    assert result.failures == result.records  # every record is longer than 64 bytes
+    assert result.first_failure is not None and "larger than 64 bytes" in result.first_failure

@@ -136,7 +136,9 @@ def classify_rollout(
 
 
 def stored_classes(log: HarnessLog, rollout_id: str) -> dict[tuple[str, int], dict[str, Any]]:
-    return {
+    """The classes `rank` stored; for a fork ranked before classes existed, the same classes
+    computed from its rankings (objective scores, best-ranked passing branch), not stored."""
+    stored = {
         (r["question_id"], r["branch_index"]): json.loads(r["detail_json"])
         for r in log.query(
             "SELECT question_id, branch_index, detail_json FROM trajectory_classes "
@@ -144,6 +146,31 @@ def stored_classes(log: HarnessLog, rollout_id: str) -> dict[tuple[str, int], di
             (rollout_id,),
         )
     }
+    return stored or _classes_from_rankings(log, rollout_id)
+
+
+def _classes_from_rankings(
+    log: HarnessLog, rollout_id: str
+) -> dict[tuple[str, int], dict[str, Any]]:
+    rows = log.query(
+        "SELECT b.*, r.rank, r.objective FROM branches b JOIN rankings r ON r.run_id = b.run_id "
+        "AND r.question_id = b.question_id AND r.branch_index = b.branch_index "
+        "WHERE b.run_id = ? ORDER BY b.question_id, r.rank",
+        (rollout_id,),
+    )
+    by_q: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_q.setdefault(r["question_id"], []).append(r)
+    out: dict[tuple[str, int], dict[str, Any]] = {}
+    for qid, ranked in by_q.items():
+        winner = next((b["branch_index"] for b in ranked if b["objective"] == 1), None)
+        traces = [
+            BranchTrace(b["branch_index"], b["objective"] == 1, turns_from_steps(steps_of(b)))
+            for b in ranked
+        ]
+        for index, c in curation.classify_question(traces, winner).items():
+            out[(qid, index)] = c.to_json()
+    return out
 
 
 # -- the cascade ---------------------------------------------------------------------------------

@@ -302,11 +302,6 @@ def _candidates(
     stripped: dict[int, AgentPrompts] = {}
     for rid in rollout_ids:
         classes = stored_classes(session.log, rid)
-        if not classes:
-            raise UserError(
-                f"{session.paths.db}: rollout {rid!r} has no trajectory classes; "
-                f"rank it again (`rank -w {session.paths.root} {rid}`)"
-            )
         rows = session.log.query(
             "SELECT * FROM branches WHERE run_id = ? ORDER BY question_id, branch_index", (rid,)
         )

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -166,9 +166,17 @@ def verify_folder(folder: Path, names: tuple[str, ...], session: Session | None)
     return VerifyResult(folder, len(present), records, failures, first, keyed, session is not None)
 
 
-def _lines(path: Path) -> list[bytes]:
-    data = path.read_bytes()
-    return [line for line in data.split(b"\n") if line.strip()]
+def _lines(path: Path) -> Iterator[bytes]:
+    """Non-blank lines; one longer than MAX_LINE_BYTES comes back cut (and then fails as a
+    record) rather than read whole into memory."""
+    with path.open("rb") as f:
+        while line := f.readline(MAX_LINE_BYTES + 1):
+            if len(line) > MAX_LINE_BYTES:
+                while line and not line.endswith(b"\n"):  # skip the rest of the long line
+                    line = f.readline(MAX_LINE_BYTES)
+                yield b"\0" * (MAX_LINE_BYTES + 1)
+            elif line.strip():
+                yield line.rstrip(b"\n")
 
 
 def _sidecar(path: Path) -> dict[int, Any]:
