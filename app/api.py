@@ -996,6 +996,8 @@ class RankResult:
     top_vs_branch0: PairedStats
     memories: MemoryStats | None  # None: remember=False
     simulated_model: bool
+    classes: TrajectoryClasses | None = None  # curation (see the end of this module)
+    cascade: CascadeReport | None = None  # None: every verifier ran on every branch
 
 
 @dataclass(frozen=True)
@@ -1025,6 +1027,7 @@ class ExportedFile:
 class ExportResult:
     out: Path
     files: dict[str, ExportedFile]  # by file name, e.g. "sft.jsonl"
+    curation: CurationSummary | None = None  # curation.manifest.json (end of this module)
 
 
 def fork(
@@ -1185,10 +1188,14 @@ def rank(
     judge_cap: int | None = None,
     remember: bool = True,
     progress: bool | None = False,
+    cascade: bool = False,
+    verifier_costs: Mapping[str, float] | None = None,
 ) -> RankResult:
     """Verify, judge and rank the branches of fork `rollout_id`; `remember` stores verified
     winners as memories (never test-pool questions). `weights` (objective, judge, bt or
-    module:function) replace the default weights; `judge_cap` caps judge calls per question."""
+    module:function) replace the default weights; `judge_cap` caps judge calls per question.
+    `cascade` runs the verifiers cheapest first and stops at a branch's first non-pass, with
+    `verifier_costs` (seconds per branch) declared instead of measured."""
     return _run_sync(
         rank_async,
         workspace,
@@ -1200,6 +1207,8 @@ def rank(
         judge_cap=judge_cap,
         remember=remember,
         progress=progress,
+        cascade=cascade,
+        verifier_costs=verifier_costs,
     )
 
 
@@ -1214,10 +1223,13 @@ async def rank_async(
     judge_cap: int | None = None,
     remember: bool = True,
     progress: bool | None = False,
+    cascade: bool = False,
+    verifier_costs: Mapping[str, float] | None = None,
 ) -> RankResult:
     from app.harness.data.rank import rank_rollout
 
     _check_rank_arguments(rollout_id, verifiers, weights, judge_cap, remember)
+    _check_cascade_arguments(cascade, verifier_costs)
     root, run_config = _workspace(workspace), resolve_config(config, overrides)
     with (
         WriterLock(root, "rank"),
@@ -1230,6 +1242,8 @@ async def rank_async(
             weights=_rank_weights(weights),
             judge_cap=judge_cap,
             remember=remember,
+            cascade=cascade,
+            verifier_costs=dict(verifier_costs or {}),
         )
     result = _rank_result(report)
     if not result.top_vs_branch0.powered:
@@ -1292,6 +1306,8 @@ def _rank_result(report: Mapping[str, Any]) -> RankResult:
         top_vs_branch0=PairedStats(**{**paired, "wilson": tuple(paired["wilson"])}),
         memories=None if memories is None else MemoryStats(**memories),
         simulated_model=report["simulated_model"],
+        classes=_trajectory_classes(report.get("classes")),
+        cascade=_cascade_report(report.get("cascade")),
     )
 
 
@@ -1302,10 +1318,20 @@ def export(
     out: str | Path | None = None,
     include_test: bool = False,
     overwrite: bool = False,
+    mix: Mapping[str, float] | str | None = None,
+    by: str = "tokens",
+    mix_total: int | None = None,
+    seed: int = 0,
+    allow_copyleft: bool = False,
+    allow_restricted: bool = False,
 ) -> ExportResult:
     """Write the ranked forks `rollout_ids` as DPO pairs, SFT examples and reward records
     (JSONL, each with a manifest) into `out` (default `<workspace>/exports/<first id>`); the
-    test pool's questions are left out unless `include_test`. Calls no model."""
+    test pool's questions are left out unless `include_test`. Calls no model.
+    `mix` ("pristine=0.65,recovery=0.25" or a mapping) down-samples the curated SFT files to
+    those shares `by` tokens or count (seeded by `seed`; `mix_total` fixes the size). A
+    benchmark without a licence, or a proprietary or non-commercial one, is refused unless
+    `allow_restricted` (the user's own data); strong copyleft needs `allow_copyleft`."""
     from app.harness.data.export import export_rollouts
 
     root = _workspace(workspace)
@@ -1315,15 +1341,29 @@ def export(
     _expect("out", out, _is_path(out, none=True), "a folder's path or None")
     _expect("include_test", include_test, isinstance(include_test, bool), "True or False")
     _expect("overwrite", overwrite, isinstance(overwrite, bool), "True or False")
+    _expect("allow_copyleft", allow_copyleft, isinstance(allow_copyleft, bool), "True or False")
+    _expect(
+        "allow_restricted", allow_restricted, isinstance(allow_restricted, bool), "True or False"
+    )
+    options = _curation_options(mix, by, mix_total, seed, allow_copyleft, allow_restricted)
     with (
         WriterLock(root, "export"),
         Session(root, resolve_config(), Bars(enabled=False), calls_models=False) as session,
     ):
         target = Path(out) if out is not None else session.paths.root / "exports" / ids[0]
         manifests = export_rollouts(
-            session, ids, target, include_test=include_test, overwrite=overwrite
+            session,
+            ids,
+            target,
+            include_test=include_test,
+            overwrite=overwrite,
+            curation=options,
         )
-    return ExportResult(target, {name: _exported_file(m) for name, m in manifests.items()})
+    return ExportResult(
+        target,
+        {name: _exported_file(m) for name, m in manifests.items()},
+        _curation_summary(target / "curation.manifest.json"),
+    )
 
 
 def _exported_file(manifest: Mapping[str, Any]) -> ExportedFile:
@@ -1510,4 +1550,189 @@ def export_traces(
     return TraceExportResult(
         target,
         {n: TraceFile(**{**m, "run_ids": tuple(m["run_ids"])}) for n, m in manifests.items()},
+    )
+
+
+# --- curation ---
+if TYPE_CHECKING:
+    from app.harness.data.export_formats import CurationOptions
+
+
+@dataclass(frozen=True)
+class TrajectoryClasses:
+    """How many ranked branches fell in each trajectory class (core/curation.py)."""
+
+    counts: dict[str, int]  # pristine, recovery, verbose, negative
+    shares: dict[str, float]  # of all ranked branches
+    recovery_with_retry: int  # recoveries whose remediation re-called the faulted tool
+
+
+@dataclass(frozen=True)
+class CascadeStage:
+    verifier: str
+    entered: int
+    passed: int
+    pass_rate: float
+    mean_cost_s: float
+    cost_basis: str  # declared, declared by the verifier, or measured on N branches
+    measured_mean_s: float | None
+    rejected: int
+    rejects: tuple[str, ...]  # "question#branch", the first ones
+
+
+@dataclass(frozen=True)
+class CascadeReport:
+    """`rank --cascade`: stages cheapest first; yield Y = prod p_i, C_attempt = c1 + p1 c2 +
+    ..., cost per accepted = C_attempt / Y; spent vs every verifier on every branch."""
+
+    order: tuple[str, ...]
+    stages: tuple[CascadeStage, ...]
+    yield_rate: float  # Y
+    cost_per_attempt_s: float
+    cost_every_stage_s: float
+    cost_per_accepted_s: float | None
+    cost_spent_s: float
+    cost_if_every_verifier_s: float
+    cost_ratio: float | None
+
+
+def _trajectory_classes(report: Mapping[str, Any] | None) -> TrajectoryClasses | None:
+    if not report:
+        return None
+    return TrajectoryClasses(
+        dict(report["counts"]), dict(report["shares"]), report["recovery_with_retry"]
+    )
+
+
+def _cascade_report(report: Mapping[str, Any] | None) -> CascadeReport | None:
+    if not report:
+        return None
+    fields = {k: v for k, v in report.items() if k not in ("stages", "order")}
+    return CascadeReport(
+        order=tuple(report["order"]),
+        stages=tuple(
+            CascadeStage(**{**st, "rejects": tuple(st["rejects"])}) for st in report["stages"]
+        ),
+        **fields,
+    )
+
+
+def _check_cascade_arguments(cascade: object, verifier_costs: object) -> None:
+    _expect("cascade", cascade, isinstance(cascade, bool), "True or False")
+    _expect(
+        "verifier_costs",
+        verifier_costs,
+        verifier_costs is None
+        or (
+            isinstance(verifier_costs, Mapping)
+            and all(
+                isinstance(k, str) and _is_number(v) and v >= 0 for k, v in verifier_costs.items()
+            )
+        ),
+        'a mapping of verifier names to seconds (>= 0), e.g. {"checker": 0.001}',
+    )
+
+
+@dataclass(frozen=True)
+class CurationSummary:
+    """An export's curation manifest (app/harness/data/export_formats.py)."""
+
+    classes_available: dict[str, int]
+    mix_by: str
+    mix_requested: dict[str, float] | None  # None: every pristine and recovery branch
+    mix_realised: dict[str, float] | None
+    mix_max_error_pp: float | None
+    sft_records: int
+    preference_records: int
+    negative_token_share: float | None  # of the preference data's tokens
+    lineage_id: str  # sha256, or hmac-sha256 under SKILL_TRAINER_LINEAGE_KEY
+    licence_tier: (
+        str  # permissive, weak-copyleft, strong-copyleft or restricted (allowed by the user)
+    )
+
+
+def _curation_options(
+    mix: object,
+    by: object,
+    total: object,
+    seed: object,
+    allow_copyleft: bool,
+    allow_restricted: bool = False,
+) -> CurationOptions:
+    from app.harness.data.export_formats import CurationOptions, parse_mix_option
+
+    _expect("by", by, by in ("tokens", "count"), '"tokens" or "count"')
+    _expect("mix_total", total, total is None or (type(total) is int and total > 0), "a count > 0")
+    _expect("seed", seed, type(seed) is int, "a whole number")
+    if mix is None:
+        shares = None
+    elif isinstance(mix, str):
+        shares = parse_mix_option(mix)
+    elif isinstance(mix, Mapping) and all(
+        isinstance(k, str) and _is_number(v) for k, v in mix.items()
+    ):
+        shares = parse_mix_option(",".join(f"{k}={v}" for k, v in mix.items()))
+    else:
+        raise _bad("mix", mix, '"pristine=0.65,recovery=0.25" or a mapping of class to share')
+    return CurationOptions(
+        shares,
+        by == "tokens",
+        int(str(seed)),
+        None if total is None else int(str(total)),
+        allow_copyleft,
+        allow_restricted,
+    )
+
+
+def _curation_summary(path: Path) -> CurationSummary | None:
+    import json
+
+    if not path.is_file():
+        return None
+    m = json.loads(path.read_text())
+    mix_part, pref = m["mix"], m["preference"]
+    return CurationSummary(
+        classes_available=dict(m["classes_available"]),
+        mix_by=mix_part["by"],
+        mix_requested=mix_part.get("requested"),
+        mix_realised=mix_part.get("realised"),
+        mix_max_error_pp=mix_part.get("max_error_pp"),
+        sft_records=m["sft_records"],
+        preference_records=pref["records"],
+        negative_token_share=pref["negative_token_share"],
+        lineage_id=m["lineage"]["id"],
+        licence_tier=m["licence"]["tier"],
+    )
+
+
+@dataclass(frozen=True)
+class ExportVerifyResult:
+    """`export verify DIR`: records whose digest, lineage id (and, with a workspace, whose
+    component hashes) no longer match; the first one named as file:line."""
+
+    folder: Path
+    files: int
+    records: int
+    failures: int
+    first_failure: str | None
+    keyed: bool
+    workspace_checked: bool
+
+
+def export_verify(folder: str | Path, workspace: str | Path | None = None) -> ExportVerifyResult:
+    """Recompute every curated record's lineage in `folder`; with `workspace`, also every
+    component hash from it. Calls no model and writes nothing."""
+    from app.harness.data.export_formats import CURATED_LAYOUTS
+    from app.harness.data.lineage import verify_folder
+
+    _expect("folder", folder, _is_path(folder, none=False), "an export folder's path")
+    names = tuple(CURATED_LAYOUTS)
+    if workspace is None:
+        r = verify_folder(Path(folder), names, None)
+    else:
+        root = _workspace(workspace)
+        with Session(root, resolve_config(), Bars(enabled=False), calls_models=False) as session:
+            r = verify_folder(Path(folder), names, session)
+    return ExportVerifyResult(
+        r.folder, r.files, r.records, r.failures, r.first_failure, r.keyed, r.workspace_checked
     )

@@ -384,7 +384,7 @@ def _add_fork_commands(sub: Any, o: Options) -> None:
         action="append",
         default=None,
         metavar="NAME",
-        help="checker (default), completed, or module:function (repeatable)",
+        help="checker (default), completed, trajectory, or module:function (repeatable)",
     )
     p.add_argument(
         "--weight",
@@ -399,6 +399,7 @@ def _add_fork_commands(sub: Any, o: Options) -> None:
         help="judge calls per batch (one question's branches); default judge_max_calls_per_batch",
     )
     p.add_argument("--no-memory", action="store_true", help="do not store winners as memories")
+    _add_curation_rank_options(p)
     p = add_command(
         sub,
         "export",
@@ -428,6 +429,7 @@ def _add_fork_commands(sub: Any, o: Options) -> None:
         help="jsonl: DPO/SFT/reward files of ranked forks (default); otlp: runs and forks as "
         "OTLP JSON GenAI spans; inspect: an Inspect AI eval log per run",
     )
+    _add_curation_export_options(p)
 
 
 def _add_format_commands(sub: Any, o: Options) -> None:
@@ -439,6 +441,47 @@ def _add_format_commands(sub: Any, o: Options) -> None:
         [o.verbose, o.store, o.json],
     )
     p.add_argument("name", metavar="NAME", help="benchmark name in the store (e.g. sim-basic)")
+
+
+def _add_curation_rank_options(p: Any) -> None:
+    """`rank --cascade` (app/harness/data/curation.py)."""
+    p.add_argument(
+        "--cascade",
+        action="store_true",
+        help="verifiers cheapest first; a branch stops at its first non-pass",
+    )
+    p.add_argument(
+        "--verifier-cost",
+        action="append",
+        default=[],
+        metavar="NAME=SECONDS",
+        help="declared mean cost of a verifier for --cascade (else measured; repeatable)",
+    )
+
+
+def _add_curation_export_options(p: Any) -> None:
+    """Curated exports (app/harness/data/export_formats.py); `export verify DIR` checks one."""
+    p.add_argument(
+        "--mix",
+        metavar="CLASS=SHARE,...",
+        help="SFT class mix, e.g. pristine=0.65,recovery=0.25 (negatives: preference only)",
+    )
+    p.add_argument(
+        "--by", choices=("tokens", "count"), default="tokens", help="what --mix shares count"
+    )
+    p.add_argument("--mix-total", type=int, help="size of the mix (tokens or records)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the mix's down-sampling")
+    p.add_argument(
+        "--allow-copyleft",
+        action="store_true",
+        help="export from strong-copyleft sources (GPL, CC-BY-SA, ...)",
+    )
+    p.add_argument(
+        "--allow-restricted",
+        action="store_true",
+        help="export from sources without a licence or with a proprietary one: data you own "
+        "(recorded in the manifest)",
+    )
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

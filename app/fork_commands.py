@@ -12,6 +12,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.cli_support import config_from, notice_if_simulated, out, out_json
+from app.curation_commands import (
+    cmd_export_verify,
+    curation_lines,
+    export_curation_lines,
+    parse_verifier_costs,
+)
 from app.harness.data.fork import parse_range, parse_temperatures
 from app.harness.data.rank import parse_weights
 
@@ -63,6 +69,8 @@ def cmd_rank(args: argparse.Namespace) -> int:
         judge_cap=args.judge_cap,
         remember=not args.no_memory,
         progress=_progress(args),
+        cascade=args.cascade,
+        verifier_costs=parse_verifier_costs(args.verifier_cost),
     )
     if args.json:
         out_json(result)
@@ -92,6 +100,7 @@ def rank_lines(result: api.RankResult, workspace: Path) -> list[str]:
         lines.append(
             f"  memories: {m.stored} stored, {m.dropped_unverified} not verified (dropped)"
         )
+    lines += curation_lines(result)
     lines.append(f"  next: export -w {workspace} {result.rollout_id}")
     return lines
 
@@ -103,18 +112,29 @@ def cmd_export(args: argparse.Namespace) -> int:
         from app.export_commands import cmd_export_traces
 
         return cmd_export_traces(args)
+    if args.rollout_ids[0] == "verify":  # `export verify DIR`
+        return cmd_export_verify(args)
     result = api.export(
         args.workspace,
         args.rollout_ids,
         out=args.out,
         include_test=args.include_test,
         overwrite=args.overwrite,
+        mix=args.mix,
+        by=args.by,
+        mix_total=args.mix_total,
+        seed=args.seed,
+        allow_copyleft=args.allow_copyleft,
+        allow_restricted=args.allow_restricted,
     )
     if args.json:
         out_json(result)
         return 0
     for name, m in result.files.items():
         out(f"  {result.out / name}: {m.count} rows ({m.layout})")
+    if result.curation is not None:
+        for line in export_curation_lines(result.curation):
+            out(line)
     skipped = next(iter(result.files.values())).test_questions_skipped
     if skipped:
         out(f"  {skipped} test-pool questions left out (--include-test to export them)")

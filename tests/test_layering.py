@@ -39,6 +39,7 @@ ENTRY_POINTS = frozenset(
         "app.validate_commands",
         "app.serve_commands",
         "app.export_commands",
+        "app.curation_commands",
         "app.demo",
         "app.report",
         "app.api",

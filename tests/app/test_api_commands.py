@@ -16,6 +16,7 @@ import pytest
 from app import api
 from app.cli import main
 from app.harness.data.export import LAYOUTS
+from app.harness.data.export_formats import CURATED_LAYOUTS
 from app.harness.workspace.log import HarnessLog
 from app.harness.workspace.store import load_seed
 
@@ -132,7 +133,7 @@ def test_rank_weights_go_over_the_defaults_and_remember_false_stores_nothing(ws)
 def test_export_returns_the_manifests_it_writes(ws):
     result = api.export(ws, "f1")
     assert result.out == ws / "exports" / "f1"
-    assert set(result.files) == set(LAYOUTS)
+    assert set(result.files) == set(LAYOUTS) | set(CURATED_LAYOUTS)
     for name, exported in result.files.items():
         manifest = json.loads((result.out / f"{name}.manifest.json").read_text())
         assert as_json(exported) == manifest

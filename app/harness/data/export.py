@@ -51,6 +51,13 @@ from typing import TYPE_CHECKING, Any
 from loguru import logger
 
 from app.errors import UserError
+from app.harness.data.export_formats import (
+    CURATED_LAYOUTS,
+    CURATION_MANIFEST,
+    CurationOptions,
+    curated_file_names,
+    curated_lines,
+)
 from app.harness.data.fork import held_out_question_ids
 from app.harness.rollouts.agent_prompts import AgentPrompts
 from app.harness.workspace.atomic import (
@@ -108,7 +115,9 @@ def export_rollouts(
     *,
     include_test: bool = False,
     overwrite: bool = False,
+    curation: CurationOptions | None = None,
 ) -> dict[str, Any]:
+    """The files above plus the curated ones (app/harness/data/export_formats.py)."""
     log = session.log
     for rid in rollout_ids:
         check_run_id(rid, "rollout id")
@@ -185,7 +194,12 @@ def export_rollouts(
                         }
                     )
                 )
+    curated, curation_manifest = curated_lines(
+        session, rollout_ids, test_ids, curation or CurationOptions()
+    )
+    lines.update(curated)
     with _staged(Path(out_dir)) as staging:
+        write_json_atomic(staging / CURATION_MANIFEST, curation_manifest)
         return _write_files(
             session, staging, lines, rollout_ids, versions, include_test, skipped_test
         )
@@ -201,7 +215,9 @@ def _write_files(
     skipped_test: int,
 ) -> dict[str, Any]:
     manifests = {}
-    for name, layout in LAYOUTS.items():
+    for name in lines.keys() - LAYOUTS.keys() - CURATED_LAYOUTS.keys():  # lineage sidecars
+        write_text_atomic(staging / name, "".join(line + "\n" for line in lines[name]))
+    for name, layout in {**LAYOUTS, **CURATED_LAYOUTS}.items():
         text = "".join(line + "\n" for line in lines[name])
         write_text_atomic(staging / name, text)
         manifest = {
@@ -223,7 +239,8 @@ def _write_files(
 
 
 def _file_names() -> list[str]:
-    return [f for name in LAYOUTS for f in (name, f"{name}.manifest.json")]
+    data = [f for name in {**LAYOUTS, **CURATED_LAYOUTS} for f in (name, f"{name}.manifest.json")]
+    return [*data, *(f for f in curated_file_names() if f not in data)]
 
 
 def _check_target(workspace: Path, out_dir: Path, overwrite: bool) -> None:

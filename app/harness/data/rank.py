@@ -1,7 +1,9 @@
 """rank: verify, judge and rank a fork's branches, then remember the verified winners.
 
 For each question of a rollout (app/harness/data/fork.py):
-1. the verifier pipeline (app/harness/data/verifiers.py) gives each branch its objective score;
+1. the verifier pipeline (app/harness/data/verifiers.py) gives each branch its objective score
+   (with `cascade`, cheapest verifier first, stopping at a branch's first non-pass:
+   app/harness/data/curation.py `verify_cascade`);
 2. the judge (app/harness/data/judge.py) scores each distinct final answer k times and compares
    every pair of distinct answers in both orders, all under one call cap per batch (a batch
    is one question's branches, as the ranker sees them)
@@ -14,7 +16,10 @@ For each question of a rollout (app/harness/data/fork.py):
    never for test-pool questions, which would leak into held-out evaluation),
    and `analyses/rank_<rollout>.json` holds the report: pass@1, pass@N, the share of questions
    where the top branch is correct when a correct one exists, judge calls against the cap,
-   and core.ranking.paired_report of top branch vs branch 0 (powered, MDD, McNemar p).
+   and core.ranking.paired_report of top branch vs branch 0 (powered, MDD, McNemar p);
+5. each branch gets its trajectory class (core/curation.py: pristine, recovery, verbose,
+   negative), stored in `trajectory_classes`; the report counts them (and, for a cascade,
+   gives per stage entered/passed/pass rate/mean cost, the yield and the costs).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from loguru import logger
 
 from app.errors import UserError
+from app.harness.data.curation import classify_rollout, verify_cascade
 from app.harness.data.fork import held_out_question_ids
 from app.harness.data.judge import (
     CallBudget,
@@ -93,6 +99,8 @@ async def rank_rollout(
     weights: Mapping[str, float] | None = None,
     judge_cap: int | None = None,
     remember: bool = True,
+    cascade: bool = False,
+    verifier_costs: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
     check_run_id(rollout_id, "rollout id")
     log, config = session.log, session.config
@@ -105,7 +113,14 @@ async def rank_rollout(
         logger.warning(warning)
     with calls_logged_as(rollout_id):  # judge calls are logged (and paid) as the fork's
         return await _rank(
-            session, rollout_id, verifiers, weights, user_rewards, judge_cap, remember
+            session,
+            rollout_id,
+            verifiers,
+            weights,
+            user_rewards,
+            judge_cap,
+            remember,
+            verifier_costs if cascade else None,
         )
 
 
@@ -117,9 +132,18 @@ async def _rank(
     user_rewards: Mapping[str, Callable[..., object]],
     judge_cap: int | None,
     remember: bool,
+    cascade_costs: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
+    """`cascade_costs` (None: every verifier on every branch) runs the verifiers as a
+    cost-ordered cascade (app/harness/data/curation.py) with these declared costs."""
     log, config = session.log, session.config
-    objective = verify_rollout(log, rollout_id, session.questions_by_id, verifiers)
+    cascade = None
+    if cascade_costs is None:
+        objective = verify_rollout(log, rollout_id, session.questions_by_id, verifiers)
+    else:
+        objective, cascade = verify_cascade(
+            log, rollout_id, session.questions_by_id, verifiers, cascade_costs
+        )
     rows = log.query(
         "SELECT * FROM branches WHERE run_id = ? ORDER BY question_id, branch_index", (rollout_id,)
     )
@@ -140,6 +164,7 @@ async def _rank(
     judgment_rows: list[dict[str, Any]] = []
     ranking_rows: list[dict[str, Any]] = []
     winners: list[dict[str, Any]] = []
+    winner_of: dict[str, int] = {}  # the best-ranked verified branch: negatives' reference
     top_correct, first_correct, any_correct = [], [], []
     budgets = {qid: CallBudget(cap) for qid in by_q}  # one batch = one question's branches
     groups_of = {qid: _answer_groups(branches) for qid, branches in by_q.items()}
@@ -210,6 +235,10 @@ async def _rank(
             )
         by_index = {b["branch_index"]: b for b in branches}
         best = by_index[ranked[0].branch_index]
+        winner_of[qid] = next(
+            (r.branch_index for r in ranked if objective.get((qid, r.branch_index), 0) == 1),
+            ranked[0].branch_index,
+        )
         winners.append({**best, "question": qtext})
         top_correct.append(objective.get((qid, best["branch_index"]), 0) == 1)
         first_correct.append(objective.get((qid, 0), 0) == 1)
@@ -219,6 +248,7 @@ async def _rank(
         log.conn.execute("DELETE FROM rankings WHERE run_id = ?", (rollout_id,))
         log.insert_rows("judgments", judgment_rows)
         log.insert_rows("rankings", ranking_rows)
+    classes = classify_rollout(log, rollout_id, by_q, objective, winner_of)
     session.recorder.flush()
     mem = None
     if remember:  # test-pool questions never become memories: they would leak into held-out
@@ -258,6 +288,8 @@ async def _rank(
         "top_vs_branch0": ranking.paired_report(top_correct, first_correct),
         "memories": mem,
         "simulated_model": config.uses_sim,
+        "classes": classes,
+        "cascade": cascade,
     }
     write_json_atomic(session.paths.analyses / f"rank_{_safe(rollout_id)}.json", report)
     return report

@@ -4,7 +4,9 @@ a fork's branches.
 A verifier takes (question, branch) and returns a Verdict. Built in:
 - `checker`: the question's own answer checker (core/checkers.py) on the branch's answer;
 - `completed`: the branch ended with an answer. A branch still going when it ran out of turns
-  (`max_steps`) reports `running`; one that hit a provider error reports `unknown`.
+  (`max_steps`) reports `running`; one that hit a provider error reports `unknown`;
+- `trajectory`: the trajectory is well formed: every tool call the model made got exactly one
+  result, in order, and no step is a provider error.
 A user verifier is named `module:function`; it is called with the Question and the branch
 row (a dict with the `branches` columns of app/harness/workspace/log.py) and returns a Verdict, a dict
 {"status" | "ok", "reason", "score"?, "cost_usd"?} or a bool. Anything else, or an exception,
@@ -17,6 +19,7 @@ a branch's objective score is 1 only when every verifier says `pass`.
 from __future__ import annotations
 
 import importlib
+import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -64,9 +67,33 @@ def completed_verifier(question: Question, branch: dict[str, Any]) -> Verdict:
     return Verdict("fail", f"ended without an answer ({stop})", 0.0)
 
 
+def trajectory_verifier(question: Question, branch: dict[str, Any]) -> Verdict:
+    try:
+        steps = json.loads(branch.get("steps_json") or "[]")
+    except json.JSONDecodeError as e:
+        return Verdict("fail", f"steps are not JSON ({e.msg})", 0.0)
+    if not isinstance(steps, list):
+        return Verdict("fail", "steps are not a list", 0.0)
+    calls: list[str] = []
+    results: list[str] = []
+    for s in steps:
+        if not isinstance(s, dict):
+            return Verdict("fail", "a step is not an object", 0.0)
+        if s.get("type") == "error":
+            return Verdict("fail", "a provider error ended a turn", 0.0)
+        if s.get("type") == "model":
+            calls += [str(c.get("name")) for c in s.get("tool_calls") or [] if isinstance(c, dict)]
+        elif s.get("type") == "tool":
+            results.append(str(s.get("name")))
+    if calls != results:
+        return Verdict("fail", f"{len(calls)} tool calls but {len(results)} results", 0.0)
+    return Verdict("pass", f"{len(calls)} tool calls, each with its result", 1.0)
+
+
 BUILTIN: dict[str, Callable[[Question, dict[str, Any]], Verdict]] = {
     "checker": checker_verifier,
     "completed": completed_verifier,
+    "trajectory": trajectory_verifier,
 }
 
 

@@ -77,6 +77,7 @@ class BenchmarkToml(BaseModel):
     split: Any = None
     answer_fallbacks: Any = None
     checker: CheckerDefaults = Field(default_factory=CheckerDefaults)
+    license: str | None = None  # SPDX expression (app/harness/data/licences.py reads it)
 
 
 TOML_KEYS = frozenset(BenchmarkToml.model_fields)

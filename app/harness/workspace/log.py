@@ -74,7 +74,8 @@ RUN_TABLES = (
     "verdicts",
     "judgments",
     "rankings",
-)  # the last four: best-of-N rollouts (migration 4)
+    "trajectory_classes",
+)  # branches..rankings: best-of-N rollouts (migration 4); trajectory_classes: curation
 
 MIGRATIONS: list[tuple[str, list[str]]] = [
     (
@@ -229,6 +230,20 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
     (
         "diagnoses record who decided them",
         ["ALTER TABLE diagnoses ADD COLUMN decided_by TEXT"],
+    ),
+    # curation: each ranked branch's trajectory class (core/curation.py) and, from
+    # `rank --cascade`, how long each verifier took on it (app/harness/data/curation.py)
+    (
+        "trajectory classes of ranked branches; verifier elapsed time",
+        [
+            """CREATE TABLE trajectory_classes (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,
+            question_id TEXT NOT NULL, branch_index INTEGER NOT NULL, class TEXT,
+            turns INTEGER, fault_turn INTEGER, remediation_turn INTEGER,
+            divergence_turn INTEGER, detail_json TEXT)""",
+            """CREATE UNIQUE INDEX idx_trajectory_classes_key
+            ON trajectory_classes(run_id, question_id, branch_index)""",
+            "ALTER TABLE verdicts ADD COLUMN elapsed_s REAL",
+        ],
     ),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -42,7 +42,8 @@ def write_benchmark(world: World, out: Path, name: str) -> None:
         f'name = "{name}"\n'
         f'description = "Generated from simulated world {world.name!r} (seed {world.seed}); '
         "answers are checked against the world's hidden rules.\"\n"
-        f"seed = 11\ntask_types = [{types}]\n\n[split]\n"
+        f'seed = 11\nlicense = "MIT"  # written for this repository (LICENSE)\n'
+        f"task_types = [{types}]\n\n[split]\n"
         "diagnosis = 0.5\nvalidation = 0.25\ntest = 0.25\n",
         encoding="utf-8",
     )

@@ -1,0 +1,232 @@
+"""Per-record lineage of curated exports (core/lineage.py holds the hashing) and
+`export verify DIR`.
+
+Components of a record's lineage, all recomputable from the workspace:
+- `skills`, `prompts`: the versions the branch ran, hashed as a run's provenance hashes
+  them (app/harness/rollouts/session.py `provenance`, without memories);
+- `tool_manifest`: the tool schemas the branch was offered (in the fork's skill mode);
+- `benchmark`: the benchmark's content hash;
+- `verifiers`: the verifier list with each verifier's status on the branch, in stored order;
+- `model`: the agent model and the branch's sampling parameters (temperature, seed,
+  max_tokens, max_steps, skill mode) from the fork's stored config;
+- `record`: the exported record itself (its digest, computed without the `lineage` key).
+
+The key: when the environment variable SKILL_TRAINER_LINEAGE_KEY is set, lineage ids are
+HMAC-SHA256 under it (a forger without the key cannot mint a matching id). The key is read
+from the environment only, never written to the workspace, a manifest or a log; verifying a
+keyed export needs the same variable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from app.errors import UserError
+from app.harness.rollouts.agent_prompts import AgentPrompts
+from app.harness.workspace.workspace import content_sha256
+from app.sanitize import visible
+from core import lineage
+from core.types import Question
+
+if TYPE_CHECKING:
+    from app.harness.rollouts.session import Session
+
+KEY_ENV = "SKILL_TRAINER_LINEAGE_KEY"
+SIDECAR_SUFFIX = ".lineage.jsonl"
+MAX_LINE_BYTES = 16 * 1024 * 1024  # a record larger than this is refused, not parsed
+
+
+def lineage_key() -> bytes | None:
+    value = os.environ.get(KEY_ENV, "")
+    return value.encode() if value else None
+
+
+class LineageSources:
+    """Component digests of branches, cached per skills/prompts version and per fork."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self._prompts: dict[tuple[str, str, str], tuple[AgentPrompts, str, str]] = {}
+        self._configs: dict[str, dict[str, Any]] = {}
+        self._verdicts: dict[str, dict[tuple[str, int], list[list[str]]]] = {}
+
+    def prompts_of(self, branch: Mapping[str, Any]) -> AgentPrompts:
+        """The skills and prompts versions a branch ran, in the fork's skill mode."""
+        return self._versions(branch)[0]
+
+    def _versions(self, branch: Mapping[str, Any]) -> tuple[AgentPrompts, str, str]:
+        skills, prompts = branch["skills_version"], branch["prompts_version"]
+        mode = self._config(branch["run_id"]).get("skill_mode") or self.session.config.skill_mode
+        key = (skills, prompts, str(mode))
+        if key not in self._prompts:
+            root = self.session.paths.root
+            skills_dir, prompts_dir = root / "skills" / skills, root / "prompts" / prompts
+            if not skills_dir.is_dir() or not prompts_dir.is_dir():
+                raise UserError(f"{root}: versions {skills}/{prompts} are not in the workspace")
+            loaded = AgentPrompts.load(skills_dir, prompts_dir, key[2])
+            self._prompts[key] = (
+                loaded,
+                "sha256:" + content_sha256(loaded.skills),
+                "sha256:" + content_sha256({"system.md": loaded.system, **loaded.tool_docs}),
+            )
+        return self._prompts[key]
+
+    def _config(self, rollout_id: str) -> dict[str, Any]:
+        if rollout_id not in self._configs:
+            run = self.session.log.run(rollout_id)
+            try:
+                config = json.loads(run["config_json"] or "{}") if run else {}
+            except json.JSONDecodeError:
+                config = {}
+            self._configs[rollout_id] = config if isinstance(config, dict) else {}
+        return self._configs[rollout_id]
+
+    def _verdict_list(self, rollout_id: str, qid: str, index: int) -> list[list[str]]:
+        if rollout_id not in self._verdicts:
+            by_branch: dict[tuple[str, int], list[list[str]]] = {}
+            for r in self.session.log.query(
+                "SELECT question_id, branch_index, verifier, status FROM verdicts "
+                "WHERE run_id = ? ORDER BY id",
+                (rollout_id,),
+            ):
+                key = (r["question_id"], r["branch_index"])
+                by_branch.setdefault(key, []).append([r["verifier"], r["status"]])
+            self._verdicts[rollout_id] = by_branch
+        return self._verdicts[rollout_id].get((qid, index), [])
+
+    def components(self, branch: Mapping[str, Any], question: Question) -> dict[str, str]:
+        rollout_id = branch["run_id"]
+        prompts, skills_sha, prompts_sha = self._versions(branch)
+        config = self._config(rollout_id)
+        model = {
+            "agent_model": config.get("agent_model"),
+            "temperature": branch["temperature"],
+            "seed": branch["seed"],
+            "max_tokens": config.get("max_tokens"),
+            "max_steps": config.get("max_steps"),
+            "skill_mode": config.get("skill_mode"),
+        }
+        return {
+            "skills": skills_sha,
+            "prompts": prompts_sha,
+            "tool_manifest": lineage.digest([t.as_openai() for t in prompts.tools_for(question)]),
+            "benchmark": "sha256:" + self.session.benchmark.content_hash,
+            "verifiers": lineage.digest(
+                self._verdict_list(rollout_id, branch["question_id"], branch["branch_index"])
+            ),
+            "model": lineage.digest(model),
+        }
+
+
+def source_of(branch: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "rollout_id": branch["run_id"],
+        "question_id": branch["question_id"],
+        "branch_index": branch["branch_index"],
+    }
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    folder: Path
+    files: int
+    records: int
+    failures: int
+    first_failure: str | None  # "file:line: reason"
+    keyed: bool
+    workspace_checked: bool
+
+
+def verify_folder(folder: Path, names: tuple[str, ...], session: Session | None) -> VerifyResult:
+    """Recompute every record's digest and lineage id (and, with a session, every component
+    from the workspace); count the records that do not match and name the first."""
+    folder = Path(folder)
+    present = [n for n in names if (folder / n).is_file()]
+    if not present:
+        raise UserError(f"{folder}: no curated export files ({', '.join(names)})")
+    key = lineage_key()
+    sources = LineageSources(session) if session is not None else None
+    records = failures = 0
+    first: str | None = None
+    keyed = False
+    for name in present:
+        sidecar = _sidecar(folder / f"{name}{SIDECAR_SUFFIX}")
+        for number, raw in enumerate(_lines(folder / name), start=1):
+            records += 1
+            problem, is_keyed = _check_line(raw, sidecar.get(number), key, sources)
+            keyed = keyed or is_keyed
+            if problem is not None:
+                failures += 1
+                first = first or f"{folder / name}:{number}: {visible(problem)[:300]}"
+    return VerifyResult(folder, len(present), records, failures, first, keyed, session is not None)
+
+
+def _lines(path: Path) -> Iterator[bytes]:
+    """Non-blank lines; one longer than MAX_LINE_BYTES comes back cut (and then fails as a
+    record) rather than read whole into memory."""
+    with path.open("rb") as f:
+        while line := f.readline(MAX_LINE_BYTES + 1):
+            if len(line) > MAX_LINE_BYTES:
+                while line and not line.endswith(b"\n"):  # skip the rest of the long line
+                    line = f.readline(MAX_LINE_BYTES)
+                yield b"\0" * (MAX_LINE_BYTES + 1)
+            elif line.strip():
+                yield line.rstrip(b"\n")
+
+
+def _sidecar(path: Path) -> dict[int, Any]:
+    if not path.is_file():
+        return {}
+    out: dict[int, Any] = {}
+    for raw in _lines(path):
+        try:
+            entry = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            continue
+        if isinstance(entry, dict) and isinstance(entry.get("line"), int):
+            out[entry["line"]] = entry.get("lineage")
+    return out
+
+
+def _check_line(
+    raw: bytes, sidecar: Any, key: bytes | None, sources: LineageSources | None
+) -> tuple[str | None, bool]:
+    if len(raw) > MAX_LINE_BYTES:
+        return f"record larger than {MAX_LINE_BYTES} bytes", False
+    try:
+        record = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        return f"not JSON ({type(e).__name__})", False
+    if not isinstance(record, dict):
+        return "not a JSON object", False
+    found = record.pop("lineage", None) if "lineage" in record else sidecar
+    keyed = isinstance(found, dict) and str(found.get("lineage_id", "")).startswith("hmac-")
+    problem = lineage.check(found, record, key)
+    if problem is None and lineage.digest(found.get("source")) != found["hashes"].get("source"):
+        problem = "source differs from its hash"
+    if problem is None and sources is not None:
+        problem = _check_components(found, sources)
+    return problem, keyed
+
+
+def _check_components(found: Mapping[str, Any], sources: LineageSources) -> str | None:
+    src = found.get("source")
+    if not isinstance(src, dict):
+        return "lineage names no source branch"
+    rows = sources.session.log.query(
+        "SELECT * FROM branches WHERE run_id = ? AND question_id = ? AND branch_index = ?",
+        (src.get("rollout_id"), src.get("question_id"), src.get("branch_index")),
+    )
+    question = sources.session.questions_by_id.get(str(src.get("question_id")))
+    if not rows or question is None:
+        return f"source branch {src} is no longer in the workspace"
+    now = sources.components(rows[0], question)
+    for name in lineage.COMPONENTS:
+        if found["hashes"].get(name) != now[name]:
+            return f"{name} hash differs from the workspace's"
+    return None
