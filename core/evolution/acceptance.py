@@ -91,10 +91,18 @@ class RuleSetup:
     seed: str = ""  # the harness passes the gate run id
     minibatch_k: int = 3
     chunk: int = GATE_CHUNK
+    # the task type's checker gives scores, not only pass/fail (core/checkers.py): known from
+    # the benchmark before any outcome, it keeps the test at Ville's level (gate.family_mean)
+    scored: bool = False
 
     @property
     def families(self) -> tuple[LadderFamily, ...]:
         return (*self.stage1, *self.stage2)
+
+    @property
+    def singletons(self) -> bool:
+        """Every family one unit and every outcome pass/fail: the exact level applies."""
+        return not self.scored and all(len(ids) == 1 for _, ids in self.families)
 
 
 @dataclass(frozen=True)
@@ -157,7 +165,7 @@ class EProcessRule:
             setup.params,
             horizon=len(setup.families),
             stage1=len(setup.stage1),
-            singletons=all(len(ids) == 1 for _, ids in setup.families),
+            singletons=setup.singletons,
         )
         # Chunked per stage: a provisional accept at the end of stage 1 leaves stage 2
         # unevaluated for its probation.

@@ -16,13 +16,13 @@ a branch's objective score is 1 only when every verifier says `pass`.
 
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from app.errors import UserError
+from app.harness.rollouts.custom_checkers import load_user_function
 from app.harness.workspace.log import HarnessLog
 from app.harness.workspace.workspace import now_iso
 from app.secrets import scrub
@@ -77,17 +77,8 @@ def load_verifier(name: str) -> Callable[[Question, dict[str, Any]], Any]:
         raise UserError(
             f"--verifier {name!r}: use a built-in ({', '.join(BUILTIN)}) or module:function"
         )
-    module_name, _, attr = name.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as e:  # an import error in user code names the verifier, one line
-        raise UserError(
-            f"--verifier {name}: cannot import {module_name} ({type(e).__name__}: {e})"
-        ) from None
-    fn = getattr(module, attr, None)
-    if not callable(fn):
-        raise UserError(f"--verifier {name}: {module_name} has no function {attr!r}")
-    return fn
+    # the same loading, and the same errors, as a training checker's
+    return load_user_function(name, "--verifier")
 
 
 def coerce_verdict(value: Any) -> Verdict:

@@ -230,6 +230,17 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
         "diagnoses record who decided them",
         ["ALTER TABLE diagnoses ADD COLUMN decided_by TEXT"],
     ),
+    # custom and rubric checkers (docs/checkers.md): each prediction's (and fork branch's)
+    # score in [0, 1] (NULL without a verdict), how checking went ("ok", "check_error",
+    # "invalid") and why
+    (
+        "predictions and branches record the checker's score, status and reason",
+        [
+            f"ALTER TABLE {table} ADD COLUMN {column}"
+            for table in ("predictions", "branches")
+            for column in ("score REAL", "check_status TEXT", "check_reason TEXT")
+        ],
+    ),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -21,6 +21,7 @@ from typing import Any
 from app.errors import UserError
 from app.harness.workspace.atomic import check_no_links
 from app.toml_compat import tomllib
+from core.checkers import is_known_checker
 from core.evolution.budget import DEFAULT_SKILL_FILE, resolve_skill_file
 from core.types import CHECKERS, Question
 
@@ -198,8 +199,11 @@ def _parse_line(line: bytes, where: str) -> Question:
             "(it names files)"
         )
     checker = obj.get("checker", "exact")
-    if checker not in CHECKERS:
-        raise UserError(f"{where}: unknown checker '{checker}' (known: {list(CHECKERS)})")
+    if not isinstance(checker, str) or not is_known_checker(checker):
+        raise UserError(
+            f"{where}: unknown checker '{checker}' (known: {list(CHECKERS)}, rubric, "
+            "module:function)"
+        )
     for key in ("checker_args", "metadata"):
         if key in obj and not isinstance(obj[key], dict):
             raise UserError(f"{where}: field '{key}' must be an object")
