@@ -249,8 +249,12 @@ class MinibatchRule(_OneShot):
 
     def verdict(self) -> RuleVerdict:
         self._check_done()
-        base = sum(b for _, pairs in self.observed for _, b, _ in pairs)
-        cand = sum(c for _, pairs in self.observed for _, _, c in pairs)
+        # units without a verdict on either side count for neither (core/evolution/gate.py)
+        kept = [(b, c) for _, pairs in self.observed for _, b, c in pairs if None not in (b, c)]
+        base = sum(float(b or 0) for b, _ in kept)
+        cand = sum(float(c or 0) for _, c in kept)
+        if all(isinstance(x, bool) for pair in kept for x in pair):  # counts, as always
+            base, cand = int(base), int(cand)
         return RuleVerdict(
             fixed_decision(
                 AcceptanceStrategy.MINIBATCH,

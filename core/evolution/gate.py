@@ -10,6 +10,12 @@ family's unit ids (`rounded_outcome`), so E[g | d] = d, and bet on g. W and L in
 reports are the families with d > 0 and d < 0; for single-unit families (a benchmark without
 families) g = d and this is the usual unit-level paired comparison.
 
+Scores. A benchmark whose checker gives a score in [0, 1] (core/checkers.py: a user
+`module:function` or `rubric`) feeds scores instead of pass/fail; a unit's difference is the
+paired score difference, so d stays in [−1, 1] and everything below holds with "accuracy" read
+as "expected score" (`family_mean` says why). Such a test is never `singletons` (d leaves the
+±1/0 lattice), so "mean" is held to Ville's level. With 0/1 outcomes nothing changes.
+
 Why not the sign of Σ(candidate − baseline), as before: a candidate with exactly the baseline's
 per-unit accuracy that only makes a family's units right or wrong together wins more signs than
 it loses (bench/gate_validity.py case 5: accepted 31% of the time with families of 3, 63% with
@@ -540,7 +546,7 @@ class SequentialGate:
         """True once a decision was taken or the horizon is used up: stop evaluating."""
         return self.decision is not None or self.n >= self.horizon
 
-    def observe(self, unit_id: str, base: bool, cand: bool) -> GateAction | None:
+    def observe(self, unit_id: str, base: Outcome, cand: Outcome) -> GateAction | None:
         """One unit that is its own family."""
         return self.observe_family(unit_id, [(unit_id, base, cand)])
 
