@@ -185,6 +185,8 @@ class RunConfig(BaseModel):
     rubric_samples: int = _d(3, **POSITIVE)
     rubric_temperature: float = _d(0.1, ge=0.0, le=2.0)
     sim_judge_position_bias: float = _d(0.0, **SHARE)
+    # share of the simulated judge's rubric replies that do not parse (app/providers/sim/judge.py)
+    sim_judge_invalid_share: float = _d(0.0, **SHARE)
 
     @field_validator("structured_output")
     @classmethod

@@ -14,8 +14,23 @@ from app.paths import checkout_root
 from app.providers.sim.world import TASK_TYPES, World, build_world
 
 
+# Worlds whose benchmark has no exact answer to compare: every question is `rubric`-checked
+# by the judge role (the simulated judge grades against the hidden answer key,
+# app/providers/sim/judge.py `rubric_reply`). Train on it with `sim/judged` models.
+JUDGED_WORLDS = ("judged",)
+RUBRIC_PASS_THRESHOLD = 0.5
+
+
+def rubric_for(task_type: str) -> str:
+    return (
+        f"The answer applies every rule of the {task_type} task that this case calls for "
+        "and gives the final value the case asks for."
+    )
+
+
 def benchmark_lines(world: World) -> list[str]:
     lines = []
+    judged = world.name in JUDGED_WORLDS
     for spec in world.cases.values():
         row: dict[str, object] = {  # JSON values: strings, and checker_args a table
             "question_id": spec.question_id,
@@ -30,6 +45,12 @@ def benchmark_lines(world: World) -> list[str]:
             row["context"] = spec.context
         if spec.checker_args:
             row["checker_args"] = spec.checker_args
+        if judged:  # the reference answer stays, for reports; the judge decides
+            row["checker"] = "rubric"
+            row["checker_args"] = {
+                "rubric": rubric_for(spec.task_type),
+                "pass_threshold": RUBRIC_PASS_THRESHOLD,
+            }
         lines.append(json.dumps(row, ensure_ascii=False, sort_keys=True))
     return lines
 
@@ -38,10 +59,16 @@ def write_benchmark(world: World, out: Path, name: str) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "questions.jsonl").write_text("\n".join(benchmark_lines(world)) + "\n", encoding="utf-8")
     types = ", ".join(f'"{t}"' for t in TASK_TYPES)
+    how = (
+        "answers are scored by the judge model against a rubric (the simulated judge grades "
+        "them against the world's hidden rules)."
+        if world.name in JUDGED_WORLDS
+        else "answers are checked against the world's hidden rules."
+    )
     (out / "benchmark.toml").write_text(
         f'name = "{name}"\n'
         f'description = "Generated from simulated world {world.name!r} (seed {world.seed}); '
-        "answers are checked against the world's hidden rules.\"\n"
+        f'{how}"\n'
         f"seed = 11\ntask_types = [{types}]\n\n[split]\n"
         "diagnosis = 0.5\nvalidation = 0.25\ntest = 0.25\n",
         encoding="utf-8",
