@@ -42,6 +42,7 @@ COMMANDS = (
     "fork",
     "rank",
     "export",
+    "judge-quality",
 )
 
 
@@ -132,6 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_commands(sub, o)
     _add_skill_commands(sub, o)
     _add_fork_commands(sub, o)
+    _add_checker_commands(sub, o)
     return parser
 
 
@@ -295,6 +297,20 @@ def _add_skill_commands(sub: Any, o: Options) -> None:
         "--eval-run",
         help="eval run whose accuracy goes into metadata (default: "
         "the latest finished eval of the version, else training's final test run)",
+    )
+
+
+def _add_checker_commands(sub: Any, o: Options) -> None:
+    p = add_command(
+        sub,
+        "judge-quality",
+        "grade the rubric judge on labelled cases; training warns until one passes",
+        "judge-quality -w workspaces/mine --cases judge_cases.jsonl",
+        [o.verbose, o.workspace, o.model, o.json],
+    )
+    p.add_argument("--cases", type=Path, required=True, help="labelled cases (JSONL)")
+    p.add_argument(
+        "--pass-line", type=float, default=0.9, help="agreement a trustworthy judge reaches"
     )
 
 
@@ -567,6 +583,10 @@ def dispatch(args: argparse.Namespace) -> int:
 
     if args.command in commands.HANDLERS:
         return commands.HANDLERS[args.command](args)
+    if args.command == "judge-quality":
+        from app import checker_commands
+
+        return checker_commands.HANDLERS[args.command](args)
     from app import fork_commands
 
     return fork_commands.HANDLERS[args.command](args)

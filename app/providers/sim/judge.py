@@ -99,7 +99,9 @@ def rubric_reply(
         score, why = pick(11, world.seed, "rubric-score", request_key), "uncertain"
         return json.dumps({"score": score, "reasoning": why})
     case = world.case_for_text(tag(prompt, "question") or "")
-    answer = tag(prompt, "answer") or ""
+    # the answer's first line: the simulated agent's answers are one line, and a fair judge
+    # ignores filler after it (the verbosity probe of core/judge_quality.py)
+    answer = (tag(prompt, "answer") or "").split("\n", 1)[0]
     ok = case is not None and check(
         Question(
             question_id=case.question_id,
