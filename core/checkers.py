@@ -140,6 +140,7 @@ class CheckResult:
     reason: str = ""
     invalid_replies: int = 0  # judge replies that did not parse (rubric only)
     valid_replies: int = 0
+    samples: tuple[float | None, ...] = ()  # each judge sample's score, None: invalid
 
     @classmethod
     def scored(cls, score: float, reason: str = "") -> CheckResult:

@@ -131,6 +131,8 @@ async def answer_question(
             check_reason=scrub(result.reason),
             invalid_replies=result.invalid_replies,
         )
+        if result.samples:
+            verdict["judge_samples"] = list(result.samples)
     if prompts.skill_mode in (
         "tool",
         "progressive",

@@ -78,6 +78,7 @@ async def rubric_check(
 ) -> CheckResult:
     prompt = rubric_prompt(question, prediction)
     scores: list[float] = []
+    samples: list[float | None] = []
     errors: list[str] = []
     for sample in range(settings.samples):
         try:
@@ -92,12 +93,14 @@ async def rubric_check(
             raise
         except ProviderError as e:
             errors.append(f"judge call failed: {scrub(str(e))[:200]}")
+            samples.append(None)
             continue
         score, why = parse_rubric_score(reply.text)
         if score is None:
             errors.append(why)
         else:
             scores.append(score / SCORE_MAX)
+        samples.append(None if score is None else score / SCORE_MAX)
     invalid = len(errors)
     if not scores:
         return CheckResult(
@@ -105,6 +108,7 @@ async def rubric_check(
             None,
             f"all {invalid} judge replies invalid: {errors[0] if errors else 'no samples'}",
             invalid_replies=invalid,
+            samples=tuple(samples),
         )
     note = f"{invalid} of {settings.samples} judge replies invalid ({errors[0]})" if invalid else ""
     return CheckResult(
@@ -113,4 +117,5 @@ async def rubric_check(
         note,
         invalid_replies=invalid,
         valid_replies=len(scores),
+        samples=tuple(samples),
     )
