@@ -85,6 +85,8 @@ def _number(text: str) -> float | None:
 
 
 def check(question: Question, prediction: str) -> bool:
+    """A built-in checker's verdict (CHECKERS); any other kind reads as `exact`, so callers
+    route custom and rubric checkers elsewhere (app/harness/rollouts/checking.py)."""
     if not prediction:
         return False
     kind = question.checker

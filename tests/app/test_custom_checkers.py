@@ -207,3 +207,12 @@ def test_judge_requests_are_role_judge(log: HarnessLog) -> None:
     run([rubric_question()], checker, provider, log)
     seen = [r for r in provider.requests if r.role == "judge"]
     assert len(seen) == 1 and "## Judge: rubric" in seen[0].user
+
+
+def test_the_fork_checker_verifier_never_passes_a_custom_checker_as_exact() -> None:
+    from app.harness.data.verifiers import checker_verifier
+
+    branch = {"stop_reason": "final", "prediction": "42"}
+    verdict = checker_verifier(question("r", "rubric"), branch)
+    assert verdict.status == "unknown" and "not built in" in verdict.reason
+    assert checker_verifier(question("e", "exact"), branch).status == "pass"

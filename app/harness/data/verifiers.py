@@ -27,7 +27,7 @@ from app.harness.workspace.log import HarnessLog
 from app.harness.workspace.workspace import now_iso
 from app.secrets import scrub
 from core.checkers import check
-from core.types import Question, StopReason
+from core.types import CHECKERS, Question, StopReason
 
 STATUSES = ("pass", "fail", "running", "unknown", "error")
 REASON_MAX = 500
@@ -48,6 +48,14 @@ class Verdict:
 def checker_verifier(question: Question, branch: dict[str, Any]) -> Verdict:
     if branch.get("stop_reason") != StopReason.FINAL:
         return Verdict("fail", f"no answer (stop reason {branch.get('stop_reason')})", 0.0)
+    if question.checker not in CHECKERS:
+        # a custom or rubric checker runs isolated or through the judge in training
+        # (docs/checkers.md); here it would be an exact comparison in disguise
+        return Verdict(
+            "unknown",
+            f"checker {question.checker!r} is not built in: rank with a --verifier of "
+            "your own (question, branch) or with the judge",
+        )
     ok = check(question, branch.get("prediction") or "")
     reason = f"checker {question.checker}: answer {'matches' if ok else 'does not match'}"
     return Verdict("pass" if ok else "fail", reason, 1.0 if ok else 0.0)
