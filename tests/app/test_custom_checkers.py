@@ -216,3 +216,15 @@ def test_the_fork_checker_verifier_never_passes_a_custom_checker_as_exact() -> N
     verdict = checker_verifier(question("r", "rubric"), branch)
     assert verdict.status == "unknown" and "not built in" in verdict.reason
     assert checker_verifier(question("e", "exact"), branch).status == "pass"
+
+
+def test_a_rubric_question_without_a_rubric_is_a_check_error(log: HarnessLog) -> None:
+    provider = rubric_provider(['{"score": 9}'])
+    checker = AnswerChecker(judge=provider, rubric=RubricSettings(samples=1))
+    run([question("j", "rubric", pass_threshold=0.5)], checker, provider, log)
+    row = stored(log)["j"]
+    assert (
+        row["check_status"] == "check_error"
+        and "without checker_args.rubric" in row["check_reason"]
+    )
+    assert not [r for r in provider.requests if r.role == "judge"]

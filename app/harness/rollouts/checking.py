@@ -32,6 +32,9 @@ class AnswerChecker:
         if kind == RUBRIC:
             if self.judge is None:
                 return CheckResult.error("rubric checker without a judge model")
+            if not str(question.checker_args.get("rubric", "")).strip():
+                # a judge given no rubric would grade against nothing: no score at all
+                return CheckResult.error("rubric checker without checker_args.rubric")
             return await rubric_check(self.judge, self.rubric, question, prediction)
         if is_custom(kind):
             if self.pool is None:
