@@ -141,3 +141,5 @@ class InferenceResult:
     correctness: dict[str, bool] = field(default_factory=dict)
     scores: dict[str, float] = field(default_factory=dict)  # question_id -> score, likewise
     check_counts: dict[str, int] = field(default_factory=dict)  # check status -> questions
+    # why checking failed or gave no verdict: reason (cut to 80 chars) -> questions
+    check_reasons: dict[str, int] = field(default_factory=dict)

@@ -106,6 +106,8 @@ def test_hostile_checkers_cost_one_recorded_failure_each(log: HarnessLog) -> Non
     assert rows["partial"]["score"] == pytest.approx(0.6)
     assert rows["partial"]["correct"] == 1  # 0.6 >= pass_threshold 0.5
     assert result.check_counts == {"check_error": len(HOSTILE), "ok": 5}
+    assert sum(result.check_reasons.values()) == len(HOSTILE)  # each reason counted
+    assert result.check_reasons["timed out after 1.5s"] == 1
     assert result.scores["partial"] == pytest.approx(0.6)
 
 

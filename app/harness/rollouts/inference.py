@@ -372,6 +372,11 @@ def summarise(
         correctness=correctness,
         scores={qid: p.score for qid, p in judged.items() if p.score is not None},
         check_counts=dict(Counter(p.check_status for p in results.values())),
+        check_reasons=dict(
+            Counter(
+                p.check_reason[:80] for p in results.values() if p.check_status != CheckStatus.OK
+            ).most_common(20)
+        ),
     )
 
 

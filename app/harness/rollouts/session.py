@@ -212,7 +212,7 @@ class Session:
                 "stop_reason_counts": result.stop_reason_counts,
                 # only when a checker failed or gave no verdict: earlier summaries unchanged
                 **(
-                    {"check_counts": result.check_counts}
+                    {"check_counts": result.check_counts, "check_reasons": result.check_reasons}
                     if set(result.check_counts) - {"ok"}
                     else {}
                 ),
