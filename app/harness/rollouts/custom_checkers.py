@@ -16,9 +16,9 @@ run:
   hundred bytes whatever the checker printed or returned;
 - a worker that dies mid-call (exit, crash) is a verdict naming its exit code.
 Why a persistent worker rather than a process per call: measured on a 2-core machine
-(bench/judged.py prints it as `checker.call_ms`), a call to a warm worker costs well under a
-millisecond (0.07-0.25 ms), a fresh `spawn` interpreter per call 0.46-0.75 s; a benchmark of a few hundred
-questions checked several times per step would spend minutes starting interpreters.
+(bench/judged.py prints `checker.call_ms` and `checker.spawn_call_ms`), a call to a warm
+worker costs 0.07-0.25 ms, a fresh `spawn` interpreter per call 0.46-0.91 s: a benchmark of a
+few hundred questions checked several times per step would spend minutes starting them.
 Workers use the `spawn` start method: the training process runs threads (anyio, sqlite), and
 `fork` from a threaded process can deadlock in the child.
 """

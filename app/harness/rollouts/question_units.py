@@ -55,5 +55,7 @@ def unit_outcome_view(
     for unit in units:
         if is_scored(unit):
             found = [scores.get(qid) for qid in unit.question_ids]
-            view[unit.unit_id] = None if any(s is None for s in found) else min(found)  # type: ignore[type-var]
+            scores_found = [s for s in found if s is not None]
+            complete = len(scores_found) == len(found)
+            view[unit.unit_id] = min(scores_found) if complete and scores_found else None
     return view
