@@ -96,3 +96,17 @@ def test_scored_gate_compares_scores_and_leaves_out_no_verdict(tmp_path: Path) -
     assert cache.outcome("v1", "v1", "q0") == pytest.approx(0.5)
     assert cache.get("v1", "v1", "q0") is False
     assert d.e_value > 1.0  # every judged family moved the evidence up by 0.3
+
+
+def test_baseline_cache_keeps_scores_and_a_pass_fail_file_as_it_was(tmp_path: Path) -> None:
+    plain = BaselineCache()
+    plain.put_many("v1", "v1", {"u0": True}, {"u0": True})  # pass/fail outcomes: no scores
+    plain.save(tmp_path / "plain.json")
+    assert "scores" not in (tmp_path / "plain.json").read_text()
+    scored = BaselineCache()
+    scored.put_many("v1", "v1", {"u0": False, "u1": False}, {"u0": 0.4, "u1": None})
+    scored.save(tmp_path / "scored.json")
+    back = BaselineCache.load(tmp_path / "scored.json")
+    assert back.outcome("v1", "v1", "u0") == pytest.approx(0.4)
+    assert back.outcome("v1", "v1", "u1") is None  # no verdict survives a resume as such
+    assert back.get("v1", "v1", "u1") is False and len(back) == 2
