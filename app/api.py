@@ -105,6 +105,8 @@ __all__ = [
     "infer",
     "infer_async",
     "init_workspace",
+    "judge_quality",
+    "judge_quality_async",
     "promote",
     "rank",
     "rank_async",
@@ -1735,4 +1737,108 @@ def export_verify(folder: str | Path, workspace: str | Path | None = None) -> Ex
             r = verify_folder(Path(folder), names, session)
     return ExportVerifyResult(
         r.folder, r.files, r.records, r.failures, r.first_failure, r.keyed, r.workspace_checked
+    )
+
+
+# --- checkers ---
+
+
+@dataclass(frozen=True)
+class JudgeQualityResult:
+    """`judge-quality`: how the rubric judge did on labelled cases (core/judge_quality.py)."""
+
+    run_id: str
+    judge_model: str
+    cases: int
+    judged: int
+    agreement: float
+    pass_line: float
+    passed: bool
+    leniency: float
+    verbosity_bias: float
+    invalid_cases: int
+    invalid_replies: int
+    by_kind: dict[str, float]
+    band_misses: tuple[dict[str, Any], ...]
+    record: Path
+    simulated_model: bool
+
+
+def judge_quality(
+    workspace: str | Path,
+    cases: str | Path,
+    config: ConfigSource = None,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    pass_line: float = 0.9,
+) -> JudgeQualityResult:
+    """Grade the rubric judge (`judge_model`) on the labelled cases of `cases` (JSONL,
+    docs/checkers.md#judge-quality) and record the check in `analyses/judge_quality.json`."""
+    return _run_sync(
+        judge_quality_async, workspace, cases, config, overrides=overrides, pass_line=pass_line
+    )
+
+
+async def judge_quality_async(
+    workspace: str | Path,
+    cases: str | Path,
+    config: ConfigSource = None,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    pass_line: float = 0.9,
+) -> JudgeQualityResult:
+    from app.harness.rollouts.judge_quality import (
+        judge_cases,
+        load_cases,
+        quality_summary,
+        record_check,
+    )
+    from app.harness.rollouts.rubric import RubricSettings
+    from app.harness.workspace.log import RunStatus
+    from core.judge_quality import assess
+
+    root = _workspace(workspace)
+    _expect("cases", cases, _is_path(cases), "a JSONL file's path")
+    _expect(
+        "pass_line",
+        pass_line,
+        isinstance(pass_line, int | float)
+        and not isinstance(pass_line, bool)
+        and 0 < pass_line <= 1,
+        "a number in (0, 1]",
+    )
+    run_config = resolve_config(config, overrides)
+    with WriterLock(root, "judge-quality"), Session(root, run_config, Bars(enabled=False)) as s:
+        labelled = load_cases(Path(cases), s.questions_by_id)
+        run_id = next_run_id(s, "judge-quality-")
+        s.register(run_id, "judge_quality", s.agent_prompts())
+        settings = RubricSettings(
+            samples=run_config.rubric_samples, temperature=run_config.rubric_temperature
+        )
+        with _budget_is_run_failed():
+            scores = await judge_cases(
+                s.providers["judge"], settings, labelled, run_id, run_config.concurrency
+            )
+        quality = assess(labelled, scores, float(pass_line))
+        s.recorder.flush()
+        s.log.finish_run(run_id, RunStatus.DONE, quality_summary(quality))
+        entry = record_check(
+            s.paths.analyses, run_config.judge_model, labelled, quality, Path(cases), run_id
+        )
+    return JudgeQualityResult(
+        run_id=run_id,
+        judge_model=run_config.judge_model,
+        cases=quality.cases,
+        judged=quality.judged,
+        agreement=quality.agreement,
+        pass_line=quality.pass_line,
+        passed=quality.passed,
+        leniency=quality.leniency,
+        verbosity_bias=quality.verbosity_bias,
+        invalid_cases=quality.invalid_cases,
+        invalid_replies=quality.invalid_replies,
+        by_kind=dict(quality.by_kind),
+        band_misses=tuple(entry["band_misses"]),
+        record=s.paths.analyses / "judge_quality.json",
+        simulated_model=run_config.judge_model.startswith("sim/"),
     )

@@ -44,6 +44,7 @@ COMMANDS = (
     "export",
     "validate-benchmark",
     "serve",
+    "judge-quality",
 )
 
 
@@ -136,6 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_fork_commands(sub, o)
     _add_format_commands(sub, o)
     _add_serve_commands(sub, o)
+    _add_checker_commands(sub, o)
     return parser
 
 
@@ -336,6 +338,20 @@ def _add_serve_commands(sub: Any, o: Options) -> None:
     )
     report.add_argument(
         "--baseline-run", metavar="ID", help="with --savings: compare with another logged run"
+    )
+
+
+def _add_checker_commands(sub: Any, o: Options) -> None:
+    p = add_command(
+        sub,
+        "judge-quality",
+        "grade the rubric judge on labelled cases; training warns until one passes",
+        "judge-quality -w workspaces/mine --cases judge_cases.jsonl",
+        [o.verbose, o.workspace, o.model, o.json],
+    )
+    p.add_argument("--cases", type=Path, required=True, help="labelled cases (JSONL)")
+    p.add_argument(
+        "--pass-line", type=float, default=0.9, help="agreement a trustworthy judge reaches"
     )
 
 
@@ -674,6 +690,7 @@ COMMAND_MODULES = {
     "export": "app.fork_commands",
     "validate-benchmark": "app.validate_commands",
     "serve": "app.serve_commands",
+    "judge-quality": "app.checker_commands",
 }
 
 

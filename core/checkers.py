@@ -1,14 +1,18 @@
 """Answer checkers (docs/architecture.md#the-data-model): exact after normalisation, numeric,
-choice, regex."""
+choice, regex; and what a checker's verdict is (`CheckResult`) for the kinds the harness runs
+itself: a user `module:function` (app/harness/rollouts/custom_checkers.py) and `rubric`
+(app/harness/rollouts/rubric.py). See docs/checkers.md."""
 
 from __future__ import annotations
 
 import math
 import re
 import unicodedata
+from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
-from core.types import Question
+from core.types import CHECKERS, Question
 
 # `answer:` in any case, not glued to a preceding letter or digit ("FINAL_ANSWER:" counts,
 # "myanswer:" does not).
@@ -98,6 +102,8 @@ def _names_another_option(rest: str, letters: set[str]) -> bool:
 
 
 def check(question: Question, prediction: str) -> bool:
+    """A built-in checker's verdict (CHECKERS); any other kind reads as `exact`, so callers
+    route custom and rubric checkers elsewhere (app/harness/rollouts/checking.py)."""
     if not prediction:
         return False
     kind = question.checker
@@ -121,3 +127,91 @@ def check(question: Question, prediction: str) -> bool:
             return False
         return re.fullmatch(pattern, text) is not None
     return normalise_answer(prediction) == normalise_answer(question.answer)
+
+
+RUBRIC = "rubric"
+REASON_MAX = 500
+
+
+def is_custom(kind: str) -> bool:
+    """A user checker named `module:function` (both parts non-empty)."""
+    module, sep, attr = kind.partition(":")
+    return bool(sep and module.strip() and attr.strip())
+
+
+def is_known_checker(kind: str) -> bool:
+    return kind in CHECKERS or kind == RUBRIC or is_custom(kind)
+
+
+class CheckStatus(StrEnum):
+    """How checking one answer went (stored in predictions.check_status)."""
+
+    OK = "ok"  # the checker gave a score
+    CHECK_ERROR = "check_error"  # the checker failed (raised, hung, died, returned junk)
+    INVALID = "invalid"  # every judge reply was unreadable: no verdict at all
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One answer's verdict. `score` is in [0, 1], or None when there is no verdict
+    (INVALID: excluded from accuracy and from the gate's evidence, never scored 0). A
+    CHECK_ERROR is a failure: score 0, with its reason."""
+
+    status: CheckStatus
+    score: float | None
+    reason: str = ""
+    invalid_replies: int = 0  # judge replies that did not parse (rubric only)
+    valid_replies: int = 0
+    samples: tuple[float | None, ...] = ()  # each judge sample's score, None: invalid
+
+    @classmethod
+    def scored(cls, score: float, reason: str = "") -> CheckResult:
+        return cls(CheckStatus.OK, score, reason[:REASON_MAX])
+
+    @classmethod
+    def error(cls, reason: str) -> CheckResult:
+        return cls(CheckStatus.CHECK_ERROR, 0.0, reason[:REASON_MAX])
+
+
+def pass_threshold(question: Question) -> float:
+    """A score passes at `checker_args.pass_threshold` (default 1.0: only a full score)."""
+    value = question.checker_args.get("pass_threshold", 1.0)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return 1.0
+    return min(1.0, max(0.0, float(value)))
+
+
+def passes(question: Question, result: CheckResult) -> bool:
+    return result.score is not None and result.score >= pass_threshold(question)
+
+
+def coerce_check_value(value: Any) -> CheckResult:
+    """A user checker's return value as a CheckResult: a bool, a number in [0, 1], or a dict
+    {"score" | "ok", "reason"}. Anything else (NaN, 7, a string, a dict without either key)
+    is a CHECK_ERROR naming what came back, never a score."""
+    if isinstance(value, bool):
+        return CheckResult.scored(1.0 if value else 0.0)
+    if isinstance(value, int | float):
+        return _score_or_error(value, "")
+    if isinstance(value, dict):
+        reason = str(value.get("reason", ""))[:REASON_MAX]
+        if "score" in value:
+            score = value["score"]
+            if isinstance(score, bool) or not isinstance(score, int | float):
+                return CheckResult.error(f"score is {type(score).__name__}, not a number")
+            return _score_or_error(score, reason)
+        if isinstance(value.get("ok"), bool):
+            return CheckResult.scored(1.0 if value["ok"] else 0.0, reason)
+        return CheckResult.error('returned a dict with neither "score" nor a boolean "ok"')
+    return CheckResult.error(f"returned {type(value).__name__}, not a bool, number or dict")
+
+
+def _score_or_error(score: float, reason: str) -> CheckResult:
+    if not math.isfinite(score) or not 0.0 <= score <= 1.0:
+        return CheckResult.error(f"score {str(score)[:40]} is not a number in [0, 1]")
+    return CheckResult.scored(float(score), reason)
+
+
+def builtin_result(question: Question, prediction: str) -> CheckResult:
+    """A built-in checker's pass/fail as a 0/1 score."""
+    return CheckResult.scored(1.0 if check(question, prediction) else 0.0)

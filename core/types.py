@@ -122,6 +122,11 @@ class Prediction:
     skills_version: str = ""
     prompts_version: str = ""
     answer_source: str = ""  # "answer_line", or the fallback that found it (see checkers)
+    # the checker's score in [0, 1] (0/1 for the built-in checkers), None without a verdict;
+    # how checking went (core.checkers.CheckStatus) and why, when it did not go well
+    score: float | None = None
+    check_status: str = "ok"
+    check_reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -132,4 +137,9 @@ class InferenceResult:
     accuracy: float
     per_task_type: dict[str, dict[str, float]]
     stop_reason_counts: dict[str, int]
-    correctness: dict[str, bool] = field(default_factory=dict)  # question_id -> correct
+    # question_id -> correct; a question whose checker gave no verdict is left out
+    correctness: dict[str, bool] = field(default_factory=dict)
+    scores: dict[str, float] = field(default_factory=dict)  # question_id -> score, likewise
+    check_counts: dict[str, int] = field(default_factory=dict)  # check status -> questions
+    # why checking failed or gave no verdict: reason (cut to 80 chars) -> questions
+    check_reasons: dict[str, int] = field(default_factory=dict)

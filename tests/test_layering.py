@@ -40,6 +40,7 @@ ENTRY_POINTS = frozenset(
         "app.serve_commands",
         "app.export_commands",
         "app.curation_commands",
+        "app.checker_commands",
         "app.demo",
         "app.report",
         "app.api",

@@ -66,6 +66,7 @@ def sim_settings(config: RunConfig) -> SimSettings:
         fault_rate=config.sim_fault_rate,
         judge_noise=config.sim_judge_noise,
         judge_position_bias=config.sim_judge_position_bias,
+        judge_invalid_share=config.sim_judge_invalid_share,
         noise_share=config.sim_noise_share,
         missing_context_share=config.sim_missing_context_share,
         shares=EvolverShares(

@@ -91,10 +91,18 @@ class RuleSetup:
     seed: str = ""  # the harness passes the gate run id
     minibatch_k: int = 3
     chunk: int = GATE_CHUNK
+    # the task type's checker gives scores, not only pass/fail (core/checkers.py): known from
+    # the benchmark before any outcome, it keeps the test at Ville's level (gate.family_mean)
+    scored: bool = False
 
     @property
     def families(self) -> tuple[LadderFamily, ...]:
         return (*self.stage1, *self.stage2)
+
+    @property
+    def singletons(self) -> bool:
+        """Every family one unit and every outcome pass/fail: the exact level applies."""
+        return not self.scored and all(len(ids) == 1 for _, ids in self.families)
 
 
 @dataclass(frozen=True)
@@ -157,7 +165,7 @@ class EProcessRule:
             setup.params,
             horizon=len(setup.families),
             stage1=len(setup.stage1),
-            singletons=all(len(ids) == 1 for _, ids in setup.families),
+            singletons=setup.singletons,
         )
         # Chunked per stage: a provisional accept at the end of stage 1 leaves stage 2
         # unevaluated for its probation.
@@ -241,8 +249,12 @@ class MinibatchRule(_OneShot):
 
     def verdict(self) -> RuleVerdict:
         self._check_done()
-        base = sum(b for _, pairs in self.observed for _, b, _ in pairs)
-        cand = sum(c for _, pairs in self.observed for _, _, c in pairs)
+        # units without a verdict on either side count for neither (core/evolution/gate.py)
+        kept = [(b, c) for _, pairs in self.observed for _, b, c in pairs if None not in (b, c)]
+        base = sum(float(b or 0) for b, _ in kept)
+        cand = sum(float(c or 0) for _, c in kept)
+        if all(isinstance(x, bool) for pair in kept for x in pair):  # counts, as always
+            base, cand = int(base), int(cand)
         return RuleVerdict(
             fixed_decision(
                 AcceptanceStrategy.MINIBATCH,

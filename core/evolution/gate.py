@@ -10,6 +10,12 @@ family's unit ids (`rounded_outcome`), so E[g | d] = d, and bet on g. W and L in
 reports are the families with d > 0 and d < 0; for single-unit families (a benchmark without
 families) g = d and this is the usual unit-level paired comparison.
 
+Scores. A benchmark whose checker gives a score in [0, 1] (core/checkers.py: a user
+`module:function` or `rubric`) feeds scores instead of pass/fail; a unit's difference is the
+paired score difference, so d stays in [−1, 1] and everything below holds with "accuracy" read
+as "expected score" (`family_mean` says why). Such a test is never `singletons` (d leaves the
+±1/0 lattice), so "mean" is held to Ville's level. With 0/1 outcomes nothing changes.
+
 Why not the sign of Σ(candidate − baseline), as before: a candidate with exactly the baseline's
 per-unit accuracy that only makes a family's units right or wrong together wins more signs than
 it loses (bench/gate_validity.py case 5: accepted 31% of the time with families of 3, 63% with
@@ -154,7 +160,10 @@ BET_STRATEGIES = ("mixture", *STRATEGIES)
 FAMILY_EVIDENCE = ("rounded", "mean")
 OUTCOME_NAMES = {1: FamilyOutcome.W, -1: FamilyOutcome.L, 0: FamilyOutcome.TIE}
 
-Pair = tuple[str, bool, bool]  # (unit_id, baseline correct, candidate correct)
+# A unit's outcome on one side: correct (bool), or a checker's score in [0, 1]
+# (core/checkers.py), or None when its checker gave no verdict (every judge reply invalid).
+Outcome = bool | float | None
+Pair = tuple[str, Outcome, Outcome]  # (unit_id, baseline outcome, candidate outcome)
 
 
 class GateParamError(ValueError):
@@ -414,19 +423,42 @@ def outcome_of(base: bool, cand: bool) -> int:
     return int(cand) - int(base)
 
 
+def unit_difference(base: Outcome, cand: Outcome) -> float | None:
+    """candidate − baseline for one unit, in [−1, 1]: `outcome_of` for pass/fail, the paired
+    score difference for scores; None when either side has no verdict (the unit is left out
+    of its family's mean, never counted as a loss or a tie)."""
+    if base is None or cand is None:
+        return None
+    if isinstance(base, bool) and isinstance(cand, bool):
+        return outcome_of(base, cand)
+    return min(1.0, max(0.0, float(cand))) - min(1.0, max(0.0, float(base)))
+
+
 def family_outcome(pairs: Sequence[Pair]) -> int:
     """The sign of Σ(candidate − baseline) over the family's units (the one-shot rules'
     outcome, core/evolution/acceptance.py). The gate does not bet on it: a candidate that only
     makes a family's units right or wrong together wins more signs than it loses."""
-    net = sum(outcome_of(base, cand) for _, base, cand in pairs)
+    net = sum(x for _, base, cand in pairs if (x := unit_difference(base, cand)) is not None)
     return (net > 0) - (net < 0)
 
 
 def family_mean(pairs: Sequence[Pair]) -> float:
     """d = the mean of (candidate − baseline) over the family's units, in [−1, 1]. Its mean is
     ≤ 0 whenever the candidate's per-unit accuracy on the family is no higher than the
-    baseline's, however its units move together."""
-    return sum(outcome_of(base, cand) for _, base, cand in pairs) / len(pairs)
+    baseline's, however its units move together.
+
+    With scores (core/checkers.py: custom and rubric checkers) a unit's difference is the
+    paired score difference, still in [−1, 1], so d is too, and the null becomes "the
+    candidate's expected per-unit score on the family is no higher than the baseline's": every
+    factor 1 + λd of the "mean" bet keeps conditional mean ≤ 1 and E_win stays a test
+    supermartingale (Ville's level), and "rounded" still draws g with E[g | d] = d. For 0/1
+    outcomes the difference is exactly `outcome_of`, so every figure is unchanged. Units
+    without a verdict on either side are left out of the mean; a family with none left is
+    d = 0, a factor of 1 that moves neither E_win nor E_harm. That exclusion is decided by
+    the judge's replies, so the guarantee for such families also assumes the judge's failing
+    to parse says nothing about which side is better."""
+    diffs = [x for _, base, cand in pairs if (x := unit_difference(base, cand)) is not None]
+    return sum(diffs) / len(diffs) if diffs else 0.0
 
 
 def rounded_outcome(unit_ids: Iterable[str], d: float) -> int:
@@ -439,6 +471,11 @@ def rounded_outcome(unit_ids: Iterable[str], d: float) -> int:
     if d in (-1.0, 0.0, 1.0):
         return int(d)
     return (1 if d > 0 else -1) if _unit_uniform(unit_ids) < abs(d) else 0
+
+
+def _stored(outcome: Outcome) -> bool | float | None:
+    """An outcome as the evidence row keeps it: a bool for pass/fail (as always), a score."""
+    return outcome if outcome is None or isinstance(outcome, bool) else float(outcome)
 
 
 def _unit_uniform(unit_ids: Iterable[str]) -> float:
@@ -509,7 +546,7 @@ class SequentialGate:
         """True once a decision was taken or the horizon is used up: stop evaluating."""
         return self.decision is not None or self.n >= self.horizon
 
-    def observe(self, unit_id: str, base: bool, cand: bool) -> GateAction | None:
+    def observe(self, unit_id: str, base: Outcome, cand: Outcome) -> GateAction | None:
         """One unit that is its own family."""
         return self.observe_family(unit_id, [(unit_id, base, cand)])
 
@@ -528,6 +565,10 @@ class SequentialGate:
                 raise ValueError(f"unit {unit_id!r} observed twice")
             self._seen.add(unit_id)
         d = family_mean(pairs)
+        if self.singletons and d not in (-1, 0, 1):
+            # the exact level holds on the ±1/0 lattice only; a scored test must say so before
+            # its first outcome (singletons=False), so it is held to Ville's level
+            raise ValueError(f"family {family_id!r} has d = {d} off the ±1/0 lattice")
         g = self._outcome(pairs, d)
         self._ev.update(d, g)
         self.n += 1
@@ -574,13 +615,13 @@ class SequentialGate:
         return best * (1.0 + _REL_SLACK) >= self.threshold
 
     def _evidence_row(
-        self, family_id: str, unit_id: str, base: bool, cand: bool, d: float, g: int
+        self, family_id: str, unit_id: str, base: Outcome, cand: Outcome, d: float, g: int
     ) -> dict[str, Any]:
         return {
             "unit_id": unit_id,
             "family": family_id,
-            "base": bool(base),
-            "cand": bool(cand),
+            "base": _stored(base),
+            "cand": _stored(cand),
             "outcome": OUTCOME_NAMES[(d > 0) - (d < 0)],
             "d": d,  # the family's mean difference
             "g": g,  # the ±1/0 outcome the decisions counted for the family

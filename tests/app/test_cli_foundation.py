@@ -72,6 +72,7 @@ def test_help_lists_every_command() -> None:
         "export",
         "validate-benchmark",
         "serve",
+        "judge-quality",
     }
     assert expected <= listed, proc.stdout
     assert set(COMMANDS) == expected

@@ -18,7 +18,6 @@ a branch's objective score is 1 only when every verifier says `pass`.
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
 from collections.abc import Callable, Sequence
@@ -26,11 +25,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.errors import UserError
+from app.harness.rollouts.custom_checkers import load_user_function
 from app.harness.workspace.log import HarnessLog
 from app.harness.workspace.workspace import now_iso
 from app.secrets import scrub
 from core.checkers import check
-from core.types import Question, StopReason
+from core.types import CHECKERS, Question, StopReason
 
 STATUSES = ("pass", "fail", "running", "unknown", "error")
 REASON_MAX = 500
@@ -51,6 +51,14 @@ class Verdict:
 def checker_verifier(question: Question, branch: dict[str, Any]) -> Verdict:
     if branch.get("stop_reason") != StopReason.FINAL:
         return Verdict("fail", f"no answer (stop reason {branch.get('stop_reason')})", 0.0)
+    if question.checker not in CHECKERS:
+        # a custom or rubric checker runs isolated or through the judge in training
+        # (docs/checkers.md); here it would be an exact comparison in disguise
+        return Verdict(
+            "unknown",
+            f"checker {question.checker!r} is not built in: rank with a --verifier of "
+            "your own (question, branch) or with the judge",
+        )
     ok = check(question, branch.get("prediction") or "")
     reason = f"checker {question.checker}: answer {'matches' if ok else 'does not match'}"
     return Verdict("pass" if ok else "fail", reason, 1.0 if ok else 0.0)
@@ -104,17 +112,8 @@ def load_verifier(name: str) -> Callable[[Question, dict[str, Any]], Any]:
         raise UserError(
             f"--verifier {name!r}: use a built-in ({', '.join(BUILTIN)}) or module:function"
         )
-    module_name, _, attr = name.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as e:  # an import error in user code names the verifier, one line
-        raise UserError(
-            f"--verifier {name}: cannot import {module_name} ({type(e).__name__}: {e})"
-        ) from None
-    fn = getattr(module, attr, None)
-    if not callable(fn):
-        raise UserError(f"--verifier {name}: {module_name} has no function {attr!r}")
-    return fn
+    # the same loading, and the same errors, as a training checker's
+    return load_user_function(name, "--verifier")
 
 
 def coerce_verdict(value: Any) -> Verdict:

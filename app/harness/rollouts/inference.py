@@ -18,6 +18,7 @@ import anyio
 
 from app.errors import RunFailed
 from app.harness.rollouts.agent_prompts import AgentPrompts, ToolArgumentError
+from app.harness.rollouts.checking import BUILTIN_ONLY, AnswerChecker
 from app.harness.rollouts.question_units import build_units, unit_correctness_view
 from app.harness.rollouts.telemetry import calls_logged_as
 from app.harness.workspace import killpoints
@@ -26,13 +27,20 @@ from app.harness.workspace.workspace import now_iso
 from app.progress import NO_BARS, Bars
 from app.providers.errors import BudgetExceeded, ProviderError
 from app.secrets import scrub
-from core.checkers import check, extract_answer, fallback_answer
+from core.checkers import (
+    CheckResult,
+    CheckStatus,
+    extract_answer,
+    fallback_answer,
+    passes,
+)
 from core.concurrency import fan_out
 from core.evolution.budget import resolve_skill_file
 from core.protocols import LLMProvider
 from core.trajectory import summarise_tool_output
-from core.types import InferenceResult, LLMResponse, Prediction, Question, StopReason
+from core.types import CHECKERS, InferenceResult, LLMResponse, Prediction, Question, StopReason
 
+BUILTIN_CHECKERS = frozenset(CHECKERS)
 WRITE_BATCH = 200
 INFRA_ERROR_SHARE = 0.10
 
@@ -45,6 +53,8 @@ class AgentSettings:
     concurrency: int = 16
     sample: int = 0
     answer_fallbacks: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # who checks answers (app/harness/rollouts/checking.py); built-in checkers only by default
+    checker: AnswerChecker = field(default=BUILTIN_ONLY, compare=False, repr=False)
 
     def fallbacks_for(self, task_type: str) -> tuple[str, ...]:
         return self.answer_fallbacks.get(task_type, self.answer_fallbacks.get("*", ()))
@@ -98,7 +108,12 @@ async def answer_question(
             answer, source = await _fallback(provider, question, reply.text, settings, steps)
         stop, final = (StopReason.FINAL, answer) if answer is not None else (StopReason.REFUSED, "")
         break
-    correct = stop == StopReason.FINAL and check(question, final)
+    result = (
+        await settings.checker.check(question, final)
+        if stop == StopReason.FINAL
+        else CheckResult.scored(0.0)  # no answer: a failure, whatever the checker
+    )
+    correct = passes(question, result)
     source = source if stop == StopReason.FINAL else ""
     verdict = {
         "type": "verdict",
@@ -109,6 +124,15 @@ async def answer_question(
         "stop_reason": stop,
         "answer_source": source,
     }
+    if question.checker not in BUILTIN_CHECKERS:  # builtin rows stay exactly as they were
+        verdict.update(
+            score=result.score,
+            check_status=str(result.status),
+            check_reason=scrub(result.reason),
+            invalid_replies=result.invalid_replies,
+        )
+        if result.samples:
+            verdict["judge_samples"] = list(result.samples)
     if prompts.skill_mode in (
         "tool",
         "progressive",
@@ -132,6 +156,9 @@ async def answer_question(
         skills_version=prompts.skills_version,
         prompts_version=prompts.prompts_version,
         answer_source=source,
+        score=result.score,
+        check_status=str(result.status),
+        check_reason=scrub(result.reason),
     )
 
 
@@ -272,6 +299,9 @@ def prediction_row(p: Prediction, run_id: str) -> dict[str, Any]:
         "prompts_version": p.prompts_version,
         "created_at": now_iso(),
         "answer_source": p.answer_source or None,
+        "score": p.score,
+        "check_status": p.check_status,
+        "check_reason": p.check_reason or None,
     }
 
 
@@ -318,7 +348,9 @@ async def run_inference(
 def summarise(
     run_id: str, questions: Sequence[Question], results: dict[str, Prediction]
 ) -> InferenceResult:
-    correctness = {qid: p.correct for qid, p in results.items()}
+    # an answer without a verdict (every judge reply invalid) counts neither way
+    judged = {qid: p for qid, p in results.items() if p.check_status != CheckStatus.INVALID}
+    correctness = {qid: p.correct for qid, p in judged.items()}
     units = build_units(questions)
     view = unit_correctness_view(units, correctness)
     per_type: dict[str, dict[str, float]] = {}
@@ -338,6 +370,13 @@ def summarise(
         per_task_type=dict(sorted(per_type.items())),
         stop_reason_counts=dict(Counter(p.stop_reason for p in results.values())),
         correctness=correctness,
+        scores={qid: p.score for qid, p in judged.items() if p.score is not None},
+        check_counts=dict(Counter(p.check_status for p in results.values())),
+        check_reasons=dict(
+            Counter(
+                p.check_reason[:80] for p in results.values() if p.check_status != CheckStatus.OK
+            ).most_common(20)
+        ),
     )
 
 

@@ -9,8 +9,11 @@ from loguru import logger
 
 from app.errors import UserError, first_leaf, is_stop, stop_reason
 from app.harness.rollouts.agent_prompts import AgentPrompts
+from app.harness.rollouts.checking import AnswerChecker
+from app.harness.rollouts.custom_checkers import CheckerPool
 from app.harness.rollouts.inference import AgentSettings, run_inference
 from app.harness.rollouts.model_io import ModelIO, tool_mode_warning
+from app.harness.rollouts.rubric import RubricSettings
 from app.harness.rollouts.telemetry import LogRecorder
 from app.harness.workspace.config import RunConfig
 from app.harness.workspace.log import HarnessLog, RunStatus
@@ -47,6 +50,13 @@ class Session:
         self.budget = CostBudget(config.max_cost_usd)
         self.providers = make_providers(config, self.cache, self.recorder, self.budget)
         self.model_io = ModelIO(self.paths.root, config)
+        self.checker = AnswerChecker(
+            judge=self.providers["judge"],
+            rubric=RubricSettings(
+                samples=config.rubric_samples, temperature=config.rubric_temperature
+            ),
+            pool=CheckerPool(config.checker_workers, config.checker_timeout_s),
+        )
         if (warning := tool_mode_warning(config)) is not None:
             logger.warning(warning)
         self.benchmark: Benchmark = load_benchmark(self.paths.questions_dir)
@@ -61,6 +71,7 @@ class Session:
                 raise
 
     def close(self) -> None:
+        self.checker.close()
         self.recorder.flush()
         self.log.close()
         self.cache.close()
@@ -109,6 +120,7 @@ class Session:
             max_tokens=c.max_tokens,
             concurrency=c.concurrency,
             answer_fallbacks=self.benchmark.answer_fallbacks,
+            checker=self.checker,
         )
 
     def provenance(self, prompts: AgentPrompts) -> dict:
@@ -198,6 +210,12 @@ class Session:
                 "correct": result.correct,
                 "per_task_type": result.per_task_type,
                 "stop_reason_counts": result.stop_reason_counts,
+                # only when a checker failed or gave no verdict: earlier summaries unchanged
+                **(
+                    {"check_counts": result.check_counts, "check_reasons": result.check_reasons}
+                    if set(result.check_counts) - {"ok"}
+                    else {}
+                ),
             },
         )
         return result

@@ -171,10 +171,18 @@ def _cache_key(skills_version: str, prompts_version: str, unit_id: str) -> str:
 
 
 class BaselineCache:
-    """Baseline (current versions) correctness per unit, so each is run at most once."""
+    """Baseline (current versions) correctness per unit, so each is run at most once; for a
+    scored unit (app/harness/rollouts/question_units.py `is_scored`) also the outcome the
+    gate compares, its score or None (no verdict). The file holds `scores` only when some
+    unit is scored, so a pass/fail benchmark's file is what it always was."""
 
-    def __init__(self, entries: Mapping[str, bool] | None = None) -> None:
+    def __init__(
+        self,
+        entries: Mapping[str, bool] | None = None,
+        scores: Mapping[str, float | None] | None = None,
+    ) -> None:
         self.entries: dict[str, bool] = dict(entries or {})
+        self.scores: dict[str, float | None] = dict(scores or {})
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -182,14 +190,35 @@ class BaselineCache:
     def get(self, skills_version: str, prompts_version: str, unit_id: str) -> bool | None:
         return self.entries.get(_cache_key(skills_version, prompts_version, unit_id))
 
+    def outcome(
+        self, skills_version: str, prompts_version: str, unit_id: str
+    ) -> bool | float | None:
+        """What the gate compares: the score of a scored unit (None: no verdict), else the
+        cached correctness."""
+        key = _cache_key(skills_version, prompts_version, unit_id)
+        if key in self.scores:
+            return self.scores[key]
+        return bool(self.entries.get(key))
+
     def put_many(
-        self, skills_version: str, prompts_version: str, correctness: Mapping[str, bool]
+        self,
+        skills_version: str,
+        prompts_version: str,
+        correctness: Mapping[str, bool],
+        outcomes: Mapping[str, bool | float | None] | None = None,
     ) -> None:
         for unit_id, correct in correctness.items():
             self.entries[_cache_key(skills_version, prompts_version, unit_id)] = bool(correct)
+        for unit_id, outcome in (outcomes or {}).items():
+            if outcome is None or not isinstance(outcome, bool):
+                key = _cache_key(skills_version, prompts_version, unit_id)
+                self.scores[key] = None if outcome is None else float(outcome)
 
     def save(self, path: Path) -> None:
-        write_json_atomic(Path(path), {"version": FORMAT_VERSION, "entries": self.entries})
+        data: dict[str, Any] = {"version": FORMAT_VERSION, "entries": self.entries}
+        if self.scores:
+            data["scores"] = self.scores
+        write_json_atomic(Path(path), data)
 
     @classmethod
     def load(cls, path: Path) -> BaselineCache:
@@ -197,4 +226,5 @@ class BaselineCache:
         path = Path(path)
         if not path.exists():
             return cls()
-        return cls(read_json(path).get("entries", {}))
+        data = read_json(path)
+        return cls(data.get("entries", {}), data.get("scores", {}))

@@ -136,8 +136,8 @@ def evidence_rows(
             "task_type": task_type,
             "idx": i,
             "unit_id": e["unit_id"],
-            "base": int(e["base"]),
-            "cand": int(e["cand"]),
+            "base": _stored(e["base"]),
+            "cand": _stored(e["cand"]),
             "outcome": e["outcome"],
             "w": e["W"],
             "l": e["L"],
@@ -146,6 +146,14 @@ def evidence_rows(
         }
         for i, e in enumerate(decision.evidence)
     ]
+
+
+def _stored(outcome: bool | float | None) -> int | float | None:
+    """A unit's outcome as `gate_evidence` keeps it: 0/1 for pass/fail (as always), the score
+    of a scored checker, NULL when its checker gave no verdict (docs/checkers.md)."""
+    if outcome is None or isinstance(outcome, bool):
+        return None if outcome is None else int(outcome)
+    return float(outcome)
 
 
 def quadrant_rows(

@@ -20,6 +20,7 @@ from loguru import logger
 
 from app.errors import RunFailed, UserError, first_leaf, is_stop, stop_reason
 from app.harness.rollouts.agent_prompts import AgentPrompts
+from app.harness.rollouts.judge_quality import missing_check_warning
 from app.harness.rollouts.pools import Pools, filter_trainable, split_pools
 from app.harness.rollouts.question_units import build_units, unit_accuracy, unit_correctness_view
 from app.harness.rollouts.session import Session
@@ -280,6 +281,11 @@ class Runner:
             session.refresh_paths()
         pools, task_types = self._pools()
         units = {u.unit_id: u for u in build_units(session.benchmark.questions)}
+        judged = missing_check_warning(
+            session.paths.analyses, self.config.judge_model, session.benchmark.questions
+        )
+        if judged is not None:  # rubric scores from an unchecked judge (docs/checkers.md)
+            logger.warning(judged)
         if ckpt and ckpt["progress"]["phase"] == TrainPhase.FINISHED:
             self._mark_finished(TrainState.from_dict(ckpt["state"]), ckpt["progress"])
             return None

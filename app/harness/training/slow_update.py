@@ -13,7 +13,12 @@ from typing import Any
 from loguru import logger
 
 from app.harness.rollouts.agent_prompts import AgentPrompts
-from app.harness.rollouts.question_units import build_units, unit_accuracy, unit_correctness_view
+from app.harness.rollouts.question_units import (
+    build_units,
+    is_scored,
+    unit_accuracy,
+    unit_outcome_view,
+)
 from app.harness.rollouts.telemetry import calls_logged_as
 from app.harness.training.contamination_guard import refused_as_contamination
 from app.harness.training.momentum import run_slow_momentum
@@ -181,8 +186,10 @@ async def _probation_test(
         else None
     )
     units = [ctx.units[u] for u in unit_ids]
-    cand_view = unit_correctness_view(units, r.correctness)
-    base_view = unit_correctness_view(units, base.correctness if base else {})
+    cand_view = unit_outcome_view(units, r.correctness, r.scores)
+    base_view = unit_outcome_view(
+        units, base.correctness if base else {}, base.scores if base else {}
+    )
     for family, ids in p.families:
         if test.done:
             break
@@ -396,9 +403,10 @@ def prompt_test(
         by_family.setdefault(u.questions[0].family or u.unit_id, []).append(u.unit_id)
     order = sorted(by_family.items())
     random.Random(f"{ctx.gate_pools.seed}:prompts:{key}").shuffle(order)
-    base = unit_correctness_view(units, r.correctness)
-    cand = unit_correctness_view(units, r2.correctness)
-    singletons = all(len(ids) == 1 for _, ids in order)
+    base = unit_outcome_view(units, r.correctness, r.scores)
+    cand = unit_outcome_view(units, r2.correctness, r2.scores)
+    # scores are off the ±1/0 lattice: such a test is held to Ville's level (gate.family_mean)
+    singletons = all(len(ids) == 1 for _, ids in order) and not any(map(is_scored, units))
     gate = SequentialGate(ctx.gate_params, horizon=len(order), singletons=singletons)
     for family, ids in order:
         if gate.done:

@@ -54,7 +54,7 @@ from core.evolution.evolve import (
     evolve,
     skill_prompt,
 )
-from core.evolution.gate import AcceptanceStrategy, GateAction, SequentialGate
+from core.evolution.gate import AcceptanceStrategy, GateAction, Pair, SequentialGate
 from core.evolution.relevance import added_text, relevance_scores
 from core.evolution.triage import triage_failures
 from core.types import Question
@@ -692,7 +692,7 @@ def shadow_row(scope: StepScope, outcome: ValidationOutcome) -> dict[str, Any]:
         horizon=max(d0.horizon, 1),
         stage1=max(d0.horizon, 1),
     )
-    families: dict[str, list[tuple[str, bool, bool]]] = {}
+    families: dict[str, list[Pair]] = {}
     for e in d0.evidence:
         families.setdefault(e.get("family", e["unit_id"]), []).append(
             (e["unit_id"], e["base"], e["cand"])

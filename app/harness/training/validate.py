@@ -10,7 +10,7 @@ used and records the rule's decision in `gate_evidence`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -19,7 +19,11 @@ import anyio
 from app.errors import RunFailed
 from app.harness.rollouts.agent_prompts import AgentPrompts
 from app.harness.rollouts.inference import AgentSettings, answer_question, prediction_row
-from app.harness.rollouts.question_units import unit_correctness_view
+from app.harness.rollouts.question_units import (
+    is_scored,
+    unit_correctness_view,
+    unit_outcome_view,
+)
 from app.harness.rollouts.telemetry import calls_logged_as
 from app.harness.training.continuation import SegmentRule, first_segment_gate, resumed_gate
 from app.harness.training.gate_ladder import BaselineCache, Family, Ladder
@@ -27,9 +31,16 @@ from app.harness.workspace import killpoints
 from app.harness.workspace.log import HarnessLog
 from core.concurrency import fan_out
 from core.evolution.acceptance import AcceptanceRule, RuleSetup, make_rule
-from core.evolution.gate import AcceptanceStrategy, GateDecision, GateParams
+from core.evolution.gate import AcceptanceStrategy, GateDecision, GateParams, Pair
 from core.protocols import LLMProvider
-from core.types import Question, QuestionUnit, StopReason
+from core.types import Prediction, Question, QuestionUnit, StopReason
+
+BaseLookup = Callable[[str], bool]
+
+
+def _scores(preds: Mapping[str, Prediction]) -> dict[str, float]:
+    """question_id -> score, for answers with a verdict."""
+    return {k: p.score for k, p in preds.items() if p.score is not None}
 
 
 @dataclass(frozen=True)
@@ -46,6 +57,8 @@ class GateSpec:
     # the state of the test this segment continues.
     whole_horizon: int = 0
     resume: dict[str, Any] | None = None
+    # the task type's checker gives scores (question_units.is_scored): the gate compares them
+    scored: bool = False
 
     @property
     def unit_ids(self) -> tuple[str, ...]:
@@ -70,6 +83,7 @@ class GateSpec:
             params=params,
             seed=self.gate_run_id,
             minibatch_k=self.minibatch_k,
+            scored=self.scored,
         )
 
 
@@ -85,6 +99,7 @@ class ValidationOutcome:
     candidate_questions: dict[str, bool] = field(default_factory=dict)  # question_id -> correct
     stage2: tuple[Family, ...] = ()  # families a provisional accept leaves to its probation
     test_state: dict[str, Any] | None = None  # a segment's test state (continuation.py)
+    excluded_units: int = 0  # units left out of the evidence: no verdict on one side
 
     @property
     def cand_acc(self) -> float | None:
@@ -105,18 +120,24 @@ class _Tally:
         self.base: dict[str, bool] = {}
         self.by_question: dict[str, bool] = {}
         self.answers: dict[str, bool] = {}
-        self.errors = self.total = 0
+        self.unit_correct: dict[str, bool] = {}  # candidate pass/fail of every unit evaluated
+        self.errors = self.total = self.excluded = 0
 
     @property
     def error_share(self) -> float:
         return self.errors / self.total if self.total else 0.0
 
     def record(
-        self, pairs: Sequence[tuple[str, bool, bool]], units: Mapping[str, QuestionUnit]
+        self, pairs: Sequence[Pair], units: Mapping[str, QuestionUnit], base_correct: BaseLookup
     ) -> None:
-        """Keep what the rule actually used (units evaluated but not observed are left out)."""
+        """Keep what the rule actually used (units evaluated but not observed are left out,
+        and so are units without a verdict, which are counted). cand/base are pass/fail."""
         for unit_id, base, cand in pairs:
-            self.cand[unit_id], self.base[unit_id] = cand, base
+            if base is None or cand is None:
+                self.excluded += 1
+                continue
+            self.cand[unit_id] = self.unit_correct[unit_id]
+            self.base[unit_id] = base_correct(unit_id)
             for q in units[unit_id].questions:
                 self.by_question[q.question_id] = self.answers[q.question_id]
 
@@ -168,14 +189,14 @@ class Validator:
             return
         questions = [q for u in missing for q in self.units[u].questions]
         preds = await self._answer(questions, self.base_prompts, run_id)
-        view = unit_correctness_view(
-            [self.units[u] for u in missing], {k: p.correct for k, p in preds.items()}
-        )
-        self.cache.put_many(sv, pv, view)
+        units = [self.units[u] for u in missing]
+        correct = {k: p.correct for k, p in preds.items()}
+        view = unit_correctness_view(units, correct)
+        self.cache.put_many(sv, pv, view, unit_outcome_view(units, correct, _scores(preds)))
 
     async def _evaluate(
         self, spec: GateSpec, families: Sequence[Family], tally: _Tally
-    ) -> list[tuple[str, list[tuple[str, bool, bool]]]]:
+    ) -> list[tuple[str, list[Pair]]]:
         """Run baseline (missing only) and candidate on `families`; (family, pairs) in order.
         `gate_one` passes the families the rule really used to `tally.record`."""
         unit_ids = [u for _, ids in families for u in ids]
@@ -185,13 +206,15 @@ class Validator:
         killpoints.reached("gate")
         tally.errors += sum(p.stop_reason == StopReason.ERROR for p in preds.values())
         tally.total += len(preds)
-        view = unit_correctness_view(
-            [self.units[u] for u in unit_ids], {k: p.correct for k, p in preds.items()}
-        )
+        units = [self.units[u] for u in unit_ids]
+        correct = {k: p.correct for k, p in preds.items()}
+        tally.unit_correct.update(unit_correctness_view(units, correct))
+        # pass/fail units: exactly their correctness, as always; scored ones: their scores
+        view = unit_outcome_view(units, correct, _scores(preds))
         sv, pv = self.base_prompts.skills_version, self.base_prompts.prompts_version
-        out = []
+        out: list[tuple[str, list[Pair]]] = []
         for family, ids in families:
-            pairs = [(u, bool(self.cache.get(sv, pv, u)), view[u]) for u in ids]
+            pairs: list[Pair] = [(u, self.cache.outcome(sv, pv, u), view[u]) for u in ids]
             out.append((family, pairs))
         tally.answers.update({k: p.correct for k, p in preds.items()})
         if tally.error_share > self.guard_err:
@@ -205,10 +228,13 @@ class Validator:
 
     async def gate_one(self, spec: GateSpec) -> ValidationOutcome:
         tally = _Tally()
-        rule = spec.rule(self.params)
+        # known from the benchmark before any outcome: a scored task type's test is held to
+        # Ville's level (core/evolution/gate.py family_mean)
+        scored = any(is_scored(self.units[u]) for u in spec.unit_ids if u in self.units)
+        rule = replace(spec, scored=spec.scored or scored).rule(self.params)
         while families := rule.request():
             for _, pairs in rule.observe(await self._evaluate(spec, families, tally)):
-                tally.record(pairs, self.units)
+                tally.record(pairs, self.units, self._base_correct)
         verdict = rule.verdict()
         return ValidationOutcome(
             task_type=spec.task_type,
@@ -221,7 +247,12 @@ class Validator:
             candidate_questions=tally.by_question,
             stage2=verdict.reserved,
             test_state=rule.gate.state() if isinstance(rule, SegmentRule) else None,
+            excluded_units=tally.excluded,
         )
+
+    def _base_correct(self, unit_id: str) -> bool:
+        sv, pv = self.base_prompts.skills_version, self.base_prompts.prompts_version
+        return bool(self.cache.get(sv, pv, unit_id))
 
     async def validate(
         self, specs: Sequence[GateSpec], baseline_run_id: str

@@ -177,28 +177,46 @@ def _checker_args(
     if kind is CheckerKind.BUILTIN:
         _check_builtin_args(checker, args, where)
         return args
-    judged: dict[str, Any] = {
-        "pass_threshold": row.pass_threshold
+    # a row's own field wins over the same key in its checker_args, which wins over the
+    # benchmark's [checker] default; a row that sets one value twice, differently, is refused
+    for key, field in (("pass_threshold", row.pass_threshold), ("rubric", row.rubric)):
+        if field is not None and key in args and args[key] != field:
+            raise UserError(
+                f"{where}: field 'checker_args.{key}': set it once (the row's '{key}' or "
+                "checker_args, not both)"
+            )
+    threshold = (
+        row.pass_threshold
         if row.pass_threshold is not None
-        else defaults.pass_threshold,
-        "timeout_s": defaults.timeout_s,
-    }
+        else args.get("pass_threshold", defaults.pass_threshold)
+    )
+    timeout = args.get("timeout_s", defaults.timeout_s)
+    for key, value in (("pass_threshold", threshold), ("timeout_s", timeout)):
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if not number or not math.isfinite(value) or not _in_range(key, value):
+            raise UserError(f"{where}: field 'checker_args.{key}': {_RANGE_WORDS[key]}")
+    args["pass_threshold"], args["timeout_s"] = float(threshold), float(timeout)
     if kind is CheckerKind.RUBRIC:
-        rubric = row.rubric if row.rubric is not None else defaults.rubric
-        if rubric is None or not rubric.strip():
+        rubric = row.rubric if row.rubric is not None else args.get("rubric", defaults.rubric)
+        if not isinstance(rubric, str) or not rubric.strip():
             raise UserError(
                 f"{where}: field 'rubric': checker '{RUBRIC_CHECKER}' needs a rubric "
-                "(in the row, or benchmark.toml [checker] rubric)"
+                "(in the row, its checker_args, or benchmark.toml [checker] rubric)"
             )
-        judged["rubric"] = rubric
-    for key, value in judged.items():
-        if key in args and args[key] != value:
-            raise UserError(
-                f"{where}: field 'checker_args.{key}': set it once (the row's or the "
-                "benchmark's value, not checker_args)"
-            )
-        args[key] = value
+        args["rubric"] = rubric
     return args
+
+
+_RANGE_WORDS = {
+    "pass_threshold": "must be a number from 0 to 1",
+    "timeout_s": "must be a number of seconds > 0 and <= 3600",
+}
+
+
+def _in_range(key: str, value: float) -> bool:
+    if key == "pass_threshold":
+        return 0.0 <= value <= 1.0
+    return 0.0 < value <= 3600.0
 
 
 def _check_builtin_args(checker: str, args: dict[str, Any], where: str) -> None:

@@ -177,7 +177,16 @@ class RunConfig(BaseModel):
     judge_max_calls_per_batch: int = _d(100, **NON_NEGATIVE)
     memory_k: int = _d(0, **NON_NEGATIVE)
     sim_judge_noise: float = _d(0.0, **SHARE)
+    # answer checkers beyond the built-in ones (docs/checkers.md): a user `module:function`
+    # runs in worker processes with a per-call timeout; `rubric` is scored by judge_model
+    # `rubric_samples` times at `rubric_temperature`
+    checker_timeout_s: float = _d(10.0, gt=0.0)
+    checker_workers: int = _d(2, **POSITIVE)
+    rubric_samples: int = _d(3, **POSITIVE)
+    rubric_temperature: float = _d(0.1, ge=0.0, le=2.0)
     sim_judge_position_bias: float = _d(0.0, **SHARE)
+    # share of the simulated judge's rubric replies that do not parse (app/providers/sim/judge.py)
+    sim_judge_invalid_share: float = _d(0.0, **SHARE)
 
     @field_validator("structured_output")
     @classmethod

@@ -231,7 +231,7 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
         "diagnoses record who decided them",
         ["ALTER TABLE diagnoses ADD COLUMN decided_by TEXT"],
     ),
-    # curation: each ranked branch's trajectory class (core/curation.py) and, from
+    # 8: curation: each ranked branch's trajectory class (core/curation.py) and, from
     # `rank --cascade`, how long each verifier took on it (app/harness/data/curation.py)
     (
         "trajectory classes of ranked branches; verifier elapsed time",
@@ -243,6 +243,17 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             """CREATE UNIQUE INDEX idx_trajectory_classes_key
             ON trajectory_classes(run_id, question_id, branch_index)""",
             "ALTER TABLE verdicts ADD COLUMN elapsed_s REAL",
+        ],
+    ),
+    # 9: custom and rubric checkers (docs/checkers.md): each prediction's (and fork branch's)
+    # score in [0, 1] (NULL without a verdict), how checking went ("ok", "check_error",
+    # "invalid") and why
+    (
+        "predictions and branches record the checker's score, status and reason",
+        [
+            f"ALTER TABLE {table} ADD COLUMN {column}"
+            for table in ("predictions", "branches")
+            for column in ("score REAL", "check_status TEXT", "check_reason TEXT")
         ],
     ),
 ]

@@ -215,8 +215,8 @@ class GateEvidenceRow:
 
     idx: int
     unit_id: str
-    base: int | None
-    cand: int | None
+    base: int | float | None  # 0/1, or a scored checker's score (docs/checkers.md)
+    cand: int | float | None
     outcome: str | None
     w: int | None
     l: int | None  # noqa: E741 - the gate's losses, named as the column

@@ -13,9 +13,23 @@ from pathlib import Path
 from app.paths import checkout_root
 from app.providers.sim.world import TASK_TYPES, World, build_world
 
+# Worlds whose benchmark has no exact answer to compare: every question is `rubric`-checked
+# by the judge role (the simulated judge grades against the hidden answer key,
+# app/providers/sim/judge.py `rubric_reply`). Train on it with `sim/judged` models.
+JUDGED_WORLDS = ("judged",)
+RUBRIC_PASS_THRESHOLD = 0.5
+
+
+def rubric_for(task_type: str) -> str:
+    return (
+        f"The answer applies every rule of the {task_type} task that this case calls for "
+        "and gives the final value the case asks for."
+    )
+
 
 def benchmark_lines(world: World) -> list[str]:
     lines = []
+    judged = world.name in JUDGED_WORLDS
     for spec in world.cases.values():
         row: dict[str, object] = {  # JSON values: strings, and checker_args a table
             "question_id": spec.question_id,
@@ -30,7 +44,34 @@ def benchmark_lines(world: World) -> list[str]:
             row["context"] = spec.context
         if spec.checker_args:
             row["checker_args"] = spec.checker_args
+        if judged:  # the reference answer stays, for reports; the judge decides
+            row["checker"] = "rubric"
+            row["checker_args"] = {
+                "rubric": rubric_for(spec.task_type),
+                "pass_threshold": RUBRIC_PASS_THRESHOLD,
+            }
         lines.append(json.dumps(row, ensure_ascii=False, sort_keys=True))
+    return lines
+
+
+def judge_case_lines(world: World, per_type: int = 6) -> list[str]:
+    """Labelled cases for `judge-quality` (app/harness/rollouts/judge_quality.py) on a judged
+    world's benchmark: per task type, `per_type` questions each with its reference answer
+    (band [0.8, 1]), a wrong answer the world knows (band [0, 0.2]) and an empty control
+    (band [0, 0.1])."""
+    lines = []
+    for task_type in TASK_TYPES:
+        specs = [c for c in world.cases.values() if c.task_type == task_type][:per_type]
+        for spec in specs:
+            qid = spec.question_id
+            wrong = spec.wrong_answers[0] if spec.wrong_answers else "none"
+            for kind, answer, band in (
+                ("reference", spec.answer, [0.8, 1.0]),
+                ("known_bad", wrong, [0.0, 0.2]),
+                ("control", "", [0.0, 0.1]),
+            ):
+                case = {"case_id": f"{qid}-{kind}", "question_id": qid, "answer": answer}
+                lines.append(json.dumps({**case, "band": band, "kind": kind}, sort_keys=True))
     return lines
 
 
@@ -38,10 +79,16 @@ def write_benchmark(world: World, out: Path, name: str) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "questions.jsonl").write_text("\n".join(benchmark_lines(world)) + "\n", encoding="utf-8")
     types = ", ".join(f'"{t}"' for t in TASK_TYPES)
+    how = (
+        "answers are scored by the judge model against a rubric (the simulated judge grades "
+        "them against the world's hidden rules)."
+        if world.name in JUDGED_WORLDS
+        else "answers are checked against the world's hidden rules."
+    )
     (out / "benchmark.toml").write_text(
         f'name = "{name}"\n'
         f'description = "Generated from simulated world {world.name!r} (seed {world.seed}); '
-        "answers are checked against the world's hidden rules.\"\n"
+        f'{how}"\n'
         f'seed = 11\nlicense = "MIT"  # written for this repository (LICENSE)\n'
         f"task_types = [{types}]\n\n[split]\n"
         "diagnosis = 0.5\nvalidation = 0.25\ntest = 0.25\n",
@@ -56,9 +103,15 @@ def main() -> None:
     parser.add_argument("--units", type=int, default=72, help="units per task type")
     parser.add_argument("--name", default="sim-basic")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument(
+        "--judge-cases", type=Path, default=None, help="also write judge-quality cases here"
+    )
     args = parser.parse_args()
     out = args.out or _checkout_benchmark(parser, args.name)
-    write_benchmark(build_world(args.world, args.seed, args.units), out, args.name)
+    world = build_world(args.world, args.seed, args.units)
+    write_benchmark(world, out, args.name)
+    if args.judge_cases is not None:
+        args.judge_cases.write_text("\n".join(judge_case_lines(world)) + "\n", encoding="utf-8")
     print(f"wrote {out}")
 
 

@@ -8,6 +8,12 @@ make it imperfect in the ways real judges are:
 - `position_bias`: this share of pairwise samples prefers whatever is shown first, whatever
   it says. Asking in both orders (app/harness/data/judge.py) cancels it.
 
+Rubric prompts (`prompts/judge_rubric.md`, app/harness/rollouts/rubric.py) of the judged
+world's benchmark (`sim-judged`, app/providers/sim/generate.py) are graded against the same
+hidden answer key, read through the case's own checker: 10 when the answer meets it, else 0;
+`noise` draws that share of samples uniformly from 0-10, and `invalid_share` makes that share
+of replies unreadable (no JSON), so the harness's handling of invalid replies is exercised.
+
 `noise` also applies to the judge role's failure diagnoses (`prompts/diagnose_failure.md`,
 answered in app/providers/sim/evolver.py): that share of them names a category and target
 drawn at random, seeded by the request.
@@ -20,14 +26,17 @@ import json
 from app.providers.sim.agent import tag
 from app.providers.sim.rng import draw, pick
 from app.providers.sim.world import World, normalise
-from core.checkers import extract_answer
+from core.checkers import check, extract_answer
 from core.evolution.diagnose import CATEGORIES
+from core.types import Question
 
 DIAGNOSIS_TASK = "## Task: diagnose-failure"
 NOISY_TARGETS = ("skill", "system", "tool:read_context")
 
 SCORE_CORRECT = 9
 SCORE_WRONG = 2
+RUBRIC_JUDGE = "## Judge: rubric"
+RUBRIC_PASS, RUBRIC_FAIL = 10, 0
 
 
 def _correct(world: World, question: str, answer_text: str) -> bool | None:
@@ -78,3 +87,31 @@ def noisy_diagnosis(world: World, reply: str, request_key: str, noise: float) ->
     if category == "interface" and target == "skill":
         target = "system"
     return json.dumps({"category": category, "target": target, "rationale": "hard to tell"})
+
+
+def rubric_reply(
+    world: World, prompt: str, request_key: str, noise: float, invalid_share: float
+) -> str:
+    """A rubric grade (prompts/judge_rubric.md) against the world's hidden answer key."""
+    if draw(world.seed, "rubric-invalid", request_key) < invalid_share:
+        return "The answer seems reasonable overall, I would rate it fairly."
+    if draw(world.seed, "rubric-noise", request_key) < noise:
+        score, why = pick(11, world.seed, "rubric-score", request_key), "uncertain"
+        return json.dumps({"score": score, "reasoning": why})
+    case = world.case_for_text(tag(prompt, "question") or "")
+    # the answer's first line: the simulated agent's answers are one line, and a fair judge
+    # ignores filler after it (the verbosity probe of core/judge_quality.py)
+    answer = (tag(prompt, "answer") or "").split("\n", 1)[0]
+    ok = case is not None and check(
+        Question(
+            question_id=case.question_id,
+            task_type=case.task_type,
+            question=case.question,
+            answer=case.answer,
+            checker=case.checker,
+            checker_args=case.checker_args,
+        ),
+        answer,
+    )
+    why = "meets the rubric" if ok else "misses the case's rule"
+    return json.dumps({"score": RUBRIC_PASS if ok else RUBRIC_FAIL, "reasoning": why})

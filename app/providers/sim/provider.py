@@ -19,7 +19,13 @@ import anyio
 from app.providers.errors import TransientError
 from app.providers.sim import agent
 from app.providers.sim.evolver import EvolverShares, reply_for_task
-from app.providers.sim.judge import DIAGNOSIS_TASK, judge_reply, noisy_diagnosis
+from app.providers.sim.judge import (
+    DIAGNOSIS_TASK,
+    RUBRIC_JUDGE,
+    judge_reply,
+    noisy_diagnosis,
+    rubric_reply,
+)
 from app.providers.sim.rng import draw, pick
 from app.providers.sim.world import World, build_world
 from core.protocols import Message
@@ -46,6 +52,7 @@ class SimSettings:
     shares: EvolverShares = EvolverShares()
     judge_noise: float = 0.0  # share of judge samples drawn at random (app/providers/sim/judge.py)
     judge_position_bias: float = 0.0  # share of pairwise samples that pick whatever is shown first
+    judge_invalid_share: float = 0.0  # share of rubric replies that do not parse (judge.py)
     noise_share: float = NOISE_SHARE  # share of agent answers re-drawn per request
     # share of the questions with context whose context the agent never reads (agent.py
     # skips_context); 0 keeps the agent reading every context it needs
@@ -104,6 +111,15 @@ class SimProvider:
             text = reply_for_task(self.world, last_user, self.settings.shares)
             if DIAGNOSIS_TASK in last_user:  # the judge role's diagnoses are as noisy as its grades
                 text = noisy_diagnosis(self.world, text, request_key, self.settings.judge_noise)
+            return self._response(messages, text, ())
+        if RUBRIC_JUDGE in last_user:
+            text = rubric_reply(
+                self.world,
+                last_user,
+                request_key,
+                self.settings.judge_noise,
+                self.settings.judge_invalid_share,
+            )
             return self._response(messages, text, ())
         if "## Judge: " in last_user:
             return self._response(
