@@ -36,6 +36,8 @@ ENTRY_POINTS = frozenset(
         "app.cli_support",
         "app.commands",
         "app.fork_commands",
+        "app.offline_commands",
+        "app.estimate",
         "app.demo",
         "app.report",
         "app.api",

@@ -151,6 +151,9 @@ class RunConfig(BaseModel):
     # share of the questions with context whose context the simulated agent never reads
     # (app/providers/sim/agent.py skips_context): missing-context failures for bench/triage.py
     sim_missing_context_share: float = _d(0.0, **SHARE)
+    # `sim/oracle` (any benchmark, app/providers/sim/oracle.py): the chance it answers a
+    # question right, the same for every skills version (it checks plumbing, not learning)
+    sim_oracle_accuracy: float = _d(0.6, **SHARE)
 
     # model I/O (README "Real models")
     # Diagnoses are made by the judge role (`judge_model`). When more than this share of a
