@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Coroutine, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import anyio
 from loguru import logger
@@ -1323,3 +1323,34 @@ def _exported_file(manifest: Mapping[str, Any]) -> ExportedFile:
             "source_versions": tuple(SourceVersion(**v) for v in manifest["source_versions"]),
         }
     )
+
+
+# --- offline: estimate before a run ---
+if TYPE_CHECKING:
+    from app.estimate import Estimate
+
+
+def estimate(
+    workspace: str | Path,
+    config: ConfigSource = None,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+) -> Estimate:
+    """`estimate`: model calls per role, tokens, cost and wall time of `train` with this config,
+    before it runs (app/estimate.py says how); stored in analyses/estimate.json for `report`."""
+    return _run_sync(estimate_workspace_async, workspace, config, overrides=overrides)
+
+
+async def estimate_workspace_async(
+    workspace: str | Path,
+    config: ConfigSource = None,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+) -> Estimate:
+    """`estimate` for callers inside an event loop."""
+    from app.estimate import estimate_async
+
+    root = _workspace(workspace)
+    run_config = resolve_config(config, overrides)
+    with WriterLock(root, "estimate"):
+        return await estimate_async(root, run_config)

@@ -42,6 +42,7 @@ COMMANDS = (
     "fork",
     "rank",
     "export",
+    "estimate",
 )
 
 
@@ -132,7 +133,18 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_commands(sub, o)
     _add_skill_commands(sub, o)
     _add_fork_commands(sub, o)
+    _add_offline_commands(sub, o)
     return parser
+
+
+def _add_offline_commands(sub: Any, o: Options) -> None:
+    add_command(
+        sub,
+        "estimate",
+        "expected model calls per role, tokens, cost and wall time of `train`, before it runs",
+        "estimate -w workspaces/mine --set epochs=2",
+        [o.verbose, o.workspace, o.model, o.json],
+    )
 
 
 def _add_workspace_commands(sub: Any, o: Options) -> None:
@@ -208,6 +220,11 @@ def _add_run_commands(sub: Any, o: Options) -> None:
     mode.add_argument("--resume", action="store_true", help="continue from checkpoint.json")
     mode.add_argument(
         "--fresh", action="store_true", help="archive the workspace, restart from its seed"
+    )
+    mode.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print what `estimate` prints and exit without training",
     )
     p = add_command(
         sub,
@@ -565,6 +582,10 @@ def dispatch(args: argparse.Namespace) -> int:
     # `--version` and a refused API key stay fast
     from app import commands
 
+    if args.command == "estimate" or getattr(args, "dry_run", False):
+        from app import offline_commands
+
+        return offline_commands.HANDLERS["estimate"](args)
     if args.command in commands.HANDLERS:
         return commands.HANDLERS[args.command](args)
     from app import fork_commands

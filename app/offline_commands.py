@@ -2,7 +2,30 @@
 
 from __future__ import annotations
 
+import argparse
+from collections.abc import Callable
 from pathlib import Path
+
+from app.cli_support import out, out_json, overrides_from
+
+
+def cmd_estimate(args: argparse.Namespace) -> int:
+    """`estimate` and `train --dry-run`: the estimate, printed; nothing is trained."""
+    from app import api
+    from app.estimate import estimate_lines
+
+    result = api.estimate(args.workspace, args.config, overrides=overrides_from(args))
+    if getattr(args, "json", False):
+        out_json(result)
+        return 0
+    for line in estimate_lines(result):
+        out(line)
+    if getattr(args, "dry_run", False):
+        out("train --dry-run: nothing trained (the estimate is in analyses/estimate.json)")
+    return 0
+
+
+HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {"estimate": cmd_estimate}
 
 
 def train_models(workspace: Path, train_id: str) -> list[str]:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from app.cli_support import ORACLE_MODEL, ORACLE_NOTICE
+from app.estimate import estimate_vs_actual
 from app.harness.training.checkpoint import load_checkpoint
 from app.harness.training.run_progress import progress_view
 from app.harness.training.vocabulary import Count, SkipAction
@@ -227,6 +228,7 @@ def format_summary(s: dict[str, Any]) -> str:
             )
     if any(r.get("simulated_model") for r in s["runs"]):
         lines.append("\nnote: runs in this workspace used the SIMULATED model (sim/*)")
+    lines += estimate_vs_actual(Path(s["workspace"]), s["llm_calls"])
     if any(r.get("sim_oracle") for r in s["runs"]):
         lines.append(ORACLE_NOTICE)
     return "\n".join(lines)

@@ -1,0 +1,336 @@
+"""`estimate`: model calls per role, tokens, cost and wall time of a `train`, before it runs.
+
+How (docs/estimate.md says it for users):
+1. the call counts come from the training loop itself: `train` runs on a throw-away copy of the
+   workspace (in its `.staging/`, removed after) with every role on `sim/oracle`
+   (app/providers/sim/oracle.py), which answers at a fixed rate. The count of failures, and so of
+   diagnoses, depends on the model's accuracy, which is not known before the run: the copy is
+   trained at two assumed accuracies and the two counts are the range (the estimate is their
+   mean). A stand-in that never learns accepts no edit, so the extra tests a learning run spends
+   on accepted edits are not counted: the range leans low for a run that learns a lot;
+2. the tokens of an agent call are measured on one sampled rollout per task type with the
+   configured agent model (real calls on a real model: their number is printed); the evolver's
+   and judge's input tokens are those of the copy's real prompts (four characters a token), their
+   output tokens the copy's for a simulated model and `ASSUMED_REPLY_TOKENS` for a real one;
+3. prices: notional for `sim/...` models (app/providers/sim/provider.py), `price_in_per_mtok` /
+   `price_out_per_mtok` when set, else litellm's price map; a model with no known price has no
+   cost (never 0);
+4. wall time: calls times the sampled calls' mean latency, agent calls `concurrency` at a time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from app.harness.workspace.atomic import read_json_object, write_json_atomic
+from app.harness.workspace.config import RunConfig
+from app.harness.workspace.log_reader import open_reader
+from app.harness.workspace.log_rows import RoleCalls
+from app.providers.sim.oracle import ORACLE_MODEL
+from app.providers.sim.provider import SIM_PRICE_IN_PER_MTOK, SIM_PRICE_OUT_PER_MTOK
+from core.types import Question
+
+ESTIMATE_FILE = "estimate.json"  # in the workspace's analyses/
+ASSUMED_ACCURACIES = (0.25, 0.75)  # the stand-in's answer rates: the range's two ends
+ASSUMED_REPLY_TOKENS = 400  # a real evolver's or judge's reply (capped at max_tokens)
+ROLES = ("agent", "evolver", "judge")
+
+
+@dataclass(frozen=True)
+class RoleEstimate:
+    role: str
+    model: str
+    calls: int  # new (paid) calls; cache hits are free
+    calls_low: int
+    calls_high: int
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float | None  # None: no price known for the model
+    price_note: str  # "notional simulated prices", "configured prices", "litellm price map",
+    # or "no price known for MODEL"
+
+
+@dataclass(frozen=True)
+class Estimate:
+    roles: tuple[RoleEstimate, ...]
+    calls: int
+    calls_low: int
+    calls_high: int
+    cost_usd: float | None  # None when a role's model has no known price
+    wall_seconds: float
+    sampled_calls: int  # calls of the sampled rollouts (real calls on a real model)
+    sampled_real_calls: int  # the sampled calls that went to a paid (non-simulated) model
+    assumptions: tuple[str, ...]
+    warnings: tuple[str, ...] = field(default=())
+    simulated: bool = False
+
+
+def pools_too_small(families: dict[str, dict[str, int]], alpha: float) -> list[str]:
+    """Task types whose gate pools hold too few families for any edit ever to be accepted:
+    with k families a level-α test accepts only if 2^-k <= α (every family must go the
+    candidate's way). `families`: {task type: {pool: families}} of the pools a gate draws on
+    (diagnosis and validation)."""
+    out = []
+    for task_type, pools in sorted(families.items()):
+        k = sum(pools.values())
+        if 2.0**-k > alpha:
+            out.append(
+                f"task type {task_type}: {k} families in the gate's pools; no test at "
+                f"level alpha={alpha:g} can accept an edit unless 2^-k <= alpha (k >= "
+                f"{_min_families(alpha)})"
+            )
+    return out
+
+
+def _min_families(alpha: float) -> int:
+    k = 0
+    while 2.0**-k > alpha:
+        k += 1
+    return k
+
+
+def family_counts(questions: tuple[Question, ...], pools: Any) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for pool in ("diagnosis", "validation"):
+        for q in getattr(pools, pool):
+            out.setdefault(q.task_type, {}).setdefault(pool, 0)
+        seen: dict[str, set[str]] = {}
+        for q in getattr(pools, pool):
+            seen.setdefault(q.task_type, set()).add(q.family)
+        for task_type, fams in seen.items():
+            out[task_type][pool] = len(fams)
+    return out
+
+
+async def estimate_async(root: Path, config: RunConfig) -> Estimate:
+    """The estimate for `train` of the workspace at `root` with `config` (nothing in the
+    workspace changes but `analyses/estimate.json`, written at the end)."""
+    from app.harness.rollouts.pools import split_pools
+    from app.harness.rollouts.session import Session
+    from app.harness.workspace import workspace as ws
+
+    paths = ws.resolve_paths(root)
+    scratch = root / ".staging" / f"estimate-{os.getpid()}"
+    shutil.rmtree(scratch, ignore_errors=True)
+    try:
+        seed = ws_seed(paths)
+        runs = []
+        for accuracy in ASSUMED_ACCURACIES:
+            copy = scratch / f"acc{accuracy}"
+            ws.init_workspace(copy, seed, paths.questions_dir)
+            runs.append(await _dry_run(copy, config, accuracy))
+        copy = scratch / "sample"
+        ws.init_workspace(copy, seed, paths.questions_dir)
+        with Session(copy, config) as session:
+            bench = session.benchmark
+            pools = split_pools(bench.questions, bench.split, bench.seed)
+            sample = _one_per_task_type(pools.diagnosis or bench.questions)
+            started = time.perf_counter()
+            await session.infer(list(sample), "estimate-sample", "eval", label="estimate sample")
+            sample_seconds = time.perf_counter() - started
+            session.recorder.flush()
+        with open_reader(copy / "harness.db") as log:
+            sampled = {c.role: c for c in log.calls.by_role()}
+        families = family_counts(bench.questions, pools)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    result = _combine(config, runs, sampled.get("agent"), sample_seconds)
+    warnings = tuple(pools_too_small(families, config.gate.alpha))
+    result = replace(result, warnings=warnings)
+    write_json_atomic(paths.root / "analyses" / ESTIMATE_FILE, asdict(result))
+    return result
+
+
+def ws_seed(paths: Any) -> Any:
+    """The workspace's current skills and prompts as a seed for a scratch copy."""
+    from app.harness.workspace.store import Seed
+    from app.harness.workspace.workspace import read_version_files
+
+    return Seed(
+        name="estimate",
+        description="scratch copy for estimate",
+        skills=read_version_files(paths.skills_dir),
+        prompts=read_version_files(paths.prompts_dir),
+    )
+
+
+def _one_per_task_type(questions: tuple[Question, ...]) -> list[Question]:
+    seen: dict[str, Question] = {}
+    for q in questions:
+        seen.setdefault(q.task_type, q)
+    return list(seen.values())
+
+
+async def _dry_run(copy: Path, config: RunConfig, accuracy: float) -> dict[str, RoleCalls]:
+    from app.harness.rollouts.session import Session
+    from app.harness.training.runner import Runner
+
+    stand_in = config.model_copy(
+        update={
+            "agent_model": ORACLE_MODEL,
+            "evolver_model": ORACLE_MODEL,
+            "judge_model": ORACLE_MODEL,
+            "sim_oracle_accuracy": accuracy,
+            "max_cost_usd": None,
+            # a stand-in that never improves would stop early; a learning run goes on
+            "early_stop_patience": config.epochs,
+        }
+    )
+    with Session(copy, stand_in) as session:
+        await Runner(session).train_async(resume=False)
+    with open_reader(copy / "harness.db") as log:
+        return {str(c.role): c for c in log.calls.by_role()}
+
+
+def _paid(c: RoleCalls | None) -> int:
+    return 0 if c is None else c.calls - (c.cache_hits or 0)
+
+
+def _per_call(c: RoleCalls | None) -> tuple[float, float]:
+    if c is None or not c.calls:
+        return 0.0, 0.0
+    return (c.tokens_in or 0) / c.calls, (c.tokens_out or 0) / c.calls
+
+
+def _combine(
+    config: RunConfig,
+    runs: list[dict[str, RoleCalls]],
+    sampled_agent: RoleCalls | None,
+    sample_seconds: float,
+) -> Estimate:
+    roles = []
+    for role in ROLES:
+        model = config.models[role]
+        counts = [_paid(run.get(role)) for run in runs]
+        calls = round(sum(counts) / len(counts))
+        dry_in, dry_out = (sum(x) / len(runs) for x in zip(*(_per_call(r.get(role)) for r in runs)))
+        if role == "agent" and sampled_agent is not None and sampled_agent.calls:
+            per_in, per_out = _per_call(sampled_agent)
+        elif model.startswith("sim/"):
+            per_in, per_out = dry_in, dry_out
+        else:
+            per_in, per_out = dry_in, float(min(config.max_tokens, ASSUMED_REPLY_TOKENS))
+        tokens_in, tokens_out = round(calls * per_in), round(calls * per_out)
+        cost, note = _cost(config, model, tokens_in, tokens_out)
+        roles.append(
+            RoleEstimate(
+                role, model, calls, min(counts), max(counts), tokens_in, tokens_out, cost, note
+            )
+        )
+    sampled_calls = sampled_agent.calls if sampled_agent else 0
+    latency = sample_seconds / sampled_calls if sampled_calls else 0.0
+    agent_calls = roles[0].calls
+    other_calls = sum(r.calls for r in roles[1:])
+    wall = latency * (agent_calls / config.concurrency + other_calls)
+    costs = [r.cost_usd for r in roles]
+    simulated = config.uses_sim
+    return Estimate(
+        roles=tuple(roles),
+        calls=sum(r.calls for r in roles),
+        calls_low=sum(r.calls_low for r in roles),
+        calls_high=sum(r.calls_high for r in roles),
+        cost_usd=None if any(c is None for c in costs) else sum(c or 0.0 for c in costs),
+        wall_seconds=wall,
+        sampled_calls=sampled_calls,
+        sampled_real_calls=0 if config.agent_model.startswith("sim/") else sampled_calls,
+        assumptions=(
+            f"call counts: train run on a copy with sim/oracle answering at "
+            f"{ASSUMED_ACCURACIES[0]:g} and {ASSUMED_ACCURACIES[1]:g}; the range is the two, "
+            "the estimate their mean; every epoch runs (no early stop); edits a learning model "
+            "gets accepted cost extra tests not counted here",
+            "agent tokens per call: one sampled rollout per task type with the agent model",
+            "evolver/judge input tokens: the copy's real prompts at 4 characters a token; "
+            + (
+                "output tokens the copy's"
+                if all(config.models[r].startswith("sim/") for r in ROLES[1:])
+                else f"output tokens {ASSUMED_REPLY_TOKENS} a call (assumed) on a real model"
+            ),
+            "wall time: the sampled calls' mean latency; agent calls "
+            f"{config.concurrency} at a time (concurrency), evolver and judge calls one at a time",
+        ),
+        simulated=simulated,
+    )
+
+
+def _cost(
+    config: RunConfig, model: str, tokens_in: int, tokens_out: int
+) -> tuple[float | None, str]:
+    if model.startswith("sim/"):
+        return (
+            (tokens_in * SIM_PRICE_IN_PER_MTOK + tokens_out * SIM_PRICE_OUT_PER_MTOK) / 1e6,
+            "notional simulated prices",
+        )
+    if config.price_in_per_mtok is not None and config.price_out_per_mtok is not None:
+        cost = (tokens_in * config.price_in_per_mtok + tokens_out * config.price_out_per_mtok) / 1e6
+        return cost, "configured prices"
+    price = _litellm_price(model)
+    if price is None:
+        return None, f"no price known for {model}"
+    return tokens_in * price[0] + tokens_out * price[1], "litellm price map"
+
+
+def _litellm_price(model: str) -> tuple[float, float] | None:
+    """(USD per input token, per output token) from litellm's local price map."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetched at import
+    import litellm
+
+    entry = litellm.model_cost.get(model) or litellm.model_cost.get(model.split("/", 1)[-1])
+    if not isinstance(entry, dict):
+        return None
+    cost_in, cost_out = entry.get("input_cost_per_token"), entry.get("output_cost_per_token")
+    if not isinstance(cost_in, int | float) or not isinstance(cost_out, int | float):
+        return None
+    return float(cost_in), float(cost_out)
+
+
+def estimate_lines(e: Estimate) -> list[str]:
+    lines = ["estimate for train (before it runs):"]
+    for r in e.roles:
+        cost = f"${r.cost_usd:.4f}" if r.cost_usd is not None else r.price_note
+        lines.append(
+            f"  {r.role:<8} {r.model:<24} calls {r.calls} (range {r.calls_low}-{r.calls_high})  "
+            f"tokens {r.tokens_in}/{r.tokens_out}  cost {cost}"
+            + (f" ({r.price_note})" if r.cost_usd is not None else "")
+        )
+    total = f"${e.cost_usd:.4f}" if e.cost_usd is not None else "unknown (a model has no price)"
+    lines.append(
+        f"  total    calls {e.calls} (range {e.calls_low}-{e.calls_high})  cost {total}  "
+        f"wall time ~{e.wall_seconds:.0f}s"
+    )
+    lines.append(
+        f"  measured on {e.sampled_calls} sampled agent call(s), one rollout per task type"
+        + (f"; {e.sampled_real_calls} of them real, paid calls" if e.sampled_real_calls else "")
+    )
+    lines += [f"  assumes: {a}" for a in e.assumptions]
+    lines += [f"warning: {w}" for w in e.warnings]
+    return lines
+
+
+def estimate_vs_actual(root: Path, calls: list[dict[str, Any]]) -> list[str]:
+    """`report`'s lines comparing the stored estimate with the calls the log holds."""
+    path = Path(root) / "analyses" / ESTIMATE_FILE
+    if not path.is_file():
+        return []
+    est = read_json_object(path, "estimate")
+    actual = {c["role"]: c for c in calls}
+    lines = ["\nestimate vs actual (new model calls; analyses/estimate.json)"]
+    for r in est.get("roles", []):
+        a = actual.get(r["role"]) or {}
+        paid = int(a.get("calls") or 0) - int(a.get("cache_hits") or 0)
+        cost = a.get("cost_usd")
+        est_cost = "n/a" if r.get("cost_usd") is None else f"${r['cost_usd']:.4f}"
+        lines.append(
+            f"  {r['role']:<8} calls {r['calls']} (range {r['calls_low']}-{r['calls_high']}) "
+            f"vs {paid}  cost {est_cost} vs ${cost or 0:.4f}"
+        )
+    return lines
+
+
+def dumps(e: Estimate) -> str:
+    return json.dumps(asdict(e), indent=2)
