@@ -209,7 +209,9 @@ def _combine(
         model = config.models[role]
         counts = [_paid(run.get(role)) for run in runs]
         calls = round(sum(counts) / len(counts))
-        dry_in, dry_out = (sum(x) / len(runs) for x in zip(*(_per_call(r.get(role)) for r in runs)))
+        per_run = [_per_call(run.get(role)) for run in runs]
+        dry_in = sum(p[0] for p in per_run) / len(runs)
+        dry_out = sum(p[1] for p in per_run) / len(runs)
         if role == "agent" and sampled_agent is not None and sampled_agent.calls:
             per_in, per_out = _per_call(sampled_agent)
         elif model.startswith("sim/"):

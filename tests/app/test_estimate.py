@@ -1,0 +1,46 @@
+"""`estimate` (app/estimate.py): counts from dry runs, stored for `report`, the pools warning,
+and `train --dry-run` trains nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from app.cli import main
+from app.estimate import ESTIMATE_FILE, pools_too_small
+from tests.app.oracle_bench import NAME, SEED, write_store
+
+ORACLE = ['agent_model="sim/oracle"', 'evolver_model="sim/oracle"', 'judge_model="sim/oracle"']
+
+
+def test_pools_too_small_names_the_task_types_no_test_can_accept() -> None:
+    families = {"a": {"diagnosis": 3, "validation": 1}, "b": {"diagnosis": 4, "validation": 2}}
+    found = pools_too_small(families, alpha=0.05)
+    assert len(found) == 1 and found[0].startswith("task type a: 4 families")
+    assert pools_too_small(families, alpha=1 / 16) == []  # 2^-4 <= 1/16: it can accept
+
+
+def test_estimate_then_train_then_report_estimate_vs_actual(tmp_path: Path, capsys) -> None:
+    store = write_store(tmp_path / "store")
+    ws = tmp_path / "ws"
+    assert (
+        main(["init", "-w", str(ws), "--seed", SEED, "--questions", NAME, "--store", str(store)])
+        == 0
+    )
+    sets = [a for s in [*ORACLE, "epochs=1"] for a in ("--set", s)]
+    assert main(["train", "-w", str(ws), "--dry-run", "--no-progress", *sets]) == 0
+    out = capsys.readouterr().out
+    assert "nothing trained" in out and "calls" in out
+    assert not (ws / "checkpoint.json").exists()
+    assert main(["estimate", "-w", str(ws), "--json", "--no-progress", *sets]) == 0
+    est = json.loads(capsys.readouterr().out)
+    assert est["calls_low"] <= est["calls"] <= est["calls_high"] and est["calls"] > 0
+    assert est["cost_usd"] > 0 and est["simulated"]
+    assert {r["role"] for r in est["roles"]} == {"agent", "evolver", "judge"}
+    assert json.loads((ws / "analyses" / ESTIMATE_FILE).read_text())["calls"] == est["calls"]
+    assert not (ws / ".staging").exists() or not any((ws / ".staging").iterdir())
+    assert main(["train", "-w", str(ws), "--no-progress", *sets]) == 0
+    capsys.readouterr()
+    assert main(["report", "-w", str(ws)]) == 0
+    report = capsys.readouterr().out
+    assert "estimate vs actual" in report and "agent    calls" in report
