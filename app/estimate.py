@@ -3,11 +3,12 @@
 How (docs/estimate.md says it for users):
 1. the call counts come from the training loop itself: `train` runs on a throw-away copy of the
    workspace (in its `.staging/`, removed after) with every role on `sim/oracle`
-   (app/providers/sim/oracle.py), which answers at a fixed rate. The count of failures, and so of
-   diagnoses, depends on the model's accuracy, which is not known before the run: the copy is
-   trained at two assumed accuracies and the two counts are the range (the estimate is their
-   mean). A stand-in that never learns accepts no edit, so the extra tests a learning run spends
-   on accepted edits are not counted: the range leans low for a run that learns a lot;
+   (app/providers/sim/oracle.py) as a stand-in that learns the way the built-in simulated world
+   does: it starts at ASSUMED_START_ACCURACY, each question needs one of STAND_IN_RULES rules
+   per task type, and its evolver proposes those rules among generic useless ones, so edits are
+   accepted, rolled back and re-tested as in a learning run. How much a real model learns is not
+   known before the run: the range's other end is the same stand-in never learning (every epoch
+   run, no early stop);
 2. the tokens of an agent call are measured on one sampled rollout per task type with the
    configured agent model (real calls on a real model: their number is printed); the evolver's
    and judge's input tokens are those of the copy's real prompts (four characters a token), their
@@ -28,6 +29,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from loguru import logger
+
 from app.harness.workspace.atomic import read_json_object, write_json_atomic
 from app.harness.workspace.config import RunConfig
 from app.harness.workspace.log_reader import open_reader
@@ -37,7 +40,8 @@ from app.providers.sim.provider import SIM_PRICE_IN_PER_MTOK, SIM_PRICE_OUT_PER_
 from core.types import Question
 
 ESTIMATE_FILE = "estimate.json"  # in the workspace's analyses/
-ASSUMED_ACCURACIES = (0.25, 0.75)  # the stand-in's answer rates: the range's two ends
+ASSUMED_START_ACCURACY = 0.3  # the stand-in's accuracy before any edit
+STAND_IN_RULES = 5  # the learning stand-in: each question needs one of 5 rules per task type
 ASSUMED_REPLY_TOKENS = 400  # a real evolver's or judge's reply (capped at max_tokens)
 ROLES = ("agent", "evolver", "judge")
 
@@ -121,26 +125,30 @@ async def estimate_async(root: Path, config: RunConfig) -> Estimate:
     try:
         seed = ws_seed(paths)
         runs = []
-        for accuracy in ASSUMED_ACCURACIES:
-            copy = scratch / f"acc{accuracy}"
+        for rules in (STAND_IN_RULES, 0):  # the estimate first, then the range's other end
+            copy = scratch / f"rules{rules}"
             ws.init_workspace(copy, seed, paths.questions_dir)
-            runs.append(await _dry_run(copy, config, accuracy))
+            runs.append(await _dry_run(copy, config, rules))
         copy = scratch / "sample"
         ws.init_workspace(copy, seed, paths.questions_dir)
-        with Session(copy, config) as session:
-            bench = session.benchmark
-            pools = split_pools(bench.questions, bench.split, bench.seed)
-            sample = _one_per_task_type(pools.diagnosis or bench.questions)
-            started = time.perf_counter()
-            await session.infer(list(sample), "estimate-sample", "eval", label="estimate sample")
-            sample_seconds = time.perf_counter() - started
-            session.recorder.flush()
-        with open_reader(copy / "harness.db") as log:
-            sampled = {c.role: c for c in log.calls.by_role()}
+        sampled: dict[str, RoleCalls] = {}
+        sample_seconds = 0.0
+        for name, run_config in (("model", config), ("stand-in", _stand_in(config, 0))):
+            with Session(copy, run_config) as session:
+                bench = session.benchmark
+                pools = split_pools(bench.questions, bench.split, bench.seed)
+                sample = _one_per_task_type(pools.diagnosis or bench.questions)
+                started = time.perf_counter()
+                run_id = f"estimate-sample-{name}"
+                await session.infer(list(sample), run_id, "eval", label=f"estimate {name}")
+                if name == "model":
+                    sample_seconds = time.perf_counter() - started
+                session.recorder.flush()
+            sampled[name] = _agent_calls(copy / "harness.db", run_id)
         families = family_counts(bench.questions, pools)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    result = _combine(config, runs, sampled.get("agent"), sample_seconds)
+    result = _combine(config, runs, sampled["model"], sampled["stand-in"], sample_seconds)
     warnings = tuple(pools_too_small(families, config.gate.alpha))
     result = replace(result, warnings=warnings)
     write_json_atomic(paths.root / "analyses" / ESTIMATE_FILE, asdict(result))
@@ -167,23 +175,45 @@ def _one_per_task_type(questions: tuple[Question, ...]) -> list[Question]:
     return list(seen.values())
 
 
-async def _dry_run(copy: Path, config: RunConfig, accuracy: float) -> dict[str, RoleCalls]:
-    from app.harness.rollouts.session import Session
-    from app.harness.training.runner import Runner
+def _agent_calls(db: Path, run_id: str) -> RoleCalls:
+    """The agent calls of one run of a scratch copy's log, summed."""
+    with open_reader(db) as log:
+        rows = log.log.query(
+            "SELECT COUNT(*) AS n, SUM(cache_hit) AS hits, SUM(cost_usd) AS cost, "
+            "SUM(tokens_in) AS t_in, SUM(tokens_out) AS t_out "
+            "FROM llm_calls WHERE run_id = ? AND role = 'agent'",
+            (run_id,),
+        )
+    r = rows[0]
+    return RoleCalls("agent", int(r["n"]), r["hits"], r["cost"], r["t_in"], r["t_out"])
 
-    stand_in = config.model_copy(
+
+def _stand_in(config: RunConfig, rules: int) -> RunConfig:
+    """`config` with every role on sim/oracle (`rules` > 0: the learning stand-in)."""
+    return config.model_copy(
         update={
             "agent_model": ORACLE_MODEL,
             "evolver_model": ORACLE_MODEL,
             "judge_model": ORACLE_MODEL,
-            "sim_oracle_accuracy": accuracy,
+            "sim_oracle_accuracy": ASSUMED_START_ACCURACY,
+            "sim_oracle_rules": rules,
             "max_cost_usd": None,
             # a stand-in that never improves would stop early; a learning run goes on
             "early_stop_patience": config.epochs,
         }
     )
-    with Session(copy, stand_in) as session:
-        await Runner(session).train_async(resume=False)
+
+
+async def _dry_run(copy: Path, config: RunConfig, rules: int) -> dict[str, RoleCalls]:
+    from app.harness.rollouts.session import Session
+    from app.harness.training.runner import Runner
+
+    logger.disable("app")  # the dry run's own progress lines would read as a real run's
+    try:
+        with Session(copy, _stand_in(config, rules)) as session:
+            await Runner(session).train_async(resume=False)
+    finally:
+        logger.enable("app")
     with open_reader(copy / "harness.db") as log:
         return {str(c.role): c for c in log.calls.by_role()}
 
@@ -198,22 +228,34 @@ def _per_call(c: RoleCalls | None) -> tuple[float, float]:
     return (c.tokens_in or 0) / c.calls, (c.tokens_out or 0) / c.calls
 
 
+def _scaled(
+    dry_in: float, dry_out: float, model: RoleCalls, stand_in: RoleCalls
+) -> tuple[float, float]:
+    """Per-call agent tokens of the dry run times the model's / the stand-in's on the sample
+    (the stand-in's prompts grow with the skills as the model's would; its replies are short)."""
+    m_in, m_out = _per_call(model)
+    s_in, s_out = _per_call(stand_in)
+    return (
+        dry_in * (m_in / s_in if s_in else 1.0),
+        dry_out * (m_out / s_out if s_out else 1.0),
+    )
+
+
 def _combine(
     config: RunConfig,
     runs: list[dict[str, RoleCalls]],
-    sampled_agent: RoleCalls | None,
+    sampled_agent: RoleCalls,
+    sampled_stand_in: RoleCalls,
     sample_seconds: float,
 ) -> Estimate:
     roles = []
     for role in ROLES:
         model = config.models[role]
         counts = [_paid(run.get(role)) for run in runs]
-        calls = round(sum(counts) / len(counts))
-        per_run = [_per_call(run.get(role)) for run in runs]
-        dry_in = sum(p[0] for p in per_run) / len(runs)
-        dry_out = sum(p[1] for p in per_run) / len(runs)
-        if role == "agent" and sampled_agent is not None and sampled_agent.calls:
-            per_in, per_out = _per_call(sampled_agent)
+        calls = counts[0]
+        dry_in, dry_out = _per_call(runs[0].get(role))
+        if role == "agent":  # the stand-in's tokens, scaled to the model's on the same sample
+            per_in, per_out = _scaled(dry_in, dry_out, sampled_agent, sampled_stand_in)
         elif model.startswith("sim/"):
             per_in, per_out = dry_in, dry_out
         else:
@@ -225,7 +267,7 @@ def _combine(
                 role, model, calls, min(counts), max(counts), tokens_in, tokens_out, cost, note
             )
         )
-    sampled_calls = sampled_agent.calls if sampled_agent else 0
+    sampled_calls = sampled_agent.calls
     latency = sample_seconds / sampled_calls if sampled_calls else 0.0
     agent_calls = roles[0].calls
     other_calls = sum(r.calls for r in roles[1:])
@@ -242,11 +284,12 @@ def _combine(
         sampled_calls=sampled_calls,
         sampled_real_calls=0 if config.agent_model.startswith("sim/") else sampled_calls,
         assumptions=(
-            f"call counts: train run on a copy with sim/oracle answering at "
-            f"{ASSUMED_ACCURACIES[0]:g} and {ASSUMED_ACCURACIES[1]:g}; the range is the two, "
-            "the estimate their mean; every epoch runs (no early stop); edits a learning model "
-            "gets accepted cost extra tests not counted here",
-            "agent tokens per call: one sampled rollout per task type with the agent model",
+            "call counts: train run on a copy with every role on sim/oracle as a stand-in that "
+            f"starts at accuracy {ASSUMED_START_ACCURACY:g} and learns: each question needs one "
+            f"of {STAND_IN_RULES} rules per task type, which lift it to 0.9 once an edit adds it; "
+            "the range's other end is the same stand-in never learning, every epoch run",
+            "agent tokens per call: the dry run's, scaled by the agent model's / the stand-in's "
+            "on one sampled rollout per task type",
             "evolver/judge input tokens: the copy's real prompts at 4 characters a token; "
             + (
                 "output tokens the copy's"

@@ -94,6 +94,9 @@ def make_model(
                 accuracy=config.sim_oracle_accuracy,
                 judge_noise=config.sim_judge_noise,
                 seed=config.sim_world_seed,
+                rules=config.sim_oracle_rules,
+                harmful_share=config.sim_harmful_share,
+                useless_share=config.sim_useless_share,
             ),
         )
         return BudgetedProvider(oracle, budget)

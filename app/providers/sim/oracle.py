@@ -23,6 +23,7 @@ from typing import Any
 from app.providers.sim import agent
 from app.providers.sim.provider import SIM_PRICE_IN_PER_MTOK, SIM_PRICE_OUT_PER_MTOK
 from app.providers.sim.rng import draw, pick
+from app.providers.sim.world import normalise
 from core.checkers import check, extract_answer, normalise_answer
 from core.evolution.diagnose import CATEGORIES
 from core.protocols import Message
@@ -44,6 +45,19 @@ GENERIC_RULES = (
     "- Reply with the answer alone on the ANSWER: line, in the form the question uses.",
     "- When the question gives a context, read all of it before answering.",
 )
+# Rules a learning stand-in can be taught (`sim_oracle_rules` > 0, used by `estimate`'s dry
+# run, app/estimate.py): each question needs one of the first `sim_oracle_rules`; once that
+# rule is in the text the agent is sent, it answers at LEARNED_ACCURACY.
+LEARNABLE_RULES = tuple(
+    f"- Rule {k}: cases of kind {k} follow the special handling described for kind {k}."
+    for k in range(1, 9)
+)
+# ...and a contradicting line (what a harmful edit adds) confuses it, as the world's decoys do
+DECOY_RULES = tuple(
+    f"- Rule {k}: cases of kind {k} never need any special handling." for k in range(1, 9)
+)
+LEARNED_ACCURACY = 0.9
+CONFUSED_ACCURACY = 0.05
 SCORE_CORRECT, SCORE_WRONG = 9, 2
 
 
@@ -52,6 +66,13 @@ class OracleSettings:
     accuracy: float = DEFAULT_ACCURACY  # chance a question is answered right
     judge_noise: float = 0.0  # share of judge grades and diagnoses drawn at random
     seed: int = 7  # sim_world_seed: another seed, other right/wrong draws
+    # 0: it never learns (what a user tries offline); n > 0: each question needs one of n
+    # LEARNABLE_RULES, as the built-in world's need theirs (estimate's learning stand-in)
+    rules: int = 0
+    # with rules > 0, the evolver's shares of harmful (a decoy rule) and useless (a generic
+    # line) proposals, as the built-in evolver's (`sim_harmful_share`, `sim_useless_share`)
+    harmful_share: float = 0.0
+    useless_share: float = 0.0
 
 
 def is_oracle(model: str) -> bool:
@@ -106,7 +127,14 @@ class OracleProvider:
                 messages, "This question is not in the benchmark.\nANSWER: unknown", ()
             )
         right = draw(self.settings.seed, "oracle", question.question_id, seed)
-        answer = question.answer if right < self.settings.accuracy else wrong_answer(question)
+        p = self.settings.accuracy
+        if self.settings.rules > 0:
+            k = pick(self.settings.rules, "oracle-rule", question.question_id)
+            if normalise(DECOY_RULES[k]) in view.instruction_text:
+                p = CONFUSED_ACCURACY
+            elif normalise(LEARNABLE_RULES[k]) in view.instruction_text:
+                p = max(p, LEARNED_ACCURACY)
+        answer = question.answer if right < p else wrong_answer(question)
         text = f"Simulated oracle reply for {question.question_id}.\nANSWER: {answer}"
         return _response(messages, text, ())
 
@@ -139,10 +167,10 @@ class OracleProvider:
         if task == "diagnose-failure":
             return self._diagnosis(prompt)
         if task == "evolve-skill":
-            return _edits(prompt, "skill_file", "Rules", _budget(prompt))
+            return _edits(prompt, "skill_file", "Rules", _budget(prompt), self._lines(prompt))
         if task in ("evolve-system-prompt", "evolve-tool-prompt"):
             section = "Instructions" if task == "evolve-system-prompt" else "Usage"
-            return _edits(prompt, "prompt_file", section, 1)
+            return _edits(prompt, "prompt_file", section, 1, GENERIC_RULES)
         if task == "momentum":
             return json.dumps({"guidance": "- Keep the answer format of the ANSWER: line."})
         if task == "evolve-description":
@@ -152,6 +180,19 @@ class OracleProvider:
                 {"description": f"Use for {what} questions.", "rationale": "generic (sim/oracle)"}
             )
         return "I do not recognise this task."
+
+    def _lines(self, prompt: str) -> tuple[str, ...]:
+        """What the evolver may propose: generic lines; for a learning stand-in its rules, or
+        (at the set shares) one decoy or one generic line only."""
+        n = self.settings.rules
+        if n == 0:
+            return GENERIC_RULES
+        u = draw(self.settings.seed, "oracle-evolve", prompt)
+        if u < self.settings.harmful_share:
+            return (DECOY_RULES[pick(n, self.settings.seed, "oracle-decoy", prompt)],)
+        if u < self.settings.harmful_share + self.settings.useless_share:
+            return GENERIC_RULES
+        return LEARNABLE_RULES[:n]
 
     def _diagnosis(self, prompt: str) -> str:
         stop = re.search(r'stop_reason="(\w+)"', prompt)
@@ -233,13 +274,13 @@ def _tool_call(view: agent.AgentView, question: Question | None, turn: int) -> T
     return None
 
 
-def _edits(prompt: str, file_tag: str, section: str, budget: int) -> str:
-    """A generic rule the file does not hold yet and that was not rejected before."""
+def _edits(prompt: str, file_tag: str, section: str, budget: int, lines: tuple[str, ...]) -> str:
+    """Rules from `lines` the file does not hold yet and that were not rejected before."""
     text = normalise_answer(agent.tag(prompt, file_tag) or "")
     rejected = normalise_answer(agent.tag(prompt, "rejected_edits") or "")
     fresh = [
         line
-        for line in GENERIC_RULES
+        for line in lines
         if normalise_answer(line[2:]) not in text and normalise_answer(line[2:]) not in rejected
     ]
     start = pick(len(fresh), "oracle-edit", prompt) if fresh else 0
