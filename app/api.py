@@ -356,6 +356,10 @@ async def train_async(
             run_config = resume_config(root, overrides)
         if mode == "fresh":
             _restart_from_seed(root, _store(store), lock)
+        if mode != "resume":  # a stored estimate is compared with this run by `report`
+            from app.estimate import pin_estimate
+
+            pin_estimate(root, run_config)
         with Session(root, run_config, Bars(enabled=progress)) as session:
             await Runner(session).train_async(resume=mode == "resume")
             totals = dict(session.recorder.totals)

@@ -32,7 +32,7 @@ from typing import Any
 from loguru import logger
 
 from app.harness.workspace.atomic import read_json_object, write_json_atomic
-from app.harness.workspace.config import RunConfig
+from app.harness.workspace.config import RunConfig, fingerprint
 from app.harness.workspace.log_reader import open_reader
 from app.harness.workspace.log_rows import RoleCalls
 from app.providers.sim.oracle import ORACLE_MODEL
@@ -151,7 +151,8 @@ async def estimate_async(root: Path, config: RunConfig) -> Estimate:
     result = _combine(config, runs, sampled["model"], sampled["stand-in"], sample_seconds)
     warnings = tuple(pools_too_small(families, config.gate.alpha))
     result = replace(result, warnings=warnings)
-    write_json_atomic(paths.root / "analyses" / ESTIMATE_FILE, asdict(result))
+    stored = {**asdict(result), "config": fingerprint(config, "")}
+    write_json_atomic(paths.root / "analyses" / ESTIMATE_FILE, stored)
     return result
 
 
@@ -321,15 +322,18 @@ def _cost(
 
 
 def _litellm_price(model: str) -> tuple[float, float] | None:
-    """(USD per input token, per output token) from litellm's local price map."""
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetched at import
-    import litellm
+    """(USD per input token, per output token) from litellm's local price map, as the
+    provider's preflight reads it (get_model_info)."""
+    from app.providers.litellm_provider import load_litellm
 
-    entry = litellm.model_cost.get(model) or litellm.model_cost.get(model.split("/", 1)[-1])
-    if not isinstance(entry, dict):
+    try:
+        info = load_litellm().get_model_info(model)
+    except Exception:  # litellm raises a bare Exception for an unknown model
         return None
-    cost_in, cost_out = entry.get("input_cost_per_token"), entry.get("output_cost_per_token")
+    cost_in, cost_out = info.get("input_cost_per_token"), info.get("output_cost_per_token")
     if not isinstance(cost_in, int | float) or not isinstance(cost_out, int | float):
+        return None
+    if not cost_in and not cost_out:
         return None
     return float(cost_in), float(cost_out)
 
@@ -357,23 +361,65 @@ def estimate_lines(e: Estimate) -> list[str]:
     return lines
 
 
-def estimate_vs_actual(root: Path, calls: list[dict[str, Any]]) -> list[str]:
-    """`report`'s lines comparing the stored estimate with the calls the log holds."""
+def pin_estimate(root: Path, config: RunConfig) -> None:
+    """At the start of a fresh `train`: tie the stored estimate (if any, and not tied to an
+    earlier run) to this run: its id, the first model call it will make, and whether the
+    estimate was made for this config. `report` then compares it with this run's calls."""
+    path = Path(root) / "analyses" / ESTIMATE_FILE
+    if not path.is_file():
+        return
+    est = read_json_object(path, "estimate")
+    db = Path(root) / "harness.db"
+    first_call, trains, tied = 1, 0, False
+    if db.is_file():
+        with open_reader(db) as log:
+            query = "SELECT COALESCE(MAX(id), 0) + 1 AS n FROM llm_calls"
+            first_call = int(log.log.query(query)[0]["n"])
+            trains = sum(1 for r in log.runs() if r.kind == "train")
+            tied = bool(est.get("train_id")) and log.run(str(est["train_id"])) is not None
+    if tied:  # made for a run that has started since; a new estimate is needed for this one
+        return
+    est["train_id"] = f"train{trains + 1}"  # as the runner names a new run (Runner._new_train_id)
+    est["first_call_id"] = first_call
+    est["same_config"] = est.get("config") == fingerprint(config, "")
+    write_json_atomic(path, est)
+
+
+def _actual_calls(root: Path, est: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """New calls and cost per role of the run the estimate was tied to (its baseline too)."""
+    with open_reader(Path(root) / "harness.db") as log:
+        rows = log.log.query(
+            "SELECT role, SUM(1 - cache_hit) AS paid, SUM(cost_usd) AS cost FROM llm_calls "
+            "WHERE id >= ? AND (run_id = 'baseline' OR run_id = ? OR run_id LIKE ? ESCAPE '\\') "
+            "GROUP BY role",
+            (est["first_call_id"], est["train_id"], est["train_id"] + "-%"),
+        )
+    return {str(r["role"]): {"paid": r["paid"] or 0, "cost": r["cost"] or 0.0} for r in rows}
+
+
+def estimate_vs_actual(root: Path) -> list[str]:
+    """`report`'s lines comparing the stored estimate with the run it was made for."""
     path = Path(root) / "analyses" / ESTIMATE_FILE
     if not path.is_file():
         return []
     est = read_json_object(path, "estimate")
-    actual = {c["role"]: c for c in calls}
-    lines = ["\nestimate vs actual (new model calls; analyses/estimate.json)"]
+    if not est.get("train_id") or not (Path(root) / "harness.db").is_file():
+        return ["\nestimate   made (analyses/estimate.json); no train has run since"]
+    actual = _actual_calls(root, est)
+    lines = [
+        f"\nestimate vs actual for {est['train_id']} (new model calls; analyses/estimate.json)"
+    ]
+    if not est.get("same_config"):
+        lines.append("  note: the estimate was made for another config than the run's")
     for r in est.get("roles", []):
-        a = actual.get(r["role"]) or {}
-        paid = int(a.get("calls") or 0) - int(a.get("cache_hits") or 0)
-        cost = a.get("cost_usd")
+        a = actual.get(r["role"], {"paid": 0, "cost": 0.0})
         est_cost = "n/a" if r.get("cost_usd") is None else f"${r['cost_usd']:.4f}"
         lines.append(
             f"  {r['role']:<8} calls {r['calls']} (range {r['calls_low']}-{r['calls_high']}) "
-            f"vs {paid}  cost {est_cost} vs ${cost or 0:.4f}"
+            f"vs {int(a['paid'])}  cost {est_cost} vs ${a['cost']:.4f}"
         )
+    total = sum(int(a["paid"]) for a in actual.values())
+    lines.append(f"  total    calls {est['calls']} vs {total}")
     return lines
 
 

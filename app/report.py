@@ -228,7 +228,7 @@ def format_summary(s: dict[str, Any]) -> str:
             )
     if any(r.get("simulated_model") for r in s["runs"]):
         lines.append("\nnote: runs in this workspace used the SIMULATED model (sim/*)")
-    lines += estimate_vs_actual(Path(s["workspace"]), s["llm_calls"])
+    lines += estimate_vs_actual(Path(s["workspace"]))
     if any(r.get("sim_oracle") for r in s["runs"]):
         lines.append(ORACLE_NOTICE)
     return "\n".join(lines)

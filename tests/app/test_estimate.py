@@ -7,7 +7,9 @@ import json
 from pathlib import Path
 
 from app.cli import main
-from app.estimate import ESTIMATE_FILE, pools_too_small
+from app.estimate import ESTIMATE_FILE, _cost, pools_too_small
+from app.harness.workspace.config import RunConfig
+from app.providers.sim.provider import SIM_PRICE_IN_PER_MTOK
 from tests.app.oracle_bench import NAME, SEED, write_store
 
 ORACLE = ['agent_model="sim/oracle"', 'evolver_model="sim/oracle"', 'judge_model="sim/oracle"']
@@ -43,4 +45,21 @@ def test_estimate_then_train_then_report_estimate_vs_actual(tmp_path: Path, caps
     capsys.readouterr()
     assert main(["report", "-w", str(ws)]) == 0
     report = capsys.readouterr().out
-    assert "estimate vs actual" in report and "agent    calls" in report
+    assert "estimate vs actual for train1" in report and "agent    calls" in report
+    assert "another config" not in report  # estimated with the config the run used
+    pinned = json.loads((ws / "analyses" / ESTIMATE_FILE).read_text())
+    assert pinned["train_id"] == "train1" and pinned["same_config"]
+
+
+def test_cost_sim_configured_litellm_and_unknown() -> None:
+    sim = RunConfig()
+    cost, note = _cost(sim, "sim/basic", 1_000_000, 0)
+    assert cost == SIM_PRICE_IN_PER_MTOK and note == "notional simulated prices"
+    priced = RunConfig(price_in_per_mtok=2.0, price_out_per_mtok=8.0)
+    assert _cost(priced, "openai/x", 500_000, 250_000) == (3.0, "configured prices")
+    cost, note = _cost(sim, "openai/gpt-4o-mini", 1_000_000, 1_000_000)
+    assert cost is not None and cost > 0 and note == "litellm price map"
+    assert _cost(sim, "openai/no-such-model-xyz", 10, 10) == (
+        None,
+        "no price known for openai/no-such-model-xyz",
+    )
