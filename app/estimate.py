@@ -125,7 +125,12 @@ async def estimate_async(root: Path, config: RunConfig) -> Estimate:
     try:
         seed = ws_seed(paths)
         runs = []
-        for rules in (STAND_IN_RULES, 0):  # the estimate first, then the range's other end
+        # the estimate first, then the range's other end; sim/oracle itself is known not to
+        # learn (unless sim_oracle_rules says it does), so for it the order turns round
+        order = (STAND_IN_RULES, 0)
+        if config.agent_model == ORACLE_MODEL:
+            order = (config.sim_oracle_rules, STAND_IN_RULES)
+        for rules in order:
             copy = scratch / f"rules{rules}"
             ws.init_workspace(copy, seed, paths.questions_dir)
             runs.append(await _dry_run(copy, config, rules))
@@ -196,7 +201,11 @@ def _stand_in(config: RunConfig, rules: int) -> RunConfig:
             "agent_model": ORACLE_MODEL,
             "evolver_model": ORACLE_MODEL,
             "judge_model": ORACLE_MODEL,
-            "sim_oracle_accuracy": ASSUMED_START_ACCURACY,
+            "sim_oracle_accuracy": (
+                config.sim_oracle_accuracy
+                if config.agent_model == ORACLE_MODEL
+                else ASSUMED_START_ACCURACY
+            ),
             "sim_oracle_rules": rules,
             "max_cost_usd": None,
             # a stand-in that never improves would stop early; a learning run goes on
@@ -285,10 +294,7 @@ def _combine(
         sampled_calls=sampled_calls,
         sampled_real_calls=0 if config.agent_model.startswith("sim/") else sampled_calls,
         assumptions=(
-            "call counts: train run on a copy with every role on sim/oracle as a stand-in that "
-            f"starts at accuracy {ASSUMED_START_ACCURACY:g} and learns: each question needs one "
-            f"of {STAND_IN_RULES} rules per task type, which lift it to 0.9 once an edit adds it; "
-            "the range's other end is the same stand-in never learning, every epoch run",
+            _counts_assumption(config),
             "agent tokens per call: the dry run's, scaled by the agent model's / the stand-in's "
             "on one sampled rollout per task type",
             "evolver/judge input tokens: the copy's real prompts at 4 characters a token; "
@@ -301,6 +307,20 @@ def _combine(
             f"{config.concurrency} at a time (concurrency), evolver and judge calls one at a time",
         ),
         simulated=simulated,
+    )
+
+
+def _counts_assumption(config: RunConfig) -> str:
+    if config.agent_model == ORACLE_MODEL:
+        return (
+            "call counts: train run on a copy with every role on sim/oracle as configured; the "
+            f"range's other end is a stand-in that learns ({STAND_IN_RULES} rules per task type)"
+        )
+    return (
+        "call counts: train run on a copy with every role on sim/oracle as a stand-in that "
+        f"starts at accuracy {ASSUMED_START_ACCURACY:g} and learns: each question needs one of "
+        f"{STAND_IN_RULES} rules per task type, which lift it to 0.9 once an edit adds it; the "
+        "range's other end is the same stand-in never learning, every epoch run"
     )
 
 
