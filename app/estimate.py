@@ -31,10 +31,13 @@ from typing import Any
 
 from loguru import logger
 
+from app.harness.rollouts.pools import Pools
 from app.harness.workspace.atomic import read_json_object, write_json_atomic
 from app.harness.workspace.config import RunConfig, fingerprint
 from app.harness.workspace.log_reader import open_reader
 from app.harness.workspace.log_rows import RoleCalls
+from app.harness.workspace.store import Seed
+from app.harness.workspace.workspace import WorkspacePaths
 from app.providers.sim.oracle import ORACLE_MODEL
 from app.providers.sim.provider import SIM_PRICE_IN_PER_MTOK, SIM_PRICE_OUT_PER_MTOK
 from core.types import Question
@@ -99,7 +102,7 @@ def _min_families(alpha: float) -> int:
     return k
 
 
-def family_counts(questions: tuple[Question, ...], pools: Any) -> dict[str, dict[str, int]]:
+def family_counts(questions: tuple[Question, ...], pools: Pools) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
     for pool in ("diagnosis", "validation"):
         for q in getattr(pools, pool):
@@ -124,16 +127,8 @@ async def estimate_async(root: Path, config: RunConfig) -> Estimate:
     shutil.rmtree(scratch, ignore_errors=True)
     try:
         seed = ws_seed(paths)
-        runs = []
-        # the estimate first, then the range's other end; sim/oracle itself is known not to
-        # learn (unless sim_oracle_rules says it does), so for it the order turns round
-        order = (STAND_IN_RULES, 0)
-        if config.agent_model == ORACLE_MODEL:
-            order = (config.sim_oracle_rules, STAND_IN_RULES)
-        for rules in order:
-            copy = scratch / f"rules{rules}"
-            ws.init_workspace(copy, seed, paths.questions_dir)
-            runs.append(await _dry_run(copy, config, rules))
+        # the sample first: a refused model (a missing key, a simulated world that does not
+        # know this benchmark) is refused before the dry runs
         copy = scratch / "sample"
         ws.init_workspace(copy, seed, paths.questions_dir)
         sampled: dict[str, RoleCalls] = {}
@@ -150,6 +145,16 @@ async def estimate_async(root: Path, config: RunConfig) -> Estimate:
                     sample_seconds = time.perf_counter() - started
                 session.recorder.flush()
             sampled[name] = _agent_calls(copy / "harness.db", run_id)
+        runs = []
+        # the estimate first, then the range's other end; sim/oracle itself is known not to
+        # learn (unless sim_oracle_rules says it does), so for it the order turns round
+        order = (STAND_IN_RULES, 0)
+        if config.agent_model == ORACLE_MODEL:
+            order = (config.sim_oracle_rules, STAND_IN_RULES)
+        for rules in order:
+            copy = scratch / f"rules{rules}"
+            ws.init_workspace(copy, seed, paths.questions_dir)
+            runs.append(await _dry_run(copy, config, rules))
         families = family_counts(bench.questions, pools)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -161,9 +166,8 @@ async def estimate_async(root: Path, config: RunConfig) -> Estimate:
     return result
 
 
-def ws_seed(paths: Any) -> Any:
+def ws_seed(paths: WorkspacePaths) -> Seed:
     """The workspace's current skills and prompts as a seed for a scratch copy."""
-    from app.harness.workspace.store import Seed
     from app.harness.workspace.workspace import read_version_files
 
     return Seed(

@@ -11,6 +11,8 @@ from app.estimate import ESTIMATE_FILE, _cost, pools_too_small
 from app.harness.workspace.config import RunConfig
 from app.providers.sim.provider import SIM_PRICE_IN_PER_MTOK
 from tests.app.oracle_bench import NAME, SEED, write_store
+from tests.fakes.fixtures import fake_openai  # noqa: F401 - the fixture
+from tests.fakes.openai_server import Reply
 
 ORACLE = ['agent_model="sim/oracle"', 'evolver_model="sim/oracle"', 'judge_model="sim/oracle"']
 
@@ -63,3 +65,34 @@ def test_cost_sim_configured_litellm_and_unknown() -> None:
         None,
         "no price known for openai/no-such-model-xyz",
     )
+
+
+def test_a_real_agent_model_is_sampled_with_real_calls_and_an_unpriced_model_says_so(
+    fake_openai,  # noqa: F811 - the fixture
+    tmp_path: Path,
+    monkeypatch,
+    capsys,
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    fake_openai.responder = lambda body: Reply.ok("Sure.\nANSWER: 4")
+    ws = tmp_path / "ws"
+    assert main(["init", "-w", str(ws), "--seed", "real-starter", "--questions", "real-easy"]) == 0
+    sets = [
+        f'api_base="{fake_openai.base_url}"',
+        'agent_model="openai/fake-model"',
+        'evolver_model="sim/oracle"',
+        'judge_model="sim/oracle"',
+        "epochs=1",
+    ]
+    argv = ["estimate", "-w", str(ws), "--no-progress", *(a for s in sets for a in ("--set", s))]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    agent_requests = len(fake_openai.requests)
+    assert agent_requests >= 2  # one rollout per task type (arithmetic, capitals), real calls
+    assert f"{agent_requests} of them real, paid calls" in out
+    assert "cost no price known for openai/fake-model" in out
+    assert "cost unknown (a model has no price)" in out
+    priced = [*argv, "--set", "price_in_per_mtok=1.0", "--set", "price_out_per_mtok=2.0"]
+    assert main(priced) == 0
+    out = capsys.readouterr().out
+    assert "(configured prices)" in out and "no price known" not in out
