@@ -13,6 +13,8 @@ from app import cli_support
 from app.cli import main
 from app.providers.sim import oracle
 from core.checkers import check
+from core.evolution.diagnose import CATEGORIES
+from core.evolution.edits import parse_edits
 from core.types import Question
 from tests.app.oracle_bench import NAME, SEED, TASK_TYPES, write_store
 
@@ -107,3 +109,41 @@ def test_a_user_benchmark_runs_init_train_report_offline(tmp_path: Path, capsys)
     result = json.loads(capsys.readouterr().out)
     assert set(result["per_task_type"]) == set(TASK_TYPES)
     assert 0.45 <= result["accuracy"] <= 0.75
+
+
+def _ask(provider: oracle.OracleProvider, prompt: str) -> str:
+    async def go() -> str:
+        reply = await provider.complete([{"role": "user", "content": prompt}])
+        return reply.text
+
+    return anyio.run(go)
+
+
+def test_the_judge_grades_on_the_answer_key_with_settable_noise() -> None:
+    question = Question("q1", "t", "What is 2 + 2?", "4", checker="numeric")
+    exact = oracle.OracleProvider([question], oracle.OracleSettings(judge_noise=0.0))
+
+    def scalar(answer: str, salt: int = 0) -> str:
+        return (
+            f"## Judge: scalar\n<question>\nWhat is 2 + 2?\n</question>\n"
+            f"<answer>\nworking {salt}\nANSWER: {answer}\n</answer>"
+        )
+
+    assert json.loads(_ask(exact, scalar("4")))["score"] == oracle.SCORE_CORRECT
+    assert json.loads(_ask(exact, scalar("5")))["score"] == oracle.SCORE_WRONG
+    noisy = oracle.OracleProvider([question], oracle.OracleSettings(judge_noise=1.0))
+    scores = {json.loads(_ask(noisy, scalar("4", salt)))["score"] for salt in range(30)}
+    assert len(scores) > 3  # drawn at random, not graded
+
+
+def test_the_evolver_and_diagnoses_reply_in_the_formats_the_harness_parses() -> None:
+    provider = oracle.OracleProvider([], oracle.OracleSettings())
+    skill = "# t\n\n## Rules\n" + oracle.GENERIC_RULES[0] + "\n"
+    prompt = (
+        f'## Task: evolve-skill\nat most 2 edits\n<skill_file name="t.md">\n{skill}</skill_file>'
+    )
+    parsed = parse_edits(_ask(provider, prompt))
+    assert not parsed.errors and 1 <= len(parsed.edits) <= 2
+    assert all(e.op == "add" and e.content not in skill for e in parsed.edits)
+    diagnosis = json.loads(_ask(provider, "## Task: diagnose-failure\n<question>x</question>"))
+    assert diagnosis["category"] in CATEGORIES and diagnosis["target"] == "skill"
