@@ -12,11 +12,14 @@ import pytest
 from app import cli_support
 from app.cli import main
 from app.providers.sim import oracle
+from app.tui import data as tui_data
+from app.tui.app import make_app
 from core.checkers import check
 from core.evolution.diagnose import CATEGORIES
 from core.evolution.edits import parse_edits
 from core.types import Question
 from tests.app.oracle_bench import NAME, SEED, TASK_TYPES, write_store
+from tests.tui.helpers import SIZE, screen_text, settle
 
 ORACLE_SET = [
     "--set",
@@ -79,6 +82,14 @@ def test_answers_right_at_the_set_rate_whatever_the_skills_say() -> None:
 def test_the_cli_copy_of_the_notice_is_the_oracles() -> None:
     assert cli_support.ORACLE_MODEL == oracle.ORACLE_MODEL
     assert cli_support.ORACLE_NOTICE == oracle.ORACLE_NOTICE
+    assert tui_data.ORACLE_MODEL == oracle.ORACLE_MODEL
+
+
+async def _tui_banner(ws: Path) -> str:
+    app = make_app(ws, poll_interval=0, warm_up=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        return screen_text(app)
 
 
 def test_a_user_benchmark_runs_init_train_report_offline(tmp_path: Path, capsys) -> None:
@@ -105,6 +116,8 @@ def test_a_user_benchmark_runs_init_train_report_offline(tmp_path: Path, capsys)
     # every task type was answered, right at about the set rate, by the checkers
     assert main(["report", "-w", str(ws)]) == 0
     assert oracle.ORACLE_NOTICE in capsys.readouterr().out
+    text = anyio.run(_tui_banner, ws)  # the TUI says it too
+    assert "SIMULATED MODEL" in text and "sim/oracle answered at a set rate" in text
     assert main(["eval", "-w", str(ws), "v1", "--json", *ORACLE_SET]) == 0
     result = json.loads(capsys.readouterr().out)
     assert set(result["per_task_type"]) == set(TASK_TYPES)
