@@ -171,7 +171,8 @@ def check_sim_worlds(config: RunConfig, questions: Sequence[Question], benchmark
                 f"{keys} = {model!r} with sim_world_seed = {config.sim_world_seed} and "
                 f"sim_units_per_type = {config.sim_units_per_type}: this simulated world knows "
                 f"{known} of the {len(questions)} questions of benchmark {benchmark!r}; use the "
-                f"world the benchmark was generated from ({BUILT_IN_WORLD})"
+                f"world the benchmark was generated from ({BUILT_IN_WORLD}), or sim/oracle, "
+                "which runs any benchmark (it checks plumbing, not learning)"
             )
 
 
