@@ -1342,19 +1342,19 @@ def estimate(
 ) -> Estimate:
     """`estimate`: model calls per role, tokens, cost and wall time of `train` with this config,
     before it runs (app/estimate.py says how); stored in analyses/estimate.json for `report`."""
-    return _run_sync(estimate_workspace_async, workspace, config, overrides=overrides)
+    return _run_sync(estimate_async, workspace, config, overrides=overrides)
 
 
-async def estimate_workspace_async(
+async def estimate_async(
     workspace: str | Path,
     config: ConfigSource = None,
     *,
     overrides: Mapping[str, Any] | None = None,
 ) -> Estimate:
     """`estimate` for callers inside an event loop."""
-    from app.estimate import estimate_async
+    from app.estimate import estimate_async as run_estimate
 
     root = _workspace(workspace)
     run_config = resolve_config(config, overrides)
     with WriterLock(root, "estimate"):
-        return await estimate_async(root, run_config)
+        return await run_estimate(root, run_config)
