@@ -95,6 +95,8 @@ __all__ = [
     "demo_async",
     "diagnose",
     "diagnose_async",
+    "estimate",
+    "estimate_async",
     "evaluate",
     "evaluate_async",
     "export",
@@ -369,6 +371,10 @@ async def train_async(
             run_config = resume_config(root, overrides)
         if mode == "fresh":
             _restart_from_seed(root, _store(store), lock)
+        if mode != "resume":  # a stored estimate is compared with this run by `report`
+            from app.estimate import pin_estimate
+
+            pin_estimate(root, run_config)
         with Session(root, run_config, Bars(enabled=progress)) as session:
             await Runner(session).train_async(resume=mode == "resume")
             totals = dict(session.recorder.totals)
@@ -1842,3 +1848,34 @@ async def judge_quality_async(
         record=s.paths.analyses / "judge_quality.json",
         simulated_model=run_config.judge_model.startswith("sim/"),
     )
+
+
+# --- offline: estimate before a run ---
+if TYPE_CHECKING:
+    from app.estimate import Estimate
+
+
+def estimate(
+    workspace: str | Path,
+    config: ConfigSource = None,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+) -> Estimate:
+    """`estimate`: model calls per role, tokens, cost and wall time of `train` with this config,
+    before it runs (app/estimate.py says how); stored in analyses/estimate.json for `report`."""
+    return _run_sync(estimate_async, workspace, config, overrides=overrides)
+
+
+async def estimate_async(
+    workspace: str | Path,
+    config: ConfigSource = None,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+) -> Estimate:
+    """`estimate` for callers inside an event loop."""
+    from app.estimate import estimate_async as run_estimate
+
+    root = _workspace(workspace)
+    run_config = resolve_config(config, overrides)
+    with WriterLock(root, "estimate"):
+        return await run_estimate(root, run_config)

@@ -45,6 +45,7 @@ COMMANDS = (
     "validate-benchmark",
     "serve",
     "judge-quality",
+    "estimate",
 )
 
 
@@ -138,7 +139,18 @@ def build_parser() -> argparse.ArgumentParser:
     _add_format_commands(sub, o)
     _add_serve_commands(sub, o)
     _add_checker_commands(sub, o)
+    _add_offline_commands(sub, o)
     return parser
+
+
+def _add_offline_commands(sub: Any, o: Options) -> None:
+    add_command(
+        sub,
+        "estimate",
+        "expected model calls per role, tokens, cost and wall time of `train`, before it runs",
+        "estimate -w workspaces/mine --set epochs=2",
+        [o.verbose, o.workspace, o.model, o.json],
+    )
 
 
 def _add_workspace_commands(sub: Any, o: Options) -> None:
@@ -214,6 +226,11 @@ def _add_run_commands(sub: Any, o: Options) -> None:
     mode.add_argument("--resume", action="store_true", help="continue from checkpoint.json")
     mode.add_argument(
         "--fresh", action="store_true", help="archive the workspace, restart from its seed"
+    )
+    mode.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print what `estimate` prints and exit without training",
     )
     p = add_command(
         sub,
@@ -691,6 +708,7 @@ COMMAND_MODULES = {
     "validate-benchmark": "app.validate_commands",
     "serve": "app.serve_commands",
     "judge-quality": "app.checker_commands",
+    "estimate": "app.offline_commands",
 }
 
 
@@ -699,6 +717,10 @@ def dispatch(args: argparse.Namespace) -> int:
     # `--version` and a refused API key stay fast
     import importlib
 
+    if getattr(args, "dry_run", False):  # `train --dry-run` is `estimate`
+        from app import offline_commands
+
+        return offline_commands.HANDLERS["estimate"](args)
     if args.command == "report" and (args.savings or args.baseline_model or args.baseline_run):
         from app import serve_commands
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterable
 from typing import Any, TypeVar
 
 import anyio
@@ -20,6 +20,13 @@ from app.sanitize import visible
 T = TypeVar("T")
 
 
+# app/providers/sim/oracle.py ORACLE_MODEL and ORACLE_NOTICE (a test keeps them equal); here so
+# the CLI's start imports no provider code
+ORACLE_MODEL = "sim/oracle"
+ORACLE_NOTICE = (
+    "note: sim/oracle answers at a set rate (sim_oracle_accuracy) whatever the skills say; "
+    "figures check plumbing, formats, checkers and cost, not learning"
+)
 SIM_NOTICE = (
     "note: answers come from the built-in SIMULATED model (sim/*), not a real LLM; "
     "figures show the harness working, not real-model quality"
@@ -69,9 +76,13 @@ def model_config_from(args: argparse.Namespace) -> RunConfig:
     return config
 
 
-def notice_if_simulated(simulated: bool) -> None:
+def notice_if_simulated(simulated: bool, models: Iterable[str] = ()) -> None:
+    """The simulated-model note; for `sim/oracle` (any benchmark, a fixed answer rate) also
+    that its figures check plumbing, not learning."""
     if simulated:
         out(SIM_NOTICE)
+    if ORACLE_MODEL in models:
+        out(ORACLE_NOTICE)
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:

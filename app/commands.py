@@ -14,6 +14,7 @@ from app.cli_support import (
     overrides_from,
 )
 from app.demo import demo_summary, outcome_line
+from app.offline_commands import train_models
 
 if TYPE_CHECKING:
     from app import api
@@ -81,7 +82,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     print_result(result, f"eval {result.skills_version} (run {result.run_id})")
     out(f"  model calls: {result.new_model_calls} new, {result.cache_hits} from cache")
     memories_line(result, config.memory_k)
-    notice_if_simulated(config.uses_sim)
+    notice_if_simulated(config.uses_sim, config.models.values())
     return 0
 
 
@@ -104,7 +105,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
     for sample in result.samples:
         print_result(sample, f"infer (run {sample.run_id})")
     memories_line(result.samples[-1], config.memory_k)
-    notice_if_simulated(config.uses_sim)
+    notice_if_simulated(config.uses_sim, config.models.values())
     return 0
 
 
@@ -123,7 +124,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         progress=_progress(args),
     )
     out(outcome_line(result))
-    notice_if_simulated(result.simulated_model)
+    notice_if_simulated(result.simulated_model, train_models(result.workspace, result.train_id))
     return 0
 
 
@@ -150,7 +151,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         return 0
     for line in diagnose_lines(result):
         out(line)
-    notice_if_simulated(result.simulated_model)
+    notice_if_simulated(result.simulated_model, config.models.values())
     return 0
 
 

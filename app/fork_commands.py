@@ -53,7 +53,7 @@ def cmd_fork(args: argparse.Namespace) -> int:
     )
     out(f"  pass@1 {result.pass_at_1:.3f}  pass@N {result.pass_at_n:.3f}")
     out(f"  next: rank -w {args.workspace} {result.rollout_id}")
-    notice_if_simulated(result.simulated_model)
+    notice_if_simulated(result.simulated_model, config_from(args).models.values())
     return 0
 
 
@@ -77,7 +77,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
         return 0
     for line in rank_lines(result, args.workspace):
         out(line)
-    notice_if_simulated(result.simulated_model)
+    notice_if_simulated(result.simulated_model, config_from(args).models.values())
     return 0
 
 

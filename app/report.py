@@ -7,6 +7,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from app.cli_support import ORACLE_MODEL, ORACLE_NOTICE
+from app.estimate import estimate_vs_actual
 from app.harness.training.checkpoint import load_checkpoint
 from app.harness.training.run_progress import progress_view
 from app.harness.training.vocabulary import Count, SkipAction
@@ -91,6 +93,7 @@ def _run_row(row: RunRow, resumes: list[Resume]) -> dict[str, Any]:
         "reason": row.summary.get("reason"),
         "resumes": [asdict(r) for r in resumes if r.run_id == row.run_id],
         "simulated_model": row.provenance.get("simulated_model"),
+        "sim_oracle": ORACLE_MODEL in (row.provenance.get("models") or {}).values(),
         "git_commit": row.provenance.get("git_commit"),
     }
 
@@ -225,6 +228,9 @@ def format_summary(s: dict[str, Any]) -> str:
             )
     if any(r.get("simulated_model") for r in s["runs"]):
         lines.append("\nnote: runs in this workspace used the SIMULATED model (sim/*)")
+    lines += estimate_vs_actual(Path(s["workspace"]))
+    if any(r.get("sim_oracle") for r in s["runs"]):
+        lines.append(ORACLE_NOTICE)
     return "\n".join(lines)
 
 

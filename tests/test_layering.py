@@ -41,6 +41,8 @@ ENTRY_POINTS = frozenset(
         "app.export_commands",
         "app.curation_commands",
         "app.checker_commands",
+        "app.offline_commands",
+        "app.estimate",
         "app.demo",
         "app.report",
         "app.api",

@@ -13,6 +13,7 @@ from app.providers.key_check import first_missing_key
 from app.providers.litellm_provider import CostBudget, LiteLLMProvider
 from app.providers.retry import RetryingProvider
 from app.providers.sim.evolver import EvolverShares
+from app.providers.sim.oracle import OracleProvider, OracleSettings, is_oracle
 from app.providers.sim.provider import SimProvider, SimSettings
 from app.providers.sim.world import build_world
 from core.protocols import LLMProvider, Message, TelemetryRecorder
@@ -78,10 +79,28 @@ def sim_settings(config: RunConfig) -> SimSettings:
 
 
 def make_model(
-    model: str, config: RunConfig, budget: CostBudget, endpoint: Endpoint | None = None
+    model: str,
+    config: RunConfig,
+    budget: CostBudget,
+    endpoint: Endpoint | None = None,
+    questions: Sequence[Question] = (),
 ) -> LLMProvider:
-    """One provider for `model`, served at `endpoint` (default: the global api_base/key)."""
+    """One provider for `model`, served at `endpoint` (default: the global api_base/key);
+    `sim/oracle` answers from `questions`, the benchmark's answer key."""
     endpoint = endpoint or Endpoint(config.api_base, config.api_key_env)
+    if is_oracle(model):
+        oracle = OracleProvider(
+            questions,
+            OracleSettings(
+                accuracy=config.sim_oracle_accuracy,
+                judge_noise=config.sim_judge_noise,
+                seed=config.sim_world_seed,
+                rules=config.sim_oracle_rules,
+                harmful_share=config.sim_harmful_share,
+                useless_share=config.sim_useless_share,
+            ),
+        )
+        return BudgetedProvider(oracle, budget)
     if model.startswith("sim/"):
         world = build_world(
             model.split("/", 1)[-1], config.sim_world_seed, config.sim_units_per_type
@@ -114,9 +133,11 @@ def make_providers(
     cache: ResponseCache,
     recorder: TelemetryRecorder | None,
     budget: CostBudget | None = None,
+    questions: Sequence[Question] = (),
 ) -> dict[str, CachingProvider]:
     """Providers by role; roles sharing a model and its endpoint (`RunConfig.endpoint`) share
-    one inner provider; all share the budget."""
+    one inner provider; all share the budget. `questions` (the benchmark) is what `sim/oracle`
+    answers from."""
     budget = budget or CostBudget(config.max_cost_usd)
     if why := first_missing_key(config):  # every role's key before litellm is imported
         raise UserError(why)
@@ -125,7 +146,7 @@ def make_providers(
     for role, model in config.models.items():
         where = (model, config.endpoint(role))
         if where not in inner:
-            inner[where] = make_model(model, config, budget, where[1])
+            inner[where] = make_model(model, config, budget, where[1], questions)
         providers[role] = CachingProvider(inner[where], cache, model_name=model, recorder=recorder)
     return providers
 
@@ -138,6 +159,7 @@ def check_sim_worlds(config: RunConfig, questions: Sequence[Question], benchmark
     `sim_units_per_type`; any other question is scored wrong whatever the skills say, so a
     mismatch (a typo in the name, another seed) would train to 0 and spend money. A benchmark
     with a few questions edited or added by hand still runs: those few are simply wrong.
+    `sim/oracle` has no world: it answers any benchmark (app/providers/sim/oracle.py).
     """
     for model, roles in _sim_models(config).items():
         world = build_world(
@@ -150,7 +172,8 @@ def check_sim_worlds(config: RunConfig, questions: Sequence[Question], benchmark
                 f"{keys} = {model!r} with sim_world_seed = {config.sim_world_seed} and "
                 f"sim_units_per_type = {config.sim_units_per_type}: this simulated world knows "
                 f"{known} of the {len(questions)} questions of benchmark {benchmark!r}; use the "
-                f"world the benchmark was generated from ({BUILT_IN_WORLD})"
+                f"world the benchmark was generated from ({BUILT_IN_WORLD}), or sim/oracle, "
+                "which runs any benchmark (it checks plumbing, not learning)"
             )
 
 
@@ -158,6 +181,6 @@ def _sim_models(config: RunConfig) -> dict[str, list[str]]:
     """Each simulated model with the roles that use it, in the config's role order."""
     found: dict[str, list[str]] = {}
     for role, model in config.models.items():
-        if model.startswith("sim/"):
+        if model.startswith("sim/") and not is_oracle(model):
             found.setdefault(model, []).append(role)
     return found

@@ -48,6 +48,10 @@ from app.tui.status import (
     status_from_runs,
 )
 
+# app/providers/sim/oracle.py ORACLE_MODEL (tests/app/test_sim_oracle.py keeps them equal; the
+# TUI imports no provider code)
+ORACLE_MODEL = "sim/oracle"
+
 # Names the screens, tests and benches import from here.
 __all__ = [
     "COUNT_LABELS",
@@ -97,6 +101,7 @@ class Overview:
     calls: list[dict[str, Any]]
     simulated: bool
     n_versions: dict[str, int] = field(default_factory=dict)
+    oracle: bool = False  # a run used sim/oracle (any benchmark, a fixed answer rate)
 
 
 @dataclass
@@ -234,12 +239,14 @@ class WorkspaceData:
             status = self.run_status(log)
             if log is None:
                 epochs, counts, calls, simulated = [], dict.fromkeys(COUNT_LABELS, 0), [], False
+                oracle = False
             else:
                 epoch_rows = log.epochs()
                 epochs = [asdict(e) for e in epoch_rows]
                 counts = action_counts(log, epoch_rows)
                 calls = self.calls_by_role(log) if with_calls else []
                 simulated = log.any_simulated()
+                oracle = simulated and log.any_model(ORACLE_MODEL)
         return Overview(
             name=self.name,
             manifest=manifest,
@@ -250,6 +257,7 @@ class WorkspaceData:
             calls=calls,
             simulated=simulated,
             n_versions={k: len(list_versions(self.root, k)) for k in KINDS},
+            oracle=oracle,
         )
 
     def calls_by_role(self, log: LogReader) -> list[dict[str, Any]]:

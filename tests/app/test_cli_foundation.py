@@ -73,6 +73,7 @@ def test_help_lists_every_command() -> None:
         "validate-benchmark",
         "serve",
         "judge-quality",
+        "estimate",
     }
     assert expected <= listed, proc.stdout
     assert set(COMMANDS) == expected

@@ -48,7 +48,10 @@ class Session:
         self.cache = ResponseCache(self.paths.cache_db)
         self.recorder = LogRecorder(self.log)
         self.budget = CostBudget(config.max_cost_usd)
-        self.providers = make_providers(config, self.cache, self.recorder, self.budget)
+        self.benchmark: Benchmark = load_benchmark(self.paths.questions_dir)
+        self.providers = make_providers(
+            config, self.cache, self.recorder, self.budget, self.benchmark.questions
+        )
         self.model_io = ModelIO(self.paths.root, config)
         self.checker = AnswerChecker(
             judge=self.providers["judge"],
@@ -59,7 +62,6 @@ class Session:
         )
         if (warning := tool_mode_warning(config)) is not None:
             logger.warning(warning)
-        self.benchmark: Benchmark = load_benchmark(self.paths.questions_dir)
         self.questions_by_id: dict[str, Question] = {
             q.question_id: q for q in self.benchmark.questions
         }

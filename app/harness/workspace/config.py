@@ -151,6 +151,12 @@ class RunConfig(BaseModel):
     # share of the questions with context whose context the simulated agent never reads
     # (app/providers/sim/agent.py skips_context): missing-context failures for bench/triage.py
     sim_missing_context_share: float = _d(0.0, **SHARE)
+    # `sim/oracle` (any benchmark, app/providers/sim/oracle.py): the chance it answers a
+    # question right, the same for every skills version (it checks plumbing, not learning)
+    sim_oracle_accuracy: float = _d(0.6, **SHARE)
+    # 0: sim/oracle never learns; n > 0: each question needs one of n generic rules, which lift
+    # it to 0.9 once in the text the agent is sent (`estimate`'s learning stand-in)
+    sim_oracle_rules: int = _d(0, ge=0, le=8)
 
     # model I/O (README "Real models")
     # Diagnoses are made by the judge role (`judge_model`). When more than this share of a

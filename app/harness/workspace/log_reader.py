@@ -205,6 +205,17 @@ class LogReader(_Queries):
     def run_kinds(self) -> list[str]:
         return self._column("SELECT DISTINCT kind FROM _runs ORDER BY kind")
 
+    def any_model(self, model: str) -> bool:
+        """Whether any run recorded `model` for one of its roles in its provenance."""
+        return (
+            self.log.conn.execute(
+                "SELECT 1 FROM _runs, json_each(_runs.provenance_json, '$.models') AS m "
+                "WHERE json_valid(provenance_json) AND m.value = ? LIMIT 1",
+                (model,),
+            ).fetchone()
+            is not None
+        )
+
     def any_simulated(self) -> bool:
         """Whether any run recorded the simulated model in its provenance."""
         return (

@@ -23,6 +23,10 @@ SIM_BANNER = (
     "SIMULATED MODEL: these runs used the built-in simulated world (sim/*), not a "
     "real LLM; the figures show the harness working, not real-model quality."
 )
+ORACLE_BANNER = (
+    " sim/oracle answered at a set rate whatever the skills said: the figures check plumbing, "
+    "formats, checkers and cost, not learning."
+)
 COUNT_ROWS = (
     (Count.ACCEPTED, "accepted", "green"),
     (Count.PROVISIONAL, "provisional", "yellow"),
@@ -120,7 +124,9 @@ class OverviewScreen(BaseScreen):
     # -- rendering ------------------------------------------------------------------------
     def show(self, ov: Overview) -> None:
         self.overview = ov
-        self.query_one("#sim-banner").display = ov.simulated
+        banner = self.query_one("#sim-banner", Static)
+        banner.display = ov.simulated
+        banner.update(SIM_BANNER + (ORACLE_BANNER if ov.oracle else ""))
         self.query_one("#versions-card", Static).update(self._versions(ov))
         self._progress(ov)
         self.query_one("#counts-card", Static).update(self._counts(ov.counts))
