@@ -1323,3 +1323,38 @@ def _exported_file(manifest: Mapping[str, Any]) -> ExportedFile:
             "source_versions": tuple(SourceVersion(**v) for v in manifest["source_versions"]),
         }
     )
+
+
+# --- trace ingest ---
+def ingest(
+    workspace: str | Path,
+    file: str | Path,
+    *,
+    source: str = "auto",
+    sample: float = 1.0,
+    seed: int = 0,
+    to_benchmark: str | None = None,
+    store: str | Path | None = None,
+    reference: str = "feedback",
+    task_type: str = "ingested",
+    progress: bool = False,
+) -> Any:
+    """Ingest an observability export into the workspace's log (an `IngestSummary`;
+    app/harness/ingest/service.py). A folder that is not a workspace yet takes only
+    `to_benchmark` (the benchmark a workspace is then initialised from)."""
+    from app.harness.ingest.api import run_ingest
+
+    _expect("file", file, _is_path(file), "an export file's path")
+    _expect("store", store, _is_path(store, none=True), "a store folder's path or None")
+    return run_ingest(
+        _workspace(workspace),
+        Path(file),
+        source=source,
+        sample=sample,
+        seed=seed,
+        to_benchmark=to_benchmark,
+        store=None if store is None else Path(store),
+        reference=reference,
+        task_type=task_type,
+        bars=Bars(enabled=progress),
+    )

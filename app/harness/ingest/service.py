@@ -1,0 +1,301 @@
+"""`ingest`: an export file -> redacted, normalised traces in the harness log (and their
+trajectories, which `tui` opens), and optionally a store benchmark (docs/ingest.md).
+
+One file is one transaction: a bad record anywhere stops the file with its file:line, and
+nothing of that file is stored, while everything ingested before stays as it was. Re-ingesting
+adds nothing: a trace's id is the hash of its (redacted) content.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from app.errors import UserError
+from app.harness.ingest.benchmark import BenchmarkPlan, BenchmarkSummary, write_benchmark
+from app.harness.ingest.parse import Detected, traces
+from app.harness.workspace.clock import now_iso
+from app.harness.workspace.log import HarnessLog, RunStatus
+from app.progress import NO_BARS, Bars
+from app.secrets import scrub_json
+from core.traces import (
+    ReferenceMode,
+    StepKind,
+    Trace,
+    content_id,
+    family_key,
+    sampled,
+    trace_from_json,
+)
+
+BATCH = 500
+TASK_TYPE = "ingested"
+
+
+@dataclass(frozen=True)
+class IngestOptions:
+    file: Path
+    source: str = "auto"
+    sample: float = 1.0
+    seed: int = 0
+    to_benchmark: str | None = None
+    store: Path | None = None
+    reference: ReferenceMode = ReferenceMode.FEEDBACK
+    task_type: str = TASK_TYPE
+
+
+@dataclass(frozen=True)
+class IngestSummary:
+    file: str
+    detected: str
+    traces: int  # read from the file (after sampling)
+    new: int  # stored now (0 on a re-ingest)
+    already: int  # already in the log
+    failed: int  # error traces: kept for triage, never memories or SFT data
+    families: int
+    sampled_out: int
+    spans: int  # records read: spans, runs, observations' traces, samples, conversations
+    by_source: dict[str, int] = field(default_factory=dict)
+    run_id: str = ""  # the run whose predictions are the traces' trajectories ("" = not stored)
+    benchmark: BenchmarkSummary | None = None
+
+    def text(self) -> str:
+        stored = f"{self.new} new, {self.already} already ingested" if self.run_id else "not stored"
+        lines = [
+            f"{self.file}: detected {self.detected}",
+            f"{self.traces} traces ({stored}, {self.failed} failed: kept for triage), "
+            f"{self.families} families"
+            + (f", {self.sampled_out} sampled out" if self.sampled_out else ""),
+        ]
+        if self.run_id:
+            lines.append(f"trajectories: run {self.run_id} (tui -> Runs)")
+        if self.benchmark is not None:
+            lines.append(self.benchmark.text())
+        return "\n".join(lines)
+
+
+def file_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            while chunk := f.read(1 << 20):
+                h.update(chunk)
+    except OSError as e:
+        raise UserError(f"{path}: cannot read ({e.strerror})") from None
+    return h.hexdigest()
+
+
+def ingest_file(
+    log: HarnessLog | None, options: IngestOptions, bars: Bars = NO_BARS
+) -> IngestSummary:
+    """Stream the file into `log` (None: only the benchmark is written)."""
+    path = options.file
+    if not path.is_file():
+        raise UserError(f"{path}: no such file")
+    if not 0.0 < options.sample <= 1.0:
+        raise UserError(f"--sample {options.sample}: a rate in (0, 1]")
+    run_id = f"ingest-{file_digest(path)[:12]}" if log is not None else ""
+    detected = Detected()
+    plan = BenchmarkPlan(options.reference, options.task_type) if options.to_benchmark else None
+    counts: Counter[str] = Counter()
+    families: set[str] = set()
+    with bars.live():
+        task = bars.task(f"ingest {path.name}", max(path.stat().st_size, 1))
+        stream = _redacted(traces(path, options.source, detected, task.advance))
+        if log is None:
+            for trace, tid, _line in stream:
+                _count(trace, tid, options, counts, families, plan)
+        else:
+            with log.transaction():
+                _ensure_run(log, run_id, path, options)
+                batch: list[tuple[Trace, str, int]] = []
+                for trace, tid, line in stream:
+                    if not _count(trace, tid, options, counts, families, plan):
+                        continue
+                    batch.append((trace, tid, line))
+                    if len(batch) >= BATCH:
+                        counts["new"] += _store(log, batch, run_id, path)
+                        batch = []
+                counts["new"] += _store(log, batch, run_id, path)
+                log.finish_run(
+                    run_id, RunStatus.DONE, {"traces": counts["kept"], "file": str(path)}
+                )
+        task.done()
+    bench = None
+    if plan is not None and options.to_benchmark is not None:
+        bench = write_benchmark(plan, options.to_benchmark, options.store)
+    kept = counts["kept"]
+    return IngestSummary(
+        file=str(path),
+        detected=detected.text(),
+        traces=kept,
+        new=counts["new"],
+        already=kept - counts["new"] if log is not None else 0,
+        failed=counts["failed"],
+        families=len(families),
+        sampled_out=counts["sampled_out"],
+        spans=detected.spans,
+        by_source={
+            k.removeprefix("source:"): v for k, v in counts.items() if k.startswith("source:")
+        },
+        run_id=run_id,
+        benchmark=bench,
+    )
+
+
+def _redacted(stream: Iterator[tuple[Trace, int]]) -> Iterator[tuple[Trace, str, int]]:
+    """Redaction before anything is stored or hashed: the id never depends on a secret."""
+    seen: set[str] = set()
+    for trace, line in stream:
+        clean = trace_from_json(scrub_json(trace.as_json()))
+        tid = content_id(clean)
+        if tid in seen:
+            continue  # the same trace twice in one file
+        seen.add(tid)
+        yield clean, tid, line
+
+
+def _count(
+    trace: Trace,
+    tid: str,
+    options: IngestOptions,
+    counts: Counter[str],
+    families: set[str],
+    plan: BenchmarkPlan | None,
+) -> bool:
+    family = family_key(trace)
+    if not sampled(family, options.sample, options.seed):
+        counts["sampled_out"] += 1
+        return False
+    counts["kept"] += 1
+    counts[f"source:{trace.source.value}"] += 1
+    counts["failed"] += trace.failed
+    families.add(family)
+    if plan is not None:
+        plan.add(trace, tid, family)
+    return True
+
+
+def _ensure_run(log: HarnessLog, run_id: str, path: Path, options: IngestOptions) -> None:
+    """The run whose predictions hold the trajectories: registered once per file content
+    (registering again would clear its rows)."""
+    if log.run(run_id) is not None:
+        return
+    log.register_run(
+        run_id,
+        kind="ingest",
+        questions_ref=f"ingest:{path.name}",
+        config={"file": str(path), "source": options.source, "sample": options.sample},
+        provenance={"ingested_from": path.name},
+    )
+
+
+def _store(log: HarnessLog, batch: list[tuple[Trace, str, int]], run_id: str, path: Path) -> int:
+    if not batch:
+        return 0
+    ids = [tid for _, tid, _ in batch]
+    marks = ",".join("?" for _ in ids)
+    known = {
+        r["trace_id"]
+        for r in log.query(f"SELECT trace_id FROM ingested_traces WHERE trace_id IN ({marks})", ids)
+    }
+    fresh = [(t, tid, line) for t, tid, line in batch if tid not in known]
+    at = now_iso()
+    log.insert_rows(
+        "ingested_traces", [_trace_row(t, tid, line, run_id, path, at) for t, tid, line in fresh]
+    )
+    log.insert_rows(
+        "predictions",
+        [_prediction_row(t, tid, run_id, at) for t, tid, _ in fresh],
+        skip_existing=True,
+    )
+    return len(fresh)
+
+
+def _trace_row(
+    trace: Trace, tid: str, line: int, run_id: str, path: Path, at: str
+) -> dict[str, Any]:
+    return {
+        "trace_id": tid,
+        "source": trace.source.value,
+        "native_id": trace.native_id,
+        "session_id": trace.session_id,
+        "family": family_key(trace),
+        "task": trace.task[:2000],
+        "final_answer": trace.final_answer[:2000],
+        "model": trace.model,
+        "tokens_in": trace.tokens_in,
+        "tokens_out": trace.tokens_out,
+        "cost_usd": trace.cost_usd,
+        "latency_s": trace.latency_s,
+        "failed": int(trace.failed),
+        "n_steps": len(trace.steps),
+        "trace_json": json.dumps(trace.as_json(), ensure_ascii=False),
+        "file": path.name,
+        "line": line,
+        "ingest_run": run_id,
+        "ingested_at": at,
+    }
+
+
+def _prediction_row(trace: Trace, tid: str, run_id: str, at: str) -> dict[str, Any]:
+    """The trace as a trajectory the TUI's trajectory screen shows (its event types)."""
+    scores = [f.score for f in trace.feedback if f.score is not None]
+    correct = None if not scores else int(min(scores) >= 0.5)
+    return {
+        "run_id": run_id,
+        "question_id": tid,
+        "unit_id": family_key(trace),
+        "task_type": trace.source.value,
+        "prediction": trace.final_answer[:2000],
+        "answer": "",
+        "correct": correct,
+        "stop_reason": "error" if trace.failed else "final",
+        "steps_json": json.dumps(trajectory_events(trace), ensure_ascii=False),
+        "tokens_in": trace.tokens_in,
+        "tokens_out": trace.tokens_out,
+        "cost_usd": trace.cost_usd,
+        "latency_s": trace.latency_s,
+        "skills_version": "",
+        "prompts_version": "",
+        "created_at": at,
+        "answer_source": None,
+    }
+
+
+def trajectory_events(trace: Trace) -> list[dict[str, Any]]:
+    """Steps in the agent loop's event shapes: model turns (text + tool calls), tool results,
+    and the other messages under their role."""
+    events: list[dict[str, Any]] = []
+    turn = 0
+    for s in trace.steps:
+        if s.kind == StepKind.TOOL_CALL:
+            if not events or events[-1].get("type") != "model":
+                events.append({"turn": turn, "type": "model", "text": "", "tool_calls": []})
+            events[-1]["tool_calls"].append(
+                {"id": s.tool_call_id, "name": s.tool_name, "arguments": s.arguments}
+            )
+        elif s.kind == StepKind.OBSERVATION:
+            events.append(
+                {
+                    "turn": turn,
+                    "type": "tool",
+                    "name": s.tool_name,
+                    "arguments": "",
+                    "status": "error" if s.is_error else "ok",
+                    "output": s.text,
+                }
+            )
+        elif s.role.value == "assistant":
+            turn += 1
+            events.append({"turn": turn, "type": "model", "text": s.text, "tool_calls": []})
+        else:
+            events.append({"turn": turn, "type": s.role.value, "text": s.text})
+    if trace.feedback:
+        events.append({"type": "feedback", "feedback": [f.as_json() for f in trace.feedback]})
+    return events
