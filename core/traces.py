@@ -158,10 +158,15 @@ class Trace:
         }
 
 
-def content_id(trace: Trace) -> str:
+def canonical_json(trace: Trace) -> str:
+    """The trace as canonical JSON (sorted keys): what its id hashes and the log stores."""
+    return json.dumps(trace.as_json(), sort_keys=True, ensure_ascii=False)
+
+
+def content_id(trace: Trace, canonical: str | None = None) -> str:
     """Content-addressed id: the same trace re-ingested maps to the same row."""
-    canonical = json.dumps(trace.as_json(), sort_keys=True, ensure_ascii=False)
-    return "tr-" + hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+    text = canonical_json(trace) if canonical is None else canonical
+    return "tr-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")

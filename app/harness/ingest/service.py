@@ -108,16 +108,16 @@ def ingest_file(
         task = bars.task(f"ingest {path.name}", max(path.stat().st_size, 1))
         stream = _redacted(traces(path, options.source, detected, task.advance))
         if log is None:
-            for trace, tid, _line in stream:
-                _count(trace, tid, options, counts, families, plan)
+            for item in stream:
+                _count(item.trace, item.tid, options, counts, families, plan)
         else:
             with log.transaction():
                 _ensure_run(log, run_id, path, options)
-                batch: list[tuple[Trace, str, int]] = []
-                for trace, tid, line in stream:
-                    if not _count(trace, tid, options, counts, families, plan):
+                batch: list[Clean] = []
+                for item in stream:
+                    if not _count(item.trace, item.tid, options, counts, families, plan):
                         continue
-                    batch.append((trace, tid, line))
+                    batch.append(item)
                     if len(batch) >= BATCH:
                         counts["new"] += _store(log, batch, run_id, path)
                         batch = []
@@ -148,16 +148,28 @@ def ingest_file(
     )
 
 
-def _redacted(stream: Iterator[tuple[Trace, int]]) -> Iterator[tuple[Trace, str, int]]:
+@dataclass(frozen=True)
+class Clean:
+    """A trace after redaction, with its id and the canonical JSON the id hashes."""
+
+    trace: Trace
+    tid: str
+    json: str
+    line: int
+
+
+def _redacted(stream: Iterator[tuple[Trace, int]]) -> Iterator[Clean]:
     """Redaction before anything is stored or hashed: the id never depends on a secret."""
     seen: set[str] = set()
     for trace, line in stream:
-        clean = trace_from_json(scrub_json(trace.as_json()))
-        tid = content_id(clean)
+        scrubbed = scrub_json(trace.as_json())
+        clean = trace_from_json(scrubbed)
+        canonical = json.dumps(scrubbed, sort_keys=True, ensure_ascii=False)  # = canonical_json
+        tid = content_id(clean, canonical)
         if tid in seen:
             continue  # the same trace twice in one file
         seen.add(tid)
-        yield clean, tid, line
+        yield Clean(clean, tid, canonical, line)
 
 
 def _count(
@@ -195,31 +207,28 @@ def _ensure_run(log: HarnessLog, run_id: str, path: Path, options: IngestOptions
     )
 
 
-def _store(log: HarnessLog, batch: list[tuple[Trace, str, int]], run_id: str, path: Path) -> int:
+def _store(log: HarnessLog, batch: list[Clean], run_id: str, path: Path) -> int:
     if not batch:
         return 0
-    ids = [tid for _, tid, _ in batch]
+    ids = [c.tid for c in batch]
     marks = ",".join("?" for _ in ids)
     known = {
         r["trace_id"]
         for r in log.query(f"SELECT trace_id FROM ingested_traces WHERE trace_id IN ({marks})", ids)
     }
-    fresh = [(t, tid, line) for t, tid, line in batch if tid not in known]
+    fresh = [c for c in batch if c.tid not in known]
     at = now_iso()
-    log.insert_rows(
-        "ingested_traces", [_trace_row(t, tid, line, run_id, path, at) for t, tid, line in fresh]
-    )
+    log.insert_rows("ingested_traces", [_trace_row(c, run_id, path, at) for c in fresh])
     log.insert_rows(
         "predictions",
-        [_prediction_row(t, tid, run_id, at) for t, tid, _ in fresh],
+        [_prediction_row(c.trace, c.tid, run_id, at) for c in fresh],
         skip_existing=True,
     )
     return len(fresh)
 
 
-def _trace_row(
-    trace: Trace, tid: str, line: int, run_id: str, path: Path, at: str
-) -> dict[str, Any]:
+def _trace_row(clean: Clean, run_id: str, path: Path, at: str) -> dict[str, Any]:
+    trace, tid, line = clean.trace, clean.tid, clean.line
     return {
         "trace_id": tid,
         "source": trace.source.value,
@@ -235,7 +244,7 @@ def _trace_row(
         "latency_s": trace.latency_s,
         "failed": int(trace.failed),
         "n_steps": len(trace.steps),
-        "trace_json": json.dumps(trace.as_json(), ensure_ascii=False),
+        "trace_json": clean.json,
         "file": path.name,
         "line": line,
         "ingest_run": run_id,

@@ -32,6 +32,17 @@ from core.traces import (
 
 MAX_PENDING_SPANS = 2_000_000  # spans held for traces whose root has not arrived yet
 MAX_LITERAL_CHARS = 200_000
+# What the first indexed entry of a list of messages or calls holds (`<prefix>.0.<leaf>`).
+_FIRST_LEAVES = (
+    "role",
+    "content",
+    "message.role",
+    "message.content",
+    "name",
+    "id",
+    "tool_call.id",
+    "tool_call.function.name",
+)
 _INDEXED = re.compile(r"^(\d+)\.(.+)$")
 
 
@@ -380,8 +391,10 @@ def _openinference_messages(b: TraceBuilder, a: dict[str, Any]) -> None:
 
 def _indexed(a: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
     """`prefix.<i>.rest` keys as a list of {rest: value}, in index order."""
-    found: dict[int, dict[str, Any]] = {}
     dot = prefix + "."
+    if not any(f"{dot}0.{leaf}" in a for leaf in _FIRST_LEAVES):
+        return []  # indices start at 0: most spans use another naming, found in O(1)
+    found: dict[int, dict[str, Any]] = {}
     for key, value in a.items():
         if not key.startswith(dot):
             continue
