@@ -109,13 +109,13 @@ def ingest_file(
         stream = _redacted(traces(path, options.source, detected, task.advance))
         if log is None:
             for item in stream:
-                _count(item.trace, item.tid, options, counts, families, plan)
+                _count(item, options, counts, families, plan)
         else:
             with log.transaction():
                 _ensure_run(log, run_id, path, options)
                 batch: list[Clean] = []
                 for item in stream:
-                    if not _count(item.trace, item.tid, options, counts, families, plan):
+                    if not _count(item, options, counts, families, plan):
                         continue
                     batch.append(item)
                     if len(batch) >= BATCH:
@@ -156,6 +156,7 @@ class Clean:
     tid: str
     json: str
     line: int
+    family: str
 
 
 def _redacted(stream: Iterator[tuple[Trace, int]]) -> Iterator[Clean]:
@@ -169,18 +170,17 @@ def _redacted(stream: Iterator[tuple[Trace, int]]) -> Iterator[Clean]:
         if tid in seen:
             continue  # the same trace twice in one file
         seen.add(tid)
-        yield Clean(clean, tid, canonical, line)
+        yield Clean(clean, tid, canonical, line, family_key(clean))
 
 
 def _count(
-    trace: Trace,
-    tid: str,
+    item: Clean,
     options: IngestOptions,
     counts: Counter[str],
     families: set[str],
     plan: BenchmarkPlan | None,
 ) -> bool:
-    family = family_key(trace)
+    trace, family = item.trace, item.family
     if not sampled(family, options.sample, options.seed):
         counts["sampled_out"] += 1
         return False
@@ -189,7 +189,7 @@ def _count(
     counts["failed"] += trace.failed
     families.add(family)
     if plan is not None:
-        plan.add(trace, tid, family)
+        plan.add(trace, item.tid, family)
     return True
 
 
@@ -221,7 +221,7 @@ def _store(log: HarnessLog, batch: list[Clean], run_id: str, path: Path) -> int:
     log.insert_rows("ingested_traces", [_trace_row(c, run_id, path, at) for c in fresh])
     log.insert_rows(
         "predictions",
-        [_prediction_row(c.trace, c.tid, run_id, at) for c in fresh],
+        [_prediction_row(c, run_id, at) for c in fresh],
         skip_existing=True,
     )
     return len(fresh)
@@ -234,7 +234,7 @@ def _trace_row(clean: Clean, run_id: str, path: Path, at: str) -> dict[str, Any]
         "source": trace.source.value,
         "native_id": trace.native_id,
         "session_id": trace.session_id,
-        "family": family_key(trace),
+        "family": clean.family,
         "task": trace.task[:2000],
         "final_answer": trace.final_answer[:2000],
         "model": trace.model,
@@ -252,14 +252,15 @@ def _trace_row(clean: Clean, run_id: str, path: Path, at: str) -> dict[str, Any]
     }
 
 
-def _prediction_row(trace: Trace, tid: str, run_id: str, at: str) -> dict[str, Any]:
+def _prediction_row(clean: Clean, run_id: str, at: str) -> dict[str, Any]:
     """The trace as a trajectory the TUI's trajectory screen shows (its event types)."""
+    trace, tid = clean.trace, clean.tid
     scores = [f.score for f in trace.feedback if f.score is not None]
     correct = None if not scores else int(min(scores) >= 0.5)
     return {
         "run_id": run_id,
         "question_id": tid,
-        "unit_id": family_key(trace),
+        "unit_id": clean.family,
         "task_type": trace.source.value,
         "prediction": trace.final_answer[:2000],
         "answer": "",

@@ -223,8 +223,11 @@ def spans_to_trace(spans: list[Span], default_source: Source) -> Trace:
         if is_tool:
             _tool_span(b, span)
         elif kind in ("LLM", "") or op:
-            _genai_messages(b, a, span.events)
-            _openinference_messages(b, a)
+            # flattened lists (`<prefix>.0.<leaf>`) are looked for only when a key has an index
+            indexed = any(".0." in key for key in a)
+            _genai_messages(b, a, span.events, indexed)
+            if indexed:
+                _openinference_messages(b, a)
         if not span.parent_id:
             if kind and kind != "LLM" and "input.value" in a:
                 b.message(Role.USER, _io_text(a.get("input.value")))
@@ -268,7 +271,10 @@ def _tool_span(b: TraceBuilder, span: Span) -> None:
 
 
 def _genai_messages(
-    b: TraceBuilder, a: dict[str, Any], events: list[tuple[str, dict[str, Any]]]
+    b: TraceBuilder,
+    a: dict[str, Any],
+    events: list[tuple[str, dict[str, Any]]],
+    indexed: bool = True,
 ) -> None:
     """Current names, then the deprecated ones older exporters still send."""
     system = _parse_json(a.get("gen_ai.system_instructions"))
@@ -284,7 +290,8 @@ def _genai_messages(
                     _genai_message(b, m)
     for key in ("gen_ai.prompt", "gen_ai.completion"):  # deprecated: a list of {role, content}
         _legacy_messages(b, a.get(key), Role.USER if key == "gen_ai.prompt" else Role.ASSISTANT)
-        _indexed_messages(b, a, key)  # OpenLLMetry: gen_ai.prompt.<i>.role / .content
+        if indexed:
+            _indexed_messages(b, a, key)  # OpenLLMetry: gen_ai.prompt.<i>.role / .content
     if "gen_ai.tool.message" in a and "gen_ai.tool.name" not in a:
         b.observation(_io_text(a.get("gen_ai.tool.message")))
     for name, attrs in events:
