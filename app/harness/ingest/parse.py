@@ -49,9 +49,9 @@ def traces(
     for rec in records(path, on_bytes):
         for value, kind in _expand(rec, path):
             where = _where(path, rec)
-            _check_family(kind, value, found, where, rec.line, source)
+            known = _check_family(kind, value, found, where, rec.line, source)
             try:
-                yield from _one(kind, value, rec, otlp, phoenix, smith, found)
+                yield from _one(known, value, rec, otlp, phoenix, smith, found)
             except (documents.RecordError, ValueError) as e:
                 raise UserError(f"{where}: {e}") from None
     try:
@@ -92,7 +92,7 @@ def _where(path: Path, rec: Record) -> str:
 
 def _check_family(
     kind: Kind | None, value: Any, found: Detected, where: str, line: int, source: str
-) -> None:
+) -> Kind:
     if kind is None:
         raise UserError(
             f"{where}: unknown record: {describe_unknown(value)} is none of OTLP JSON, "
@@ -110,6 +110,7 @@ def _check_family(
             f"{found.family} (line {found.first_line}); ingest one format per file"
         )
     found.kinds[kind.value] = found.kinds.get(kind.value, 0) + 1
+    return kind
 
 
 def _one(
