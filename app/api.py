@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Coroutine, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import anyio
 from loguru import logger
@@ -1326,6 +1326,10 @@ def _exported_file(manifest: Mapping[str, Any]) -> ExportedFile:
 
 
 # --- trace ingest ---
+if TYPE_CHECKING:
+    from app.harness.ingest.service import IngestSummary
+
+
 def ingest(
     workspace: str | Path,
     file: str | Path,
@@ -1338,7 +1342,7 @@ def ingest(
     reference: str = "feedback",
     task_type: str = "ingested",
     progress: bool = False,
-) -> Any:
+) -> IngestSummary:
     """Ingest an observability export into the workspace's log (an `IngestSummary`;
     app/harness/ingest/service.py). A folder that is not a workspace yet takes only
     `to_benchmark` (the benchmark a workspace is then initialised from)."""

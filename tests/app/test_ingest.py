@@ -174,6 +174,7 @@ def test_to_benchmark_then_init(
     args = ["ingest", "-w", str(ws), "--file", str(export), "--store", str(store)]
     assert main([*args, "--to-benchmark", "none"]) == 2  # no reference without --reference final
     assert "no trace gives a question" in capsys.readouterr().err
+    assert rows(ws, "SELECT COUNT(*) FROM ingested_traces") == [(0,)]  # one transaction
     assert main([*args, "--to-benchmark", "mine", "--reference", "final"]) == 0
     out = capsys.readouterr().out
     assert "3 traces -> 2 with reference, 0 judged, 1 dropped (1 no user task), 1 families" in out
@@ -234,3 +235,22 @@ def test_error_traces_never_become_questions(tmp_path: Path) -> None:
 def test_not_a_workspace_without_to_benchmark_is_refused(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="not a workspace"):
         api.ingest(tmp_path / "nowhere", DATA / "chat.jsonl")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"file": 3}, "file: expected an export file's path"),
+        ({"source": "jaeger"}, "--source 'jaeger': one of auto, otlp"),
+        ({"sample": 0}, r"--sample 0: a rate in \(0, 1\]"),
+        ({"reference": "best"}, "--reference 'best': feedback or final"),
+        ({"to_benchmark": "x"}, "--to-benchmark needs --store DIR"),
+        ({"to_benchmark": "../x", "store": "s"}, "a benchmark name is 1-64 letters"),
+    ],
+)
+def test_bad_arguments_are_refused_in_one_line(ws: Path, kwargs: dict, message: str) -> None:
+    call = {"file": DATA / "chat.jsonl", **kwargs}
+    with pytest.raises(UserError, match=message) as refused:
+        api.ingest(ws, **call)
+    assert "\n" not in str(refused.value)
+    assert rows(ws, "SELECT COUNT(*) FROM ingested_traces") == [(0,)]

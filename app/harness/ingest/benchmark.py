@@ -101,10 +101,19 @@ class BenchmarkSummary:
         )
 
 
-def write_benchmark(plan: BenchmarkPlan, name: str, store: Path | None) -> BenchmarkSummary:
+def check_target(name: str, store: Path | None) -> Path:
+    """The benchmark folder to write: a valid name, a store given, nothing there yet."""
     if store is None:
         raise UserError("--to-benchmark needs --store DIR (where the benchmark is written)")
     check_store_name(name, "--to-benchmark", "benchmark")
+    folder = check_no_links(store, store / "questions" / name)
+    if folder.exists():
+        raise UserError(f"{folder}: benchmark '{name}' already exists (choose another name)")
+    return folder
+
+
+def write_benchmark(plan: BenchmarkPlan, name: str, store: Path | None) -> BenchmarkSummary:
+    folder = check_target(name, store)
     traces = plan.with_reference + plan.judged + sum(plan.dropped.values())
     if not plan.questions:
         why = "; ".join(f"{n} {r}" for r, n in sorted(plan.dropped.items())) or "no traces"
@@ -112,10 +121,7 @@ def write_benchmark(plan: BenchmarkPlan, name: str, store: Path | None) -> Bench
             f"--to-benchmark {name}: no trace gives a question ({why}); "
             "`--reference final` takes each final answer as the reference"
         )
-    folder = check_no_links(store, store / "questions" / name)
-    if folder.exists():
-        raise UserError(f"{folder}: benchmark '{name}' already exists (choose another name)")
-    staging = store / "questions" / f".staging-{name}-{uuid.uuid4().hex[:8]}"
+    staging = folder.parent / f".staging-{name}-{uuid.uuid4().hex[:8]}"
     try:
         staging.mkdir(parents=True)
         lines = [json.dumps(q, ensure_ascii=False, sort_keys=True) for q in plan.questions]

@@ -17,7 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from app.errors import UserError
-from app.harness.ingest.benchmark import BenchmarkPlan, BenchmarkSummary, write_benchmark
+from app.harness.ingest.benchmark import (
+    BenchmarkPlan,
+    BenchmarkSummary,
+    check_target,
+    write_benchmark,
+)
 from app.harness.ingest.parse import Detected, traces
 from app.harness.workspace.clock import now_iso
 from app.harness.workspace.log import HarnessLog, RunStatus
@@ -99,6 +104,8 @@ def ingest_file(
         raise UserError(f"{path}: no such file")
     if not 0.0 < options.sample <= 1.0:
         raise UserError(f"--sample {options.sample}: a rate in (0, 1]")
+    if options.to_benchmark is not None:
+        check_target(options.to_benchmark, options.store)  # refused before anything is read
     run_id = f"ingest-{file_digest(path)[:12]}" if log is not None else ""
     detected = Detected()
     plan = BenchmarkPlan(options.reference, options.task_type) if options.to_benchmark else None
@@ -107,9 +114,11 @@ def ingest_file(
     with bars.live():
         task = bars.task(f"ingest {path.name}", max(path.stat().st_size, 1))
         stream = _redacted(traces(path, options.source, detected, task.advance))
+        bench = None
         if log is None:
             for item in stream:
                 _count(item, options, counts, families, plan)
+            bench = _benchmark(plan, options)
         else:
             with log.transaction():
                 _ensure_run(log, run_id, path, options)
@@ -125,10 +134,9 @@ def ingest_file(
                 log.finish_run(
                     run_id, RunStatus.DONE, {"traces": counts["kept"], "file": str(path)}
                 )
+                # inside the transaction: a benchmark that cannot be written stores nothing
+                bench = _benchmark(plan, options)
         task.done()
-    bench = None
-    if plan is not None and options.to_benchmark is not None:
-        bench = write_benchmark(plan, options.to_benchmark, options.store)
     kept = counts["kept"]
     return IngestSummary(
         file=str(path),
@@ -157,6 +165,12 @@ class Clean:
     json: str
     line: int
     family: str
+
+
+def _benchmark(plan: BenchmarkPlan | None, options: IngestOptions) -> BenchmarkSummary | None:
+    if plan is None or options.to_benchmark is None:
+        return None
+    return write_benchmark(plan, options.to_benchmark, options.store)
 
 
 def _redacted(stream: Iterator[tuple[Trace, int]]) -> Iterator[Clean]:
