@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -371,3 +371,12 @@ def observation_context(trace: Trace, limit: int = 8_000) -> str:
         args = call.arguments if call else ""
         lines.append(f"{name}({args}) -> {s.text.strip()}")
     return clip("\n".join(lines), limit)
+
+
+def with_derived_feedback(trace: Trace) -> Trace:
+    """Feedback the trace itself shows: a user task that got no answer and no error was
+    abandoned (the user left, or the agent never replied)."""
+    abandoned = trace.task and not trace.final_answer and not trace.failed
+    if abandoned and all(f.kind != FeedbackKind.ABANDONED for f in trace.feedback):
+        return replace(trace, feedback=(*trace.feedback, Feedback(FeedbackKind.ABANDONED)))
+    return trace

@@ -254,3 +254,11 @@ def test_bad_arguments_are_refused_in_one_line(ws: Path, kwargs: dict, message: 
         api.ingest(ws, **call)
     assert "\n" not in str(refused.value)
     assert rows(ws, "SELECT COUNT(*) FROM ingested_traces") == [(0,)]
+
+
+def test_a_task_without_an_answer_is_marked_abandoned(ws: Path, tmp_path: Path) -> None:
+    path = tmp_path / "left.jsonl"
+    path.write_text(json.dumps({"messages": [{"role": "user", "content": "hello?"}]}) + "\n")
+    api.ingest(ws, path)
+    (trace_json,) = rows(ws, "SELECT trace_json FROM ingested_traces")[0]
+    assert json.loads(trace_json)["feedback"] == [{"kind": "abandoned"}]

@@ -5,6 +5,7 @@ specification each parser was checked against)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -206,3 +207,30 @@ def test_auto_detection_says_what_it_found() -> None:
     assert read("langsmith_runs.jsonl")[1].text() == (
         "LangSmith runs (langsmith 3, langsmith-feedback 2)"
     )
+
+
+@pytest.mark.parametrize("depth", [900, 990, 5000])
+def test_deeply_nested_record_is_read_or_refused_in_one_line(tmp_path: Path, depth: int) -> None:
+    """Nesting near the interpreter's limit is read or refused with file:line, never a crash."""
+    deep = '{"a": ' * depth + '"leaf"' + "}" * depth
+    path = tmp_path / "deep.jsonl"
+    path.write_text(
+        '{"name": "s", "context": {"trace_id": "t", "span_id": "s"}, "attributes": ' + deep + "}\n"
+    )
+    try:
+        assert len(list(traces(path))) == 1
+    except UserError as e:
+        assert re.fullmatch(r".*deep\.jsonl:1: .*nested too deeply", str(e))
+        assert depth > 900
+
+
+def test_langsmith_feedback_for_runs_not_in_the_file_is_counted(tmp_path: Path) -> None:
+    path = tmp_path / "ls.jsonl"
+    path.write_text(
+        (DATA / "langsmith_runs.jsonl").read_text()
+        + json.dumps({"id": "f9", "run_id": "elsewhere", "key": "k", "score": 1})
+        + "\n"
+    )
+    found = Detected()
+    assert len([t for t, _ in traces(path, "auto", found)]) == 1
+    assert found.orphan_feedback == 1 and "1 feedback records name runs not" in found.text()

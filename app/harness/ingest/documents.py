@@ -155,6 +155,9 @@ class LangSmithGroups:
     def add_feedback(self, record: dict[str, Any]) -> None:
         self.feedback.setdefault(str(record.get("run_id") or ""), []).append(record)
 
+    def orphan_feedback(self) -> int:
+        return sum(len(v) for k, v in self.feedback.items() if k not in self.run_trace)
+
     def traces(self) -> Iterator[Trace]:
         by_trace: dict[str, list[dict[str, Any]]] = {}
         for run_id, records in self.feedback.items():

@@ -27,10 +27,16 @@ class Detected:
     first_line: int = 0
     kinds: dict[str, int] = field(default_factory=dict)
     spans: int = 0
+    orphan_feedback: int = 0  # LangSmith feedback whose run is not in the file
 
     def text(self) -> str:
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(self.kinds.items()))
-        return f"{self.family} ({kinds})" if self.family else "nothing"
+        orphans = (
+            f"; {self.orphan_feedback} feedback records name runs not in the file (not used)"
+            if self.orphan_feedback
+            else ""
+        )
+        return f"{self.family} ({kinds}){orphans}" if self.family else "nothing"
 
 
 def traces(
@@ -54,6 +60,8 @@ def traces(
                 yield from _one(known, value, rec, otlp, phoenix, smith, found)
             except (documents.RecordError, ValueError) as e:
                 raise UserError(f"{where}: {e}") from None
+            except RecursionError:
+                raise UserError(f"{where}: record nested too deeply") from None
     try:
         for group in otlp.rest():
             yield spans.spans_to_trace(group, Source.OTLP), group[0].line
@@ -63,6 +71,9 @@ def traces(
             yield trace, 0
     except (documents.RecordError, ValueError) as e:
         raise UserError(f"{path}: {e}") from None
+    except RecursionError:
+        raise UserError(f"{path}: a record nested too deeply") from None
+    found.orphan_feedback = smith.orphan_feedback()
     if not found.family:
         raise UserError(f"{path}:1: no records")
 

@@ -36,6 +36,7 @@ from core.traces import (
     family_key,
     sampled,
     trace_from_json,
+    with_derived_feedback,
 )
 
 BATCH = 500
@@ -177,7 +178,7 @@ def _redacted(stream: Iterator[tuple[Trace, int]]) -> Iterator[Clean]:
     """Redaction before anything is stored or hashed: the id never depends on a secret."""
     seen: set[str] = set()
     for trace, line in stream:
-        scrubbed = scrub_json(trace.as_json())
+        scrubbed = scrub_json(with_derived_feedback(trace).as_json())
         clean = trace_from_json(scrubbed)
         canonical = json.dumps(scrubbed, sort_keys=True, ensure_ascii=False)  # = canonical_json
         tid = content_id(clean, canonical)
