@@ -159,8 +159,9 @@ class Trace:
 
 
 def canonical_json(trace: Trace) -> str:
-    """The trace as canonical JSON (sorted keys): what its id hashes and the log stores."""
-    return json.dumps(trace.as_json(), sort_keys=True, ensure_ascii=False)
+    """The trace as canonical JSON (`as_json` builds its keys in one fixed order): what its
+    id hashes and the log stores."""
+    return json.dumps(trace.as_json(), ensure_ascii=False)
 
 
 def content_id(trace: Trace, canonical: str | None = None) -> str:
@@ -289,6 +290,10 @@ class TraceBuilder:
 
     def tool_call(self, name: str, arguments: str, call_id: str = "") -> None:
         self.add(Step(StepKind.TOOL_CALL, Role.ASSISTANT, "", name, call_id, clip(arguments)))
+
+    def seen(self, kind: StepKind, call_id: str) -> bool:
+        """A tool call or observation with this call id is already in (merge mode)."""
+        return self.merge and bool(call_id) and (kind.value, call_id) in self._seen
 
     def open_call_id(self, name: str) -> str:
         """The id of the last call of tool `name` that has no observation yet ("" if none):

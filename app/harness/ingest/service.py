@@ -180,7 +180,7 @@ def _redacted(stream: Iterator[tuple[Trace, int]]) -> Iterator[Clean]:
     for trace, line in stream:
         scrubbed = scrub_json(with_derived_feedback(trace).as_json())
         clean = trace_from_json(scrubbed)
-        canonical = json.dumps(scrubbed, sort_keys=True, ensure_ascii=False)  # = canonical_json
+        canonical = json.dumps(scrubbed, ensure_ascii=False)  # = canonical_json(clean)
         tid = content_id(clean, canonical)
         if tid in seen:
             continue  # the same trace twice in one file

@@ -25,6 +25,7 @@ from core.traces import (
     MAX_STEPS,
     Role,
     Source,
+    StepKind,
     Trace,
     TraceBuilder,
     as_text,
@@ -266,7 +267,8 @@ def _tool_span(b: TraceBuilder, span: Span) -> None:
         for event_name, attrs in span.events:
             if event_name == "exception":
                 result = attrs.get("exception.message")
-    b.tool_call(name, _args_text(args), call_id)
+    if not b.seen(StepKind.TOOL_CALL, call_id):
+        b.tool_call(name, _args_text(args), call_id)
     b.observation(_io_text(result), name, call_id, error=span.error)
 
 
@@ -315,13 +317,13 @@ def _genai_message(b: TraceBuilder, m: dict[str, Any]) -> None:
             if texts:
                 b.message(role, "\n".join(texts))
                 texts = []
-            b.tool_call(
-                str(part.get("name") or ""),
-                _args_text(part.get("arguments")),
-                str(part.get("id") or ""),
-            )
+            call_id = str(part.get("id") or "")
+            if not b.seen(StepKind.TOOL_CALL, call_id):  # history re-sent: skip the work
+                b.tool_call(str(part.get("name") or ""), _args_text(part.get("arguments")), call_id)
         elif kind == "tool_call_response":
-            b.observation(_io_text(part.get("response")), "", str(part.get("id") or ""))
+            call_id = str(part.get("id") or "")
+            if not b.seen(StepKind.OBSERVATION, call_id):
+                b.observation(_io_text(part.get("response")), "", call_id)
     if texts:
         b.message(role, "\n".join(texts))
 
