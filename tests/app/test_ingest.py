@@ -262,3 +262,81 @@ def test_a_task_without_an_answer_is_marked_abandoned(ws: Path, tmp_path: Path) 
     api.ingest(ws, path)
     (trace_json,) = rows(ws, "SELECT trace_json FROM ingested_traces")[0]
     assert json.loads(trace_json)["feedback"] == [{"kind": "abandoned"}]
+
+
+VERBS = (
+    "refund",
+    "cancel",
+    "ship",
+    "track",
+    "price",
+    "split",
+    "merge",
+    "hold",
+    "bill",
+    "audit",
+    "quote",
+    "return",
+)
+
+
+def _near_duplicates(path: Path) -> None:
+    """60 conversations, five per task template (a verb), each with its own order number and
+    quoted customer name, and no session ids: families come from the normalised task."""
+    lines = [
+        {
+            "id": f"t{i}",
+            "messages": [
+                {"role": "user", "content": f"Please {VERBS[i % 12]} order {1000 + i} for 'c{i}'"},
+                {"role": "assistant", "content": f"done: {1000 + i}"},
+            ],
+        }
+        for i in range(60)
+    ]
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+
+
+def test_near_duplicate_tasks_never_straddle_pools(tmp_path: Path) -> None:
+    from app.harness.rollouts.pools import split_pools
+
+    export = tmp_path / "dups.jsonl"
+    _near_duplicates(export)
+    result = api.ingest(
+        tmp_path / "nowhere", export, to_benchmark="dups", store=tmp_path / "s", reference="final"
+    )
+    assert result.families == 12 and result.benchmark is not None
+    bench = load_benchmark(tmp_path / "s" / "questions" / "dups")
+    pools = split_pools(bench.questions, bench.split, bench.seed)
+    pool_of: dict[str, set[str]] = {}
+    for name in ("diagnosis", "validation", "test"):
+        for q in getattr(pools, name):
+            pool_of.setdefault(q.family, set()).add(name)
+    assert len(pool_of) == 12 and all(len(p) == 1 for p in pool_of.values())
+    assert {n for p in pool_of.values() for n in p} == {"diagnosis", "validation", "test"}
+
+
+def test_ingested_benchmark_trains_on_the_oracle(tmp_path: Path, capsys) -> None:
+    """Fixtures -> ingest --to-benchmark -> init -> train, on `sim/oracle` (a simulated model
+    that answers any benchmark), when this tree has it."""
+    pytest.importorskip("app.providers.sim.oracle")
+    store, export = tmp_path / "s", tmp_path / "dups.jsonl"
+    _near_duplicates(export)
+    api.ingest(tmp_path / "x", export, to_benchmark="dups", store=store, reference="final")
+    ws = tmp_path / "ws"
+    init = ["init", "-w", str(ws), "--seed", "sim-starter", "--questions", "dups"]
+    assert main([*init, "--store", str(store)]) == 0
+    models = [f'{role}_model="sim/oracle"' for role in ("agent", "evolver", "judge")]
+    sets = [arg for m in models for arg in ("--set", m)]
+    assert main(["train", "-w", str(ws), "--set", "epochs=1", "--no-progress", *sets]) == 0
+    assert "test accuracy: baseline" in capsys.readouterr().out
+
+
+def test_the_same_traces_in_other_bytes_are_recognised_by_content(ws: Path, tmp_path: Path) -> None:
+    first = api.ingest(ws, DATA / "chat.jsonl")
+    again = api.ingest(ws, DATA / "chat.jsonl")  # same bytes: its recorded summary, no parsing
+    assert (again.new, again.already, again.run_id) == (0, 2, first.run_id)
+    copy = tmp_path / "copy.jsonl"
+    copy.write_text((DATA / "chat.jsonl").read_text() + "\n\n")  # other bytes, same traces
+    other = api.ingest(ws, copy)
+    assert (other.new, other.already) == (0, 2) and other.run_id != first.run_id
+    assert rows(ws, "SELECT COUNT(*) FROM ingested_traces") == [(2,)]

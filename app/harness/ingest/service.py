@@ -12,7 +12,7 @@ import hashlib
 import json
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +108,10 @@ def ingest_file(
     if options.to_benchmark is not None:
         check_target(options.to_benchmark, options.store)  # refused before anything is read
     run_id = f"ingest-{file_digest(path)[:12]}" if log is not None else ""
+    if log is not None and options.to_benchmark is None:
+        done = _done_before(log, run_id, options)
+        if done is not None:
+            return done  # the same bytes, read the same way: nothing to add, nothing to read
     detected = Detected()
     plan = BenchmarkPlan(options.reference, options.task_type) if options.to_benchmark else None
     counts: Counter[str] = Counter()
@@ -132,19 +136,32 @@ def ingest_file(
                         counts["new"] += _store(log, batch, run_id, path)
                         batch = []
                 counts["new"] += _store(log, batch, run_id, path)
-                log.finish_run(
-                    run_id, RunStatus.DONE, {"traces": counts["kept"], "file": str(path)}
-                )
+                summary = _summary(path, detected, counts, families, run_id, None)
+                log.finish_run(run_id, RunStatus.DONE, {**_recorded(summary), **_how(options)})
                 # inside the transaction: a benchmark that cannot be written stores nothing
                 bench = _benchmark(plan, options)
         task.done()
+    summary = _summary(path, detected, counts, families, run_id, bench)
+    if log is None:
+        return replace(summary, new=0, already=0)
+    return summary
+
+
+def _summary(
+    path: Path,
+    detected: Detected,
+    counts: Counter[str],
+    families: set[str],
+    run_id: str,
+    bench: BenchmarkSummary | None,
+) -> IngestSummary:
     kept = counts["kept"]
     return IngestSummary(
         file=str(path),
         detected=detected.text(),
         traces=kept,
         new=counts["new"],
-        already=kept - counts["new"] if log is not None else 0,
+        already=kept - counts["new"],
         failed=counts["failed"],
         families=len(families),
         sampled_out=counts["sampled_out"],
@@ -154,6 +171,38 @@ def ingest_file(
         },
         run_id=run_id,
         benchmark=bench,
+    )
+
+
+RECORDED = ("detected", "traces", "failed", "families", "sampled_out", "spans", "by_source")
+
+
+def _recorded(summary: IngestSummary) -> dict[str, Any]:
+    return {"file": summary.file, **{k: getattr(summary, k) for k in RECORDED}}
+
+
+def _how(options: IngestOptions) -> dict[str, Any]:
+    return {"source": options.source, "sample": options.sample, "seed": options.seed}
+
+
+def _done_before(log: HarnessLog, run_id: str, options: IngestOptions) -> IngestSummary | None:
+    """The summary of an earlier ingest of the same bytes with the same options, if any."""
+    row = log.run(run_id)
+    if row is None or row.get("status") != RunStatus.DONE:
+        return None
+    try:
+        recorded = json.loads(row.get("summary_json") or "{}")
+    except ValueError:
+        return None
+    if not isinstance(recorded, dict) or any(
+        recorded.get(k) != v for k, v in _how(options).items()
+    ):
+        return None
+    if any(k not in recorded for k in RECORDED):
+        return None
+    fields = {k: recorded[k] for k in RECORDED}
+    return IngestSummary(
+        file=str(options.file), new=0, already=int(fields["traces"]), run_id=run_id, **fields
     )
 
 
