@@ -340,3 +340,25 @@ def test_the_same_traces_in_other_bytes_are_recognised_by_content(ws: Path, tmp_
     other = api.ingest(ws, copy)
     assert (other.new, other.already) == (0, 2) and other.run_id != first.run_id
     assert rows(ws, "SELECT COUNT(*) FROM ingested_traces") == [(2,)]
+
+
+def test_without_a_reference_a_trace_is_judged_where_the_rubric_checker_exists(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from app.harness.ingest import benchmark
+    from app.harness.ingest.parse import traces
+    from core.traces import ReferenceMode, family_key
+
+    (trace, _), *_ = traces(DATA / "chat.jsonl")
+    plan = benchmark.BenchmarkPlan(ReferenceMode.FEEDBACK, "ingested")
+    plan.add(trace, "t1", family_key(trace))
+    assert plan.questions == [] and plan.judged == 0  # this tree: dropped, with the reason
+    assert list(plan.dropped) == [
+        "no reference (no edit, target or good score); this store has no rubric checker "
+        "for judged questions"
+    ]
+    monkeypatch.setattr(benchmark, "rubric_available", lambda: True)
+    plan.add(trace, "t1", family_key(trace))
+    (row,) = plan.questions
+    assert (row["checker"], row["checker_args"]) == ("rubric", {"rubric": benchmark.DEFAULT_RUBRIC})
+    assert plan.judged == 1 and row["answer"] == "tac"

@@ -21,6 +21,7 @@ from typing import Any
 from app.errors import UserError
 from app.harness.workspace.atomic import check_no_links
 from app.harness.workspace.store import check_store_name, load_benchmark
+from core import checkers
 from core.traces import ReferenceMode, Trace, observation_context, reference_answer
 from core.types import CHECKERS
 
@@ -29,6 +30,13 @@ DEFAULT_RUBRIC = (
     "The answer does what the user asked, is correct and complete for the task as stated, "
     "uses the recorded tool results where they matter, and invents nothing."
 )
+
+
+def rubric_available() -> bool:
+    """Whether the store accepts `checker = "rubric"` (judged questions): a tree with the
+    rubric checker names it in CHECKERS or answers through `core.checkers.is_known_checker`."""
+    known = getattr(checkers, "is_known_checker", None)
+    return "rubric" in CHECKERS or (callable(known) and bool(known("rubric")))
 
 
 @dataclass
@@ -69,7 +77,7 @@ class BenchmarkPlan:
         elif trace.failed:
             self.dropped[why] += 1
             return
-        elif "rubric" in CHECKERS:
+        elif rubric_available():
             row["answer"] = trace.final_answer.strip()[:MAX_QUESTION_CHARS] or "(none recorded)"
             row["checker"] = "rubric"
             row["checker_args"] = {"rubric": DEFAULT_RUBRIC}
