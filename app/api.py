@@ -1341,7 +1341,7 @@ def ingest(
     store: str | Path | None = None,
     reference: str = "feedback",
     task_type: str = "ingested",
-    progress: bool = False,
+    progress: bool | None = False,
 ) -> IngestSummary:
     """Ingest an observability export into the workspace's log (an `IngestSummary`;
     app/harness/ingest/service.py). A folder that is not a workspace yet takes only

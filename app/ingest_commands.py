@@ -25,7 +25,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         store=args.store,
         reference=args.reference,
         task_type=args.task_type,
-        progress=not args.no_progress,
+        progress=False if args.no_progress else None,  # None: bars when stderr is a terminal
     )
     if args.json:
         out_json(result)

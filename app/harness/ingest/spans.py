@@ -116,8 +116,14 @@ def otlp_attributes(items: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if isinstance(items, list):
         for kv in items:
-            if isinstance(kv, dict) and isinstance(kv.get("key"), str):
-                out[kv["key"]] = otlp_value(kv.get("value"))
+            if not isinstance(kv, dict) or not isinstance(key := kv.get("key"), str):
+                continue
+            value = kv.get("value")
+            # most attributes are strings: read them without the general decoder's call
+            if isinstance(value, dict) and "stringValue" in value:
+                out[key] = value["stringValue"]
+            else:
+                out[key] = otlp_value(value)
     return out
 
 
