@@ -234,3 +234,38 @@ def test_langsmith_feedback_for_runs_not_in_the_file_is_counted(tmp_path: Path) 
     found = Detected()
     assert len([t for t, _ in traces(path, "auto", found)]) == 1
     assert found.orphan_feedback == 1 and "1 feedback records name runs not" in found.text()
+
+
+def test_spans_waiting_for_a_root_are_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A partial export whose root spans never come: memory stays bounded, every span is
+    still read, and the summary says how many traces were stored early."""
+    from app.harness.ingest import spans
+
+    monkeypatch.setattr(spans, "MAX_PENDING_SPANS", 10)
+    lines = []
+    for i in range(30):
+        span = {
+            "traceId": f"t{i}",
+            "spanId": "s2",
+            "parentSpanId": "s1",  # the root s1 is not in the file
+            "name": "chat",
+            "attributes": [
+                {
+                    "key": "gen_ai.input.messages",
+                    "value": {
+                        "stringValue": json.dumps(
+                            [{"role": "user", "parts": [{"type": "text", "content": f"q{i}"}]}]
+                        )
+                    },
+                },
+            ],
+        }
+        lines.append(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}))
+    path = tmp_path / "rootless.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    found = Detected()
+    got = [t for t, _ in traces(path, "auto", found)]
+    assert sorted(t.task for t in got) == sorted(f"q{i}" for i in range(30))
+    assert found.flushed_early == 20 and "20 traces stored before their root span" in found.text()

@@ -28,6 +28,7 @@ class Detected:
     kinds: dict[str, int] = field(default_factory=dict)
     spans: int = 0
     orphan_feedback: int = 0  # LangSmith feedback whose run is not in the file
+    flushed_early: int = 0  # traces stored before their root span came (memory bound)
 
     def text(self) -> str:
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(self.kinds.items()))
@@ -36,6 +37,11 @@ class Detected:
             if self.orphan_feedback
             else ""
         )
+        if self.flushed_early:
+            orphans += (
+                f"; {self.flushed_early} traces stored before their root span came "
+                "(too many spans waiting)"
+            )
         return f"{self.family} ({kinds}){orphans}" if self.family else "nothing"
 
 
@@ -74,6 +80,7 @@ def traces(
     except RecursionError:
         raise UserError(f"{path}: a record nested too deeply") from None
     found.orphan_feedback = smith.orphan_feedback()
+    found.flushed_early = otlp.flushed_early + phoenix.flushed_early
     if not found.family:
         raise UserError(f"{path}:1: no records")
 
@@ -136,13 +143,11 @@ def _one(
     if kind == Kind.OTLP:
         for span in spans.otlp_spans(value, rec.line):
             found.spans += 1
-            group = otlp.add(span)
-            if group is not None:
+            for group in otlp.add(span):
                 yield spans.spans_to_trace(group, Source.OTLP), group[0].line
     elif kind == Kind.PHOENIX:
         found.spans += 1
-        group = phoenix.add(spans.phoenix_span(value, rec.line))
-        if group is not None:
+        for group in phoenix.add(spans.phoenix_span(value, rec.line)):
             yield spans.spans_to_trace(group, Source.PHOENIX), group[0].line
     elif kind == Kind.LANGFUSE:
         found.spans += 1

@@ -31,7 +31,7 @@ from core.traces import (
     as_text,
 )
 
-MAX_PENDING_SPANS = 2_000_000  # spans held for traces whose root has not arrived yet
+MAX_PENDING_SPANS = 50_000  # spans held for traces whose root has not arrived yet
 MAX_LITERAL_CHARS = 200_000
 # What the first indexed entry of a list of messages or calls holds (`<prefix>.0.<leaf>`).
 _FIRST_LEAVES = (
@@ -64,24 +64,32 @@ class Span:
 @dataclass
 class SpanGroups:
     """Spans by trace id; a trace is complete when its root span arrives (exporters send a
-    span when it ends, and the root ends last). The rest are flushed at the end of the file."""
+    span when it ends, and the root ends last). The rest are flushed at the end of the file.
+
+    Memory stays bounded when roots never come (a partial export): past `MAX_PENDING_SPANS`
+    waiting spans, the trace that has waited longest is flushed as it is, and counted."""
 
     source: Source
     pending: dict[str, list[Span]] = field(default_factory=dict)
     count: int = 0
+    flushed_early: int = 0
 
-    def add(self, span: Span) -> list[Span] | None:
+    def add(self, span: Span) -> list[list[Span]]:
+        """The groups now complete (usually none, or the one whose root this is)."""
         group = self.pending.setdefault(span.trace_id, [])
         group.append(span)
         self.count += 1
-        if self.count > MAX_PENDING_SPANS:
-            raise ValueError(
-                f"more than {MAX_PENDING_SPANS} spans wait for their root span (split the export)"
-            )
+        done: list[list[Span]] = []
         if not span.parent_id:
             self.count -= len(group)
-            return self.pending.pop(span.trace_id)
-        return None
+            done.append(self.pending.pop(span.trace_id))
+        while self.count > MAX_PENDING_SPANS and self.pending:
+            oldest = next(iter(self.pending))  # dicts keep insertion order
+            waiting = self.pending.pop(oldest)
+            self.count -= len(waiting)
+            self.flushed_early += 1
+            done.append(waiting)
+        return done
 
     def rest(self) -> Iterator[list[Span]]:
         while self.pending:
