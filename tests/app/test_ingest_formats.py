@@ -269,3 +269,13 @@ def test_spans_waiting_for_a_root_are_bounded(
     got = [t for t, _ in traces(path, "auto", found)]
     assert sorted(t.task for t in got) == sorted(f"q{i}" for i in range(30))
     assert found.flushed_early == 20 and "20 traces stored before their root span" in found.text()
+
+
+def test_one_enormous_object_is_refused_before_it_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(records, "MAX_RECORD_BYTES", 1000)
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps({"id": "x", "observations": [], "input": "y" * 5000}, indent=1))
+    with pytest.raises(UserError, match=r"trace\.json:1: one JSON object of 0 MiB is one record"):
+        list(traces(path))

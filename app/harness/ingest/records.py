@@ -20,6 +20,7 @@ import ijson
 from app.errors import UserError
 
 MAX_LINE_BYTES = 64 * 1024 * 1024  # one JSONL record (an OTLP batch can be large)
+MAX_RECORD_BYTES = MAX_LINE_BYTES  # a document that is one record, read whole
 MAX_ZIP_MEMBER_BYTES = 256 * 1024 * 1024
 MAX_ZIP_MEMBERS = 200_000
 PEEK_BYTES = 1 << 16
@@ -115,6 +116,12 @@ def document_records(path: Path, on_bytes: Callable[[int], None]) -> Iterator[Re
         reader = _CountingReader(raw, on_bytes)
         try:
             if prefix is None:  # one object that is itself the record (a Langfuse trace...)
+                size = path.stat().st_size
+                if size > MAX_RECORD_BYTES:
+                    raise UserError(
+                        f"{path}:1: one JSON object of {size >> 20} MiB is one record, read "
+                        f"whole (max {MAX_RECORD_BYTES >> 20} MiB); export JSON Lines or a list"
+                    )
                 for value in ijson.items(reader, "", use_float=True, buf_size=IJSON_BUF):
                     yield Record(1, value)
                 return
