@@ -18,14 +18,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.harness.ingest.spans import (
+from app.harness.ingest.messages import (
     args_text,
     chat_message,
     io_text,
-    iso_seconds,
     parts_text,
     role_of,
 )
+from app.harness.ingest.spans import iso_seconds
 from core.traces import (
     Feedback,
     FeedbackKind,

@@ -14,13 +14,20 @@ spec/tool_calling.md (`openinference.span.kind`, `llm.input_messages.<i>.message
 
 from __future__ import annotations
 
-import ast
-import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.harness.ingest.messages import (
+    args_text,
+    chat_message,
+    io_text,
+    parse_json,
+    parts_text,
+    role_of,
+    tool_call,
+)
 from core.traces import (
     MAX_STEPS,
     Role,
@@ -32,7 +39,6 @@ from core.traces import (
 )
 
 MAX_PENDING_SPANS = 50_000  # spans held for traces whose root has not arrived yet
-MAX_LITERAL_CHARS = 200_000
 # What the first indexed entry of a list of messages or calls holds (`<prefix>.0.<leaf>`).
 _FIRST_LEAVES = (
     "role",
@@ -245,8 +251,8 @@ def spans_to_trace(spans: list[Span], default_source: Source) -> Trace:
                 _openinference_messages(b, a)
         if not span.parent_id:
             if kind and kind != "LLM" and "input.value" in a:
-                b.message(Role.USER, _io_text(a.get("input.value")))
-            root_output = _io_text(a.get("output.value")) if kind and kind != "LLM" else ""
+                b.message(Role.USER, io_text(a.get("input.value")))
+            root_output = io_text(a.get("output.value")) if kind and kind != "LLM" else ""
         if len(b.steps) >= MAX_STEPS:
             break
     if root_output:
@@ -282,8 +288,8 @@ def _tool_span(b: TraceBuilder, span: Span) -> None:
             if event_name == "exception":
                 result = attrs.get("exception.message")
     if not b.seen(StepKind.TOOL_CALL, call_id):
-        b.tool_call(name, _args_text(args), call_id)
-    b.observation(_io_text(result), name, call_id, error=span.error)
+        b.tool_call(name, args_text(args), call_id)
+    b.observation(io_text(result), name, call_id, error=span.error)
 
 
 def _genai_messages(
@@ -293,13 +299,13 @@ def _genai_messages(
     indexed: bool = True,
 ) -> None:
     """Current names, then the deprecated ones older exporters still send."""
-    system = _parse_json(a.get("gen_ai.system_instructions"))
+    system = parse_json(a.get("gen_ai.system_instructions"))
     if isinstance(system, list):
-        b.message(Role.SYSTEM, _parts_text(system))
+        b.message(Role.SYSTEM, parts_text(system))
     elif isinstance(system, str):
         b.message(Role.SYSTEM, system)
     for key in ("gen_ai.input.messages", "gen_ai.output.messages"):
-        messages = _parse_json(a.get(key))
+        messages = parse_json(a.get(key))
         if isinstance(messages, list):
             for m in messages:
                 if isinstance(m, dict):
@@ -309,16 +315,16 @@ def _genai_messages(
         if indexed:
             _indexed_messages(b, a, key)  # OpenLLMetry: gen_ai.prompt.<i>.role / .content
     if "gen_ai.tool.message" in a and "gen_ai.tool.name" not in a:
-        b.observation(_io_text(a.get("gen_ai.tool.message")))
+        b.observation(io_text(a.get("gen_ai.tool.message")))
     for name, attrs in events:
         _legacy_event(b, name, attrs)
 
 
 def _genai_message(b: TraceBuilder, m: dict[str, Any]) -> None:
-    role = _role(m.get("role"))
+    role = role_of(m.get("role"))
     parts = m.get("parts")
     if not isinstance(parts, list):  # some exporters write the OpenAI shape
-        _chat_message(b, m)
+        chat_message(b, m)
         return
     texts: list[str] = []
     for part in parts:
@@ -333,21 +339,21 @@ def _genai_message(b: TraceBuilder, m: dict[str, Any]) -> None:
                 texts = []
             call_id = str(part.get("id") or "")
             if not b.seen(StepKind.TOOL_CALL, call_id):  # history re-sent: skip the work
-                b.tool_call(str(part.get("name") or ""), _args_text(part.get("arguments")), call_id)
+                b.tool_call(str(part.get("name") or ""), args_text(part.get("arguments")), call_id)
         elif kind == "tool_call_response":
             call_id = str(part.get("id") or "")
             if not b.seen(StepKind.OBSERVATION, call_id):
-                b.observation(_io_text(part.get("response")), "", call_id)
+                b.observation(io_text(part.get("response")), "", call_id)
     if texts:
         b.message(role, "\n".join(texts))
 
 
 def _legacy_messages(b: TraceBuilder, value: Any, default: Role) -> None:
-    parsed = _parse_json(value)
+    parsed = parse_json(value)
     if isinstance(parsed, list):
         for m in parsed:
             if isinstance(m, dict):
-                _chat_message(b, m, default)
+                chat_message(b, m, default)
     elif isinstance(parsed, str) and parsed.strip():
         b.message(default, parsed)
 
@@ -355,16 +361,16 @@ def _legacy_messages(b: TraceBuilder, value: Any, default: Role) -> None:
 def _indexed_messages(b: TraceBuilder, a: dict[str, Any], prefix: str) -> None:
     default = Role.USER if prefix == "gen_ai.prompt" else Role.ASSISTANT
     for fields in _indexed(a, prefix):
-        role = _role(fields.get("role"), default)
+        role = role_of(fields.get("role"), default)
         content = fields.get("content")
         if role == Role.TOOL:
-            b.observation(_io_text(content), "", str(fields.get("tool_call_id") or ""))
+            b.observation(io_text(content), "", str(fields.get("tool_call_id") or ""))
         else:
-            b.message(role, _io_text(content))
+            b.message(role, io_text(content))
         for call in _indexed(fields, "tool_calls"):
             b.tool_call(
                 str(call.get("name") or ""),
-                _args_text(call.get("arguments")),
+                args_text(call.get("arguments")),
                 str(call.get("id") or ""),
             )
 
@@ -376,38 +382,38 @@ def _legacy_event(b: TraceBuilder, name: str, attrs: dict[str, Any]) -> None:
     elif name == "gen_ai.content.completion":
         _legacy_messages(b, attrs.get("gen_ai.completion"), Role.ASSISTANT)
     elif name == "gen_ai.tool.message":
-        b.observation(_io_text(attrs.get("content")), "", str(attrs.get("id") or ""))
+        b.observation(io_text(attrs.get("content")), "", str(attrs.get("id") or ""))
     elif name in ("gen_ai.system.message", "gen_ai.user.message", "gen_ai.assistant.message"):
-        role = _role(name.split(".")[1])
-        b.message(role, _io_text(attrs.get("content")))
-        for call in _list(_parse_json(attrs.get("tool_calls"))):
-            _openai_tool_call(b, call)
+        role = role_of(name.split(".")[1])
+        b.message(role, io_text(attrs.get("content")))
+        for call in _list(parse_json(attrs.get("tool_calls"))):
+            tool_call(b, call)
     elif name == "gen_ai.choice":
-        message = _parse_json(attrs.get("message"))
+        message = parse_json(attrs.get("message"))
         if isinstance(message, dict):
-            _chat_message(b, message, Role.ASSISTANT)
+            chat_message(b, message, Role.ASSISTANT)
         else:
-            b.message(Role.ASSISTANT, _io_text(attrs.get("content")))
+            b.message(Role.ASSISTANT, io_text(attrs.get("content")))
 
 
 def _openinference_messages(b: TraceBuilder, a: dict[str, Any]) -> None:
     for prefix in ("llm.input_messages", "llm.output_messages"):
         for fields in _indexed(a, prefix):
             message = {k.removeprefix("message."): v for k, v in fields.items()}
-            role = _role(message.get("role"))
+            role = role_of(message.get("role"))
             if role == Role.TOOL:
                 b.observation(
-                    _io_text(message.get("content")),
+                    io_text(message.get("content")),
                     str(message.get("name") or ""),
                     str(message.get("tool_call_id") or ""),
                 )
                 continue
-            b.message(role, _io_text(message.get("content")))
+            b.message(role, io_text(message.get("content")))
             for call in _indexed(message, "tool_calls"):
                 call = {k.removeprefix("tool_call."): v for k, v in call.items()}
                 b.tool_call(
                     str(call.get("function.name") or ""),
-                    _args_text(call.get("function.arguments")),
+                    args_text(call.get("function.arguments")),
                     str(call.get("id") or ""),
                 )
 
@@ -428,126 +434,7 @@ def _indexed(a: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
     return [found[i] for i in sorted(found)]
 
 
-# -- OpenAI-style chat messages (shared with chat-json, LangSmith, Langfuse) --------------------
-def _chat_message(b: TraceBuilder, m: dict[str, Any], default: Role = Role.USER) -> None:
-    chat_message(b, m, default)
-
-
-def chat_message(b: TraceBuilder, m: dict[str, Any], default: Role = Role.USER) -> None:
-    role = _role(m.get("role") or m.get("type"), default)
-    content = m.get("content")
-    if isinstance(content, list):
-        content = _parts_text(content)
-    if role == Role.TOOL:
-        b.observation(_io_text(content), str(m.get("name") or ""), str(m.get("tool_call_id") or ""))
-        return
-    b.message(role, _io_text(content))
-    calls = m.get("tool_calls")
-    if calls is None and isinstance(m.get("additional_kwargs"), dict):
-        calls = m["additional_kwargs"].get("tool_calls")
-    for call in _list(calls):
-        _openai_tool_call(b, call)
-
-
-def _openai_tool_call(b: TraceBuilder, call: dict[str, Any]) -> None:
-    function = call.get("function")
-    if isinstance(function, dict):  # OpenAI: {id, type, function: {name, arguments}}
-        b.tool_call(
-            str(function.get("name") or ""),
-            _args_text(function.get("arguments")),
-            str(call.get("id") or ""),
-        )
-    else:  # LangChain: {id, name, args}; Inspect: {id, function, arguments}
-        name = call.get("name") or (function if isinstance(function, str) else "")
-        b.tool_call(
-            str(name or ""),
-            _args_text(call.get("args", call.get("arguments"))),
-            str(call.get("id") or ""),
-        )
-
-
 # -- small helpers ------------------------------------------------------------------------------
-_ROLES = {
-    "system": Role.SYSTEM,
-    "developer": Role.SYSTEM,
-    "user": Role.USER,
-    "human": Role.USER,
-    "assistant": Role.ASSISTANT,
-    "ai": Role.ASSISTANT,
-    "model": Role.ASSISTANT,
-    "tool": Role.TOOL,
-    "function": Role.TOOL,
-}
-
-
-def _role(value: Any, default: Role = Role.USER) -> Role:
-    return _ROLES.get(str(value or "").lower(), default)
-
-
-def role_of(value: Any, default: Role = Role.USER) -> Role:
-    return _role(value, default)
-
-
-def _parts_text(parts: list[Any]) -> str:
-    texts = []
-    for p in parts:
-        if isinstance(p, str):
-            texts.append(p)
-        elif isinstance(p, dict) and p.get("type") in ("text", "input_text", "output_text", None):
-            texts.append(as_text(p.get("content", p.get("text"))))
-    return "\n".join(t for t in texts if t)
-
-
-def parts_text(parts: list[Any]) -> str:
-    return _parts_text(parts)
-
-
-def _parse_json(value: Any) -> Any:
-    """A JSON-encoded attribute decoded; deprecated `gen_ai.prompt` values were often Python
-    literals (single quotes), read with `ast.literal_eval` (literals only, size-bounded)."""
-    if not isinstance(value, str):
-        return value
-    text = value.strip()
-    if not text or text[0] not in "[{":
-        return value
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
-        pass
-    if len(text) <= MAX_LITERAL_CHARS:
-        try:
-            return ast.literal_eval(text)
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            pass
-    return value
-
-
-def _io_text(value: Any) -> str:
-    parsed = _parse_json(value)
-    if isinstance(parsed, dict) and set(parsed) <= {"content", "role"} and "content" in parsed:
-        return as_text(parsed["content"])
-    return as_text(value if isinstance(value, str) else parsed)
-
-
-def io_text(value: Any) -> str:
-    return _io_text(value)
-
-
-def _args_text(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        parsed = _parse_json(value)
-        if isinstance(parsed, dict | list):
-            return json.dumps(parsed, sort_keys=True, ensure_ascii=False)
-        return value
-    return as_text(value)
-
-
-def args_text(value: Any) -> str:
-    return _args_text(value)
-
-
 def _list(value: Any) -> list[dict[str, Any]]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
