@@ -279,3 +279,23 @@ def test_one_enormous_object_is_refused_before_it_is_read(
     path.write_text(json.dumps({"id": "x", "observations": [], "input": "y" * 5000}, indent=1))
     with pytest.raises(UserError, match=r"trace\.json:1: one JSON object of 0 MiB is one record"):
         list(traces(path))
+
+
+def test_phoenix_span_kind_at_the_top_level(tmp_path: Path) -> None:
+    """Phoenix's export names the kind beside the attributes (`span_kind`) as well."""
+    span = {
+        "name": "agent",
+        "context": {"trace_id": "t1", "span_id": "s1"},
+        "span_kind": "CHAIN",
+        "parent_id": None,
+        "status_code": "ERROR",
+        "attributes": {"input": {"value": "Book a table"}, "output": {"value": "No tables left"}},
+    }
+    path = tmp_path / "phoenix.jsonl"
+    path.write_text(json.dumps(span) + "\n")
+    ((trace, _),) = traces(path)
+    assert (trace.task, trace.final_answer, trace.failed) == (
+        "Book a table",
+        "No tables left",
+        True,
+    )

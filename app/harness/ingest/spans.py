@@ -172,7 +172,10 @@ def _otlp_span(raw: dict[str, Any], line: int) -> Span:
 # -- Phoenix span export ------------------------------------------------------------------------
 def phoenix_span(record: dict[str, Any], line: int) -> Span:
     context = record.get("context") or {}
-    attrs = record.get("attributes") or {}
+    raw = record.get("attributes") or {}
+    attrs = flatten(raw) if isinstance(raw, dict) else {}
+    if record.get("span_kind") and "openinference.span.kind" not in attrs:
+        attrs["openinference.span.kind"] = str(record["span_kind"])  # top-level in the export
     return Span(
         trace_id=str(context.get("trace_id") or ""),
         span_id=str(context.get("span_id") or ""),
@@ -180,7 +183,7 @@ def phoenix_span(record: dict[str, Any], line: int) -> Span:
         name=str(record.get("name") or ""),
         start_ns=_iso_ns(record.get("start_time")),
         end_ns=_iso_ns(record.get("end_time")),
-        attrs=flatten(attrs) if isinstance(attrs, dict) else {},
+        attrs=attrs,
         events=[
             (str(e.get("name") or ""), flatten(e.get("attributes") or {}))
             for e in _list(record.get("events"))
