@@ -362,3 +362,27 @@ def test_without_a_reference_a_trace_is_judged_where_the_rubric_checker_exists(
     (row,) = plan.questions
     assert (row["checker"], row["checker_args"]) == ("rubric", {"rubric": benchmark.DEFAULT_RUBRIC})
     assert plan.judged == 1 and row["answer"] == "tac"
+
+
+def test_ingested_trajectories_are_the_questions_of_the_benchmark_they_made(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ingest --to-benchmark -> init from it -> ingest again: the trajectories answer the
+    workspace's own questions under its versions, so `diagnose` reads them (it stops here
+    only because the simulated world cannot answer a user benchmark)."""
+    store, ws = tmp_path / "store", tmp_path / "ws"
+    export = DATA / "inspect_log.json"
+    api.ingest(ws, export, to_benchmark="insp", store=store)
+    init = ["init", "-w", str(ws), "--seed", "sim-starter", "--questions", "insp"]
+    assert main([*init, "--store", str(store)]) == 0
+    run_id = api.ingest(ws, export).run_id
+    bench_ids = {q.question_id for q in load_benchmark(store / "questions" / "insp").questions}
+    got = rows(
+        ws,
+        f"SELECT question_id, correct, skills_version FROM predictions WHERE run_id = '{run_id}'",
+    )
+    assert {r[0] for r in got} == bench_ids
+    assert sorted((r[1], r[2]) for r in got) == [(0, "v1"), (1, "v1")]  # scored C and I
+    capsys.readouterr()
+    assert main(["diagnose", "-w", str(ws), run_id]) == 2
+    assert "this simulated world knows 0 of the 2 questions" in capsys.readouterr().err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from app.errors import UserError
@@ -9,6 +10,7 @@ from app.harness.ingest.detect import SOURCE_CHOICES
 from app.harness.ingest.service import IngestOptions, IngestSummary, ingest_file
 from app.harness.workspace.log import HarnessLog
 from app.harness.workspace.store import TASK_TYPE_RE
+from app.harness.workspace.workspace import resolve_paths
 from app.harness.workspace.writer_lock import WriterLock
 from app.progress import NO_BARS, Bars
 from core.traces import ReferenceMode
@@ -55,4 +57,6 @@ def run_ingest(
             )
         return ingest_file(None, options, bars)
     with WriterLock(root, "ingest"), HarnessLog(root / "harness.db") as log:
-        return ingest_file(log, options, bars)
+        paths = resolve_paths(root)
+        versions = (paths.skills_version, paths.prompts_version)
+        return ingest_file(log, replace(options, versions=versions), bars)

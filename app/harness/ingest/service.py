@@ -53,6 +53,9 @@ class IngestOptions:
     store: Path | None = None
     reference: ReferenceMode = ReferenceMode.FEEDBACK
     task_type: str = TASK_TYPE
+    # the workspace's current (skills, prompts) versions: the ingest run records them, so
+    # `diagnose` reads the ingested trajectories against the text the agent now has
+    versions: tuple[str, str] = ("", "")
 
 
 @dataclass(frozen=True)
@@ -133,9 +136,9 @@ def ingest_file(
                         continue
                     batch.append(item)
                     if len(batch) >= BATCH:
-                        counts["new"] += _store(log, batch, run_id, path)
+                        counts["new"] += _store(log, batch, run_id, options)
                         batch = []
-                counts["new"] += _store(log, batch, run_id, path)
+                counts["new"] += _store(log, batch, run_id, options)
                 summary = _summary(path, detected, counts, families, run_id, None)
                 log.finish_run(run_id, RunStatus.DONE, {**_recorded(summary), **_how(options)})
                 # inside the transaction: a benchmark that cannot be written stores nothing
@@ -265,13 +268,16 @@ def _ensure_run(log: HarnessLog, run_id: str, path: Path, options: IngestOptions
     log.register_run(
         run_id,
         kind="ingest",
+        skills_version=options.versions[0],
+        prompts_version=options.versions[1],
         questions_ref=f"ingest:{path.name}",
         config={"file": str(path), "source": options.source, "sample": options.sample},
         provenance={"ingested_from": path.name},
     )
 
 
-def _store(log: HarnessLog, batch: list[Clean], run_id: str, path: Path) -> int:
+def _store(log: HarnessLog, batch: list[Clean], run_id: str, options: IngestOptions) -> int:
+    path = options.file
     if not batch:
         return 0
     ids = [c.tid for c in batch]
@@ -285,7 +291,7 @@ def _store(log: HarnessLog, batch: list[Clean], run_id: str, path: Path) -> int:
     log.insert_rows("ingested_traces", [_trace_row(c, run_id, path, at) for c in fresh])
     log.insert_rows(
         "predictions",
-        [_prediction_row(c, run_id, at) for c in fresh],
+        [_prediction_row(c, run_id, at, options) for c in fresh],
         skip_existing=True,
     )
     return len(fresh)
@@ -316,16 +322,19 @@ def _trace_row(clean: Clean, run_id: str, path: Path, at: str) -> dict[str, Any]
     }
 
 
-def _prediction_row(clean: Clean, run_id: str, at: str) -> dict[str, Any]:
-    """The trace as a trajectory the TUI's trajectory screen shows (its event types)."""
+def _prediction_row(clean: Clean, run_id: str, at: str, options: IngestOptions) -> dict[str, Any]:
+    """The trace as a trajectory the TUI's trajectory screen shows (its event types). Its
+    question id and task type are the ones `--to-benchmark` gives its question, so a workspace
+    initialised from that benchmark knows the question; a failed trace, or one scored below
+    the mark, is a wrong answer (what `diagnose` looks at)."""
     trace, tid = clean.trace, clean.tid
     scores = [f.score for f in trace.feedback if f.score is not None]
-    correct = None if not scores else int(min(scores) >= 0.5)
+    correct = 0 if trace.failed else (None if not scores else int(min(scores) >= 0.5))
     return {
         "run_id": run_id,
         "question_id": tid,
-        "unit_id": clean.family,
-        "task_type": trace.source.value,
+        "unit_id": tid,
+        "task_type": options.task_type,
         "prediction": trace.final_answer[:2000],
         "answer": "",
         "correct": correct,
@@ -335,8 +344,8 @@ def _prediction_row(clean: Clean, run_id: str, at: str) -> dict[str, Any]:
         "tokens_out": trace.tokens_out,
         "cost_usd": trace.cost_usd,
         "latency_s": trace.latency_s,
-        "skills_version": "",
-        "prompts_version": "",
+        "skills_version": options.versions[0],
+        "prompts_version": options.versions[1],
         "created_at": at,
         "answer_source": None,
     }
