@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -299,3 +300,14 @@ def test_phoenix_span_kind_at_the_top_level(tmp_path: Path) -> None:
         "No tables left",
         True,
     )
+
+
+def test_a_zstd_eval_without_the_codec_names_the_conversion(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log_api = pytest.importorskip("inspect_ai.log")
+    path = tmp_path / "log.eval"
+    log_api.write_eval_log(log_api.read_eval_log(str(DATA / "inspect_log.json")), str(path))
+    monkeypatch.setitem(sys.modules, "zipfile_zstd", None)  # as if it were not installed
+    with pytest.raises(UserError, match=r"log\.eval:1: a zstd-compressed Inspect \.eval"):
+        list(traces(path))
