@@ -1,8 +1,9 @@
 """Span formats: OTLP JSON (OTel GenAI conventions, current and deprecated names, and
 OpenInference attributes on OTLP spans) and Phoenix's span export.
 
-Field names checked against: open-telemetry/semantic-conventions docs/gen-ai (gen_ai.input.messages
-/ output.messages parts `text`, `tool_call`, `tool_call_response`; `gen_ai.system_instructions`;
+Field names checked against: open-telemetry/semantic-conventions docs/gen-ai (the JSON schemas
+gen-ai-input-messages.json and gen-ai-system-instructions.json: parts `text`, `tool_call`,
+`tool_call_response`; `gen_ai.system_instructions`;
 `gen_ai.tool.call.*`; the deprecated `gen_ai.prompt`, `gen_ai.completion` and the event API's
 `gen_ai.{system,user,assistant,tool}.message` / `gen_ai.choice`), the OTLP/JSON encoding of
 opentelemetry-proto (`resourceSpans[].scopeSpans[].spans[]`, `{key, value: {stringValue...}}`,
