@@ -105,6 +105,7 @@ __all__ = [
     "fork_async",
     "import_skills",
     "infer",
+    "ingest",
     "infer_async",
     "init_workspace",
     "judge_quality",
@@ -1879,3 +1880,42 @@ async def estimate_async(
     run_config = resolve_config(config, overrides)
     with WriterLock(root, "estimate"):
         return await run_estimate(root, run_config)
+
+
+# --- trace ingest ---
+if TYPE_CHECKING:
+    from app.harness.ingest.service import IngestSummary
+
+
+def ingest(
+    workspace: str | Path,
+    file: str | Path,
+    *,
+    source: str = "auto",
+    sample: float = 1.0,
+    seed: int = 0,
+    to_benchmark: str | None = None,
+    store: str | Path | None = None,
+    reference: str = "feedback",
+    task_type: str = "ingested",
+    progress: bool | None = False,
+) -> IngestSummary:
+    """Ingest an observability export into the workspace's log (an `IngestSummary`;
+    app/harness/ingest/service.py). A folder that is not a workspace yet takes only
+    `to_benchmark` (the benchmark a workspace is then initialised from)."""
+    from app.harness.ingest.api import run_ingest
+
+    _expect("file", file, _is_path(file), "an export file's path")
+    _expect("store", store, _is_path(store, none=True), "a store folder's path or None")
+    return run_ingest(
+        _workspace(workspace),
+        Path(file),
+        source=source,
+        sample=sample,
+        seed=seed,
+        to_benchmark=to_benchmark,
+        store=None if store is None else Path(store),
+        reference=reference,
+        task_type=task_type,
+        bars=Bars(enabled=progress),
+    )

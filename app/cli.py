@@ -46,6 +46,7 @@ COMMANDS = (
     "serve",
     "judge-quality",
     "estimate",
+    "ingest",
 )
 
 
@@ -140,6 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_serve_commands(sub, o)
     _add_checker_commands(sub, o)
     _add_offline_commands(sub, o)
+    _add_ingest_commands(sub, o)
     return parser
 
 
@@ -700,6 +702,50 @@ def stopped_message(args: argparse.Namespace, reason: str) -> str:
     )
 
 
+def _add_ingest_commands(sub: Any, o: Options) -> None:
+    p = add_command(
+        sub,
+        "ingest",
+        "read an observability export (OTLP, OpenInference/Phoenix, Langfuse, LangSmith, "
+        "Inspect AI, chat-json) into the log; optionally write a benchmark from it",
+        "ingest -w workspaces/mine --file traces.jsonl --to-benchmark prod --store workspaces/store",
+        [o.verbose, o.workspace, o.store, o.json],
+    )
+    p.add_argument("--file", type=Path, required=True, help="the export file")
+    p.add_argument(
+        "--source",
+        default="auto",
+        choices=(
+            "auto",
+            "otlp",
+            "openinference",
+            "langfuse",
+            "langsmith",
+            "phoenix",
+            "inspect",
+            "chat-json",
+        ),
+        help="the export's format (default: detected from its records)",
+    )
+    p.add_argument(
+        "--sample", type=float, default=1.0, metavar="RATE", help="keep this share of families"
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of --sample")
+    p.add_argument(
+        "--to-benchmark", metavar="NAME", help="also write store benchmark NAME (needs --store)"
+    )
+    p.add_argument(
+        "--reference",
+        default="feedback",
+        choices=("feedback", "final"),
+        help="reference answers from feedback only (default), or also each final answer",
+    )
+    p.add_argument(
+        "--task-type", default="ingested", help="the benchmark's task type (default ingested)"
+    )
+    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+
+
 # The module of each command not handled by app/commands.py; only that module is imported.
 COMMAND_MODULES = {
     "fork": "app.fork_commands",
@@ -709,6 +755,7 @@ COMMAND_MODULES = {
     "serve": "app.serve_commands",
     "judge-quality": "app.checker_commands",
     "estimate": "app.offline_commands",
+    "ingest": "app.ingest_commands",
 }
 
 

@@ -41,8 +41,10 @@ def workspace_summary(root: Path) -> dict[str, Any]:
             activation = _activation(log)
             triage = [asdict(t) for t in log.triage_counts()]
             contamination = _contamination(log)
+            ingested = log.ingested_counts()
     else:
         calls, spend, model_io, activation, resumes, triage = [], [], {}, {}, [], []
+        ingested = {}
         contamination = {"skill_edits": 0, "epoch_counts": 0}
     checkpoint = load_checkpoint(root) if (root / "checkpoint.json").exists() else None
     final = root / "analyses" / "final_test_eval.json"
@@ -60,6 +62,7 @@ def workspace_summary(root: Path) -> dict[str, Any]:
         "model_io": model_io,
         "activation": activation,
         "triage": triage,
+        "ingested": ingested,
         "contamination": contamination,
         "progress": checkpoint["progress"] if checkpoint else None,
         "resumes": [asdict(r) for r in resumes],
@@ -198,6 +201,13 @@ def format_summary(s: dict[str, Any]) -> str:
                 lines.append(f"      resumed {_times(len(r['resumes']))}, last {last}")
         if len(s["runs"]) > 25:
             lines.append(f"  ... {len(s['runs']) - 25} earlier runs (use --json for all)")
+    if s.get("ingested"):
+        lines.append("\ningested traces (app/harness/ingest/; tui: Runs -> ingest-...)")
+        for source, n in s["ingested"].items():
+            lines.append(
+                f"  {source:<14} {n['traces']:>6} traces  {n['failed']:>5} failed  "
+                f"{n['families']:>5} families"
+            )
     roles = s.get("model_io", {}).get("roles", {})
     for c in s["llm_calls"]:
         lines.append(

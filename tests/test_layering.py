@@ -47,6 +47,7 @@ ENTRY_POINTS = frozenset(
         "app.report",
         "app.api",
         "app.api_args",
+        "app.ingest_commands",
     }
 )
 HARNESS_ROOMS: dict[str, frozenset[str]] = {
@@ -86,6 +87,17 @@ HARNESS_ROOMS: dict[str, frozenset[str]] = {
             "harness.skills",
             "harness.rollouts",
             "harness.serving",
+        }
+    ),
+    # trace ingest writes what a rollout would have written (docs/architecture.md#layers)
+    "harness.ingest": frozenset(
+        {
+            "core",
+            "support",
+            "harness.workspace",
+            "harness.skills",
+            "harness.rollouts",
+            "harness.ingest",
         }
     ),
 }

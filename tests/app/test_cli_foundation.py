@@ -74,6 +74,7 @@ def test_help_lists_every_command() -> None:
         "serve",
         "judge-quality",
         "estimate",
+        "ingest",
     }
     assert expected <= listed, proc.stdout
     assert set(COMMANDS) == expected

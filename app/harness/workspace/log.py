@@ -256,6 +256,21 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             for column in ("score REAL", "check_status TEXT", "check_reason TEXT")
         ],
     ),
+    # 10: traces ingested from observability exports (app/harness/ingest/), one row per
+    # normalised trace under its content-addressed id, so re-ingesting adds nothing. Not the
+    # `traces` table migration 5 dropped: a new name for a new shape.
+    (
+        "ingested traces",
+        [
+            """CREATE TABLE ingested_traces (trace_id TEXT PRIMARY KEY, source TEXT NOT NULL,
+            native_id TEXT, session_id TEXT, family TEXT, task TEXT, final_answer TEXT,
+            model TEXT, tokens_in INTEGER, tokens_out INTEGER, cost_usd REAL, latency_s REAL,
+            failed INTEGER, n_steps INTEGER, trace_json TEXT, file TEXT, line INTEGER,
+            ingest_run TEXT, ingested_at TEXT)""",
+            "CREATE INDEX idx_ingested_family ON ingested_traces(family)",
+            "CREATE INDEX idx_ingested_run ON ingested_traces(ingest_run)",
+        ],
+    ),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -328,6 +343,10 @@ class HarnessLog:
                 if not is_storage_failure(e):
                     raise  # a bug in a statement, not storage
                 raise storage_error(self.path, e) from None
+
+    def transaction(self) -> contextlib.AbstractContextManager[None]:
+        """Several writes as one transaction: all of them land, or none (ingest of one file)."""
+        return self._txn()
 
     def check_integrity(self, max_bytes: int = QUICK_CHECK_MAX_BYTES) -> None:
         """`PRAGMA quick_check` where it is cheap (a log up to `max_bytes`): a bit-rotted log

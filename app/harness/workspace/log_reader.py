@@ -469,6 +469,18 @@ class LogReader(_Queries):
         rows = self._rows("SELECT * FROM predictions WHERE id = ?", (pred_id,))
         return rows[0] if rows else None
 
+    def ingested_counts(self) -> dict[str, dict[str, int]]:
+        """Ingested traces by source: how many, and how many failed (schema 8 and later)."""
+        if not self.has_table("ingested_traces"):
+            return {}
+        return {
+            r["source"]: {"traces": r["n"], "failed": r["failed"] or 0, "families": r["fam"]}
+            for r in self._rows(
+                "SELECT source, COUNT(*) AS n, SUM(failed) AS failed, COUNT(DISTINCT family) AS fam "
+                "FROM ingested_traces GROUP BY source ORDER BY source"
+            )
+        }
+
     def answer_sources(self) -> dict[str, int]:
         """Predictions by how their answer was found (schema 3 and later)."""
         return {

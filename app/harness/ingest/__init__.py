@@ -1,0 +1,2 @@
+"""Trace ingest: observability exports in, normalised traces, trajectories and benchmarks out
+(docs/ingest.md)."""

@@ -1,0 +1,162 @@
+"""Traces -> a store benchmark (`ingest --to-benchmark NAME`), in the store's format
+(app/harness/workspace/store.py): `questions/NAME/benchmark.toml` and `questions.jsonl`.
+
+The question is the user's task, the recorded tool observations are its context, the
+reference comes from feedback (an edited output, an explicitly good score), a recorded target,
+or the final answer when the user says so (`--reference final`). A trace without a reference
+becomes a judged question when the store knows a rubric checker, else it is dropped, and the
+summary says why. Error traces never become questions (they stay in the log for triage).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from app.errors import UserError
+from app.harness.workspace.atomic import check_no_links
+from app.harness.workspace.store import check_store_name, load_benchmark
+from core import checkers
+from core.traces import ReferenceMode, Trace, observation_context, reference_answer
+from core.types import CHECKERS
+
+MAX_QUESTION_CHARS = 20_000
+DEFAULT_RUBRIC = (
+    "The answer does what the user asked, is correct and complete for the task as stated, "
+    "uses the recorded tool results where they matter, and invents nothing."
+)
+
+
+def rubric_available() -> bool:
+    """Whether the store accepts `checker = "rubric"` (judged questions): a tree with the
+    rubric checker names it in CHECKERS or answers through `core.checkers.is_known_checker`."""
+    known = getattr(checkers, "is_known_checker", None)
+    return "rubric" in CHECKERS or (callable(known) and bool(known("rubric")))
+
+
+@dataclass
+class BenchmarkPlan:
+    """Questions collected while the file streams (small: a question, not its trace)."""
+
+    reference: ReferenceMode
+    task_type: str
+    questions: list[dict[str, Any]] = field(default_factory=list)
+    dropped: Counter[str] = field(default_factory=Counter)
+    with_reference: int = 0
+    judged: int = 0
+    families: set[str] = field(default_factory=set)
+
+    def add(self, trace: Trace, tid: str, family: str) -> None:
+        task = trace.task.strip()
+        if not task:
+            self.dropped["no user task"] += 1
+            return
+        answer, why = reference_answer(trace, self.reference)
+        row: dict[str, Any] = {
+            "question_id": tid,
+            "task_type": self.task_type,
+            "question": task[:MAX_QUESTION_CHARS],
+            "family": family,
+            "metadata": {
+                "source": trace.source.value,
+                "native_id": trace.native_id,
+                "reference_from": why,
+            },
+        }
+        context = observation_context(trace)
+        if context:
+            row["context"] = context
+        if answer:
+            row["answer"] = answer[:MAX_QUESTION_CHARS]
+            self.with_reference += 1
+        elif trace.failed:
+            self.dropped[why] += 1
+            return
+        elif rubric_available():
+            row["answer"] = trace.final_answer.strip()[:MAX_QUESTION_CHARS] or "(none recorded)"
+            row["checker"] = "rubric"
+            row["checker_args"] = {"rubric": DEFAULT_RUBRIC}
+            self.judged += 1
+        else:
+            self.dropped[f"{why}; this store has no rubric checker for judged questions"] += 1
+            return
+        self.families.add(family)
+        self.questions.append(row)
+
+
+@dataclass(frozen=True)
+class BenchmarkSummary:
+    name: str
+    path: str
+    traces: int
+    with_reference: int
+    judged: int
+    dropped: dict[str, int]
+    families: int
+
+    def text(self) -> str:
+        n_dropped = sum(self.dropped.values())
+        why = "; ".join(f"{n} {reason}" for reason, n in sorted(self.dropped.items())) or "none"
+        return (
+            f"{self.traces} traces -> {self.with_reference} with reference, {self.judged} judged, "
+            f"{n_dropped} dropped ({why}), {self.families} families\n"
+            f"benchmark {self.name}: {self.path}"
+        )
+
+
+def check_target(name: str, store: Path | None) -> Path:
+    """The benchmark folder to write: a valid name, a store given, nothing there yet."""
+    if store is None:
+        raise UserError("--to-benchmark needs --store DIR (where the benchmark is written)")
+    check_store_name(name, "--to-benchmark", "benchmark")
+    folder = check_no_links(store, store / "questions" / name)
+    if folder.exists():
+        raise UserError(f"{folder}: benchmark '{name}' already exists (choose another name)")
+    return folder
+
+
+def write_benchmark(plan: BenchmarkPlan, name: str, store: Path | None) -> BenchmarkSummary:
+    folder = check_target(name, store)
+    traces = plan.with_reference + plan.judged + sum(plan.dropped.values())
+    if not plan.questions:
+        why = "; ".join(f"{n} {r}" for r, n in sorted(plan.dropped.items())) or "no traces"
+        raise UserError(
+            f"--to-benchmark {name}: no trace gives a question ({why}); "
+            "`--reference final` takes each final answer as the reference"
+        )
+    staging = folder.parent / f".staging-{name}-{uuid.uuid4().hex[:8]}"
+    try:
+        staging.mkdir(parents=True)
+        lines = [json.dumps(q, ensure_ascii=False, sort_keys=True) for q in plan.questions]
+        (staging / "questions.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        toml = [
+            f"name = {json.dumps(name)}",
+            f'description = "ingested traces ({len(plan.questions)} questions)"',
+            "seed = 0",
+            f"task_types = [{json.dumps(plan.task_type)}]",
+            "",
+            "[split]",
+            "diagnosis = 0.5",
+            "validation = 0.25",
+            "test = 0.25",
+        ]
+        (staging / "benchmark.toml").write_text("\n".join(toml) + "\n", encoding="utf-8")
+        load_benchmark(staging)  # the store's own checks, before it becomes visible
+        staging.rename(folder)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return BenchmarkSummary(
+        name=name,
+        path=str(folder),
+        traces=traces,
+        with_reference=plan.with_reference,
+        judged=plan.judged,
+        dropped=dict(plan.dropped),
+        families=len(plan.families),
+    )

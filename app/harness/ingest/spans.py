@@ -1,0 +1,472 @@
+"""Span formats: OTLP JSON (OTel GenAI conventions, current and deprecated names, and
+OpenInference attributes on OTLP spans) and Phoenix's span export.
+
+Field names checked against: open-telemetry/semantic-conventions docs/gen-ai (the JSON schemas
+gen-ai-input-messages.json and gen-ai-system-instructions.json: parts `text`, `tool_call`,
+`tool_call_response`; `gen_ai.system_instructions`;
+`gen_ai.tool.call.*`; the deprecated `gen_ai.prompt`, `gen_ai.completion` and the event API's
+`gen_ai.{system,user,assistant,tool}.message` / `gen_ai.choice`), the OTLP/JSON encoding of
+opentelemetry-proto (`resourceSpans[].scopeSpans[].spans[]`, `{key, value: {stringValue...}}`,
+`status.code` 2 = error) and Arize-ai/openinference spec/semantic_conventions.md and
+spec/tool_calling.md (`openinference.span.kind`, `llm.input_messages.<i>.message.*`,
+`message.tool_calls.<j>.tool_call.function.{name,arguments}`, `llm.token_count.*`,
+`session.id`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.harness.ingest.messages import (
+    args_text,
+    chat_message,
+    io_text,
+    parse_json,
+    parts_text,
+    role_of,
+    tool_call,
+)
+from core.traces import (
+    MAX_STEPS,
+    Role,
+    Source,
+    StepKind,
+    Trace,
+    TraceBuilder,
+    as_text,
+)
+
+MAX_PENDING_SPANS = 50_000  # spans held for traces whose root has not arrived yet
+# What the first indexed entry of a list of messages or calls holds (`<prefix>.0.<leaf>`).
+_FIRST_LEAVES = (
+    "role",
+    "content",
+    "message.role",
+    "message.content",
+    "name",
+    "id",
+    "tool_call.id",
+    "tool_call.function.name",
+)
+_INDEXED = re.compile(r"^(\d+)\.(.+)$")
+
+
+@dataclass
+class Span:
+    trace_id: str
+    span_id: str
+    parent_id: str
+    name: str
+    start_ns: int
+    end_ns: int
+    attrs: dict[str, Any]
+    events: list[tuple[str, dict[str, Any]]]
+    error: bool
+    line: int
+
+
+@dataclass
+class SpanGroups:
+    """Spans by trace id; a trace is complete when its root span arrives (exporters send a
+    span when it ends, and the root ends last). The rest are flushed at the end of the file.
+
+    Memory stays bounded when roots never come (a partial export): past `MAX_PENDING_SPANS`
+    waiting spans, the trace that has waited longest is flushed as it is, and counted."""
+
+    source: Source
+    pending: dict[str, list[Span]] = field(default_factory=dict)
+    count: int = 0
+    flushed_early: int = 0
+
+    def add(self, span: Span) -> list[list[Span]]:
+        """The groups now complete (usually none, or the one whose root this is)."""
+        group = self.pending.setdefault(span.trace_id, [])
+        group.append(span)
+        self.count += 1
+        done: list[list[Span]] = []
+        if not span.parent_id:
+            self.count -= len(group)
+            done.append(self.pending.pop(span.trace_id))
+        while self.count > MAX_PENDING_SPANS and self.pending:
+            oldest = next(iter(self.pending))  # dicts keep insertion order
+            waiting = self.pending.pop(oldest)
+            self.count -= len(waiting)
+            self.flushed_early += 1
+            done.append(waiting)
+        return done
+
+    def rest(self) -> Iterator[list[Span]]:
+        while self.pending:
+            _, group = self.pending.popitem()
+            self.count -= len(group)
+            yield group
+
+
+# -- OTLP JSON ----------------------------------------------------------------------------------
+def otlp_value(value: Any) -> Any:
+    """`{stringValue: ...}` and friends as plain values (intValue comes as a string)."""
+    if not isinstance(value, dict):
+        return value
+    for key in ("stringValue", "boolValue", "doubleValue"):
+        if key in value:
+            return value[key]
+    if "intValue" in value:
+        try:
+            return int(value["intValue"])
+        except (TypeError, ValueError):
+            return value["intValue"]
+    if "arrayValue" in value:
+        return [otlp_value(v) for v in (value["arrayValue"] or {}).get("values") or []]
+    if "kvlistValue" in value:
+        return otlp_attributes((value["kvlistValue"] or {}).get("values") or [])
+    if "bytesValue" in value:
+        return value["bytesValue"]
+    return None
+
+
+def otlp_attributes(items: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if isinstance(items, list):
+        for kv in items:
+            if not isinstance(kv, dict) or not isinstance(key := kv.get("key"), str):
+                continue
+            value = kv.get("value")
+            # most attributes are strings: read them without the general decoder's call
+            if isinstance(value, dict) and "stringValue" in value:
+                out[key] = value["stringValue"]
+            else:
+                out[key] = otlp_value(value)
+    return out
+
+
+def otlp_spans(record: dict[str, Any], line: int) -> Iterator[Span]:
+    for resource in _list(record.get("resourceSpans")):
+        scopes = resource.get("scopeSpans") or resource.get("instrumentationLibrarySpans")
+        for scope in _list(scopes):
+            for raw in _list(scope.get("spans")):
+                yield _otlp_span(raw, line)
+
+
+def _otlp_span(raw: dict[str, Any], line: int) -> Span:
+    status = raw.get("status") or {}
+    code = status.get("code") if isinstance(status, dict) else None
+    return Span(
+        trace_id=str(raw.get("traceId") or ""),
+        span_id=str(raw.get("spanId") or ""),
+        parent_id=str(raw.get("parentSpanId") or ""),
+        name=str(raw.get("name") or ""),
+        start_ns=_int(raw.get("startTimeUnixNano")),
+        end_ns=_int(raw.get("endTimeUnixNano")),
+        attrs=otlp_attributes(raw.get("attributes")),
+        events=[
+            (str(e.get("name") or ""), otlp_attributes(e.get("attributes")))
+            for e in _list(raw.get("events"))
+        ],
+        error=code in (2, "2", "STATUS_CODE_ERROR"),
+        line=line,
+    )
+
+
+# -- Phoenix span export ------------------------------------------------------------------------
+def phoenix_span(record: dict[str, Any], line: int) -> Span:
+    context = record.get("context") or {}
+    raw = record.get("attributes") or {}
+    attrs = flatten(raw) if isinstance(raw, dict) else {}
+    if record.get("span_kind") and "openinference.span.kind" not in attrs:
+        attrs["openinference.span.kind"] = str(record["span_kind"])  # top-level in the export
+    return Span(
+        trace_id=str(context.get("trace_id") or ""),
+        span_id=str(context.get("span_id") or ""),
+        parent_id=str(record.get("parent_id") or ""),
+        name=str(record.get("name") or ""),
+        start_ns=_iso_ns(record.get("start_time")),
+        end_ns=_iso_ns(record.get("end_time")),
+        attrs=attrs,
+        events=[
+            (str(e.get("name") or ""), flatten(e.get("attributes") or {}))
+            for e in _list(record.get("events"))
+        ],
+        error=str(record.get("status_code") or "").upper() == "ERROR",
+        line=line,
+    )
+
+
+def flatten(value: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Phoenix nests attributes ({"llm": {"input_messages": [{"message": ...}]}}): dotted keys
+    with list indices, the form OpenInference defines, so one reader handles both."""
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        name = f"{prefix}{key}"
+        if isinstance(item, dict):
+            out.update(flatten(item, name + "."))
+        elif isinstance(item, list) and item and all(isinstance(i, dict) for i in item):
+            for index, sub in enumerate(item):
+                out.update(flatten(sub, f"{name}.{index}."))
+        else:
+            out[name] = item
+    return out
+
+
+# -- spans -> a trace ---------------------------------------------------------------------------
+def spans_to_trace(spans: list[Span], default_source: Source) -> Trace:
+    spans = sorted(spans, key=lambda s: (s.start_ns, s.end_ns))
+    openinference = any("openinference.span.kind" in s.attrs for s in spans)
+    b = TraceBuilder(merge=True)
+    model, tokens_in, tokens_out, cost, session, error = "", 0, 0, 0.0, "", False
+    root_output = ""
+    for span in spans:
+        a = span.attrs
+        kind = str(a.get("openinference.span.kind") or "").upper()
+        op = str(a.get("gen_ai.operation.name") or "")
+        is_tool = kind == "TOOL" or op == "execute_tool"
+        if span.error and not is_tool:
+            error = True
+        session = session or str(
+            a.get("gen_ai.conversation.id")
+            or a.get("session.id")
+            or a.get("langfuse.session.id")
+            or ""
+        )
+        model = model or str(
+            a.get("gen_ai.request.model")
+            or a.get("gen_ai.response.model")
+            or a.get("llm.model_name")
+            or ""
+        )
+        tokens_in += _int(
+            a.get("gen_ai.usage.input_tokens", a.get("gen_ai.usage.prompt_tokens"))
+            or a.get("llm.token_count.prompt")
+        )
+        tokens_out += _int(
+            a.get("gen_ai.usage.output_tokens", a.get("gen_ai.usage.completion_tokens"))
+            or a.get("llm.token_count.completion")
+        )
+        cost += _float(a.get("llm.cost.total") or a.get("gen_ai.usage.cost"))
+        if is_tool:
+            _tool_span(b, span)
+        elif kind in ("LLM", "") or op:
+            # flattened lists (`<prefix>.0.<leaf>`) are looked for only when a key has an index
+            indexed = any(".0." in key for key in a)
+            _genai_messages(b, a, span.events, indexed)
+            if indexed:
+                _openinference_messages(b, a)
+        if not span.parent_id:
+            if kind and kind != "LLM" and "input.value" in a:
+                b.message(Role.USER, io_text(a.get("input.value")))
+            root_output = io_text(a.get("output.value")) if kind and kind != "LLM" else ""
+        if len(b.steps) >= MAX_STEPS:
+            break
+    if root_output:
+        b.message(Role.ASSISTANT, root_output)
+    starts = [s.start_ns for s in spans if s.start_ns]
+    ends = [s.end_ns for s in spans if s.end_ns]
+    latency = (max(ends) - min(starts)) / 1e9 if starts and ends else 0.0
+    source = (
+        Source.OPENINFERENCE if openinference and default_source == Source.OTLP else default_source
+    )
+    return Trace(
+        source=source,
+        native_id=spans[0].trace_id,
+        steps=tuple(b.steps),
+        session_id=session,
+        model=model,
+        tokens_in=tokens_in,
+        tokens_out=tokens_out,
+        cost_usd=round(cost, 8),
+        latency_s=round(max(latency, 0.0), 6),
+        error=error,
+    )
+
+
+def _tool_span(b: TraceBuilder, span: Span) -> None:
+    a = span.attrs
+    name = str(a.get("gen_ai.tool.name") or a.get("tool.name") or span.name)
+    call_id = str(a.get("gen_ai.tool.call.id") or a.get("tool_call.id") or b.open_call_id(name))
+    args = a.get("gen_ai.tool.call.arguments", a.get("input.value", a.get("tool.parameters")))
+    result = a.get("gen_ai.tool.call.result", a.get("output.value", a.get("gen_ai.tool.message")))
+    if result is None:
+        for event_name, attrs in span.events:
+            if event_name == "exception":
+                result = attrs.get("exception.message")
+    if not b.seen(StepKind.TOOL_CALL, call_id):
+        b.tool_call(name, args_text(args), call_id)
+    b.observation(io_text(result), name, call_id, error=span.error)
+
+
+def _genai_messages(
+    b: TraceBuilder,
+    a: dict[str, Any],
+    events: list[tuple[str, dict[str, Any]]],
+    indexed: bool = True,
+) -> None:
+    """Current names, then the deprecated ones older exporters still send."""
+    system = parse_json(a.get("gen_ai.system_instructions"))
+    if isinstance(system, list):
+        b.message(Role.SYSTEM, parts_text(system))
+    elif isinstance(system, str):
+        b.message(Role.SYSTEM, system)
+    for key in ("gen_ai.input.messages", "gen_ai.output.messages"):
+        messages = parse_json(a.get(key))
+        if isinstance(messages, list):
+            for m in messages:
+                if isinstance(m, dict):
+                    _genai_message(b, m)
+    for key in ("gen_ai.prompt", "gen_ai.completion"):  # deprecated: a list of {role, content}
+        _legacy_messages(b, a.get(key), Role.USER if key == "gen_ai.prompt" else Role.ASSISTANT)
+        if indexed:
+            _indexed_messages(b, a, key)  # OpenLLMetry: gen_ai.prompt.<i>.role / .content
+    if "gen_ai.tool.message" in a and "gen_ai.tool.name" not in a:
+        b.observation(io_text(a.get("gen_ai.tool.message")))
+    for name, attrs in events:
+        _legacy_event(b, name, attrs)
+
+
+def _genai_message(b: TraceBuilder, m: dict[str, Any]) -> None:
+    role = role_of(m.get("role"))
+    parts = m.get("parts")
+    if not isinstance(parts, list):  # some exporters write the OpenAI shape
+        chat_message(b, m)
+        return
+    texts: list[str] = []
+    for part in parts:
+        if not isinstance(part, dict):
+            continue
+        kind = part.get("type")
+        if kind == "text":
+            texts.append(as_text(part.get("content")))
+        elif kind == "tool_call":
+            if texts:
+                b.message(role, "\n".join(texts))
+                texts = []
+            call_id = str(part.get("id") or "")
+            if not b.seen(StepKind.TOOL_CALL, call_id):  # history re-sent: skip the work
+                b.tool_call(str(part.get("name") or ""), args_text(part.get("arguments")), call_id)
+        elif kind == "tool_call_response":
+            call_id = str(part.get("id") or "")
+            if not b.seen(StepKind.OBSERVATION, call_id):
+                b.observation(io_text(part.get("response")), "", call_id)
+    if texts:
+        b.message(role, "\n".join(texts))
+
+
+def _legacy_messages(b: TraceBuilder, value: Any, default: Role) -> None:
+    parsed = parse_json(value)
+    if isinstance(parsed, list):
+        for m in parsed:
+            if isinstance(m, dict):
+                chat_message(b, m, default)
+    elif isinstance(parsed, str) and parsed.strip():
+        b.message(default, parsed)
+
+
+def _indexed_messages(b: TraceBuilder, a: dict[str, Any], prefix: str) -> None:
+    default = Role.USER if prefix == "gen_ai.prompt" else Role.ASSISTANT
+    for fields in _indexed(a, prefix):
+        role = role_of(fields.get("role"), default)
+        content = fields.get("content")
+        if role == Role.TOOL:
+            b.observation(io_text(content), "", str(fields.get("tool_call_id") or ""))
+        else:
+            b.message(role, io_text(content))
+        for call in _indexed(fields, "tool_calls"):
+            b.tool_call(
+                str(call.get("name") or ""),
+                args_text(call.get("arguments")),
+                str(call.get("id") or ""),
+            )
+
+
+def _legacy_event(b: TraceBuilder, name: str, attrs: dict[str, Any]) -> None:
+    """The event API (gen_ai.*.message / gen_ai.choice) and the older content events."""
+    if name == "gen_ai.content.prompt":
+        _legacy_messages(b, attrs.get("gen_ai.prompt"), Role.USER)
+    elif name == "gen_ai.content.completion":
+        _legacy_messages(b, attrs.get("gen_ai.completion"), Role.ASSISTANT)
+    elif name == "gen_ai.tool.message":
+        b.observation(io_text(attrs.get("content")), "", str(attrs.get("id") or ""))
+    elif name in ("gen_ai.system.message", "gen_ai.user.message", "gen_ai.assistant.message"):
+        role = role_of(name.split(".")[1])
+        b.message(role, io_text(attrs.get("content")))
+        for call in _list(parse_json(attrs.get("tool_calls"))):
+            tool_call(b, call)
+    elif name == "gen_ai.choice":
+        message = parse_json(attrs.get("message"))
+        if isinstance(message, dict):
+            chat_message(b, message, Role.ASSISTANT)
+        else:
+            b.message(Role.ASSISTANT, io_text(attrs.get("content")))
+
+
+def _openinference_messages(b: TraceBuilder, a: dict[str, Any]) -> None:
+    for prefix in ("llm.input_messages", "llm.output_messages"):
+        for fields in _indexed(a, prefix):
+            message = {k.removeprefix("message."): v for k, v in fields.items()}
+            role = role_of(message.get("role"))
+            if role == Role.TOOL:
+                b.observation(
+                    io_text(message.get("content")),
+                    str(message.get("name") or ""),
+                    str(message.get("tool_call_id") or ""),
+                )
+                continue
+            b.message(role, io_text(message.get("content")))
+            for call in _indexed(message, "tool_calls"):
+                call = {k.removeprefix("tool_call."): v for k, v in call.items()}
+                b.tool_call(
+                    str(call.get("function.name") or ""),
+                    args_text(call.get("function.arguments")),
+                    str(call.get("id") or ""),
+                )
+
+
+def _indexed(a: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
+    """`prefix.<i>.rest` keys as a list of {rest: value}, in index order."""
+    dot = prefix + "."
+    if not any(f"{dot}0.{leaf}" in a for leaf in _FIRST_LEAVES):
+        return []  # indices start at 0: most spans use another naming, found in O(1)
+    found: dict[int, dict[str, Any]] = {}
+    for key, value in a.items():
+        if not key.startswith(dot):
+            continue
+        match = _INDEXED.match(key[len(dot) :])
+        if match is None:
+            continue
+        found.setdefault(int(match.group(1)), {})[match.group(2)] = value
+    return [found[i] for i in sorted(found)]
+
+
+# -- small helpers ------------------------------------------------------------------------------
+def _list(value: Any) -> list[dict[str, Any]]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value) if value is not None and not isinstance(value, bool) else 0
+    except (TypeError, ValueError):
+        return 0
+
+
+def _float(value: Any) -> float:
+    try:
+        return float(value) if value is not None and not isinstance(value, bool) else 0.0
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _iso_ns(value: Any) -> int:
+    from datetime import datetime
+
+    if not isinstance(value, str) or not value:
+        return 0
+    try:
+        return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1e9)
+    except ValueError:
+        return 0
+
+
+def iso_seconds(value: Any) -> float:
+    return _iso_ns(value) / 1e9

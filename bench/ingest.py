@@ -1,0 +1,474 @@
+"""How fast, and in how much memory, does `ingest` read an export? (docs/ingest.md)
+
+A benchmark, not a test: it prints figures. It generates exports (nothing is downloaded):
+
+  formats      one small export of each format (OTLP GenAI, OTLP with deprecated names,
+               OpenInference on OTLP, Phoenix span export, Langfuse, LangSmith, Inspect AI,
+               chat-json), each ingested by `main.py ingest` into a fresh workspace; every
+               file must give exactly the traces it was generated with
+  throughput   an OTLP JSON Lines export (the OTel collector's file exporter layout: one
+               ExportTraceServiceRequest a line) of about --mb MB, four spans per trace (agent,
+               chat, execute_tool, chat), ingested by one `main.py ingest` child process:
+               spans per second of the whole command (start-up included), the same per CPU
+               second of the child, and the child's own peak RSS (os.wait4's ru_maxrss)
+  document     the same spans as one JSON document (`{"resourceSpans": [...]}`), which is
+               streamed item by item with ijson: the same figures as `ingest.document.*`
+
+    .venv/bin/python bench/ingest.py [--mb 100] [--tiny]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+TARGET_SPANS_PER_S = 20_000
+TARGET_PEAK_RSS_MB = 300
+TRACES_PER_LINE = 25
+FILLER = "The customer asked about the invoice period and the ledger balance; " * 3
+
+
+def _attr(key: str, value: Any) -> dict[str, Any]:
+    if isinstance(value, bool):
+        return {"key": key, "value": {"boolValue": value}}
+    if isinstance(value, int):
+        return {"key": key, "value": {"intValue": str(value)}}
+    return {"key": key, "value": {"stringValue": value}}
+
+
+def _span(
+    trace: str, span: str, parent: str, name: str, t0: int, attrs: dict[str, Any]
+) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "traceId": trace,
+        "spanId": span,
+        "name": name,
+        "startTimeUnixNano": str(t0),
+        "endTimeUnixNano": str(t0 + 1_000_000),
+        "attributes": [_attr(k, v) for k, v in attrs.items()],
+        "status": {},
+    }
+    if parent:
+        out["parentSpanId"] = parent
+    return out
+
+
+def genai_trace(i: int) -> list[dict[str, Any]]:
+    """Four spans: the model calls a tool, then answers; the root (agent) span comes last, as
+    exporters send a span when it ends."""
+    trace, root, t0 = f"{i:032x}", f"{i:08x}00000001", 1_700_000_000_000_000_000 + i * 10_000_000
+    user = {
+        "role": "user",
+        "parts": [{"type": "text", "content": f"Total of invoice {i}? {FILLER}"}],
+    }
+    call = {"type": "tool_call", "id": f"call_{i}", "name": "ledger", "arguments": {"invoice": i}}
+    result = f'{{"invoice": {i}, "total": "{i % 997}.00 EUR"}}'
+    answer = {
+        "role": "assistant",
+        "parts": [{"type": "text", "content": f"The total is {i % 997}.00 EUR."}],
+    }
+    chat = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": "gpt-4o",
+        "gen_ai.conversation.id": f"conv-{i // 3}",
+    }
+    return [
+        _span(
+            trace,
+            f"{i:08x}00000002",
+            root,
+            "chat gpt-4o",
+            t0 + 1,
+            {
+                **chat,
+                "gen_ai.input.messages": json.dumps([user]),
+                "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [call]}]),
+                "gen_ai.usage.input_tokens": 120,
+                "gen_ai.usage.output_tokens": 12,
+            },
+        ),
+        _span(
+            trace,
+            f"{i:08x}00000003",
+            root,
+            "execute_tool ledger",
+            t0 + 2,
+            {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "ledger",
+                "gen_ai.tool.call.id": f"call_{i}",
+                "gen_ai.tool.call.arguments": json.dumps({"invoice": i}),
+                "gen_ai.tool.call.result": result,
+            },
+        ),
+        _span(
+            trace,
+            f"{i:08x}00000004",
+            root,
+            "chat gpt-4o",
+            t0 + 3,
+            {
+                **chat,
+                "gen_ai.input.messages": json.dumps(
+                    [
+                        user,
+                        {"role": "assistant", "parts": [call]},
+                        {
+                            "role": "tool",
+                            "parts": [
+                                {
+                                    "type": "tool_call_response",
+                                    "id": f"call_{i}",
+                                    "response": result,
+                                }
+                            ],
+                        },
+                    ]
+                ),
+                "gen_ai.output.messages": json.dumps([answer]),
+                "gen_ai.usage.input_tokens": 160,
+                "gen_ai.usage.output_tokens": 9,
+            },
+        ),
+        _span(trace, root, "", "invoke_agent", t0, {"gen_ai.operation.name": "invoke_agent"}),
+    ]
+
+
+def _otlp_line(spans: list[dict[str, Any]]) -> str:
+    return json.dumps(
+        {
+            "resourceSpans": [
+                {
+                    "resource": {"attributes": []},
+                    "scopeSpans": [{"scope": {"name": "bench"}, "spans": spans}],
+                }
+            ]
+        }
+    )
+
+
+def write_otlp(path: Path, mb: float) -> tuple[int, int]:
+    """(traces, spans) written: lines of TRACES_PER_LINE traces until the file reaches `mb`."""
+    limit, size, i = int(mb * 1024 * 1024), 0, 0
+    with open(path, "w", encoding="utf-8") as f:
+        while size < limit:
+            spans = [s for k in range(TRACES_PER_LINE) for s in genai_trace(i + k)]
+            line = _otlp_line(spans) + "\n"
+            f.write(line)
+            size += len(line)
+            i += TRACES_PER_LINE
+    return i, i * 4
+
+
+def small_exports(folder: Path, n: int) -> dict[str, tuple[Path, int]]:
+    """One export per format with `n` traces each (the fixture shapes of tests/app/data/traces)."""
+    out: dict[str, tuple[Path, int]] = {}
+    otlp = folder / "otlp.jsonl"
+    otlp.write_text("".join(_otlp_line(genai_trace(10**6 + i)) + "\n" for i in range(n)))
+    out["otlp"] = (otlp, n)
+    deprecated = folder / "otlp_deprecated.jsonl"
+    deprecated.write_text(
+        "".join(
+            _otlp_line(
+                [
+                    _span(
+                        f"{i:032x}",
+                        f"{i:016x}",
+                        "",
+                        "chat",
+                        1,
+                        {
+                            "gen_ai.system": "openai",
+                            "gen_ai.prompt.0.role": "user",
+                            "gen_ai.prompt.0.content": f"Question {i}?",
+                            "gen_ai.completion.0.role": "assistant",
+                            "gen_ai.completion.0.content": f"Answer {i}",
+                        },
+                    )
+                ]
+            )
+            + "\n"
+            for i in range(n)
+        )
+    )
+    out["otlp-deprecated"] = (deprecated, n)
+    oi = folder / "openinference.jsonl"
+    oi.write_text(
+        "".join(
+            _otlp_line(
+                [
+                    _span(
+                        f"{i:032x}",
+                        f"{i:016x}",
+                        "",
+                        "llm",
+                        1,
+                        {
+                            "openinference.span.kind": "LLM",
+                            "llm.input_messages.0.message.role": "user",
+                            "llm.input_messages.0.message.content": f"Question {i}?",
+                            "llm.output_messages.0.message.role": "assistant",
+                            "llm.output_messages.0.message.content": f"Answer {i}",
+                        },
+                    )
+                ]
+            )
+            + "\n"
+            for i in range(n)
+        )
+    )
+    out["openinference"] = (oi, n)
+    phoenix = folder / "phoenix.jsonl"
+    phoenix.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "name": "llm",
+                    "context": {"trace_id": f"t{i}", "span_id": "s1"},
+                    "parent_id": None,
+                    "span_kind": "LLM",
+                    "status_code": "OK",
+                    "start_time": "2025-01-01T00:00:00+00:00",
+                    "end_time": "2025-01-01T00:00:01+00:00",
+                    "attributes": {
+                        "openinference": {"span": {"kind": "LLM"}},
+                        "llm": {
+                            "input_messages": [
+                                {"message": {"role": "user", "content": f"Question {i}?"}}
+                            ],
+                            "output_messages": [
+                                {"message": {"role": "assistant", "content": f"Answer {i}"}}
+                            ],
+                        },
+                    },
+                }
+            )
+            + "\n"
+            for i in range(n)
+        )
+    )
+    out["phoenix"] = (phoenix, n)
+    langfuse = folder / "langfuse.json"
+    langfuse.write_text(
+        json.dumps(
+            {
+                "data": [
+                    {
+                        "id": f"lf{i}",
+                        "input": f"Question {i}?",
+                        "output": f"Answer {i}",
+                        "sessionId": f"s{i}",
+                        "observations": [
+                            {
+                                "id": f"o{i}",
+                                "type": "GENERATION",
+                                "model": "m",
+                                "startTime": "2025-01-01T00:00:00Z",
+                                "input": [{"role": "user", "content": f"Question {i}?"}],
+                                "output": f"Answer {i}",
+                                "usage": {"input": 3, "output": 2},
+                            }
+                        ],
+                        "scores": [{"name": "ok", "value": 1, "dataType": "NUMERIC"}],
+                    }
+                    for i in range(n)
+                ],
+                "meta": {"page": 1},
+            }
+        )
+    )
+    out["langfuse"] = (langfuse, n)
+    smith = folder / "langsmith.jsonl"
+    smith.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": f"r{i}",
+                    "trace_id": f"r{i}",
+                    "parent_run_id": None,
+                    "run_type": "chain",
+                    "name": "agent",
+                    "inputs": {"input": f"Question {i}?"},
+                    "outputs": {"output": f"Answer {i}"},
+                    "error": None,
+                }
+            )
+            + "\n"
+            + json.dumps({"id": f"f{i}", "run_id": f"r{i}", "key": "ok", "score": 1})
+            + "\n"
+            for i in range(n)
+        )
+    )
+    out["langsmith"] = (smith, n)
+    inspect = folder / "inspect.json"
+    inspect.write_text(
+        json.dumps(
+            {
+                "version": 2,
+                "status": "success",
+                "eval": {"model": "m", "task": "t"},
+                "samples": [
+                    {
+                        "id": i,
+                        "epoch": 1,
+                        "input": f"Question {i}?",
+                        "target": f"Answer {i}",
+                        "messages": [
+                            {"role": "user", "content": f"Question {i}?"},
+                            {"role": "assistant", "content": f"Answer {i}"},
+                        ],
+                        "output": {"model": "m", "choices": []},
+                        "scores": {"match": {"value": "C"}},
+                    }
+                    for i in range(n)
+                ],
+            }
+        )
+    )
+    out["inspect"] = (inspect, n)
+    chat = folder / "chat.jsonl"
+    chat.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": f"c{i}",
+                    "messages": [
+                        {"role": "user", "content": f"Question {i}?"},
+                        {"role": "assistant", "content": f"Answer {i}"},
+                    ],
+                }
+            )
+            + "\n"
+            for i in range(n)
+        )
+    )
+    out["chat-json"] = (chat, n)
+    return out
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, str(ROOT / "main.py"), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
+
+
+@dataclass(frozen=True)
+class Measured:
+    result: dict[str, Any]
+    wall_s: float
+    cpu_s: float
+    peak_rss_mb: float
+
+
+def _ingest(ws: Path, path: Path) -> Measured:
+    """One `main.py ingest` child, measured alone: os.wait4 gives that child's own rusage."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, str(ROOT / "main.py"), "ingest", "-w", str(ws), "--file", str(path)]
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        child = subprocess.Popen(
+            [*cmd, "--json", "--no-progress"], stdout=out, stderr=err, env=env, cwd=ROOT
+        )
+        _, status, usage = os.wait4(child.pid, 0)
+        wall = time.perf_counter() - start
+        child.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if child.returncode != 0:
+            tail = err.read().decode(errors="replace").strip()[-400:]
+            raise SystemExit(f"ingest {path.name} failed (exit {child.returncode}): {tail}")
+        result: dict[str, Any] = json.loads(out.read())
+    return Measured(result, wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
+
+
+def write_otlp_document(path: Path, mb: float) -> tuple[int, int]:
+    """The same spans as one `{"resourceSpans": [...]}` document (streamed by ijson)."""
+    limit, size, i = int(mb * 1024 * 1024), 0, 0
+    with open(path, "w", encoding="utf-8") as f:
+        f.write('{"resourceSpans": [\n')
+        while size < limit:
+            spans = [s for k in range(TRACES_PER_LINE) for s in genai_trace(i + k)]
+            item = _otlp_line(spans)[len('{"resourceSpans": [') : -2]  # one ResourceSpans
+            text = ("," if i else "") + item + "\n"
+            f.write(text)
+            size += len(text)
+            i += TRACES_PER_LINE
+        f.write("]}\n")
+    return i, i * 4
+
+
+def _throughput(ws: Path, export: Path, traces: int, spans: int, label: str) -> None:
+    size_mb = export.stat().st_size / 2**20
+    print(f"  {label}: {size_mb:.1f} MB, {traces} traces, {spans} spans")
+    run = _ingest(ws, export)
+    print(
+        f"  ingested {run.result['traces']} traces ({run.result['new']} new) in {run.wall_s:.2f} s"
+    )
+    if run.result["traces"] != traces:
+        print(f"  WRONG: {run.result['traces']} traces read, {traces} written")
+    name = "ingest" if label == "jsonl" else f"ingest.{label}"
+    print(
+        f"RESULT {name}.spans_per_s {spans / run.wall_s:.0f} spans/s target >= {TARGET_SPANS_PER_S}"
+    )
+    # the same work per CPU second of the child: a shared machine slows the wall clock, not
+    # the work
+    print(f"RESULT {name}.spans_per_cpu_s {spans / max(run.cpu_s, 1e-9):.0f} spans/s")
+    print(f"RESULT {name}.export_mb {size_mb:.1f} MB")
+    print(f"RESULT {name}.peak_rss_mb {run.peak_rss_mb:.0f} MB target <= {TARGET_PEAK_RSS_MB}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--mb", type=float, default=100.0, help="size of the throughput export")
+    ap.add_argument("--tiny", action="store_true", help="a 2 MB export and 3 traces per format")
+    args = ap.parse_args()
+    mb, per_format = (2.0, 3) if args.tiny else (args.mb, 50)
+    with tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmp:
+        folder = Path(tmp)
+        ws, ws2 = folder / "ws", folder / "ws2"
+        for root in (ws, ws2):
+            init = _cli(
+                "init", "-w", str(root), "--seed", "sim-starter", "--questions", "sim-basic"
+            )
+            if init.returncode != 0:
+                raise SystemExit(f"init failed: {init.stderr.strip()[-400:]}")
+        formats_ok = 0
+        exports = small_exports(folder, per_format)
+        for name, (path, expected) in exports.items():
+            got = _ingest(ws, path).result["traces"]
+            ok = got == expected
+            formats_ok += ok
+            print(f"  {name:<16} {got:>4} traces (expected {expected}) {'ok' if ok else 'WRONG'}")
+        print(f"RESULT ingest.formats_read {formats_ok / len(exports):.3f} share target >= 1.0")
+
+        export = folder / "otlp_big.jsonl"
+        traces, spans = write_otlp(export, mb)
+        _throughput(ws, export, traces, spans, "jsonl")
+        again = _ingest(ws, export)
+        print(f"  re-ingest: {again.result['new']} new in {again.wall_s:.2f} s")
+        print(f"RESULT ingest.reingest_new {again.result['new']} traces target == 0")
+        export.unlink()
+        document = folder / "otlp_big.json"
+        traces, spans = write_otlp_document(document, mb)
+        _throughput(ws2, document, traces, spans, "document")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
