@@ -251,7 +251,10 @@ async def _drain(stream: ByteReceiveStream, capture: _Capture, scope: anyio.Canc
 
 def _exit_reason(code: int | None) -> str:
     if code is not None and code < 0:
-        name = signal.Signals(-code).name if -code in signal.Signals else str(-code)
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = str(-code)
         return f"killed by {name}" + (" (CPU limit)" if name == "SIGXCPU" else "")
     return f"exit code {code}"
 
