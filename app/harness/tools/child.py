@@ -35,7 +35,9 @@ def apply_limits(limits: dict[str, Any]) -> None:
     for key, which in _LIMITS.items():
         value = limits.get(key)
         if value:
-            resource.setrlimit(which, (int(value), int(value)))
+            # CPU: SIGXCPU at the soft limit says why; SIGKILL a second later if it is caught
+            hard = int(value) + 1 if which == resource.RLIMIT_CPU else int(value)
+            resource.setrlimit(which, (int(value), hard))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # no core files in the tool's folder
 
 
