@@ -41,6 +41,8 @@ class Benchmark:
     content_hash: str
     # How to find an answer in a reply without an `ANSWER:` line, per task type ("*": all).
     answer_fallbacks: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # The raw `tools`, `faults` and `fixtures` tables (parsed by app/harness/tools/spec.py)
+    tool_tables: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,7 @@ def load_benchmark(path: Path) -> Benchmark:
         questions=tuple(questions),
         content_hash=hashlib.sha256(raw + json.dumps(meta, sort_keys=True).encode()).hexdigest(),
         answer_fallbacks=_answer_fallbacks(meta.get("answer_fallbacks"), meta_path, found),
+        tool_tables={k: meta[k] for k in ("tools", "faults", "fixtures") if k in meta},
     )
 
 
@@ -203,6 +206,13 @@ def _parse_line(line: bytes, where: str) -> Question:
     for key in ("checker_args", "metadata"):
         if key in obj and not isinstance(obj[key], dict):
             raise UserError(f"{where}: field '{key}' must be an object")
+    tools = obj.get("tools")
+    if tools is not None and (
+        not isinstance(tools, list) or not all(isinstance(t, str) for t in tools)
+    ):
+        raise UserError(f"{where}: field 'tools' must be a list of tool names")
+    if not isinstance(obj.get("fixture", ""), str):
+        raise UserError(f"{where}: field 'fixture' must be a string")
     return Question(
         question_id=obj["question_id"],
         task_type=obj["task_type"],
@@ -214,6 +224,8 @@ def _parse_line(line: bytes, where: str) -> Question:
         checker=checker,
         checker_args=obj.get("checker_args", {}),
         metadata=obj.get("metadata", {}),
+        tools=tuple(tools) if tools is not None else None,
+        fixture=obj.get("fixture", ""),
     )
 
 
