@@ -20,6 +20,7 @@ from app.errors import RunFailed
 from app.harness.rollouts.agent_prompts import AgentPrompts, ToolArgumentError
 from app.harness.rollouts.question_units import build_units, unit_correctness_view
 from app.harness.rollouts.telemetry import calls_logged_as
+from app.harness.tools.runtime import ToolRuntime
 from app.harness.workspace import killpoints
 from app.harness.workspace.log import HarnessLog
 from app.harness.workspace.workspace import now_iso
@@ -45,6 +46,7 @@ class AgentSettings:
     concurrency: int = 16
     sample: int = 0
     answer_fallbacks: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    tools: ToolRuntime | None = None  # the benchmark's declared tools (docs/tools.md)
 
     def fallbacks_for(self, task_type: str) -> tuple[str, ...]:
         return self.answer_fallbacks.get(task_type, self.answer_fallbacks.get("*", ()))
@@ -55,6 +57,9 @@ async def answer_question(
 ) -> Prediction:
     messages = prompts.opening_messages(question)
     tools = prompts.tools_for(question)
+    if settings.tools is not None:  # declared tools, least privilege (docs/tools.md)
+        await settings.tools.ready()
+        tools = tools + settings.tools.specs_for(question)
     steps: list[dict[str, Any]] = []
     tokens_in = tokens_out = 0
     cost_usd = 0.0
@@ -90,7 +95,9 @@ async def answer_question(
             }
         )
         if reply.tool_calls:
-            messages = messages + _tool_round(prompts, question, reply, steps, turn)
+            messages = messages + await _tool_round(
+                prompts, question, reply, steps, turn, settings
+            )
             continue
         answer = extract_answer(reply.text)
         source = "answer_line"
@@ -99,6 +106,10 @@ async def answer_question(
         stop, final = (StopReason.FINAL, answer) if answer is not None else (StopReason.REFUSED, "")
         break
     correct = stop == StopReason.FINAL and check(question, final)
+    judged: dict[str, Any] = {}
+    if settings.tools is not None:  # a fixture's oracle decides, not the answer text
+        judged = await settings.tools.finish(question, settings.sample)
+        correct = judged.get("fixture_passed", correct)
     source = source if stop == StopReason.FINAL else ""
     verdict = {
         "type": "verdict",
@@ -108,6 +119,7 @@ async def answer_question(
         "checker": question.checker,
         "stop_reason": stop,
         "answer_source": source,
+        **judged,
     }
     if prompts.skill_mode in (
         "tool",
@@ -205,12 +217,13 @@ async def _extraction_call(
     return found
 
 
-def _tool_round(
+async def _tool_round(
     prompts: AgentPrompts,
     question: Question,
     reply: LLMResponse,
     steps: list[dict[str, Any]],
     turn: int,
+    settings: AgentSettings,
 ) -> list[dict[str, Any]]:
     """The assistant turn with its tool calls plus one tool message per call."""
     calls = [
@@ -229,7 +242,23 @@ def _tool_round(
     added: list[dict[str, Any]] = [
         {"role": "assistant", "content": reply.text or None, "tool_calls": calls}
     ]
+    runtime = settings.tools
     for call in reply.tool_calls:
+        if runtime is not None and runtime.owns(call.name):
+            result = await runtime.call(question, settings.sample, turn, call.name, call.arguments)
+            output = summarise_tool_output(result.output)
+            steps.append(
+                {
+                    "turn": turn,
+                    "type": "tool",
+                    "name": call.name,
+                    "arguments": call.arguments,
+                    **result.record(),
+                    "output": output,
+                }
+            )
+            added.append({"role": "tool", "tool_call_id": call.id, "content": output})
+            continue
         try:
             if isinstance(call.arguments, str):
                 raise ToolArgumentError("arguments are not valid JSON")

@@ -13,13 +13,14 @@ import asyncio
 import threading
 import time
 from pathlib import Path
-from typing import IO, Any
-
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from typing import IO, TYPE_CHECKING, Any
 
 from app.harness.tools.result import ToolResult, ToolUnavailable, as_text, checked_spec
 from app.harness.tools.spec import McpTool
 from core.types import ToolSpec
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
 
 
 class McpServer:
@@ -67,6 +68,8 @@ class McpServer:
             loop.close()
 
     async def _main(self) -> None:
+        from mcp import ClientSession, StdioServerParameters, stdio_client  # 0.3 s: when used
+
         self._stop = asyncio.Event()
         command = self.decl.command
         params = StdioServerParameters(

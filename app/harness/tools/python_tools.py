@@ -19,7 +19,7 @@ from core.types import ToolSpec
 
 def child_payload(run: RunResult) -> dict[str, Any] | None:
     """The JSON line child.py wrote last, or None when there is none (killed, garbled)."""
-    for line in reversed(run.stdout.splitlines()):
+    for line in reversed(run.stdout.split("\n")):  # not splitlines: it splits at \x1e
         if line.startswith(RESULT_MARK):
             try:
                 payload = json.loads(line[len(RESULT_MARK) :])

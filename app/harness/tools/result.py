@@ -6,8 +6,6 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-import jsonschema
-
 from core.types import ToolSpec
 
 
@@ -40,6 +38,8 @@ def checked_spec(name: str, description: str, parameters: Any) -> ToolSpec:
     """A ToolSpec whose parameters are a valid JSON schema of an object, else ToolUnavailable."""
     if not isinstance(parameters, dict) or parameters.get("type") != "object":
         raise ToolUnavailable(f"tool {name!r}: parameters must be a JSON schema of type object")
+    import jsonschema  # 40 ms of import: only for benchmarks that declare tools
+
     try:
         jsonschema.Draft202012Validator.check_schema(parameters)
     except jsonschema.SchemaError as e:
@@ -51,6 +51,8 @@ def argument_error(spec: ToolSpec, arguments: Any) -> str:
     """Why `arguments` do not fit the tool's schema ('' when they do)."""
     if not isinstance(arguments, dict):
         return "arguments are not a JSON object"
+    import jsonschema
+
     error = jsonschema.exceptions.best_match(
         jsonschema.Draft202012Validator(spec.parameters).iter_errors(arguments)
     )

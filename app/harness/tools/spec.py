@@ -73,6 +73,17 @@ class Faults(BaseModel):
     kinds: list[FaultKind] = Field(default_factory=lambda: list(FaultKind), min_length=1)
     seed: int = 0
 
+    @field_validator("kinds", mode="before")
+    @classmethod
+    def _kinds(cls, value: Any) -> Any:
+        known = {k.value: k for k in FaultKind}
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            unknown = [v for v in value if v not in known]
+            if unknown:
+                raise ValueError(f"unknown fault kind {unknown[0]!r} (known: {sorted(known)})")
+            return [known[v] for v in value]
+        return value
+
 
 class Fixture(BaseModel):
     """An initial folder, the files nobody may change, and how the final state is judged."""

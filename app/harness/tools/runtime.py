@@ -1,0 +1,239 @@
+"""ToolRuntime: the declared tools of one benchmark for one session (docs/tools.md).
+
+Started lazily by the first rollout that needs it (Python tool schemas read in children,
+MCP servers started and listed), then shared by every rollout of the session; `close()` stops
+the servers and kills whatever still runs. Per rollout (question, branch) it keeps a private
+working folder (a fresh fixture copy when the question has one), which tools the rollout has
+called (faults hit first calls only) and the sealed files' hashes; `finish` judges the final
+state and removes the folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+from loguru import logger
+
+from app.harness.tools import faults as fault_mod
+from app.harness.tools import fixtures, python_tools
+from app.harness.tools.mcp_tools import McpServer
+from app.harness.tools.result import ToolResult, ToolUnavailable, argument_error
+from app.harness.tools.sandbox import Limits, SandboxPool
+from app.harness.tools.spec import (
+    BUILT_IN,
+    McpTool,
+    PythonTool,
+    ToolDecl,
+    ToolTables,
+    check_questions,
+    declared_for,
+    inside,
+    parse_tables,
+)
+from core.types import Question, ToolSpec
+
+
+@dataclass
+class _Rollout:
+    workdir: Path
+    called: set[str] = field(default_factory=set)
+    fixture_hash: str = ""
+    sealed_before: dict[str, str] = field(default_factory=dict)
+    reset_ms: float = 0.0
+
+
+class ToolRuntime:
+    def __init__(
+        self,
+        tables: ToolTables,
+        bench_root: Path,
+        root: Path,
+        *,
+        concurrency: int = 4,
+        limits: Limits = Limits(),
+        reset_method: fixtures.ResetMethod = fixtures.ResetMethod.COPY,
+    ) -> None:
+        if reset_method not in fixtures.SAFE_METHODS:
+            raise ValueError(f"reset method {reset_method} shares bytes with the fixture")
+        self.tables = tables
+        self.bench_root = bench_root
+        self.root = root
+        self.pool = SandboxPool(root / "sandbox", concurrency=concurrency, limits=limits)
+        self.reset_method = reset_method
+        self.unavailable: dict[str, str] = {}  # declared entry -> why it is not offered
+        self._specs: dict[str, list[ToolSpec]] = {}  # declared entry -> its agent tools
+        self._route: dict[str, tuple[ToolDecl, ToolSpec]] = {}  # agent tool -> entry, spec
+        self._servers: dict[str, McpServer] = {}
+        self._rollouts: dict[tuple[str, int], _Rollout] = {}
+        self._masters: dict[str, tuple[str, Path]] = {}
+        self._started = False
+        self._lock: anyio.Lock | None = None
+
+    @classmethod
+    def for_benchmark(
+        cls,
+        tool_tables: dict[str, Any],
+        questions: Sequence[Question],
+        bench_root: Path,
+        root: Path,
+        **kwargs: Any,
+    ) -> ToolRuntime | None:
+        """None when the benchmark declares no tools and no fixtures."""
+        if not tool_tables:
+            return None
+        tables = parse_tables(tool_tables, bench_root)
+        check_questions(tables, tuple(questions), bench_root / "questions.jsonl")
+        if not tables.tools and not tables.fixtures:
+            return None
+        return cls(tables, bench_root, root, **kwargs)
+
+    # --- start and stop ---
+
+    async def ready(self) -> None:
+        if self._lock is None:
+            self._lock = anyio.Lock()
+        async with self._lock:
+            if not self._started:
+                await self._start()
+                self._started = True
+
+    async def _start(self) -> None:
+        scratch = self.pool.workdir("schemas")
+        for decl in self.tables.tools:
+            try:
+                if isinstance(decl, PythonTool):
+                    specs = [await python_tools.describe(decl, self.bench_root, self.pool, scratch)]
+                else:
+                    server = McpServer(self._resolved(decl), self.pool.workdir(f"mcp-{decl.name}"))
+                    self._servers[decl.name] = server
+                    specs = await anyio.to_thread.run_sync(server.start)
+            except ToolUnavailable as e:
+                self.unavailable[decl.name] = str(e)
+                logger.warning("tool not offered: {}", e)
+                continue
+            kept = []
+            for spec in specs:
+                if spec.name in self._route or spec.name in BUILT_IN:
+                    self.unavailable[decl.name] = f"tool name {spec.name!r} is offered twice"
+                    continue
+                self._route[spec.name] = (decl, spec)
+                kept.append(spec)
+            self._specs[decl.name] = kept
+
+    def _resolved(self, decl: McpTool) -> McpTool:
+        """Arguments naming a file of the benchmark folder become absolute paths (the server
+        runs in its own folder)."""
+        # not resolve(): a virtual environment's python is a link that must stay one
+        command = [
+            str(self.bench_root.absolute() / a)
+            if not Path(a).is_absolute() and (self.bench_root / a).is_file()
+            else a
+            for a in decl.command
+        ]
+        return decl.model_copy(update={"command": command})
+
+    def close(self) -> None:
+        for server in self._servers.values():
+            server.close()
+        self.pool.stop()
+        shutil.rmtree(self.pool.root, ignore_errors=True)
+
+    # --- what a question gets ---
+
+    def specs_for(self, question: Question) -> list[ToolSpec]:
+        return [s for d in declared_for(self.tables, question) for s in self._specs.get(d.name, [])]
+
+    def owns(self, name: str) -> bool:
+        return name in self._route
+
+    def _rollout(self, question: Question, branch: int) -> _Rollout:
+        key = (question.question_id, branch)
+        if key not in self._rollouts:
+            tag = hashlib.sha256(question.question_id.encode()).hexdigest()[:16]
+            state = _Rollout(self.pool.root / "rollouts" / f"{tag}-b{branch}")
+            if question.fixture:
+                fixture = self.tables.fixtures[question.fixture]
+                address, master = self._master(question.fixture)
+                state.fixture_hash = address
+                state.reset_ms = fixtures.reset(master, state.workdir, self.reset_method)
+                state.sealed_before = fixtures.file_hashes(master, fixture.sealed)
+            else:
+                state.workdir.mkdir(parents=True, exist_ok=True)
+            self._rollouts[key] = state
+        return self._rollouts[key]
+
+    def _master(self, name: str) -> tuple[str, Path]:
+        if name not in self._masters:
+            source = inside(self.bench_root, self.tables.fixtures[name].dir)
+            self._masters[name] = fixtures.materialize(source, self.root / "fixtures")
+        return self._masters[name]
+
+    # --- calls ---
+
+    async def call(
+        self, question: Question, branch: int, turn: int, name: str, arguments: Any
+    ) -> ToolResult:
+        offered = {s.name for s in self.specs_for(question)}
+        if name not in offered:
+            return ToolResult(False, f"error: unknown tool {name[:80]!r}", "not declared")
+        decl, spec = self._route[name]
+        problem = argument_error(spec, arguments)
+        if problem:
+            return ToolResult(False, f"error: {problem}", problem)
+        state = self._rollout(question, branch)
+        first = name not in state.called
+        state.called.add(name)
+        kind = (
+            fault_mod.draw(self.tables.faults, question.question_id, branch, turn, name)
+            if first
+            else None
+        )
+        if kind is not None and kind not in fault_mod.RUNS_THE_TOOL:
+            return fault_mod.without_running(kind, decl.timeout_s)
+        result = await self._run(decl, name, arguments, state.workdir)
+        return result if kind is None else fault_mod.spoil(kind, result)
+
+    async def _run(
+        self, decl: ToolDecl, name: str, arguments: dict[str, Any], workdir: Path
+    ) -> ToolResult:
+        if isinstance(decl, PythonTool):
+            return await python_tools.call(decl, self.bench_root, self.pool, arguments, workdir)
+        return await self._servers[decl.name].call(name, arguments, decl.timeout_s)
+
+    async def finish(self, question: Question, branch: int) -> dict[str, Any]:
+        """What the verdict records: unavailable tools, and for a fixture the oracle's and the
+        seal's decision on the final state (`fixture_passed`)."""
+        out: dict[str, Any] = {}
+        missing = {
+            d.name: self.unavailable[d.name]
+            for d in declared_for(self.tables, question)
+            if d.name in self.unavailable
+        }
+        if missing:
+            out["tools_unavailable"] = missing
+        if question.fixture:
+            state = self._rollout(question, branch)  # never called: the untouched copy
+            fixture = self.tables.fixtures[question.fixture]
+            changed = fixtures.tampered(state.sealed_before, state.workdir, fixture.sealed)
+            verdict = await fixtures.oracle(fixture, self.bench_root, state.workdir, self.pool)
+            out["fixture"] = {
+                "name": question.fixture,
+                "hash": state.fixture_hash,
+                "reset_ms": round(state.reset_ms, 2),
+                "oracle_passed": verdict.passed,
+                "oracle": verdict.reason,
+                "tampered": changed,
+            }
+            out["fixture_passed"] = verdict.passed and not changed
+            if changed:
+                out["fixture"]["reason"] = "tampered"
+        state_ = self._rollouts.pop((question.question_id, branch), None)
+        if state_ is not None:
+            shutil.rmtree(state_.workdir, ignore_errors=True)
+        return out
