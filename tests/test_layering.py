@@ -45,8 +45,17 @@ ENTRY_POINTS = frozenset(
 HARNESS_ROOMS: dict[str, frozenset[str]] = {
     "harness.workspace": frozenset({"core", "support", "harness.workspace"}),
     "harness.skills": frozenset({"core", "support", "harness.workspace", "harness.skills"}),
+    "harness.tools": frozenset({"core", "support", "harness.workspace", "harness.tools"}),
     "harness.rollouts": frozenset(
-        {"core", "support", "providers", "harness.workspace", "harness.skills", "harness.rollouts"}
+        {
+            "core",
+            "support",
+            "providers",
+            "harness.workspace",
+            "harness.skills",
+            "harness.tools",
+            "harness.rollouts",
+        }
     ),
     "harness.training": frozenset(
         {
@@ -55,6 +64,7 @@ HARNESS_ROOMS: dict[str, frozenset[str]] = {
             "providers",
             "harness.workspace",
             "harness.skills",
+            "harness.tools",
             "harness.rollouts",
             "harness.training",
         }
@@ -66,6 +76,7 @@ HARNESS_ROOMS: dict[str, frozenset[str]] = {
             "providers",
             "harness.workspace",
             "harness.skills",
+            "harness.tools",
             "harness.rollouts",
             "harness.data",
         }

@@ -1,7 +1,5 @@
-"""A tiny stdio MCP server for the tool tests and bench/mcp_overhead.py.
-
-    python tests/fakes/mcp_server.py     # serves echo, add, sleep, die over stdio
-"""
+"""A tiny stdio MCP server for the tool tests and bench/mcp_overhead.py: `python
+tests/fakes/mcp_server.py` serves echo, add, sleep and die over stdio."""
 
 from __future__ import annotations
 

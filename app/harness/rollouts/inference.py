@@ -95,9 +95,7 @@ async def answer_question(
             }
         )
         if reply.tool_calls:
-            messages = messages + await _tool_round(
-                prompts, question, reply, steps, turn, settings
-            )
+            messages = messages + await _tool_round(prompts, question, reply, steps, turn, settings)
             continue
         answer = extract_answer(reply.text)
         source = "answer_line"

@@ -107,7 +107,9 @@ class OracleResult:
     reason: str
 
 
-async def oracle(fixture: Fixture, bench_root: Path, workdir: Path, pool: SandboxPool) -> OracleResult:
+async def oracle(
+    fixture: Fixture, bench_root: Path, workdir: Path, pool: SandboxPool
+) -> OracleResult:
     """Judge the final state: the oracle command's exit code, or the checker function."""
     limits = pool.with_limits(timeout_s=fixture.timeout_s, cpu_s=int(fixture.timeout_s) + 1)
     if fixture.oracle:
@@ -135,13 +137,14 @@ async def oracle(fixture: Fixture, bench_root: Path, workdir: Path, pool: Sandbo
     return OracleResult(bool(value), f"oracle function returned {str(value)[:80]}")
 
 
-async def validate(
-    name: str, fixture: Fixture, bench_root: Path, pool: SandboxPool
-) -> list[str]:
+async def validate(name: str, fixture: Fixture, bench_root: Path, pool: SandboxPool) -> list[str]:
     """Problems of one fixture: its oracle must reject the untouched initial state and accept
     the reference solution, when one is given."""
     problems = []
-    for label, folder, want in (("initial state", fixture.dir, False), ("reference", fixture.reference, True)):
+    for label, folder, want in (
+        ("initial state", fixture.dir, False),
+        ("reference", fixture.reference, True),
+    ):
         if folder is None:
             continue
         work = pool.workdir(f"validate-{name}-{label.replace(' ', '-')}")

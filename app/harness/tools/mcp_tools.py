@@ -10,10 +10,11 @@ every later call into a recorded error ("server exited"), never a hang.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from app.harness.tools.result import ToolResult, ToolUnavailable, as_text, checked_spec
 from app.harness.tools.spec import McpTool
@@ -35,7 +36,7 @@ class McpServer:
         self._listed: list[Any] = []
         self._error = ""
         self._dead = False
-        self._errlog: IO[str] | None = None
+        self._errlog: TextIO | None = None
         self.calls = 0
 
     # --- life ---
@@ -76,23 +77,23 @@ class McpServer:
             command=command[0], args=command[1:], env=dict(self.decl.env), cwd=str(self.cwd)
         )
         assert self._errlog is not None
-        async with stdio_client(params, errlog=self._errlog) as (read, write):
-            async with ClientSession(read, write) as session:
-                await session.initialize()
-                listed = await session.list_tools()
-                self._listed = list(listed.tools)
-                self._session = session
-                self._ready.set()
-                await self._stop.wait()
+        async with (
+            stdio_client(params, errlog=self._errlog) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            listed = await session.list_tools()
+            self._listed = list(listed.tools)
+            self._session = session
+            self._ready.set()
+            await self._stop.wait()
 
     def close(self) -> None:
         """Stop the server (its process group is killed by the mcp client) and the thread."""
         loop, stop = self._loop, self._stop
         if loop is not None and stop is not None and not loop.is_closed():
-            try:
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
                 loop.call_soon_threadsafe(stop.set)
-            except RuntimeError:  # the loop closed meanwhile
-                pass
         if self._thread is not None:
             self._thread.join(timeout=10)
         if self._errlog is not None:

@@ -33,9 +33,7 @@ def module_path(decl: PythonTool, bench_root: Path) -> list[str]:
     return [str(inside(bench_root, decl.path))]
 
 
-async def describe(
-    decl: PythonTool, bench_root: Path, pool: SandboxPool, cwd: Path
-) -> ToolSpec:
+async def describe(decl: PythonTool, bench_root: Path, pool: SandboxPool, cwd: Path) -> ToolSpec:
     """The tool's spec; ToolUnavailable with the reason when it cannot be had."""
     if decl.description is not None and decl.parameters is not None:
         return checked_spec(decl.name, decl.description, decl.parameters)

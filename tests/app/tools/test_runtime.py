@@ -82,7 +82,9 @@ def test_misbehaving_tools_are_recorded_failures_and_leave_no_process(
         anyio.run(rt.ready)
         # malformed schemas: never offered, each with its reason
         assert "spread" in rt.unavailable and "*args" in rt.unavailable["spread"]
-        assert "broken" in rt.unavailable and "invalid parameters schema" in rt.unavailable["broken"]
+        assert (
+            "broken" in rt.unavailable and "invalid parameters schema" in rt.unavailable["broken"]
+        )
         assert {s.name for s in rt.specs_for(q)} == {"hang", "loud", "bomb", "escape"}
         hang = call(rt, q, "hang", {})
         assert not hang.ok and hang.error == "timed out after 0.5 s"
@@ -203,14 +205,15 @@ def test_bad_tool_tables_name_the_key(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="leaves the benchmark folder"):
         parse_tables({"fixtures": {"f": {"dir": "../..", "oracle": ["true"]}}}, BENCH)
     with pytest.raises(UserError, match="declared twice or is built in"):
-        parse_tables(
-            {"tools": [{"name": "read_skill", "kind": "python", "target": "m:f"}]}, BENCH
-        )
+        parse_tables({"tools": [{"name": "read_skill", "kind": "python", "target": "m:f"}]}, BENCH)
 
 
 def test_an_mcp_server_is_listed_called_and_its_death_recorded(tmp_path: Path) -> None:
     server = {"name": "srv", "kind": "mcp", "command": [sys.executable, str(MCP_SERVER)]}
-    tools = [{**server, "default": True, "timeout_s": 1.0}, *load_benchmark(BENCH).tool_tables["tools"]]
+    tools = [
+        {**server, "default": True, "timeout_s": 1.0},
+        *load_benchmark(BENCH).tool_tables["tools"],
+    ]
     rt, _ = runtime(tmp_path, tools=tools)
     q = Question("m1", "count", "[m1] add", "3")
     try:

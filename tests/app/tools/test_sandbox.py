@@ -100,7 +100,13 @@ def test_stop_kills_running_children_and_refuses_new_ones(pool: SandboxPool, mar
         async with anyio.create_task_group() as tg:
 
             async def one() -> None:
-                results.append(await pool.run_command(_py("import time; time.sleep(30)", marker), pool.workdir("s"), limits=Limits(timeout_s=20)))
+                results.append(
+                    await pool.run_command(
+                        _py("import time; time.sleep(30)", marker),
+                        pool.workdir("s"),
+                        limits=Limits(timeout_s=20),
+                    )
+                )
 
             tg.start_soon(one)
             tg.start_soon(one)
