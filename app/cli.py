@@ -42,6 +42,7 @@ COMMANDS = (
     "fork",
     "rank",
     "export",
+    "check-tools",
 )
 
 
@@ -132,6 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_commands(sub, o)
     _add_skill_commands(sub, o)
     _add_fork_commands(sub, o)
+    _add_tools_commands(sub, o)
     return parser
 
 
@@ -296,6 +298,17 @@ def _add_skill_commands(sub: Any, o: Options) -> None:
         help="eval run whose accuracy goes into metadata (default: "
         "the latest finished eval of the version, else training's final test run)",
     )
+
+
+def _add_tools_commands(sub: Any, o: Options) -> None:
+    p = add_command(
+        sub,
+        "check-tools",
+        "start a benchmark's declared tools once and check its fixtures' oracles",
+        "check-tools examples/benchmarks/tools-counter",
+        [o.verbose, o.json],
+    )
+    p.add_argument("questions", type=Path, help="the benchmark folder (with benchmark.toml)")
 
 
 def _add_fork_commands(sub: Any, o: Options) -> None:
@@ -567,6 +580,10 @@ def dispatch(args: argparse.Namespace) -> int:
 
     if args.command in commands.HANDLERS:
         return commands.HANDLERS[args.command](args)
+    if args.command == "check-tools":
+        from app import tools_commands
+
+        return tools_commands.HANDLERS[args.command](args)
     from app import fork_commands
 
     return fork_commands.HANDLERS[args.command](args)

@@ -36,6 +36,7 @@ ENTRY_POINTS = frozenset(
         "app.cli_support",
         "app.commands",
         "app.fork_commands",
+        "app.tools_commands",
         "app.demo",
         "app.report",
         "app.api",

@@ -70,6 +70,7 @@ def test_help_lists_every_command() -> None:
         "fork",
         "rank",
         "export",
+        "check-tools",
     }
     assert expected <= listed, proc.stdout
     assert set(COMMANDS) == expected

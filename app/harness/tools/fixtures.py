@@ -24,7 +24,7 @@ from pathlib import Path
 
 from app.errors import UserError
 from app.harness.tools.sandbox import Outcome, SandboxPool
-from app.harness.tools.spec import Fixture, inside
+from app.harness.tools.spec import Fixture, inside, with_python
 
 
 class ResetMethod(StrEnum):
@@ -113,7 +113,7 @@ async def oracle(
     """Judge the final state: the oracle command's exit code, or the checker function."""
     limits = pool.with_limits(timeout_s=fixture.timeout_s, cpu_s=int(fixture.timeout_s) + 1)
     if fixture.oracle:
-        run = await pool.run_command(fixture.oracle, workdir, limits=limits)
+        run = await pool.run_command(with_python(fixture.oracle), workdir, limits=limits)
         if run.outcome == Outcome.OK:
             return OracleResult(True, "oracle exit 0")
         tail = (run.stdout + run.stderr).strip().splitlines()[-1:] or [""]

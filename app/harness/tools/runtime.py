@@ -35,6 +35,7 @@ from app.harness.tools.spec import (
     declared_for,
     inside,
     parse_tables,
+    with_python,
 )
 from core.types import Question, ToolSpec
 
@@ -134,7 +135,7 @@ class ToolRuntime:
             str(self.bench_root.absolute() / a)
             if not Path(a).is_absolute() and (self.bench_root / a).is_file()
             else a
-            for a in decl.command
+            for a in with_python(decl.command)
         ]
         return decl.model_copy(update={"command": command})
 
@@ -148,6 +149,10 @@ class ToolRuntime:
 
     def specs_for(self, question: Question) -> list[ToolSpec]:
         return [s for d in declared_for(self.tables, question) for s in self._specs.get(d.name, [])]
+
+    def offered(self, entry: str) -> list[ToolSpec]:
+        """The agent tools a declared entry offers (none when it is unavailable)."""
+        return list(self._specs.get(entry, []))
 
     def owns(self, name: str) -> bool:
         return name in self._route

@@ -8,6 +8,7 @@ the key (`benchmark.toml: tools[1].target: ...`).
 from __future__ import annotations
 
 import re
+import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -143,6 +144,12 @@ def parse_tables(meta: dict[str, Any], root: Path) -> ToolTables:
         if not fixture.oracle and not fixture.oracle_function:
             raise UserError(f"{where}: fixtures.{name}: needs `oracle` or `oracle_function`")
     return tables
+
+
+def with_python(argv: list[str]) -> list[str]:
+    """A command whose program is `python` runs on skill-trainer's own interpreter (its
+    environment has the `mcp` package), whatever PATH says."""
+    return [sys.executable, *argv[1:]] if argv and argv[0] == "python" else list(argv)
 
 
 def inside(root: Path, relative: str) -> Path:
