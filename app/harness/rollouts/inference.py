@@ -11,7 +11,7 @@ import json
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import anyio
@@ -59,7 +59,12 @@ async def answer_question(
     tools = prompts.tools_for(question)
     if settings.tools is not None:  # declared tools, least privilege (docs/tools.md)
         await settings.tools.ready()
-        tools = tools + settings.tools.specs_for(question)
+        # a prompts version's tool_<name>.md overrides the declared description, so the slow
+        # update can evolve it like the built-in tools' (docs/tools.md#what-a-step-records)
+        tools = tools + [
+            replace(s, description=prompts.tool_docs.get(s.name, s.description))
+            for s in settings.tools.specs_for(question)
+        ]
     steps: list[dict[str, Any]] = []
     tokens_in = tokens_out = 0
     cost_usd = 0.0
