@@ -31,6 +31,20 @@ _TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", list:
 _TYPES_BY_NAME = {t.__name__: name for t, name in _TYPES.items()} | {"dict": "object"}
 
 
+def die_with_parent(parent: int) -> None:
+    """Linux: SIGKILL when the harness process dies (even by SIGKILL), so a killed run does
+    not leave this child behind. Its own children are not covered (they stay in the group)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL
+    except (OSError, AttributeError):  # not Linux: nothing to do
+        return
+    if os.getppid() != parent:  # the parent died before the prctl took effect
+        os._exit(1)
+
+
 def apply_limits(limits: dict[str, Any]) -> None:
     for key, which in _LIMITS.items():
         value = limits.get(key)
@@ -105,6 +119,8 @@ def _emit(payload: dict[str, Any]) -> None:
 def main(argv: list[str]) -> int:
     limits = json.loads(argv[1])
     mode = argv[2]
+    if limits.get("parent"):
+        die_with_parent(int(limits["parent"]))
     apply_limits(limits)
     if mode == "exec":
         try:

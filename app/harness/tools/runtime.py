@@ -157,21 +157,25 @@ class ToolRuntime:
     def owns(self, name: str) -> bool:
         return name in self._route
 
-    def _rollout(self, question: Question, branch: int) -> _Rollout:
+    async def _rollout(self, question: Question, branch: int) -> _Rollout:
         key = (question.question_id, branch)
         if key not in self._rollouts:
             tag = hashlib.sha256(question.question_id.encode()).hexdigest()[:16]
             state = _Rollout(self.pool.root / "rollouts" / f"{tag}-b{branch}")
-            if question.fixture:
-                fixture = self.tables.fixtures[question.fixture]
-                address, master = self._master(question.fixture)
-                state.fixture_hash = address
-                state.reset_ms = fixtures.reset(master, state.workdir, self.reset_method)
-                state.sealed_before = fixtures.file_hashes(master, fixture.sealed)
-            else:
-                state.workdir.mkdir(parents=True, exist_ok=True)
+            # copies and hashes are file I/O: off the event loop, so other rollouts go on
+            await anyio.to_thread.run_sync(self._prepare, question, state)
             self._rollouts[key] = state
         return self._rollouts[key]
+
+    def _prepare(self, question: Question, state: _Rollout) -> None:
+        if not question.fixture:
+            state.workdir.mkdir(parents=True, exist_ok=True)
+            return
+        fixture = self.tables.fixtures[question.fixture]
+        address, master = self._master(question.fixture)
+        state.fixture_hash = address
+        state.reset_ms = fixtures.reset(master, state.workdir, self.reset_method)
+        state.sealed_before = fixtures.file_hashes(master, fixture.sealed)
 
     def _master(self, name: str) -> tuple[str, Path]:
         if name not in self._masters:
@@ -191,7 +195,7 @@ class ToolRuntime:
         problem = argument_error(spec, arguments)
         if problem:
             return ToolResult(False, f"error: {problem}", problem)
-        state = self._rollout(question, branch)
+        state = await self._rollout(question, branch)
         first = name not in state.called
         state.called.add(name)
         kind = (
@@ -223,9 +227,11 @@ class ToolRuntime:
         if missing:
             out["tools_unavailable"] = missing
         if question.fixture:
-            state = self._rollout(question, branch)  # never called: the untouched copy
+            state = await self._rollout(question, branch)  # never called: the untouched copy
             fixture = self.tables.fixtures[question.fixture]
-            changed = fixtures.tampered(state.sealed_before, state.workdir, fixture.sealed)
+            changed = await anyio.to_thread.run_sync(
+                fixtures.tampered, state.sealed_before, state.workdir, fixture.sealed
+            )
             verdict = await fixtures.oracle(fixture, self.bench_root, state.workdir, self.pool)
             out["fixture"] = {
                 "name": question.fixture,
@@ -240,5 +246,9 @@ class ToolRuntime:
                 out["fixture"]["reason"] = "tampered"
         state_ = self._rollouts.pop((question.question_id, branch), None)
         if state_ is not None:
-            shutil.rmtree(state_.workdir, ignore_errors=True)
+            await anyio.to_thread.run_sync(_remove, state_.workdir)
         return out
+
+
+def _remove(folder: Path) -> None:
+    shutil.rmtree(folder, ignore_errors=True)

@@ -58,6 +58,7 @@ class Limits:
                 "file_bytes": self.file_bytes,
                 "processes": self.processes,
                 "path": list(path),
+                "parent": os.getpid(),
             }
         )
 
@@ -211,6 +212,10 @@ class SandboxPool:
             if stream is not None:
                 with contextlib.suppress(Exception):
                     await stream.aclose()
+        # two turns of the loop: asyncio closes the process transport in callbacks, and one
+        # left open when the loop ends is reported as an unraisable error
+        await anyio.sleep(0)
+        await anyio.sleep(0)
         sweep_group(proc.pid)
         self._live.discard(proc.pid)
 

@@ -147,17 +147,20 @@ def test_validate_checks_the_oracle_against_initial_state_and_reference(tmp_path
         rt.close()
 
 
-def test_faults_hit_first_calls_only_and_a_retry_recovers(tmp_path: Path) -> None:
-    kinds = ["error", "truncated", "malformed_json", "empty", "timeout"]
-    rt, qs = runtime(tmp_path, faults={"tool_rate": 1.0, "kinds": kinds, "seed": 3})
+@pytest.mark.parametrize("kind", ["error", "truncated", "malformed_json", "empty", "timeout"])
+def test_every_fault_kind_hits_the_first_call_only_and_a_retry_recovers(
+    tmp_path: Path, kind: str
+) -> None:
+    rt, qs = runtime(tmp_path, faults={"tool_rate": 1.0, "kinds": [kind]})
     q = qs["c2"]
     try:
         first = call(rt, q, "add", {"a": 20, "b": 22})
         retry = call(rt, q, "add", {"a": 20, "b": 22}, turn=1)
-        assert first.fault in kinds and (not first.ok or first.output != "42")
-        assert retry.ok and retry.output == "42" and retry.fault == ""
     finally:
         rt.close()
+    assert first.fault == kind and (not first.ok or first.output != "42")
+    assert first.record()["fault"] == kind
+    assert retry.ok and retry.output == "42" and retry.fault == ""
 
 
 def test_fault_draws_are_seeded_and_cover_every_kind() -> None:

@@ -125,3 +125,47 @@ def test_a_missing_program_is_a_recorded_failure(pool: SandboxPool) -> None:
     result = run(pool, ["/nonexistent/tool"], pool.workdir("missing"))
     assert result.outcome == Outcome.EXIT and result.exit_code == 127
     assert "cannot run '/nonexistent/tool'" in result.stderr
+
+
+def test_a_killed_harness_takes_its_running_tool_with_it(tmp_path: Path, marker: str) -> None:
+    harness = (
+        "import sys, anyio; from pathlib import Path\n"
+        "from app.harness.tools.sandbox import Limits, SandboxPool\n"
+        "pool = SandboxPool(Path(sys.argv[1]))\n"
+        "print('started', flush=True)\n"
+        "anyio.run(lambda: pool.run_command(['sleep', '60', sys.argv[2]], pool.workdir('k'),"
+        " limits=Limits(timeout_s=60)))\n"
+    )
+    import subprocess
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", harness, str(tmp_path / "sb"), marker],
+        stdout=subprocess.PIPE,
+        cwd=Path(__file__).resolve().parents[3],
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == b"started"
+    deadline = time.monotonic() + 10
+    while not processes_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert processes_with(marker), "the tool never started"
+    proc.kill()  # SIGKILL: no cleanup code of the harness runs
+    proc.wait()
+    deadline = time.monotonic() + 5
+    while processes_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert processes_with(marker) == []
+
+
+def test_at_most_concurrency_children_run_at_once(pool: SandboxPool) -> None:
+    seen: list[int] = []
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            for i in range(5):
+                tg.start_soon(pool.run_command, ["sleep", "0.3"], pool.workdir(f"c{i}"))
+            for _ in range(30):
+                seen.append(len(pool.live_groups()))
+                await anyio.sleep(0.03)
+
+    anyio.run(main)
+    assert max(seen) == pool.concurrency == 2
