@@ -105,18 +105,24 @@ class ToolRuntime:
                 self._started = True
 
     async def _start(self) -> None:
-        scratch = self.pool.workdir("schemas")
-        for decl in self.tables.tools:
+        """Read every entry's tools at once (children and servers start in parallel), then
+        route them in declaration order, so which duplicate wins does not depend on timing."""
+        found: dict[str, list[ToolSpec] | str] = {}
+
+        async def describe(decl: ToolDecl) -> None:
             try:
-                if isinstance(decl, PythonTool):
-                    specs = [await python_tools.describe(decl, self.bench_root, self.pool, scratch)]
-                else:
-                    server = McpServer(self._resolved(decl), self.pool.workdir(f"mcp-{decl.name}"))
-                    self._servers[decl.name] = server
-                    specs = await anyio.to_thread.run_sync(server.start)
+                found[decl.name] = await self._describe(decl)
             except ToolUnavailable as e:
-                self.unavailable[decl.name] = str(e)
-                logger.warning("tool not offered: {}", e)
+                found[decl.name] = str(e)
+
+        async with anyio.create_task_group() as tg:
+            for decl in self.tables.tools:
+                tg.start_soon(describe, decl)
+        for decl in self.tables.tools:
+            specs = found[decl.name]
+            if isinstance(specs, str):
+                self.unavailable[decl.name] = specs
+                logger.warning("tool not offered: {}", specs)
                 continue
             kept = []
             for spec in specs:
@@ -126,6 +132,15 @@ class ToolRuntime:
                 self._route[spec.name] = (decl, spec)
                 kept.append(spec)
             self._specs[decl.name] = kept
+
+    async def _describe(self, decl: ToolDecl) -> list[ToolSpec]:
+        if isinstance(decl, PythonTool):
+            scratch = self.pool.workdir("schemas")
+            return [await python_tools.describe(decl, self.bench_root, self.pool, scratch)]
+        server = McpServer(self._resolved(decl), self.pool.workdir(f"mcp-{decl.name}"))
+        self._servers[decl.name] = server
+        specs: list[ToolSpec] = await anyio.to_thread.run_sync(server.start)
+        return specs
 
     def _resolved(self, decl: McpTool) -> McpTool:
         """Arguments naming a file of the benchmark folder become absolute paths (the server
