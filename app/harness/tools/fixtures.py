@@ -11,11 +11,13 @@ bench/fixture_reset.py but refused as a reset method for rollouts.
 
 from __future__ import annotations
 
+import filecmp
 import fnmatch
 import hashlib
 import json
 import os
 import shutil
+import stat as stat_mod
 import subprocess
 import time
 from dataclasses import dataclass
@@ -93,6 +95,114 @@ def reset(master: Path, dest: Path, method: ResetMethod = ResetMethod.COPY) -> f
     else:
         shutil.copytree(master, dest, symlinks=True, copy_function=os.link)
     return (time.perf_counter() - started) * 1000
+
+
+# A copy's entries as lstat saw them: rel path -> (st_mode, inode, ctime ns, size). A file's
+# ctime is set by the kernel on every change of its content, size, mode or links and cannot be
+# set back from user space, so an unchanged tuple means an unchanged file, whatever a tool did
+# to its mtime. Folders are compared by mode and inode only (their ctime moves whenever an
+# entry inside changes, and the entries are compared themselves).
+Stats = dict[str, tuple[int, int, int, int]]
+CTIME_GUARD_S = 0.01  # file times are coarse (one clock tick, at most 10 ms): see `settle`
+
+
+def snapshot(folder: Path) -> Stats:
+    """Every entry below `folder` (plain strings and os.scandir: pathlib costs more than the
+    system calls here, and this walk is most of a reset)."""
+    out: Stats = {}
+    stack = [(str(folder), "")]
+    while stack:
+        path, prefix = stack.pop()
+        with os.scandir(path) as entries:
+            for entry in entries:
+                rel = prefix + entry.name
+                st = entry.stat(follow_symlinks=False)
+                out[rel] = _stat_key(st)
+                if stat_mod.S_ISDIR(st.st_mode):
+                    stack.append((entry.path, rel + "/"))
+    return out
+
+
+def settle(stats: Stats) -> None:
+    """Wait until the clock is past the newest ctime by a guard: a change made in the same
+    coarse tick as the copy could otherwise leave the ctime as it was."""
+    newest = max((v[2] for v in stats.values()), default=0) / 1e9
+    wait = newest + CTIME_GUARD_S - time.time()
+    if wait > 0:
+        time.sleep(wait)
+
+
+@dataclass(frozen=True)
+class FreshCopy:
+    """A copy's entries when it was fresh, and the files re-copied just before it was handed
+    out (`suspect`): a tool could change one of those within the same clock tick, leaving its
+    ctime as it was, so their content is compared at the next restore instead of waiting."""
+
+    stats: Stats
+    suspect: frozenset[str] = frozenset()
+
+
+def fresh_copy(
+    master: Path, dest: Path, method: ResetMethod = ResetMethod.COPY
+) -> tuple[float, FreshCopy]:
+    """A new copy (`reset`), its entries, and a wait for the clock (every file is new)."""
+    started = time.perf_counter()
+    reset(master, dest, method)
+    stats = snapshot(dest)
+    settle(stats)
+    return (time.perf_counter() - started) * 1000, FreshCopy(stats)
+
+
+def restore(master: Path, dest: Path, fresh: FreshCopy) -> tuple[float, FreshCopy, int]:
+    """Turn a used copy back into a fresh one by replacing only what changed since `fresh`:
+    (milliseconds, the new FreshCopy, entries re-copied)."""
+    started = time.perf_counter()
+    current = snapshot(dest)
+    for rel in sorted(current, key=lambda r: r.count("/"), reverse=True):
+        if not _unchanged(rel, fresh, current[rel], master, dest):
+            path = dest / rel
+            if stat_mod.S_ISDIR(current[rel][0]):
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+    stats = dict(fresh.stats)
+    copied: Stats = {}
+    for rel in sorted(stats, key=lambda r: r.count("/")):
+        path = dest / rel
+        if path.exists() or path.is_symlink():
+            continue
+        if stat_mod.S_ISDIR(stats[rel][0]):
+            shutil.copytree(master / rel, path, symlinks=True)
+            copied.update({f"{rel}/{k}": v for k, v in snapshot(path).items()})
+        else:
+            shutil.copy2(master / rel, path, follow_symlinks=False)
+        copied[rel] = _entry(path)
+    stats.update(copied)
+    suspect = frozenset(r for r, v in copied.items() if not stat_mod.S_ISDIR(v[0]))
+    return (time.perf_counter() - started) * 1000, FreshCopy(stats, suspect), len(copied)
+
+
+def _unchanged(
+    rel: str, fresh: FreshCopy, have: tuple[int, int, int, int], master: Path, dest: Path
+) -> bool:
+    want = fresh.stats.get(rel)
+    if want is None:
+        return False
+    if stat_mod.S_ISDIR(have[0]):
+        return want[:2] == have[:2]
+    if want != have:
+        return False
+    return rel not in fresh.suspect or filecmp.cmp(master / rel, dest / rel, shallow=False)
+
+
+def _entry(path: Path) -> tuple[int, int, int, int]:
+    return _stat_key(path.lstat())
+
+
+def _stat_key(st: os.stat_result) -> tuple[int, int, int, int]:
+    if stat_mod.S_ISDIR(st.st_mode):
+        return (st.st_mode, st.st_ino, 0, 0)
+    return (st.st_mode, st.st_ino, st.st_ctime_ns, st.st_size)
 
 
 def tampered(before: dict[str, str], workdir: Path, patterns: list[str]) -> list[str]:

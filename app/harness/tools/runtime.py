@@ -10,7 +10,6 @@ state and removes the folder.
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -47,6 +46,8 @@ class _Rollout:
     fixture_hash: str = ""
     sealed_before: dict[str, str] = field(default_factory=dict)
     reset_ms: float = 0.0
+    reset: str = ""  # "copy" (a new copy) or "restore" (a used copy with its changes undone)
+    fresh: fixtures.FreshCopy | None = None  # the copy's entries when it was handed out
 
 
 class ToolRuntime:
@@ -73,6 +74,10 @@ class ToolRuntime:
         self._servers: dict[str, McpServer] = {}
         self._rollouts: dict[tuple[str, int], _Rollout] = {}
         self._masters: dict[str, tuple[str, Path]] = {}
+        # used fixture copies waiting to be restored for the next rollout, per fixture
+        self._spare: dict[str, list[tuple[Path, fixtures.FreshCopy | None]]] = {}
+        self._slots = 0
+        self._seals: dict[str, dict[str, str]] = {}  # fixture -> its sealed files' hashes
         self._started = False
         self._lock: anyio.Lock | None = None
 
@@ -175,8 +180,13 @@ class ToolRuntime:
     async def _rollout(self, question: Question, branch: int) -> _Rollout:
         key = (question.question_id, branch)
         if key not in self._rollouts:
-            tag = hashlib.sha256(question.question_id.encode()).hexdigest()[:16]
-            state = _Rollout(self.pool.root / "rollouts" / f"{tag}-b{branch}")
+            spare = self._spare.get(question.fixture) if question.fixture else None
+            if spare:  # a used copy of the same fixture: only its changes are undone
+                workdir, fresh = spare.pop()
+            else:
+                self._slots += 1
+                workdir, fresh = self.pool.root / "rollouts" / str(self._slots), None
+            state = _Rollout(workdir, fresh=fresh)
             # copies and hashes are file I/O: off the event loop, so other rollouts go on
             await anyio.to_thread.run_sync(self._prepare, question, state)
             self._rollouts[key] = state
@@ -189,8 +199,23 @@ class ToolRuntime:
         fixture = self.tables.fixtures[question.fixture]
         address, master = self._master(question.fixture)
         state.fixture_hash = address
-        state.reset_ms = fixtures.reset(master, state.workdir, self.reset_method)
-        state.sealed_before = fixtures.file_hashes(master, fixture.sealed)
+        state.sealed_before = self._sealed(question.fixture, master, fixture.sealed)
+        if state.fresh is not None:
+            try:
+                state.reset_ms, state.fresh, _ = fixtures.restore(
+                    master, state.workdir, state.fresh
+                )
+                state.reset = "restore"
+                return
+            except OSError:  # e.g. a folder the tool made unreadable: copy anew
+                pass
+        state.reset_ms, state.fresh = fixtures.fresh_copy(master, state.workdir, self.reset_method)
+        state.reset = "copy"
+
+    def _sealed(self, name: str, master: Path, patterns: list[str]) -> dict[str, str]:
+        if name not in self._seals:
+            self._seals[name] = fixtures.file_hashes(master, patterns)
+        return self._seals[name]
 
     def _master(self, name: str) -> tuple[str, Path]:
         if name not in self._masters:
@@ -251,6 +276,7 @@ class ToolRuntime:
             out["fixture"] = {
                 "name": question.fixture,
                 "hash": state.fixture_hash,
+                "reset": state.reset,
                 "reset_ms": round(state.reset_ms, 2),
                 "oracle_passed": verdict.passed,
                 "oracle": verdict.reason,
@@ -260,7 +286,9 @@ class ToolRuntime:
             if changed:
                 out["fixture"]["reason"] = "tampered"
         state_ = self._rollouts.pop((question.question_id, branch), None)
-        if state_ is not None:
+        if state_ is not None and question.fixture:
+            self._spare.setdefault(question.fixture, []).append((state_.workdir, state_.fresh))
+        elif state_ is not None:
             await anyio.to_thread.run_sync(_remove, state_.workdir)
         return out
 

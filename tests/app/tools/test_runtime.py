@@ -3,6 +3,7 @@ an oracle and a seal, faults, and no stray process after the run."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -114,10 +115,11 @@ def test_a_fixture_is_copied_fresh_judged_by_its_oracle_and_sealed(tmp_path: Pat
         # untouched: the oracle rejects
         verdict = anyio.run(rt.finish, q, 0)
         assert verdict["fixture_passed"] is False and verdict["fixture"]["tampered"] == []
-        assert len(verdict["fixture"]["hash"]) == 64
+        assert len(verdict["fixture"]["hash"]) == 64 and verdict["fixture"]["reset"] == "copy"
         # solved: accepted; the next rollout starts from a fresh copy again
         assert call(rt, q, "write_file", {"path": "value.txt", "text": "3"}).ok
-        assert anyio.run(rt.finish, q, 0)["fixture_passed"] is True
+        verdict = anyio.run(rt.finish, q, 0)
+        assert verdict["fixture_passed"] is True and verdict["fixture"]["reset"] == "restore"
         assert call(rt, q, "read_file", {"path": "value.txt"}).output == "0\n"
         # solved but the sealed spec was changed: tampered, whatever the oracle says
         call(rt, q, "write_file", {"path": "value.txt", "text": "3"})
@@ -232,3 +234,41 @@ def test_an_mcp_server_is_listed_called_and_its_death_recorded(tmp_path: Path) -
     finally:
         rt.close()
     assert processes_with(str(MCP_SERVER)) == []
+
+
+def test_restoring_a_used_copy_undoes_every_kind_of_change(tmp_path: Path) -> None:
+    master = tmp_path / "master"
+    for rel in ("a.txt", "sub/b.txt", "sub/deep/c.txt", "gone/d.txt"):
+        (master / rel).parent.mkdir(parents=True, exist_ok=True)
+        (master / rel).write_text(f"content of {rel}\n")
+    work = tmp_path / "work"
+    _, fresh = fixtures.fresh_copy(master, work)
+    # same size, mtime forged back: only the ctime tells
+    a = work / "a.txt"
+    mtime = a.stat().st_mtime_ns
+    a.write_text(a.read_text().upper())
+    os.utime(a, ns=(mtime, mtime))
+    (work / "sub" / "b.txt").unlink()
+    (work / "sub" / "deep" / "c.txt").chmod(0o777)
+    (work / "new.txt").write_text("added")
+    (work / "newdir" / "x").mkdir(parents=True)
+    shutil.rmtree(work / "gone")
+    (work / "gone").write_text("a file where a folder was")
+    _, fresh, copied = fixtures.restore(master, work, fresh)
+    assert copied >= 4
+    assert fixtures.file_hashes(work) == fixtures.file_hashes(master)
+    assert sorted(p.relative_to(work) for p in work.rglob("*")) == sorted(
+        p.relative_to(master) for p in master.rglob("*")
+    )
+    modes = {p.relative_to(work): p.stat().st_mode for p in work.rglob("*")}
+    assert modes == {p.relative_to(master): p.stat().st_mode for p in master.rglob("*")}
+    # a re-copied file changed at once (same tick, same size, mtime forged): its content is
+    # compared, so it is restored too
+    a_mtime = a.stat().st_mtime_ns
+    a.write_text(a.read_text().upper())
+    os.utime(a, ns=(a_mtime, a_mtime))
+    assert "a.txt" in fresh.suspect
+    _, fresh, copied = fixtures.restore(master, work, fresh)
+    assert copied == 1 and a.read_text() == "content of a.txt\n"
+    # and nothing to do when nothing changed
+    assert fixtures.restore(master, work, fresh)[2] == 0
