@@ -206,8 +206,16 @@ def _stat_key(st: os.stat_result) -> tuple[int, int, int, int]:
 
 
 def tampered(before: dict[str, str], workdir: Path, patterns: list[str]) -> list[str]:
-    """Sealed files changed, removed or added since the start."""
-    after = file_hashes(workdir, patterns)
+    """Sealed files changed, removed or added since the start (a link or folder put where a
+    sealed file was counts as a change; nothing the rollout left there is followed)."""
+    after: dict[str, str] = {}
+    for rel, key in snapshot(workdir).items():
+        if not any(fnmatch.fnmatchcase(rel, p) for p in patterns):
+            continue
+        if stat_mod.S_ISREG(key[0]):
+            after[rel] = hashlib.sha256((workdir / rel).read_bytes()).hexdigest()
+        elif not stat_mod.S_ISDIR(key[0]):
+            after[rel] = f"not a regular file (mode {key[0]:o})"
     return sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
 
 

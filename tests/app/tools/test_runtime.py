@@ -128,6 +128,11 @@ def test_a_fixture_is_copied_fresh_judged_by_its_oracle_and_sealed(tmp_path: Pat
         assert verdict["fixture"]["oracle_passed"] is True
         assert verdict["fixture_passed"] is False and verdict["fixture"]["reason"] == "tampered"
         assert verdict["fixture"]["tampered"] == ["tests/spec.txt"]
+        # a link where a sealed file was is tampering too, and is not followed
+        call(rt, q, "write_file", {"path": "value.txt", "text": "3"})
+        os.symlink("/etc/hostname", rt._rollouts[(q.question_id, 0)].workdir / "tests" / "x")
+        verdict = anyio.run(rt.finish, q, 0)
+        assert verdict["fixture"]["tampered"] == ["tests/x"]
         # the master copy was never touched
         master = next((tmp_path / "ws" / ".tools" / "fixtures").iterdir())
         assert (master / "value.txt").read_text() == "0\n"
