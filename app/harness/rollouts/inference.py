@@ -20,7 +20,7 @@ from app.errors import RunFailed
 from app.harness.rollouts.agent_prompts import AgentPrompts, ToolArgumentError
 from app.harness.rollouts.question_units import build_units, unit_correctness_view
 from app.harness.rollouts.telemetry import calls_logged_as
-from app.harness.tools.runtime import ToolRuntime
+from app.harness.tools.runtime import ToolRollout, ToolRuntime
 from app.harness.workspace import killpoints
 from app.harness.workspace.log import HarnessLog
 from app.harness.workspace.workspace import now_iso
@@ -57,6 +57,7 @@ async def answer_question(
 ) -> Prediction:
     messages = prompts.opening_messages(question)
     tools = prompts.tools_for(question)
+    declared = settings.tools.rollout(question, settings.sample) if settings.tools else None
     if settings.tools is not None:  # declared tools, least privilege (docs/tools.md)
         await settings.tools.ready()
         # a prompts version's tool_<name>.md overrides the declared description, so the slow
@@ -100,7 +101,7 @@ async def answer_question(
             }
         )
         if reply.tool_calls:
-            messages = messages + await _tool_round(prompts, question, reply, steps, turn, settings)
+            messages = messages + await _tool_round(prompts, question, reply, steps, turn, declared)
             continue
         answer = extract_answer(reply.text)
         source = "answer_line"
@@ -110,8 +111,8 @@ async def answer_question(
         break
     correct = stop == StopReason.FINAL and check(question, final)
     judged: dict[str, Any] = {}
-    if settings.tools is not None:  # a fixture's oracle decides, not the answer text
-        judged = await settings.tools.finish(question, settings.sample)
+    if declared is not None:  # a fixture's oracle decides, not the answer text
+        judged = await declared.finish()
         correct = judged.get("fixture_passed", correct)
     source = source if stop == StopReason.FINAL else ""
     verdict = {
@@ -226,7 +227,7 @@ async def _tool_round(
     reply: LLMResponse,
     steps: list[dict[str, Any]],
     turn: int,
-    settings: AgentSettings,
+    declared: ToolRollout | None = None,
 ) -> list[dict[str, Any]]:
     """The assistant turn with its tool calls plus one tool message per call."""
     calls = [
@@ -245,10 +246,9 @@ async def _tool_round(
     added: list[dict[str, Any]] = [
         {"role": "assistant", "content": reply.text or None, "tool_calls": calls}
     ]
-    runtime = settings.tools
     for call in reply.tool_calls:
-        if runtime is not None and runtime.owns(call.name):
-            result = await runtime.call(question, settings.sample, turn, call.name, call.arguments)
+        if declared is not None and declared.runtime.owns(call.name):
+            result = await declared.call(turn, call.name, call.arguments)
             output = summarise_tool_output(result.output)
             steps.append(
                 {

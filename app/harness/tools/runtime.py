@@ -72,7 +72,6 @@ class ToolRuntime:
         self._specs: dict[str, list[ToolSpec]] = {}  # declared entry -> its agent tools
         self._route: dict[str, tuple[ToolDecl, ToolSpec]] = {}  # agent tool -> entry, spec
         self._servers: dict[str, McpServer] = {}
-        self._rollouts: dict[tuple[str, int], _Rollout] = {}
         self._masters: dict[str, tuple[str, Path]] = {}
         # used fixture copies waiting to be restored for the next rollout, per fixture
         self._spare: dict[str, list[tuple[Path, fixtures.FreshCopy | None]]] = {}
@@ -177,20 +176,23 @@ class ToolRuntime:
     def owns(self, name: str) -> bool:
         return name in self._route
 
-    async def _rollout(self, question: Question, branch: int) -> _Rollout:
-        key = (question.question_id, branch)
-        if key not in self._rollouts:
-            spare = self._spare.get(question.fixture) if question.fixture else None
-            if spare:  # a used copy of the same fixture: only its changes are undone
-                workdir, fresh = spare.pop()
-            else:
-                self._slots += 1
-                workdir, fresh = self.pool.root / "rollouts" / str(self._slots), None
-            state = _Rollout(workdir, fresh=fresh)
-            # copies and hashes are file I/O: off the event loop, so other rollouts go on
-            await anyio.to_thread.run_sync(self._prepare, question, state)
-            self._rollouts[key] = state
-        return self._rollouts[key]
+    def rollout(self, question: Question, branch: int) -> ToolRollout:
+        """One rollout's view of the tools: its own folder, first calls and seal. Two
+        rollouts of the same question and branch (a gate's baseline and candidate) running at
+        once get two of these, so they never share a folder."""
+        return ToolRollout(self, question, branch)
+
+    async def _open(self, question: Question) -> _Rollout:
+        spare = self._spare.get(question.fixture) if question.fixture else None
+        if spare:  # a used copy of the same fixture: only its changes are undone
+            workdir, fresh = spare.pop()
+        else:
+            self._slots += 1
+            workdir, fresh = self.pool.root / "rollouts" / str(self._slots), None
+        state = _Rollout(workdir, fresh=fresh)
+        # copies and hashes are file I/O: off the event loop, so other rollouts go on
+        await anyio.to_thread.run_sync(self._prepare, question, state)
+        return state
 
     def _prepare(self, question: Question, state: _Rollout) -> None:
         if not question.fixture:
@@ -223,31 +225,6 @@ class ToolRuntime:
             self._masters[name] = fixtures.materialize(source, self.root / "fixtures")
         return self._masters[name]
 
-    # --- calls ---
-
-    async def call(
-        self, question: Question, branch: int, turn: int, name: str, arguments: Any
-    ) -> ToolResult:
-        offered = {s.name for s in self.specs_for(question)}
-        if name not in offered:
-            return ToolResult(False, f"error: unknown tool {name[:80]!r}", "not declared")
-        decl, spec = self._route[name]
-        problem = argument_error(spec, arguments)
-        if problem:
-            return ToolResult(False, f"error: {problem}", problem)
-        state = await self._rollout(question, branch)
-        first = name not in state.called
-        state.called.add(name)
-        kind = (
-            fault_mod.draw(self.tables.faults, question.question_id, branch, turn, name)
-            if first
-            else None
-        )
-        if kind is not None and kind not in fault_mod.RUNS_THE_TOOL:
-            return fault_mod.without_running(kind, decl.timeout_s)
-        result = await self._run(decl, name, arguments, state.workdir)
-        return result if kind is None else fault_mod.spoil(kind, result)
-
     async def _run(
         self, decl: ToolDecl, name: str, arguments: dict[str, Any], workdir: Path
     ) -> ToolResult:
@@ -255,26 +232,70 @@ class ToolRuntime:
             return await python_tools.call(decl, self.bench_root, self.pool, arguments, workdir)
         return await self._servers[decl.name].call(name, arguments, decl.timeout_s)
 
-    async def finish(self, question: Question, branch: int) -> dict[str, Any]:
+    async def _close_rollout(self, question: Question, state: _Rollout) -> None:
+        if question.fixture:  # kept, to be restored for the next rollout of the fixture
+            self._spare.setdefault(question.fixture, []).append((state.workdir, state.fresh))
+        else:
+            await anyio.to_thread.run_sync(_remove, state.workdir)
+
+
+class ToolRollout:
+    """The declared tools as one rollout (question, branch) sees them."""
+
+    def __init__(self, runtime: ToolRuntime, question: Question, branch: int) -> None:
+        self.runtime = runtime
+        self.question = question
+        self.branch = branch
+        self._state: _Rollout | None = None
+        self._finished = False
+
+    async def _ensure(self) -> _Rollout:
+        if self._state is None:
+            self._state = await self.runtime._open(self.question)
+        return self._state
+
+    async def call(self, turn: int, name: str, arguments: Any) -> ToolResult:
+        rt, q = self.runtime, self.question
+        if name not in {s.name for s in rt.specs_for(q)}:
+            return ToolResult(False, f"error: unknown tool {name[:80]!r}", "not declared")
+        decl, spec = rt._route[name]
+        problem = argument_error(spec, arguments)
+        if problem:
+            return ToolResult(False, f"error: {problem}", problem)
+        state = await self._ensure()
+        first = name not in state.called
+        state.called.add(name)
+        kind = (
+            fault_mod.draw(rt.tables.faults, q.question_id, self.branch, turn, name)
+            if first
+            else None
+        )
+        if kind is not None and kind not in fault_mod.RUNS_THE_TOOL:
+            return fault_mod.without_running(kind, decl.timeout_s)
+        result = await rt._run(decl, name, arguments, state.workdir)
+        return result if kind is None else fault_mod.spoil(kind, result)
+
+    async def finish(self) -> dict[str, Any]:
         """What the verdict records: unavailable tools, and for a fixture the oracle's and the
-        seal's decision on the final state (`fixture_passed`)."""
+        seal's decision on the final state (`fixture_passed`). Call once, at the end."""
+        rt, q = self.runtime, self.question
         out: dict[str, Any] = {}
         missing = {
-            d.name: self.unavailable[d.name]
-            for d in declared_for(self.tables, question)
-            if d.name in self.unavailable
+            d.name: rt.unavailable[d.name]
+            for d in declared_for(rt.tables, q)
+            if d.name in rt.unavailable
         }
         if missing:
             out["tools_unavailable"] = missing
-        if question.fixture:
-            state = await self._rollout(question, branch)  # never called: the untouched copy
-            fixture = self.tables.fixtures[question.fixture]
+        if q.fixture:
+            state = await self._ensure()  # never called: the untouched copy is judged
+            fixture = rt.tables.fixtures[q.fixture]
             changed = await anyio.to_thread.run_sync(
                 fixtures.tampered, state.sealed_before, state.workdir, fixture.sealed
             )
-            verdict = await fixtures.oracle(fixture, self.bench_root, state.workdir, self.pool)
+            verdict = await fixtures.oracle(fixture, rt.bench_root, state.workdir, rt.pool)
             out["fixture"] = {
-                "name": question.fixture,
+                "name": q.fixture,
                 "hash": state.fixture_hash,
                 "reset": state.reset,
                 "reset_ms": round(state.reset_ms, 2),
@@ -285,12 +306,14 @@ class ToolRuntime:
             out["fixture_passed"] = verdict.passed and not changed
             if changed:
                 out["fixture"]["reason"] = "tampered"
-        state_ = self._rollouts.pop((question.question_id, branch), None)
-        if state_ is not None and question.fixture:
-            self._spare.setdefault(question.fixture, []).append((state_.workdir, state_.fresh))
-        elif state_ is not None:
-            await anyio.to_thread.run_sync(_remove, state_.workdir)
+        if self._state is not None and not self._finished:
+            self._finished = True
+            await rt._close_rollout(q, self._state)
         return out
+
+    @property
+    def workdir(self) -> Path | None:
+        return self._state.workdir if self._state is not None else None
 
 
 def _remove(folder: Path) -> None:

@@ -205,18 +205,23 @@ class SandboxPool:
         return Outcome.OK, ""
 
     async def _finish(self, proc: Process) -> None:
-        """Kill the child's whole group (also after a normal exit), reap it, sweep the rest."""
+        """Kill the child's whole group (also after a normal exit), reap it, sweep the rest,
+        then read the pipes to their end: asyncio closes a process's transport only once
+        both pipes saw EOF, and one still open when the loop ends is an unraisable error."""
         kill_group(proc.pid)
         await proc.wait()
+        sweep_group(proc.pid)
+        with anyio.move_on_after(1.0):
+            for stream in (proc.stdout, proc.stderr):
+                if stream is not None:
+                    with contextlib.suppress(Exception):
+                        while await stream.receive(65536):
+                            pass
         for stream in (proc.stdin, proc.stdout, proc.stderr):
             if stream is not None:
                 with contextlib.suppress(Exception):
                     await stream.aclose()
-        # two turns of the loop: asyncio closes the process transport in callbacks, and one
-        # left open when the loop ends is reported as an unraisable error
         await anyio.sleep(0)
-        await anyio.sleep(0)
-        sweep_group(proc.pid)
         self._live.discard(proc.pid)
 
     def stop(self) -> None:

@@ -15,7 +15,7 @@ import pytest
 from app.errors import UserError
 from app.harness.rollouts.inference import AgentSettings, answer_question
 from app.harness.tools import fixtures
-from app.harness.tools.runtime import ToolRuntime
+from app.harness.tools.runtime import ToolRollout, ToolRuntime
 from app.harness.tools.spec import parse_tables
 from app.harness.workspace.store import load_benchmark
 from core.types import Question, ToolCall
@@ -36,12 +36,25 @@ def runtime(tmp_path: Path, **tables: Any) -> tuple[ToolRuntime, dict[str, Quest
     return rt, {q.question_id: q for q in b.questions}
 
 
+_OPEN: dict[tuple[int, str], ToolRollout] = {}
+
+
+def rollout_of(rt: ToolRuntime, q: Question) -> ToolRollout:
+    """The rollout of `q` under way: calls belong to it until `finish`."""
+    return _OPEN.setdefault((id(rt), q.question_id), rt.rollout(q, 0))
+
+
 def call(rt: ToolRuntime, q: Question, name: str, args: Any, turn: int = 0):
     async def go():
         await rt.ready()
-        return await rt.call(q, 0, turn, name, args)
+        return await rollout_of(rt, q).call(turn, name, args)
 
     return anyio.run(go)
+
+
+def finish(rt: ToolRuntime, q: Question) -> dict[str, Any]:
+    rollout = _OPEN.pop((id(rt), q.question_id), None) or rt.rollout(q, 0)
+    return anyio.run(rollout.finish)
 
 
 def test_python_tools_get_their_schema_from_signature_and_docstring(tmp_path: Path) -> None:
@@ -98,7 +111,7 @@ def test_misbehaving_tools_are_recorded_failures_and_leave_no_process(
         outside = tmp_path / "outside.txt"
         escaped = call(rt, q, "escape", {"target": str(outside)})
         assert escaped.ok and outside.read_text() == "escaped"
-        verdict = anyio.run(rt.finish, q, 0)
+        verdict = finish(rt, q)
         assert set(verdict["tools_unavailable"]) == {"spread", "broken"}
     finally:
         rt.close()
@@ -113,25 +126,25 @@ def test_a_fixture_is_copied_fresh_judged_by_its_oracle_and_sealed(tmp_path: Pat
     q = qs["c1"]
     try:
         # untouched: the oracle rejects
-        verdict = anyio.run(rt.finish, q, 0)
+        verdict = finish(rt, q)
         assert verdict["fixture_passed"] is False and verdict["fixture"]["tampered"] == []
         assert len(verdict["fixture"]["hash"]) == 64 and verdict["fixture"]["reset"] == "copy"
         # solved: accepted; the next rollout starts from a fresh copy again
         assert call(rt, q, "write_file", {"path": "value.txt", "text": "3"}).ok
-        verdict = anyio.run(rt.finish, q, 0)
+        verdict = finish(rt, q)
         assert verdict["fixture_passed"] is True and verdict["fixture"]["reset"] == "restore"
         assert call(rt, q, "read_file", {"path": "value.txt"}).output == "0\n"
         # solved but the sealed spec was changed: tampered, whatever the oracle says
         call(rt, q, "write_file", {"path": "value.txt", "text": "3"})
         call(rt, q, "write_file", {"path": "tests/spec.txt", "text": "anything goes"})
-        verdict = anyio.run(rt.finish, q, 0)
+        verdict = finish(rt, q)
         assert verdict["fixture"]["oracle_passed"] is True
         assert verdict["fixture_passed"] is False and verdict["fixture"]["reason"] == "tampered"
         assert verdict["fixture"]["tampered"] == ["tests/spec.txt"]
         # a link where a sealed file was is tampering too, and is not followed
         call(rt, q, "write_file", {"path": "value.txt", "text": "3"})
-        os.symlink("/etc/hostname", rt._rollouts[(q.question_id, 0)].workdir / "tests" / "x")
-        verdict = anyio.run(rt.finish, q, 0)
+        os.symlink("/etc/hostname", rollout_of(rt, q).workdir / "tests" / "x")
+        verdict = finish(rt, q)
         assert verdict["fixture"]["tampered"] == ["tests/x"]
         # the master copy was never touched
         master = next((tmp_path / "ws" / ".tools" / "fixtures").iterdir())
@@ -179,6 +192,25 @@ def test_fault_draws_are_seeded_and_cover_every_kind() -> None:
     assert draws == [draw(faults, f"q{i}", 0, 0, "t") for i in range(400)]
     hit = [d for d in draws if d is not None]
     assert 150 < len(hit) < 250 and len(set(hit)) == 5
+
+
+def test_two_rollouts_of_one_question_at_once_get_two_folders(tmp_path: Path) -> None:
+    rt, qs = runtime(tmp_path)
+    q = qs["c1"]
+
+    async def both() -> list[dict[str, Any]]:
+        await rt.ready()
+        solved, untouched = rt.rollout(q, 0), rt.rollout(q, 0)  # a baseline and a candidate
+        await solved.call(0, "write_file", {"path": "value.txt", "text": "3"})
+        await untouched.call(0, "read_file", {"path": "value.txt"})
+        assert solved.workdir != untouched.workdir
+        return [await solved.finish(), await untouched.finish()]
+
+    try:
+        first, second = anyio.run(both)
+    finally:
+        rt.close()
+    assert first["fixture_passed"] is True and second["fixture_passed"] is False
 
 
 def test_the_agent_loop_records_tool_steps_and_the_fixture_verdict(tmp_path: Path) -> None:
