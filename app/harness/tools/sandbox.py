@@ -212,10 +212,10 @@ class SandboxPool:
         await proc.wait()
         sweep_group(proc.pid)
         with anyio.move_on_after(1.0):
-            for stream in (proc.stdout, proc.stderr):
-                if stream is not None:
+            for pipe in (proc.stdout, proc.stderr):
+                if pipe is not None:
                     with contextlib.suppress(Exception):
-                        while await stream.receive(65536):
+                        while await pipe.receive(65536):
                             pass
         for stream in (proc.stdin, proc.stdout, proc.stderr):
             if stream is not None:
