@@ -287,6 +287,7 @@ class ToolRollout:
         }
         if missing:
             out["tools_unavailable"] = missing
+        out["tools_offered"] = [s.name for s in rt.specs_for(q)]
         if q.fixture:
             state = await self._ensure()  # never called: the untouched copy is judged
             fixture = rt.tables.fixtures[q.fixture]

@@ -239,6 +239,7 @@ def test_the_agent_loop_records_tool_steps_and_the_fixture_verdict(tmp_path: Pat
     assert offered == ["write_file", "read_file"]
     verdict = p.steps[-1]
     assert verdict["fixture_passed"] is True and p.correct
+    assert verdict["tools_offered"] == ["write_file", "read_file"]
 
 
 def test_bad_tool_tables_name_the_key(tmp_path: Path) -> None:
