@@ -68,9 +68,12 @@ def content_hash(folder: Path) -> str:
 
 
 def materialize(source: Path, cache: Path) -> tuple[str, Path]:
-    """The master copy of `source` at cache/<hash> (made once), and its hash."""
+    """The master copy of `source` at cache/<hash> (made once, checked on every use: a kept
+    master whose files no longer hash to its name is made again), and its hash."""
     address = content_hash(source)
     master = cache / address
+    if master.is_dir() and content_hash(master) != address:  # changed since: made again
+        shutil.rmtree(master)
     if not master.is_dir():
         building = cache / f".{address}.{os.getpid()}"
         shutil.rmtree(building, ignore_errors=True)

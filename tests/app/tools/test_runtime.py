@@ -310,3 +310,14 @@ def test_restoring_a_used_copy_undoes_every_kind_of_change(tmp_path: Path) -> No
     assert copied == 1 and a.read_text() == "content of a.txt\n"
     # and nothing to do when nothing changed
     assert fixtures.restore(master, work, fresh)[2] == 0
+
+
+def test_a_master_copy_that_changed_since_is_made_again(tmp_path: Path) -> None:
+    source = tmp_path / "source"
+    source.mkdir()
+    (source / "f.txt").write_text("original")
+    address, master = fixtures.materialize(source, tmp_path / "cache")
+    (master / "f.txt").write_text("changed behind its back")
+    again, master2 = fixtures.materialize(source, tmp_path / "cache")
+    assert (again, master2) == (address, master)
+    assert (master / "f.txt").read_text() == "original"
