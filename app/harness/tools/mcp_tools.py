@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from loguru import logger
+
 from app.harness.tools.result import ToolResult, ToolUnavailable, as_text, checked_spec
 from app.harness.tools.spec import McpTool
 from core.types import ToolSpec
@@ -144,7 +146,9 @@ class McpServer:
             elif "closed" in reason.lower():  # the pipe closed: the server is gone for good
                 self._dead = True
                 reason = f"mcp server {self.decl.name!r} exited ({reason})"
+                logger.warning("{}; its tools fail from now on", reason)
             return ToolResult(False, f"error: {reason}", reason, _ms(started))
+        logger.debug("mcp {}.{}: {:.1f} ms", self.decl.name, name, _ms(started))
         text = "\n".join(
             getattr(block, "text", "") or as_text(_dump(block)) for block in result.content
         )
