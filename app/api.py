@@ -45,6 +45,7 @@ from app.errors import DamagedFile, RunFailed, UserError
 from app.harness.rollouts import memory
 from app.harness.rollouts.benchmark_validation import ValidationReport as BenchmarkValidation
 from app.harness.rollouts.session import Session
+from app.harness.tools.check import ToolsCheck
 from app.harness.training.checkpoint import load_checkpoint
 from app.harness.training.runner import Runner, read_final
 from app.harness.training.vocabulary import Count, EndReason
@@ -1919,3 +1920,20 @@ def ingest(
         task_type=task_type,
         bars=Bars(enabled=progress),
     )
+
+
+# --- tools ---
+async def check_tools_async(questions: str | Path) -> ToolsCheck:
+    """Start a benchmark folder's declared tools once and validate its fixtures' oracles
+    (docs/tools.md). Calls no model; writes only a temporary folder it removes."""
+    from app.harness.tools.check import check_tools
+
+    _expect("questions", questions, _is_path(questions), "a benchmark folder's path")
+    folder = Path(questions)
+    if not (folder / "benchmark.toml").is_file():
+        raise UserError(f"{folder}: no benchmark.toml there")
+    return await check_tools(folder)
+
+
+def check_tools(questions: str | Path) -> ToolsCheck:
+    return _run_sync(check_tools_async, questions)

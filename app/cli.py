@@ -47,6 +47,7 @@ COMMANDS = (
     "judge-quality",
     "estimate",
     "ingest",
+    "check-tools",
 )
 
 
@@ -142,6 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_checker_commands(sub, o)
     _add_offline_commands(sub, o)
     _add_ingest_commands(sub, o)
+    _add_tools_commands(sub, o)
     return parser
 
 
@@ -372,6 +374,17 @@ def _add_checker_commands(sub: Any, o: Options) -> None:
     p.add_argument(
         "--pass-line", type=float, default=0.9, help="agreement a trustworthy judge reaches"
     )
+
+
+def _add_tools_commands(sub: Any, o: Options) -> None:
+    p = add_command(
+        sub,
+        "check-tools",
+        "start a benchmark's declared tools once and check its fixtures' oracles",
+        "check-tools examples/benchmarks/tools-counter",
+        [o.verbose, o.json],
+    )
+    p.add_argument("questions", type=Path, help="the benchmark folder (with benchmark.toml)")
 
 
 def _add_fork_commands(sub: Any, o: Options) -> None:
@@ -756,6 +769,7 @@ COMMAND_MODULES = {
     "judge-quality": "app.checker_commands",
     "estimate": "app.offline_commands",
     "ingest": "app.ingest_commands",
+    "check-tools": "app.tools_commands",
 }
 
 

@@ -32,6 +32,9 @@ class Question:
     checker: str = "exact"
     checker_args: dict[str, Any] = field(default_factory=dict)
     metadata: dict[str, Any] = field(default_factory=dict)
+    # Declared tools (None: the benchmark's default tools) and fixture (docs/tools.md)
+    tools: tuple[str, ...] | None = None
+    fixture: str = ""
 
     def __post_init__(self) -> None:
         if not self.unit_id:

@@ -43,6 +43,7 @@ ENTRY_POINTS = frozenset(
         "app.checker_commands",
         "app.offline_commands",
         "app.estimate",
+        "app.tools_commands",
         "app.demo",
         "app.report",
         "app.api",
@@ -53,8 +54,17 @@ ENTRY_POINTS = frozenset(
 HARNESS_ROOMS: dict[str, frozenset[str]] = {
     "harness.workspace": frozenset({"core", "support", "harness.workspace"}),
     "harness.skills": frozenset({"core", "support", "harness.workspace", "harness.skills"}),
+    "harness.tools": frozenset({"core", "support", "harness.workspace", "harness.tools"}),
     "harness.rollouts": frozenset(
-        {"core", "support", "providers", "harness.workspace", "harness.skills", "harness.rollouts"}
+        {
+            "core",
+            "support",
+            "providers",
+            "harness.workspace",
+            "harness.skills",
+            "harness.tools",
+            "harness.rollouts",
+        }
     ),
     "harness.training": frozenset(
         {
@@ -63,6 +73,7 @@ HARNESS_ROOMS: dict[str, frozenset[str]] = {
             "providers",
             "harness.workspace",
             "harness.skills",
+            "harness.tools",
             "harness.rollouts",
             "harness.training",
         }
@@ -74,6 +85,7 @@ HARNESS_ROOMS: dict[str, frozenset[str]] = {
             "providers",
             "harness.workspace",
             "harness.skills",
+            "harness.tools",
             "harness.rollouts",
             "harness.data",
         }

@@ -75,6 +75,7 @@ def test_help_lists_every_command() -> None:
         "judge-quality",
         "estimate",
         "ingest",
+        "check-tools",
     }
     assert expected <= listed, proc.stdout
     assert set(COMMANDS) == expected

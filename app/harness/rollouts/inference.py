@@ -11,7 +11,7 @@ import json
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import anyio
@@ -21,6 +21,7 @@ from app.harness.rollouts.agent_prompts import AgentPrompts, ToolArgumentError
 from app.harness.rollouts.checking import BUILTIN_ONLY, AnswerChecker
 from app.harness.rollouts.question_units import build_units, unit_correctness_view
 from app.harness.rollouts.telemetry import calls_logged_as
+from app.harness.tools.runtime import ToolRollout, ToolRuntime
 from app.harness.workspace import killpoints
 from app.harness.workspace.log import HarnessLog
 from app.harness.workspace.workspace import now_iso
@@ -55,6 +56,7 @@ class AgentSettings:
     answer_fallbacks: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # who checks answers (app/harness/rollouts/checking.py); built-in checkers only by default
     checker: AnswerChecker = field(default=BUILTIN_ONLY, compare=False, repr=False)
+    tools: ToolRuntime | None = None  # the benchmark's declared tools (docs/tools.md)
 
     def fallbacks_for(self, task_type: str) -> tuple[str, ...]:
         return self.answer_fallbacks.get(task_type, self.answer_fallbacks.get("*", ()))
@@ -65,6 +67,15 @@ async def answer_question(
 ) -> Prediction:
     messages = prompts.opening_messages(question)
     tools = prompts.tools_for(question)
+    declared = settings.tools.rollout(question, settings.sample) if settings.tools else None
+    if settings.tools is not None:  # declared tools, least privilege (docs/tools.md)
+        await settings.tools.ready()
+        # a prompts version's tool_<name>.md overrides the declared description, so the slow
+        # update can evolve it like the built-in tools' (docs/tools.md#what-a-step-records)
+        tools = tools + [
+            replace(s, description=prompts.tool_docs.get(s.name, s.description))
+            for s in settings.tools.specs_for(question)
+        ]
     steps: list[dict[str, Any]] = []
     tokens_in = tokens_out = 0
     cost_usd = 0.0
@@ -100,7 +111,7 @@ async def answer_question(
             }
         )
         if reply.tool_calls:
-            messages = messages + _tool_round(prompts, question, reply, steps, turn)
+            messages = messages + await _tool_round(prompts, question, reply, steps, turn, declared)
             continue
         answer = extract_answer(reply.text)
         source = "answer_line"
@@ -113,6 +124,12 @@ async def answer_question(
         if stop == StopReason.FINAL
         else CheckResult.scored(0.0)  # no answer: a failure, whatever the checker
     )
+    judged: dict[str, Any] = {}
+    if declared is not None:
+        judged = await declared.finish()
+        if "fixture_passed" in judged:  # a fixture's oracle decides, not the answer text
+            passed = bool(judged["fixture_passed"])
+            result = CheckResult.scored(1.0 if passed else 0.0, "fixture oracle")
     correct = passes(question, result)
     source = source if stop == StopReason.FINAL else ""
     verdict = {
@@ -123,6 +140,7 @@ async def answer_question(
         "checker": question.checker,
         "stop_reason": stop,
         "answer_source": source,
+        **judged,
     }
     if question.checker not in BUILTIN_CHECKERS:  # builtin rows stay exactly as they were
         verdict.update(
@@ -232,12 +250,13 @@ async def _extraction_call(
     return found
 
 
-def _tool_round(
+async def _tool_round(
     prompts: AgentPrompts,
     question: Question,
     reply: LLMResponse,
     steps: list[dict[str, Any]],
     turn: int,
+    declared: ToolRollout | None = None,
 ) -> list[dict[str, Any]]:
     """The assistant turn with its tool calls plus one tool message per call."""
     calls = [
@@ -257,6 +276,21 @@ def _tool_round(
         {"role": "assistant", "content": reply.text or None, "tool_calls": calls}
     ]
     for call in reply.tool_calls:
+        if declared is not None and declared.runtime.owns(call.name):
+            result = await declared.call(turn, call.name, call.arguments)
+            output = summarise_tool_output(result.output)
+            steps.append(
+                {
+                    "turn": turn,
+                    "type": "tool",
+                    "name": call.name,
+                    "arguments": call.arguments,
+                    **result.record(),
+                    "output": output,
+                }
+            )
+            added.append({"role": "tool", "tool_call_id": call.id, "content": output})
+            continue
         try:
             if isinstance(call.arguments, str):
                 raise ToolArgumentError("arguments are not valid JSON")

@@ -15,6 +15,7 @@ from app.harness.rollouts.inference import AgentSettings, run_inference
 from app.harness.rollouts.model_io import ModelIO, tool_mode_warning
 from app.harness.rollouts.rubric import RubricSettings
 from app.harness.rollouts.telemetry import LogRecorder
+from app.harness.tools.runtime import ToolRuntime
 from app.harness.workspace.config import RunConfig
 from app.harness.workspace.log import HarnessLog, RunStatus
 from app.harness.workspace.store import Benchmark, load_benchmark
@@ -65,15 +66,26 @@ class Session:
         self.questions_by_id: dict[str, Question] = {
             q.question_id: q for q in self.benchmark.questions
         }
-        if calls_models:  # before any call and any write: a mismatched world would train to 0
-            try:
+        self.tools: ToolRuntime | None = None
+        try:
+            # the benchmark's declared tools and fixtures (docs/tools.md), started on first use
+            self.tools = ToolRuntime.for_benchmark(
+                self.benchmark.tool_tables,
+                self.benchmark.questions,
+                self.paths.questions_dir,
+                self.paths.root / ".tools",
+                concurrency=config.concurrency,
+            )
+            if calls_models:  # before any call and any write: a mismatched world trains to 0
                 check_sim_worlds(config, self.benchmark.questions, self.benchmark.name)
-            except UserError:
-                self.close()
-                raise
+        except UserError:
+            self.close()
+            raise
 
     def close(self) -> None:
         self.checker.close()
+        if self.tools is not None:
+            self.tools.close()
         self.recorder.flush()
         self.log.close()
         self.cache.close()
@@ -123,6 +135,7 @@ class Session:
             concurrency=c.concurrency,
             answer_fallbacks=self.benchmark.answer_fallbacks,
             checker=self.checker,
+            tools=self.tools,
         )
 
     def provenance(self, prompts: AgentPrompts) -> dict:

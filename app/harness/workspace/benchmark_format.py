@@ -47,6 +47,8 @@ class QuestionRow(BaseModel):
     rubric: str | None = None  # checker "rubric" only
     pass_threshold: float | None = Field(default=None, ge=0.0, le=1.0)  # rubric/custom only
     metadata: dict[str, Any] = Field(default_factory=dict)
+    tools: list[str] | None = None  # declared tools it may call (None: the default ones)
+    fixture: str = ""  # a [fixtures.<name>] of benchmark.toml (docs/tools.md)
 
 
 ROW_FIELDS = frozenset(QuestionRow.model_fields)
@@ -78,6 +80,10 @@ class BenchmarkToml(BaseModel):
     answer_fallbacks: Any = None
     checker: CheckerDefaults = Field(default_factory=CheckerDefaults)
     license: str | None = None  # SPDX expression (app/harness/data/licences.py reads it)
+    # declared tools, tool faults and stateful fixtures: parsed by app/harness/tools/spec.py
+    tools: Any = None
+    faults: Any = None
+    fixtures: Any = None
 
 
 TOML_KEYS = frozenset(BenchmarkToml.model_fields)
@@ -151,6 +157,8 @@ def row_to_question(obj: dict[str, Any], defaults: CheckerDefaults, where: str) 
         checker=checker,
         checker_args=_checker_args(row, checker, kind, defaults, where),
         metadata=row.metadata,
+        tools=tuple(row.tools) if row.tools is not None else None,
+        fixture=row.fixture,
     )
 
 

@@ -43,6 +43,8 @@ class Benchmark:
     content_hash: str
     # How to find an answer in a reply without an `ANSWER:` line, per task type ("*": all).
     answer_fallbacks: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # The raw `tools`, `faults` and `fixtures` tables (parsed by app/harness/tools/spec.py)
+    tool_tables: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,7 @@ def load_benchmark(path: Path) -> Benchmark:
         questions=tuple(questions),
         content_hash=hashlib.sha256(raw + json.dumps(meta, sort_keys=True).encode()).hexdigest(),
         answer_fallbacks=_answer_fallbacks(meta.get("answer_fallbacks"), meta_path, found),
+        tool_tables={k: meta[k] for k in ("tools", "faults", "fixtures") if k in meta},
     )
 
 

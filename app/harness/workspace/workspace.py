@@ -61,6 +61,7 @@ WRITTEN_ENTRIES = (
     "exports",
     "logs/skill-trainer.log",
     ".staging",
+    ".tools",  # declared tools' sandbox and fixture copies (app/harness/tools/runtime.py)
 )
 
 

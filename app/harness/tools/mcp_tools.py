@@ -1,0 +1,171 @@
+"""MCP tools: one stdio server per `[[tools]] kind = "mcp"` entry, started once per run.
+
+The client (the `mcp` package) runs in a thread with its own event loop, so the server's
+life does not depend on which rollout task first needed it: rollouts hand calls over with
+`asyncio.run_coroutine_threadsafe` and wait with a timeout. The server is started in its own
+process group by the mcp client and killed with it on `close()`. A server that dies turns
+every later call into a recorded error ("server exited"), never a hang.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from loguru import logger
+
+from app.harness.tools.result import ToolResult, ToolUnavailable, as_text, checked_spec
+from app.harness.tools.spec import McpTool
+from core.types import ToolSpec
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
+
+
+class McpServer:
+    def __init__(self, decl: McpTool, cwd: Path) -> None:
+        self.decl = decl
+        self.cwd = cwd
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._stop: asyncio.Event | None = None
+        self._session: ClientSession | None = None
+        self._listed: list[Any] = []
+        self._error = ""
+        self._dead = False
+        self._errlog: TextIO | None = None
+        self.calls = 0
+
+    # --- life ---
+
+    def start(self) -> list[ToolSpec]:
+        """Start the server, list its tools (blocking, bounded); ToolUnavailable on failure."""
+        self.cwd.mkdir(parents=True, exist_ok=True)
+        self._errlog = open(self.cwd / "server.stderr", "w", encoding="utf-8")  # noqa: SIM115
+        self._thread = threading.Thread(target=self._serve, name=f"mcp-{self.decl.name}")
+        self._thread.daemon = True
+        self._thread.start()
+        if not self._ready.wait(self.decl.start_timeout_s):
+            self.close()
+            raise ToolUnavailable(f"mcp server {self.decl.name!r}: did not start in time")
+        if self._error:
+            self.close()
+            raise ToolUnavailable(f"mcp server {self.decl.name!r}: {self._error}")
+        return self._specs()
+
+    def _serve(self) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        try:
+            loop.run_until_complete(self._main())
+        except BaseException as e:  # noqa: BLE001 -- reported through _error, the thread ends
+            self._error = self._error or _describe(e)
+        finally:
+            self._session = None
+            self._ready.set()
+            loop.close()
+
+    async def _main(self) -> None:
+        from mcp import ClientSession, StdioServerParameters, stdio_client  # 0.3 s: when used
+
+        self._stop = asyncio.Event()
+        command = self.decl.command
+        params = StdioServerParameters(
+            command=command[0], args=command[1:], env=dict(self.decl.env), cwd=str(self.cwd)
+        )
+        assert self._errlog is not None
+        async with (
+            stdio_client(params, errlog=self._errlog) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            listed = await session.list_tools()
+            self._listed = list(listed.tools)
+            self._session = session
+            self._ready.set()
+            await self._stop.wait()
+
+    def close(self) -> None:
+        """Stop the server (its process group is killed by the mcp client) and the thread."""
+        loop, stop = self._loop, self._stop
+        if loop is not None and stop is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(stop.set)
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        if self._errlog is not None:
+            self._errlog.close()
+            self._errlog = None
+
+    @property
+    def alive(self) -> bool:
+        live = self._thread is not None and self._thread.is_alive()
+        return live and self._session is not None and not self._dead
+
+    # --- tools ---
+
+    def _specs(self) -> list[ToolSpec]:
+        wanted = set(self.decl.tools) if self.decl.tools is not None else None
+        specs = []
+        for tool in self._listed:
+            if wanted is not None and tool.name not in wanted:
+                continue
+            schema = getattr(tool, "input_schema", None) or getattr(tool, "inputSchema", None)
+            specs.append(checked_spec(tool.name, tool.description or "", schema))
+        missing = (wanted or set()) - {s.name for s in specs}
+        if missing:
+            raise ToolUnavailable(
+                f"mcp server {self.decl.name!r} has no tool {sorted(missing)[0]!r}"
+            )
+        return specs
+
+    async def call(self, name: str, arguments: dict[str, Any], timeout_s: float) -> ToolResult:
+        started = time.perf_counter()
+        self.calls += 1
+        session, loop = self._session, self._loop
+        if session is None or loop is None or not self.alive:
+            reason = f"mcp server {self.decl.name!r} is not running"
+            return ToolResult(False, f"error: {reason}", reason)
+        future = asyncio.run_coroutine_threadsafe(
+            session.call_tool(name, arguments, read_timeout_seconds=timeout_s), loop
+        )
+        try:
+            result = await asyncio.wait_for(asyncio.wrap_future(future), timeout_s + 1)
+        except TimeoutError:
+            reason = f"timed out after {timeout_s:g} s"
+            return ToolResult(False, f"error: {reason}", reason, _ms(started))
+        except Exception as e:  # noqa: BLE001 -- a dead server, a protocol error: recorded
+            reason = _describe(e)
+            if "timed out" in reason:
+                reason = f"timed out after {timeout_s:g} s"
+            elif "closed" in reason.lower():  # the pipe closed: the server is gone for good
+                self._dead = True
+                reason = f"mcp server {self.decl.name!r} exited ({reason})"
+                logger.warning("{}; its tools fail from now on", reason)
+            return ToolResult(False, f"error: {reason}", reason, _ms(started))
+        logger.debug("mcp {}.{}: {:.1f} ms", self.decl.name, name, _ms(started))
+        text = "\n".join(
+            getattr(block, "text", "") or as_text(_dump(block)) for block in result.content
+        )
+        if getattr(result, "is_error", getattr(result, "isError", False)):
+            return ToolResult(False, f"error: {text}", text[:500] or "tool error", _ms(started))
+        return ToolResult(True, text, latency_ms=_ms(started))
+
+
+def _dump(block: Any) -> Any:
+    return block.model_dump(mode="json") if hasattr(block, "model_dump") else str(block)
+
+
+def _describe(e: BaseException) -> str:
+    while isinstance(e, BaseExceptionGroup) and e.exceptions:
+        e = e.exceptions[0]
+    return f"{type(e).__name__}: {e}"[:500] if str(e) else type(e).__name__
+
+
+def _ms(started: float) -> float:
+    return (time.perf_counter() - started) * 1000
