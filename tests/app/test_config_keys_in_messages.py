@@ -60,6 +60,11 @@ NOT_CONFIG = {
     "run_id": "a log column (SQL fragments)",
     "overwrite_run": "an argument of app/api.py infer, named beside --overwrite-run",
     "epoch_batches": "a checkpoint.json key, checked by app/harness/training/checkpoint.py",
+    "format_version": "a benchmark.toml key (app/harness/workspace/benchmark_format.py)",
+    "allow_copyleft": "an argument of app/api.py export, named beside --allow-copyleft",
+    "allow_restricted": "an argument of app/api.py export, named beside --allow-restricted",
+    "extra_body": "an argument of the openai client, in serve's error messages",
+    "SKILL_TRAINER_SERVE_TOKEN": "an environment variable read by `serve` (app/cli.py)",
 }
 
 
