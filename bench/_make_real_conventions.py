@@ -37,9 +37,20 @@ OUT = ROOT / "store" / "questions" / "real-conventions"
 SEED = 28
 PER_TYPE = 32
 
-MONTHS = (
-    "January February March April May June July August September October November December"
-).split()
+MONTHS = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
 EVENTS = (
     "The parcel was shipped",
     "The contract was signed",
@@ -52,17 +63,61 @@ EVENTS = (
 )
 THINGS = ("shelf", "desk", "cable", "plank", "pipe", "rope", "board", "rail", "curtain", "hose")
 ITEMS = ("lunch", "taxi ride", "book", "train ticket", "coffee order", "repair", "hotel night")
-FIRST = (
-    "Maria Ahmed Chen Olga Pierre Sara Tomas Nina Ivan Lucia Omar Hana Felix Rosa Paul Mei"
-).split()
-LAST = (
-    "Lopez Novak Berg Costa Dubois Sato Kowalski Okafor Rossi Weber Silva Lund Moreau Haddad"
-).split()
+FIRST = [
+    "Maria",
+    "Ahmed",
+    "Chen",
+    "Olga",
+    "Pierre",
+    "Sara",
+    "Tomas",
+    "Nina",
+    "Ivan",
+    "Lucia",
+    "Omar",
+    "Hana",
+    "Felix",
+    "Rosa",
+    "Paul",
+    "Mei",
+]
+LAST = [
+    "Lopez",
+    "Novak",
+    "Berg",
+    "Costa",
+    "Dubois",
+    "Sato",
+    "Kowalski",
+    "Okafor",
+    "Rossi",
+    "Weber",
+    "Silva",
+    "Lund",
+    "Moreau",
+    "Haddad",
+]
 TEAMS = ("sales", "finance", "support", "legal", "research", "design")
-WORDS = (
-    "apple pear fig plum kiwi lime mango grape lemon peach melon cherry olive date quince "
-    "guava papaya banana"
-).split()
+WORDS = [
+    "apple",
+    "pear",
+    "fig",
+    "plum",
+    "kiwi",
+    "lime",
+    "mango",
+    "grape",
+    "lemon",
+    "peach",
+    "melon",
+    "cherry",
+    "olive",
+    "date",
+    "quince",
+    "guava",
+    "papaya",
+    "banana",
+]
 
 
 def dates(rng: random.Random) -> tuple[str, str, str, dict[str, object]]:
@@ -74,7 +129,12 @@ def dates(rng: random.Random) -> tuple[str, str, str, dict[str, object]]:
         else f"{MONTHS[month - 1]} {day}, {year}"
     )
     what = event.split()[1]
-    return f"{event} on {written}. What is the {what} date?", f"{year}{month:02d}{day:02d}", "exact", {}
+    return (
+        f"{event} on {written}. What is the {what} date?",
+        f"{year}{month:02d}{day:02d}",
+        "exact",
+        {},
+    )
 
 
 def lengths(rng: random.Random) -> tuple[str, str, str, dict[str, object]]:
@@ -85,7 +145,12 @@ def lengths(rng: random.Random) -> tuple[str, str, str, dict[str, object]]:
     else:
         mm = rng.randint(12, 95) * 10
         shown = f"{mm // 10} centimetres"
-    return f"The {thing} is {shown} long. How long is the {thing}?", str(mm), "numeric", {"abs_tol": 0.5}
+    return (
+        f"The {thing} is {shown} long. How long is the {thing}?",
+        str(mm),
+        "numeric",
+        {"abs_tol": 0.5},
+    )
 
 
 def prices(rng: random.Random) -> tuple[str, str, str, dict[str, object]]:

@@ -163,7 +163,9 @@ def _types(db: sqlite3.Connection) -> dict[str, str]:
     return dict(db.execute("SELECT question_id, task_type FROM predictions"))
 
 
-def figures_from(db: sqlite3.Connection, outcome: dict, prefix: str) -> list[tuple[str, object, str]]:
+def figures_from(
+    db: sqlite3.Connection, outcome: dict, prefix: str
+) -> list[tuple[str, object, str]]:
     nan = float("nan")
     train_id = db.execute(
         "SELECT run_id FROM _runs WHERE kind = 'train' ORDER BY seq DESC LIMIT 1"
@@ -319,7 +321,7 @@ def plan(python: Path, threads: str) -> int:
         ws = ROOT / "workspaces" / f"real-learning-{strategy}"
         print(
             f"  init {ws} --seed {SEED} --questions {QUESTIONS}; train --config "
-            f"{CONFIG.relative_to(ROOT)} --set gate.strategy=\"{strategy}\"; report"
+            f'{CONFIG.relative_to(ROOT)} --set gate.strategy="{strategy}"; report'
         )
     print(f"  write the RESULT lines to {OUT / 'results.txt'}")
     return 0
