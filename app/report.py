@@ -17,6 +17,7 @@ from app.harness.workspace.log import Resume, RunStatus
 from app.harness.workspace.log_reader import LogReader, open_reader
 from app.harness.workspace.log_rows import RoleCalls, RunRow, SpendRow
 from app.harness.workspace.workspace import KINDS, list_versions, read_manifest, read_meta
+from app.learning_report import learning_failures, learning_lines
 
 
 def workspace_summary(root: Path) -> dict[str, Any]:
@@ -42,7 +43,9 @@ def workspace_summary(root: Path) -> dict[str, Any]:
             triage = [asdict(t) for t in log.triage_counts()]
             contamination = _contamination(log)
             ingested = log.ingested_counts()
+            learning = learning_failures(root, log)
     else:
+        learning = []
         calls, spend, model_io, activation, resumes, triage = [], [], {}, {}, [], []
         ingested = {}
         contamination = {"skill_edits": 0, "epoch_counts": 0}
@@ -63,6 +66,7 @@ def workspace_summary(root: Path) -> dict[str, Any]:
         "activation": activation,
         "triage": triage,
         "ingested": ingested,
+        "learning_failures": learning,
         "contamination": contamination,
         "progress": checkpoint["progress"] if checkpoint else None,
         "resumes": [asdict(r) for r in resumes],
@@ -218,6 +222,7 @@ def format_summary(s: dict[str, Any]) -> str:
     lines += _model_io_lines(s.get("model_io", {}))
     lines += _activation_lines(s.get("activation") or {})
     lines += _triage_lines(s.get("triage") or [])
+    lines += learning_lines(s.get("learning_failures") or [])
     refused = s.get("contamination") or {}
     if any(refused.values()):
         lines.append(

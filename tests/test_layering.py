@@ -46,6 +46,7 @@ ENTRY_POINTS = frozenset(
         "app.tools_commands",
         "app.demo",
         "app.report",
+        "app.learning_report",
         "app.api",
         "app.api_args",
         "app.ingest_commands",

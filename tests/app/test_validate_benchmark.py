@@ -238,7 +238,7 @@ def test_init_prints_the_findings_as_warnings_and_still_creates(tmp_path: Path, 
     assert "created workspace" in captured.out and "reference_rejected" not in captured.out
 
 
-@pytest.mark.parametrize("name", ["sim-basic", "sim-large", "real-easy"])
+@pytest.mark.parametrize("name", ["sim-basic", "sim-large", "real-easy", "real-conventions"])
 def test_built_in_benchmarks_have_no_errors(name: str, capsys) -> None:
     capsys.readouterr()
     assert main(["validate-benchmark", name, "--json"]) == 0
@@ -247,7 +247,7 @@ def test_built_in_benchmarks_have_no_errors(name: str, capsys) -> None:
     assert data["findings"] == []
 
 
-@pytest.mark.parametrize("name", ["sim-basic", "real-easy"])
+@pytest.mark.parametrize("name", ["sim-basic", "real-easy", "real-conventions"])
 def test_gate_families_count_what_the_training_gate_pools_hold(name: str) -> None:
     """The count behind pools_too_small is the training side's own (GatePools.build)."""
     from app.harness.rollouts.pools import split_pools

