@@ -22,7 +22,7 @@ from app.sanitize import visible
 from app.secrets import scrub
 from core.stats import wilson_interval
 
-MAX_DECISIONS = 400  # the latest gate decisions shown (a long run has thousands of steps)
+MAX_DECISIONS = 400  # gate decisions of the latest step reports (a long run has thousands)
 MAX_DIFF_CHARS = 6000  # per decision; the TUI shows the whole diff
 
 

@@ -12,7 +12,7 @@ import html
 from collections.abc import Iterable
 
 from app.harness.serving import charts
-from app.harness.serving.page_data import GateDecision, PageData, clean
+from app.harness.serving.page_data import MAX_DECISIONS, GateDecision, PageData, clean
 from core.savings import Figure
 
 STATIC_SERVER = "http://127.0.0.1:8000"
@@ -158,7 +158,7 @@ def _gates(data: PageData) -> str:
     shown = len(data.decisions)
     more = (
         f"<p>The latest {shown} decisions of {data.decisions_total} step reports.</p>"
-        if data.decisions_total > shown and shown >= 400
+        if data.decisions_total > shown and shown >= MAX_DECISIONS
         else ""
     )
     accepted = sum(d.accepted for d in data.decisions)
