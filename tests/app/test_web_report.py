@@ -85,6 +85,18 @@ def test_report_html_writes_one_self_contained_page(trained, tmp_path, capsys):
     assert {r.role for r in data.roles} >= {"agent", "evolver"}
     assert data.savings is None and "no serve, eval or infer run" in data.savings_missing
     assert page.count("<details><summary>epoch ") == len(data.decisions)
+    prompts = [d for d in data.decisions if d.task_type == "prompts"]  # the epoch's prompt gate
+    assert len(prompts) == 1 and prompts[0].action in ("prompts kept", "prompts reverted")
+
+
+def test_a_workspace_that_has_not_run_yet_gets_a_page_that_says_so(tmp_path):
+    ws = tmp_path / "ws"
+    assert main(["init", str(ws), "--seed", "sim-starter", "--questions", "sim-basic"]) == 0
+    assert main(["report", "-w", str(ws), "--html", str(tmp_path / "r.html")]) == 0
+    page = (tmp_path / "r.html").read_text()
+    for said in ("No finished epoch yet", "No gate decision yet", "No model call logged yet"):
+        assert said in page
+    assert "<svg" not in page
 
 
 def test_a_hostile_skill_text_in_the_log_stays_text(trained, tmp_path):

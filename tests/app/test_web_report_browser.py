@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 import shutil
 import signal
@@ -71,7 +70,6 @@ def page(served: tuple[str, Path], tmp_path_factory: pytest.TempPathFactory) -> 
         "playwright.sync_api", reason="playwright (a dev extra: pip install -e '.[dev]')"
     )
     url, _ = served
-    os.environ.setdefault("PLAYWRIGHT_BROWSERS_PATH", str(tmp_path_factory.mktemp("pw")))
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         tab = browser.new_page(viewport={"width": 1280, "height": 2000})

@@ -23,7 +23,11 @@ from app.secrets import scrub
 from core.stats import wilson_interval
 
 MAX_DECISIONS = 400  # gate decisions of the latest step reports (a long run has thousands)
-MAX_DIFF_CHARS = 6000  # per decision; the TUI shows the whole diff
+MAX_DIFF_CHARS = 6000
+PROMPTS_KEPT = "prompts kept"  # an epoch's prompt change that passed its gate (epoch report)
+PROMPTS_STEP = (
+    10**6
+)  # a prompt gate decides after the epoch's steps  # per decision; the TUI shows the whole diff
 
 
 def clean(text: object) -> str:
@@ -51,7 +55,7 @@ class GateDecision:
 
     @property
     def accepted(self) -> bool:
-        return self.action.startswith("accept")
+        return self.action.startswith("accept") or self.action == PROMPTS_KEPT
 
 
 @dataclass(frozen=True)
@@ -133,6 +137,11 @@ def _float(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
+def _acc(value: object) -> str:
+    v = _float(value)
+    return "-" if v is None else f"{v:.3f}"
+
+
 def _final_test(root: Path) -> dict[str, Any]:
     path = root / "analyses" / "final_test_eval.json"
     return read_json_object(path, "final test report") if path.is_file() else {}
@@ -157,7 +166,10 @@ def _decisions(log: LogReader) -> tuple[list[GateDecision], int, float | None]:
         flt, sort="order", descending=False, offset=max(0, total - MAX_DECISIONS), limit=total
     )
     out, threshold = [], None
+    prompts = _prompt_decisions(log)
     for row in rows:
+        while prompts and prompts[0].epoch < row.epoch:
+            out.append(prompts.pop(0))
         if row.gate_run_id is None:  # skipped steps (probation, cooldown, no failures)
             continue
         step = log.step_report(row.id)
@@ -176,7 +188,35 @@ def _decisions(log: LogReader) -> tuple[list[GateDecision], int, float | None]:
                 diff=clean(str(report.get("diff") or ""))[:MAX_DIFF_CHARS],
             )
         )
-    return out, total, threshold
+    return out + prompts, total, threshold
+
+
+def _prompt_decisions(log: LogReader) -> list[GateDecision]:
+    """Each epoch's prompt change with its gate test (core/evolution: R2 against R)."""
+    out = []
+    for e in log.epochs():
+        test = e.report.get("prompts_test")
+        if not isinstance(test, dict):
+            continue
+        verdict = clean(test.get("verdict") or "")
+        wins, losses, ev = test.get("W"), test.get("L"), _float(test.get("e_value"))
+        out.append(
+            GateDecision(
+                epoch=e.epoch,
+                step=PROMPTS_STEP,
+                task_type="prompts",
+                action=f"prompts {verdict}",
+                w=wins if isinstance(wins, int) else None,
+                l=losses if isinstance(losses, int) else None,
+                e_value=ev,
+                summary=clean(
+                    f"the epoch's prompt change, {verdict}: validation {_acc(test.get('r2_acc'))}"
+                    f" with it, {_acc(e.report.get('r_acc'))} without ({test.get('stop_reason')})"
+                ),
+                diff="",
+            )
+        )
+    return out
 
 
 def _savings(root: Path) -> tuple[SavingsReport | None, str]:

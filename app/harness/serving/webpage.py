@@ -12,7 +12,7 @@ import html
 from collections.abc import Iterable
 
 from app.harness.serving import charts
-from app.harness.serving.page_data import MAX_DECISIONS, GateDecision, PageData, clean
+from app.harness.serving.page_data import MAX_DECISIONS, PROMPTS_STEP, GateDecision, PageData, clean
 from core.savings import Figure
 
 STATIC_SERVER = "http://127.0.0.1:8000"
@@ -126,6 +126,10 @@ def _diff_html(diff: str) -> str:
     return '<pre class="diff">' + "\n".join(lines) + "</pre>"
 
 
+def _step(d: GateDecision) -> str:
+    return "end" if d.step == PROMPTS_STEP else f"step {d.step}"
+
+
 def _edit_list(decisions: list[GateDecision], accepted: bool) -> str:
     chosen = [d for d in decisions if d.accepted == accepted]
     if not chosen:
@@ -133,7 +137,7 @@ def _edit_list(decisions: list[GateDecision], accepted: bool) -> str:
     items = []
     for d in chosen:
         head = (
-            f"epoch {d.epoch} step {d.step} &middot; {esc(d.task_type)} &middot; "
+            f"epoch {d.epoch} {_step(d)} &middot; {esc(d.task_type)} &middot; "
             f"{esc(d.action)} &middot; {esc(_evidence(d))}"
         )
         diff = _diff_html(d.diff) if d.diff else "<p>(no diff recorded)</p>"
@@ -148,7 +152,7 @@ def _gates(data: PageData) -> str:
         (
             str(i),
             str(d.epoch),
-            str(d.step),
+            _step(d).removeprefix("step "),
             esc(d.task_type),
             f'<span class="{"acc" if d.accepted else "rej"}">{esc(d.action)}</span>',
             esc(_evidence(d)),
