@@ -28,7 +28,7 @@ import functools
 import re
 import sqlite3
 import time
-from collections.abc import Callable, Coroutine, Iterator, Mapping
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
@@ -50,7 +50,7 @@ from app.harness.training.checkpoint import load_checkpoint
 from app.harness.training.runner import Runner, read_final
 from app.harness.training.vocabulary import Count, EndReason
 from app.harness.workspace import workspace as ws
-from app.harness.workspace.atomic import write_json_atomic
+from app.harness.workspace.atomic import write_json_atomic, write_text_atomic
 from app.harness.workspace.config import RunConfig, build_config, recorded_config
 from app.harness.workspace.ids import check_run_id, check_version
 from app.harness.workspace.log_reader import LogReader, open_reader
@@ -1425,6 +1425,7 @@ def serve(
     token: str | None = None,
     name: str | None = None,
     on_ready: Callable[[ServeReady], None] | None = None,
+    allow_origins: Sequence[str] = (),
 ) -> ServeOutcome:
     """Serve the workspace's agent at an OpenAI-compatible endpoint until SIGTERM/Ctrl-C
     (docs/serving.md); holds the writer lock while it runs."""
@@ -1439,6 +1440,7 @@ def serve(
         token=token,
         name=name,
         on_ready=on_ready,
+        allow_origins=allow_origins,
     )
 
 
@@ -1454,6 +1456,7 @@ async def serve_async(
     name: str | None = None,
     on_ready: Callable[[ServeReady], None] | None = None,
     stop: anyio.Event | None = None,
+    allow_origins: Sequence[str] = (),
 ) -> ServeOutcome:
     root = _workspace(workspace)
     _expect("port", port, type(port) is int and 0 <= port < 65536, "a port number (0: any free)")
@@ -1461,7 +1464,14 @@ async def serve_async(
         version = check_version(version, "--version (version)")
     from app.harness.serving.server import ServeSettings, serve_workspace
 
-    settings = ServeSettings(host=host, port=port, token=token, version=version, name=name)
+    settings = ServeSettings(
+        host=host,
+        port=port,
+        token=token,
+        version=version,
+        name=name,
+        allow_origins=tuple(allow_origins),
+    )
     return await serve_workspace(
         root, serve_config(root, config, overrides), settings, on_ready, stop
     )
@@ -1937,3 +1947,29 @@ async def check_tools_async(questions: str | Path) -> ToolsCheck:
 
 def check_tools(questions: str | Path) -> ToolsCheck:
     return _run_sync(check_tools_async, questions)
+
+
+# --- web report ---
+
+
+def html_report(workspace: str | Path, out: str | Path) -> Path:
+    """Write the workspace's web report to `out`: one self-contained HTML page (read-only on
+    the workspace; docs/serving.md#the-web-report). Returns the path written."""
+    from app.harness.serving.page_data import gather
+    from app.harness.serving.webpage import render_page
+
+    root = _workspace(workspace)
+    _expect("out", out, _is_path(out), "a file path")
+    target = Path(out)
+    if target.is_dir():
+        raise UserError(f"--html {target}: a folder; give the file to write (e.g. report.html)")
+    if not target.parent.is_dir():
+        raise UserError(f"--html {target}: no folder {target.parent} to write into")
+    try:
+        page = render_page(gather(root), served=False)
+    except sqlite3.OperationalError as e:
+        raise DamagedFile(
+            f"{root / 'harness.db'}: not a complete harness log ({e}); restore it from a backup"
+        ) from None
+    write_text_atomic(target, page)
+    return target

@@ -144,6 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_offline_commands(sub, o)
     _add_ingest_commands(sub, o)
     _add_tools_commands(sub, o)
+    _add_webreport_commands(sub, o)
     return parser
 
 
@@ -345,6 +346,14 @@ def _add_serve_commands(sub: Any, o: Options) -> None:
         "(or set SKILL_TRAINER_SERVE_TOKEN)",
     )
     p.add_argument("--name", help="model name clients ask for (default: the workspace folder)")
+    p.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="let pages from ORIGIN call the API from a browser (CORS; needs --token); "
+        "null: a page opened from a file, such as report --html's",
+    )
     report = sub.choices["report"]
     report.add_argument(
         "--savings",
@@ -385,6 +394,15 @@ def _add_tools_commands(sub: Any, o: Options) -> None:
         [o.verbose, o.json],
     )
     p.add_argument("questions", type=Path, help="the benchmark folder (with benchmark.toml)")
+
+
+def _add_webreport_commands(sub: Any, o: Options) -> None:
+    sub.choices["report"].add_argument(
+        "--html",
+        type=Path,
+        metavar="OUT",
+        help="write the report as one self-contained HTML page (charts, diffs, chat box)",
+    )
 
 
 def _add_fork_commands(sub: Any, o: Options) -> None:
@@ -782,6 +800,10 @@ def dispatch(args: argparse.Namespace) -> int:
         from app import offline_commands
 
         return offline_commands.HANDLERS["estimate"](args)
+    if args.command == "report" and args.html is not None:
+        from app import webreport_commands
+
+        return webreport_commands.HANDLERS["report-html"](args)
     if args.command == "report" and (args.savings or args.baseline_model or args.baseline_run):
         from app import serve_commands
 

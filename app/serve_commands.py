@@ -28,6 +28,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             f"serving {r.name} at {r.url}/v1 (skills {r.skills_version}, prompts "
             f"{r.prompts_version}, {r.skill_mode} skills; run {r.run_id}); SIGTERM or Ctrl-C stops"
         )
+        out(f"web report at {r.url}/" + ("?token=<token>" if token else ""))
         notice_if_simulated(config.uses_sim)
         sys.stdout.flush()
 
@@ -40,6 +41,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         token=token,
         name=args.name,
         on_ready=ready,
+        allow_origins=tuple(args.allow_origin),
     )
     s = outcome.summary
     out(

@@ -50,6 +50,7 @@ ENTRY_POINTS = frozenset(
         "app.api",
         "app.api_args",
         "app.ingest_commands",
+        "app.webreport_commands",
     }
 )
 HARNESS_ROOMS: dict[str, frozenset[str]] = {

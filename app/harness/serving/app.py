@@ -1,23 +1,29 @@
-"""The FastAPI application: /v1/chat/completions, /v1/models, /healthz.
+"""The FastAPI application: /v1/chat/completions, /v1/models, /healthz, and the web report at
+/ (app/harness/serving/webpage.py, rendered from the live workspace on each request).
 
 With a token, every /v1 route needs `Authorization: Bearer <token>` (compared in constant
-time); /healthz stays open for load balancers and gives only the served name and the number
+time; the page at / also takes it as `?token=`, since a browser cannot send the header when
+it opens a URL); /healthz stays open for load balancers and gives only the served name and the number
 of requests in flight. Errors are OpenAI-shaped JSON with one-line messages.
 """
 
 from __future__ import annotations
 
 import hmac
+import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import anyio
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from loguru import logger
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from app.errors import UserError
 from app.harness.serving.agent import ServedAgent, ServedAnswer
 from app.harness.serving.chat import (
     MAX_BODY_BYTES,
@@ -28,6 +34,8 @@ from app.harness.serving.chat import (
     parse_request,
     sse_chunks,
 )
+from app.harness.serving.page_data import gather
+from app.harness.serving.webpage import esc, render_page
 from app.providers.errors import BudgetExceeded
 from app.secrets import scrub
 from core.types import StopReason
@@ -51,17 +59,31 @@ def build_app(
     *,
     token: str | None = None,
     on_answer: Callable[[ServedAnswer], None] | None = None,
+    page_root: Path | None = None,
+    allow_origins: Sequence[str] = (),
 ) -> FastAPI:
-    """`on_answer` is the seam for a capture hook (e.g. an OTLP exporter) run per answer."""
+    """`on_answer` is the seam for a capture hook (e.g. an OTLP exporter) run per answer.
+    `page_root`: the workspace whose web report `GET /` shows (none: no page).
+    `allow_origins`: origins whose pages may call the API from a browser (CORS); `null` is a
+    page opened from a file, such as `report --html`'s."""
 
     app = FastAPI(title="skill-trainer", docs_url=None, redoc_url=None, openapi_url=None)
     app.add_middleware(_Overhead, agent=agent)
+    if allow_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(allow_origins),
+            allow_methods=["GET", "POST"],
+            allow_headers=["authorization", "content-type"],
+        )
 
-    def refused(request: Request) -> JSONResponse | None:
+    def refused(request: Request, query_token: bool = False) -> JSONResponse | None:
         if token is None:
             return None
         header = request.headers.get("authorization", "")
         given = header[7:] if header[:7].lower() == "bearer " else ""
+        if query_token and not given:
+            given = request.query_params.get("token", "")
         if hmac.compare_digest(given.encode(), token.encode()):
             return None
         return _error(
@@ -70,6 +92,18 @@ def build_app(
             code="invalid_api_key",
             kind="authentication_error",
         )
+
+    if page_root is not None:
+
+        @app.get("/", response_model=None)
+        async def page(request: Request) -> Response:
+            if (denied := refused(request, query_token=True)) is not None:
+                return denied
+            try:
+                text = await anyio.to_thread.run_sync(_page, page_root, agent.name)
+            except (UserError, sqlite3.Error) as e:
+                return HTMLResponse(f"report unavailable: {_html_line(e)}", status_code=500)
+            return HTMLResponse(text, headers={"Cache-Control": "no-store"})
 
     @app.get("/healthz")
     async def healthz() -> dict[str, Any]:
@@ -137,6 +171,15 @@ def build_app(
         )
 
     return app
+
+
+def _page(root: Path, name: str) -> str:
+    return render_page(gather(root), served=True, model=name)
+
+
+def _html_line(e: Exception) -> str:
+    lines = str(e).splitlines()
+    return esc(lines[0][:300] if lines else type(e).__name__)
 
 
 class _Overhead:

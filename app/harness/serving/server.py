@@ -48,6 +48,7 @@ class ServeSettings:
     version: str | None = None  # None: best if recorded, else current; "best", "current", "vN"
     name: str | None = None  # the model name clients send; default: the workspace folder's
     drain_timeout_s: int = 30
+    allow_origins: tuple[str, ...] = ()  # CORS: pages elsewhere that may call the API
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,16 @@ def check_bind(host: str, token: str | None) -> None:
         raise UserError(
             f"--host {host}: binding beyond loopback needs --token (clients then send "
             "Authorization: Bearer <token>); serve has no TLS, so put a TLS proxy in front"
+        )
+
+
+def check_origins(origins: tuple[str, ...], token: str | None) -> None:
+    """Another origin's page may call the agent only with the token: otherwise any web page
+    the user visits (or any sandboxed frame, whose origin is `null`) could spend its budget."""
+    if origins and token is None:
+        raise UserError(
+            f"--allow-origin {origins[0]}: pages from other origins may call the agent only "
+            "with a token; add --token T (the page's chat box asks for it)"
         )
 
 
@@ -165,6 +176,7 @@ async def serve_workspace(
     """Serve until a signal (or `stop`, for embedding) ends it; the serve run's outcome.
     `on_answer` sees every answer (the seam for a capture such as an OTLP exporter)."""
     check_bind(settings.host, settings.token)
+    check_origins(settings.allow_origins, settings.token)
     root = Path(root)
     lock = WriterLock(root, "serve")
     try:
@@ -207,7 +219,13 @@ async def _serve(
     )
     server = _Server(
         uvicorn.Config(
-            build_app(agent, token=settings.token, on_answer=on_answer),
+            build_app(
+                agent,
+                token=settings.token,
+                on_answer=on_answer,
+                page_root=root,
+                allow_origins=settings.allow_origins,
+            ),
             log_config=None,
             log_level="warning",
             access_log=False,
