@@ -65,6 +65,7 @@ NOT_CONFIG = {
     "allow_restricted": "an argument of app/api.py export, named beside --allow-restricted",
     "extra_body": "an argument of the openai client, in serve's error messages",
     "SKILL_TRAINER_SERVE_TOKEN": "an environment variable read by `serve` (app/cli.py)",
+    "skill_trainer": "the extra field of serve's replies and requests (docs/serving.md)",
 }
 
 
