@@ -262,11 +262,12 @@ def test_export_over_a_previous_export_needs_overwrite(ranked, tmp_path, capsys)
     out = tmp_path / "out"
     assert main(["export", "-w", str(ws), "f1", "--out", str(out)]) == 0
     first = {p.name: p.read_bytes() for p in out.iterdir()}
-    assert len(first) == 8 and not [p for p in out.iterdir() if p.name.startswith(".")]
+    # the DPO/SFT/reward files with their manifests, and the curated ones (docs/curation.md)
+    assert len(first) == 18 and not [p for p in out.iterdir() if p.name.startswith(".")]
     capsys.readouterr()
     assert main(["export", "-w", str(ws), "f1", "--out", str(out)]) == 2
     [line] = errors(capsys.readouterr().err)
-    assert f"{out}: holds a previous export (8 files: dpo_trl.jsonl" in line
+    assert f"{out}: holds a previous export (18 files: " in line
     assert "--overwrite" in line
     assert {p.name: p.read_bytes() for p in out.iterdir()} == first
     assert main(["export", "-w", str(ws), "f1", "--out", str(out), "--overwrite"]) == 0
