@@ -98,7 +98,15 @@ def fts_query(text: str) -> str:
     return " OR ".join(f'"{t}"' for t in terms[:MAX_QUERY_TERMS])
 
 
-def retrieve(log: HarnessLog, task: str, k: int, exclude_question: str | None = None) -> list[dict]:
+def retrieve(
+    log: HarnessLog,
+    task: str,
+    k: int,
+    exclude_question: str | None = None,
+    run_id: str | None = None,
+) -> list[dict]:
+    """The k best memories for `task`; with `run_id`, only that rollout's (the scorecard's
+    held-out comparison measures one rollout's memories)."""
     if k <= 0:
         return []
     query = fts_query(task)
@@ -109,8 +117,8 @@ def retrieve(log: HarnessLog, task: str, k: int, exclude_question: str | None = 
             "SELECT m.question_id, m.task_type, m.task, m.key_steps, m.final_answer, "
             "m.run_id, bm25(memories_fts) AS bm25 FROM memories_fts "
             "JOIN memories m ON m.id = memories_fts.rowid WHERE memories_fts MATCH ? "
-            "AND m.question_id != ? ORDER BY bm25 LIMIT ?",
-            (query, exclude_question or "", k),
+            "AND m.question_id != ? AND (? IS NULL OR m.run_id = ?) ORDER BY bm25 LIMIT ?",
+            (query, exclude_question or "", run_id, run_id, k),
         )
         names = [d[0] for d in cur.description]
         return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
@@ -158,12 +166,14 @@ class MemoryPrompts(AgentPrompts):
         return messages
 
 
-def with_memories(prompts: AgentPrompts, log: HarnessLog, k: int) -> AgentPrompts:
+def with_memories(
+    prompts: AgentPrompts, log: HarnessLog, k: int, run_id: str | None = None
+) -> AgentPrompts:
     if k <= 0:
         return prompts
 
     def block(question: Question) -> str:
-        return format_block(retrieve(log, question.question, k, question.question_id))
+        return format_block(retrieve(log, question.question, k, question.question_id, run_id))
 
     values = {f: getattr(prompts, f) for f in AgentPrompts.__dataclass_fields__}
     return MemoryPrompts(**values, memory_block=block)
