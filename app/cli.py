@@ -48,6 +48,7 @@ COMMANDS = (
     "estimate",
     "ingest",
     "check-tools",
+    "scorecard",
 )
 
 
@@ -144,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_offline_commands(sub, o)
     _add_ingest_commands(sub, o)
     _add_tools_commands(sub, o)
+    _add_scorecard_commands(sub, o)
     return parser
 
 
@@ -154,6 +156,27 @@ def _add_offline_commands(sub: Any, o: Options) -> None:
         "expected model calls per role, tokens, cost and wall time of `train`, before it runs",
         "estimate -w workspaces/mine --set epochs=2",
         [o.verbose, o.workspace, o.model, o.json],
+    )
+
+
+def _add_scorecard_commands(sub: Any, o: Options) -> None:
+    p = add_command(
+        sub,
+        "scorecard",
+        "judge a ranked fork's data: yield, verifier flakiness, canary leaks, cost per clean "
+        "trajectory, held-out accuracy with its memories vs without (docs/scorecard.md)",
+        "scorecard -w workspaces/mine fork-1",
+        [o.verbose, o.workspace, o.model, o.json],
+    )
+    p.add_argument("rollout_id", metavar="ROLLOUT", help="a ranked fork's id")
+    p.add_argument(
+        "--reruns", type=int, default=3, help="reruns of the verifiers for R_flake (default 3)"
+    )
+    p.add_argument(
+        "--memory-k",
+        type=int,
+        default=3,
+        help="memories of the rollout per held-out question (default 3; 0 skips the test)",
     )
 
 
@@ -770,6 +793,7 @@ COMMAND_MODULES = {
     "estimate": "app.offline_commands",
     "ingest": "app.ingest_commands",
     "check-tools": "app.tools_commands",
+    "scorecard": "app.scorecard_commands",
 }
 
 
