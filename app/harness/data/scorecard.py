@@ -32,6 +32,7 @@ from app.harness.data.fork import held_out_question_ids
 from app.harness.data.verifiers import load_verifier, run_verifier
 from app.harness.rollouts.agent_prompts import AgentPrompts
 from app.harness.rollouts.memory import with_memories
+from app.harness.rollouts.question_units import build_units, unit_correctness_view
 from app.harness.rollouts.session import Session
 from app.harness.workspace.log import HarnessLog
 from app.secrets import scrub_json
@@ -45,6 +46,7 @@ from core.scorecard import (
     question_health,
     yield_rate,
 )
+from core.types import QuestionUnit
 
 CLEAN_CLASSES = ("pristine", "recovery")
 MAX_CANARY_RECORDS = 500
@@ -146,15 +148,10 @@ def rerun_flakiness(
     return flake_rate(items), len(items)
 
 
-def _unit_correct(log: HarnessLog, run_id: str) -> dict[str, bool]:
+def _unit_correct(log: HarnessLog, run_id: str, units: list[QuestionUnit]) -> dict[str, bool]:
     """unit id -> right (every member right), from a run's predictions."""
-    units: dict[str, bool] = {}
-    for r in log.query(
-        "SELECT question_id, unit_id, correct FROM predictions WHERE run_id = ?", (run_id,)
-    ):
-        key = r["unit_id"] or r["question_id"]
-        units[key] = units.get(key, True) and bool(r["correct"])
-    return units
+    rows = log.query("SELECT question_id, correct FROM predictions WHERE run_id = ?", (run_id,))
+    return unit_correctness_view(units, {r["question_id"]: bool(r["correct"]) for r in rows})
 
 
 async def heldout_with_memories(
@@ -181,7 +178,8 @@ async def heldout_with_memories(
         label="test with memories",
     )
     await session.infer(questions, without_id, "eval", prompts=base, label="test without")
-    a, b = _unit_correct(log, with_id), _unit_correct(log, without_id)
+    units = build_units(questions)
+    a, b = _unit_correct(log, with_id, units), _unit_correct(log, without_id, units)
     keys = sorted(set(a) & set(b))
     paired = ranking.paired_report([a[u] for u in keys], [b[u] for u in keys])
     return {**report, "paired": paired, "run_ids": [with_id, without_id]}
