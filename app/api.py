@@ -1058,10 +1058,13 @@ def fork(
     rollout_id: str | None = None,
     resume: bool = False,
     progress: bool | None = False,
+    select: str | None = None,
 ) -> ForkResult:
     """Answer each selected question (of `pool`, `task_types`, `questions` ids, at most `limit`)
     as `branches` branches at `temperatures` (one per branch) or evenly over
-    `temperature_range`; `resume=True` finishes a killed fork of `rollout_id`."""
+    `temperature_range`; `resume=True` finishes a killed fork of `rollout_id`;
+    `select="informative"` keeps only the questions whose branches disagreed in the latest
+    fork (0 < p-hat < 1: docs/scorecard.md#loop-health)."""
     return _run_sync(
         fork_async,
         workspace,
@@ -1078,6 +1081,7 @@ def fork(
         rollout_id=rollout_id,
         resume=resume,
         progress=progress,
+        select=select,
     )
 
 
@@ -1097,6 +1101,7 @@ async def fork_async(
     rollout_id: str | None = None,
     resume: bool = False,
     progress: bool | None = False,
+    select: str | None = None,
 ) -> ForkResult:
     from app.harness.data.fork import ForkSpec, branch_temperatures, run_fork, select_questions
 
@@ -1124,6 +1129,7 @@ async def fork_async(
             temps = branch_temperatures(
                 branches, temperatures, temperature_range, run_config.temperature
             )
+            question_ids = _selected_questions(session, select, question_ids)
             chosen = select_questions(session.benchmark, pool, task_types, question_ids, limit)
             spec = ForkSpec(tuple(q.question_id for q in chosen), temps, in_flight, pool)
             rollout_id = rollout_id or next_run_id(session, "fork-")
@@ -1142,6 +1148,26 @@ async def fork_async(
         pass_at_n=summary.get("pass_at_n", 0.0),
         simulated_model=run_config.uses_sim,
     )
+
+
+def _selected_questions(
+    session: Session, select: object, question_ids: list[str] | None
+) -> list[str] | None:
+    """`question_ids` narrowed by `select` (loop health: app/harness/data/loop_health.py)."""
+    from app.harness.data.loop_health import informative_questions
+
+    _expect("select", select, select in (None, "informative"), 'None or "informative"')
+    if select is None:
+        return question_ids
+    last, ids = informative_questions(session.log)
+    if last is None:
+        raise UserError("--select informative: no earlier fork in this workspace to select from")
+    if question_ids:
+        ids = [q for q in ids if q in set(question_ids)]
+    if not ids:
+        raise UserError(f"--select informative: no question of {last} had 0 < p-hat < 1")
+    logger.info("--select informative: {} questions of {} (0 < p-hat < 1)", len(ids), last)
+    return ids
 
 
 def _check_fork_arguments(

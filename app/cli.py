@@ -430,6 +430,12 @@ def _add_fork_commands(sub: Any, o: Options) -> None:
     )
     p.add_argument("--task-types", nargs="+", metavar="TYPE", help="only these task types")
     p.add_argument("--questions", nargs="+", metavar="ID", help="only these question ids")
+    p.add_argument(
+        "--select",
+        choices=["informative"],
+        help="informative: only questions whose branches disagreed (0 < p-hat < 1) in the "
+        "latest fork (docs/scorecard.md#loop-health)",
+    )
     p.add_argument("--limit", type=int, help="at most this many questions")
     p.add_argument(
         "--concurrency",

@@ -115,3 +115,47 @@ def lax_warning(eta: float) -> str | None:
             "too lax to separate good trajectories from bad"
         )
     return None
+
+
+@dataclass(frozen=True)
+class ForkSummary:
+    """One fork's outcome for the collapse check: pass@1 (mean p-hat: one branch's expected
+    pass rate), pass@N (share of questions with a passing branch) and diversity (mean
+    distinct tool sequences per question)."""
+
+    rollout_id: str
+    pass_at_1: float
+    pass_at_n: float
+    diversity: float
+
+
+def fork_summary(rollout_id: str, rows: Sequence[QuestionHealth]) -> ForkSummary:
+    n = len(rows)
+    if not n:
+        return ForkSummary(rollout_id, 0.0, 0.0, 0.0)
+    return ForkSummary(
+        rollout_id=rollout_id,
+        pass_at_1=sum(r.p_hat for r in rows) / n,
+        pass_at_n=sum(1 for r in rows if r.passed) / n,
+        diversity=sum(r.distinct_tool_sequences for r in rows) / n,
+    )
+
+
+# pass@N moving less than this (absolute share) counts as flat
+FLAT_PASS_AT_N = 0.02
+
+
+def collapse_warning(before: ForkSummary, after: ForkSummary) -> str | None:
+    """The sign of a policy sharpening onto fewer paths: pass@1 up while pass@N stays flat
+    and the distinct tool sequences per question go down."""
+    up = after.pass_at_1 > before.pass_at_1
+    flat = abs(after.pass_at_n - before.pass_at_n) < FLAT_PASS_AT_N
+    less_diverse = after.diversity < before.diversity
+    if up and flat and less_diverse:
+        return (
+            f"possible collapse since {before.rollout_id}: pass@1 "
+            f"{before.pass_at_1:.3f} -> {after.pass_at_1:.3f} but pass@N flat "
+            f"({before.pass_at_n:.3f} -> {after.pass_at_n:.3f}) and tool-sequence diversity "
+            f"down ({before.diversity:.2f} -> {after.diversity:.2f} per question)"
+        )
+    return None

@@ -5,6 +5,7 @@ command's lines, JSON and refusals."""
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -113,3 +114,39 @@ def test_cli_lines_json_and_refusals(ranked: Path, capsys) -> None:
     with pytest.raises(UserError, match="reruns"):
         api.scorecard(ranked, "s1", reruns=1)
     assert main(["scorecard", "-w", str(ranked), "nope"]) == 2
+
+
+def test_fork_select_informative_takes_the_questions_whose_branches_disagreed(
+    ranked: Path, tmp_path: Path
+) -> None:
+    ws = tmp_path / "ws"
+    shutil.copytree(ranked, ws)
+    conn = sqlite3.connect(ws / "harness.db")
+    passed: dict[str, set[float]] = {}
+    for q, objective in conn.execute(
+        "SELECT question_id, objective FROM rankings WHERE run_id='s1'"
+    ):
+        passed.setdefault(q, set()).add(objective)
+    informative = sorted(q for q, seen in passed.items() if seen == {0.0, 1.0})
+    assert 0 < len(informative) < len(passed)
+    result = api.fork(ws, branches=2, select="informative", rollout_id="s2")
+    got = {
+        q for (q,) in conn.execute("SELECT DISTINCT question_id FROM branches WHERE run_id='s2'")
+    }
+    assert sorted(got) == informative and result.questions == len(informative)
+    with pytest.raises(UserError, match="not ranked"):
+        api.scorecard(ws, "s2")
+    api.rank(ws, "s2", verifiers=["checker", "completed"], remember=False)
+    # the scorecard of s2 compares it with s1, the fork before it
+    report = json.loads(api.scorecard(ws, "s2", memory_k=0).report_path.read_text())
+    assert report["compared_with"] == "s1"
+    assert report["loop_health"]["questions"] == len(informative)
+
+
+def test_select_informative_needs_an_earlier_fork(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    assert main(["init", str(ws), "--seed", "sim-starter", "--questions", "sim-basic"]) == 0
+    with pytest.raises(UserError, match="no earlier fork"):
+        api.fork(ws, branches=2, select="informative")
+    with pytest.raises(UserError, match="select"):
+        api.fork(ws, branches=2, select="hardest")

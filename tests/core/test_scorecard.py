@@ -8,7 +8,10 @@ import pytest
 
 from core.scorecard import (
     LAX_YIELD,
+    ForkSummary,
+    collapse_warning,
     flake_rate,
+    fork_summary,
     informative_chance,
     lax_warning,
     loop_health,
@@ -71,3 +74,25 @@ def test_yield_and_the_lax_warning() -> None:
     warning = lax_warning(0.6)
     assert warning is not None and "too lax" in warning
     assert not math.isnan(yield_rate(1, 1))
+
+
+def test_collapse_needs_pass_at_1_up_pass_at_n_flat_and_diversity_down() -> None:
+    before = ForkSummary("f1", pass_at_1=0.30, pass_at_n=0.60, diversity=2.5)
+    collapsed = ForkSummary("f2", pass_at_1=0.45, pass_at_n=0.61, diversity=1.2)
+    warning = collapse_warning(before, collapsed)
+    assert warning is not None and "f1" in warning and "0.300 -> 0.450" in warning
+    # pass@N grew too: more questions solved, not a collapse
+    assert collapse_warning(before, ForkSummary("f2", 0.45, 0.70, 1.2)) is None
+    # as diverse as before
+    assert collapse_warning(before, ForkSummary("f2", 0.45, 0.60, 2.5)) is None
+    # pass@1 down
+    assert collapse_warning(before, ForkSummary("f2", 0.20, 0.60, 1.2)) is None
+
+
+def test_fork_summary_from_question_rows() -> None:
+    rows = [
+        question_health("a", [True, False], ["x", "y"]),
+        question_health("b", [False, False], ["x", "x"]),
+    ]
+    s = fork_summary("f", rows)
+    assert (s.pass_at_1, s.pass_at_n, s.diversity) == (0.25, 0.5, 1.5)

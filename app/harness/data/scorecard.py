@@ -22,13 +22,13 @@ from __future__ import annotations
 import json
 import random
 import string
-from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from app.errors import UserError
 from app.harness.data.fork import held_out_question_ids
+from app.harness.data.loop_health import health_rows, previous_fork, summary
 from app.harness.data.verifiers import load_verifier, run_verifier
 from app.harness.rollouts.agent_prompts import AgentPrompts
 from app.harness.rollouts.memory import with_memories
@@ -38,12 +38,11 @@ from app.harness.workspace.log import HarnessLog
 from app.secrets import scrub_json
 from core import ranking
 from core.scorecard import (
-    QuestionHealth,
+    collapse_warning,
     flake_rate,
+    fork_summary,
     lax_warning,
     loop_health,
-    normalise_tool_sequence,
-    question_health,
     yield_rate,
 )
 from core.types import QuestionUnit
@@ -105,32 +104,6 @@ def canary_leaks(branches: Sequence[dict[str, Any]], seed: int = 0) -> tuple[int
         planted += 1
         leaked += int(_leaked(canary, out))
     return leaked, planted
-
-
-def _tool_names(tool_calls_json: str | None) -> list[str]:
-    try:
-        calls = json.loads(tool_calls_json or "[]")
-    except ValueError:
-        return []
-    if not isinstance(calls, list):
-        return []
-    return [str(c.get("name", "?"))[:40] for c in calls if isinstance(c, dict)]
-
-
-def health_rows(
-    branches: Sequence[dict[str, Any]], objective: dict[tuple[str, int], int]
-) -> list[QuestionHealth]:
-    by_q: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for b in branches:
-        by_q[b["question_id"]].append(b)
-    return [
-        question_health(
-            qid,
-            [objective.get((qid, b["branch_index"]), 0) == 1 for b in rows],
-            [normalise_tool_sequence(_tool_names(b.get("tool_calls_json"))) for b in rows],
-        )
-        for qid, rows in sorted(by_q.items())
-    ]
 
 
 def rerun_flakiness(
@@ -237,7 +210,13 @@ async def build_scorecard(
     )
     tokens = sum(int(b["tokens_in"] or 0) + int(b["tokens_out"] or 0) for b in branches)
     heldout = await heldout_with_memories(session, rollout_id, memory_k, heldout_run_ids)
-    health = health_rows(branches, objective)
+    health = health_rows(branches, {k: v == 1 for k, v in objective.items()})
+    before = previous_fork(log, rollout_id)
+    collapse = (
+        None
+        if before is None
+        else collapse_warning(summary(log, before), fork_summary(rollout_id, health))
+    )
     figures = [
         Figure(
             "yield_eta",
@@ -275,7 +254,7 @@ async def build_scorecard(
         _heldout_figure(heldout, memory_k),
     ]
     lh = loop_health(health)
-    warnings = [w for w in (lax_warning(eta),) if w]
+    warnings = [w for w in (lax_warning(eta), collapse) if w]
     if heldout["paired"] is not None and not heldout["paired"]["powered"]:
         warnings.append(
             f"held-out comparison not powered (n={heldout['paired']['n']} units): "
@@ -287,7 +266,8 @@ async def build_scorecard(
         "warnings": warnings,
         "classes": class_counts,
         "heldout": heldout,
-        "loop_health": lh.__dict__,
+        "loop_health": {**lh.__dict__, **fork_summary(rollout_id, health).__dict__},
+        "compared_with": before,
         "questions": [{**h.__dict__, "informative": h.informative} for h in health],
         "simulated_model": session.config.uses_sim,
     }
