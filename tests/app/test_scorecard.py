@@ -150,3 +150,41 @@ def test_select_informative_needs_an_earlier_fork(tmp_path: Path) -> None:
         api.fork(ws, branches=2, select="informative")
     with pytest.raises(UserError, match="select"):
         api.fork(ws, branches=2, select="hardest")
+
+
+def test_memories_dedupe_by_tool_sequence_and_retire_after_versions(tmp_path: Path) -> None:
+    from app.harness.rollouts import memory
+    from app.harness.workspace.log import HarnessLog
+
+    log = HarnessLog(tmp_path / "harness.db")
+    steps = [
+        ("q1", '[{"name": "read_context"}]', "v1"),
+        ("q2", '[{"name": "Read_Context"}, {"name": "read_context"}]', "v3"),
+        ("q3", '[{"name": "lookup"}]', "v4"),
+        ("q4", "[]", None),
+    ]
+    winners = [
+        {
+            "question_id": q,
+            "branch_index": 0,
+            "task_type": "dates",
+            "question": "when is the invoice due for the ledger",
+            "prediction": "ANSWER: 4",
+            "tool_calls_json": calls,
+            "skills_version": version,
+        }
+        for q, calls, version in steps
+    ]
+    objective = {(q, 0): 1 for q, _, _ in steps}
+    assert memory.store_winners(log, "r", winners, objective)["stored"] == 4
+    task = "when is the ledger invoice due"
+    assert len(memory.retrieve(log, task, 4)) == 4
+    deduped = memory.retrieve(log, task, 4, how=memory.Retrieval(dedupe=True))
+    # q1 and q2 are one procedure (case and a repeated call folded): three distinct sequences
+    assert len(deduped) == 3
+    assert len({memory.normalised_steps(m["key_steps"]) for m in deduped}) == 3
+    # at v5, retiring after 2 versions drops v1 and v3; q4 has no version and stays
+    kept = memory.retrieve(log, task, 4, how=memory.Retrieval(retire_after=2, skills_version="v5"))
+    assert sorted(m["question_id"] for m in kept) == ["q3", "q4"]
+    only = memory.retrieve(log, task, 4, how=memory.Retrieval(run_id="other"))
+    assert only == []

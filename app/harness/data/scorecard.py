@@ -147,7 +147,14 @@ async def heldout_with_memories(
         questions,
         with_id,
         "eval",
-        prompts=with_memories(base, log, memory_k, run_id=rollout_id),
+        prompts=with_memories(
+            base,
+            log,
+            memory_k,
+            run_id=rollout_id,
+            dedupe=session.config.memory_dedupe,
+            retire_after=session.config.memory_retire_after_versions,
+        ),
         label="test with memories",
     )
     await session.infer(questions, without_id, "eval", prompts=base, label="test without")

@@ -182,6 +182,10 @@ class RunConfig(BaseModel):
     judge_temperature: float = _d(0.1, ge=0.0, le=2.0)
     judge_max_calls_per_batch: int = _d(100, **NON_NEGATIVE)
     memory_k: int = _d(0, **NON_NEGATIVE)
+    # loop health (docs/scorecard.md#loop-health): keep one retrieved memory per normalised
+    # tool sequence, and stop retrieving memories stored that many skills versions ago (0: never)
+    memory_dedupe: bool = _d(False)
+    memory_retire_after_versions: int = _d(0, **NON_NEGATIVE)
     sim_judge_noise: float = _d(0.0, **SHARE)
     # answer checkers beyond the built-in ones (docs/checkers.md): a user `module:function`
     # runs in worker processes with a per-call timeout; `rubric` is scored by judge_model
