@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import re
 import sqlite3
@@ -169,6 +170,8 @@ class EvalResult:
     simulated_model: bool
     # memory_k > 0: how many stored memories the prompts retrieved from (None: memories off)
     memories_stored: int | None = None
+    # built-in tool -> the name it was shown under (`tool_aliases` of `evaluate`)
+    tool_aliases: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -517,11 +520,20 @@ def evaluate(
     *,
     overrides: Mapping[str, Any] | None = None,
     progress: bool | None = False,
+    tool_aliases: Mapping[str, str] | None = None,
 ) -> EvalResult:
     """Answer the whole benchmark with skills `version` (e.g. "v3") and the current prompts;
-    the report goes to `analyses/eval_<run_id>.json`."""
+    the report goes to `analyses/eval_<run_id>.json`. `tool_aliases` shows built-in tools
+    under new names ({"read_context": "lookup"}): how much of a gain survives a changed tool
+    interface (docs/scorecard.md#holdouts)."""
     return _run_sync(
-        evaluate_async, workspace, version, config, overrides=overrides, progress=progress
+        evaluate_async,
+        workspace,
+        version,
+        config,
+        overrides=overrides,
+        progress=progress,
+        tool_aliases=tool_aliases,
     )
 
 
@@ -532,8 +544,12 @@ async def evaluate_async(
     *,
     overrides: Mapping[str, Any] | None = None,
     progress: bool | None = False,
+    tool_aliases: Mapping[str, str] | None = None,
 ) -> EvalResult:
+    from app.harness.rollouts.agent_prompts import check_tool_aliases
+
     version = check_version(version, "version")
+    aliases = check_tool_aliases(tool_aliases)
     root, run_config = _workspace(workspace), resolve_config(config, overrides)
     with (
         WriterLock(root, "eval"),
@@ -543,6 +559,7 @@ async def evaluate_async(
         if version not in have:
             raise UserError(f"{root}: no skills version {version!r} (have {have})")
         prompts = session.agent_prompts(skills_dir=session.paths.root / "skills" / version)
+        prompts = dataclasses.replace(prompts, tool_aliases=aliases)
         run_id = next_run_id(session, f"eval-{version}-{prompts.prompts_version}-")
         before = _call_counts(session)
         with session.bars.live(), _budget_is_run_failed():
@@ -552,8 +569,10 @@ async def evaluate_async(
                 "eval",
                 prompts=prompts,
                 label=f"eval {version}",
+                provenance={"tool_aliases": dict(aliases)} if aliases else None,
             )
         result = _eval_result(outcome, session, version, prompts.prompts_version, before)
+        result = dataclasses.replace(result, tool_aliases=dict(aliases))
         write_json_atomic(session.paths.analyses / f"eval_{run_id}.json", _eval_report(result))
     return result
 
@@ -689,6 +708,7 @@ def _eval_report(result: EvalResult) -> dict[str, Any]:
         "stop_reason_counts": result.stop_reason_counts,
         "new_model_calls": result.new_model_calls,
         "simulated_model": result.simulated_model,
+        "tool_aliases": result.tool_aliases,
     }
 
 

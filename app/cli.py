@@ -286,6 +286,13 @@ def _add_run_commands(sub: Any, o: Options) -> None:
         [o.verbose, o.workspace, o.model, o.json],
     )
     p.add_argument("version", help="skills version, e.g. v3")
+    p.add_argument(
+        "--tool-alias",
+        action="append",
+        metavar="OLD=NEW",
+        help="show a built-in tool under a new name (repeatable), e.g. read_context=lookup: "
+        "how much of a gain survives a changed tool interface",
+    )
     p = add_command(
         sub,
         "diagnose",
