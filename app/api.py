@@ -502,14 +502,17 @@ async def demo_async(
 
 def _check_trainable(bench: Path, config: RunConfig) -> None:
     """Refuse, as training would, a config that leaves no task type of `bench` to train."""
-    from app.harness.rollouts.pools import filter_trainable, split_pools
+    from app.harness.rollouts.pools import filter_trainable, hold_out_task_types, split_pools
     from app.harness.workspace.store import load_benchmark
 
     b = load_benchmark(bench)
-    pools = split_pools(b.questions, b.split, b.seed)
-    filter_trainable(
-        pools, config.task_types, config.eval_min_per_class, config.trainable_min_units
+    pools, task_types = hold_out_task_types(
+        split_pools(b.questions, b.split, b.seed),
+        b.questions,
+        config.task_types,
+        config.holdout_task_types,
     )
+    filter_trainable(pools, task_types, config.eval_min_per_class, config.trainable_min_units)
 
 
 # -- evaluate and infer -------------------------------------------------------------------------

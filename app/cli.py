@@ -259,6 +259,12 @@ def _add_run_commands(sub: Any, o: Options) -> None:
         action="store_true",
         help="print what `estimate` prints and exit without training",
     )
+    p.add_argument(
+        "--holdout-task-types",
+        metavar="A,B",
+        help="task types never trained or prompt-evolved, only tested: the final test shows "
+        "how much of the gain reaches them (same as --set holdout_task_types=[...])",
+    )
     p = add_command(
         sub,
         "infer",

@@ -16,6 +16,7 @@ from app.cli_support import (
 from app.demo import demo_summary, outcome_line
 from app.errors import UserError
 from app.offline_commands import train_models
+from app.scorecard_commands import holdout_lines
 
 if TYPE_CHECKING:
     from app import api
@@ -132,16 +133,23 @@ def cmd_train(args: argparse.Namespace) -> int:
         model_config_from(args)
     from app import api
 
+    overrides = overrides_from(args)
+    if getattr(args, "holdout_task_types", None):
+        overrides["holdout_task_types"] = [
+            t.strip() for t in args.holdout_task_types.split(",") if t.strip()
+        ]
     result = api.train(
         args.workspace,
         args.config,
-        overrides=overrides_from(args),
+        overrides=overrides,
         resume=args.resume,
         fresh=args.fresh,
         store=args.store,
         progress=_progress(args),
     )
     out(outcome_line(result))
+    for line in holdout_lines(result.workspace):
+        out(line)
     notice_if_simulated(result.simulated_model, train_models(result.workspace, result.train_id))
     return 0
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from app.cli_support import out, out_json, overrides_from
 
@@ -39,6 +41,39 @@ def _value(value: float | None, unit: str) -> str:
     if unit == "pp":
         return f"{value:+.2f} pp"
     return f"{value:.1f} {unit}"
+
+
+def holdout_lines(workspace: Path) -> list[str]:
+    """The final test split into held-out task types (never trained) and trained ones, from
+    `analyses/final_test_eval.json`; nothing when no type was held out."""
+    path = Path(workspace) / "analyses" / "final_test_eval.json"
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    held = report.get("holdout_task_types") if isinstance(report, dict) else None
+    final, base = report.get("per_task_type"), report.get("baseline_per_task_type")
+    if not held or not isinstance(final, dict) or not isinstance(base, dict):
+        return []
+    rest = sorted(t for t in final if t not in held)
+    return [
+        f"  held out (never trained): {_split(held, final, base)}",
+        f"  not held out:             {_split(rest, final, base)}",
+    ]
+
+
+def _split(types: list[str], final: Mapping[str, Any], base: Mapping[str, float]) -> str:
+    """Baseline -> final test accuracy over `types`, by unit count."""
+    total = sum(int(final[t]["total"]) for t in types if t in final)
+    if not total:
+        return "no test units"
+    after = sum(float(final[t]["accuracy"]) * int(final[t]["total"]) for t in types if t in final)
+    before = sum(float(base.get(t, 0.0)) * int(final[t]["total"]) for t in types if t in final)
+    gain = 100 * (after - before) / total
+    return (
+        f"{', '.join(types)}: {before / total:.3f} -> {after / total:.3f} ({gain:+.1f} pp, "
+        f"{total} units)"
+    )
 
 
 def cmd_scorecard(args: argparse.Namespace) -> int:

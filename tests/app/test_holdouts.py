@@ -94,3 +94,51 @@ def test_eval_with_a_renamed_tool_calls_it_by_the_new_name(ws: Path, capsys) -> 
     report = json.loads((ws / "analyses" / f"eval_{run_id}.json").read_text())
     assert report["tool_aliases"] == {"read_context": "lookup"}
     assert main(["eval", "-w", str(ws), "v1", "--tool-alias", "read_context"]) == 2
+
+
+def test_hold_out_task_types_moves_them_to_the_test_pool() -> None:
+    from app.harness.rollouts.pools import Pools, hold_out_task_types
+
+    qs = [
+        Question(question_id=f"{t}{i}", task_type=t, question="?", answer="1")
+        for t in ("a", "b")
+        for i in range(3)
+    ]
+    pools = Pools(diagnosis=(qs[0], qs[3]), validation=(qs[1], qs[4]), test=(qs[2], qs[5]))
+    moved, wanted = hold_out_task_types(pools, qs, None, ["b"])
+    assert [q.question_id for q in moved.test] == ["a2", "b0", "b1", "b2"]
+    assert all(q.task_type == "a" for q in moved.diagnosis + moved.validation)
+    assert wanted == ("a",)
+    assert hold_out_task_types(pools, qs, None, []) == (pools, None)
+    with pytest.raises(UserError, match="holdout_task_types: no task type c"):
+        hold_out_task_types(pools, qs, None, ["c"])
+    with pytest.raises(UserError, match="also in task_types"):
+        hold_out_task_types(pools, qs, ["a", "b"], ["b"])
+
+
+def test_train_never_trains_a_held_out_task_type(tmp_path: Path, capsys) -> None:
+    from app import paths
+
+    ws = api.init_workspace(tmp_path / "ws", seed="sim-starter", questions="sim-basic").root
+    overrides = {"epochs": 1, "task_types": ["ledger", "units"]}
+    code = main(
+        ["train", "-w", str(ws), "--config", str(paths.demo_config()), "--no-progress",
+         "--holdout-task-types", "dates", *[f"--set={k}={json.dumps(v)}" for k, v in overrides.items()]]
+    )  # fmt: skip
+    assert code == 0
+    text = capsys.readouterr().out
+    assert "held out (never trained): dates" in text and "not held out:" in text
+    report = json.loads((ws / "analyses" / "final_test_eval.json").read_text())
+    assert report["holdout_task_types"] == ["dates"]
+    assert report["per_task_type"]["dates"]["total"] == 72  # every dates unit is tested
+    conn = sqlite3.connect(ws / "harness.db")
+    kinds = {
+        kind
+        for kind, task_type in conn.execute(
+            "SELECT r.kind, p.task_type FROM predictions p JOIN _runs r ON r.run_id = p.run_id"
+        )
+        if task_type == "dates"
+    }
+    # dates questions are answered only by the baseline (every question, for the baseline
+    # test accuracy) and the final test: never in a training step or validation
+    assert kinds <= {"baseline", "test"}, kinds

@@ -134,7 +134,7 @@ async def heldout_with_memories(
     log = session.log
     stored = log.query("SELECT COUNT(*) AS n FROM memories WHERE run_id = ?", (rollout_id,))
     memories = int(stored[0]["n"])
-    test_ids = held_out_question_ids(session.benchmark)
+    test_ids = held_out_question_ids(session.benchmark, session.config.holdout_task_types)
     questions = [q for q in session.benchmark.questions if q.question_id in test_ids]
     report: dict[str, Any] = {"memories": memories, "test_questions": len(questions)}
     if not questions or not memories or memory_k <= 0:

@@ -122,6 +122,9 @@ class RunConfig(BaseModel):
     min_class_per_batch: int = _s(2, **NON_NEGATIVE)
     batch_correct_ratio: float = _s(0.15, **SHARE)
     task_types: tuple[str, ...] | None = _s(None)
+    # task types never trained or prompt-evolved: all their questions go to the test pool
+    # (app/harness/rollouts/pools.py `hold_out_task_types`, docs/scorecard.md#holdouts)
+    holdout_task_types: tuple[str, ...] = _s(())
     eval_min_per_class: int = _s(5, **NON_NEGATIVE)
     trainable_min_units: int = _s(12, **NON_NEGATIVE)
     early_stop_patience: int = _d(2, **NON_NEGATIVE)
