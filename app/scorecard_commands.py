@@ -18,7 +18,7 @@ def scorecard_lines(result: api.ScorecardResult) -> list[str]:
     """One line per figure with its basis, then the warnings."""
     lines = [f"scorecard {result.rollout_id}:"]
     for f in result.figures:
-        lines.append(f"  {f.name:<20} {_value(f.value, f.unit):>12}  {f.basis}")
+        lines.append(f"  {f.name:<18} {_value(f.value, f.unit):>14}  {f.basis}")
     h = result.loop_health
     lines.append(
         f"  loop health: {h['questions']} questions, {100 * h['informative_share']:.1f}% "

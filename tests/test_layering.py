@@ -49,6 +49,7 @@ ENTRY_POINTS = frozenset(
         "app.api",
         "app.api_args",
         "app.ingest_commands",
+        "app.scorecard_commands",
     }
 )
 HARNESS_ROOMS: dict[str, frozenset[str]] = {

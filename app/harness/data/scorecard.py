@@ -284,7 +284,7 @@ def _heldout_figure(heldout: dict[str, Any], memory_k: int) -> Figure:
     p = heldout["paired"]
     if p is None:
         why = (
-            "no memories stored from this rollout (rank without --no-remember)"
+            "no memories stored from this rollout (it was ranked with --no-memory, or none passed)"
             if not heldout["memories"]
             else "no test-pool questions"
             if not heldout["test_questions"]
