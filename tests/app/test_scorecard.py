@@ -188,3 +188,19 @@ def test_memories_dedupe_by_tool_sequence_and_retire_after_versions(tmp_path: Pa
     assert sorted(m["question_id"] for m in kept) == ["q3", "q4"]
     only = memory.retrieve(log, task, 4, how=memory.Retrieval(run_id="other"))
     assert only == []
+
+
+def test_a_flaky_verifier_shows_in_r_flake_and_its_cost_in_cost_per_clean(
+    ranked: Path, tmp_path: Path
+) -> None:
+    ws = tmp_path / "ws"
+    shutil.copytree(ranked, ws)
+    flaky = "tests.app.scorecard_plugins:flaky"
+    api.rank(ws, "s1", verifiers=["checker", flaky], remember=False)
+    result = api.scorecard(ws, "s1", reruns=2, memory_k=0)
+    # 24 questions x 4 branches, two verifiers: 192 verdicts, those of flaky on branch 0 flip
+    figure = result.figure("flakiness_r_flake")
+    assert figure.value == pytest.approx(24 / 192)
+    assert figure.basis.startswith("192 (branch, verifier) verdicts re-run 2 times")
+    cost = result.figure("cost_per_clean_usd")
+    assert "verifiers $0.960000" in cost.basis
