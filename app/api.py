@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import re
 import sqlite3
@@ -116,6 +117,8 @@ __all__ = [
     "rank_async",
     "report",
     "savings",
+    "scorecard",
+    "scorecard_async",
     "serve",
     "serve_async",
     "train",
@@ -167,6 +170,8 @@ class EvalResult:
     simulated_model: bool
     # memory_k > 0: how many stored memories the prompts retrieved from (None: memories off)
     memories_stored: int | None = None
+    # built-in tool -> the name it was shown under (`tool_aliases` of `evaluate`)
+    tool_aliases: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -497,14 +502,17 @@ async def demo_async(
 
 def _check_trainable(bench: Path, config: RunConfig) -> None:
     """Refuse, as training would, a config that leaves no task type of `bench` to train."""
-    from app.harness.rollouts.pools import filter_trainable, split_pools
+    from app.harness.rollouts.pools import filter_trainable, hold_out_task_types, split_pools
     from app.harness.workspace.store import load_benchmark
 
     b = load_benchmark(bench)
-    pools = split_pools(b.questions, b.split, b.seed)
-    filter_trainable(
-        pools, config.task_types, config.eval_min_per_class, config.trainable_min_units
+    pools, task_types = hold_out_task_types(
+        split_pools(b.questions, b.split, b.seed),
+        b.questions,
+        config.task_types,
+        config.holdout_task_types,
     )
+    filter_trainable(pools, task_types, config.eval_min_per_class, config.trainable_min_units)
 
 
 # -- evaluate and infer -------------------------------------------------------------------------
@@ -515,11 +523,20 @@ def evaluate(
     *,
     overrides: Mapping[str, Any] | None = None,
     progress: bool | None = False,
+    tool_aliases: Mapping[str, str] | None = None,
 ) -> EvalResult:
     """Answer the whole benchmark with skills `version` (e.g. "v3") and the current prompts;
-    the report goes to `analyses/eval_<run_id>.json`."""
+    the report goes to `analyses/eval_<run_id>.json`. `tool_aliases` shows built-in tools
+    under new names ({"read_context": "lookup"}): how much of a gain survives a changed tool
+    interface (docs/scorecard.md#holdouts)."""
     return _run_sync(
-        evaluate_async, workspace, version, config, overrides=overrides, progress=progress
+        evaluate_async,
+        workspace,
+        version,
+        config,
+        overrides=overrides,
+        progress=progress,
+        tool_aliases=tool_aliases,
     )
 
 
@@ -530,8 +547,12 @@ async def evaluate_async(
     *,
     overrides: Mapping[str, Any] | None = None,
     progress: bool | None = False,
+    tool_aliases: Mapping[str, str] | None = None,
 ) -> EvalResult:
+    from app.harness.rollouts.agent_prompts import check_tool_aliases
+
     version = check_version(version, "version")
+    aliases = check_tool_aliases(tool_aliases)
     root, run_config = _workspace(workspace), resolve_config(config, overrides)
     with (
         WriterLock(root, "eval"),
@@ -541,6 +562,7 @@ async def evaluate_async(
         if version not in have:
             raise UserError(f"{root}: no skills version {version!r} (have {have})")
         prompts = session.agent_prompts(skills_dir=session.paths.root / "skills" / version)
+        prompts = dataclasses.replace(prompts, tool_aliases=aliases)
         run_id = next_run_id(session, f"eval-{version}-{prompts.prompts_version}-")
         before = _call_counts(session)
         with session.bars.live(), _budget_is_run_failed():
@@ -550,8 +572,10 @@ async def evaluate_async(
                 "eval",
                 prompts=prompts,
                 label=f"eval {version}",
+                provenance={"tool_aliases": dict(aliases)} if aliases else None,
             )
         result = _eval_result(outcome, session, version, prompts.prompts_version, before)
+        result = dataclasses.replace(result, tool_aliases=dict(aliases))
         write_json_atomic(session.paths.analyses / f"eval_{run_id}.json", _eval_report(result))
     return result
 
@@ -687,6 +711,7 @@ def _eval_report(result: EvalResult) -> dict[str, Any]:
         "stop_reason_counts": result.stop_reason_counts,
         "new_model_calls": result.new_model_calls,
         "simulated_model": result.simulated_model,
+        "tool_aliases": result.tool_aliases,
     }
 
 
@@ -1056,10 +1081,13 @@ def fork(
     rollout_id: str | None = None,
     resume: bool = False,
     progress: bool | None = False,
+    select: str | None = None,
 ) -> ForkResult:
     """Answer each selected question (of `pool`, `task_types`, `questions` ids, at most `limit`)
     as `branches` branches at `temperatures` (one per branch) or evenly over
-    `temperature_range`; `resume=True` finishes a killed fork of `rollout_id`."""
+    `temperature_range`; `resume=True` finishes a killed fork of `rollout_id`;
+    `select="informative"` keeps only the questions whose branches disagreed in the latest
+    fork (0 < p-hat < 1: docs/scorecard.md#loop-health)."""
     return _run_sync(
         fork_async,
         workspace,
@@ -1076,6 +1104,7 @@ def fork(
         rollout_id=rollout_id,
         resume=resume,
         progress=progress,
+        select=select,
     )
 
 
@@ -1095,6 +1124,7 @@ async def fork_async(
     rollout_id: str | None = None,
     resume: bool = False,
     progress: bool | None = False,
+    select: str | None = None,
 ) -> ForkResult:
     from app.harness.data.fork import ForkSpec, branch_temperatures, run_fork, select_questions
 
@@ -1122,6 +1152,7 @@ async def fork_async(
             temps = branch_temperatures(
                 branches, temperatures, temperature_range, run_config.temperature
             )
+            question_ids = _selected_questions(session, select, question_ids)
             chosen = select_questions(session.benchmark, pool, task_types, question_ids, limit)
             spec = ForkSpec(tuple(q.question_id for q in chosen), temps, in_flight, pool)
             rollout_id = rollout_id or next_run_id(session, "fork-")
@@ -1140,6 +1171,26 @@ async def fork_async(
         pass_at_n=summary.get("pass_at_n", 0.0),
         simulated_model=run_config.uses_sim,
     )
+
+
+def _selected_questions(
+    session: Session, select: object, question_ids: list[str] | None
+) -> list[str] | None:
+    """`question_ids` narrowed by `select` (loop health: app/harness/data/loop_health.py)."""
+    from app.harness.data.loop_health import informative_questions
+
+    _expect("select", select, select in (None, "informative"), 'None or "informative"')
+    if select is None:
+        return question_ids
+    last, ids = informative_questions(session.log)
+    if last is None:
+        raise UserError("--select informative: no earlier fork in this workspace to select from")
+    if question_ids:
+        ids = [q for q in ids if q in set(question_ids)]
+    if not ids:
+        raise UserError(f"--select informative: no question of {last} had 0 < p-hat < 1")
+    logger.info("--select informative: {} questions of {} (0 < p-hat < 1)", len(ids), last)
+    return ids
 
 
 def _check_fork_arguments(
@@ -1973,3 +2024,95 @@ def html_report(workspace: str | Path, out: str | Path) -> Path:
         ) from None
     write_text_atomic(target, page)
     return target
+
+
+# --- scorecard ---
+@dataclass(frozen=True)
+class ScorecardFigure:
+    name: str
+    value: float | None
+    unit: str
+    basis: str
+
+
+@dataclass(frozen=True)
+class ScorecardResult:
+    rollout_id: str
+    figures: tuple[ScorecardFigure, ...]
+    warnings: tuple[str, ...]
+    heldout_mcnemar_p: float | None
+    heldout_powered: bool | None
+    loop_health: dict[str, Any]
+    report_path: Path
+
+    def figure(self, name: str) -> ScorecardFigure:
+        return next(f for f in self.figures if f.name == name)
+
+
+def scorecard(
+    workspace: str | Path,
+    rollout_id: str,
+    config: ConfigSource = None,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    reruns: int = 3,
+    memory_k: int = 3,
+    progress: bool | None = False,
+) -> ScorecardResult:
+    """Judge ranked fork `rollout_id`'s data (docs/scorecard.md): yield, verifier flakiness
+    over `reruns` reruns, planted-canary leak rate, cost per clean trajectory, and held-out
+    test accuracy with up to `memory_k` of its memories per question vs without (two eval
+    runs of the test pool). The report goes to `analyses/scorecard_<rollout>.json`."""
+    return _run_sync(
+        scorecard_async,
+        workspace,
+        rollout_id,
+        config,
+        overrides=overrides,
+        reruns=reruns,
+        memory_k=memory_k,
+        progress=progress,
+    )
+
+
+async def scorecard_async(
+    workspace: str | Path,
+    rollout_id: str,
+    config: ConfigSource = None,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    reruns: int = 3,
+    memory_k: int = 3,
+    progress: bool | None = False,
+) -> ScorecardResult:
+    from app.harness.data.scorecard import build_scorecard
+
+    _expect("rollout_id", rollout_id, isinstance(rollout_id, str), "a fork's id, e.g. 'fork-1'")
+    _expect("reruns", reruns, type(reruns) is int and reruns >= 2, "a whole number, at least 2")
+    _expect("memory_k", memory_k, type(memory_k) is int and memory_k >= 0, "a whole number >= 0")
+    check_run_id(rollout_id, "rollout")
+    root, run_config = _workspace(workspace), resolve_config(config, overrides)
+    with (
+        WriterLock(root, "scorecard"),
+        Session(root, run_config, Bars(enabled=progress)) as session,
+    ):
+        run_ids = (
+            next_run_id(session, f"scorecard-{rollout_id}-mem-"),
+            next_run_id(session, f"scorecard-{rollout_id}-nomem-"),
+        )
+        with session.bars.live(), _budget_is_run_failed():
+            report = await build_scorecard(
+                session, rollout_id, reruns=reruns, memory_k=memory_k, heldout_run_ids=run_ids
+            )
+        path = session.paths.analyses / f"scorecard_{rollout_id}.json"
+        write_json_atomic(path, report)
+    paired = report["heldout"]["paired"]
+    return ScorecardResult(
+        rollout_id=rollout_id,
+        figures=tuple(ScorecardFigure(**f) for f in report["figures"]),
+        warnings=tuple(report["warnings"]),
+        heldout_mcnemar_p=None if paired is None else paired["mcnemar_p"],
+        heldout_powered=None if paired is None else paired["powered"],
+        loop_health=dict(report["loop_health"]),
+        report_path=path,
+    )

@@ -48,6 +48,7 @@ COMMANDS = (
     "estimate",
     "ingest",
     "check-tools",
+    "scorecard",
 )
 
 
@@ -145,6 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_ingest_commands(sub, o)
     _add_tools_commands(sub, o)
     _add_webreport_commands(sub, o)
+    _add_scorecard_commands(sub, o)
     return parser
 
 
@@ -155,6 +157,27 @@ def _add_offline_commands(sub: Any, o: Options) -> None:
         "expected model calls per role, tokens, cost and wall time of `train`, before it runs",
         "estimate -w workspaces/mine --set epochs=2",
         [o.verbose, o.workspace, o.model, o.json],
+    )
+
+
+def _add_scorecard_commands(sub: Any, o: Options) -> None:
+    p = add_command(
+        sub,
+        "scorecard",
+        "judge a ranked fork's data: yield, verifier flakiness, canary leaks, cost per clean "
+        "trajectory, held-out accuracy with its memories vs without (docs/scorecard.md)",
+        "scorecard -w workspaces/mine fork-1",
+        [o.verbose, o.workspace, o.model, o.json],
+    )
+    p.add_argument("rollout_id", metavar="ROLLOUT", help="a ranked fork's id")
+    p.add_argument(
+        "--reruns", type=int, default=3, help="reruns of the verifiers for R_flake (default 3)"
+    )
+    p.add_argument(
+        "--memory-k",
+        type=int,
+        default=3,
+        help="memories of the rollout per held-out question (default 3; 0 skips the test)",
     )
 
 
@@ -237,6 +260,12 @@ def _add_run_commands(sub: Any, o: Options) -> None:
         action="store_true",
         help="print what `estimate` prints and exit without training",
     )
+    p.add_argument(
+        "--holdout-task-types",
+        metavar="A,B",
+        help="task types never trained or prompt-evolved, only tested: the final test shows "
+        "how much of the gain reaches them (same as --set holdout_task_types=[...])",
+    )
     p = add_command(
         sub,
         "infer",
@@ -264,6 +293,13 @@ def _add_run_commands(sub: Any, o: Options) -> None:
         [o.verbose, o.workspace, o.model, o.json],
     )
     p.add_argument("version", help="skills version, e.g. v3")
+    p.add_argument(
+        "--tool-alias",
+        action="append",
+        metavar="OLD=NEW",
+        help="show a built-in tool under a new name (repeatable), e.g. read_context=lookup: "
+        "how much of a gain survives a changed tool interface",
+    )
     p = add_command(
         sub,
         "diagnose",
@@ -425,6 +461,12 @@ def _add_fork_commands(sub: Any, o: Options) -> None:
     )
     p.add_argument("--task-types", nargs="+", metavar="TYPE", help="only these task types")
     p.add_argument("--questions", nargs="+", metavar="ID", help="only these question ids")
+    p.add_argument(
+        "--select",
+        choices=["informative"],
+        help="informative: only questions whose branches disagreed (0 < p-hat < 1) in the "
+        "latest fork (docs/scorecard.md#loop-health)",
+    )
     p.add_argument("--limit", type=int, help="at most this many questions")
     p.add_argument(
         "--concurrency",
@@ -788,6 +830,7 @@ COMMAND_MODULES = {
     "estimate": "app.offline_commands",
     "ingest": "app.ingest_commands",
     "check-tools": "app.tools_commands",
+    "scorecard": "app.scorecard_commands",
 }
 
 

@@ -14,7 +14,9 @@ from app.cli_support import (
     overrides_from,
 )
 from app.demo import demo_summary, outcome_line
+from app.errors import UserError
 from app.offline_commands import train_models
+from app.scorecard_commands import holdout_lines
 
 if TYPE_CHECKING:
     from app import api
@@ -71,15 +73,32 @@ def memories_line(result: api.EvalResult, k: int) -> None:
         out(f"  memories: up to {k} per question, from {result.memories_stored} stored (memory_k)")
 
 
+def parse_tool_aliases(items: list[str]) -> dict[str, str]:
+    """`--tool-alias OLD=NEW` items (api.evaluate checks the names)."""
+    aliases: dict[str, str] = {}
+    for item in items:
+        real, sep, shown = item.partition("=")
+        if not sep or not real or not shown:
+            raise UserError(f"--tool-alias {item!r}: expected OLD=NEW, e.g. read_context=lookup")
+        aliases[real] = shown
+    return aliases
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     config = model_config_from(args)
     from app import api
 
-    result = api.evaluate(args.workspace, args.version, config, progress=_progress(args))
+    aliases = parse_tool_aliases(getattr(args, "tool_alias", None) or [])
+    result = api.evaluate(
+        args.workspace, args.version, config, progress=_progress(args), tool_aliases=aliases
+    )
     if args.json:
         out_json(result)
         return 0
     print_result(result, f"eval {result.skills_version} (run {result.run_id})")
+    if result.tool_aliases:
+        shown = ", ".join(f"{k} shown as {v}" for k, v in result.tool_aliases.items())
+        out(f"  renamed tools: {shown}")
     out(f"  model calls: {result.new_model_calls} new, {result.cache_hits} from cache")
     memories_line(result, config.memory_k)
     notice_if_simulated(config.uses_sim, config.models.values())
@@ -114,16 +133,23 @@ def cmd_train(args: argparse.Namespace) -> int:
         model_config_from(args)
     from app import api
 
+    overrides = overrides_from(args)
+    if getattr(args, "holdout_task_types", None):
+        overrides["holdout_task_types"] = [
+            t.strip() for t in args.holdout_task_types.split(",") if t.strip()
+        ]
     result = api.train(
         args.workspace,
         args.config,
-        overrides=overrides_from(args),
+        overrides=overrides,
         resume=args.resume,
         fresh=args.fresh,
         store=args.store,
         progress=_progress(args),
     )
     out(outcome_line(result))
+    for line in holdout_lines(result.workspace):
+        out(line)
     notice_if_simulated(result.simulated_model, train_models(result.workspace, result.train_id))
     return 0
 

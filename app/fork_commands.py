@@ -37,6 +37,7 @@ def cmd_fork(args: argparse.Namespace) -> int:
         pool=args.pool,
         task_types=args.task_types,
         questions=args.questions,
+        select=args.select,
         limit=args.limit,
         concurrency=args.concurrency or None,  # 0, like no --concurrency: the config's
         rollout_id=args.rollout_id,

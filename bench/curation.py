@@ -19,7 +19,11 @@ benchmark `sim-basic`, model `sim/basic`):
 4. export `--mix pristine=0.65,recovery=0.25 --by tokens`: the largest realised-vs-requested
    token share error in percentage points;
 5. `export verify` on the untouched export (0 failures) and after one byte of one record is
-   changed (1 failure).
+   changed (1 failure);
+6. `scorecard` (docs/scorecard.md): yield, verifier flakiness over 2 reruns, planted-canary
+   leak rate, and the held-out test pool answered with up to 3 of the fork's memories per
+   question vs without: `curation.scorecard_p_task_gain` in percentage points and its exact
+   McNemar p (`curation.scorecard_p_task_gain_p`), whether that comparison is powered.
 
     .venv/bin/python bench/curation.py [--tiny]
 
@@ -85,11 +89,11 @@ def main() -> int:
         api.fork(ws, branches=branches, temperature_range=(0.0, 1.0), limit=limit, rollout_id="c")
         api.rank(ws, "c", verifiers=VERIFIERS, remember=False)
         every = accepted(ws, "c")
-        ranked = api.rank(
+        ranked = api.rank(  # its verified winners become memories for the scorecard
             ws,
             "c",
             verifiers=VERIFIERS,
-            remember=False,
+            remember=True,
             cascade=True,
             verifier_costs=DECLARED_COSTS,
         )
@@ -111,6 +115,7 @@ def main() -> int:
         path.write_bytes(bytes(data))
         one_byte = api.export_verify(changed).failures
         manifest = json.loads((out / "curation.manifest.json").read_text())
+        card = api.scorecard(ws, "c", reruns=2, memory_k=3)
     print(f"# {total} branches; order {' > '.join(k.order)}; mix used {manifest['mix']['used']}")
     print(f"RESULT curation.pristine_share {c.counts['pristine'] / total:.3f} share")
     print(f"RESULT curation.recovery_share {c.counts['recovery'] / total:.3f} share")
@@ -128,6 +133,20 @@ def main() -> int:
     print(f"RESULT curation.mix_token_share_error_pp {error:.2f} pp{target}")
     print(f"RESULT curation.lineage_verify_failures_untouched {untouched} records target ==0")
     print(f"RESULT curation.lineage_verify_failures_one_byte {one_byte} records target ==1")
+    for f in card.figures:
+        print(f"# scorecard {f.name}: {f.basis}")
+    for w in card.warnings:
+        print(f"# scorecard warning: {w}")
+    gain = card.figure("heldout_gain_pp").value
+    p_value = card.heldout_mcnemar_p
+    print(f"RESULT curation.scorecard_yield {card.figure('yield_eta').value:.4f} share")
+    print(f"RESULT curation.scorecard_r_flake {card.figure('flakiness_r_flake').value:.4f} share")
+    print(
+        f"RESULT curation.scorecard_canary_leak_rate {card.figure('canary_leak_rate').value:.4f} share"
+    )
+    print(f"RESULT curation.scorecard_p_task_gain {_num(gain):.2f} pp")
+    print(f"RESULT curation.scorecard_p_task_gain_p {_num(p_value):.4g} p")
+    print(f"RESULT curation.scorecard_powered {int(bool(card.heldout_powered))} bool")
     met = (
         ratio <= TARGET_CASCADE_RATIO
         and same
@@ -136,6 +155,10 @@ def main() -> int:
         and (args.tiny or error <= TARGET_SHARE_ERROR_PP)
     )
     return 0 if met else 1
+
+
+def _num(value: float | None) -> float:
+    return float("nan") if value is None else value
 
 
 if __name__ == "__main__":

@@ -51,6 +51,7 @@ ENTRY_POINTS = frozenset(
         "app.api_args",
         "app.ingest_commands",
         "app.webreport_commands",
+        "app.scorecard_commands",
     }
 )
 HARNESS_ROOMS: dict[str, frozenset[str]] = {

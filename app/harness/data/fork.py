@@ -173,9 +173,13 @@ def select_questions(
     return questions
 
 
-def held_out_question_ids(benchmark: Benchmark) -> set[str]:
+def held_out_question_ids(benchmark: Benchmark, holdout: Sequence[str] = ()) -> set[str]:
+    """The test pool's questions, with every question of a `holdout_task_types` type."""
     pools = split_pools(benchmark.questions, benchmark.split, benchmark.seed)
-    return {q.question_id for q in pools.test}
+    held = set(holdout)
+    return {q.question_id for q in pools.test} | {
+        q.question_id for q in benchmark.questions if q.task_type in held
+    }
 
 
 def session_id(rollout_id: str, index: int) -> str:

@@ -252,9 +252,9 @@ async def _rank(
     session.recorder.flush()
     mem = None
     if remember:  # test-pool questions never become memories: they would leak into held-out
-        held_out = held_out_question_ids(
-            session.benchmark
-        )  # evaluation (app/harness/rollouts/pools.py)
+        held_out = held_out_question_ids(  # evaluation (app/harness/rollouts/pools.py)
+            session.benchmark, session.config.holdout_task_types
+        )
         mem = memory.store_winners(
             log, rollout_id, [w for w in winners if w["question_id"] not in held_out], objective
         )

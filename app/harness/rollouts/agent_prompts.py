@@ -7,11 +7,14 @@ Agent Skills catalog, app/harness/skills/agent_skills.py) and lets the agent ope
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from string import Template
 from typing import Any
 
+from app.errors import UserError
 from app.harness.workspace.workspace import read_version_files
 from app.paths import read_prompt
 from core.evolution.budget import resolve_skill_file
@@ -51,6 +54,32 @@ class ToolArgumentError(ValueError):
     pass
 
 
+_TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
+
+
+def check_tool_aliases(aliases: object) -> tuple[tuple[str, str], ...]:
+    """{built-in tool: new name} checked: only built-in tools, new names that are valid tool
+    names, none a built-in name, none given twice; a UserError naming `tool_aliases` else."""
+    if aliases is None:
+        return ()
+    if not isinstance(aliases, Mapping):
+        raise UserError('tool_aliases: expected a mapping, e.g. {"read_context": "lookup"}')
+    out: list[tuple[str, str]] = []
+    for real, shown in aliases.items():
+        if real not in TOOL_PARAMETERS:
+            known = ", ".join(TOOL_PARAMETERS)
+            raise UserError(f"tool_aliases: {str(real)[:80]!r} is not a built-in tool ({known})")
+        if not isinstance(shown, str) or not _TOOL_NAME.fullmatch(shown):
+            raise UserError(
+                f"tool_aliases: {real}={str(shown)[:80]!r}: a new name is 1-64 letters, "
+                "digits, _ or -, not starting with a digit or -"
+            )
+        if shown in TOOL_PARAMETERS or shown in {s for _, s in out}:
+            raise UserError(f"tool_aliases: {real}={shown}: that name is taken")
+        out.append((str(real), shown))
+    return tuple(out)
+
+
 @dataclass(frozen=True)
 class AgentPrompts:
     """One skills version + one prompts version, as the agent sees them."""
@@ -65,6 +94,10 @@ class AgentPrompts:
     # The question's full context in the user message (the triage probe,
     # app/harness/training/triage_probe.py): the counterfactual "had it read everything".
     inline_context: bool = False
+    # (built-in name, name shown) pairs: an evaluation with renamed tool schemas
+    # (`eval --tool-alias read_context=lookup`, docs/scorecard.md#holdouts). The agent sees and
+    # calls only the new name; the old one is an unknown tool.
+    tool_aliases: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def load(cls, skills_dir: Path, prompts_dir: Path, skill_mode: str) -> AgentPrompts:
@@ -123,10 +156,17 @@ class AgentPrompts:
         docs = dict(self.tool_docs)
         if self.skill_mode == "progressive":
             docs["read_skill"] = READ_SKILL_BY_NAME_DOC
+        shown = dict(self.tool_aliases)
         return [
-            ToolSpec(name=n, description=docs.get(n, n), parameters=self._parameters(n))
+            ToolSpec(
+                name=shown.get(n, n), description=docs.get(n, n), parameters=self._parameters(n)
+            )
             for n in names
         ]
+
+    def real_name(self, name: str) -> str:
+        """The built-in tool a called name stands for (itself when not an alias)."""
+        return next((real for real, shown in self.tool_aliases if shown == name), name)
 
     def opening_messages(self, question: Question) -> list[dict[str, Any]]:
         system = self.system
@@ -144,7 +184,10 @@ class AgentPrompts:
 
     def dispatch(self, name: str, arguments: Any, question: Question) -> str:
         """Run one tool call; bad calls raise ToolArgumentError with the reason."""
-        if name not in TOOL_PARAMETERS or name not in {t.name for t in self.tools_for(question)}:
+        if name not in {t.name for t in self.tools_for(question)}:
+            raise ToolArgumentError(f"unknown tool {str(name)[:80]!r}")
+        name = self.real_name(name)
+        if name not in TOOL_PARAMETERS:
             raise ToolArgumentError(f"unknown tool {str(name)[:80]!r}")
         validate_arguments(arguments, self._parameters(name))
         if name == "read_skill" and self.skill_mode == "progressive":

@@ -187,7 +187,9 @@ def skill_activation(
     opened = [
         prompts.opened_file(s.get("arguments"))
         for s in steps
-        if s.get("type") == "tool" and s.get("name") == "read_skill" and s.get("status") == "ok"
+        if s.get("type") == "tool"
+        and prompts.real_name(str(s.get("name"))) == "read_skill"
+        and s.get("status") == "ok"
     ]
     return {
         "skills_opened": sorted({f for f in opened if f}),
@@ -295,7 +297,7 @@ async def _tool_round(
             if isinstance(call.arguments, str):
                 raise ToolArgumentError("arguments are not valid JSON")
             output = prompts.dispatch(call.name, call.arguments, question)
-            if call.name != "read_skill":  # the skill is instructions, not data to skim
+            if prompts.real_name(call.name) != "read_skill":  # instructions, not data to skim
                 output = summarise_tool_output(output)
             status = "ok"
         except ToolArgumentError as e:

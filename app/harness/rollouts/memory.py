@@ -6,7 +6,9 @@
 - Retrieval: SQLite FTS5 `bm25()` over the task text, the words of the new task OR-ed
   (each quoted, so no FTS syntax from question text is ever interpreted; tokens with digits
   left out). No vector service.
-  A question never retrieves its own memory.
+  A question never retrieves its own memory. `memory_dedupe` keeps one memory per normalised
+  tool sequence; `memory_retire_after_versions` drops memories stored that many skills versions
+  ago (`Retrieval`; both off by default).
 - Injection: `format_block` renders memories as a `<memories>` block put before the system
   prompt; `with_memories` wraps AgentPrompts so infer/eval/train use it when `memory_k` > 0
   (app/harness/rollouts/session.py). Stored text is a model's reply and a question's wording, so
@@ -27,6 +29,7 @@ from typing import Any
 from app.harness.rollouts.agent_prompts import AgentPrompts
 from app.harness.workspace.clock import now_iso
 from app.harness.workspace.log import HarnessLog
+from core.scorecard import normalise_tool_sequence
 from core.types import Question
 
 MAX_QUERY_TERMS = 64
@@ -67,7 +70,8 @@ def store_winners(
         for b in rows:
             cur = log.conn.execute(
                 "INSERT OR IGNORE INTO memories (run_id, question_id, branch_index, task_type, "
-                "task, key_steps, final_answer, created_at) VALUES (?,?,?,?,?,?,?,?)",
+                "task, key_steps, final_answer, created_at, skills_version) "
+                "VALUES (?,?,?,?,?,?,?,?,?)",
                 (
                     rollout_id,
                     b["question_id"],
@@ -77,6 +81,7 @@ def store_winners(
                     key_steps(b.get("tool_calls_json")),
                     one_line(b.get("prediction") or "", 200),
                     now_iso(),
+                    b.get("skills_version") or None,
                 ),
             )
             if cur.rowcount:
@@ -98,22 +103,79 @@ def fts_query(text: str) -> str:
     return " OR ".join(f'"{t}"' for t in terms[:MAX_QUERY_TERMS])
 
 
-def retrieve(log: HarnessLog, task: str, k: int, exclude_question: str | None = None) -> list[dict]:
+@dataclass(frozen=True)
+class Retrieval:
+    """How memories are picked: `dedupe` keeps the best-ranked memory of each normalised tool
+    sequence (k copies of one procedure teach no more than one); `retire_after` > 0 drops
+    memories stored `retire_after` or more skills versions before `skills_version` (a memory of
+    how old skills failed or passed says less as the skills move on; rows without a version
+    are kept); `run_id` keeps only that rollout's memories."""
+
+    dedupe: bool = False
+    retire_after: int = 0
+    skills_version: str = ""
+    run_id: str | None = None
+
+
+# with dedupe or retirement, this many candidates per memory wanted are read before filtering
+_CANDIDATES_PER_MEMORY = 4
+
+
+def retrieve(
+    log: HarnessLog,
+    task: str,
+    k: int,
+    exclude_question: str | None = None,
+    how: Retrieval = Retrieval(),  # noqa: B008 - frozen, never mutated
+) -> list[dict]:
+    """The k best memories for `task` (BM25), picked as `how` says."""
     if k <= 0:
         return []
     query = fts_query(task)
     if not query:
         return []
+    filtering = how.dedupe or how.retire_after > 0
+    limit = k * _CANDIDATES_PER_MEMORY if filtering else k
     with log._lock:
         cur = log.conn.execute(
             "SELECT m.question_id, m.task_type, m.task, m.key_steps, m.final_answer, "
-            "m.run_id, bm25(memories_fts) AS bm25 FROM memories_fts "
+            "m.run_id, m.skills_version, bm25(memories_fts) AS bm25 FROM memories_fts "
             "JOIN memories m ON m.id = memories_fts.rowid WHERE memories_fts MATCH ? "
-            "AND m.question_id != ? ORDER BY bm25 LIMIT ?",
-            (query, exclude_question or "", k),
+            "AND m.question_id != ? AND (? IS NULL OR m.run_id = ?) ORDER BY bm25 LIMIT ?",
+            (query, exclude_question or "", how.run_id, how.run_id, limit),
         )
         names = [d[0] for d in cur.description]
-        return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+        rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+    if how.retire_after > 0:
+        rows = [r for r in rows if not _retired(r["skills_version"], how)]
+    if how.dedupe:
+        seen: set[str] = set()
+        kept = []
+        for r in rows:
+            key = normalised_steps(r["key_steps"])
+            if key not in seen:
+                seen.add(key)
+                kept.append(r)
+        rows = kept
+    return rows[:k]
+
+
+def normalised_steps(key_steps: str) -> str:
+    """A memory's key steps as core/scorecard.py normalises tool sequences."""
+    names = [s for s in (key_steps or "").split(" -> ") if s not in ("answer", "answer directly")]
+    return normalise_tool_sequence(names)
+
+
+def _version_number(version: str | None) -> int | None:
+    match = re.fullmatch(r"v(\d+)", version or "")
+    return int(match.group(1)) if match else None
+
+
+def _retired(version: str | None, how: Retrieval) -> bool:
+    stored, current = _version_number(version), _version_number(how.skills_version)
+    if stored is None or current is None:
+        return False
+    return current - stored >= how.retire_after
 
 
 def count(log: HarnessLog) -> int:
@@ -158,12 +220,21 @@ class MemoryPrompts(AgentPrompts):
         return messages
 
 
-def with_memories(prompts: AgentPrompts, log: HarnessLog, k: int) -> AgentPrompts:
+def with_memories(
+    prompts: AgentPrompts,
+    log: HarnessLog,
+    k: int,
+    run_id: str | None = None,
+    *,
+    dedupe: bool = False,
+    retire_after: int = 0,
+) -> AgentPrompts:
     if k <= 0:
         return prompts
+    how = Retrieval(dedupe, retire_after, prompts.skills_version, run_id)
 
     def block(question: Question) -> str:
-        return format_block(retrieve(log, question.question, k, question.question_id))
+        return format_block(retrieve(log, question.question, k, question.question_id, how))
 
     values = {f: getattr(prompts, f) for f in AgentPrompts.__dataclass_fields__}
     return MemoryPrompts(**values, memory_block=block)

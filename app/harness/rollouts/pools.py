@@ -138,6 +138,39 @@ def unit_counts(questions: Sequence[Question]) -> Counter[str]:
     return Counter(unit.task_type for unit in build_units(questions))
 
 
+def hold_out_task_types(
+    pools: Pools,
+    questions: Sequence[Question],
+    task_types: Sequence[str] | None,
+    holdout: Sequence[str],
+) -> tuple[Pools, tuple[str, ...] | None]:
+    """Every question of a `holdout` task type moved to the test pool (benchmark order kept),
+    and the task types to train without them: the held-out types are never diagnosed,
+    validated, gated or prompt-evolved, only tested. A held-out type the benchmark lacks, or one
+    also named in `task_types`, is a UserError naming `holdout_task_types`."""
+    if not holdout:
+        return pools, None if task_types is None else tuple(task_types)
+    held = set(holdout)
+    known = {q.task_type for q in questions}
+    missing = sorted(held - known)
+    if missing:
+        raise UserError(
+            f"holdout_task_types: no task type {', '.join(missing)} in the benchmark "
+            f"(it has {', '.join(sorted(known))})"
+        )
+    both = sorted(held & set(task_types or ()))
+    if both:
+        raise UserError(f"holdout_task_types: {', '.join(both)} also in task_types")
+    in_test = {id(q) for q in pools.test}
+    moved = Pools(
+        diagnosis=tuple(q for q in pools.diagnosis if q.task_type not in held),
+        validation=tuple(q for q in pools.validation if q.task_type not in held),
+        test=tuple(q for q in questions if id(q) in in_test or q.task_type in held),
+    )
+    wanted = tuple(task_types) if task_types is not None else tuple(sorted(known - held))
+    return moved, wanted
+
+
 def filter_trainable(
     pools: Pools,
     task_types: Sequence[str] | None,

@@ -122,7 +122,13 @@ class Session:
         if self.config.memory_k > 0:
             from app.harness.rollouts.memory import with_memories
 
-            prompts = with_memories(prompts, self.log, self.config.memory_k)
+            prompts = with_memories(
+                prompts,
+                self.log,
+                self.config.memory_k,
+                dedupe=self.config.memory_dedupe,
+                retire_after=self.config.memory_retire_after_versions,
+            )
         return prompts
 
     @property

@@ -21,7 +21,12 @@ from loguru import logger
 from app.errors import RunFailed, UserError, first_leaf, is_stop, stop_reason
 from app.harness.rollouts.agent_prompts import AgentPrompts
 from app.harness.rollouts.judge_quality import missing_check_warning
-from app.harness.rollouts.pools import Pools, filter_trainable, split_pools
+from app.harness.rollouts.pools import (
+    Pools,
+    filter_trainable,
+    hold_out_task_types,
+    split_pools,
+)
 from app.harness.rollouts.question_units import build_units, unit_accuracy, unit_correctness_view
 from app.harness.rollouts.session import Session
 from app.harness.training.batching import build_batches
@@ -334,10 +339,15 @@ class Runner:
 
     def _pools(self) -> tuple[Pools, tuple[str, ...]]:
         b = self.session.benchmark
-        pools = split_pools(b.questions, b.split, b.seed)
+        pools, task_types = hold_out_task_types(
+            split_pools(b.questions, b.split, b.seed),
+            b.questions,
+            self.config.task_types,
+            self.config.holdout_task_types,
+        )
         pools, kept, dropped = filter_trainable(
             pools,
-            self.config.task_types,
+            task_types,
             self.config.eval_min_per_class,
             self.config.trainable_min_units,
         )
@@ -544,7 +554,8 @@ async def final_test_eval(ctx: TrainContext, state: TrainState) -> dict[str, Any
     result = await session.infer(
         test, run_id, "test", label="final test", parent_run_id=state.train_id
     )
-    baseline_acc = unit_accuracy(build_units(test), ctx.log.correctness(ctx.baseline_run_id))
+    baseline_correct = ctx.log.correctness(ctx.baseline_run_id)
+    baseline_acc = unit_accuracy(build_units(test), baseline_correct)
     report = {
         "run_id": run_id,
         "train_id": state.train_id,
@@ -555,6 +566,11 @@ async def final_test_eval(ctx: TrainContext, state: TrainState) -> dict[str, Any
         "improvement": result.accuracy - baseline_acc,
         "units": result.total,
         "per_task_type": result.per_task_type,
+        "baseline_per_task_type": {
+            t: unit_accuracy(build_units(q for q in test if q.task_type == t), baseline_correct)
+            for t in sorted({q.task_type for q in test})
+        },
+        "holdout_task_types": list(ctx.config.holdout_task_types),
         "best": asdict(state.best),
         "curve": state.curve,
         "simulated_model": ctx.config.uses_sim,

@@ -125,6 +125,9 @@ class RunConfig(BaseModel):
     min_class_per_batch: int = _s(2, **NON_NEGATIVE)
     batch_correct_ratio: float = _s(0.15, **SHARE)
     task_types: tuple[str, ...] | None = _s(None)
+    # task types never trained or prompt-evolved: all their questions go to the test pool
+    # (app/harness/rollouts/pools.py `hold_out_task_types`, docs/scorecard.md#holdouts)
+    holdout_task_types: tuple[str, ...] = _s(())
     eval_min_per_class: int = _s(5, **NON_NEGATIVE)
     trainable_min_units: int = _s(12, **NON_NEGATIVE)
     early_stop_patience: int = _d(2, **NON_NEGATIVE)
@@ -185,6 +188,10 @@ class RunConfig(BaseModel):
     judge_temperature: float = _d(0.1, ge=0.0, le=2.0)
     judge_max_calls_per_batch: int = _d(100, **NON_NEGATIVE)
     memory_k: int = _d(0, **NON_NEGATIVE)
+    # loop health (docs/scorecard.md#loop-health): keep one retrieved memory per normalised
+    # tool sequence, and stop retrieving memories stored that many skills versions ago (0: never)
+    memory_dedupe: bool = _d(False)
+    memory_retire_after_versions: int = _d(0, **NON_NEGATIVE)
     sim_judge_noise: float = _d(0.0, **SHARE)
     # answer checkers beyond the built-in ones (docs/checkers.md): a user `module:function`
     # runs in worker processes with a per-call timeout; `rubric` is scored by judge_model

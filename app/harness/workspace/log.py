@@ -271,6 +271,13 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             "CREATE INDEX idx_ingested_run ON ingested_traces(ingest_run)",
         ],
     ),
+    # 11: a memory names the skills version its branch ran, so memories can be retired after
+    # a number of versions (`memory_retire_after_versions`, app/harness/rollouts/memory.py);
+    # older rows keep NULL and are never retired
+    (
+        "memories record their skills version",
+        ["ALTER TABLE memories ADD COLUMN skills_version TEXT"],
+    ),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

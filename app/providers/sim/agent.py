@@ -44,6 +44,19 @@ class AgentView:
 
 
 CATALOG_HEADING = "# Available skills"  # as app/harness/rollouts/agent_prompts.py writes it
+# The built-in context tool's own words (prompts/tool_read_context.md of every seed): under
+# another name (`eval --tool-alias read_context=lookup`) the agent finds the tool by what its
+# description says it does, as a model reads a schema; a description without them is a tool
+# it does not know how to use.
+CONTEXT_TOOL_WORDS = "reads the context attached to the current case"
+
+
+def context_tool(tools: dict[str, str]) -> str | None:
+    """The offered tool that reads a case's context: `read_context`, else the first tool whose
+    description says it does that."""
+    if "read_context" in tools:
+        return "read_context"
+    return next((n for n, d in tools.items() if CONTEXT_TOOL_WORDS in normalise(d)), None)
 
 
 def read_catalog(system: str) -> tuple[tuple[str, str], ...]:
@@ -147,17 +160,18 @@ def next_tool_call(
         return ToolCall(
             id=f"call_{turn}_skill", name="read_skill", arguments={"task_type": task_type}
         )
+    tool = context_tool(view.tools)
     if (
         case
         and case.needs_context
         and not skip_context
         and FACT_MARKER not in view.inline_context
-        and "read_context" in view.tools
-        and "read_context" not in view.called
+        and tool is not None
+        and tool not in view.called
     ):
-        knows_tool = normalise(TOOL_RULE) in normalise(view.tools["read_context"])
+        knows_tool = normalise(TOOL_RULE) in normalise(view.tools[tool])
         args = {"section": "full"} if knows_tool else {}
-        return ToolCall(id=f"call_{turn}_context", name="read_context", arguments=args)
+        return ToolCall(id=f"call_{turn}_context", name=tool, arguments=args)
     return None
 
 
@@ -170,7 +184,8 @@ def p_correct(world: World, view: AgentView, case: CaseSpec) -> float:
     if case.system_rule is not None:
         known = known and normalise(world.system_rules[case.system_rule]) in text
     if case.needs_context:
-        read = any(FACT_MARKER in r for r in view.called.get("read_context", []))
+        tool = context_tool(view.tools) or "read_context"
+        read = any(FACT_MARKER in r for r in view.called.get(tool, []))
         known = known and (read or FACT_MARKER in view.inline_context)
     p = P_KNOWN if known else P_UNKNOWN
     if not known and view.memory_tasks and _has_example(world, view, case):

@@ -16,6 +16,7 @@ from textual.widgets import DataTable, Header, Static
 
 from app.tui import branches_data as q
 from app.tui import format as fmt
+from app.tui.scorecard_data import scorecard_lines
 from app.tui.screens.base import BaseScreen
 from app.tui.widgets.key_bar import KeyBar
 from app.tui.widgets.nav import NavTabs
@@ -129,6 +130,8 @@ class BranchesScreen(BaseScreen):
         yield Header()
         yield NavTabs("runs")
         yield Static(f"fork {self.rollout_id}", markup=False, id="branches-title", classes="title")
+        # `scorecard`'s figures for this fork, when it has been scored (hidden otherwise)
+        yield Static("", markup=False, id="fork-scorecard")
         with Horizontal(id="branches-top"):
             yield DataTable(
                 id="fork-questions", classes="main", cursor_type="row", zebra_stripes=True
@@ -158,6 +161,10 @@ class BranchesScreen(BaseScreen):
 
     def reload(self, live: bool = False) -> None:
         self.fetch(self._read(q.fork_runs), self._set_title, group="fork-title")
+        root = self.data.root
+        self.fetch(
+            lambda: scorecard_lines(root, self.rollout_id), self._show_scorecard, group="scorecard"
+        )
         self.fetch(
             self._read(q.fork_questions, self.rollout_id),
             self._show_questions,
@@ -176,6 +183,11 @@ class BranchesScreen(BaseScreen):
             f"fork {self.rollout_id} · {run['status']} · {s.get('questions', 0)} questions · "
             f"pass@1 {fmt.acc(s.get('pass_at_1'))} · pass@N {fmt.acc(s.get('pass_at_n'))}"
         )
+
+    def _show_scorecard(self, lines: list[str] | None) -> None:
+        panel = self.query_one("#fork-scorecard", Static)
+        panel.update("\n".join(lines or []))
+        panel.display = bool(lines)
 
     def _show_questions(self, rows: list[dict[str, Any]]) -> None:
         table = self.query_one("#fork-questions", DataTable)
