@@ -16,7 +16,7 @@ from app.errors import UserError
 from app.harness.workspace.log_reader import LogReader, open_reader
 from app.harness.workspace.log_rows import RunRow
 from app.harness.workspace.workspace import resolve_paths
-from app.providers.sim.provider import SIM_PRICE_IN_PER_MTOK, SIM_PRICE_OUT_PER_MTOK
+from app.providers.sim.provider import STRONG_PRICE_FACTOR, sim_price
 from core.savings import Figure, Price, RunUsage, priced_baseline, run_baseline, run_figures
 
 DEFAULT_KINDS = ("serve", "eval", "infer")  # the latest run of the first kind that has one
@@ -116,9 +116,9 @@ def run_price(reader: LogReader, run_id: str) -> tuple[Price | None, str]:
     if isinstance(tin, int | float) and isinstance(tout, int | float):
         return Price(model, float(tin), float(tout), "the run's price_in/out_per_mtok"), ""
     if model.startswith("sim/"):
-        return Price(
-            model, SIM_PRICE_IN_PER_MTOK, SIM_PRICE_OUT_PER_MTOK, "simulated, notional"
-        ), ""
+        factor = config.get("sim_strong_price_factor", STRONG_PRICE_FACTOR)
+        tin, tout = sim_price(model, factor if isinstance(factor, int | float) else 1.0)
+        return Price(model, tin, tout, "simulated, notional"), ""
     return model_price(model)
 
 
