@@ -78,8 +78,11 @@ class DistillOutcome:
 async def run_distill(
     root: Path, config: RunConfig, teacher: str, student: str, bars: Bars = NO_BARS
 ) -> DistillOutcome:
-    if ws.train_start_mode(root, resume=False, fresh=False) != "start":
-        raise UserError(f"{root}: distill trains the student: use an untrained workspace")
+    if (root / "checkpoint.json").is_file():
+        raise UserError(
+            f"{root}: already trained; distill trains the student from the workspace's seed "
+            "and skills: init a new workspace for it"
+        )
     prefix = _run_prefix(root, config)
     t_config = config.model_copy(update={"agent_model": teacher, "memory_k": 0})
     s_config = config.model_copy(update={"agent_model": student, "memory_k": 0})

@@ -49,6 +49,8 @@ ENTRY_POINTS = frozenset(
         "app.api",
         "app.api_args",
         "app.ingest_commands",
+        "app.distill_commands",
+        "app.distill",
     }
 )
 HARNESS_ROOMS: dict[str, frozenset[str]] = {

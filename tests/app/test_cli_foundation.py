@@ -76,6 +76,7 @@ def test_help_lists_every_command() -> None:
         "estimate",
         "ingest",
         "check-tools",
+        "distill",
     }
     assert expected <= listed, proc.stdout
     assert set(COMMANDS) == expected

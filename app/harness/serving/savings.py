@@ -38,17 +38,22 @@ def savings_report(
 ) -> SavingsReport:
     if baseline_model and baseline_run:
         raise UserError("--baseline-model and --baseline-run: give one baseline, not both")
-    db = resolve_paths(Path(root)).db
-    if not db.is_file():
+    paths = resolve_paths(Path(root))
+    if not paths.db.is_file():
         raise UserError(f"{root}: no harness.db yet (nothing has run)")
-    with open_reader(db) as reader:
+    teacher = None if baseline_model or baseline_run else distill_teacher_run(paths.analyses)
+    with open_reader(paths.db) as reader:
         usage = run_usage(reader, pick_run(reader, run_id))
+        if teacher is not None and reader.run(teacher) is not None and teacher != usage.run_id:
+            baseline_run, label = teacher, "the distillation teacher (analyses/distill.json): "
+        else:
+            label = ""
         if baseline_run:
             base = run_usage(reader, pick_run(reader, baseline_run))
             return SavingsReport(
                 usage,
                 run_figures(usage),
-                f"run {base.run_id} ({base.kind}, {', '.join(base.models) or 'no calls'})",
+                f"{label}run {base.run_id} ({base.kind}, {', '.join(base.models) or 'no calls'})",
                 run_baseline(usage, base),
             )
     if not baseline_model:
@@ -60,6 +65,18 @@ def savings_report(
         f"the same tokens priced at {baseline_model}",
         priced_baseline(usage, price, missing),
     )
+
+
+def distill_teacher_run(analyses: Path) -> str | None:
+    """The teacher's test run of the last `distill` (app/distill.py), when one was trained:
+    without a baseline asked for, `report --savings` compares with it."""
+    try:
+        data = json.loads((analyses / "distill.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    teacher = data.get("teacher") if isinstance(data, dict) else None
+    run = teacher.get("run_id") if isinstance(teacher, dict) else None
+    return run if isinstance(run, str) and run else None
 
 
 def pick_run(reader: LogReader, run_id: str | None) -> RunRow:

@@ -1,0 +1,65 @@
+"""`distill` on the simulated teacher/student: `sim/basic-strong` (knows 80% of the world's
+hidden rules untold, ten times the notional price) into `sim/basic` (app/providers/sim/).
+
+A fresh workspace from the sim-starter seed on sim-large (216 units per task type) trained with
+the demo config (app/demo.toml), or on sim-basic with one epoch in `--tiny` (figures that
+measure little). Printed from analyses/distill.json (app/distill.py):
+
+- distill.gap_closed: (student after - before) / (teacher - before) on test units, target >= 0.5
+- distill.student_before_test / distill.student_after_test: held-out test accuracy
+- distill.mcnemar_p: exact McNemar, student after vs before on paired test units, target < 0.05
+- distill.cost_ratio: student after / teacher, USD per 1,000 test questions (notional prices)
+
+    PYTHONPATH=. .venv/bin/python bench/distill.py [--tiny]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+from loguru import logger
+
+from app import api
+
+DEMO = Path(__file__).resolve().parents[1] / "app" / "demo.toml"
+TEACHER, STUDENT = "sim/basic-strong", "sim/basic"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tiny", action="store_true")
+    args = parser.parse_args()
+    logger.remove()
+    questions, settings = (
+        ("sim-basic", {"epochs": 1}) if args.tiny else ("sim-large", {"sim_units_per_type": 216})
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = Path(tmp) / "distill"
+        api.init_workspace(ws, seed="sim-starter", questions=questions)
+        outcome = api.distill(ws, TEACHER, STUDENT, DEMO, overrides=settings)
+        report = json.loads((ws / "analyses" / "distill.json").read_text())
+    if outcome.exit_code != 0:
+        print(f"# probe verdict {report['probe']['verdict']}: nothing trained", file=sys.stderr)
+        return 1
+    t, b, a = report["teacher"], report["student_before"], report["student_after"]
+    print(
+        f"# {questions}: probe gap {report['probe']['gap']:.3f} over "
+        f"{report['probe']['families']} families; {report['winners_stored']} teacher winners "
+        f"stored; teacher test {t['accuracy']:.3f}, student {b['accuracy']:.3f} -> "
+        f"{a['accuracy']:.3f} (skills {a['skills_version']}); promoted {report['promoted']}"
+    )
+    print(f"RESULT distill.gap_closed {report['gap_closed']:.3f} share target >=0.5")
+    print(f"RESULT distill.student_before_test {b['accuracy']:.3f} accuracy")
+    print(f"RESULT distill.student_after_test {a['accuracy']:.3f} accuracy")
+    print(f"RESULT distill.teacher_test {t['accuracy']:.3f} accuracy")
+    print(f"RESULT distill.mcnemar_p {report['mcnemar']['p_value']:.3g} p target <0.05")
+    print(f"RESULT distill.cost_ratio {report['cost_ratio']:.3f} ratio")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
