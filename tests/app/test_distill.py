@@ -101,3 +101,14 @@ def test_savings_compares_with_the_distillation_teacher(workspace: Path) -> None
     # a baseline asked for wins over the teacher
     priced = api.savings(workspace, run_id=student_run, baseline_run=report["probe"]["runs"][0])
     assert not priced.baseline.startswith("the distillation teacher")
+
+
+def test_teacher_winners_are_worked_examples_of_diagnosed_failures(workspace: Path) -> None:
+    from app.harness.rollouts.memory import teacher_examples
+
+    with open_reader(workspace / "harness.db") as reader:
+        rows = reader.log.query("SELECT question_id FROM diagnoses WHERE category = 'skill_gap'")
+        if not rows:
+            pytest.skip("needs the trained distillation above")
+        examples = teacher_examples(reader.log, [r["question_id"] for r in rows])
+    assert examples and {m for m, _ in examples.values()} == {"sim/basic-strong"}

@@ -82,3 +82,20 @@ def test_gap_closed_promotion_and_cost() -> None:
     assert d.promoted(0.72, 0.8, 0.9) and not d.promoted(0.71, 0.8, 0.9)
     assert d.per_thousand(0.5, 250) == pytest.approx(2.0)
     assert d.per_thousand(0.5, 0) is None
+
+
+def test_worked_examples_join_only_the_failures_they_answer() -> None:
+    from core.evolution.diagnose import CaseItem, CasePack, DiagnosisResult, with_worked_examples
+
+    fail = CaseItem("q1", "q1", "What is the ledger total?", "7", "9", "skill gap")
+    other = CaseItem("q2", "q2", "Another case", "1", "2", "skill gap")
+    result = DiagnosisResult((), {"ledger": CasePack("ledger", (fail, other))})
+    assert with_worked_examples(result, {}) is result  # never distilled: packs unchanged
+    worked = with_worked_examples(result, {"q1": ("sim/basic-strong", "7"), "q9": ("t", "x")})
+    pack = worked.skill_packs["ledger"]
+    assert [e.question_id for e in pack.examples] == ["q1"]
+    assert pack.examples[0].prediction == "7" and "sim/basic-strong" in pack.examples[0].note
+    text = pack.render()
+    assert text.count("<worked_example") == 1 and text.count("<failure") == 2
+    assert CasePack.from_dict(pack.to_dict()) == pack
+    assert "examples" not in result.skill_packs["ledger"].to_dict()  # checkpoints as before
