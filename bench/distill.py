@@ -10,6 +10,11 @@ measure little). Printed from analyses/distill.json (app/distill.py):
 - distill.mcnemar_p: exact McNemar, student after vs before on paired test units, target < 0.05
 - distill.cost_ratio: student after / teacher, USD per 1,000 test questions (notional prices)
 
+Two controls, each its own fresh workspace, so the lift is not credited to the teacher alone:
+`distill.control_after_test`, the student trained with the same config and no teacher (plain
+`train`), and `distill.packs_only_after_test`, `distill` with `distill_memory_k=0` (the
+teacher's winners only as worked examples in the case packs, no memories in the prompts).
+
     PYTHONPATH=. .venv/bin/python bench/distill.py [--tiny]
 """
 
@@ -38,10 +43,14 @@ def main() -> int:
         ("sim-basic", {"epochs": 1}) if args.tiny else ("sim-large", {"sim_units_per_type": 216})
     )
     with tempfile.TemporaryDirectory() as tmp:
-        ws = Path(tmp) / "distill"
-        api.init_workspace(ws, seed="sim-starter", questions=questions)
+        ws, control, packs = (Path(tmp) / n for n in ("distill", "control", "packs"))
+        for root in (ws, control, packs):
+            api.init_workspace(root, seed="sim-starter", questions=questions)
         outcome = api.distill(ws, TEACHER, STUDENT, DEMO, overrides=settings)
         report = json.loads((ws / "analyses" / "distill.json").read_text())
+        plain = api.train(control, DEMO, overrides={**settings, "agent_model": STUDENT})
+        api.distill(packs, TEACHER, STUDENT, DEMO, overrides={**settings, "distill_memory_k": 0})
+        packs_only = json.loads((packs / "analyses" / "distill.json").read_text())
     if outcome.exit_code != 0:
         print(f"# probe verdict {report['probe']['verdict']}: nothing trained", file=sys.stderr)
         return 1
@@ -58,6 +67,10 @@ def main() -> int:
     print(f"RESULT distill.teacher_test {t['accuracy']:.3f} accuracy")
     print(f"RESULT distill.mcnemar_p {report['mcnemar']['p_value']:.3g} p target <0.05")
     print(f"RESULT distill.cost_ratio {report['cost_ratio']:.3f} ratio")
+    print(f"RESULT distill.control_after_test {plain.test_accuracy or 0.0:.3f} accuracy")
+    after = (packs_only.get("student_after") or {}).get("accuracy")
+    if after is not None:
+        print(f"RESULT distill.packs_only_after_test {after:.3f} accuracy")
     return 0
 
 

@@ -164,12 +164,13 @@ class RunConfig(BaseModel):
     sim_strong_price_factor: float = _d(10.0, gt=0)
     # `distill` (docs/distill.md): the smallest teacher-student gap on validation worth
     # distilling, the probe's two-sided alpha and bootstrap resamples, the teacher's memories
-    # each student prompt retrieves (used when memory_k is 0), and the share of the teacher's
+    # each student prompt retrieves (used when memory_k is 0; 0 and 0: none, the winners are
+    # then only worked examples in the case packs), and the share of the teacher's
     # test accuracy the trained student must reach to be promoted
     distill_min_gap: float = _d(0.05, **SHARE)
     distill_alpha: float = _d(0.05, gt=0.0, lt=1.0)
     distill_resamples: int = _d(2000, ge=100, le=100_000)
-    distill_memory_k: int = _d(3, ge=1, le=20)
+    distill_memory_k: int = _d(3, ge=0, le=20)
     distill_promote_share: float = _d(0.9, **SHARE)
 
     # model I/O (README "Real models")
