@@ -104,9 +104,7 @@ def make_model(
         )
         return BudgetedProvider(oracle, budget)
     if model.startswith("sim/"):
-        world = build_world(
-            world_name(model), config.sim_world_seed, config.sim_units_per_type
-        )
+        world = build_world(world_name(model), config.sim_world_seed, config.sim_units_per_type)
         sim = RetryingProvider(
             SimProvider(model, sim_settings(config), world=world),
             max_retries=config.max_retries,
@@ -164,9 +162,7 @@ def check_sim_worlds(config: RunConfig, questions: Sequence[Question], benchmark
     `sim/oracle` has no world: it answers any benchmark (app/providers/sim/oracle.py).
     """
     for model, roles in _sim_models(config).items():
-        world = build_world(
-            world_name(model), config.sim_world_seed, config.sim_units_per_type
-        )
+        world = build_world(world_name(model), config.sim_world_seed, config.sim_units_per_type)
         known = sum(world.case_for_text(q.question) is not None for q in questions)
         if questions and known * 2 < len(questions):
             keys = ", ".join(f"{role}_model" for role in roles)

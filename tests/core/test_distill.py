@@ -16,7 +16,10 @@ from core import distill as d
 def _pairs(n: int, teacher: float, student: float, seed: int = 1) -> list[tuple[float, float]]:
     rng = random.Random(seed)
     return [
-        (sum(rng.random() < teacher for _ in range(4)) / 4, sum(rng.random() < student for _ in range(4)) / 4)
+        (
+            sum(rng.random() < teacher for _ in range(4)) / 4,
+            sum(rng.random() < student for _ in range(4)) / 4,
+        )
         for _ in range(n)
     ]
 

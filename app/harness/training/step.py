@@ -45,8 +45,8 @@ from core.evolution.diagnose import (
     FailureTally,
     build_packs,
     diagnose_failures,
-    with_worked_examples,
     raw_diagnoses,
+    with_worked_examples,
 )
 from core.evolution.edits import Edit, RejectedEdit, apply_edits, consolidate_appendix
 from core.evolution.evolve import (
