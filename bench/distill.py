@@ -28,9 +28,12 @@ from pathlib import Path
 
 from loguru import logger
 
-from app import api
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this checkout's app, whichever one the venv has installed
 
-DEMO = Path(__file__).resolve().parents[1] / "app" / "demo.toml"
+from app import api  # noqa: E402
+
+DEMO = ROOT / "app" / "demo.toml"
 TEACHER, STUDENT = "sim/basic-strong", "sim/basic"
 
 
