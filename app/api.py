@@ -1977,5 +1977,5 @@ async def distill_async(
     if teacher == student:
         raise UserError(f"teacher and student are the same model ({teacher!r})")
     root, run_config = _workspace(workspace), resolve_config(config, overrides)
-    with WriterLock(root, "distill"):
+    with WriterLock(root, "distill"), _budget_is_run_failed():  # one budget for all its runs
         return await run_distill(root, run_config, teacher, student, Bars(enabled=progress))

@@ -16,7 +16,8 @@ The whole command holds the workspace's writer lock (app/api.py `distill`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -75,6 +76,24 @@ class DistillOutcome:
         return d.EXIT_CODES[self.probe.verdict]
 
 
+class _Spend:
+    """One `max_cost_usd` for the whole command: each model session starts charged with what
+    the earlier ones spent (each Session has its own budget otherwise)."""
+
+    def __init__(self) -> None:
+        self.usd = 0.0
+
+    @contextlib.contextmanager
+    def session(self, root: Path, config: RunConfig, bars: Bars) -> Iterator[Session]:
+        with Session(root, config, bars) as session:
+            session.budget.charge(self.usd)
+            before = session.budget.spent_usd
+            try:
+                yield session
+            finally:
+                self.usd += session.budget.spent_usd - before
+
+
 async def run_distill(
     root: Path, config: RunConfig, teacher: str, student: str, bars: Bars = NO_BARS
 ) -> DistillOutcome:
@@ -83,13 +102,13 @@ async def run_distill(
             f"{root}: already trained; distill trains the student from the workspace's seed "
             "and skills: init a new workspace for it"
         )
-    prefix = _run_prefix(root, config)
+    prefix, spend = _run_prefix(root, config), _Spend()
     t_config = config.model_copy(update={"agent_model": teacher, "memory_k": 0})
     s_config = config.model_copy(update={"agent_model": student, "memory_k": 0})
-    with Session(root, t_config, bars) as session:
+    with spend.session(root, t_config, bars) as session:
         pools = _pools(session)
         t_val = await _answer(session, pools.validation, f"{prefix}teacher-val", "validation")
-    with Session(root, s_config, bars) as session:
+    with spend.session(root, s_config, bars) as session:
         s_val = await _answer(session, pools.validation, f"{prefix}student-val", "validation")
         family_of = {q.question_id: q.family for q in session.benchmark.questions}
     pairs = d.family_differences(t_val.correctness, s_val.correctness, family_of)
@@ -97,32 +116,42 @@ async def run_distill(
     outcome = DistillOutcome(teacher, student, probe, (t_val.run_id, s_val.run_id))
     if probe.verdict is not d.Verdict.DISTILL:
         return _write(root, outcome)
-    return _write(root, await _distil(root, config, outcome, pools, prefix, bars))
+    return _write(root, await _distil(root, config, outcome, pools, prefix, bars, spend))
 
 
 async def _distil(
-    root: Path, config: RunConfig, probe: DistillOutcome, pools: Pools, prefix: str, bars: Bars
+    root: Path,
+    config: RunConfig,
+    probe: DistillOutcome,
+    pools: Pools,
+    prefix: str,
+    bars: Bars,
+    spend: _Spend,
 ) -> DistillOutcome:
     teacher, student = probe.teacher_model, probe.student_model
     t_config = config.model_copy(update={"agent_model": teacher, "memory_k": 0})
     s_config = config.model_copy(update={"agent_model": student, "memory_k": 0})
     k = config.memory_k or config.distill_memory_k
     trained = config.model_copy(update={"agent_model": student, "memory_k": k})
-    with Session(root, t_config, bars) as session:
+    with spend.session(root, t_config, bars) as session:
         diag = await _answer(session, pools.diagnosis, f"{prefix}teacher-diagnosis", "diagnosis")
         stored = _store_winners(session, diag)
         t_test = await _answer(session, pools.test, f"{prefix}teacher-test", "test")
         t_fig = _figures(session, t_test, teacher, config.distill_alpha)
         start_version = session.paths.skills_version
-    with Session(root, s_config, bars) as session:
+    with spend.session(root, s_config, bars) as session:
         before = await _answer(session, pools.test, f"{prefix}student-test-before", "test")
         b_fig = _figures(session, before, student, config.distill_alpha)
         unit_of = {q.question_id: q.unit_id for q in session.benchmark.questions}
-    with Session(root, trained, bars) as session:
+    with spend.session(root, trained, bars) as session:
         await Runner(session).train_async(resume=False)
         final = read_final(root) or {}
         version = str(final.get("skills_version") or start_version)
-        prompts = session.agent_prompts(skills_dir=root / "skills" / version)
+        best_prompts = final.get("prompts_version")
+        prompts = session.agent_prompts(
+            skills_dir=root / "skills" / version,
+            prompts_dir=root / "prompts" / str(best_prompts) if best_prompts else None,
+        )
         after = await _answer(
             session, pools.test, f"{prefix}student-test-after", "test", prompts=prompts
         )

@@ -112,3 +112,17 @@ def test_teacher_winners_are_worked_examples_of_diagnosed_failures(workspace: Pa
             pytest.skip("needs the trained distillation above")
         examples = teacher_examples(reader.log, [r["question_id"] for r in rows])
     assert examples and {m for m, _ in examples.values()} == {"sim/basic-strong"}
+
+
+def test_one_cost_budget_covers_every_run_of_the_command(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    api.init_workspace(root, questions="sim-basic", seed="sim-starter")
+    # the teacher's validation run costs about $0.22 at its notional price, the student's
+    # about $0.02: alone each fits $0.23, together they do not
+    args = ["distill", "-w", str(root), *FAST, "--set", "max_cost_usd=0.23"]
+    assert main([*args, "--teacher", "sim/basic-strong", "--student", "sim/basic"]) == 1
+    with open_reader(root / "harness.db") as reader:
+        teacher, student = reader.run("distill-1-teacher-val"), reader.run("distill-1-student-val")
+    assert teacher is not None and str(teacher.status) == "done"
+    assert student is not None and str(student.status) == "failed"
+    assert not (root / "analyses" / "distill.json").exists()  # nothing half-written
