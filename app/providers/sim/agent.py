@@ -4,7 +4,8 @@ It "knows" a rule only when the rule's statement appears in the system prompt, t
 text, or a read_skill tool result actually sent to it; a contradicting decoy statement confuses
 it. Without the rules a case needs it is near chance. A case that needs context is answerable
 only when its FACT line was read with read_context or inlined in the user message (a
-`<context>` block, app/harness/rollouts/agent_prompts.py `inline_context`).
+`<context>` block, app/harness/rollouts/agent_prompts.py `inline_context`). The strong variant
+`sim/<world>-strong` (`strengthen`) also knows a share of the rules untold.
 """
 
 from __future__ import annotations
