@@ -69,6 +69,8 @@ class DistillOutcome:
     promote_share: float = 0.9
     promoted: bool = False
     train_id: str = ""
+    memory_k: int = 0  # teacher memories in the trained student's prompts on test
+    memory_choice: dict[int, float] | None = None  # memory_k -> validation accuracy
     path: Path | None = None
 
     @property
@@ -131,8 +133,7 @@ async def _distil(
     teacher, student = probe.teacher_model, probe.student_model
     t_config = config.model_copy(update={"agent_model": teacher, "memory_k": 0})
     s_config = config.model_copy(update={"agent_model": student, "memory_k": 0})
-    k = config.memory_k or config.distill_memory_k
-    trained = config.model_copy(update={"agent_model": student, "memory_k": k})
+    trained = config.model_copy(update={"agent_model": student})  # its own memory_k
     with spend.session(root, t_config, bars) as session:
         diag = await _answer(session, pools.diagnosis, f"{prefix}teacher-diagnosis", "diagnosis")
         stored = _store_winners(session, diag)
@@ -145,13 +146,15 @@ async def _distil(
         unit_of = {q.question_id: q.unit_id for q in session.benchmark.questions}
     with spend.session(root, trained, bars) as session:
         await Runner(session).train_async(resume=False)
-        final = read_final(root) or {}
-        version = str(final.get("skills_version") or start_version)
-        best_prompts = final.get("prompts_version")
-        prompts = session.agent_prompts(
-            skills_dir=root / "skills" / version,
-            prompts_dir=root / "prompts" / str(best_prompts) if best_prompts else None,
-        )
+    final = read_final(root) or {}
+    best = Best(
+        root / "skills" / str(final.get("skills_version") or start_version),
+        root / "prompts" / str(final["prompts_version"]) if final.get("prompts_version") else None,
+    )
+    choice = await _choose_memories(root, trained, best, pools, prefix, bars, spend)
+    k = max(choice, key=lambda m: (choice[m], -m))  # the best on validation; a tie: fewer
+    with spend.session(root, trained.model_copy(update={"memory_k": k}), bars) as session:
+        prompts = session.agent_prompts(skills_dir=best.skills, prompts_dir=best.prompts)
         after = await _answer(
             session, pools.test, f"{prefix}student-test-after", "test", prompts=prompts
         )
@@ -174,7 +177,42 @@ async def _distil(
         promote_share=config.distill_promote_share,
         promoted=d.promoted(a_fig.accuracy, t_fig.accuracy, config.distill_promote_share),
         train_id=str(final.get("train_id") or ""),
+        memory_k=k,
+        memory_choice=choice,
     )
+
+
+@dataclass(frozen=True)
+class Best:
+    skills: Path
+    prompts: Path | None  # None: the current prompts
+
+
+async def _choose_memories(
+    root: Path,
+    trained: RunConfig,
+    best: Best,
+    pools: Pools,
+    prefix: str,
+    bars: Bars,
+    spend: _Spend,
+) -> dict[int, float]:
+    """Validation accuracy of the trained student with the training's `memory_k` and with
+    `distill_memory_k` teacher memories, when they differ: the gate trained the skills with the
+    former, and with memories in both arms an edit shows a smaller effect, so the memories are
+    chosen after training, on validation, never on test."""
+    ks = sorted({trained.memory_k, trained.distill_memory_k})
+    if len(ks) == 1:
+        return {ks[0]: float("nan")}
+    out = {}
+    for k in ks:
+        with spend.session(root, trained.model_copy(update={"memory_k": k}), bars) as session:
+            prompts = session.agent_prompts(skills_dir=best.skills, prompts_dir=best.prompts)
+            run = f"{prefix}student-val-after-m{k}"
+            result = await _answer(session, pools.validation, run, "validation", prompts=prompts)
+            unit_of = {q.question_id: q.unit_id for q in session.benchmark.questions}
+            out[k] = d.accuracy(d.unit_correctness(result.correctness, unit_of)).value
+    return out
 
 
 def _pools(session: Session) -> Pools:
@@ -292,6 +330,12 @@ def to_json(o: DistillOutcome) -> dict[str, Any]:
             "exit_code": o.exit_code,
         },
         "winners_stored": o.winners_stored,
+        "memory_k": o.memory_k,
+        "memory_choice_validation": (
+            {str(k): (None if v != v else v) for k, v in o.memory_choice.items()}
+            if o.memory_choice
+            else None
+        ),
         "teacher": fig(o.teacher),
         "student_before": fig(o.student_before),
         "student_after": fig(o.student_after),

@@ -62,7 +62,8 @@ def main() -> int:
         f"# {questions}: probe gap {report['probe']['gap']:.3f} over "
         f"{report['probe']['families']} families; {report['winners_stored']} teacher winners "
         f"stored; teacher test {t['accuracy']:.3f}, student {b['accuracy']:.3f} -> "
-        f"{a['accuracy']:.3f} (skills {a['skills_version']}); promoted {report['promoted']}"
+        f"{a['accuracy']:.3f} (skills {a['skills_version']}, memory_k {report['memory_k']} chosen on "
+        f"validation {report['memory_choice_validation']}); promoted {report['promoted']}"
     )
     print(f"RESULT distill.gap_closed {report['gap_closed']:.3f} share target >=0.5")
     print(f"RESULT distill.student_before_test {b['accuracy']:.3f} accuracy")

@@ -68,6 +68,10 @@ def test_distill_trains_the_student_from_diagnosis_pool_winners(
     teacher, before, after = report["teacher"], report["student_before"], report["student_after"]
     assert teacher["total"] == before["total"] == after["total"] > 50
     assert after["accuracy"] > before["accuracy"]
+    # memories on or off for the trained student, chosen on validation (runs named so)
+    choice = report["memory_choice_validation"]
+    assert set(choice) == {"0", "3"} and report["memory_k"] in (0, 3)
+    assert choice[str(report["memory_k"])] == max(choice.values())
     assert report["mcnemar"]["p_value"] < 0.05
     assert report["gap_closed"] == pytest.approx(
         (after["accuracy"] - before["accuracy"]) / (teacher["accuracy"] - before["accuracy"])
