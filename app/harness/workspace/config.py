@@ -163,10 +163,10 @@ class RunConfig(BaseModel):
     sim_strong_known_share: float = _d(0.8, **SHARE)
     sim_strong_price_factor: float = _d(10.0, gt=0)
     # `distill` (docs/distill.md): the smallest teacher-student gap on validation worth
-    # distilling, the probe's two-sided alpha and bootstrap resamples, the teacher's memories
-    # each student prompt retrieves (used when memory_k is 0; 0 and 0: none, the winners are
-    # then only worked examples in the case packs), and the share of the teacher's
-    # test accuracy the trained student must reach to be promoted
+    # distilling, the probe's two-sided alpha and bootstrap resamples, the teacher memories the
+    # trained student may retrieve (tried against memory_k on validation; equal to memory_k:
+    # no choice), and the share of the teacher's test accuracy the student must reach to be
+    # promoted
     distill_min_gap: float = _d(0.05, **SHARE)
     distill_alpha: float = _d(0.05, gt=0.0, lt=1.0)
     distill_resamples: int = _d(2000, ge=100, le=100_000)
