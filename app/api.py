@@ -2116,3 +2116,45 @@ async def scorecard_async(
         loop_health=dict(report["loop_health"]),
         report_path=path,
     )
+
+
+# --- distill ---
+if TYPE_CHECKING:
+    from app.distill import DistillOutcome
+
+
+def distill(
+    workspace: str | Path,
+    teacher: str,
+    student: str,
+    config: ConfigSource = None,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    progress: bool | None = False,
+) -> DistillOutcome:
+    """Probe teacher vs student on validation; on `distill`, store the teacher's verified
+    diagnosis-pool winners as memories, train the student, and write `analyses/distill.json`
+    (docs/distill.md). `outcome.exit_code` is the verdict's."""
+    return _run_sync(
+        distill_async, workspace, teacher, student, config, overrides=overrides, progress=progress
+    )
+
+
+async def distill_async(
+    workspace: str | Path,
+    teacher: str,
+    student: str,
+    config: ConfigSource = None,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    progress: bool | None = False,
+) -> DistillOutcome:
+    from app.distill import run_distill
+
+    for name, model in (("teacher", teacher), ("student", student)):
+        _expect(name, model, isinstance(model, str) and bool(model.strip()), "a model name")
+    if teacher == student:
+        raise UserError(f"teacher and student are the same model ({teacher!r})")
+    root, run_config = _workspace(workspace), resolve_config(config, overrides)
+    with WriterLock(root, "distill"), _budget_is_run_failed():  # one budget for all its runs
+        return await run_distill(root, run_config, teacher, student, Bars(enabled=progress))

@@ -49,6 +49,7 @@ COMMANDS = (
     "ingest",
     "check-tools",
     "scorecard",
+    "distill",
 )
 
 
@@ -147,7 +148,22 @@ def build_parser() -> argparse.ArgumentParser:
     _add_tools_commands(sub, o)
     _add_webreport_commands(sub, o)
     _add_scorecard_commands(sub, o)
+    _add_distill_commands(sub, o)
     return parser
+
+
+def _add_distill_commands(sub: Any, o: Options) -> None:
+    p = add_command(
+        sub,
+        "distill",
+        "probe a teacher against a student; if worth it, make the teacher's verified "
+        "answers the student's memories, train the student and compare on test "
+        "(exit 0 distill, 3 not_worth_it, 4 insufficient_evidence)",
+        "distill -w workspaces/distil --teacher sim/basic-strong --student sim/basic",
+        [o.verbose, o.workspace, o.model, o.json],
+    )
+    p.add_argument("--teacher", required=True, metavar="MODEL", help="the strong model")
+    p.add_argument("--student", required=True, metavar="MODEL", help="the cheap model")
 
 
 def _add_offline_commands(sub: Any, o: Options) -> None:
@@ -831,6 +847,7 @@ COMMAND_MODULES = {
     "ingest": "app.ingest_commands",
     "check-tools": "app.tools_commands",
     "scorecard": "app.scorecard_commands",
+    "distill": "app.distill_commands",
 }
 
 

@@ -39,7 +39,7 @@ from app.harness.workspace.log_rows import RoleCalls
 from app.harness.workspace.store import Seed
 from app.harness.workspace.workspace import WorkspacePaths
 from app.providers.sim.oracle import ORACLE_MODEL
-from app.providers.sim.provider import SIM_PRICE_IN_PER_MTOK, SIM_PRICE_OUT_PER_MTOK
+from app.providers.sim.provider import sim_price
 from core.types import Question
 
 ESTIMATE_FILE = "estimate.json"  # in the workspace's analyses/
@@ -331,11 +331,9 @@ def _counts_assumption(config: RunConfig) -> str:
 def _cost(
     config: RunConfig, model: str, tokens_in: int, tokens_out: int
 ) -> tuple[float | None, str]:
-    if model.startswith("sim/"):
-        return (
-            (tokens_in * SIM_PRICE_IN_PER_MTOK + tokens_out * SIM_PRICE_OUT_PER_MTOK) / 1e6,
-            "notional simulated prices",
-        )
+    if model.startswith("sim/"):  # sim/<world>-strong is priced higher (provider.py)
+        price_in, price_out = sim_price(model, config.sim_strong_price_factor)
+        return (tokens_in * price_in + tokens_out * price_out) / 1e6, "notional simulated prices"
     if config.price_in_per_mtok is not None and config.price_out_per_mtok is not None:
         cost = (tokens_in * config.price_in_per_mtok + tokens_out * config.price_out_per_mtok) / 1e6
         return cost, "configured prices"

@@ -52,6 +52,8 @@ ENTRY_POINTS = frozenset(
         "app.ingest_commands",
         "app.webreport_commands",
         "app.scorecard_commands",
+        "app.distill_commands",
+        "app.distill",
     }
 )
 HARNESS_ROOMS: dict[str, frozenset[str]] = {

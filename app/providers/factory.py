@@ -14,7 +14,7 @@ from app.providers.litellm_provider import CostBudget, LiteLLMProvider
 from app.providers.retry import RetryingProvider
 from app.providers.sim.evolver import EvolverShares
 from app.providers.sim.oracle import OracleProvider, OracleSettings, is_oracle
-from app.providers.sim.provider import SimProvider, SimSettings
+from app.providers.sim.provider import SimProvider, SimSettings, world_name
 from app.providers.sim.world import build_world
 from core.protocols import LLMProvider, Message, TelemetryRecorder
 from core.types import LLMResponse, Question, ToolSpec
@@ -70,6 +70,8 @@ def sim_settings(config: RunConfig) -> SimSettings:
         judge_invalid_share=config.sim_judge_invalid_share,
         noise_share=config.sim_noise_share,
         missing_context_share=config.sim_missing_context_share,
+        strong_known_share=config.sim_strong_known_share,
+        strong_price_factor=config.sim_strong_price_factor,
         shares=EvolverShares(
             harmful=config.sim_harmful_share,
             useless=config.sim_useless_share,
@@ -102,9 +104,7 @@ def make_model(
         )
         return BudgetedProvider(oracle, budget)
     if model.startswith("sim/"):
-        world = build_world(
-            model.split("/", 1)[-1], config.sim_world_seed, config.sim_units_per_type
-        )
+        world = build_world(world_name(model), config.sim_world_seed, config.sim_units_per_type)
         sim = RetryingProvider(
             SimProvider(model, sim_settings(config), world=world),
             max_retries=config.max_retries,
@@ -162,9 +162,7 @@ def check_sim_worlds(config: RunConfig, questions: Sequence[Question], benchmark
     `sim/oracle` has no world: it answers any benchmark (app/providers/sim/oracle.py).
     """
     for model, roles in _sim_models(config).items():
-        world = build_world(
-            model.split("/", 1)[-1], config.sim_world_seed, config.sim_units_per_type
-        )
+        world = build_world(world_name(model), config.sim_world_seed, config.sim_units_per_type)
         known = sum(world.case_for_text(q.question) is not None for q in questions)
         if questions and known * 2 < len(questions):
             keys = ", ".join(f"{role}_model" for role in roles)

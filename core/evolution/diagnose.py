@@ -170,6 +170,9 @@ class CasePack:
     target: str  # task type, "system" or "tool:<name>"
     failures: tuple[CaseItem, ...]
     successes: tuple[CaseItem, ...] = ()
+    # a stronger model's verified answers to some of these very failures (`distill`,
+    # app/distill.py): worked examples; empty outside a distillation, so no pack changes
+    examples: tuple[CaseItem, ...] = ()
 
     @property
     def unit_ids(self) -> frozenset[str]:
@@ -178,6 +181,7 @@ class CasePack:
     def render(self) -> str:
         parts = [c.render("failure") for c in self.failures]
         parts += [c.render("success") for c in self.successes]
+        parts += [c.render("worked_example") for c in self.examples]
         return "\n".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
@@ -185,6 +189,7 @@ class CasePack:
             "target": self.target,
             "failures": [asdict(c) for c in self.failures],
             "successes": [asdict(c) for c in self.successes],
+            **({"examples": [asdict(c) for c in self.examples]} if self.examples else {}),
         }
 
     @classmethod
@@ -193,6 +198,7 @@ class CasePack:
             target=data["target"],
             failures=tuple(CaseItem(**c) for c in data["failures"]),
             successes=tuple(CaseItem(**c) for c in data.get("successes", [])),
+            examples=tuple(CaseItem(**c) for c in data.get("examples", [])),
         )
 
 
@@ -444,6 +450,31 @@ def build_packs(
     )
 
 
+def with_worked_examples(
+    result: DiagnosisResult, examples: Mapping[str, tuple[str, str]]
+) -> DiagnosisResult:
+    """Each skill pack with the worked examples (question id -> (teacher model, its verified
+    answer)) of the failures it holds; the other packs as they were."""
+    if not examples:
+        return result
+    packs = {}
+    for t, pack in result.skill_packs.items():
+        worked = tuple(
+            CaseItem(
+                c.question_id,
+                c.unit_id,
+                c.question,
+                c.answer,
+                examples[c.question_id][1],
+                f"verified answer of {examples[c.question_id][0]} to this failed case",
+            )
+            for c in pack.failures
+            if c.question_id in examples
+        )
+        packs[t] = CasePack(pack.target, pack.failures, pack.successes, worked)
+    return DiagnosisResult(result.diagnoses, packs, result.system_pack, result.tool_packs)
+
+
 def _successes_for(
     task_type: str, successes: Sequence[tuple[Question, str]]
 ) -> tuple[CaseItem, ...]:
@@ -467,8 +498,13 @@ def _successes_for(
 def merge_packs(packs: Sequence[CasePack], target: str) -> CasePack | None:
     """Accumulated packs of an epoch as one pack (deduplicated, capped)."""
     seen: dict[str, CaseItem] = {}
+    worked: dict[str, CaseItem] = {}
     for pack in packs:
         for item in pack.failures:
             seen.setdefault(item.question_id, item)
+        for item in pack.examples:
+            worked.setdefault(item.question_id, item)
     items = [seen[k] for k in sorted(seen)][: MAX_FAILURES_PER_PACK * 2]
-    return CasePack(target, tuple(items)) if items else None
+    kept = {i.question_id for i in items}
+    examples = tuple(worked[k] for k in sorted(worked) if k in kept)
+    return CasePack(target, tuple(items), examples=examples) if items else None

@@ -77,6 +77,7 @@ def test_help_lists_every_command() -> None:
         "ingest",
         "check-tools",
         "scorecard",
+        "distill",
     }
     assert expected <= listed, proc.stdout
     assert set(COMMANDS) == expected

@@ -93,6 +93,27 @@ def store_winners(
     return {"stored": stored, "dropped_unverified": dropped, "already_stored": len(rows) - stored}
 
 
+def teacher_examples(log: HarnessLog, question_ids: list[str]) -> dict[str, tuple[str, str]]:
+    """Question id -> (model, verified answer) of the memories `distill` stored from a
+    teacher's run (app/distill.py) for these questions; {} in any other workspace."""
+    if not question_ids:
+        return {}
+    marks = ",".join("?" * len(question_ids))
+    rows = log.query(
+        "SELECT m.question_id, m.final_answer, r.config_json FROM memories m "
+        f"JOIN _runs r ON r.run_id = m.run_id WHERE r.kind = 'distill' AND m.question_id IN ({marks})",
+        question_ids,
+    )
+    out = {}
+    for r in rows:
+        try:
+            model = str(json.loads(r["config_json"] or "{}").get("agent_model") or "the teacher")
+        except ValueError:
+            model = "the teacher"
+        out[r["question_id"]] = (model, r["final_answer"] or "")
+    return out
+
+
 def fts_query(text: str) -> str:
     """The task's words OR-ed, each quoted. Tokens with digits (figures, ids) are left out:
     they say which case it is, not what kind of case, and would drown the words that do."""

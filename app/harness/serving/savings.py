@@ -16,7 +16,7 @@ from app.errors import UserError
 from app.harness.workspace.log_reader import LogReader, open_reader
 from app.harness.workspace.log_rows import RunRow
 from app.harness.workspace.workspace import resolve_paths
-from app.providers.sim.provider import SIM_PRICE_IN_PER_MTOK, SIM_PRICE_OUT_PER_MTOK
+from app.providers.sim.provider import STRONG_PRICE_FACTOR, sim_price
 from core.savings import Figure, Price, RunUsage, priced_baseline, run_baseline, run_figures
 
 DEFAULT_KINDS = ("serve", "eval", "infer")  # the latest run of the first kind that has one
@@ -38,17 +38,22 @@ def savings_report(
 ) -> SavingsReport:
     if baseline_model and baseline_run:
         raise UserError("--baseline-model and --baseline-run: give one baseline, not both")
-    db = resolve_paths(Path(root)).db
-    if not db.is_file():
+    paths = resolve_paths(Path(root))
+    if not paths.db.is_file():
         raise UserError(f"{root}: no harness.db yet (nothing has run)")
-    with open_reader(db) as reader:
+    teacher = None if baseline_model or baseline_run else distill_teacher_run(paths.analyses)
+    with open_reader(paths.db) as reader:
         usage = run_usage(reader, pick_run(reader, run_id))
+        if teacher is not None and reader.run(teacher) is not None and teacher != usage.run_id:
+            baseline_run, label = teacher, "the distillation teacher (analyses/distill.json): "
+        else:
+            label = ""
         if baseline_run:
             base = run_usage(reader, pick_run(reader, baseline_run))
             return SavingsReport(
                 usage,
                 run_figures(usage),
-                f"run {base.run_id} ({base.kind}, {', '.join(base.models) or 'no calls'})",
+                f"{label}run {base.run_id} ({base.kind}, {', '.join(base.models) or 'no calls'})",
                 run_baseline(usage, base),
             )
     if not baseline_model:
@@ -60,6 +65,18 @@ def savings_report(
         f"the same tokens priced at {baseline_model}",
         priced_baseline(usage, price, missing),
     )
+
+
+def distill_teacher_run(analyses: Path) -> str | None:
+    """The teacher's test run of the last `distill` (app/distill.py), when one was trained:
+    without a baseline asked for, `report --savings` compares with it."""
+    try:
+        data = json.loads((analyses / "distill.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    teacher = data.get("teacher") if isinstance(data, dict) else None
+    run = teacher.get("run_id") if isinstance(teacher, dict) else None
+    return run if isinstance(run, str) and run else None
 
 
 def pick_run(reader: LogReader, run_id: str | None) -> RunRow:
@@ -116,9 +133,9 @@ def run_price(reader: LogReader, run_id: str) -> tuple[Price | None, str]:
     if isinstance(tin, int | float) and isinstance(tout, int | float):
         return Price(model, float(tin), float(tout), "the run's price_in/out_per_mtok"), ""
     if model.startswith("sim/"):
-        return Price(
-            model, SIM_PRICE_IN_PER_MTOK, SIM_PRICE_OUT_PER_MTOK, "simulated, notional"
-        ), ""
+        factor = config.get("sim_strong_price_factor", STRONG_PRICE_FACTOR)
+        tin, tout = sim_price(model, factor if isinstance(factor, int | float) else 1.0)
+        return Price(model, tin, tout, "simulated, notional"), ""
     return model_price(model)
 
 

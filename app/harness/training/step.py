@@ -11,6 +11,7 @@ import anyio
 from loguru import logger
 
 from app.errors import RunFailed
+from app.harness.rollouts import memory
 from app.harness.rollouts.agent_prompts import AgentPrompts
 from app.harness.rollouts.model_io import no_tool_calls, record_attempts
 from app.harness.rollouts.session import Session
@@ -45,6 +46,7 @@ from core.evolution.diagnose import (
     build_packs,
     diagnose_failures,
     raw_diagnoses,
+    with_worked_examples,
 )
 from core.evolution.edits import Edit, RejectedEdit, apply_edits, consolidate_appendix
 from core.evolution.evolve import (
@@ -291,7 +293,11 @@ async def diagnose_batch(
             for d in diagnoses
         ],
     )
-    return build_packs(diagnoses, failures, successes)
+    packs = build_packs(diagnoses, failures, successes)
+    # a distillation's teacher answered some of these diagnosis-pool failures right: worked
+    # examples in the packs (app/distill.py); none in a workspace that was never distilled
+    ids = [f.question.question_id for f in failures]
+    return with_worked_examples(packs, memory.teacher_examples(ctx.log, ids))
 
 
 def in_batch_order(failures: Sequence[Failure], diagnoses: Sequence[Diagnosis]) -> list[Diagnosis]:

@@ -163,6 +163,21 @@ class RunConfig(BaseModel):
     # 0: sim/oracle never learns; n > 0: each question needs one of n generic rules, which lift
     # it to 0.9 once in the text the agent is sent (`estimate`'s learning stand-in)
     sim_oracle_rules: int = _d(0, ge=0, le=8)
+    # `sim/<world>-strong` (the offline teacher of `distill`, docs/distill.md): the share of the
+    # world's hidden rules it knows without being told, and its notional price per token as a
+    # multiple of the plain simulated model's (app/providers/sim/provider.py)
+    sim_strong_known_share: float = _d(0.8, **SHARE)
+    sim_strong_price_factor: float = _d(10.0, gt=0)
+    # `distill` (docs/distill.md): the smallest teacher-student gap on validation worth
+    # distilling, the probe's two-sided alpha and bootstrap resamples, the teacher memories the
+    # trained student may retrieve (tried against memory_k on validation; equal to memory_k:
+    # no choice), and the share of the teacher's test accuracy the student must reach to be
+    # promoted
+    distill_min_gap: float = _d(0.05, **SHARE)
+    distill_alpha: float = _d(0.05, gt=0.0, lt=1.0)
+    distill_resamples: int = _d(2000, ge=100, le=100_000)
+    distill_memory_k: int = _d(3, ge=0, le=20)
+    distill_promote_share: float = _d(0.9, **SHARE)
 
     # model I/O (README "Real models")
     # Diagnoses are made by the judge role (`judge_model`). When more than this share of a

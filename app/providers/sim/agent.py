@@ -4,13 +4,14 @@ It "knows" a rule only when the rule's statement appears in the system prompt, t
 text, or a read_skill tool result actually sent to it; a contradicting decoy statement confuses
 it. Without the rules a case needs it is near chance. A case that needs context is answerable
 only when its FACT line was read with read_context or inlined in the user message (a
-`<context>` block, app/harness/rollouts/agent_prompts.py `inline_context`).
+`<context>` block, app/harness/rollouts/agent_prompts.py `inline_context`). The strong variant
+`sim/<world>-strong` (`strengthen`) also knows a share of the rules untold.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from app.providers.sim.rng import draw
@@ -211,3 +212,21 @@ def _has_example(world: World, view: AgentView, case: CaseSpec) -> bool:
         ):
             return True
     return False
+
+
+def strong_knows(world: World, rule_id: str, share: float) -> bool:
+    """Whether the strong variant (`sim/<world>-strong`) knows this hidden rule untold: a fixed
+    property of the rule in this world, so its winners and failures are reproducible."""
+    return share > 0 and draw(world.seed, "strong-knows", rule_id) < share
+
+
+def strengthen(world: World, view: AgentView, share: float) -> AgentView:
+    """The view of the strong variant: the rules it knows, the system rules and the context
+    tool's rule added to what it reasons from, as a larger model brings them from training.
+    They do not count as skill text (no dilution), and a decoy in its prompt still confuses it."""
+    known = [r.statement for r in world.rules.values() if strong_knows(world, r.rule_id, share)]
+    extra = normalise("\n".join([*known, *world.system_rules.values()]))
+    tools = dict(view.tools)
+    if "read_context" in tools:
+        tools["read_context"] = f"{tools['read_context']} {TOOL_RULE}"
+    return replace(view, instruction_text=f"{view.instruction_text}\n{extra}", tools=tools)

@@ -42,6 +42,29 @@ NOISE_SHARE = 0.03
 TEMPERATURE_REDRAW_PER_UNIT = 1.0
 SIM_PRICE_IN_PER_MTOK = 0.5  # notional prices so cost accounting is exercised; labelled sim
 SIM_PRICE_OUT_PER_MTOK = 1.5
+# `sim/<world>-strong`: the same world, an agent that knows `strong_known_share` of its hidden
+# rules untold (agent.py `strengthen`), priced `strong_price_factor` times higher: the offline
+# teacher of `distill` (docs/distill.md)
+STRONG_SUFFIX = "-strong"
+STRONG_KNOWN_SHARE = 0.8
+STRONG_PRICE_FACTOR = 10.0
+
+
+def world_name(model: str) -> str:
+    """The world a simulated model lives in: `sim/basic-strong` lives in `basic`."""
+    name = model.split("/", 1)[-1]
+    return name.removesuffix(STRONG_SUFFIX) if is_strong(model) else name
+
+
+def is_strong(model: str) -> bool:
+    name = model.split("/", 1)[-1]
+    return name.endswith(STRONG_SUFFIX) and len(name) > len(STRONG_SUFFIX)
+
+
+def sim_price(model: str, strong_price_factor: float = STRONG_PRICE_FACTOR) -> tuple[float, float]:
+    """Notional (input, output) USD per million tokens of a simulated model."""
+    factor = strong_price_factor if is_strong(model) else 1.0
+    return SIM_PRICE_IN_PER_MTOK * factor, SIM_PRICE_OUT_PER_MTOK * factor
 
 
 @dataclass(frozen=True)
@@ -57,6 +80,8 @@ class SimSettings:
     # share of the questions with context whose context the agent never reads (agent.py
     # skips_context); 0 keeps the agent reading every context it needs
     missing_context_share: float = 0.0
+    strong_known_share: float = STRONG_KNOWN_SHARE  # only `sim/<world>-strong` reads these two
+    strong_price_factor: float = STRONG_PRICE_FACTOR
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.noise_share <= 1.0:
@@ -81,8 +106,10 @@ class SimProvider:
         world: World | None = None,
     ) -> None:
         self.model = model
-        self.world = world or build_world(model.split("/", 1)[-1])
+        self.world = world or build_world(world_name(model))
         self.settings = settings or SimSettings()
+        self.strong = is_strong(model)
+        self._price = sim_price(model, self.settings.strong_price_factor)
         self._attempts: dict[str, int] = defaultdict(int)
 
     async def complete(
@@ -144,6 +171,8 @@ class SimProvider:
         temperature: float = 0.0,
     ) -> LLMResponse:
         view = agent.read_view(messages, tools)
+        if self.strong:
+            view = agent.strengthen(self.world, view, self.settings.strong_known_share)
         case = self.world.case_for_text(view.question)
         turn = sum(1 for m in messages if m.get("role") == "assistant")
         skip = case is not None and agent.skips_context(
@@ -192,7 +221,7 @@ class SimProvider:
     ) -> LLMResponse:
         chars_in = sum(len(m.get("content") or "") for m in messages)
         tokens_in, tokens_out = chars_in // 4 + 1, len(text) // 4 + 1
-        cost = (tokens_in * SIM_PRICE_IN_PER_MTOK + tokens_out * SIM_PRICE_OUT_PER_MTOK) / 1e6
+        cost = (tokens_in * self._price[0] + tokens_out * self._price[1]) / 1e6
         return LLMResponse(
             text=text,
             tool_calls=tuple(calls),
