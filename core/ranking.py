@@ -14,7 +14,10 @@ from typing import Any
 
 from core.stats import bradley_terry, mcnemar_exact, min_detectable_difference, wilson_interval
 
-DEFAULT_WEIGHTS: dict[str, float] = {"objective": 1.0, "judge": 0.3, "bt": 0.3}
+DEFAULT_WEIGHTS: dict[str, float] = {"objective": 1.0, "judge": 0.3, "bt": 0.3, "check": 0.5}
+# `check` is the score in [0, 1] of a custom or rubric checker (docs/checkers.md): among the
+# branches that pass (or fail) its pass line, a higher score ranks first. Built-in checkers
+# give no such component (their score is the objective itself), so their rankings are unchanged.
 POWERED_MIN_N = 10
 POWERED_MAX_HALF_WIDTH = 0.30
 NO_DISCORDANCE_PSI = 0.5  # the MDD's ψ when no discordant pair was seen yet

@@ -9,7 +9,7 @@ For each question of a rollout (app/harness/data/fork.py):
    is one question's branches, as the ranker sees them)
    (branches with the same answer share its judgments: judging them again says nothing new);
 3. core/ranking.py combines objective, judge (mean score / 10), Bradley–Terry strength
-   (γ/(1 + γ)) and any user reward `module:function` (called with the branch row and its
+   (γ/(1 + γ)), a custom or rubric checker's score (`check`, as the fork recorded it) and any user reward `module:function` (called with the branch row and its
    components, returning a number in [0, 1]) with weights;
 4. rankings and judgments are stored (replacing an earlier ranking of the rollout), the best
    objectively verified branch of each question becomes a memory (app/harness/rollouts/memory.py;
@@ -52,6 +52,7 @@ from app.harness.workspace.clock import now_iso
 from app.harness.workspace.ids import check_run_id
 from core import ranking
 from core.concurrency import fan_out
+from core.types import CHECKERS, Question
 
 if TYPE_CHECKING:
     from app.harness.rollouts.session import Session
@@ -214,6 +215,8 @@ async def _rank(
                 "judge": judge_scores[rep_index] / 10.0,
                 "bt": ranking.bt_component(strengths[group_of[b["branch_index"]]]),
             }
+            if (score := checker_score(question, b)) is not None:
+                comp["check"] = score
             for name, fn in user_rewards.items():
                 comp[name] = _user_reward(fn, b, comp, name)
             components[b["branch_index"]] = comp
@@ -293,6 +296,17 @@ async def _rank(
     }
     write_json_atomic(session.paths.analyses / f"rank_{_safe(rollout_id)}.json", report)
     return report
+
+
+def checker_score(question: Question | None, branch: Mapping[str, Any]) -> float | None:
+    """The score a custom or rubric checker gave the branch when the fork checked it (None for
+    a built-in checker, whose score is the objective itself, or when there is no verdict)."""
+    if question is None or question.checker in CHECKERS:
+        return None
+    score = branch.get("score")
+    if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
+        return None
+    return min(1.0, max(0.0, float(score)))
 
 
 def _answer_groups(branches: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
