@@ -964,6 +964,22 @@ class JudgeStats:
     samples: int
     temperature: float
     same_model_as_agent: bool
+    pairwise: PairwiseBias | None = None  # position and verbosity controls (core/ranking.py)
+
+
+@dataclass(frozen=True)
+class PairwiseBias:
+    """Pairwise judging controls of a rank (core/ranking.py `pairwise_report`): a preference
+    counts only when both orders agree; figures are None when there was nothing to measure."""
+
+    pairs_both_orders: int
+    order_disagreements: int
+    order_disagreement_rate: float | None
+    one_order_only: int
+    first_shown_win_rate: float | None  # 0.5 for a judge without position bias
+    length_mismatched_verdicts: int
+    longer_preferred_share: float | None
+    verbosity_warning: bool
 
 
 @dataclass(frozen=True)
@@ -1317,7 +1333,14 @@ def _rank_result(report: Mapping[str, Any]) -> RankResult:
         pass_at_1=report["pass_at_1"],
         pass_at_n=report["pass_at_n"],
         ranker_top_correct_share=report["ranker_top_correct_share"],
-        judge=JudgeStats(**report["judge"]),
+        judge=JudgeStats(
+            **{
+                **report["judge"],
+                "pairwise": PairwiseBias(**report["judge"]["pairwise"])
+                if report["judge"].get("pairwise")
+                else None,
+            }
+        ),
         top_vs_branch0=PairedStats(**{**paired, "wilson": tuple(paired["wilson"])}),
         memories=None if memories is None else MemoryStats(**memories),
         simulated_model=report["simulated_model"],

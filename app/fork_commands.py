@@ -95,6 +95,14 @@ def rank_lines(result: api.RankResult, workspace: Path) -> list[str]:
         f"MDD={_figure(mdd, '.1f')}{'' if mdd is None else ' pp'} "
         f"McNemar p={_figure(st.mcnemar_p, '.2g')}",
     ]
+    if (pw := j.pairwise) is not None and pw.pairs_both_orders:
+        lines.append(
+            f"  pairwise: {pw.pairs_both_orders} compared in both orders, "
+            f"{pw.order_disagreements} disagreed (ties); first shown wins "
+            f"{_figure(pw.first_shown_win_rate, '.2f')}; longer answer wins "
+            f"{_figure(pw.longer_preferred_share, '.2f')} of {pw.length_mismatched_verdicts}"
+            + (" (verbosity bias?)" if pw.verbosity_warning else "")
+        )
     if result.memories is not None:
         m = result.memories
         lines.append(
