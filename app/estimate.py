@@ -6,9 +6,10 @@ How (docs/estimate.md says it for users):
    (app/providers/sim/oracle.py) as a stand-in that learns the way the built-in simulated world
    does: it starts at ASSUMED_START_ACCURACY, each question needs one of STAND_IN_RULES rules
    per task type, and its evolver proposes those rules among generic useless ones, so edits are
-   accepted, rolled back and re-tested as in a learning run. How much a real model learns is not
-   known before the run: the range's other end is the same stand-in never learning (every epoch
-   run, no early stop);
+   accepted, rolled back and re-tested as in a learning run, and a fifth of its failures are
+   diagnosed as the system prompt's, so prompt evolution and its paired test run too. How much
+   a real model learns is not known before the run: the range's other end is the same stand-in
+   never learning (every epoch run, no early stop);
 2. the tokens of an agent call are measured on one sampled rollout per task type with the
    configured agent model (real calls on a real model: their number is printed); the evolver's
    and judge's input tokens are those of the copy's real prompts (four characters a token), their
@@ -286,7 +287,8 @@ def _counts_assumption(config: RunConfig) -> str:
     return (
         "call counts: train run on a copy with every role on sim/oracle as a stand-in that "
         f"starts at accuracy {ASSUMED_START_ACCURACY:g} and learns: each question needs one of "
-        f"{STAND_IN_RULES} rules per task type, which lift it to 0.9 once an edit adds it; the "
+        f"{STAND_IN_RULES} rules per task type, which lift it to 0.9 once an edit adds it, and "
+        "a fifth of its failures are the system prompt's to fix (prompt evolution runs); the "
         "range's other end is the same stand-in never learning, every epoch run"
     )
 
