@@ -6,6 +6,7 @@ branch only a rubric judge passed out of the training targets unless its id is a
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -124,3 +125,28 @@ def test_a_bad_audited_file_is_one_line_naming_file_and_line(tmp_path: Path) -> 
         read_audited(path)
     with pytest.raises(UserError, match="no such file"):
         read_audited(tmp_path / "missing.txt")
+
+
+def test_the_cli_says_what_it_left_out_and_what_the_judge_did(
+    judged_fork: Path, tmp_path: Path, capsys
+) -> None:
+    from app.cli import main
+
+    ws = tmp_path / "ws"
+    import shutil
+
+    shutil.copytree(judged_fork, ws)
+    sets = [a for k, v in SIM.items() for a in ("--set", f"{k}={v}")]
+    assert main(["rank", "-w", str(ws), "j1", "--no-progress", *sets]) == 0
+    ranked = capsys.readouterr().out
+    assert re.search(r"pairwise: \d+ compared in both orders, \d+ disagreed", ranked)
+    assert main(["export", "-w", str(ws), "j1", "--out", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"\d+ branch\(es\) passed by a rubric judge alone left out", out)
+    ids = tmp_path / "ids.txt"
+    ids.write_text("j1/no-such-question/0\n", encoding="utf-8")
+    args = ["export", "-w", str(ws), "j1", "--out", str(tmp_path / "o2"), "--audited", str(ids)]
+    assert main(args) == 0
+    assert "left out" in capsys.readouterr().out  # an id naming nothing audits nothing
+    assert main([*args[:-1], str(tmp_path / "missing.txt"), "--overwrite"]) == 2
+    assert "no such file" in capsys.readouterr().err
