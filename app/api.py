@@ -989,6 +989,22 @@ class JudgeStats:
     samples: int
     temperature: float
     same_model_as_agent: bool
+    pairwise: PairwiseBias | None = None  # position and verbosity controls (core/ranking.py)
+
+
+@dataclass(frozen=True)
+class PairwiseBias:
+    """Pairwise judging controls of a rank (core/ranking.py `pairwise_report`): a preference
+    counts only when both orders agree; figures are None when there was nothing to measure."""
+
+    pairs_both_orders: int
+    order_disagreements: int
+    order_disagreement_rate: float | None
+    one_order_only: int
+    first_shown_win_rate: float | None  # 0.5 for a judge without position bias
+    length_mismatched_verdicts: int
+    longer_preferred_share: float | None
+    verbosity_warning: bool
 
 
 @dataclass(frozen=True)
@@ -1056,6 +1072,11 @@ class ExportedFile:
     test_questions_skipped: int
     simulated_model: bool
     created_at: str
+    # branches only a rubric judge passed, left out of training targets unless audited
+    # (app/harness/data/admission.py)
+    judge_only_refused: int = 0
+    judge_only_audited: int = 0
+    judge_only_refused_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -1363,7 +1384,14 @@ def _rank_result(report: Mapping[str, Any]) -> RankResult:
         pass_at_1=report["pass_at_1"],
         pass_at_n=report["pass_at_n"],
         ranker_top_correct_share=report["ranker_top_correct_share"],
-        judge=JudgeStats(**report["judge"]),
+        judge=JudgeStats(
+            **{
+                **report["judge"],
+                "pairwise": PairwiseBias(**report["judge"]["pairwise"])
+                if report["judge"].get("pairwise")
+                else None,
+            }
+        ),
         top_vs_branch0=PairedStats(**{**paired, "wilson": tuple(paired["wilson"])}),
         memories=None if memories is None else MemoryStats(**memories),
         simulated_model=report["simulated_model"],
@@ -1385,6 +1413,7 @@ def export(
     seed: int = 0,
     allow_copyleft: bool = False,
     allow_restricted: bool = False,
+    audited: str | Path | None = None,
 ) -> ExportResult:
     """Write the ranked forks `rollout_ids` as DPO pairs, SFT examples and reward records
     (JSONL, each with a manifest) into `out` (default `<workspace>/exports/<first id>`); the
@@ -1392,7 +1421,10 @@ def export(
     `mix` ("pristine=0.65,recovery=0.25" or a mapping) down-samples the curated SFT files to
     those shares `by` tokens or count (seeded by `seed`; `mix_total` fixes the size). A
     benchmark without a licence, or a proprietary or non-commercial one, is refused unless
-    `allow_restricted` (the user's own data); strong copyleft needs `allow_copyleft`."""
+    `allow_restricted` (the user's own data); strong copyleft needs `allow_copyleft`.
+    A branch only a rubric judge passed is no training target unless the `audited` ids file
+    names it (docs/checkers.md)."""
+    from app.harness.data.admission import read_audited
     from app.harness.data.export import export_rollouts
 
     root = _workspace(workspace)
@@ -1407,6 +1439,8 @@ def export(
         "allow_restricted", allow_restricted, isinstance(allow_restricted, bool), "True or False"
     )
     options = _curation_options(mix, by, mix_total, seed, allow_copyleft, allow_restricted)
+    _expect("audited", audited, _is_path(audited, none=True), "an audited-ids file's path or None")
+    audited_ids = read_audited(Path(audited)) if audited is not None else frozenset()
     with (
         WriterLock(root, "export"),
         Session(root, resolve_config(), Bars(enabled=False), calls_models=False) as session,
@@ -1419,6 +1453,7 @@ def export(
             include_test=include_test,
             overwrite=overwrite,
             curation=options,
+            audited=audited_ids,
         )
     return ExportResult(
         target,
@@ -1433,6 +1468,7 @@ def _exported_file(manifest: Mapping[str, Any]) -> ExportedFile:
             **manifest,
             "rollout_ids": tuple(manifest["rollout_ids"]),
             "source_versions": tuple(SourceVersion(**v) for v in manifest["source_versions"]),
+            "judge_only_refused_ids": tuple(manifest.get("judge_only_refused_ids", ())),
         }
     )
 

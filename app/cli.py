@@ -553,6 +553,13 @@ def _add_fork_commands(sub: Any, o: Options) -> None:
         help="jsonl: DPO/SFT/reward files of ranked forks (default); otlp: runs and forks as "
         "OTLP JSON GenAI spans; inspect: an Inspect AI eval log per run",
     )
+    p.add_argument(
+        "--audited",
+        type=Path,
+        metavar="IDS_FILE",
+        help="ids (ROLLOUT/QUESTION_ID/BRANCH or question ids, one a line) of branches passed "
+        "by a rubric judge alone that a person checked: only these become training targets",
+    )
     _add_curation_export_options(p)
 
 

@@ -6,9 +6,10 @@ How (docs/estimate.md says it for users):
    (app/providers/sim/oracle.py) as a stand-in that learns the way the built-in simulated world
    does: it starts at ASSUMED_START_ACCURACY, each question needs one of STAND_IN_RULES rules
    per task type, and its evolver proposes those rules among generic useless ones, so edits are
-   accepted, rolled back and re-tested as in a learning run. How much a real model learns is not
-   known before the run: the range's other end is the same stand-in never learning (every epoch
-   run, no early stop);
+   accepted, rolled back and re-tested as in a learning run, and a fifth of its failures are
+   diagnosed as the system prompt's, so prompt evolution and its paired test run too. How much
+   a real model learns is not known before the run: the range's other end is the same stand-in
+   never learning (every epoch run, no early stop);
 2. the tokens of an agent call are measured on one sampled rollout per task type with the
    configured agent model (real calls on a real model: their number is printed); the evolver's
    and judge's input tokens are those of the copy's real prompts (four characters a token), their
@@ -31,7 +32,7 @@ from typing import Any
 
 from loguru import logger
 
-from app.harness.rollouts.pools import Pools
+from app.harness.rollouts.benchmark_validation import power_findings
 from app.harness.workspace.atomic import read_json_object, write_json_atomic
 from app.harness.workspace.config import RunConfig, fingerprint
 from app.harness.workspace.log_reader import open_reader
@@ -78,43 +79,6 @@ class Estimate:
     simulated: bool = False
 
 
-def pools_too_small(families: dict[str, dict[str, int]], alpha: float) -> list[str]:
-    """Task types whose gate pools hold too few families for any edit ever to be accepted:
-    with k families a level-α test accepts only if 2^-k <= α (every family must go the
-    candidate's way). `families`: {task type: {pool: families}} of the pools a gate draws on
-    (diagnosis and validation)."""
-    out = []
-    for task_type, pools in sorted(families.items()):
-        k = sum(pools.values())
-        if 2.0**-k > alpha:
-            out.append(
-                f"task type {task_type}: {k} families in the gate's pools; no test at "
-                f"level alpha={alpha:g} can accept an edit unless 2^-k <= alpha (k >= "
-                f"{_min_families(alpha)})"
-            )
-    return out
-
-
-def _min_families(alpha: float) -> int:
-    k = 0
-    while 2.0**-k > alpha:
-        k += 1
-    return k
-
-
-def family_counts(questions: tuple[Question, ...], pools: Pools) -> dict[str, dict[str, int]]:
-    out: dict[str, dict[str, int]] = {}
-    for pool in ("diagnosis", "validation"):
-        for q in getattr(pools, pool):
-            out.setdefault(q.task_type, {}).setdefault(pool, 0)
-        seen: dict[str, set[str]] = {}
-        for q in getattr(pools, pool):
-            seen.setdefault(q.task_type, set()).add(q.family)
-        for task_type, fams in seen.items():
-            out[task_type][pool] = len(fams)
-    return out
-
-
 async def estimate_async(root: Path, config: RunConfig) -> Estimate:
     """The estimate for `train` of the workspace at `root` with `config` (nothing in the
     workspace changes but `analyses/estimate.json`, written at the end)."""
@@ -155,11 +119,11 @@ async def estimate_async(root: Path, config: RunConfig) -> Estimate:
             copy = scratch / f"rules{rules}"
             ws.init_workspace(copy, seed, paths.questions_dir)
             runs.append(await _dry_run(copy, config, rules))
-        families = family_counts(bench.questions, pools)
+        # the same check, and the same words, as validate-benchmark's (one implementation)
+        warnings = tuple(f.message for f in power_findings(bench, config.gate))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     result = _combine(config, runs, sampled["model"], sampled["stand-in"], sample_seconds)
-    warnings = tuple(pools_too_small(families, config.gate.alpha))
     result = replace(result, warnings=warnings)
     stored = {**asdict(result), "config": fingerprint(config, "")}
     write_json_atomic(paths.root / "analyses" / ESTIMATE_FILE, stored)
@@ -323,7 +287,8 @@ def _counts_assumption(config: RunConfig) -> str:
     return (
         "call counts: train run on a copy with every role on sim/oracle as a stand-in that "
         f"starts at accuracy {ASSUMED_START_ACCURACY:g} and learns: each question needs one of "
-        f"{STAND_IN_RULES} rules per task type, which lift it to 0.9 once an edit adds it; the "
+        f"{STAND_IN_RULES} rules per task type, which lift it to 0.9 once an edit adds it, and "
+        "a fifth of its failures are the system prompt's to fix (prompt evolution runs); the "
         "range's other end is the same stand-in never learning, every epoch run"
     )
 

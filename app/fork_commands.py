@@ -96,6 +96,14 @@ def rank_lines(result: api.RankResult, workspace: Path) -> list[str]:
         f"MDD={_figure(mdd, '.1f')}{'' if mdd is None else ' pp'} "
         f"McNemar p={_figure(st.mcnemar_p, '.2g')}",
     ]
+    if (pw := j.pairwise) is not None and pw.pairs_both_orders:
+        lines.append(
+            f"  pairwise: {pw.pairs_both_orders} compared in both orders, "
+            f"{pw.order_disagreements} disagreed (ties); first shown wins "
+            f"{_figure(pw.first_shown_win_rate, '.2f')}; longer answer wins "
+            f"{_figure(pw.longer_preferred_share, '.2f')} of {pw.length_mismatched_verdicts}"
+            + (" (verbosity bias?)" if pw.verbosity_warning else "")
+        )
     if result.memories is not None:
         m = result.memories
         lines.append(
@@ -127,12 +135,24 @@ def cmd_export(args: argparse.Namespace) -> int:
         seed=args.seed,
         allow_copyleft=args.allow_copyleft,
         allow_restricted=args.allow_restricted,
+        audited=args.audited,
     )
     if args.json:
         out_json(result)
         return 0
     for name, m in result.files.items():
         out(f"  {result.out / name}: {m.count} rows ({m.layout})")
+    first = next(iter(result.files.values()))
+    if first.judge_only_refused:
+        ids = ", ".join(first.judge_only_refused_ids[:3])
+        more = ", ..." if first.judge_only_refused > 3 else ""
+        out(
+            f"  {first.judge_only_refused} branch(es) passed by a rubric judge alone left out of "
+            f"the training targets ({ids}{more}; all in sft.jsonl.manifest.json): "
+            "--audited FILE lets the ones you checked through"
+        )
+    if first.judge_only_audited:
+        out(f"  {first.judge_only_audited} judge-only branch(es) exported as audited")
     if result.curation is not None:
         for line in export_curation_lines(result.curation):
             out(line)

@@ -14,7 +14,10 @@ from typing import Any
 
 from core.stats import bradley_terry, mcnemar_exact, min_detectable_difference, wilson_interval
 
-DEFAULT_WEIGHTS: dict[str, float] = {"objective": 1.0, "judge": 0.3, "bt": 0.3}
+DEFAULT_WEIGHTS: dict[str, float] = {"objective": 1.0, "judge": 0.3, "bt": 0.3, "check": 0.5}
+# `check` is the score in [0, 1] of a custom or rubric checker (docs/checkers.md): among the
+# branches that pass (or fail) its pass line, a higher score ranks first. Built-in checkers
+# give no such component (their score is the objective itself), so their rankings are unchanged.
 POWERED_MIN_N = 10
 POWERED_MAX_HALF_WIDTH = 0.30
 NO_DISCORDANCE_PSI = 0.5  # the MDD's ψ when no discordant pair was seen yet
@@ -103,4 +106,107 @@ def paired_report(
         "losses": l,
         "min_detectable_delta_pp": None if math.isinf(mdd) else round(100.0 * mdd, 2),
         "mcnemar_p": mcnemar_exact(w, l) if n else None,
+    }
+
+
+# -- pairwise judging controls ------------------------------------------------------------------
+VERBOSITY_LENGTH_RATIO = 1.5  # two answers "differ in length" when one is 1.5x the other or more
+VERBOSITY_WARN_SHARE = 0.8  # warn when the longer answer wins this share of such verdicts...
+VERBOSITY_WARN_MIN = 10  # ...over at least this many of them
+
+
+@dataclass(frozen=True)
+class OrderedVerdict:
+    """One pairwise judge sample: which answer was shown first ("a" or "b") and which one the
+    judge preferred, in the pair's own terms ("a", "b" or "tie"); None when the sample gave no
+    verdict (capped, unparsable, a failed call)."""
+
+    sample: int
+    shown_first: str
+    preferred: str | None
+
+
+@dataclass(frozen=True)
+class PairControl:
+    """A pair's samples reconciled across the two orders.
+
+    `preferences` feeds Bradley–Terry: per sample index asked in both orders, the preference
+    twice when both orders agree, else one tie (one win each way: the same weight); a sample
+    with a verdict in one order only is left out, since nothing controls its position."""
+
+    preferences: tuple[str, ...]
+    reconciled: tuple[str, ...]  # one verdict per sample index asked in both orders
+    both_orders: int  # sample indices with a verdict in each order
+    disagreements: int  # ... whose two orders preferred opposite answers: a tie
+    one_order_only: int  # sample indices left out
+    first_shown_wins: int  # decisive verdicts for whichever answer was shown first
+    decisive: int  # decisive verdicts (either order)
+
+
+def control_position(verdicts: Sequence[OrderedVerdict]) -> PairControl:
+    """Position-bias control: a preference counts only when it survives swapping the order.
+    A judge that always picks the first answer shown disagrees with itself on every pair, so
+    it moves no strength."""
+    by_sample: dict[int, dict[str, str]] = {}
+    first_wins = decisive = 0
+    for v in verdicts:
+        if v.preferred is None:
+            continue
+        by_sample.setdefault(v.sample, {})[v.shown_first] = v.preferred
+        if v.preferred in ("a", "b"):
+            decisive += 1
+            first_wins += int(v.preferred == v.shown_first)
+    prefs: list[str] = []
+    reconciled: list[str] = []
+    flips = single = 0
+    for orders in by_sample.values():
+        if len(orders) < 2:
+            single += 1
+            continue
+        ab, ba = orders["a"], orders["b"]
+        verdict = ab if ab == ba else "tie"
+        flips += int({ab, ba} == {"a", "b"})
+        reconciled.append(verdict)
+        prefs += [verdict, verdict] if verdict != "tie" else ["tie"]
+    return PairControl(
+        tuple(prefs), tuple(reconciled), len(reconciled), flips, single, first_wins, decisive
+    )
+
+
+def longer_preferred(preferred: str, len_a: int, len_b: int) -> bool | None:
+    """Whether a decisive preference went to the longer of two answers whose lengths differ
+    (by VERBOSITY_LENGTH_RATIO or more); None when it is a tie or the lengths are close."""
+    if preferred not in ("a", "b"):
+        return None
+    short, long_ = sorted((max(len_a, 1), max(len_b, 1)))
+    if long_ < VERBOSITY_LENGTH_RATIO * short:
+        return None
+    return (len_a > len_b) == (preferred == "a")
+
+
+def pairwise_report(
+    controls: Sequence[PairControl], longer: Sequence[bool | None]
+) -> dict[str, Any]:
+    """The rank report's bias figures: how often the two orders disagreed (position bias),
+    how often the first-shown answer won a decisive verdict (0.5 for an unbiased judge), and
+    how often the longer answer won a reconciled verdict between answers of different length
+    (verbosity), with a warning when that share is high over enough verdicts."""
+    both = sum(c.both_orders for c in controls)
+    flips = sum(c.disagreements for c in controls)
+    decisive = sum(c.decisive for c in controls)
+    counted = [x for x in longer if x is not None]
+    share = sum(counted) / len(counted) if counted else None
+    return {
+        "pairs_both_orders": both,
+        "order_disagreements": flips,
+        "order_disagreement_rate": flips / both if both else None,
+        "one_order_only": sum(c.one_order_only for c in controls),
+        "first_shown_win_rate": (
+            sum(c.first_shown_wins for c in controls) / decisive if decisive else None
+        ),
+        "length_mismatched_verdicts": len(counted),
+        "longer_preferred_share": share,
+        "verbosity_warning": share is not None
+        and len(counted) >= VERBOSITY_WARN_MIN
+        and share >= VERBOSITY_WARN_SHARE,
     }

@@ -126,7 +126,7 @@ def test_rank_result_is_the_report_it_writes(ws):
 
 def test_rank_weights_go_over_the_defaults_and_remember_false_stores_nothing(ws):
     result = api.rank(ws, "f1", weights={"judge": 0.0}, remember=False)
-    assert result.weights == {"objective": 1.0, "judge": 0.0, "bt": 0.3}
+    assert result.weights == {"objective": 1.0, "judge": 0.0, "bt": 0.3, "check": 0.5}
     assert result.memories is None
 
 

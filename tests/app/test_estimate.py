@@ -1,5 +1,6 @@
-"""`estimate` (app/estimate.py): counts from dry runs, stored for `report`, the pools warning,
-and `train --dry-run` trains nothing."""
+"""`estimate` (app/estimate.py): counts from dry runs, stored for `report`, and `train --dry-run`
+trains nothing. Its pools-too-small warning is validate-benchmark's (one implementation,
+core/benchmark_checks.py): tests/app/test_new_user_walkthrough.py checks both say it."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 from pathlib import Path
 
 from app.cli import main
-from app.estimate import ESTIMATE_FILE, _cost, pools_too_small
+from app.estimate import ESTIMATE_FILE, _cost
 from app.harness.workspace.config import RunConfig
 from app.providers.sim.provider import SIM_PRICE_IN_PER_MTOK
 from tests.app.oracle_bench import NAME, SEED, write_store
@@ -15,13 +16,6 @@ from tests.fakes.fixtures import fake_openai  # noqa: F401 - the fixture
 from tests.fakes.openai_server import Reply
 
 ORACLE = ['agent_model="sim/oracle"', 'evolver_model="sim/oracle"', 'judge_model="sim/oracle"']
-
-
-def test_pools_too_small_names_the_task_types_no_test_can_accept() -> None:
-    families = {"a": {"diagnosis": 3, "validation": 1}, "b": {"diagnosis": 4, "validation": 2}}
-    found = pools_too_small(families, alpha=0.05)
-    assert len(found) == 1 and found[0].startswith("task type a: 4 families")
-    assert pools_too_small(families, alpha=1 / 16) == []  # 2^-4 <= 1/16: it can accept
 
 
 def test_estimate_then_train_then_report_estimate_vs_actual(tmp_path: Path, capsys) -> None:

@@ -280,6 +280,7 @@ def test_rank_weights_name_known_components_only() -> None:
         "objective": 1.0,
         "judge": 0.0,
         "bt": 0.5,
+        "check": 0.5,
         "my_rewards:f": 2.0,
     }
     for bad, says in (

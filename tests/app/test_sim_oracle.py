@@ -160,3 +160,32 @@ def test_the_evolver_and_diagnoses_reply_in_the_formats_the_harness_parses() -> 
     assert all(e.op == "add" and e.content not in skill for e in parsed.edits)
     diagnosis = json.loads(_ask(provider, "## Task: diagnose-failure\n<question>x</question>"))
     assert diagnosis["category"] in CATEGORIES and diagnosis["target"] == "skill"
+
+
+def test_the_learning_stand_in_blames_the_system_prompt_for_a_fifth_until_it_holds_the_line() -> (
+    None
+):
+    """estimate's stand-in (app/estimate.py) goes through prompt evolution as a learning run
+    does: a share of its failures are the system prompt's, its prompt evolver proposes the line,
+    and once the system prompt holds it those failures are the skill's again."""
+    questions = [Question(f"q{i}", "t", f"What is {i} + 1?", str(i + 1)) for i in range(200)]
+    learner = oracle.OracleProvider(questions, oracle.OracleSettings(rules=5))
+    never = oracle.OracleProvider(questions, oracle.OracleSettings(rules=0))
+
+    def diagnose(provider: oracle.OracleProvider, q: Question, system: str) -> str:
+        prompt = (
+            f"## Task: diagnose-failure\n<question>\n{q.question}\n</question>\n"
+            f'<agent_answer stop_reason="final">0</agent_answer>\n'
+            f"<system_prompt>\n{system}\n</system_prompt>"
+        )
+        return json.loads(_ask(provider, prompt))["target"]
+
+    blamed = [q for q in questions if diagnose(learner, q, "Answer.") == "system"]
+    assert 0.1 < len(blamed) / len(questions) < 0.3  # SYSTEM_NEED_SHARE = 0.2
+    assert all(diagnose(learner, q, "Answer.\n" + oracle.SYSTEM_RULE) == "skill" for q in blamed)
+    assert all(diagnose(never, q, "Answer.") == "skill" for q in blamed)  # offline: never
+    evolve = (
+        '## Task: evolve-system-prompt\n<prompt_file name="system.md">\nAnswer.\n</prompt_file>'
+    )
+    edits = parse_edits(_ask(learner, evolve)).edits
+    assert [e.content for e in edits] == [oracle.SYSTEM_RULE]

@@ -13,7 +13,8 @@ Layouts (each line one JSON object; field by field in tests/app/test_export.py):
        "preferred_output": [{"role": "assistant", "content": ...}],
        "non_preferred_output": [{"role": "assistant", "content": ...}]}
   (each output exactly one assistant message);
-- `sft.jsonl`: {"messages": [system, user, assistant]} from verified winners (objective 1),
+- `sft.jsonl`: {"messages": [system, user, assistant]} from verified winners (objective 1;
+  one passed by a rubric judge alone only when audited: app/harness/data/admission.py),
   the conversational language-modelling type of the same TRL page and OpenAI's chat
   fine-tuning line;
 - `rewards.jsonl`: {"prompt", "completion", "score", "components", "rollout_id",
@@ -51,6 +52,7 @@ from typing import TYPE_CHECKING, Any
 from loguru import logger
 
 from app.errors import UserError
+from app.harness.data.admission import Admissions, admissions, branch_key
 from app.harness.data.export_formats import (
     CURATED_LAYOUTS,
     CURATION_MANIFEST,
@@ -116,8 +118,11 @@ def export_rollouts(
     include_test: bool = False,
     overwrite: bool = False,
     curation: CurationOptions | None = None,
+    audited: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
-    """The files above plus the curated ones (app/harness/data/export_formats.py)."""
+    """The files above plus the curated ones (app/harness/data/export_formats.py). A branch
+    only a rubric judge passed is no training target unless `audited` names it
+    (app/harness/data/admission.py)."""
     log = session.log
     for rid in rollout_ids:
         check_run_id(rid, "rollout id")
@@ -129,6 +134,20 @@ def export_rollouts(
                 f"run `rank -w {session.paths.root} {rid}` first"
             )
     test_ids = set() if include_test else held_out_question_ids(session.benchmark)
+    admitted = admissions(log, rollout_ids, session.questions_by_id, audited)
+    if admitted.refused:
+        logger.warning(
+            "{} branch(es) passed by a rubric judge alone are left out of the training targets "
+            "(sft, DPO chosen, curated SFT, KTO positives); list the ones you audited in "
+            "--audited FILE (their ids are in sft.jsonl.manifest.json)",
+            len(admitted.refused),
+        )
+    if admitted.unmatched_ids:
+        logger.warning(
+            "--audited: {} id(s) name no judge-only branch of these forks (first: {})",
+            len(admitted.unmatched_ids),
+            admitted.unmatched_ids[0],
+        )
     lines: dict[str, list[str]] = {name: [] for name in LAYOUTS}
     versions: set[tuple[str, str]] = set()
     skipped_test = 0
@@ -168,7 +187,11 @@ def export_rollouts(
                         }
                     )
                 )
-            winners = [b for b in ranked if b["objective"] == 1]
+            winners = [
+                b
+                for b in ranked
+                if b["objective"] == 1 and admitted.allows(branch_key(rid, qid, b["branch_index"]))
+            ]
             losers = [b for b in ranked if b["objective"] == 0]
             if winners:
                 lines["sft.jsonl"].append(
@@ -195,13 +218,13 @@ def export_rollouts(
                     )
                 )
     curated, curation_manifest = curated_lines(
-        session, rollout_ids, test_ids, curation or CurationOptions()
+        session, rollout_ids, test_ids, curation or CurationOptions(), admitted
     )
     lines.update(curated)
     with _staged(Path(out_dir)) as staging:
         write_json_atomic(staging / CURATION_MANIFEST, curation_manifest)
         return _write_files(
-            session, staging, lines, rollout_ids, versions, include_test, skipped_test
+            session, staging, lines, rollout_ids, versions, include_test, skipped_test, admitted
         )
 
 
@@ -213,6 +236,7 @@ def _write_files(
     versions: set[tuple[str, str]],
     include_test: bool,
     skipped_test: int,
+    admitted: Admissions,
 ) -> dict[str, Any]:
     manifests = {}
     for name in lines.keys() - LAYOUTS.keys() - CURATED_LAYOUTS.keys():  # lineage sidecars
@@ -232,6 +256,7 @@ def _write_files(
             "test_questions_skipped": skipped_test,
             "simulated_model": session.config.uses_sim,
             "created_at": now_iso(),
+            **admitted.manifest(),
         }
         write_json_atomic(staging / f"{name}.manifest.json", manifest)
         manifests[name] = manifest

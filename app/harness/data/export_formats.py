@@ -35,6 +35,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from app.errors import UserError
+from app.harness.data.admission import NO_ADMISSION_RULES, Admissions, branch_key
 from app.harness.data.curation import steps_of, stored_classes
 from app.harness.data.licences import export_licences
 from app.harness.data.lineage import SIDECAR_SUFFIX, LineageSources, lineage_key, source_of
@@ -182,12 +183,19 @@ def curated_lines(
     rollout_ids: Sequence[str],
     test_ids: set[str],
     options: CurationOptions,
+    admitted: Admissions = NO_ADMISSION_RULES,
 ) -> tuple[dict[str, list[str]], dict[str, Any]]:
     """Every curated file's lines and the curation manifest; a mix that cannot be filled is
     refused (UserError naming the shortfall) before anything is written."""
     licence = export_licences(session, options.allow_copyleft, options.allow_restricted)
     sources = LineageSources(session)
-    candidates = _candidates(session, sources, rollout_ids, test_ids)
+    # a branch only a rubric judge passed, unaudited, is taught as good nowhere
+    # (app/harness/data/admission.py); as a negative it stays
+    candidates = [
+        c
+        for c in _candidates(session, sources, rollout_ids, test_ids)
+        if c.cls is TrajectoryClass.NEGATIVE or admitted.allows(c.key)
+    ]
     sft_pool = [c for c in candidates if c.cls in MIXABLE]
     requested: Mapping[str, float] = options.mix or {"pristine": 1.0, "recovery": 1.0}
     mix_report: dict[str, Any]
@@ -333,7 +341,7 @@ def _candidates(
             record = {"messages": prompt + trajectory_messages(steps_of(b), json_arguments=True)}
             out.append(
                 _Candidate(
-                    f"{rid}/{b['question_id']}/{b['branch_index']}",
+                    branch_key(rid, b["question_id"], b["branch_index"]),
                     TrajectoryClass(detail["class"]),
                     b,
                     question,

@@ -6,10 +6,13 @@ For each question of a rollout (app/harness/data/fork.py):
    app/harness/data/curation.py `verify_cascade`);
 2. the judge (app/harness/data/judge.py) scores each distinct final answer k times and compares
    every pair of distinct answers in both orders, all under one call cap per batch (a batch
-   is one question's branches, as the ranker sees them)
+   is one question's branches, as the ranker sees them); a pairwise preference counts only
+   when both orders agree (disagreement is a tie, a sample judged in one order only is left
+   out: core.ranking.control_position), and the report gives the order-disagreement rate, the
+   first-shown win rate and how often the longer answer won (verbosity)
    (branches with the same answer share its judgments: judging them again says nothing new);
 3. core/ranking.py combines objective, judge (mean score / 10), Bradley–Terry strength
-   (γ/(1 + γ)) and any user reward `module:function` (called with the branch row and its
+   (γ/(1 + γ)), a custom or rubric checker's score (`check`, as the fork recorded it) and any user reward `module:function` (called with the branch row and its
    components, returning a number in [0, 1]) with weights;
 4. rankings and judgments are stored (replacing an earlier ranking of the rollout), the best
    objectively verified branch of each question becomes a memory (app/harness/rollouts/memory.py;
@@ -52,6 +55,7 @@ from app.harness.workspace.clock import now_iso
 from app.harness.workspace.ids import check_run_id
 from core import ranking
 from core.concurrency import fan_out
+from core.types import CHECKERS, Question
 
 if TYPE_CHECKING:
     from app.harness.rollouts.session import Session
@@ -166,6 +170,8 @@ async def _rank(
     winners: list[dict[str, Any]] = []
     winner_of: dict[str, int] = {}  # the best-ranked verified branch: negatives' reference
     top_correct, first_correct, any_correct = [], [], []
+    controls: list[ranking.PairControl] = []  # pairwise bias controls, for the report
+    longer: list[bool | None] = []
     budgets = {qid: CallBudget(cap) for qid in by_q}  # one batch = one question's branches
     groups_of = {qid: _answer_groups(branches) for qid, branches in by_q.items()}
     judged = await _judge_all(judge, session, by_q, groups_of, budgets)
@@ -184,6 +190,7 @@ async def _rank(
             ]
             judge_scores[rep["branch_index"]] = mean_score(scalar[k])
         prefs: list[tuple[int, int, str]] = []
+        lengths = [len(rep["final_text"] or "") for rep in reps]
         for (i, j), samples in sorted(pairwise.items()):
             judgment_rows += [
                 sample_row(
@@ -197,9 +204,21 @@ async def _rank(
                 )
                 for s in samples
             ]
-            prefs += [
-                (i, j, s.preferred or "tie") for s in samples if not s.capped and not s.parse_error
+            control = ranking.control_position(
+                [
+                    ranking.OrderedVerdict(
+                        s.sample,
+                        s.shown_first,
+                        None if s.capped or s.parse_error else (s.preferred or "tie"),
+                    )
+                    for s in samples
+                ]
+            )
+            controls.append(control)
+            longer += [
+                ranking.longer_preferred(p, lengths[i], lengths[j]) for p in control.reconciled
             ]
+            prefs += [(i, j, p) for p in control.preferences]
         calls += budget.used
         capped += budget.capped
         max_calls = max(max_calls, budget.used)
@@ -214,6 +233,8 @@ async def _rank(
                 "judge": judge_scores[rep_index] / 10.0,
                 "bt": ranking.bt_component(strengths[group_of[b["branch_index"]]]),
             }
+            if (score := checker_score(question, b)) is not None:
+                comp["check"] = score
             for name, fn in user_rewards.items():
                 comp[name] = _user_reward(fn, b, comp, name)
             components[b["branch_index"]] = comp
@@ -284,6 +305,7 @@ async def _rank(
             "samples": config.judge_samples,
             "temperature": config.judge_temperature,
             "same_model_as_agent": config.judge_model == config.agent_model,
+            "pairwise": ranking.pairwise_report(controls, longer),
         },
         "top_vs_branch0": ranking.paired_report(top_correct, first_correct),
         "memories": mem,
@@ -293,6 +315,17 @@ async def _rank(
     }
     write_json_atomic(session.paths.analyses / f"rank_{_safe(rollout_id)}.json", report)
     return report
+
+
+def checker_score(question: Question | None, branch: Mapping[str, Any]) -> float | None:
+    """The score a custom or rubric checker gave the branch when the fork checked it (None for
+    a built-in checker, whose score is the objective itself, or when there is no verdict)."""
+    if question is None or question.checker in CHECKERS:
+        return None
+    score = branch.get("score")
+    if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
+        return None
+    return min(1.0, max(0.0, float(score)))
 
 
 def _answer_groups(branches: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:

@@ -2,7 +2,9 @@
 a fork's branches.
 
 A verifier takes (question, branch) and returns a Verdict. Built in:
-- `checker`: the question's own answer checker (core/checkers.py) on the branch's answer;
+- `checker`: the question's own answer checker on the branch's answer: a built-in one
+  (core/checkers.py) here; a custom `module:function` or `rubric` one as the fork checked it
+  through training's path (app/harness/rollouts/checking.py), at the question's pass line;
 - `completed`: the branch ended with an answer. A branch still going when it ran out of turns
   (`max_steps`) reports `running`; one that hit a provider error reports `unknown`;
 - `trajectory`: the trajectory is well formed: every tool call the model made got exactly one
@@ -29,7 +31,7 @@ from app.harness.rollouts.custom_checkers import load_user_function
 from app.harness.workspace.log import HarnessLog
 from app.harness.workspace.workspace import now_iso
 from app.secrets import scrub
-from core.checkers import check
+from core.checkers import CheckStatus, check, pass_threshold
 from core.types import CHECKERS, Question, StopReason
 
 STATUSES = ("pass", "fail", "running", "unknown", "error")
@@ -52,16 +54,42 @@ def checker_verifier(question: Question, branch: dict[str, Any]) -> Verdict:
     if branch.get("stop_reason") != StopReason.FINAL:
         return Verdict("fail", f"no answer (stop reason {branch.get('stop_reason')})", 0.0)
     if question.checker not in CHECKERS:
-        # a custom or rubric checker runs isolated or through the judge in training
-        # (docs/checkers.md); here it would be an exact comparison in disguise
-        return Verdict(
-            "unknown",
-            f"checker {question.checker!r} is not built in: rank with a --verifier of "
-            "your own (question, branch) or with the judge",
-        )
+        return recorded_check_verdict(question, branch)
     ok = check(question, branch.get("prediction") or "")
     reason = f"checker {question.checker}: answer {'matches' if ok else 'does not match'}"
     return Verdict("pass" if ok else "fail", reason, 1.0 if ok else 0.0)
+
+
+def recorded_check_verdict(question: Question, branch: dict[str, Any]) -> Verdict:
+    """A custom or rubric checker's verdict on a branch: the one the fork recorded when it
+    checked the answer through training's own path (app/harness/rollouts/checking.py: user code
+    isolated with a timeout, the rubric scored by the judge role k times). Checking again here
+    would run user code in this process or pay the judge twice for the same answer.
+
+    A score passes at the question's pass line (core.checkers.pass_threshold); a judge whose
+    replies all failed to parse (`invalid`) says nothing about the answer, so it is `unknown`,
+    never a fail with score 0; a checker that raised, hung or returned garbage is `error`."""
+    status = branch.get("check_status")
+    reason = scrub(str(branch.get("check_reason") or ""))[:REASON_MAX]
+    score = _num(branch.get("score"))
+    kind = question.checker
+    if status == CheckStatus.OK and score is not None:
+        line = pass_threshold(question)
+        ok = score >= line
+        return Verdict(
+            "pass" if ok else "fail",
+            f"checker {kind}: score {score:.3f} (pass line {line:g})"
+            + (f"; {reason}" if reason else ""),
+            score,
+        )
+    if status == CheckStatus.INVALID:
+        return Verdict("unknown", f"checker {kind}: no verdict (invalid judge replies): {reason}")
+    if status == CheckStatus.CHECK_ERROR:
+        return Verdict("error", f"checker {kind} failed: {reason}")
+    return Verdict(
+        "unknown",
+        f"checker {kind}: the fork recorded no check for this branch; fork it again to check it",
+    )
 
 
 def completed_verifier(question: Question, branch: dict[str, Any]) -> Verdict:

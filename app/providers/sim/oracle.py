@@ -56,6 +56,14 @@ LEARNABLE_RULES = tuple(
 DECOY_RULES = tuple(
     f"- Rule {k}: cases of kind {k} never need any special handling." for k in range(1, 9)
 )
+# ...and, as in the built-in world (app/providers/sim/world.py: a fifth of its cases need a
+# SYSTEM_RULES line), the failures of a SYSTEM_NEED_SHARE of questions are diagnosed as the
+# system prompt's (`interface`, target `system`) until the system prompt holds SYSTEM_RULE,
+# which its evolver proposes. The line changes no answer (accuracy is the skill rules'): what
+# it stands for is a learning run's prompt evolution and paired prompt test, whose calls
+# `estimate` must count (without it, the dry run never evolved a prompt)
+SYSTEM_NEED_SHARE = 0.2
+SYSTEM_RULE = "- Give the answer exactly in the form the question asks for, and nothing else."
 LEARNED_ACCURACY = 0.9
 CONFUSED_ACCURACY = 0.05
 SCORE_CORRECT, SCORE_WRONG = 9, 2
@@ -170,7 +178,10 @@ class OracleProvider:
             return _edits(prompt, "skill_file", "Rules", _budget(prompt), self._lines(prompt))
         if task in ("evolve-system-prompt", "evolve-tool-prompt"):
             section = "Instructions" if task == "evolve-system-prompt" else "Usage"
-            return _edits(prompt, "prompt_file", section, 1, GENERIC_RULES)
+            lines: tuple[str, ...] = GENERIC_RULES
+            if task == "evolve-system-prompt" and self.settings.rules > 0:
+                lines = (SYSTEM_RULE,)  # the learning stand-in's system prompt line
+            return _edits(prompt, "prompt_file", section, 1, lines)
         if task == "momentum":
             return json.dumps({"guidance": "- Keep the answer format of the ANSWER: line."})
         if task == "evolve-description":
@@ -194,10 +205,23 @@ class OracleProvider:
             return GENERIC_RULES
         return LEARNABLE_RULES[:n]
 
+    def _needs_system_rule(self, question: Question) -> bool:
+        return (
+            self.settings.rules > 0
+            and draw(self.settings.seed, "oracle-system", question.question_id) < SYSTEM_NEED_SHARE
+        )
+
+    def _lacks_system_rule(self, question: Question, instruction_text: str) -> bool:
+        return self._needs_system_rule(question) and normalise(SYSTEM_RULE) not in instruction_text
+
     def _diagnosis(self, prompt: str) -> str:
         stop = re.search(r'stop_reason="(\w+)"', prompt)
+        question = self._by_text.get(_key(agent.tag(prompt, "question") or ""))
+        system = normalise(agent.tag(prompt, "system_prompt") or "")
         if stop and stop.group(1) in ("error", "max_steps"):
             verdict = {"category": "runtime_fault", "target": "skill"}
+        elif question is not None and self._lacks_system_rule(question, system):
+            verdict = {"category": "interface", "target": "system"}
         else:
             verdict = {"category": "skill_gap", "target": "skill"}
         if draw(self.settings.seed, "oracle-diagnosis-noise", prompt) < self.settings.judge_noise:
