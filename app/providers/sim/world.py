@@ -82,6 +82,7 @@ TOOL_RULE = (
     "summary line, which never holds the facts a case needs."
 )
 FACT_MARKER = "FACT:"
+TOOL_WORLDS = ("tools",)  # worlds of app/providers/sim/tool_world.py
 # Words in a question that say which task type it is (its tag and its ask). In skill_mode
 # "progressive" the simulated agent opens the skill whose description names the most of the
 # cues present in the question (app/providers/sim/agent.py choose_skill).
@@ -128,6 +129,11 @@ class CaseSpec:
     context: str
     checker: str
     checker_args: dict
+    # the tool world only (app/providers/sim/tool_world.py); empty in every other world
+    tools: tuple[str, ...] = ()
+    record_id: str = ""
+    fixture: str = ""
+    fixture_field: str = ""
 
 
 @dataclass(frozen=True)
@@ -150,6 +156,11 @@ class World:
 
 @lru_cache(maxsize=8)
 def build_world(name: str = "basic", seed: int = 7, units_per_type: int = 72) -> World:
+    if name in TOOL_WORLDS:  # its own rules and cases; every other world is as it was
+        from app.providers.sim import tool_world  # it builds on this module's types
+
+        tool_cases = tool_world.build_cases(name, seed, units_per_type)
+        return World(name, seed, tool_world.rules(), {normalise(c.question): c for c in tool_cases})
     rng = random.Random(f"world:{name}:{seed}")
     rules = _make_rules(rng)
     cases: dict[str, CaseSpec] = {}
