@@ -104,7 +104,7 @@ def write_benchmark(world: World, out: Path, name: str) -> None:
     )
 
 
-TOOL_FAULT_RATE = 0.3  # share of first tool calls that fail: what a retry rule recovers
+TOOL_FAULT_RATE = 0.4  # share of first tool calls that fail: what a retry rule recovers
 
 
 def write_tool_benchmark(world: World, out: Path, name: str) -> None:

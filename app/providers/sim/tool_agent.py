@@ -58,7 +58,7 @@ def _records(view: AgentView, case: CaseSpec, turn: int, u: float, retry: bool) 
     if "lookup" not in view.called or _again(view, "lookup", retry):
         return _call(turn, "lookup", record_id=case.record_id)
     row = _last(view, "lookup")
-    if row is None:  # the answer was lost: a guess
+    if row is None:  # the answer was lost: back to guessing from the question
         return u < P_UNKNOWN
     return str(row.get("balance")) == case.answer and u < P_KNOWN
 
