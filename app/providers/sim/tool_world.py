@@ -20,8 +20,9 @@ import random
 import re
 from dataclasses import dataclass
 
-from app.providers.sim.world import TOOL_WORLDS, CaseSpec, Rule
+from app.providers.sim.cases import CaseSpec, Rule
 
+TOOL_WORLDS = ("tools",)
 TOOL_TASK_TYPES = ("records", "repair")
 RECORD_TOOLS = ("lookup",)
 REPAIR_TOOLS = ("read_schema", "write_field", "check", "write_file")
