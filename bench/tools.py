@@ -22,7 +22,7 @@ at `[faults] tool_rate`) is generated into a scratch store and trained with `app
 
 Figures come from the simulated model, not a real LLM.
 
-    .venv/bin/python bench/tools.py [--units 96] [--epochs 4] [--tiny]
+    .venv/bin/python bench/tools.py [--units 192] [--epochs 4] [--tiny]
 
 `--tiny` (tests/bench/test_bench_tiny.py): 24 units per type, one epoch; it shows the bench
 runs end to end, its figures measure little.
@@ -133,7 +133,7 @@ def tempted_seed(store: Path) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--units", type=int, default=96)
+    parser.add_argument("--units", type=int, default=192)
     parser.add_argument("--epochs", type=int, default=4)
     parser.add_argument("--tiny", action="store_true")
     args = parser.parse_args()
