@@ -312,3 +312,18 @@ def test_trajectory_view_shows_faults_latency_and_recoveries() -> None:
     assert "42 ms" in second and "recovered" in second
     verdict = render(event_widget(steps[2]))
     assert "TAMPERED: tests/expected.json" in verdict and "tools offered" in verdict
+
+
+def test_an_injected_fault_with_a_spoiled_answer_is_a_fault_observation() -> None:
+    from app.harness.data.curation import observation_fault, turns_from_steps
+    from core.curation import Fault
+
+    spoiled = {"turn": 0, "type": "tool", "name": "lookup", "status": "ok", "fault": "empty"}
+    failed = {"turn": 0, "type": "tool", "name": "lookup", "status": "error", "fault": "error"}
+    clean = {"turn": 1, "type": "tool", "name": "lookup", "status": "ok", "output": "{}"}
+    assert observation_fault(spoiled) == Fault.TRUNCATED
+    assert observation_fault(failed) == Fault.TOOL_ERROR
+    assert observation_fault(clean) is None
+    model = [{"turn": t, "type": "model", "tool_calls": [{"name": "lookup"}]} for t in (0, 1)]
+    turns = turns_from_steps([model[0], spoiled, model[1], clean])
+    assert [t.faulted for t in turns] == [True, False]
