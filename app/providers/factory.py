@@ -22,7 +22,8 @@ from core.types import LLMResponse, Question, ToolSpec
 # The worlds the built-in benchmarks were generated from (app.providers.sim.generate).
 BUILT_IN_WORLD = (
     "sim-basic: sim/basic with sim_world_seed 7 and sim_units_per_type 72; "
-    "sim-large (the demo's): the same with sim_units_per_type 216"
+    "sim-large (the demo's): the same with sim_units_per_type 216; "
+    "sim-tools: sim/tools with sim_units_per_type 96"
 )
 
 

@@ -35,6 +35,8 @@ _CUT_MARKERS = (" lines omitted ...]", " bytes omitted ...]")
 def observation_fault(step: Mapping[str, Any]) -> Fault | None:
     if step.get("status") != "ok":
         return Fault.TOOL_ERROR
+    if step.get("fault"):  # an injected fault whose tool ran but whose answer was spoiled
+        return Fault.TRUNCATED  # (truncated, malformed JSON, empty: app/harness/tools/faults.py)
     output = str(step.get("output") or "")
     if any(marker in output for marker in _CUT_MARKERS):
         return Fault.TRUNCATED

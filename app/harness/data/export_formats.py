@@ -38,7 +38,13 @@ from app.errors import UserError
 from app.harness.data.admission import NO_ADMISSION_RULES, Admissions, branch_key
 from app.harness.data.curation import steps_of, stored_classes
 from app.harness.data.licences import export_licences
-from app.harness.data.lineage import SIDECAR_SUFFIX, LineageSources, lineage_key, source_of
+from app.harness.data.lineage import (
+    SIDECAR_SUFFIX,
+    LineageSources,
+    lineage_key,
+    offered_tools,
+    source_of,
+)
 from app.harness.rollouts.agent_prompts import AgentPrompts
 from app.secrets import scrub_json
 from core import curation, lineage
@@ -337,7 +343,8 @@ def _candidates(
                 }
                 stripped[id(ran)] = replace(ran, skills=skills)
             prompt = stripped[id(ran)].opening_messages(question)
-            tools = [t.as_openai() for t in ran.tools_for(question)]
+            # declared tools too: a row's tool calls name only tools of its `tools` column
+            tools = [t.as_openai() for t in offered_tools(session, ran, question)]
             record = {"messages": prompt + trajectory_messages(steps_of(b), json_arguments=True)}
             out.append(
                 _Candidate(

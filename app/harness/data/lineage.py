@@ -22,16 +22,17 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.errors import UserError
 from app.harness.rollouts.agent_prompts import AgentPrompts
+from app.harness.tools.spec import declared_for
 from app.harness.workspace.workspace import content_sha256
 from app.sanitize import visible
 from core import lineage
-from core.types import Question
+from core.types import Question, ToolSpec
 
 if TYPE_CHECKING:
     from app.harness.rollouts.session import Session
@@ -114,13 +115,31 @@ class LineageSources:
         return {
             "skills": skills_sha,
             "prompts": prompts_sha,
-            "tool_manifest": lineage.digest([t.as_openai() for t in prompts.tools_for(question)]),
+            "tool_manifest": lineage.digest(
+                [t.as_openai() for t in offered_tools(self.session, prompts, question)]
+            ),
             "benchmark": "sha256:" + self.session.benchmark.content_hash,
             "verifiers": lineage.digest(
                 self._verdict_list(rollout_id, branch["question_id"], branch["branch_index"])
             ),
             "model": lineage.digest(model),
         }
+
+
+def offered_tools(session: Session, prompts: AgentPrompts, question: Question) -> list[ToolSpec]:
+    """The tools a branch of `question` was offered, as the agent loop offers them
+    (app/harness/rollouts/inference.py): the built-in ones, then the benchmark's declared tools
+    for this question, each described by the prompts version's `tool_<name>.md` when it has
+    one. Reading a declared tool's schema starts the session's tool runtime (children, MCP
+    servers), so call this outside an event loop."""
+    tools = list(prompts.tools_for(question))
+    runtime = session.tools
+    if runtime is None or not declared_for(runtime.tables, question):
+        return tools
+    return tools + [
+        replace(s, description=prompts.tool_docs.get(s.name, s.description))
+        for s in runtime.specs_blocking(question)
+    ]
 
 
 def source_of(branch: Mapping[str, Any]) -> dict[str, Any]:

@@ -169,6 +169,12 @@ class ToolRuntime:
     def specs_for(self, question: Question) -> list[ToolSpec]:
         return [s for d in declared_for(self.tables, question) for s in self._specs.get(d.name, [])]
 
+    def specs_blocking(self, question: Question) -> list[ToolSpec]:
+        """`specs_for` from outside an event loop (an export): starts the runtime first."""
+        if not self._started:
+            anyio.run(self.ready)
+        return self.specs_for(question)
+
     def offered(self, entry: str) -> list[ToolSpec]:
         """The agent tools a declared entry offers (none when it is unavailable)."""
         return list(self._specs.get(entry, []))

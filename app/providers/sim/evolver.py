@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from app.providers.sim.agent import tag
 from app.providers.sim.rng import draw, pick
-from app.providers.sim.world import FACT_MARKER, TOOL_RULE, World, normalise
+from app.providers.sim.tool_world import RETRY_NOTE, retry_failure, retry_rule_id
+from app.providers.sim.world import FACT_MARKER, TOOL_RULE, CaseSpec, World, normalise
 
 USELESS_LINES = (
     "- Read the case carefully before answering.",
@@ -60,6 +61,8 @@ def diagnose(world: World, prompt: str, shares: EvolverShares) -> str:
         verdict = ("runtime_fault", "skill", f"The run ended with stop reason {stop_reason}.")
     elif case is None:
         verdict = ("missing_context", "skill", "The case is not one I can trace.")
+    elif case.tools and retry_failure(trajectory):  # the tool world: a lost call not repeated
+        verdict = ("skill_gap", "skill", RETRY_NOTE)
     elif case.needs_context and FACT_MARKER not in trajectory:
         verdict = (
             "interface",
@@ -87,10 +90,24 @@ def diagnose(world: World, prompt: str, shares: EvolverShares) -> str:
 
 
 def _pack_cases(world: World, prompt: str) -> list:
+    return [c for c, _ in _pack_failures(world, prompt)]
+
+
+def _pack_failures(world: World, prompt: str) -> list[tuple[CaseSpec, str]]:
+    """The pack's failures the world knows, each with the rule it shows missing: the case's
+    own rule, or in the tool world the retry rule when its diagnosis says a lost tool call
+    was not repeated."""
     pack = tag(prompt, "case_pack") or ""
-    failures = re.findall(r"<failure[^>]*>(.*?)</failure>", pack, flags=re.S)
-    cases = [world.case_for_text(tag(block, "question") or "") for block in failures]
-    return [c for c in cases if c is not None]
+    out = []
+    for block in re.findall(r"<failure[^>]*>(.*?)</failure>", pack, flags=re.S):
+        case = world.case_for_text(tag(block, "question") or "")
+        if case is None:
+            continue
+        rule_id = case.rule_id
+        if case.tools and RETRY_NOTE in (tag(block, "diagnosis") or ""):
+            rule_id = retry_rule_id(case.task_type)
+        out.append((case, rule_id))
+    return out
 
 
 def _budget(prompt: str) -> int:
@@ -101,10 +118,10 @@ def _budget(prompt: str) -> int:
 def evolve_skill(world: World, prompt: str, shares: EvolverShares) -> str:
     skill = normalise(tag(prompt, "skill_file") or "")
     rejected = normalise(tag(prompt, "rejected_edits") or "")
-    cases = _pack_cases(world, prompt)
-    if not cases:
+    failures = _pack_failures(world, prompt)
+    if not failures:
         return json.dumps({"edits": [], "suggestions": ["The case pack holds no failures."]})
-    counts = Counter(c.rule_id for c in cases)
+    counts = Counter(rule_id for _, rule_id in failures)
     u = draw(world.seed, "evolve-skill", prompt)
     top_rule = world.rules[counts.most_common(1)[0][0]]
     if u < shares.adversarial:

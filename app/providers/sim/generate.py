@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from app.paths import checkout_root
+from app.providers.sim import tool_world
 from app.providers.sim.world import TASK_TYPES, World, build_world
 
 # Worlds whose benchmark has no exact answer to compare: every question is `rubric`-checked
@@ -44,6 +45,10 @@ def benchmark_lines(world: World) -> list[str]:
             row["context"] = spec.context
         if spec.checker_args:
             row["checker_args"] = spec.checker_args
+        if spec.tools:  # the tool world (app/providers/sim/tool_world.py)
+            row["tools"] = list(spec.tools)
+        if spec.fixture:
+            row["fixture"] = spec.fixture
         if judged:  # the reference answer stays, for reports; the judge decides
             row["checker"] = "rubric"
             row["checker_args"] = {
@@ -76,6 +81,9 @@ def judge_case_lines(world: World, per_type: int = 6) -> list[str]:
 
 
 def write_benchmark(world: World, out: Path, name: str) -> None:
+    if tool_world.is_tool_world(world.name):
+        write_tool_benchmark(world, out, name)
+        return
     out.mkdir(parents=True, exist_ok=True)
     (out / "questions.jsonl").write_text("\n".join(benchmark_lines(world)) + "\n", encoding="utf-8")
     types = ", ".join(f'"{t}"' for t in TASK_TYPES)
@@ -92,6 +100,53 @@ def write_benchmark(world: World, out: Path, name: str) -> None:
         f'seed = 11\nlicense = "MIT"  # written for this repository (LICENSE)\n'
         f"task_types = [{types}]\n\n[split]\n"
         "diagnosis = 0.5\nvalidation = 0.25\ntest = 0.25\n",
+        encoding="utf-8",
+    )
+
+
+TOOL_FAULT_RATE = 0.4  # share of first tool calls that fail: what a retry rule recovers
+
+
+def write_tool_benchmark(world: World, out: Path, name: str) -> None:
+    """The tool world's benchmark: questions that declare tools (and, for `repair`, a ledger
+    fixture), the tools module with its records table, and the fixtures with their solutions."""
+    cases = list(world.cases.values())
+    tools_dir = out / "tools"
+    tools_dir.mkdir(parents=True, exist_ok=True)
+    kit = Path(tool_world.__file__).with_name("tool_kit") / "records_tools.py"
+    (tools_dir / "records_tools.py").write_text(kit.read_text(encoding="utf-8"), encoding="utf-8")
+    table = tool_world.records_table(cases)
+    (tools_dir / tool_world.RECORDS_FILE).write_text(
+        json.dumps(table, indent=1, sort_keys=True) + "\n", encoding="utf-8"
+    )
+    fixture_tables = []
+    for ledger in tool_world.ledgers(world.seed):
+        for solved, folder in ((False, ledger.name), (True, f"{ledger.name}-fixed")):
+            for rel, text in tool_world.fixture_files(ledger, solved).items():
+                path = out / "fixtures" / folder / rel
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text, encoding="utf-8")
+        fixture_tables.append(
+            f"[fixtures.{ledger.name}]\n"
+            f'dir = "fixtures/{ledger.name}"\n'
+            'sealed = ["tests/*", "schema.json"]\n'
+            'oracle_function = "records_tools:ledger_ok"\n'
+            f'reference = "fixtures/{ledger.name}-fixed"\n'
+        )
+    (out / "questions.jsonl").write_text("\n".join(benchmark_lines(world)) + "\n", encoding="utf-8")
+    types = ", ".join(f'"{t}"' for t in tool_world.TOOL_TASK_TYPES)
+    tools = "".join(
+        f'[[tools]]\nname = "{t}"\nkind = "python"\ntarget = "records_tools:{t}"\n\n'
+        for t in (*tool_world.RECORD_TOOLS, *tool_world.REPAIR_TOOLS)
+    )
+    (out / "benchmark.toml").write_text(
+        f'name = "{name}"\n'
+        f'description = "Generated from simulated world {world.name!r} (seed {world.seed}); '
+        'success needs the right use of declared tools (docs/tools.md)."\n'
+        f'seed = 11\nlicense = "MIT"  # written for this repository (LICENSE)\n'
+        f"task_types = [{types}]\n\n[split]\n"
+        "diagnosis = 0.5\nvalidation = 0.25\ntest = 0.25\n\n"
+        f"{tools}[faults]\ntool_rate = {TOOL_FAULT_RATE}\nseed = 0\n\n" + "\n".join(fixture_tables),
         encoding="utf-8",
     )
 

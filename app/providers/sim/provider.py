@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 
 from app.providers.errors import TransientError
-from app.providers.sim import agent
+from app.providers.sim import agent, tool_agent
 from app.providers.sim.evolver import EvolverShares, reply_for_task
 from app.providers.sim.judge import (
     DIAGNOSIS_TASK,
@@ -27,7 +27,7 @@ from app.providers.sim.judge import (
     rubric_reply,
 )
 from app.providers.sim.rng import draw, pick
-from app.providers.sim.world import World, build_world
+from app.providers.sim.world import CaseSpec, World, build_world
 from core.protocols import Message
 from core.types import LLMResponse, ToolCall, ToolSpec, Usage
 
@@ -181,19 +181,32 @@ class SimProvider:
         call = agent.next_tool_call(view, case, turn, skip_context=skip)
         if call is not None:
             return self._response(messages, "", (call,))
+        if case is not None and case.tools:  # the tool world acts through declared tools
+            step = tool_agent.next_step(
+                self.world, view, case, turn, self._agent_draw(case, seed, request_key, temperature)
+            )
+            if isinstance(step, ToolCall):
+                return self._response(messages, "", (step,))
+            wrong_pick = pick(3, self.world.seed, "wrong", view.question, seed)
+            return self._response(messages, agent.final_text(case, step, wrong_pick), ())
         correct = False
         if case is not None:
             p = agent.p_correct(self.world, view, case)
-            u = draw(self.world.seed, "agent", case.question_id, seed)
-            if draw(self.world.seed, "noise", request_key) < self.settings.noise_share:
-                u = draw(self.world.seed, "redraw", request_key)
-            if temperature > 0 and draw(
-                self.world.seed, "temp-mix", case.question_id, seed, temperature
-            ) < min(1.0, temperature * TEMPERATURE_REDRAW_PER_UNIT):
-                u = draw(self.world.seed, "temp", case.question_id, seed, temperature)
-            correct = u < p
+            correct = self._agent_draw(case, seed, request_key, temperature) < p
         wrong_pick = pick(3, self.world.seed, "wrong", view.question, seed)
         return self._response(messages, agent.final_text(case, correct, wrong_pick), ())
+
+    def _agent_draw(self, case: CaseSpec, seed: int, request_key: str, temperature: float) -> float:
+        """The agent's uniform draw for this answer: per (question, sample), re-drawn for a
+        share of requests (noise) and, at temperature > 0, per temperature."""
+        u = draw(self.world.seed, "agent", case.question_id, seed)
+        if draw(self.world.seed, "noise", request_key) < self.settings.noise_share:
+            u = draw(self.world.seed, "redraw", request_key)
+        if temperature > 0 and draw(
+            self.world.seed, "temp-mix", case.question_id, seed, temperature
+        ) < min(1.0, temperature * TEMPERATURE_REDRAW_PER_UNIT):
+            u = draw(self.world.seed, "temp", case.question_id, seed, temperature)
+        return u
 
     async def _maybe_sleep(self, request_key: str) -> None:
         s = self.settings

@@ -11,6 +11,12 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from app.providers.sim import tool_world
+from app.providers.sim.cases import CaseSpec, Rule
+from app.providers.sim.tool_world import TOOL_WORLDS
+
+__all__ = ["TOOL_WORLDS", "CaseSpec", "Rule", "World", "build_world", "normalise"]
+
 TASK_TYPES = ("ledger", "units", "dates", "routing", "tagging", "pricing")
 CHECKER_BY_TYPE = {
     "ledger": "numeric",
@@ -103,34 +109,6 @@ def normalise(text: str) -> str:
 
 
 @dataclass(frozen=True)
-class Rule:
-    rule_id: str
-    task_type: str
-    trigger: str
-    statement: str
-    decoy: str
-
-
-@dataclass(frozen=True)
-class CaseSpec:
-    """What the world knows about one question: the rules it needs and its answer."""
-
-    question_id: str
-    task_type: str
-    question: str
-    answer: str
-    wrong_answers: tuple[str, ...]
-    rule_id: str
-    system_rule: str | None  # key into SYSTEM_RULES or None
-    needs_context: bool
-    unit_id: str
-    family: str
-    context: str
-    checker: str
-    checker_args: dict
-
-
-@dataclass(frozen=True)
 class World:
     name: str
     seed: int
@@ -150,6 +128,9 @@ class World:
 
 @lru_cache(maxsize=8)
 def build_world(name: str = "basic", seed: int = 7, units_per_type: int = 72) -> World:
+    if name in TOOL_WORLDS:  # its own rules and cases; every other world is as it was
+        tool_cases = tool_world.build_cases(name, seed, units_per_type)
+        return World(name, seed, tool_world.rules(), {normalise(c.question): c for c in tool_cases})
     rng = random.Random(f"world:{name}:{seed}")
     rules = _make_rules(rng)
     cases: dict[str, CaseSpec] = {}

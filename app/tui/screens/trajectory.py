@@ -28,8 +28,55 @@ def _clip(text: Any) -> str:
     return s if len(s) <= MAX_TEXT else s[:MAX_TEXT] + f"\n… ({len(s) - MAX_TEXT:,} more chars)"
 
 
-def event_widget(event: dict[str, Any]) -> Static:
-    """One trajectory event as a bordered block (class = its type, for the styles)."""
+def recoveries(steps: list[Any]) -> set[int]:
+    """Indices of the tool steps that recovered: the first clean call of a tool after a call
+    of the same tool that failed or had a fault injected (docs/tools.md#faults)."""
+    failed: set[str] = set()
+    out: set[int] = set()
+    for i, s in enumerate(steps):
+        if not isinstance(s, dict) or s.get("type") != "tool":
+            continue
+        name = str(s.get("name"))
+        if s.get("fault") or s.get("status") != "ok":
+            failed.add(name)
+        elif name in failed:
+            failed.discard(name)
+            out.add(i)
+    return out
+
+
+def _tool_head(event: dict[str, Any], recovered: bool) -> Text:
+    status = event.get("status") or "?"
+    head = Text(f"{event.get('name')}({fmt.pretty_args(event.get('arguments'))})", style="bold")
+    head.append(f"  [{status}]", style="green" if status == "ok" else "red")
+    if isinstance(event.get("latency_ms"), int | float):
+        head.append(f"  {event['latency_ms']:.0f} ms", style="dim")
+    if event.get("fault"):
+        head.append(f"  fault injected: {event['fault']}", style="bold red")
+    if event.get("error"):
+        head.append(f"  error: {_clip(event['error'])[:200]}", style="red")
+    if recovered:
+        head.append("  recovered (retry after a failed call)", style="bold green")
+    return head
+
+
+def _fixture_row(t: Table, event: dict[str, Any]) -> None:
+    fixture = event.get("fixture")
+    if isinstance(fixture, dict):
+        parts = [
+            f"{fixture.get('name')}: oracle {'passed' if fixture.get('oracle_passed') else 'failed'}",
+            f"reset {fixture.get('reset')} {fixture.get('reset_ms')} ms",
+        ]
+        if fixture.get("tampered"):
+            parts.append(f"TAMPERED: {', '.join(map(str, fixture['tampered']))[:200]}")
+        t.add_row("fixture", Text(" · ".join(parts)))
+    if event.get("tools_offered"):
+        t.add_row("tools offered", Text(", ".join(map(str, event["tools_offered"]))))
+
+
+def event_widget(event: dict[str, Any], recovered: bool = False) -> Static:
+    """One trajectory event as a bordered block (class = its type, for the styles);
+    `recovered`: a tool step that recovered from an earlier failed call (`recoveries`)."""
     kind = event.get("type", "?")
     turn = event.get("turn")
     where = f"turn {turn}" if turn is not None else ""
@@ -45,10 +92,7 @@ def event_widget(event: dict[str, Any]) -> Static:
         title = f"model · {where}"
         body: Any = Group(*parts)
     elif kind == "tool":
-        status = event.get("status") or "?"
-        head = Text(f"{event.get('name')}({fmt.pretty_args(event.get('arguments'))})", style="bold")
-        head.append(f"  [{status}]", style="green" if status == "ok" else "red")
-        body = Group(head, Text(_clip(event.get("output"))))
+        body = Group(_tool_head(event, recovered), Text(_clip(event.get("output"))))
         title = f"tool result · {where}"
     elif kind == "error":
         body = Text(_clip(event.get("error")), style="red")
@@ -62,6 +106,7 @@ def event_widget(event: dict[str, Any]) -> Static:
         t.add_row("answer", Text(_clip(event.get("answer"))))
         t.add_row("checker", Text(str(event.get("checker") or "–")))
         t.add_row("stop reason", Text(str(event.get("stop_reason") or "–")))
+        _fixture_row(t, event)
         body, title = t, "checker's verdict"
     else:
         body, title = Text(_clip(fmt.pretty_args(event))), f"{kind} · {where}"
@@ -133,9 +178,13 @@ class TrajectoryScreen(BaseScreen):
             q.border_title = "question (as asked)"
             widgets.append(q)
         steps = pred["steps"]
-        for event in steps[:MAX_EVENTS]:
+        recovered = recoveries(steps[:MAX_EVENTS])
+        for i, event in enumerate(steps[:MAX_EVENTS]):
             widgets.append(
-                event_widget(event if isinstance(event, dict) else {"type": "?", "value": event})
+                event_widget(
+                    event if isinstance(event, dict) else {"type": "?", "value": event},
+                    recovered=i in recovered,
+                )
             )
         if len(steps) > MAX_EVENTS:
             widgets.append(
