@@ -243,6 +243,7 @@ def spans_to_trace(spans: list[Span], default_source: Source) -> Trace:
     root_output = ""
     deferred: dict[str, Any] = {}
     for span in spans:
+        b.begin_span()
         a = span.attrs
         if not span.parent_id and len(spans) > 1 and "gen_ai.output.messages" in a:
             # an agent span's reply is the last thing said, though the span starts first
@@ -289,8 +290,10 @@ def spans_to_trace(spans: list[Span], default_source: Source) -> Trace:
         if len(b.steps) >= MAX_STEPS:
             break
     if deferred:
+        b.begin_span()
         _genai_messages(b, deferred, [], indexed=False)
     if root_output:
+        b.begin_span()
         b.message(Role.ASSISTANT, root_output)
     starts = [s.start_ns for s in spans if s.start_ns]
     ends = [s.end_ns for s in spans if s.end_ns]
