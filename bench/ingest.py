@@ -16,7 +16,8 @@ A benchmark, not a test: it prints figures. It generates exports (nothing is dow
   round trip   a real run on the simulated model (`infer` and a 4-branch `fork` of sim-basic,
                the demo's benchmark) written by `export --format otlp`, then read back by
                `ingest` into another workspace: the share of trajectories whose stored trace
-               holds every step (app/harness/ingest/roundtrip.py), `ingest.roundtrip_steps_equal`
+               holds every step (app/harness/ingest/roundtrip.py), `ingest.roundtrip_steps_equal`;
+               the same runs as Inspect eval logs: `ingest.inspect_roundtrip_steps_equal`
 
     .venv/bin/python bench/ingest.py [--mb 100] [--tiny]
 """
@@ -473,6 +474,36 @@ def roundtrip(folder: Path, tiny: bool) -> None:
     if result.first_difference:
         print(f"  first difference: {result.first_difference}")
     print(f"RESULT ingest.roundtrip_steps_equal {result.share:.3f} share target >= 1.000")
+    inspect_roundtrip(src, folder / "rt-inspect", written)
+
+
+def inspect_roundtrip(src: Path, out: Path, written: list[Any]) -> None:
+    """The same runs as Inspect eval logs, read back by the ingest parser (a sample is
+    `question#epoch`; the Inspect export has no place for provider errors or the extract call,
+    which a sim run does not make)."""
+    from dataclasses import replace
+
+    from app.harness.ingest import parse
+    from app.harness.ingest import roundtrip as rt
+
+    done = _cli(
+        "export", "-w", str(src), "--format", "inspect", "--out", str(out), "infer-1", "fork-1"
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"export --format inspect failed: {done.stderr.strip()[-400:]}")
+    read = [
+        replace(trace, session_id=f"{run}:{trace.native_id}")
+        for run in ("infer-1", "fork-1")
+        for trace, _ in parse.traces(out / f"inspect-{run}.json")
+    ]
+    keyed = [
+        replace(t, conversation_id=f"{t.run_id}:{t.question_id}#{t.branch_index + 1}")
+        for t in written
+    ]
+    result = rt.compare(keyed, read)
+    if result.first_difference:
+        print(f"  inspect: first difference: {result.first_difference}")
+    print(f"RESULT ingest.inspect_roundtrip_steps_equal {result.share:.3f} share target >= 1.000")
 
 
 def main() -> int:
