@@ -13,13 +13,23 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-from app.harness.data.export_otel import Trajectory
 from app.secrets import scrub_deep
 from core.traces import Role, StepKind, Trace
 
 Signature = tuple[Any, ...]
+
+
+class Trajectory(Protocol):
+    """What is compared of an exported trajectory (app/harness/data/export_otel.py's)."""
+
+    @property
+    def conversation_id(self) -> str: ...
+    @property
+    def steps(self) -> list[dict[str, Any]]: ...
+    @property
+    def final_text(self) -> str: ...
 
 
 @dataclass(frozen=True)
