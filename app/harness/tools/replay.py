@@ -59,7 +59,7 @@ def load(path: Path, tools: set[str]) -> Recording:
                 continue
             try:
                 row = json.loads(line)
-            except ValueError as e:
+            except json.JSONDecodeError as e:
                 raise UserError(f"{path}:{n}: not JSON ({e.msg})") from None
             if not isinstance(row, dict) or not all(
                 isinstance(row.get(k), str) for k in ("question_id", "tool", "observation")
