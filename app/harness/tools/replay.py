@@ -53,7 +53,7 @@ def load(path: Path, tools: set[str]) -> Recording:
     if path.stat().st_size > MAX_RECORDING_BYTES:
         raise UserError(f"{path}: larger than {MAX_RECORDING_BYTES // 2**20} MB")
     rec = Recording()
-    with open(path, encoding="utf-8") as f:
+    with open(path, encoding="utf-8", errors="replace") as f:
         for n, line in enumerate(f, 1):
             if not line.strip():
                 continue
