@@ -13,6 +13,11 @@ A benchmark, not a test: it prints figures. It generates exports (nothing is dow
                second of the child, and the child's own peak RSS (os.wait4's ru_maxrss)
   document     the same spans as one JSON document (`{"resourceSpans": [...]}`), which is
                streamed item by item with ijson: the same figures as `ingest.document.*`
+  round trip   a real run on the simulated model (`infer` and a 4-branch `fork` of sim-basic,
+               the demo's benchmark) written by `export --format otlp`, then read back by
+               `ingest` into another workspace: the share of trajectories whose stored trace
+               holds every step (app/harness/ingest/roundtrip.py), `ingest.roundtrip_steps_equal`;
+               the same runs as Inspect eval logs: `ingest.inspect_roundtrip_steps_equal`
 
     .venv/bin/python bench/ingest.py [--mb 100] [--tiny]
 """
@@ -31,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # a script: make `app` importable from anywhere
 TARGET_SPANS_PER_S = 20_000
 TARGET_PEAK_RSS_MB = 300
 TRACES_PER_LINE = 25
@@ -431,6 +437,75 @@ def _throughput(ws: Path, export: Path, traces: int, spans: int, label: str) -> 
     print(f"RESULT {name}.peak_rss_mb {run.peak_rss_mb:.0f} MB target <= {TARGET_PEAK_RSS_MB}")
 
 
+def roundtrip(folder: Path, tiny: bool) -> None:
+    """export --format otlp of a sim run, then ingest: every step kept?"""
+    from app.harness.data.export_otel import load_trajectories
+    from app.harness.data.fork import held_out_question_ids
+    from app.harness.ingest import roundtrip as rt
+    from app.harness.rollouts.session import Session
+    from app.harness.workspace.config import load_config
+    from core.traces import trace_from_json
+
+    src, dst, out = folder / "rt-src", folder / "rt-dst", folder / "rt-out"
+    limit = ["--task-types", "ledger"] if tiny else []
+    for argv in (
+        ["init", "-w", str(src), "--seed", "sim-starter", "--questions", "sim-basic"],
+        ["init", "-w", str(dst), "--seed", "sim-starter", "--questions", "sim-basic"],
+        ["infer", "-w", str(src), "--no-progress", *limit],
+        ["fork", "-w", str(src), "--branches", "4", "--no-progress", *limit],
+        ["export", "-w", str(src), "--format", "otlp", "--out", str(out), "infer-1", "fork-1"],
+    ):
+        done = _cli(*argv)
+        if done.returncode != 0:
+            raise SystemExit(f"{argv[0]} failed: {done.stderr.strip()[-400:]}")
+    run = _ingest(dst, out / "otlp.json")
+    with Session(src, load_config(None)) as s:
+        skip = held_out_question_ids(s.benchmark)
+        written = [t for r in ("infer-1", "fork-1") for t in load_trajectories(s, r, skip)]
+    with Session(dst, load_config(None)) as s:
+        rows = s.log.query("SELECT trace_json FROM ingested_traces")
+        read = [trace_from_json(json.loads(row["trace_json"])) for row in rows]
+    result = rt.compare(written, read)
+    steps = sum(len(rt.expected(t)) for t in written)
+    print(
+        f"  round trip: {result.total} trajectories ({steps} steps) written, "
+        f"{run.result['traces']} traces read, {result.equal} equal, {result.missing} missing"
+    )
+    if result.first_difference:
+        print(f"  first difference: {result.first_difference}")
+    print(f"RESULT ingest.roundtrip_steps_equal {result.share:.3f} share target >= 1.000")
+    inspect_roundtrip(src, folder / "rt-inspect", written)
+
+
+def inspect_roundtrip(src: Path, out: Path, written: list[Any]) -> None:
+    """The same runs as Inspect eval logs, read back by the ingest parser (a sample is
+    `question#epoch`; the Inspect export has no place for provider errors or the extract call,
+    which a sim run does not make)."""
+    from dataclasses import replace
+
+    from app.harness.ingest import parse
+    from app.harness.ingest import roundtrip as rt
+
+    done = _cli(
+        "export", "-w", str(src), "--format", "inspect", "--out", str(out), "infer-1", "fork-1"
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"export --format inspect failed: {done.stderr.strip()[-400:]}")
+    read = [
+        replace(trace, session_id=f"{run}:{trace.native_id}")
+        for run in ("infer-1", "fork-1")
+        for trace, _ in parse.traces(out / f"inspect-{run}.json")
+    ]
+    keyed = [
+        replace(t, conversation_id=f"{t.run_id}:{t.question_id}#{t.branch_index + 1}")
+        for t in written
+    ]
+    result = rt.compare(keyed, read)
+    if result.first_difference:
+        print(f"  inspect: first difference: {result.first_difference}")
+    print(f"RESULT ingest.inspect_roundtrip_steps_equal {result.share:.3f} share target >= 1.000")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -467,6 +542,10 @@ def main() -> int:
         document = folder / "otlp_big.json"
         traces, spans = write_otlp_document(document, mb)
         _throughput(ws2, document, traces, spans, "document")
+        document.unlink()
+        # last: it loads the harness into this process, whose memory a child forked after
+        # it would report as its own peak RSS
+        roundtrip(folder, args.tiny)
     return 0
 
 

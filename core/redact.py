@@ -290,11 +290,24 @@ def _sub_keyed(m: re.Match[str], group: int) -> str:
 def redact_patterns(text: str) -> str:
     """Known key and token formats, private-key blocks and authorization headers, replaced."""
     low = text.lower()  # for the anchors of (?i) patterns; recomputed after a replacement
+    if _ANY_ANCHOR.search(low) is None:  # the common case, in one scan instead of one a pattern
+        return text
     for p in _PATTERNS:
         replaced = _apply(p, text, low)
         if replaced is not text:
             text, low = replaced, replaced.lower()
     return text
+
+
+# Every anchor, lower-cased, as one alternation searched in the lower-cased text: a superset of
+# what the patterns look for (an ASCII anchor found in the text is found, lower-cased, in its
+# lower-cased form), so no match is lost when it finds nothing.
+_ANY_ANCHOR = re.compile(
+    "|".join(
+        re.escape(a)
+        for a in sorted({a.lower() for p in _PATTERNS for a in p.anchors}, key=len, reverse=True)
+    )
+)
 
 
 def _apply(p: _Pattern, text: str, low: str) -> str:

@@ -272,11 +272,24 @@ class TraceBuilder:
     steps: list[Step] = field(default_factory=list)
     dropped: int = 0
     _seen: set[tuple[str, ...]] = field(default_factory=set)
+    _counts: dict[tuple[str, ...], int] = field(default_factory=dict)
+    _scope: dict[tuple[str, ...], int] | None = None
+
+    def begin_span(self) -> None:
+        """From here on, steps without a call id are merged by count, not by content: a span
+        re-sends the history, so its k-th copy of a message is new only when fewer than k are
+        in (the agent may say the same thing twice)."""
+        self._scope = {}
 
     def add(self, step: Step) -> None:
         if self.merge:
             key = _merge_key(step)
-            if key in self._seen:
+            if self._scope is not None and not (step.tool_call_id and key[0] != "message"):
+                n = self._scope[key] = self._scope.get(key, 0) + 1
+                if n <= self._counts.get(key, 0):
+                    return
+                self._counts[key] = n
+            elif key in self._seen:
                 return
             self._seen.add(key)
         if len(self.steps) >= MAX_STEPS:

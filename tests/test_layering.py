@@ -113,6 +113,7 @@ HARNESS_ROOMS: dict[str, frozenset[str]] = {
             "support",
             "harness.workspace",
             "harness.skills",
+            "harness.tools",
             "harness.rollouts",
             "harness.ingest",
         }

@@ -11,6 +11,7 @@ summary says why. Error traces never become questions (they stay in the log for 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import uuid
 from collections import Counter
@@ -19,13 +20,26 @@ from pathlib import Path
 from typing import Any
 
 from app.errors import UserError
+from app.harness.tools import replay
+from app.harness.tools.spec import BUILT_IN, NAME
 from app.harness.workspace.atomic import check_no_links
 from app.harness.workspace.store import check_store_name, load_benchmark
 from core import checkers
-from core.traces import ReferenceMode, Trace, observation_context, reference_answer
+from core.traces import (
+    ReferenceMode,
+    Step,
+    StepKind,
+    Trace,
+    observation_context,
+    reference_answer,
+)
 from core.types import CHECKERS
 
 MAX_QUESTION_CHARS = 20_000
+MAX_RECORDED_CHARS = 64_000_000  # observations kept for replay tools while a file streams
+REPLAY_FILE = "replay.jsonl"
+REPLAY_NAME = re.compile(NAME)
+BUILT_IN_TOOLS = BUILT_IN
 DEFAULT_RUBRIC = (
     "The answer does what the user asked, is correct and complete for the task as stated, "
     "uses the recorded tool results where they matter, and invents nothing."
@@ -50,8 +64,43 @@ class BenchmarkPlan:
     with_reference: int = 0
     judged: int = 0
     families: set[str] = field(default_factory=set)
+    recorded: list[dict[str, Any]] = field(default_factory=list)  # replay.jsonl rows
+    recorded_chars: int = 0
+    dropped_calls: int = 0
 
     def add(self, trace: Trace, tid: str, family: str) -> None:
+        before = len(self.questions)
+        self._add(trace, tid, family)
+        if len(self.questions) > before:
+            self._record(trace, self.questions[-1])
+
+    def _record(self, trace: Trace, row: dict[str, Any]) -> None:
+        """The trace's tool calls with their observations, for the replay tools; the question
+        is offered the tools its trace called (the recorded context stays: a model that calls
+        no tool still sees what they returned)."""
+        names: set[str] = set()
+        for call, observation in tool_exchanges(trace):
+            if not REPLAY_NAME.fullmatch(call.tool_name) or call.tool_name in BUILT_IN_TOOLS:
+                continue
+            text = observation.text[: replay.MAX_OBSERVATION_CHARS]
+            if self.recorded_chars + len(text) > MAX_RECORDED_CHARS:
+                self.dropped_calls += 1  # memory bound: the context still holds it
+                continue
+            self.recorded_chars += len(text)
+            names.add(call.tool_name)
+            self.recorded.append(
+                {
+                    "question_id": row["question_id"],
+                    "tool": call.tool_name,
+                    "arguments": _arguments(call.arguments),
+                    "observation": text,
+                    "error": observation.is_error,
+                }
+            )
+        if names:
+            row["tools"] = sorted(names)
+
+    def _add(self, trace: Trace, tid: str, family: str) -> None:
         task = trace.task.strip()
         if not task:
             self.dropped["no user task"] += 1
@@ -145,6 +194,17 @@ def write_benchmark(plan: BenchmarkPlan, name: str, store: Path | None) -> Bench
             "validation = 0.25",
             "test = 0.25",
         ]
+        if plan.recorded:
+            rows = [json.dumps(r, ensure_ascii=False, sort_keys=True) for r in plan.recorded]
+            (staging / REPLAY_FILE).write_text("\n".join(rows) + "\n", encoding="utf-8")
+            for tool in sorted({r["tool"] for r in plan.recorded}):
+                toml += [
+                    "",
+                    "[[tools]]",
+                    f"name = {json.dumps(tool)}",
+                    'kind = "replay"',
+                    f"recordings = {json.dumps(REPLAY_FILE)}",
+                ]
         (staging / "benchmark.toml").write_text("\n".join(toml) + "\n", encoding="utf-8")
         load_benchmark(staging)  # the store's own checks, before it becomes visible
         staging.rename(folder)
@@ -160,3 +220,37 @@ def write_benchmark(plan: BenchmarkPlan, name: str, store: Path | None) -> Bench
         dropped=dict(plan.dropped),
         families=len(plan.families),
     )
+
+
+def tool_exchanges(trace: Trace) -> list[tuple[Step, Step]]:
+    """Each tool call with its observation: by call id, else the next observation of the same
+    tool (or of no named tool) after it."""
+    pairs: list[tuple[Step, Step]] = []
+    open_calls: list[Step] = []
+    for step in trace.steps:
+        if step.kind == StepKind.TOOL_CALL:
+            open_calls.append(step)
+        elif step.kind == StepKind.OBSERVATION:
+            match = next(
+                (
+                    c
+                    for c in open_calls
+                    if (step.tool_call_id and c.tool_call_id == step.tool_call_id)
+                    or (
+                        not step.tool_call_id
+                        and (not step.tool_name or c.tool_name == step.tool_name)
+                    )
+                ),
+                None,
+            )
+            if match is not None:
+                open_calls.remove(match)
+                pairs.append((match, step))
+    return pairs
+
+
+def _arguments(text: str) -> Any:
+    try:
+        return json.loads(text) if text.strip() else {}
+    except ValueError:
+        return text

@@ -145,6 +145,8 @@ def _one(
             found.spans += 1
             for group in otlp.add(span):
                 yield spans.spans_to_trace(group, Source.OTLP), group[0].line
+        for group in otlp.end_record():
+            yield spans.spans_to_trace(group, Source.OTLP), group[0].line
     elif kind == Kind.PHOENIX:
         found.spans += 1
         for group in phoenix.add(spans.phoenix_span(value, rec.line)):

@@ -27,7 +27,8 @@ from app.harness.ingest.parse import Detected, traces
 from app.harness.workspace.clock import now_iso
 from app.harness.workspace.log import HarnessLog, RunStatus
 from app.progress import NO_BARS, Bars
-from app.secrets import scrub_json
+from app.secrets import scrub_deep
+from core.redact import MIN_SECRET_LEN, redact_json
 from core.traces import (
     ReferenceMode,
     StepKind,
@@ -40,6 +41,7 @@ from core.traces import (
 )
 
 BATCH = 500
+MEMO_CHARS = 4_000_000  # text the per-file memo of redacted strings keeps
 TASK_TYPE = "ingested"
 
 
@@ -226,11 +228,38 @@ def _benchmark(plan: BenchmarkPlan | None, options: IngestOptions) -> BenchmarkS
     return write_benchmark(plan, options.to_benchmark, options.store)
 
 
+@dataclass
+class ScrubMemo:
+    """`scrub_deep` of each distinct string once per file: an agent's system prompt, its tool
+    descriptions and the pages its tools return come back in trace after trace, and every
+    redaction pass costs a scan of the text. Bounded by the text it keeps (the environment's
+    secrets do not change while one file is read)."""
+
+    budget_chars: int = MEMO_CHARS
+    kept: dict[str, str] = field(default_factory=dict)
+    chars: int = 0
+    hits: int = 0
+
+    def __call__(self, text: str) -> str:
+        if len(text) < MIN_SECRET_LEN:  # no pass finds anything this short
+            return text
+        done = self.kept.get(text)
+        if done is not None:
+            self.hits += 1
+            return done
+        done = scrub_deep(text)
+        if self.chars + len(text) <= self.budget_chars:
+            self.kept[text] = done
+            self.chars += len(text)
+        return done
+
+
 def _redacted(stream: Iterator[tuple[Trace, int]]) -> Iterator[Clean]:
     """Redaction before anything is stored or hashed: the id never depends on a secret."""
     seen: set[str] = set()
+    memo = ScrubMemo()
     for trace, line in stream:
-        scrubbed = scrub_json(with_derived_feedback(trace).as_json())
+        scrubbed = redact_json(with_derived_feedback(trace).as_json(), memo)
         clean = trace_from_json(scrubbed)
         canonical = json.dumps(scrubbed, ensure_ascii=False)  # = canonical_json(clean)
         tid = content_id(clean, canonical)

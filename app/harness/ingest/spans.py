@@ -40,6 +40,7 @@ from core.traces import (
 )
 
 MAX_PENDING_SPANS = 50_000  # spans held for traces whose root has not arrived yet
+QUIET_SPANS = 2_000  # spans of other traces after which a trace whose root came is complete
 # What the first indexed entry of a list of messages or calls holds (`<prefix>.0.<leaf>`).
 _FIRST_LEAVES = (
     "role",
@@ -70,39 +71,62 @@ class Span:
 
 @dataclass
 class SpanGroups:
-    """Spans by trace id; a trace is complete when its root span arrives (exporters send a
-    span when it ends, and the root ends last). The rest are flushed at the end of the file.
+    """Spans by trace id. A trace is complete once its root span has arrived and the spans
+    after it are no longer its own: SDK exporters send a span when it ends, so the root comes
+    last, but an export written in start order (Phoenix's span export, this project's own
+    `export --format otlp`) puts the root first. So a trace whose root has come is handed on
+    at the end of the record holding it (an OTLP batch holds whole subtrees: `end_record`),
+    or once `QUIET_SPANS` spans of other traces have arrived since its last span (one span a
+    record: Phoenix). The rest are flushed at the end of the file.
 
     Memory stays bounded when roots never come (a partial export): past `MAX_PENDING_SPANS`
     waiting spans, the trace that has waited longest is flushed as it is, and counted."""
 
     source: Source
     pending: dict[str, list[Span]] = field(default_factory=dict)
+    rooted: dict[str, int] = field(default_factory=dict)  # trace id -> `added` at its last span
     count: int = 0
+    added: int = 0
     flushed_early: int = 0
 
     def add(self, span: Span) -> list[list[Span]]:
-        """The groups now complete (usually none, or the one whose root this is)."""
+        """The groups now complete (usually none)."""
         group = self.pending.setdefault(span.trace_id, [])
         group.append(span)
         self.count += 1
+        self.added += 1
+        if not span.parent_id or span.trace_id in self.rooted:
+            self.rooted.pop(span.trace_id, None)  # re-inserted last: dicts keep order
+            self.rooted[span.trace_id] = self.added
         done: list[list[Span]] = []
-        if not span.parent_id:
-            self.count -= len(group)
-            done.append(self.pending.pop(span.trace_id))
+        while self.rooted:
+            oldest, last = next(iter(self.rooted.items()))
+            if self.added - last < QUIET_SPANS:
+                break
+            done.append(self._pop(oldest))
         while self.count > MAX_PENDING_SPANS and self.pending:
-            oldest = next(iter(self.pending))  # dicts keep insertion order
-            waiting = self.pending.pop(oldest)
-            self.count -= len(waiting)
-            self.flushed_early += 1
-            done.append(waiting)
+            oldest = next(iter(self.rooted or self.pending))  # a rooted trace first
+            if oldest not in self.rooted:
+                self.flushed_early += 1
+            done.append(self._pop(oldest))
         return done
 
+    def end_record(self) -> list[list[Span]]:
+        """The traces whose root came in the record just read."""
+        return [self._pop(trace_id) for trace_id in list(self.rooted)]
+
     def rest(self) -> Iterator[list[Span]]:
+        self.rooted.clear()
         while self.pending:
             _, group = self.pending.popitem()
             self.count -= len(group)
             yield group
+
+    def _pop(self, trace_id: str) -> list[Span]:
+        self.rooted.pop(trace_id, None)
+        group = self.pending.pop(trace_id)
+        self.count -= len(group)
+        return group
 
 
 # -- OTLP JSON ----------------------------------------------------------------------------------
@@ -217,8 +241,14 @@ def spans_to_trace(spans: list[Span], default_source: Source) -> Trace:
     b = TraceBuilder(merge=True)
     model, tokens_in, tokens_out, cost, session, error = "", 0, 0, 0.0, "", False
     root_output = ""
+    deferred: dict[str, Any] = {}
     for span in spans:
+        b.begin_span()
         a = span.attrs
+        if not span.parent_id and len(spans) > 1 and "gen_ai.output.messages" in a:
+            # an agent span's reply is the last thing said, though the span starts first
+            a = dict(a)
+            deferred["gen_ai.output.messages"] = a.pop("gen_ai.output.messages")
         kind = str(a.get("openinference.span.kind") or "").upper()
         op = str(a.get("gen_ai.operation.name") or "")
         is_tool = kind == "TOOL" or op == "execute_tool"
@@ -259,7 +289,11 @@ def spans_to_trace(spans: list[Span], default_source: Source) -> Trace:
             root_output = io_text(a.get("output.value")) if kind and kind != "LLM" else ""
         if len(b.steps) >= MAX_STEPS:
             break
+    if deferred:
+        b.begin_span()
+        _genai_messages(b, deferred, [], indexed=False)
     if root_output:
+        b.begin_span()
         b.message(Role.ASSISTANT, root_output)
     starts = [s.start_ns for s in spans if s.start_ns]
     ends = [s.end_ns for s in spans if s.end_ns]

@@ -20,14 +20,15 @@ import anyio
 from loguru import logger
 
 from app.harness.tools import faults as fault_mod
-from app.harness.tools import fixtures, python_tools
+from app.harness.tools import fixtures, python_tools, replay
 from app.harness.tools.mcp_tools import McpServer
-from app.harness.tools.result import ToolResult, ToolUnavailable, argument_error
+from app.harness.tools.result import ToolResult, ToolUnavailable, argument_error, checked_spec
 from app.harness.tools.sandbox import Limits, SandboxPool
 from app.harness.tools.spec import (
     BUILT_IN,
     McpTool,
     PythonTool,
+    ReplayTool,
     ToolDecl,
     ToolTables,
     check_questions,
@@ -72,6 +73,7 @@ class ToolRuntime:
         self._specs: dict[str, list[ToolSpec]] = {}  # declared entry -> its agent tools
         self._route: dict[str, tuple[ToolDecl, ToolSpec]] = {}  # agent tool -> entry, spec
         self._servers: dict[str, McpServer] = {}
+        self._recordings: dict[str, replay.Recording] = {}  # replay entry -> its answers
         self._masters: dict[str, tuple[str, Path]] = {}
         # used fixture copies waiting to be restored for the next rollout, per fixture
         self._spare: dict[str, list[tuple[Path, fixtures.FreshCopy | None]]] = {}
@@ -138,6 +140,14 @@ class ToolRuntime:
             self._specs[decl.name] = kept
 
     async def _describe(self, decl: ToolDecl) -> list[ToolSpec]:
+        if isinstance(decl, ReplayTool):
+            path = inside(self.bench_root, decl.recordings)
+            self._recordings[decl.name] = await anyio.to_thread.run_sync(
+                replay.load, path, {decl.name}
+            )
+            description = decl.description or f"Tool {decl.name} (answers recorded earlier)."
+            schema = decl.parameters or {"type": "object"}
+            return [checked_spec(decl.name, description, schema)]
         if isinstance(decl, PythonTool):
             scratch = self.pool.workdir("schemas")
             return [await python_tools.describe(decl, self.bench_root, self.pool, scratch)]
@@ -232,8 +242,15 @@ class ToolRuntime:
         return self._masters[name]
 
     async def _run(
-        self, decl: ToolDecl, name: str, arguments: dict[str, Any], workdir: Path
+        self,
+        decl: ToolDecl,
+        name: str,
+        arguments: dict[str, Any],
+        workdir: Path,
+        question_id: str = "",
     ) -> ToolResult:
+        if isinstance(decl, ReplayTool):
+            return self._recordings[decl.name].answer(question_id, name, arguments)
         if isinstance(decl, PythonTool):
             return await python_tools.call(decl, self.bench_root, self.pool, arguments, workdir)
         return await self._servers[decl.name].call(name, arguments, decl.timeout_s)
@@ -278,7 +295,7 @@ class ToolRollout:
         )
         if kind is not None and kind not in fault_mod.RUNS_THE_TOOL:
             return fault_mod.without_running(kind, decl.timeout_s)
-        result = await rt._run(decl, name, arguments, state.workdir)
+        result = await rt._run(decl, name, arguments, state.workdir, q.question_id)
         return result if kind is None else fault_mod.spoil(kind, result)
 
     async def finish(self) -> dict[str, Any]:

@@ -65,7 +65,20 @@ class McpTool(BaseModel):
     default: bool = False
 
 
-ToolDecl = Annotated[PythonTool | McpTool, Field(discriminator="kind")]
+class ReplayTool(BaseModel):
+    """A tool answered from recorded observations (app/harness/tools/replay.py)."""
+
+    model_config = _FROZEN
+    name: str = Field(pattern=NAME)
+    kind: Literal["replay"]
+    recordings: str = "replay.jsonl"  # a JSON Lines file of the benchmark folder
+    description: str | None = None
+    parameters: dict[str, Any] | None = None  # JSON schema; default: any object
+    timeout_s: float = Field(default=10.0, gt=0, le=600)  # what a `timeout` fault reports
+    default: bool = False
+
+
+ToolDecl = Annotated[PythonTool | McpTool | ReplayTool, Field(discriminator="kind")]
 
 
 class Faults(BaseModel):
@@ -118,7 +131,11 @@ def _key(loc: tuple[int | str, ...]) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif part not in ("python", "mcp"):  # the union's branch names say nothing to a user
+        elif part not in (
+            "python",
+            "mcp",
+            "replay",
+        ):  # the union's branch names say nothing to a user
             out += f".{part}" if out else str(part)
     return out
 
@@ -136,6 +153,9 @@ def parse_tables(meta: dict[str, Any], root: Path) -> ToolTables:
     dupes = sorted({n for n in names if names.count(n) > 1} | (set(names) & BUILT_IN))
     if dupes:
         raise UserError(f"{where}: tools: name {dupes[0]!r} is declared twice or is built in")
+    for tool in tables.tools:
+        if isinstance(tool, ReplayTool) and not inside(root, tool.recordings).is_file():
+            raise UserError(f"{where}: tools.{tool.name}.recordings: no file {tool.recordings!r}")
     for name, fixture in tables.fixtures.items():
         for key in ("dir", "reference"):
             value = getattr(fixture, key)
