@@ -1,28 +1,36 @@
 """Licences of what an export is made from (docs/curation.md#licences): SPDX expressions
-parsed with `license-expression`, folded into core/licences.py's tiers.
+parsed with `license-expression` (app/harness/workspace/spdx.py), folded into
+core/licences.py's tiers.
 
-Sources today: the benchmark (`license = "<SPDX expression>"` in the workspace's
-`questions/benchmark.toml`). Custom licences are `LicenseRef-...` ids; one nobody classified
-counts as proprietary. A restricted tier (proprietary, non-commercial, no derivatives, no
-licence) is refused; strong copyleft needs `allow_copyleft` (`export --allow-copyleft`).
+Sources: the benchmark (`license` in the workspace's `questions/benchmark.toml`), the seed
+(its `seed.toml` `license`, copied into the workspace's manifest.json at init), every
+imported skill that declares one (SKILL.md `license`, kept in the skills version's
+`_skills.json`) in the skills versions the exported rollouts ran, and every ingest run
+(`ingest --license`) logged before the newest exported rollout: ingested traces reach later
+skills through diagnose and memories. Custom licences are `LicenseRef-...` ids; one nobody
+classified counts as proprietary. A restricted tier (proprietary, non-commercial, no
+derivatives, no licence) is refused; strong copyleft needs `allow_copyleft`
+(`export --allow-copyleft`).
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.errors import UserError
-from app.harness.workspace.store import read_toml
-from core.licences import Tier, all_of, any_of, tier_of
+from app.harness.workspace.spdx import LICENCE_KEY, expression_tier
+from app.harness.workspace.store import SKILLS_SIDECAR, read_sidecar, read_toml
+from core.licences import Tier, all_of
 
 if TYPE_CHECKING:
     from app.harness.rollouts.session import Session
 
-LICENCE_KEY = "license"  # the SPDX spelling, as in pyproject.toml and SKILL.md front matter
-MAX_EXPRESSION_CHARS = 500
+SEED_KEY = "seed_license"  # in the workspace's manifest.json
+INGEST_KEY = "license"  # in an ingest run's config
 
 
 @dataclass(frozen=True)
@@ -41,55 +49,7 @@ class LicenceSource:
         }
 
 
-@lru_cache(maxsize=1)
-def _licensing() -> Any:
-    from license_expression import get_spdx_licensing
-
-    return get_spdx_licensing()
-
-
-def expression_tier(expression: str, where: str) -> Tier:
-    """The tier of an SPDX expression; one that does not parse, or names an id that is neither
-    SPDX nor LicenseRef-, is refused naming `where`."""
-    from license_expression import ExpressionError
-
-    if len(expression) > MAX_EXPRESSION_CHARS:
-        raise UserError(f"{where}: licence expression longer than {MAX_EXPRESSION_CHARS} chars")
-    licensing = _licensing()
-    try:
-        parsed = licensing.parse(expression)
-    except ExpressionError as e:
-        raise UserError(f"{where}: {expression!r} is not an SPDX expression ({e})") from None
-    if parsed is None:
-        return Tier.RESTRICTED
-    unknown = [k for k in licensing.unknown_license_keys(parsed) if not k.startswith("LicenseRef-")]
-    if unknown:
-        raise UserError(
-            f"{where}: {unknown[0]!r} is not an SPDX licence id (spdx.org/licenses; a custom "
-            "licence is spelled LicenseRef-<name>)"
-        )
-    return _fold(parsed)
-
-
-def _fold(node: Any) -> Tier:
-    from license_expression import AND, OR, LicenseSymbol, LicenseWithExceptionSymbol
-
-    if isinstance(node, LicenseWithExceptionSymbol):
-        return tier_of(node.license_symbol.key)  # an exception only ever relaxes the base
-    if isinstance(node, LicenseSymbol):
-        return tier_of(node.key)
-    if isinstance(node, AND):
-        return all_of(_fold(a) for a in node.args)
-    if isinstance(node, OR):
-        return any_of(_fold(a) for a in node.args)
-    return Tier.RESTRICTED
-
-
-def benchmark_licence(session: Session) -> LicenceSource:
-    path = Path(session.paths.questions_dir) / "benchmark.toml"
-    where = f"{path}: {LICENCE_KEY}"
-    value = read_toml(path).get(LICENCE_KEY)
-    what = f"benchmark {session.benchmark.name}"
+def _source(what: str, where: str, value: object) -> LicenceSource:
     if value is None:
         return LicenceSource(what, where, None, Tier.RESTRICTED)
     if not isinstance(value, str):
@@ -97,21 +57,105 @@ def benchmark_licence(session: Session) -> LicenceSource:
     return LicenceSource(what, where, value, expression_tier(value, where))
 
 
+def benchmark_licence(session: Session) -> LicenceSource:
+    path = Path(session.paths.questions_dir) / "benchmark.toml"
+    value = read_toml(path).get(LICENCE_KEY)
+    return _source(f"benchmark {session.benchmark.name}", f"{path}: {LICENCE_KEY}", value)
+
+
+def seed_licence(session: Session) -> LicenceSource | None:
+    """The seed's licence as init recorded it; None for a workspace made before seeds carried
+    one (the manifest has no such key: the export records it as unrecorded)."""
+    path = Path(session.paths.root) / "manifest.json"
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    if SEED_KEY not in manifest:
+        return None
+    seed = manifest.get("seed", "?")
+    return _source(f"seed {seed}", f"{path}: {SEED_KEY}", manifest[SEED_KEY])
+
+
+def _skills_versions(session: Session, rollout_ids: Sequence[str]) -> list[str]:
+    marks = ",".join("?" * len(rollout_ids))
+    rows = session.log.query(
+        f"SELECT DISTINCT skills_version FROM branches WHERE run_id IN ({marks}) "
+        "ORDER BY skills_version",
+        rollout_ids,
+    )
+    return [str(r["skills_version"]) for r in rows if r["skills_version"]]
+
+
+def skill_licences(session: Session, rollout_ids: Sequence[str]) -> list[LicenceSource]:
+    """Imported skills that declare a licence, in the skills versions the rollouts ran; a
+    skill without one is the seed's (its licence covers it)."""
+    found: dict[tuple[str, str], LicenceSource] = {}
+    for version in _skills_versions(session, rollout_ids):
+        path = Path(session.paths.root) / "skills" / version / SKILLS_SIDECAR
+        if not path.is_file():
+            continue
+        side = read_sidecar({SKILLS_SIDECAR: path.read_text(encoding="utf-8")}, str(path))
+        for file_name, fm in sorted(side.items()):
+            if LICENCE_KEY in fm:
+                name = fm.get("name", file_name)
+                src = _source(
+                    f"skill {name}", f"{path}: {file_name}.{LICENCE_KEY}", fm[LICENCE_KEY]
+                )
+                found.setdefault((file_name, str(src.expression)), src)
+    return list(found.values())
+
+
+def trace_licences(session: Session, rollout_ids: Sequence[str]) -> list[LicenceSource]:
+    """Every ingest run logged before the newest exported rollout (its traces may have
+    reached that rollout's skills through diagnose and memories)."""
+    marks = ",".join("?" * len(rollout_ids))
+    rows = session.log.query(
+        f"SELECT run_id, config_json, summary_json FROM _runs WHERE kind = 'ingest' AND seq < "
+        f"(SELECT COALESCE(MAX(seq), 0) FROM _runs WHERE run_id IN ({marks})) ORDER BY seq",
+        rollout_ids,
+    )
+    out = []
+    for r in rows:
+        config, summary = _json_object(r["config_json"]), _json_object(r["summary_json"])
+        where = f"{session.paths.root / 'harness.db'}: ingest run {r['run_id']} {INGEST_KEY}"
+        name = Path(str(config.get("file", "?"))).name
+        # the latest ingest of the file declares it (app/harness/ingest/service.py `_how`)
+        out.append(_source(f"ingested traces {name}", where, summary.get(INGEST_KEY)))
+    return out
+
+
+def _json_object(text: str | None) -> dict[str, Any]:
+    try:
+        value = json.loads(text or "{}")
+    except json.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
 def export_licences(
-    session: Session, allow_copyleft: bool, allow_restricted: bool = False
+    session: Session,
+    allow_copyleft: bool,
+    allow_restricted: bool = False,
+    rollout_ids: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The sources' licences and the export's tier (the strictest), or a refusal.
 
     `allow_restricted` is for data the user may train on although no public licence says so
     (their own agent's traces, an in-house benchmark): the export goes ahead and its manifest
     records that the user vouched for it."""
-    sources = [benchmark_licence(session)]
+    seed = seed_licence(session)
+    sources = [
+        benchmark_licence(session),
+        *([seed] if seed else []),
+        *(skill_licences(session, rollout_ids) if rollout_ids else []),
+        *(trace_licences(session, rollout_ids) if rollout_ids else []),
+    ]
+    unrecorded = [] if seed else ["seed: the workspace predates seed licences (manifest.json)"]
     tier = all_of(s.tier for s in sources)
     worst = max(sources, key=lambda s: s.tier)
     if tier is Tier.RESTRICTED and allow_restricted:
         return {
             "tier": tier.label,
             "sources": [s.to_json() for s in sources],
+            "unrecorded": unrecorded,
             "allowed_by": "allow_restricted: the user declared the right to train on it",
         }
     if tier is Tier.RESTRICTED:
@@ -130,4 +174,8 @@ def export_licences(
             f"{worst.where}: the {worst.what} is licensed {worst.expression!r} (strong "
             "copyleft); add --allow-copyleft (allow_copyleft=True) to export it anyway"
         )
-    return {"tier": tier.label, "sources": [s.to_json() for s in sources]}
+    return {
+        "tier": tier.label,
+        "sources": [s.to_json() for s in sources],
+        "unrecorded": unrecorded,
+    }
