@@ -24,13 +24,19 @@ from typing import TYPE_CHECKING, Any
 from app.errors import UserError
 from app.harness.workspace.spdx import LICENCE_KEY, expression_tier
 from app.harness.workspace.store import SKILLS_SIDECAR, read_sidecar, read_toml
+from app.sanitize import visible
 from core.licences import Tier, all_of
 
 if TYPE_CHECKING:
     from app.harness.rollouts.session import Session
 
 SEED_KEY = "seed_license"  # in the workspace's manifest.json
-INGEST_KEY = "license"  # in an ingest run's config
+INGEST_KEY = "license"  # in an ingest run's summary
+SHOWN_CHARS = 200  # of a free-text skill licence, in the manifest and messages
+FREE_TEXT = (
+    "not an SPDX expression (SKILL.md allows free text or a file reference): counted "
+    "restricted, since no machine-readable licence says it may be trained on"
+)
 
 
 @dataclass(frozen=True)
@@ -39,6 +45,7 @@ class LicenceSource:
     where: str  # file and key
     expression: str | None
     tier: Tier
+    note: str = ""  # why the tier, when the expression alone does not say
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -46,6 +53,7 @@ class LicenceSource:
             "where": self.where,
             "expression": self.expression,
             "tier": self.tier.label,
+            **({"note": self.note} if self.note else {}),
         }
 
 
@@ -95,12 +103,23 @@ def skill_licences(session: Session, rollout_ids: Sequence[str]) -> list[Licence
         side = read_sidecar({SKILLS_SIDECAR: path.read_text(encoding="utf-8")}, str(path))
         for file_name, fm in sorted(side.items()):
             if LICENCE_KEY in fm:
-                name = fm.get("name", file_name)
-                src = _source(
-                    f"skill {name}", f"{path}: {file_name}.{LICENCE_KEY}", fm[LICENCE_KEY]
-                )
+                src = _skill_source(visible(fm.get("name", file_name)), path, file_name, fm)
                 found.setdefault((file_name, str(src.expression)), src)
     return list(found.values())
+
+
+def _skill_source(
+    name: str, path: Path, file_name: str, frontmatter: dict[str, Any]
+) -> LicenceSource:
+    """A skill's `license`: the Agent Skills spec lets it be free text ("Proprietary. See
+    LICENSE.txt"), which import keeps; only an SPDX expression gives a tier below restricted."""
+    where = f"{path}: {visible(file_name)}.{LICENCE_KEY}"
+    value = frontmatter[LICENCE_KEY]
+    try:
+        return _source(f"skill {name}", where, value)
+    except UserError:
+        shown = visible(value)[:SHOWN_CHARS]
+        return LicenceSource(f"skill {name}", where, shown, Tier.RESTRICTED, FREE_TEXT)
 
 
 def trace_licences(session: Session, rollout_ids: Sequence[str]) -> list[LicenceSource]:
@@ -118,7 +137,7 @@ def trace_licences(session: Session, rollout_ids: Sequence[str]) -> list[Licence
         where = f"{session.paths.root / 'harness.db'}: ingest run {r['run_id']} {INGEST_KEY}"
         name = Path(str(config.get("file", "?"))).name
         # the latest ingest of the file declares it (app/harness/ingest/service.py `_how`)
-        out.append(_source(f"ingested traces {name}", where, summary.get(INGEST_KEY)))
+        out.append(_source(f"ingest of {visible(name)}", where, summary.get(INGEST_KEY)))
     return out
 
 
@@ -162,7 +181,9 @@ def export_licences(
         why = (
             "declares no licence"
             if worst.expression is None
-            else f"is licensed {worst.expression!r} (proprietary, non-commercial or no derivatives)"
+            else f"is licensed {worst.expression!r} ("
+            + (worst.note or "proprietary, non-commercial or no derivatives")
+            + ")"
         )
         raise UserError(
             f"{worst.where}: the {worst.what} {why}; training data is not exported from it "
