@@ -220,3 +220,10 @@ def test_to_benchmark_writes_the_licence(tmp_path: Path) -> None:
 )
 def test_folding(expression: str, tier: Tier) -> None:
     assert expression_tier(expression, "x") is tier
+
+
+def test_a_promoted_seed_keeps_the_workspace_seeds_licence(ranked: Path, tmp_path: Path) -> None:
+    ws = _copy(ranked, tmp_path)
+    run_id = api.evaluate(ws, "v1").run_id
+    promoted = api.promote(ws, "v1", eval_run=run_id, name="p1", store=tmp_path / "store")
+    assert load_seed(promoted.seed).licence == "MIT"

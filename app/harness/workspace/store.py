@@ -286,16 +286,19 @@ def promote_to_seed(
     skills: dict[str, str],
     prompts: dict[str, str],
     provenance: dict[str, Any],
+    licence: str | None = None,
 ) -> Path:
     """Write a workspace's (verified) version files as a new seed; commit when the store is a
-    git repo. Only file contents are written: nothing is copied through a link."""
+    git repo. Only file contents are written: nothing is copied through a link. `licence`:
+    the seed's SPDX `license` (the workspace's seed's)."""
     check_store_name(name, "--name")
+    checked_expression(licence, f"manifest.json: seed_license (promoting seed {name})")
     target = check_no_links(store, store / "seeds" / name)
     if os.path.lexists(target):
         raise UserError(f"{target}: seed '{name}' already exists")
     staging = store / "seeds" / f".staging-{name}-{uuid.uuid4().hex[:8]}"
     try:
-        _write_promoted(staging, name, skills, prompts, provenance)
+        _write_promoted(staging, name, skills, prompts, provenance, licence)
         staging.rename(target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -310,6 +313,7 @@ def _write_promoted(
     skills: dict[str, str],
     prompts: dict[str, str],
     provenance: dict[str, Any],
+    licence: str | None,
 ) -> None:
     for sub, files in (("skills", skills), ("prompts", prompts)):
         (staging / sub).mkdir(parents=True)
@@ -318,6 +322,7 @@ def _write_promoted(
     lines = [
         f'name = "{name}"',
         f'description = "promoted {datetime.now(UTC).isoformat()}"',
+        *([f"{LICENCE_KEY} = {json.dumps(licence)}"] if licence is not None else []),
         "",
         "[promoted_from]",
     ]
