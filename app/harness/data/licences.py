@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from app.errors import UserError
 from app.harness.workspace.spdx import LICENCE_KEY, expression_tier
 from app.harness.workspace.store import SKILLS_SIDECAR, read_sidecar, read_toml
+from app.harness.workspace.workspace import read_manifest
 from app.sanitize import visible
 from core.licences import Tier, all_of
 
@@ -75,7 +76,7 @@ def seed_licence(session: Session) -> LicenceSource | None:
     """The seed's licence as init recorded it; None for a workspace made before seeds carried
     one (the manifest has no such key: the export records it as unrecorded)."""
     path = Path(session.paths.root) / "manifest.json"
-    manifest = json.loads(path.read_text(encoding="utf-8"))
+    manifest = read_manifest(session.paths.root)
     if SEED_KEY not in manifest:
         return None
     seed = manifest.get("seed", "?")
