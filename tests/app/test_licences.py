@@ -145,6 +145,8 @@ def test_import_and_export_skills_keep_the_licence(tmp_path: Path) -> None:
     )
     store = tmp_path / "store"
     assert main(["import-skills", str(src.parent), "--name", "imp", "--store", str(store)]) == 0
+    # the seed's licence covers the prompts (from sim-starter, MIT) and unlicensed skills
+    assert load_seed(store / "seeds" / "imp").licence == "MIT"
     ws = tmp_path / "ws"
     shutil.copytree(SEEDS.parent / "questions" / "sim-basic", store / "questions" / "sim-basic")
     args = ["--questions", "sim-basic", "--store", str(store)]
@@ -227,3 +229,16 @@ def test_a_promoted_seed_keeps_the_workspace_seeds_licence(ranked: Path, tmp_pat
     run_id = api.evaluate(ws, "v1").run_id
     promoted = api.promote(ws, "v1", eval_run=run_id, name="p1", store=tmp_path / "store")
     assert load_seed(promoted.seed).licence == "MIT"
+
+
+def test_an_imported_seed_with_an_unlicensed_skill_declares_none(tmp_path: Path) -> None:
+    for name, extra in (("dates", "license: MIT\n"), ("units", "")):
+        (tmp_path / "in" / name).mkdir(parents=True)
+        (tmp_path / "in" / name / "SKILL.md").write_text(
+            f"---\nname: {name}\ndescription: About {name}.\n{extra}---\n# D\n"
+        )
+    store = tmp_path / "store"
+    assert (
+        main(["import-skills", str(tmp_path / "in"), "--name", "imp", "--store", str(store)]) == 0
+    )
+    assert load_seed(store / "seeds" / "imp").licence is None
