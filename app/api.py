@@ -1997,10 +1997,12 @@ def ingest(
     reference: str = "feedback",
     task_type: str = "ingested",
     progress: bool | None = False,
+    license: str | None = None,
 ) -> IngestSummary:
     """Ingest an observability export into the workspace's log (an `IngestSummary`;
     app/harness/ingest/service.py). A folder that is not a workspace yet takes only
-    `to_benchmark` (the benchmark a workspace is then initialised from)."""
+    `to_benchmark` (the benchmark a workspace is then initialised from). `license`: the
+    traces' SPDX expression (docs/curation.md#licences)."""
     from app.harness.ingest.api import run_ingest
 
     _expect("file", file, _is_path(file), "an export file's path")
@@ -2015,6 +2017,7 @@ def ingest(
         store=None if store is None else Path(store),
         reference=reference,
         task_type=task_type,
+        licence=license,
         bars=Bars(enabled=progress),
     )
 

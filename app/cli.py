@@ -839,6 +839,13 @@ def _add_ingest_commands(sub: Any, o: Options) -> None:
     p.add_argument(
         "--task-type", default="ingested", help="the benchmark's task type (default ingested)"
     )
+    p.add_argument(
+        "--license",
+        metavar="EXPR",
+        help="the traces' SPDX licence expression, e.g. MIT (kept with the run and written into "
+        "--to-benchmark's benchmark.toml; export refuses traces without one unless "
+        "--allow-restricted)",
+    )
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
 

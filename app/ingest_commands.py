@@ -25,6 +25,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         store=args.store,
         reference=args.reference,
         task_type=args.task_type,
+        license=args.license,
         progress=False if args.no_progress else None,  # None: bars when stderr is a terminal
     )
     if args.json:

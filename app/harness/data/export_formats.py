@@ -193,7 +193,9 @@ def curated_lines(
 ) -> tuple[dict[str, list[str]], dict[str, Any]]:
     """Every curated file's lines and the curation manifest; a mix that cannot be filled is
     refused (UserError naming the shortfall) before anything is written."""
-    licence = export_licences(session, options.allow_copyleft, options.allow_restricted)
+    licence = export_licences(
+        session, options.allow_copyleft, options.allow_restricted, rollout_ids
+    )
     sources = LineageSources(session)
     # a branch only a rubric judge passed, unaudited, is taught as good nowhere
     # (app/harness/data/admission.py); as a negative it stays

@@ -1,28 +1,43 @@
 """Licences of what an export is made from (docs/curation.md#licences): SPDX expressions
-parsed with `license-expression`, folded into core/licences.py's tiers.
+parsed with `license-expression` (app/harness/workspace/spdx.py), folded into
+core/licences.py's tiers.
 
-Sources today: the benchmark (`license = "<SPDX expression>"` in the workspace's
-`questions/benchmark.toml`). Custom licences are `LicenseRef-...` ids; one nobody classified
-counts as proprietary. A restricted tier (proprietary, non-commercial, no derivatives, no
-licence) is refused; strong copyleft needs `allow_copyleft` (`export --allow-copyleft`).
+Sources: the benchmark (`license` in the workspace's `questions/benchmark.toml`), the seed
+(its `seed.toml` `license`, copied into the workspace's manifest.json at init), every
+imported skill that declares one (SKILL.md `license`, kept in the skills version's
+`_skills.json`) in the skills versions the exported rollouts ran, and every ingest run
+(`ingest --license`) logged before the newest exported rollout: ingested traces reach later
+skills through diagnose and memories. Custom licences are `LicenseRef-...` ids; one nobody
+classified counts as proprietary. A restricted tier (proprietary, non-commercial, no
+derivatives, no licence) is refused; strong copyleft needs `allow_copyleft`
+(`export --allow-copyleft`).
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.errors import UserError
-from app.harness.workspace.store import read_toml
-from core.licences import Tier, all_of, any_of, tier_of
+from app.harness.workspace.spdx import LICENCE_KEY, expression_tier
+from app.harness.workspace.store import SKILLS_SIDECAR, read_sidecar, read_toml
+from app.harness.workspace.workspace import read_manifest
+from app.sanitize import visible
+from core.licences import Tier, all_of
 
 if TYPE_CHECKING:
     from app.harness.rollouts.session import Session
 
-LICENCE_KEY = "license"  # the SPDX spelling, as in pyproject.toml and SKILL.md front matter
-MAX_EXPRESSION_CHARS = 500
+SEED_KEY = "seed_license"  # in the workspace's manifest.json
+INGEST_KEY = "license"  # in an ingest run's summary
+SHOWN_CHARS = 200  # of a free-text skill licence, in the manifest and messages
+FREE_TEXT = (
+    "not an SPDX expression (SKILL.md allows free text or a file reference): counted "
+    "restricted, since no machine-readable licence says it may be trained on"
+)
 
 
 @dataclass(frozen=True)
@@ -31,6 +46,7 @@ class LicenceSource:
     where: str  # file and key
     expression: str | None
     tier: Tier
+    note: str = ""  # why the tier, when the expression alone does not say
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -38,58 +54,11 @@ class LicenceSource:
             "where": self.where,
             "expression": self.expression,
             "tier": self.tier.label,
+            **({"note": self.note} if self.note else {}),
         }
 
 
-@lru_cache(maxsize=1)
-def _licensing() -> Any:
-    from license_expression import get_spdx_licensing
-
-    return get_spdx_licensing()
-
-
-def expression_tier(expression: str, where: str) -> Tier:
-    """The tier of an SPDX expression; one that does not parse, or names an id that is neither
-    SPDX nor LicenseRef-, is refused naming `where`."""
-    from license_expression import ExpressionError
-
-    if len(expression) > MAX_EXPRESSION_CHARS:
-        raise UserError(f"{where}: licence expression longer than {MAX_EXPRESSION_CHARS} chars")
-    licensing = _licensing()
-    try:
-        parsed = licensing.parse(expression)
-    except ExpressionError as e:
-        raise UserError(f"{where}: {expression!r} is not an SPDX expression ({e})") from None
-    if parsed is None:
-        return Tier.RESTRICTED
-    unknown = [k for k in licensing.unknown_license_keys(parsed) if not k.startswith("LicenseRef-")]
-    if unknown:
-        raise UserError(
-            f"{where}: {unknown[0]!r} is not an SPDX licence id (spdx.org/licenses; a custom "
-            "licence is spelled LicenseRef-<name>)"
-        )
-    return _fold(parsed)
-
-
-def _fold(node: Any) -> Tier:
-    from license_expression import AND, OR, LicenseSymbol, LicenseWithExceptionSymbol
-
-    if isinstance(node, LicenseWithExceptionSymbol):
-        return tier_of(node.license_symbol.key)  # an exception only ever relaxes the base
-    if isinstance(node, LicenseSymbol):
-        return tier_of(node.key)
-    if isinstance(node, AND):
-        return all_of(_fold(a) for a in node.args)
-    if isinstance(node, OR):
-        return any_of(_fold(a) for a in node.args)
-    return Tier.RESTRICTED
-
-
-def benchmark_licence(session: Session) -> LicenceSource:
-    path = Path(session.paths.questions_dir) / "benchmark.toml"
-    where = f"{path}: {LICENCE_KEY}"
-    value = read_toml(path).get(LICENCE_KEY)
-    what = f"benchmark {session.benchmark.name}"
+def _source(what: str, where: str, value: object) -> LicenceSource:
     if value is None:
         return LicenceSource(what, where, None, Tier.RESTRICTED)
     if not isinstance(value, str):
@@ -97,28 +66,125 @@ def benchmark_licence(session: Session) -> LicenceSource:
     return LicenceSource(what, where, value, expression_tier(value, where))
 
 
+def benchmark_licence(session: Session) -> LicenceSource:
+    path = Path(session.paths.questions_dir) / "benchmark.toml"
+    value = read_toml(path).get(LICENCE_KEY)
+    return _source(f"benchmark {session.benchmark.name}", f"{path}: {LICENCE_KEY}", value)
+
+
+def seed_licence(session: Session) -> LicenceSource | None:
+    """The seed's licence as init recorded it; None for a workspace made before seeds carried
+    one (the manifest has no such key: the export records it as unrecorded)."""
+    path = Path(session.paths.root) / "manifest.json"
+    manifest = read_manifest(session.paths.root)
+    if SEED_KEY not in manifest:
+        return None
+    seed = manifest.get("seed", "?")
+    return _source(f"seed {seed}", f"{path}: {SEED_KEY}", manifest[SEED_KEY])
+
+
+def _skills_versions(session: Session, rollout_ids: Sequence[str]) -> list[str]:
+    marks = ",".join("?" * len(rollout_ids))
+    rows = session.log.query(
+        f"SELECT DISTINCT skills_version FROM branches WHERE run_id IN ({marks}) "
+        "ORDER BY skills_version",
+        rollout_ids,
+    )
+    return [str(r["skills_version"]) for r in rows if r["skills_version"]]
+
+
+def skill_licences(session: Session, rollout_ids: Sequence[str]) -> list[LicenceSource]:
+    """Imported skills that declare a licence, in the skills versions the rollouts ran; a
+    skill without one is the seed's (its licence covers it)."""
+    found: dict[tuple[str, str], LicenceSource] = {}
+    for version in _skills_versions(session, rollout_ids):
+        path = Path(session.paths.root) / "skills" / version / SKILLS_SIDECAR
+        if not path.is_file():
+            continue
+        side = read_sidecar({SKILLS_SIDECAR: path.read_text(encoding="utf-8")}, str(path))
+        for file_name, fm in sorted(side.items()):
+            if LICENCE_KEY in fm:
+                src = _skill_source(visible(fm.get("name", file_name)), path, file_name, fm)
+                found.setdefault((file_name, str(src.expression)), src)
+    return list(found.values())
+
+
+def _skill_source(
+    name: str, path: Path, file_name: str, frontmatter: dict[str, Any]
+) -> LicenceSource:
+    """A skill's `license`: the Agent Skills spec lets it be free text ("Proprietary. See
+    LICENSE.txt"), which import keeps; only an SPDX expression gives a tier below restricted."""
+    where = f"{path}: {visible(file_name)}.{LICENCE_KEY}"
+    value = frontmatter[LICENCE_KEY]
+    try:
+        return _source(f"skill {name}", where, value)
+    except UserError:
+        shown = visible(value)[:SHOWN_CHARS]
+        return LicenceSource(f"skill {name}", where, shown, Tier.RESTRICTED, FREE_TEXT)
+
+
+def trace_licences(session: Session, rollout_ids: Sequence[str]) -> list[LicenceSource]:
+    """Every ingest run logged before the newest exported rollout (its traces may have
+    reached that rollout's skills through diagnose and memories)."""
+    marks = ",".join("?" * len(rollout_ids))
+    rows = session.log.query(
+        f"SELECT run_id, config_json, summary_json FROM _runs WHERE kind = 'ingest' AND seq < "
+        f"(SELECT COALESCE(MAX(seq), 0) FROM _runs WHERE run_id IN ({marks})) ORDER BY seq",
+        rollout_ids,
+    )
+    out = []
+    for r in rows:
+        config, summary = _json_object(r["config_json"]), _json_object(r["summary_json"])
+        where = f"{session.paths.root / 'harness.db'}: ingest run {r['run_id']} {INGEST_KEY}"
+        name = Path(str(config.get("file", "?"))).name
+        # the latest ingest of the file declares it (app/harness/ingest/service.py `_how`)
+        out.append(_source(f"ingest of {visible(name)}", where, summary.get(INGEST_KEY)))
+    return out
+
+
+def _json_object(text: str | None) -> dict[str, Any]:
+    try:
+        value = json.loads(text or "{}")
+    except json.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
 def export_licences(
-    session: Session, allow_copyleft: bool, allow_restricted: bool = False
+    session: Session,
+    allow_copyleft: bool,
+    allow_restricted: bool = False,
+    rollout_ids: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The sources' licences and the export's tier (the strictest), or a refusal.
 
     `allow_restricted` is for data the user may train on although no public licence says so
     (their own agent's traces, an in-house benchmark): the export goes ahead and its manifest
     records that the user vouched for it."""
-    sources = [benchmark_licence(session)]
+    seed = seed_licence(session)
+    sources = [
+        benchmark_licence(session),
+        *([seed] if seed else []),
+        *(skill_licences(session, rollout_ids) if rollout_ids else []),
+        *(trace_licences(session, rollout_ids) if rollout_ids else []),
+    ]
+    unrecorded = [] if seed else ["seed: the workspace predates seed licences (manifest.json)"]
     tier = all_of(s.tier for s in sources)
     worst = max(sources, key=lambda s: s.tier)
     if tier is Tier.RESTRICTED and allow_restricted:
         return {
             "tier": tier.label,
             "sources": [s.to_json() for s in sources],
+            "unrecorded": unrecorded,
             "allowed_by": "allow_restricted: the user declared the right to train on it",
         }
     if tier is Tier.RESTRICTED:
         why = (
             "declares no licence"
             if worst.expression is None
-            else f"is licensed {worst.expression!r} (proprietary, non-commercial or no derivatives)"
+            else f"is licensed {worst.expression!r} ("
+            + (worst.note or "proprietary, non-commercial or no derivatives")
+            + ")"
         )
         raise UserError(
             f"{worst.where}: the {worst.what} {why}; training data is not exported from it "
@@ -130,4 +196,8 @@ def export_licences(
             f"{worst.where}: the {worst.what} is licensed {worst.expression!r} (strong "
             "copyleft); add --allow-copyleft (allow_copyleft=True) to export it anyway"
         )
-    return {"tier": tier.label, "sources": [s.to_json() for s in sources]}
+    return {
+        "tier": tier.label,
+        "sources": [s.to_json() for s in sources],
+        "unrecorded": unrecorded,
+    }

@@ -9,6 +9,7 @@ from app.errors import UserError
 from app.harness.ingest.detect import SOURCE_CHOICES
 from app.harness.ingest.service import IngestOptions, IngestSummary, ingest_file
 from app.harness.workspace.log import HarnessLog
+from app.harness.workspace.spdx import checked_expression
 from app.harness.workspace.store import TASK_TYPE_RE
 from app.harness.workspace.workspace import resolve_paths
 from app.harness.workspace.writer_lock import WriterLock
@@ -27,6 +28,7 @@ def run_ingest(
     store: Path | None = None,
     reference: str = "feedback",
     task_type: str = "ingested",
+    licence: str | None = None,
     bars: Bars = NO_BARS,
 ) -> IngestSummary:
     if source not in SOURCE_CHOICES:
@@ -37,6 +39,7 @@ def run_ingest(
         raise UserError(f"--sample {sample!r}: a rate in (0, 1]")
     if not TASK_TYPE_RE.fullmatch(task_type):
         raise UserError(f"--task-type {task_type!r}: 1-64 letters, digits, '_', '-' or '.'")
+    checked_expression(licence, "--license")
     options = IngestOptions(
         file=file,
         source=source,
@@ -46,6 +49,7 @@ def run_ingest(
         store=store,
         reference=ReferenceMode(reference),
         task_type=task_type,
+        license=licence,
     )
     if to_benchmark is not None and store is None:
         raise UserError("--to-benchmark needs --store DIR (where the benchmark is written)")

@@ -169,7 +169,9 @@ def check_target(name: str, store: Path | None) -> Path:
     return folder
 
 
-def write_benchmark(plan: BenchmarkPlan, name: str, store: Path | None) -> BenchmarkSummary:
+def write_benchmark(
+    plan: BenchmarkPlan, name: str, store: Path | None, licence: str | None = None
+) -> BenchmarkSummary:
     folder = check_target(name, store)
     traces = plan.with_reference + plan.judged + sum(plan.dropped.values())
     if not plan.questions:
@@ -187,6 +189,7 @@ def write_benchmark(plan: BenchmarkPlan, name: str, store: Path | None) -> Bench
             f"name = {json.dumps(name)}",
             f'description = "ingested traces ({len(plan.questions)} questions)"',
             "seed = 0",
+            *([f"license = {json.dumps(licence)}"] if licence is not None else []),
             f"task_types = [{json.dumps(plan.task_type)}]",
             "",
             "[split]",

@@ -58,6 +58,9 @@ class IngestOptions:
     # the workspace's current (skills, prompts) versions: the ingest run records them, so
     # `diagnose` reads the ingested trajectories against the text the agent now has
     versions: tuple[str, str] = ("", "")
+    # the traces' SPDX licence (docs/curation.md#licences): kept with the run, written into a
+    # --to-benchmark benchmark.toml; None: none declared
+    license: str | None = None
 
 
 @dataclass(frozen=True)
@@ -187,7 +190,12 @@ def _recorded(summary: IngestSummary) -> dict[str, Any]:
 
 
 def _how(options: IngestOptions) -> dict[str, Any]:
-    return {"source": options.source, "sample": options.sample, "seed": options.seed}
+    return {
+        "source": options.source,
+        "sample": options.sample,
+        "seed": options.seed,
+        "license": options.license,  # a re-ingest declaring another licence records it
+    }
 
 
 def _done_before(log: HarnessLog, run_id: str, options: IngestOptions) -> IngestSummary | None:
@@ -225,7 +233,7 @@ class Clean:
 def _benchmark(plan: BenchmarkPlan | None, options: IngestOptions) -> BenchmarkSummary | None:
     if plan is None or options.to_benchmark is None:
         return None
-    return write_benchmark(plan, options.to_benchmark, options.store)
+    return write_benchmark(plan, options.to_benchmark, options.store, options.license)
 
 
 @dataclass

@@ -34,6 +34,7 @@ from app.errors import UserError
 from app.harness.workspace.atomic import check_no_links
 from app.harness.workspace.ids import check_run_id, check_version
 from app.harness.workspace.log import HarnessLog, RunStatus
+from app.harness.workspace.spdx import LICENCE_KEY
 from app.harness.workspace.store import (
     SKILLS_SIDECAR,
     TASK_TYPE_RE,
@@ -329,12 +330,13 @@ def import_skills(src: Path, store: Path, seed_name: str, prompts_from: Path) ->
     skills = parse_skills_dir(src)
     mapping = _mapping(src, skills)
     prompts = _prompts(src, prompts_from)
+    licence = _seed_licence(src, skills, prompts_from)
     target = check_no_links(Path(store), Path(store) / "seeds" / seed_name)
     if os.path.lexists(target):
         raise UserError(f"{target}: seed '{seed_name}' already exists")
     staging = Path(store) / "seeds" / f".staging-{seed_name}-{uuid.uuid4().hex[:8]}"
     try:
-        _write_seed(staging, src, seed_name, skills, mapping, prompts)
+        _write_seed(staging, src, seed_name, skills, mapping, prompts, licence)
         load_seed(staging)  # the seed loads as any other before it becomes visible
         os.rename(staging, target)
     except BaseException:
@@ -342,6 +344,18 @@ def import_skills(src: Path, store: Path, seed_name: str, prompts_from: Path) ->
         raise
     _commit_store(Path(store), target, f"import skills {seed_name}")
     return target
+
+
+def _seed_licence(src: Path, skills: list[ParsedSkill], prompts_from: Path) -> str | None:
+    """The imported seed's `license`, which covers its prompts and any skill without one: the
+    --prompts-from seed's when the prompts come from there and every skill declares its own;
+    else none (an export then needs one declared, docs/curation.md#licences)."""
+    if (src / "prompts" / "system.md").is_file():
+        return None  # the folder's own prompts: no licence of theirs is known
+    if not all(LICENCE_KEY in s.frontmatter for s in skills):
+        return None
+    value = read_toml(prompts_from / "seed.toml").get(LICENCE_KEY)
+    return value if isinstance(value, str) else None
 
 
 def _prompts(src: Path, prompts_from: Path) -> dict[str, str]:
@@ -364,6 +378,7 @@ def _write_seed(
     skills: list[ParsedSkill],
     mapping: dict[str, str],
     prompts: dict[str, str],
+    licence: str | None,
 ) -> None:
     (staging / "skills").mkdir(parents=True)
     (staging / "prompts").mkdir()
@@ -381,6 +396,7 @@ def _write_seed(
     lines = [
         f"name = {json.dumps(seed_name)}",
         f"description = {json.dumps(f'imported from Agent Skills in {src}')}",
+        *([f"{LICENCE_KEY} = {json.dumps(licence)}"] if licence is not None else []),
         "",
         "[skills]",
     ]

@@ -618,7 +618,11 @@ def promote(root: Path, version: str, eval_run_id: str, name: str, store: Path) 
         "seed": manifest.get("seed"),
         "questions": manifest["current"]["questions"],
     }
-    return promote_to_seed(store, name, skills, prompts, provenance)
+    # the promoted skills start from the workspace's seed, so they keep its licence
+    licence = manifest.get("seed_license")
+    return promote_to_seed(
+        store, name, skills, prompts, provenance, licence if isinstance(licence, str) else None
+    )
 
 
 def read_final(root: Path) -> dict[str, Any] | None:

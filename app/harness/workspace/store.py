@@ -25,6 +25,7 @@ from app.harness.workspace.benchmark_format import (
     parse_meta,
     row_to_question,
 )
+from app.harness.workspace.spdx import LICENCE_KEY, checked_expression
 from app.toml_compat import tomllib
 from core.evolution.budget import DEFAULT_SKILL_FILE, resolve_skill_file
 from core.types import Question
@@ -54,6 +55,12 @@ class Seed:
     skills: dict[str, str]
     prompts: dict[str, str]
     meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def licence(self) -> str | None:
+        """The SPDX expression of `license` in seed.toml (checked by load_seed)."""
+        value = self.meta.get(LICENCE_KEY)
+        return value if isinstance(value, str) else None
 
 
 def read_toml(path: Path) -> dict[str, Any]:
@@ -243,6 +250,8 @@ def load_seed(path: Path) -> Seed:
     if sidecar.is_file() and not sidecar.is_symlink():
         skills[SKILLS_SIDECAR] = sidecar.read_text(encoding="utf-8")
         read_sidecar(skills, str(sidecar))
+    # the seed's own licence (docs/curation.md#licences), checked before anything uses it
+    checked_expression(meta.get(LICENCE_KEY), f"{path / 'seed.toml'}: {LICENCE_KEY}")
     prompts = _read_md_folder(path / "prompts")
     if "system.md" not in prompts:
         raise UserError(f"{path / 'prompts' / 'system.md'}: missing (every seed needs one)")
@@ -277,16 +286,19 @@ def promote_to_seed(
     skills: dict[str, str],
     prompts: dict[str, str],
     provenance: dict[str, Any],
+    licence: str | None = None,
 ) -> Path:
     """Write a workspace's (verified) version files as a new seed; commit when the store is a
-    git repo. Only file contents are written: nothing is copied through a link."""
+    git repo. Only file contents are written: nothing is copied through a link. `licence`:
+    the seed's SPDX `license` (the workspace's seed's)."""
     check_store_name(name, "--name")
+    checked_expression(licence, f"manifest.json: seed_license (promoting seed {name})")
     target = check_no_links(store, store / "seeds" / name)
     if os.path.lexists(target):
         raise UserError(f"{target}: seed '{name}' already exists")
     staging = store / "seeds" / f".staging-{name}-{uuid.uuid4().hex[:8]}"
     try:
-        _write_promoted(staging, name, skills, prompts, provenance)
+        _write_promoted(staging, name, skills, prompts, provenance, licence)
         staging.rename(target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -301,6 +313,7 @@ def _write_promoted(
     skills: dict[str, str],
     prompts: dict[str, str],
     provenance: dict[str, Any],
+    licence: str | None,
 ) -> None:
     for sub, files in (("skills", skills), ("prompts", prompts)):
         (staging / sub).mkdir(parents=True)
@@ -309,6 +322,7 @@ def _write_promoted(
     lines = [
         f'name = "{name}"',
         f'description = "promoted {datetime.now(UTC).isoformat()}"',
+        *([f"{LICENCE_KEY} = {json.dumps(licence)}"] if licence is not None else []),
         "",
         "[promoted_from]",
     ]

@@ -464,6 +464,8 @@ def _populate(building: Path, seed: Seed, benchmark_path: Path, questions_name: 
     manifest = {
         "schema": MANIFEST_SCHEMA,
         "seed": seed.name,
+        # the seed's licence travels with the workspace: export reads it (None: none declared)
+        "seed_license": seed.licence,
         "created_at": now_iso(),
         "current": {"skills": "skills/v1", "prompts": "prompts/v1", "questions": questions_name},
         "best": None,
