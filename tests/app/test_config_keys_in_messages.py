@@ -68,6 +68,8 @@ NOT_CONFIG = {
     "skill_trainer": "the extra field of serve's replies and requests (docs/serving.md)",
     "read_context": "a built-in tool's name (eval --tool-alias read_context=lookup)",
     "aws_access_key_id": "a planted canary's name in app/harness/data/scorecard.py",
+    "oracle_function": "a benchmark.toml [fixtures.<name>] key (docs/tools.md)",
+    "tool_rate": "a benchmark.toml [faults] key (docs/tools.md)",
 }
 
 
