@@ -216,7 +216,8 @@ def test_the_fork_checker_verifier_never_passes_a_custom_checker_as_exact() -> N
 
     branch = {"stop_reason": "final", "prediction": "42"}
     verdict = checker_verifier(question("r", "rubric"), branch)
-    assert verdict.status == "unknown" and "not built in" in verdict.reason
+    # a branch the fork never checked: unknown, never an exact comparison of "42"
+    assert verdict.status == "unknown" and "recorded no check" in verdict.reason
     assert checker_verifier(question("e", "exact"), branch).status == "pass"
 
 

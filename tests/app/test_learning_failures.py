@@ -137,9 +137,12 @@ def test_too_few_families_is_the_gate_lacking_evidence(tmp_path: Path, capsys) -
     # 6 questions a type: 5 families in the gate's pools, less those shown to the evolver
     s = _train_and_report(tmp_path, capsys, "--set", "sim_oracle_rules=2", per_type=6)
     found = _reasons(s)
-    assert all(Reason.GATE_LACKED_EVIDENCE in r for r in found.values()), found
-    for entry in s["learning_failures"]:
-        assert entry["blind_tests"] == entry["gated"] > 0
+    # a type whose failures the stand-in judge blamed on the prompt has no skill test to explain
+    gated = [e for e in s["learning_failures"] if e["gated"] > 0]
+    assert gated, s["learning_failures"]
+    for entry in gated:
+        assert Reason.GATE_LACKED_EVIDENCE in found[entry["task_type"]], found
+        assert entry["blind_tests"] == entry["gated"]
         assert entry["fewest_seen"] < entry["families_needed"] == 5
     assert "could never accept" in s["text"]
 

@@ -19,6 +19,8 @@ import os
 import shutil
 import stat as stat_mod
 import subprocess
+import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from enum import StrEnum
@@ -67,19 +69,28 @@ def content_hash(folder: Path) -> str:
     return digest.hexdigest()
 
 
+# One master at a time: rollouts run concurrently (threads of one process, and other processes
+# of the same workspace), and two builders of one master must never share a half-built folder.
+_MATERIALIZE_LOCK = threading.Lock()
+
+
 def materialize(source: Path, cache: Path) -> tuple[str, Path]:
     """The master copy of `source` at cache/<hash> (made once, checked on every use: a kept
     master whose files no longer hash to its name is made again), and its hash."""
-    address = content_hash(source)
-    master = cache / address
-    if master.is_dir() and content_hash(master) != address:  # changed since: made again
-        shutil.rmtree(master)
-    if not master.is_dir():
-        building = cache / f".{address}.{os.getpid()}"
-        shutil.rmtree(building, ignore_errors=True)
-        shutil.copytree(source, building, symlinks=True)
-        os.replace(building, master)
-    return address, master
+    with _MATERIALIZE_LOCK:
+        address = content_hash(source)
+        master = cache / address
+        if master.is_dir() and content_hash(master) != address:  # changed since: made again
+            shutil.rmtree(master)
+        if not master.is_dir():
+            cache.mkdir(parents=True, exist_ok=True)
+            building = Path(tempfile.mkdtemp(prefix=f".{address}.", dir=cache))
+            shutil.copytree(source, building, symlinks=True, dirs_exist_ok=True)
+            try:
+                os.replace(building, master)
+            except OSError:  # another process made it first: theirs is as good as ours
+                shutil.rmtree(building, ignore_errors=True)
+        return address, master
 
 
 def reset(master: Path, dest: Path, method: ResetMethod = ResetMethod.COPY) -> float:
