@@ -60,6 +60,7 @@ from app.harness.data.export_formats import (
     curated_file_names,
     curated_lines,
 )
+from app.harness.data.export_ingest import export_ingested, is_ingest_run
 from app.harness.data.fork import held_out_question_ids
 from app.harness.rollouts.agent_prompts import AgentPrompts
 from app.harness.workspace.atomic import (
@@ -126,6 +127,16 @@ def export_rollouts(
     log = session.log
     for rid in rollout_ids:
         check_run_id(rid, "rollout id")
+    if any(is_ingest_run(session, rid) for rid in rollout_ids):  # traces, by their feedback
+        options = curation or CurationOptions()
+        return export_ingested(
+            session,
+            rollout_ids,
+            Path(out_dir),
+            include_test=include_test,
+            overwrite=overwrite,
+            curation=options,
+        )
     _check_target(session.paths.root, Path(out_dir), overwrite)
     for rid in rollout_ids:
         if not log.query("SELECT 1 FROM rankings WHERE run_id = ? LIMIT 1", (rid,)):

@@ -238,9 +238,7 @@ def served_question(row: dict[str, Any]) -> Question | None:
     task, task_type = first.get("task"), first.get("task_type")
     if not isinstance(task, str) or not isinstance(task_type, str):
         return None
-    return Question(
-        question_id=row["question_id"], task_type=task_type, question=task, answer=""
-    )
+    return Question(question_id=row["question_id"], task_type=task_type, question=task, answer="")
 
 
 def _run_model(session: Session, run_id: str) -> str:

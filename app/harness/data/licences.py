@@ -105,7 +105,13 @@ def export_licences(
     `allow_restricted` is for data the user may train on although no public licence says so
     (their own agent's traces, an in-house benchmark): the export goes ahead and its manifest
     records that the user vouched for it."""
-    sources = [benchmark_licence(session)]
+    return sources_licence([benchmark_licence(session)], allow_copyleft, allow_restricted)
+
+
+def sources_licence(
+    sources: list[LicenceSource], allow_copyleft: bool, allow_restricted: bool
+) -> dict[str, Any]:
+    """`export_licences` for any sources (a benchmark, ingest runs)."""
     tier = all_of(s.tier for s in sources)
     worst = max(sources, key=lambda s: s.tier)
     if tier is Tier.RESTRICTED and allow_restricted:
