@@ -123,7 +123,9 @@ def _answered(open_calls: list[tuple[str, str]], cid: str, name: str) -> str:
     return cid or "call_unmatched"
 
 
-def split_prompt(messages: Sequence[dict[str, Any]]) -> tuple[list[dict], list[dict]]:
+def split_prompt(
+    messages: Sequence[dict[str, Any]],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(the opening system and user messages, the rest): a preference record's prompt and
     its completion."""
     n = 0

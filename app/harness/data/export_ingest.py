@@ -22,12 +22,10 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.errors import UserError
-from app.harness.data.admission import NO_ADMISSION_RULES
-from app.harness.data.export_formats import CURATION_MANIFEST, CurationOptions
+from app.harness.data.export_formats import CurationOptions
 from app.harness.data.fork import held_out_question_ids
 from app.harness.data.licences import (
     LICENCE_KEY,
@@ -36,7 +34,7 @@ from app.harness.data.licences import (
     sources_licence,
 )
 from app.harness.data.lineage import SIDECAR_SUFFIX, lineage_key
-from app.harness.workspace.atomic import write_json_atomic
+from app.harness.data.trace_lineage import trace_components, trace_source
 from app.secrets import scrub_json
 from core import lineage
 from core.licences import Tier
@@ -55,17 +53,11 @@ def is_ingest_run(session: Session, run_id: str) -> bool:
     return run is not None and run["kind"] == INGEST_KIND
 
 
-def export_ingested(
-    session: Session,
-    run_ids: Sequence[str],
-    out_dir: Path,
-    *,
-    include_test: bool,
-    overwrite: bool,
-    curation: CurationOptions,
-) -> dict[str, Any]:
-    from app.harness.data.export import _check_target, _staged, _write_files  # its importer
-
+def ingested_lines(
+    session: Session, run_ids: Sequence[str], include_test: bool, curation: CurationOptions
+) -> tuple[dict[str, list[str]], dict[str, Any], int]:
+    """Every file's lines, the curation manifest and how many test-pool traces were left out;
+    export.py writes them as it writes a fork's."""
     others = [rid for rid in run_ids if not is_ingest_run(session, rid)]
     if others:
         raise UserError(
@@ -77,7 +69,6 @@ def export_ingested(
             "--mix: an ingest run's traces have no trajectory classes (no `rank`); they are "
             "exported by their feedback, every good one (docs/ingest.md#as-training-data)"
         )
-    _check_target(session.paths.root, Path(out_dir), overwrite)
     licence = sources_licence(
         [_run_licence(session, rid) for rid in run_ids],
         curation.allow_copyleft,
@@ -85,19 +76,7 @@ def export_ingested(
     )
     skip = set() if include_test else held_out_question_ids(session.benchmark)
     lines, counts = _lines(session, run_ids, skip)
-    manifest = _curation_manifest(lines, counts, licence)
-    with _staged(Path(out_dir)) as staging:
-        write_json_atomic(staging / CURATION_MANIFEST, manifest)
-        return _write_files(
-            session,
-            staging,
-            lines,
-            run_ids,
-            set(),
-            include_test,
-            counts["test_pool_skipped"],
-            NO_ADMISSION_RULES,
-        )
+    return lines, _curation_manifest(lines, counts, licence), counts["test_pool_skipped"]
 
 
 def _run_licence(session: Session, run_id: str) -> LicenceSource:
@@ -213,44 +192,6 @@ def _pair(
     )
     replaced = chat_messages(trace, final=v.replaced, json_arguments=False)
     _kto(lines, replaced, False, seal)
-
-
-def trace_components(row: Mapping[str, Any], trace: Trace) -> dict[str, str]:
-    """A trace's lineage components: it was not made by this workspace's skills or prompts
-    but recorded by another agent, so those name the recording; the model is the recorded one,
-    the tool manifest the tools it called, the benchmark its ingest run and file, the verifiers
-    its feedback, and `trace` the stored trace itself."""
-    recorded = {"recorded_by": trace.source.value, "trace_id": row["trace_id"]}
-    return {
-        "skills": lineage.digest(recorded),
-        "prompts": lineage.digest(recorded),
-        "tool_manifest": lineage.digest(tool_names(trace)),
-        "benchmark": lineage.digest({"ingest_run": row["ingest_run"], "file": row["file"]}),
-        "verifiers": lineage.digest([f.as_json() for f in trace.feedback]),
-        "model": lineage.digest(trace.model),
-        "trace": lineage.digest(row["trace_json"]),
-    }
-
-
-def check_trace_components(
-    found: Mapping[str, Any], src: Mapping[str, Any], session: Session
-) -> str | None:
-    """None when a record's trace components still match the workspace's stored trace."""
-    rows = session.log.query(
-        "SELECT * FROM ingested_traces WHERE trace_id = ? AND ingest_run = ?",
-        (src.get("trace_id"), src.get("ingest_run")),
-    )
-    if not rows:
-        return f"source trace {dict(src)} is no longer in the workspace"
-    now = trace_components(rows[0], trace_from_json(json.loads(rows[0]["trace_json"])))
-    for name, digest in now.items():
-        if found["hashes"].get(name) != digest:
-            return f"{name} hash differs from the workspace's"
-    return None
-
-
-def trace_source(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {"ingest_run": row["ingest_run"], "trace_id": row["trace_id"]}
 
 
 def _seal(

@@ -238,7 +238,7 @@ def _check_components(found: Mapping[str, Any], sources: LineageSources) -> str 
     if not isinstance(src, dict):
         return "lineage names no source branch"
     if "trace_id" in src:  # an ingested trace (app/harness/data/export_ingest.py)
-        from app.harness.data.export_ingest import check_trace_components
+        from app.harness.data.trace_lineage import check_trace_components
 
         return check_trace_components(found, src, sources.session)
     rows = sources.session.log.query(
