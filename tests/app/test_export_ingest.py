@@ -95,3 +95,27 @@ def test_unlicensed_traces_need_allow_restricted_and_nothing_is_written(
     assert main(["export", "-w", str(ws), runs[0], "--out", str(out), *mix]) == 2
     assert "no trajectory classes" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_the_test_pool_of_a_traces_benchmark_is_left_out(tmp_path: Path) -> None:
+    """In a workspace initialised from the traces' own benchmark, a trace is a question: the
+    ones in its test pool stay out of the training files unless --include-test."""
+    log = json.loads((DATA / "inspect_log.json").read_text())
+    first = log["samples"][0]
+    samples = []
+    for i in range(30):  # 30 families: a task template blanks numbers, so vary the words
+        word = "".join(chr(ord("a") + int(d)) for d in str(i))
+        s = json.loads(json.dumps(first).replace("What is 6 * 7?", f"What is {word}?"))
+        s["id"] = f"q{i}"
+        samples.append(s)
+    export = tmp_path / "many.json"
+    export.write_text(json.dumps({**log, "samples": samples}))
+    store, ws = tmp_path / "store", tmp_path / "ws"
+    api.ingest(tmp_path / "x", export, to_benchmark="many", store=store)
+    init = ["init", "-w", str(ws), "--seed", "sim-starter", "--questions", "many"]
+    assert main([*init, "--store", str(store)]) == 0
+    run_id = api.ingest(ws, export).run_id
+    kept = api.export(ws, run_id, out=tmp_path / "a", allow_restricted=True).files["sft.jsonl"]
+    every = api.export(ws, run_id, out=tmp_path / "b", allow_restricted=True, include_test=True)
+    assert kept.test_questions_skipped > 0
+    assert kept.count + kept.test_questions_skipped == every.files["sft.jsonl"].count == 30
