@@ -5,12 +5,14 @@ the stored traces, licence restricted unless --allow-restricted (docs/ingest.md#
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
 
 from app import api
 from app.cli import main
+from core.redact import placeholder
 
 DATA = Path(__file__).parent / "data" / "traces"
 FILES = ("langsmith_runs.jsonl", "inspect_log.json", "openinference_otlp.jsonl")
@@ -119,3 +121,23 @@ def test_the_test_pool_of_a_traces_benchmark_is_left_out(tmp_path: Path) -> None
     every = api.export(ws, run_id, out=tmp_path / "b", allow_restricted=True, include_test=True)
     assert kept.test_questions_skipped > 0
     assert kept.count + kept.test_questions_skipped == every.files["sft.jsonl"].count == 30
+
+
+def test_every_record_is_redacted_again_on_the_way_out(tmp_path: Path) -> None:
+    """Traces are redacted on the way in; a row stored before a pattern existed (planted here
+    straight into the log) is redacted on the way out too, like a fork's export."""
+    ws = tmp_path / "ws"
+    assert main(["init", "-w", str(ws), "--seed", "sim-starter", "--questions", "sim-basic"]) == 0
+    run_id = api.ingest(ws, DATA / "langsmith_runs.jsonl").run_id
+    secret = "sk-proj-Qw3rTy8uI0pAs5dF7gH9jK2lZx4cV6bN1mQ"
+    with sqlite3.connect(ws / "harness.db") as conn:
+        (stored,) = conn.execute("SELECT trace_json FROM ingested_traces").fetchone()
+        conn.execute("UPDATE ingested_traces SET trace_json = ?", (stored.replace("51", secret),))
+    out = tmp_path / "out"
+    api.export(ws, run_id, out=out, allow_restricted=True)
+    texts = {p.name: p.read_text() for p in out.glob("*.jsonl")}
+    sft = _records(out, "sft.jsonl")
+    assert sft[0]["messages"][-1]["content"] == placeholder(secret)  # the edit, redacted
+    for name, text in texts.items():
+        assert secret not in text, name
+    assert api.export_verify(out, ws).failures == 0
