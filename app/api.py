@@ -1415,7 +1415,8 @@ def export(
     allow_restricted: bool = False,
     audited: str | Path | None = None,
 ) -> ExportResult:
-    """Write the ranked forks `rollout_ids` as DPO pairs, SFT examples and reward records
+    """Write the ranked forks `rollout_ids` (or ingest runs: their traces by their feedback,
+    docs/ingest.md#as-training-data) as DPO pairs, SFT examples and reward records
     (JSONL, each with a manifest) into `out` (default `<workspace>/exports/<first id>`); the
     test pool's questions are left out unless `include_test`. Calls no model.
     `mix` ("pristine=0.65,recovery=0.25" or a mapping) down-samples the curated SFT files to

@@ -534,8 +534,9 @@ def _add_fork_commands(sub: Any, o: Options) -> None:
     p.add_argument(
         "rollout_ids",
         nargs="+",
-        help="ranked forks to export (e.g. fork-1); with --format otlp or inspect, any fork or "
-        "run id (e.g. infer-1)",
+        help="ranked forks to export (e.g. fork-1), or ingest runs (ingest-<hash>: traces by "
+        "their feedback); with --format otlp or inspect, any fork or run id (e.g. infer-1, "
+        "serve-1)",
     )
     p.add_argument("--out", type=Path, help="folder (default WS/exports/<first rollout>)")
     p.add_argument(

@@ -1,7 +1,7 @@
 """Ingested traces as trajectories: `diagnose` triages them (on sim/oracle, which answers a
-user benchmark), and `rank` / the JSONL export
-refuse an ingest run, so no ingested trace (an error trace least of all) becomes a memory or
-SFT data."""
+user benchmark); `rank` refuses an ingest run (a trace is one branch) and the JSONL export
+writes its traces by their feedback (tests/app/test_export_ingest.py), so no error trace
+becomes a memory or SFT data."""
 
 from __future__ import annotations
 
@@ -55,8 +55,15 @@ def test_error_traces_never_become_memories_or_sft(
     assert result.failed >= 1
     capsys.readouterr()
     assert main(["rank", "-w", str(ws), result.run_id, *ORACLE]) == 2
-    assert "no fork run" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "is an ingest run, no fork" in err and "--allow-restricted" in err
     assert main(["export", "-w", str(ws), result.run_id, "--out", str(tmp_path / "j")]) == 2
-    assert not (tmp_path / "j").exists()
+    assert not (tmp_path / "j").exists()  # unlicensed: the user's own traces need the flag
+    out = tmp_path / "k"
+    assert (
+        main(["export", "-w", str(ws), result.run_id, "--out", str(out), "--allow-restricted"]) == 0
+    )
+    for name in ("sft.jsonl", "sft_openai_chat.jsonl", "sft_trl.jsonl", "kto.jsonl"):
+        assert (out / name).read_text() == "", name  # no feedback, and an error trace
     for table in ("memories", "branches", "rankings"):
         assert _count(ws, f"SELECT COUNT(*) FROM {table}") == 0, table

@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any
 from loguru import logger
 
 from app.errors import UserError
-from app.harness.data.admission import Admissions, admissions, branch_key
+from app.harness.data.admission import NO_ADMISSION_RULES, Admissions, admissions, branch_key
 from app.harness.data.export_formats import (
     CURATED_LAYOUTS,
     CURATION_MANIFEST,
@@ -60,6 +60,7 @@ from app.harness.data.export_formats import (
     curated_file_names,
     curated_lines,
 )
+from app.harness.data.export_ingest import ingested_lines, is_ingest_run
 from app.harness.data.fork import held_out_question_ids
 from app.harness.rollouts.agent_prompts import AgentPrompts
 from app.harness.workspace.atomic import (
@@ -126,6 +127,10 @@ def export_rollouts(
     log = session.log
     for rid in rollout_ids:
         check_run_id(rid, "rollout id")
+    if any(is_ingest_run(session, rid) for rid in rollout_ids):  # traces, by their feedback
+        return _export_ingested(
+            session, rollout_ids, Path(out_dir), include_test, overwrite, curation
+        )
     _check_target(session.paths.root, Path(out_dir), overwrite)
     for rid in rollout_ids:
         if not log.query("SELECT 1 FROM rankings WHERE run_id = ? LIMIT 1", (rid,)):
@@ -225,6 +230,26 @@ def export_rollouts(
         write_json_atomic(staging / CURATION_MANIFEST, curation_manifest)
         return _write_files(
             session, staging, lines, rollout_ids, versions, include_test, skipped_test, admitted
+        )
+
+
+def _export_ingested(
+    session: Session,
+    run_ids: Sequence[str],
+    out_dir: Path,
+    include_test: bool,
+    overwrite: bool,
+    curation: CurationOptions | None,
+) -> dict[str, Any]:
+    """Ingest runs' traces by their feedback (app/harness/data/export_ingest.py), written
+    into the same files, staged the same way."""
+    options = curation or CurationOptions()
+    lines, manifest, skipped_test = ingested_lines(session, run_ids, include_test, options)
+    _check_target(session.paths.root, out_dir, overwrite)
+    with _staged(out_dir) as staging:
+        write_json_atomic(staging / CURATION_MANIFEST, manifest)
+        return _write_files(
+            session, staging, lines, run_ids, set(), include_test, skipped_test, NO_ADMISSION_RULES
         )
 
 

@@ -211,12 +211,34 @@ def load_trajectories(session: Session, run_id: str, skip: set[str]) -> Iterator
             "(a fork's rollout id such as fork-1, or a run id such as infer-1)"
         )
     model = _run_model(session, run_id)
+    run = log.run(run_id)
+    served = run is not None and run["kind"] == "serve"
     prompts_cache: dict[tuple[str, str], AgentPrompts] = {}
     for row in rows:
         question = session.questions_by_id.get(row["question_id"])
+        if question is None and served:
+            question = served_question(row)
         if question is None or row["question_id"] in skip:
             continue
         yield _trajectory(row, question, model, _opening(prompts_cache, session, row, question))
+
+
+def served_question(row: dict[str, Any]) -> Question | None:
+    """A serve run's request as the question it answered: a client's task is no benchmark
+    question, so it is read from the `request` step the server logs first
+    (app/harness/serving/agent.py; the task as sent, up to its logged length; the context
+    is not logged, only its size)."""
+    try:
+        steps = json.loads(row["steps_json"] or "[]")
+    except ValueError:
+        return None
+    first = steps[0] if isinstance(steps, list) and steps else None
+    if not isinstance(first, dict) or first.get("type") != "request":
+        return None
+    task, task_type = first.get("task"), first.get("task_type")
+    if not isinstance(task, str) or not isinstance(task_type, str):
+        return None
+    return Question(question_id=row["question_id"], task_type=task_type, question=task, answer="")
 
 
 def _run_model(session: Session, run_id: str) -> str:

@@ -169,6 +169,27 @@ def export_licences(
         *(trace_licences(session, rollout_ids) if rollout_ids else []),
     ]
     unrecorded = [] if seed else ["seed: the workspace predates seed licences (manifest.json)"]
+    return sources_licence(sources, allow_copyleft, allow_restricted, unrecorded)
+
+
+def ingest_run_licence(session: Session, run_id: str) -> LicenceSource:
+    """The licence `ingest --license` declared for one ingest run (none: restricted)."""
+    rows = session.log.query(
+        "SELECT config_json, summary_json FROM _runs WHERE run_id = ?", (run_id,)
+    )
+    summary = _json_object(rows[0]["summary_json"]) if rows else {}
+    where = f"{session.paths.root / 'harness.db'}: ingest run {run_id} {INGEST_KEY}"
+    return _source(f"ingest run {run_id}", where, summary.get(INGEST_KEY))
+
+
+def sources_licence(
+    sources: list[LicenceSource],
+    allow_copyleft: bool,
+    allow_restricted: bool,
+    unrecorded: list[str] | None = None,
+) -> dict[str, Any]:
+    """`export_licences` for any sources (a benchmark, a seed, skills, ingest runs)."""
+    unrecorded = unrecorded or []
     tier = all_of(s.tier for s in sources)
     worst = max(sources, key=lambda s: s.tier)
     if tier is Tier.RESTRICTED and allow_restricted:

@@ -237,6 +237,10 @@ def _check_components(found: Mapping[str, Any], sources: LineageSources) -> str 
     src = found.get("source")
     if not isinstance(src, dict):
         return "lineage names no source branch"
+    if "trace_id" in src:  # an ingested trace (app/harness/data/export_ingest.py)
+        from app.harness.data.trace_lineage import check_trace_components
+
+        return check_trace_components(found, src, sources.session)
     rows = sources.session.log.query(
         "SELECT * FROM branches WHERE run_id = ? AND question_id = ? AND branch_index = ?",
         (src.get("rollout_id"), src.get("question_id"), src.get("branch_index")),

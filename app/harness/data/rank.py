@@ -109,6 +109,16 @@ async def rank_rollout(
     check_run_id(rollout_id, "rollout id")
     log, config = session.log, session.config
     run = log.run(rollout_id)
+    if run is not None and run["kind"] == "ingest":
+        # a trace is one recorded branch, judged by its user: nothing to rank it against
+        raise UserError(
+            f"{session.paths.db}: {rollout_id!r} is an ingest run, no fork: each trace is one "
+            "recorded branch, so there are no branches to rank against each other; its "
+            f"feedback is its verdict: `export -w {session.paths.root} {rollout_id} "
+            "--allow-restricted` writes its good traces as SFT data and its bad ones as "
+            f"preference negatives, `diagnose -w {session.paths.root} {rollout_id}` triages "
+            "its failures (docs/ingest.md#as-training-data)"
+        )
     if run is None or run["kind"] != "fork":
         raise UserError(f"{session.paths.db}: no fork run {rollout_id!r}")
     weights = dict(weights or ranking.DEFAULT_WEIGHTS)
