@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -175,6 +176,18 @@ def write_otlp(path: Path, mb: float) -> tuple[int, int]:
     return i, i * 4
 
 
+def _one_span_per_trace(
+    path: Path, n: int, name: str, attributes: Callable[[int], dict[str, Any]]
+) -> None:
+    """An OTLP JSON Lines file of n traces, each one root span with these attributes."""
+    path.write_text(
+        "".join(
+            _otlp_line([_span(f"{i:032x}", f"{i:016x}", "", name, 1, attributes(i))]) + "\n"
+            for i in range(n)
+        )
+    )
+
+
 def small_exports(folder: Path, n: int) -> dict[str, tuple[Path, int]]:
     """One export per format with `n` traces each (the fixture shapes of tests/app/data/traces)."""
     out: dict[str, tuple[Path, int]] = {}
@@ -182,55 +195,31 @@ def small_exports(folder: Path, n: int) -> dict[str, tuple[Path, int]]:
     otlp.write_text("".join(_otlp_line(genai_trace(10**6 + i)) + "\n" for i in range(n)))
     out["otlp"] = (otlp, n)
     deprecated = folder / "otlp_deprecated.jsonl"
-    deprecated.write_text(
-        "".join(
-            _otlp_line(
-                [
-                    _span(
-                        f"{i:032x}",
-                        f"{i:016x}",
-                        "",
-                        "chat",
-                        1,
-                        {
-                            "gen_ai.system": "openai",
-                            "gen_ai.prompt.0.role": "user",
-                            "gen_ai.prompt.0.content": f"Question {i}?",
-                            "gen_ai.completion.0.role": "assistant",
-                            "gen_ai.completion.0.content": f"Answer {i}",
-                        },
-                    )
-                ]
-            )
-            + "\n"
-            for i in range(n)
-        )
+    _one_span_per_trace(
+        deprecated,
+        n,
+        "chat",
+        lambda i: {
+            "gen_ai.system": "openai",
+            "gen_ai.prompt.0.role": "user",
+            "gen_ai.prompt.0.content": f"Question {i}?",
+            "gen_ai.completion.0.role": "assistant",
+            "gen_ai.completion.0.content": f"Answer {i}",
+        },
     )
     out["otlp-deprecated"] = (deprecated, n)
     oi = folder / "openinference.jsonl"
-    oi.write_text(
-        "".join(
-            _otlp_line(
-                [
-                    _span(
-                        f"{i:032x}",
-                        f"{i:016x}",
-                        "",
-                        "llm",
-                        1,
-                        {
-                            "openinference.span.kind": "LLM",
-                            "llm.input_messages.0.message.role": "user",
-                            "llm.input_messages.0.message.content": f"Question {i}?",
-                            "llm.output_messages.0.message.role": "assistant",
-                            "llm.output_messages.0.message.content": f"Answer {i}",
-                        },
-                    )
-                ]
-            )
-            + "\n"
-            for i in range(n)
-        )
+    _one_span_per_trace(
+        oi,
+        n,
+        "llm",
+        lambda i: {
+            "openinference.span.kind": "LLM",
+            "llm.input_messages.0.message.role": "user",
+            "llm.input_messages.0.message.content": f"Question {i}?",
+            "llm.output_messages.0.message.role": "assistant",
+            "llm.output_messages.0.message.content": f"Answer {i}",
+        },
     )
     out["openinference"] = (oi, n)
     phoenix = folder / "phoenix.jsonl"

@@ -130,24 +130,7 @@ def _records_case(rng: random.Random, u: int) -> CaseSpec:
         f"[records] Case {qid}. Client {client} asks for the balance of record {record}; "
         f"their last statements showed {noise}. What is the balance?"
     )
-    wrong = tuple(str(balance + d) for d in (rng.randint(3, 90), -rng.randint(3, 9), 1000))
-    return CaseSpec(
-        question_id=qid,
-        task_type="records",
-        question=question,
-        answer=str(balance),
-        wrong_answers=wrong,
-        rule_id="records.r1",
-        system_rule=None,
-        needs_context=False,
-        unit_id=qid,
-        family=qid,
-        context="",
-        checker="exact",
-        checker_args={},
-        tools=RECORD_TOOLS,
-        record_id=record,
-    )
+    return _tool_case(rng, qid, "records", question, balance, RECORD_TOOLS, record_id=record)
 
 
 def _repair_case(rng: random.Random, u: int, ledger: Ledger) -> CaseSpec:
@@ -157,15 +140,36 @@ def _repair_case(rng: random.Random, u: int, ledger: Ledger) -> CaseSpec:
         f"[repair] Case {qid}. The ledger in your folder has a wrong total, left by {who}. "
         "Fix it so that the checks pass, without touching the tests. What total did you write?"
     )
-    total = ledger.total
-    wrong = tuple(str(total + d) for d in (rng.randint(3, 90), -rng.randint(3, 9), 1000))
+    return _tool_case(
+        rng,
+        qid,
+        "repair",
+        question,
+        ledger.total,
+        REPAIR_TOOLS,
+        fixture=ledger.name,
+        fixture_field=ledger.field,
+    )
+
+
+def _tool_case(
+    rng: random.Random,
+    qid: str,
+    task_type: str,
+    question: str,
+    answer: int,
+    tools: tuple[str, ...],
+    **extra: str,
+) -> CaseSpec:
+    """A single-question family with an exact answer and three near-miss wrong answers."""
+    wrong = tuple(str(answer + d) for d in (rng.randint(3, 90), -rng.randint(3, 9), 1000))
     return CaseSpec(
         question_id=qid,
-        task_type="repair",
+        task_type=task_type,
         question=question,
-        answer=str(total),
+        answer=str(answer),
         wrong_answers=wrong,
-        rule_id="repair.r1",
+        rule_id=f"{task_type}.r1",
         system_rule=None,
         needs_context=False,
         unit_id=qid,
@@ -173,9 +177,8 @@ def _repair_case(rng: random.Random, u: int, ledger: Ledger) -> CaseSpec:
         context="",
         checker="exact",
         checker_args={},
-        tools=REPAIR_TOOLS,
-        fixture=ledger.name,
-        fixture_field=ledger.field,
+        tools=tools,
+        **extra,
     )
 
 
