@@ -17,6 +17,18 @@ judge would say, and costs no model call. Rules, in order; the first that fires 
   and it did not open it, so no edit of that file's text reached the agent.
 
 A failure no rule decides goes to the judge. Each returned `Diagnosis` names its decider.
+
+After the judge, one check overrules a verdict the log disproves (`overrule_judge`):
+
+- `rule:answered_not_a_fault` -> skill_gap, target skill: the judge said runtime_fault (the run
+  broke) on a rollout that ended normally with a non-empty answer the checker rejected. A small
+  judge model does this when the answer's format is off (Qwen2.5-Coder-1.5B called all 20
+  failures of its first real-conventions run runtime_fault, each rationale naming the format,
+  bench/REAL_MODEL.md); a wrong answer from a run that did not break is the skill's to fix.
+  The judge's rationale is kept, since it names what was wrong.
+
+A `missing_context` verdict on a question without context is reported (app/learning_report.py)
+but not overruled: "the question lacked the facts" is a judgement the log cannot disprove.
 """
 
 from __future__ import annotations
@@ -25,12 +37,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.evolution.diagnose import ACTIVATION, Diagnosis, Failure
+from core.evolution.diagnose import ACTIVATION, JUDGE, Diagnosis, Failure
+from core.types import StopReason
 
 RULE_STOP_ERROR = "rule:stop_error"
 RULE_UNPARSED_ARGUMENTS = "rule:unparsed_tool_arguments"
 RULE_CONTEXT_UNREAD = "rule:context_unread"
 RULE_SKILL_UNOPENED = "rule:skill_unopened"
+RULE_ANSWERED_NOT_A_FAULT = "rule:answered_not_a_fault"
 CONTEXT_TOOL = "read_context"  # app/harness/rollouts/agent_prompts.py TOOL_PARAMETERS
 
 
@@ -111,6 +125,30 @@ def _skill_unopened(f: Failure) -> _Verdict | None:
     seen = ", ".join(str(o) for o in opened) or "none"
     why = f"the agent did not open {expected} (opened: {seen})"
     return ACTIVATION, "skill", why, RULE_SKILL_UNOPENED
+
+
+def overrule_judge(failures: Sequence[Failure], judged: Sequence[Diagnosis]) -> list[Diagnosis]:
+    """`judged` with each verdict the log disproves replaced (module docstring); the rest, and
+    every diagnosis not the judge's own (a rule's, a degraded placeholder), unchanged."""
+    by_id = {f.question.question_id: f for f in failures}
+    return [_overruled(d, by_id.get(d.question_id)) for d in judged]
+
+
+def _overruled(d: Diagnosis, failure: Failure | None) -> Diagnosis:
+    if failure is None or d.decided_by != JUDGE or d.degraded or d.category != "runtime_fault":
+        return d
+    if failure.stop_reason != StopReason.FINAL or not failure.prediction.strip():
+        return d  # the run did break, or gave nothing: the judge may be right
+    why = f"judge said runtime_fault, but the run ended with an answer; judge: {d.rationale}"
+    return Diagnosis(
+        d.question_id,
+        d.unit_id,
+        d.task_type,
+        "skill_gap",
+        "skill",
+        why[:500],
+        decided_by=RULE_ANSWERED_NOT_A_FAULT,
+    )
 
 
 RULES = (_stop_error, _unparsed_arguments, _context_unread, _skill_unopened)

@@ -18,10 +18,12 @@ from core.evolution.diagnose import (
     diagnose_failures,
 )
 from core.evolution.triage import (
+    RULE_ANSWERED_NOT_A_FAULT,
     RULE_CONTEXT_UNREAD,
     RULE_SKILL_UNOPENED,
     RULE_STOP_ERROR,
     RULE_UNPARSED_ARGUMENTS,
+    overrule_judge,
     rule_diagnosis,
     triage_failures,
 )
@@ -154,3 +156,54 @@ def test_only_the_rest_reaches_the_judge_and_each_diagnosis_names_its_decider() 
     assert tally.nowhere_note() == "; 1 failure no edit can fix (missing_context 1)"
     packs = build_packs(diagnoses, [ruled, judged], [])
     assert [c.question_id for c in packs.skill_packs["ledger"].failures] == ["ledger-u002"]
+
+
+def judged(q: Question, category: str, **extra: Any) -> Diagnosis:
+    return Diagnosis(
+        q.question_id, q.unit_id, q.task_type, category, "system", "format is off", **extra
+    )
+
+
+@pytest.mark.parametrize("category", ["runtime_fault", "skill_gap", "interface", "missing_context"])
+@pytest.mark.parametrize("stop", ["final", "max_steps", "error", "refused"])
+@pytest.mark.parametrize("prediction", ["5 December 2016", "", "  "])
+@pytest.mark.parametrize("decided_by", [JUDGE, RULE_STOP_ERROR])
+@pytest.mark.parametrize("degraded", [False, True])
+def test_only_a_runtime_fault_on_an_answered_run_is_overruled(
+    category: str, stop: str, prediction: str, decided_by: str, degraded: bool
+) -> None:
+    """Every combination of the inputs the check reads: it fires exactly when the judge's own
+    (not degraded) verdict is runtime_fault and the run ended with a non-empty answer."""
+    q = question()
+    f = Failure(q, prediction, stop, (verdict(),), "SYS", "SKILL", "(none)")
+    d = judged(q, category, decided_by=decided_by, degraded=degraded)
+    [out] = overrule_judge([f], [d])
+    fires = (
+        category == "runtime_fault"
+        and stop == "final"
+        and prediction.strip() != ""
+        and decided_by == JUDGE
+        and not degraded
+    )
+    if not fires:
+        assert out is d
+        return
+    assert (out.category, out.target, out.decided_by) == (
+        "skill_gap",
+        "skill",
+        RULE_ANSWERED_NOT_A_FAULT,
+    )
+    assert "format is off" in out.rationale  # the judge's reason reaches the evolver
+    assert out.contradiction is None
+    assert (out.question_id, out.unit_id, out.task_type) == (q.question_id, q.unit_id, q.task_type)
+
+
+def test_an_overruled_verdict_reaches_the_skill_pack() -> None:
+    q = question()
+    f = Failure(q, "5 December 2016", "final", (verdict(),), "SYS", "SKILL", "(none)")
+    before = build_packs([judged(q, "runtime_fault")], [f], [])
+    after = build_packs(overrule_judge([f], [judged(q, "runtime_fault")]), [f], [])
+    assert not before.skill_packs
+    assert [i.question_id for i in after.skill_packs[q.task_type].failures] == [
+        q.question_id
+    ]

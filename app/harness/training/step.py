@@ -58,7 +58,7 @@ from core.evolution.evolve import (
 )
 from core.evolution.gate import AcceptanceStrategy, GateAction, Pair, SequentialGate
 from core.evolution.relevance import added_text, relevance_scores
-from core.evolution.triage import triage_failures
+from core.evolution.triage import overrule_judge, triage_failures
 from core.types import Question
 
 # What each gate decision adds to the epoch's counts (a rejection also counts Count.REJECTED).
@@ -271,6 +271,7 @@ async def diagnose_batch(
             problem,
         )
         judged = raw_diagnoses(judged)
+    judged = overrule_judge(failures, judged)  # a judge verdict the log disproves
     if c.triage_probe:
         judged = await probe_skill_gaps(ctx, prompts, failures, judged, prefix + "probe")
     diagnoses = in_batch_order(failures, [*triaged.decided, *judged])
