@@ -94,7 +94,7 @@ async def estimate_async(root: Path, config: RunConfig) -> Estimate:
         # the sample first: a refused model (a missing key, a simulated world that does not
         # know this benchmark) is refused before the dry runs
         copy = scratch / "sample"
-        ws.init_workspace(copy, seed, paths.questions_dir)
+        ws.init_workspace(copy, seed, paths.questions_dir, announce=False)
         sampled: dict[str, RoleCalls] = {}
         sample_seconds = 0.0
         for name, run_config in (("model", config), ("stand-in", _stand_in(config, 0))):
@@ -117,7 +117,7 @@ async def estimate_async(root: Path, config: RunConfig) -> Estimate:
             order = (config.sim_oracle_rules, STAND_IN_RULES)
         for rules in order:
             copy = scratch / f"rules{rules}"
-            ws.init_workspace(copy, seed, paths.questions_dir)
+            ws.init_workspace(copy, seed, paths.questions_dir, announce=False)
             runs.append(await _dry_run(copy, config, rules))
         # the same check, and the same words, as validate-benchmark's (one implementation)
         warnings = tuple(f.message for f in power_findings(bench, config.gate))

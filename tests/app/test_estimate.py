@@ -90,3 +90,16 @@ def test_a_real_agent_model_is_sampled_with_real_calls_and_an_unpriced_model_say
     assert main(priced) == 0
     out = capsys.readouterr().out
     assert "(configured prices)" in out and "no price known" not in out
+
+
+def test_estimate_does_not_repeat_inits_warnings(tmp_path: Path, capsys) -> None:
+    """The scratch copies `estimate` initialises say nothing: init warned the user once."""
+    store = write_store(tmp_path / "store")
+    (store / "seeds" / SEED / "skills" / "calendar.md").write_text("# calendar\n")  # no such type
+    ws = tmp_path / "ws"
+    init = ["init", "-w", str(ws), "--seed", SEED, "--questions", NAME, "--store", str(store)]
+    assert main(init) == 0
+    assert "skills calendar.md match no task type" in capsys.readouterr().err
+    sets = [a for s in [*ORACLE, "epochs=1"] for a in ("--set", s)]
+    assert main(["estimate", "-w", str(ws), "--json", "--no-progress", *sets]) == 0
+    assert "match no task type" not in capsys.readouterr().err

@@ -385,11 +385,12 @@ def write_manifest(root: Path, manifest: dict[str, Any]) -> None:
 
 
 def init_workspace(
-    root: Path, seed: Seed, benchmark_path: Path, lock: Any = None
+    root: Path, seed: Seed, benchmark_path: Path, lock: Any = None, *, announce: bool = True
 ) -> WorkspacePaths:
     """Create a workspace from a seed and a benchmark; all-or-nothing.
 
     `lock` (a WriterLock) is moved onto the new workspace before it becomes visible.
+    `announce=False` for a scratch copy (`estimate`'s): the user saw init's warnings once.
     """
     root = Path(root)
     if root.exists() and not root.is_dir():
@@ -420,7 +421,8 @@ def init_workspace(
         shutil.rmtree(building, ignore_errors=True)
         raise
     HarnessLog(root / "harness.db").close()
-    _warn_of_unread_skills(seed, benchmark)
+    if announce:
+        _warn_of_unread_skills(seed, benchmark)
     return resolve_paths(root)
 
 
