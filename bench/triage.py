@@ -23,6 +23,13 @@ the training steps (`diagnoses` rows of run ids `...-diag`, with the rollout's t
 - `triage.rule_decided_changed_under_judge_noise`: failures diagnosed in both the honest and
   the noisy run at the same step with the same trajectory whose rule verdict differs (decided
   by a rule in one run and not the other, or by different rules or categories). Target = 0.
+  The rules compared are those that decide before the judge (core/evolution/triage.py
+  RULE_NAMES); the check after it (`rule:answered_not_a_fault`) reads the judge's verdict, so
+  judge noise moves it by design.
+- `triage.overruled_judge` (honest judge; target 0: the simulated judge says runtime_fault only
+  on a run that broke) and `triage.noisy0.3.overruled_judge` (no target): the judge's
+  runtime_fault verdicts on answered runs that `rule:answered_not_a_fault` turned into skill
+  gaps.
 - for context, no target: the same recall and edit count in the noisy run (`triage.noisy0.3.*`;
   interface failures the noisy judge calls skill gaps do reach skill packs: only the rules'
   categories are immune), and the judge alone: the simulated judge asked about the honest run's
@@ -61,6 +68,7 @@ from app.providers.sim.agent import skips_context  # noqa: E402
 from app.providers.sim.generate import write_benchmark  # noqa: E402
 from app.providers.sim.world import FACT_MARKER, World, build_world, normalise  # noqa: E402
 from core.evolution.diagnose import MAX_FAILURES_PER_PACK  # noqa: E402
+from core.evolution.triage import RULE_ANSWERED_NOT_A_FAULT, RULE_NAMES  # noqa: E402
 
 CONFIG = ROOT / "app" / "demo.toml"
 SEED_NAME = "sim-starter"
@@ -220,12 +228,17 @@ def rule_changes(a: Run, b: Run) -> tuple[int, int]:
         if s is None or s["steps_json"] != r["steps_json"]:
             continue
         compared += 1
-        ruled = [str(x["decided_by"]).startswith("rule:") for x in (r, s)]
+        ruled = [x["decided_by"] in RULE_NAMES for x in (r, s)]  # the rules before the judge
         if ruled[0] != ruled[1] or (
             ruled[0] and (r["decided_by"], r["category"]) != (s["decided_by"], s["category"])
         ):
             changed += 1
     return changed, compared
+
+
+def overruled(run: Run) -> tuple[int, int]:
+    """(judge verdicts overruled by rule:answered_not_a_fault, failures diagnosed)."""
+    return sum(r["decided_by"] == RULE_ANSWERED_NOT_A_FAULT for r in run.rows), len(run.rows)
 
 
 def judge_only_recall(run: Run, noise: float) -> tuple[int, int]:
@@ -327,6 +340,8 @@ def main() -> int:
                 "changed": rule_changes(runs["honest"], runs["noisy"]),
                 "noisy_recall": recall(runs["noisy"]),
                 "noisy_edits": skill_edits_from_non_skill(runs["noisy"]),
+                "overruled": overruled(runs["honest"]),
+                "noisy_overruled": overruled(runs["noisy"]),
                 "judge_recall": judge_only_recall(runs["honest"], 0.0),
                 "judge_noisy_recall": judge_only_recall(runs["honest"], NOISE),
             }
@@ -367,6 +382,8 @@ def main() -> int:
         f"RESULT triage.rule_decided_changed_under_judge_noise {total('changed')} failures "
         "target ==0"
     )
+    print(f"RESULT triage.overruled_judge {total('overruled')} failures target ==0")
+    print(f"RESULT triage.noisy{NOISE}.overruled_judge {total('noisy_overruled')} failures")
     print(f"RESULT triage.judge_only.missing_context_recall {mean('judge_recall'):.3f} share")
     print(
         f"RESULT triage.judge_only.noisy{NOISE}.missing_context_recall "

@@ -12,9 +12,11 @@ Four reasons, each a measurable test on one task type's evidence of a training r
   anything (`gate_min_families`, core/benchmark_checks.py), or a gate test could see fewer
   (its horizon: the pools less the families shown to the evolver), or it ran out of families
   before deciding (stop reason `insufficient_evidence`);
-- `judge_mis_triaged`: at least half the judge's verdicts name a cause the log contradicts: a
-  `runtime_fault` on a rollout that ended with an answer (no error, turns left), or `missing_context` on a question
-  that has no context. Those failures never reach the evolver.
+- `judge_mis_triaged`: at least half the judge's verdicts that stand name a cause the log
+  contradicts: a `runtime_fault` on a rollout that ended with an answer (no error, turns left;
+  with a non-empty answer core/evolution/triage.py overrules it, so only an empty one stands),
+  or `missing_context` on a question that has no context. Those failures never reach the
+  evolver.
 """
 
 from __future__ import annotations

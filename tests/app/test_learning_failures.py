@@ -120,17 +120,40 @@ def test_unusable_evolver_replies_are_named(tmp_path: Path, capsys, monkeypatch)
     assert "evolver_nothing_usable" in s["text"]
 
 
-def test_a_judge_that_blames_the_runtime_is_mis_triage(tmp_path: Path, capsys, monkeypatch) -> None:
-    def fault(self, prompt: str) -> str:  # noqa: ANN001 - the provider
-        return json.dumps({"category": "runtime_fault", "target": "skill", "rationale": "x"})
+def test_a_judge_that_blames_missing_context_is_mis_triage(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
+    """real-conventions' questions carry no context, so the log contradicts every verdict."""
 
-    monkeypatch.setattr(oracle.OracleProvider, "_diagnosis", fault)
+    def no_context(self, prompt: str) -> str:  # noqa: ANN001 - the provider
+        return json.dumps({"category": "missing_context", "target": "skill", "rationale": "x"})
+
+    monkeypatch.setattr(oracle.OracleProvider, "_diagnosis", no_context)
     s = _train_and_report(tmp_path, capsys, "--set", "sim_oracle_rules=2")
     found = _reasons(s)
     assert all(Reason.JUDGE_MIS_TRIAGED in r for r in found.values()), found
     entry = s["learning_failures"][0]
     assert entry["contradicted"] == entry["judge_verdicts"] > 0
     assert "judge_mis_triaged" in s["text"]
+
+
+def test_a_judge_that_blames_the_runtime_on_answered_runs_is_overruled(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
+    """core/evolution/triage.py overrule_judge: the failures reach the evolver as skill gaps,
+    so the stand-in still learns and the judge is not the reason anything failed."""
+
+    def fault(self, prompt: str) -> str:  # noqa: ANN001 - the provider
+        return json.dumps({"category": "runtime_fault", "target": "skill", "rationale": "x"})
+
+    monkeypatch.setattr(oracle.OracleProvider, "_diagnosis", fault)
+    s = _train_and_report(
+        tmp_path, capsys, "--set", "sim_oracle_rules=2", "--set", "sim_oracle_accuracy=0.3"
+    )
+    found = _reasons(s)
+    assert not any(Reason.JUDGE_MIS_TRIAGED in r for r in found.values()), found
+    assert any(e["accepted"] for e in s["learning_failures"]), s["learning_failures"]
+    assert "rule:answered_not_a_fault" in s["text"]
 
 
 def test_too_few_families_is_the_gate_lacking_evidence(tmp_path: Path, capsys) -> None:
