@@ -268,10 +268,14 @@ class CachingProvider:
         *,
         model_name: str,
         recorder: TelemetryRecorder | None = None,
+        variant: str = "",
     ) -> None:
         self.inner = inner
         self.cache = cache
         self.model_name = model_name
+        # keyed with the model's name: a simulated model's non-default settings
+        # (app/providers/factory.py sim_variant); "" keeps the plain name's keys
+        self._key_model = f"{model_name} {variant}" if variant else model_name
         self.recorder = recorder
         self._store_failed = False
 
@@ -287,7 +291,7 @@ class CachingProvider:
         response_format: dict[str, Any] | None = None,
     ) -> LLMResponse:
         key = key_for(
-            self.model_name, messages, tools, temperature, max_tokens, seed, role, response_format
+            self._key_model, messages, tools, temperature, max_tokens, seed, role, response_format
         )
         cached = self._lookup(key)
         if cached is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -148,8 +149,35 @@ def make_providers(
         where = (model, config.endpoint(role))
         if where not in inner:
             inner[where] = make_model(model, config, budget, where[1], questions)
-        providers[role] = CachingProvider(inner[where], cache, model_name=model, recorder=recorder)
+        providers[role] = CachingProvider(
+            inner[where],
+            cache,
+            model_name=model,
+            recorder=recorder,
+            variant=sim_variant(config, model),
+        )
     return providers
+
+
+# Knobs that change no reply: the simulated model's delays
+_REPLY_NEUTRAL = ("sim_latency_ms", "sim_latency_jitter_ms")
+
+
+def sim_variant(config: RunConfig, model: str) -> str:
+    """For a simulated model, the `sim_*` settings that differ from their defaults, so that a
+    reply cached under one setting (say `sim_judge_noise = 0`) is never served under another;
+    "" at the defaults (the keys every earlier cache holds) and for a real model."""
+    if not model.startswith("sim/"):
+        return ""
+    defaults = RunConfig()
+    changed = {
+        name: getattr(config, name)
+        for name in type(config).model_fields
+        if name.startswith("sim_")
+        and name not in _REPLY_NEUTRAL
+        and getattr(config, name) != getattr(defaults, name)
+    }
+    return json.dumps(changed, sort_keys=True) if changed else ""
 
 
 def check_sim_worlds(config: RunConfig, questions: Sequence[Question], benchmark: str) -> None:

@@ -253,3 +253,25 @@ def test_second_connection_reads_while_open(tmp_path: Path) -> None:
     cache.put("k", ANSWER)
     reader = sqlite3.connect(path)
     assert reader.execute("SELECT count(*) FROM responses").fetchone() == (1,)
+
+
+async def test_a_simulated_models_settings_are_part_of_its_key(cache: ResponseCache) -> None:
+    """A reply the simulated judge gave at `sim_judge_noise = 0` is never served at 0.3 (one
+    workspace, one cache, two configs); the defaults keep the plain model name's keys, and the
+    simulated model's delays change no key."""
+    from app.harness.workspace.config import RunConfig
+    from app.providers.factory import make_providers
+
+    def judge(**sets: Any) -> LLMProvider:
+        return make_providers(RunConfig(**sets), cache, None)["judge"]
+
+    prompt = [{"role": "user", "content": "## Task: diagnose-failure\n<question>x</question>"}]
+    first = await judge().complete(prompt, role="judge")
+    assert not first.cache_hit
+    assert (await judge().complete(prompt, role="judge")).cache_hit
+    assert (await judge(sim_latency_ms=5.0).complete(prompt, role="judge")).cache_hit
+    noisy = judge(sim_judge_noise=0.3)
+    assert not (await noisy.complete(prompt, role="judge")).cache_hit
+    assert (await noisy.complete(prompt, role="judge")).cache_hit
+    plain = key_for("sim/basic", prompt, None, 0.0, 1024, 0, "judge")
+    assert cache.get(plain) is not None  # the default settings' key is the plain one
