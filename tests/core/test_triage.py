@@ -204,6 +204,4 @@ def test_an_overruled_verdict_reaches_the_skill_pack() -> None:
     before = build_packs([judged(q, "runtime_fault")], [f], [])
     after = build_packs(overrule_judge([f], [judged(q, "runtime_fault")]), [f], [])
     assert not before.skill_packs
-    assert [i.question_id for i in after.skill_packs[q.task_type].failures] == [
-        q.question_id
-    ]
+    assert [i.question_id for i in after.skill_packs[q.task_type].failures] == [q.question_id]
