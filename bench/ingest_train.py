@@ -492,11 +492,17 @@ def cli(*args: str) -> str:
 
 
 @dataclass(frozen=True)
+class Straddling:
+    families: int  # the workspace's families (from the traces' sessions or task templates)
+    world_units: int  # the world's cases (a case in two parts is one unit of sim-large)
+
+
+@dataclass(frozen=True)
 class Outcome:
     test_before: float
     test_after: float
     references_right: float
-    families_in_two_pools: int
+    straddling: Straddling
     test_questions: int
 
 
@@ -532,7 +538,7 @@ def run_format(fmt: Format, folder: Path, epochs: int | None) -> Outcome:
         before,
         after,
         references_right(store / "questions" / name / "questions.jsonl", truth),
-        len(families_in_two_pools(ws)),
+        pools_in_use(ws, {c.question: c.unit_id for c in cases}),
         n,
     )
 
@@ -572,18 +578,23 @@ def test_accuracy(ws: Path) -> tuple[float, float, int]:
     return sum(bool(before.get(q)) for q in after) / n, sum(bool(v) for v in after.values()) / n, n
 
 
-def families_in_two_pools(ws: Path) -> set[str]:
-    """Families in more than one pool, as the workspace recorded them."""
-    family = {
-        q["question_id"]: q.get("family") or q["question_id"]
-        for q in map(json.loads, (ws / "questions" / "questions.jsonl").open())
-    }
-    pools: dict[str, set[str]] = defaultdict(set)
+def pools_in_use(ws: Path, world_unit: dict[str, str]) -> Straddling:
+    """Families, and world units, found in more than one pool, as the workspace recorded its
+    pools: diagnosis and validation in gate_pools.json (task type -> pool -> family -> units),
+    test as the final test run's questions."""
+    rows = [json.loads(line) for line in (ws / "questions" / "questions.jsonl").open()]
+    family = {q["question_id"]: q.get("family") or q["question_id"] for q in rows}
+    questions_of_unit: dict[str, list[str]] = defaultdict(list)
+    for q in rows:
+        questions_of_unit[q.get("unit_id") or q["question_id"]].append(q["question_id"])
+    pool_of: dict[str, set[str]] = defaultdict(set)  # question id -> pools
     recorded = json.loads((ws / "gate_pools.json").read_text())["families"]
-    for by_pool in recorded.values():  # task type -> pool -> family -> units
+    for by_pool in recorded.values():
         for pool, families in by_pool.items():
-            for fam in families:
-                pools[fam].add(pool)
+            for units in families.values():
+                for unit in units:
+                    for qid in questions_of_unit[unit]:
+                        pool_of[qid].add(pool)
     db, train_id = _train_db(ws)
     try:
         test_ids = [
@@ -595,10 +606,18 @@ def families_in_two_pools(ws: Path) -> set[str]:
     finally:
         db.close()
     for qid in test_ids:
-        pools[family[qid]].add("test")
-    per_pool = {p: sum(p in seen for seen in pools.values()) for p in POOLS}
+        pool_of[qid].add("test")
+    by_family: dict[str, set[str]] = defaultdict(set)
+    by_unit: dict[str, set[str]] = defaultdict(set)
+    text = {q["question_id"]: q["question"] for q in rows}
+    for qid, pools in pool_of.items():
+        by_family[family[qid]] |= pools
+        by_unit[world_unit.get(text[qid], qid)] |= pools
+    per_pool = {p: sum(p in seen for seen in by_family.values()) for p in POOLS}
     print("  families per pool: " + ", ".join(f"{p} {n}" for p, n in per_pool.items()))
-    return {fam for fam, seen in pools.items() if len(seen) > 1}
+    return Straddling(
+        sum(len(p) > 1 for p in by_family.values()), sum(len(p) > 1 for p in by_unit.values())
+    )
 
 
 def result_lines(outcomes: dict[str, Outcome]) -> Iterable[str]:
@@ -606,8 +625,10 @@ def result_lines(outcomes: dict[str, Outcome]) -> Iterable[str]:
         yield f"RESULT ingest_train.{name}.test_before {o.test_before:.3f} share"
         yield f"RESULT ingest_train.{name}.test_after {o.test_after:.3f} share"
         yield f"RESULT ingest_train.{name}.references_right {o.references_right:.3f} share"
+        # the world's own grouping, for the formats whose traces hold no session id
+        yield f"RESULT ingest_train.{name}.world_units_in_two_pools {o.straddling.world_units} units"
     above = sum(o.test_after > o.test_before for o in outcomes.values())
-    shared = sum(o.families_in_two_pools for o in outcomes.values())
+    shared = sum(o.straddling.families for o in outcomes.values())
     yield f"RESULT ingest_train.formats_above_baseline {above} formats target >= {TARGET_FORMATS}"
     yield f"RESULT ingest_train.families_in_two_pools {shared} families target <= 0"
 

@@ -6,8 +6,11 @@ model, which learns through its hidden rules; the workspace's pools share no fam
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from pathlib import Path
+
+import pytest
 
 from app.cli import main
 
@@ -43,7 +46,9 @@ def _accuracy(db: sqlite3.Connection, run_id: str, ids: list[str]) -> float:
     return sum(bool(correct.get(q)) for q in ids) / len(ids)
 
 
-def test_traces_train_a_skill_and_no_family_straddles_pools(tmp_path: Path) -> None:
+def test_traces_train_a_skill_and_no_family_straddles_pools(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     export, store, ws = tmp_path / "chat.jsonl", tmp_path / "store", tmp_path / "ws"
     truth = _write_export(export, "units")
     ingest = ["ingest", "-w", str(ws), "--file", str(export), "--to-benchmark", "prod"]
@@ -56,6 +61,13 @@ def test_traces_train_a_skill_and_no_family_straddles_pools(tmp_path: Path) -> N
 
     init = ["init", "-w", str(ws), "--store", str(store), "--seed", "sim-starter"]
     assert main([*init, "--questions", "prod"]) == 0
+    # the default world (72 units per type) knows a third of these questions: refused before
+    # any call, naming the setting (app/providers/factory.py check_sim_worlds)
+    refused = ["train", "-w", str(ws), "--config", str(CONFIG), "--no-progress"]
+    capsys.readouterr()
+    assert main(refused) == 2
+    err = capsys.readouterr().err
+    assert re.search(r"sim_units_per_type = 72: this simulated world knows \d+ of the 259 ", err)
     world = ["--set", "sim_units_per_type=216"]  # the world sim-large was generated from
     train = ["train", "-w", str(ws), "--config", str(CONFIG), *world, "--set", "epochs=2"]
     assert main([*train, "--no-progress"]) == 0
