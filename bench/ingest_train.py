@@ -24,7 +24,7 @@ in the other formats such a case has no context and the agent can only guess it.
 Then, like a user: `main.py ingest -w WS --file X --to-benchmark NAME --store DIR`, `init -w WS
 --store DIR --seed sim-starter --questions NAME`, `train -w WS --config app/demo.toml --set
 sim_units_per_type=216` (the world sim-large was generated from: with the default 72 the world
-knows a third of these questions and `train` refuses to start, app/providers/factory.py
+knows few or none of these questions and `train` refuses to start, app/providers/factory.py
 `check_sim_worlds`). Every role is the simulated world's own model, which learns for real
 through its hidden rules; no answer key reaches it.
 

@@ -61,7 +61,7 @@ def test_traces_train_a_skill_and_no_family_straddles_pools(
 
     init = ["init", "-w", str(ws), "--store", str(store), "--seed", "sim-starter"]
     assert main([*init, "--questions", "prod"]) == 0
-    # the default world (72 units per type) knows a third of these questions: refused before
+    # the default world (72 units per type) knows none of these questions: refused before
     # any call, naming the setting (app/providers/factory.py check_sim_worlds)
     refused = ["train", "-w", str(ws), "--config", str(CONFIG), "--no-progress"]
     capsys.readouterr()
