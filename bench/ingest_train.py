@@ -17,9 +17,9 @@ carries feedback:
   inspect     every third sample's output is wrong (score "I"); the `target` is the truth
 
 A case whose world gives it a context (a file the agent must read) is recorded with a
-`read_context` tool call and its observation where the format records tool steps here (OTLP
-GenAI, Inspect, chat-json, LangSmith tool runs), so the ingested question carries that context;
-in the other formats such a case has no context and the agent can only guess it.
+`read_context` tool step and its result (an execute_tool span, a TOOL span or observation, a
+tool run, a tool message, OpenLLMetry's indexed `tool_calls` and tool role), so the ingested
+question carries that context.
 
 Then, like a user: `main.py ingest -w WS --file X --to-benchmark NAME --store DIR`, `init -w WS
 --store DIR --seed sim-starter --questions NAME`, `train -w WS --config app/demo.toml --set
@@ -125,8 +125,8 @@ def otlp_genai(path: Path, cases: list[Case]) -> None:
         history: list[dict[str, Any]] = [user]
         spans = []
         if c.context:
-            call = {"type": "tool_call", "id": f"call_{c.index}", "name": "read_context"}
-            call["arguments"] = CONTEXT_ARGS  # type: ignore[assignment]
+            call: dict[str, Any] = {"type": "tool_call", "id": f"call_{c.index}"}
+            call |= {"name": "read_context", "arguments": CONTEXT_ARGS}
             spans.append(
                 _span(
                     trace,
@@ -196,66 +196,64 @@ def otlp_genai(path: Path, cases: list[Case]) -> None:
 
 def otlp_deprecated(path: Path, cases: list[Case]) -> None:
     """One span a trace with OpenLLMetry's indexed `gen_ai.prompt.<i>` / `gen_ai.completion.<i>`
-    (no conversation id: families come from the task template)."""
-    path.write_text(
-        "".join(
-            _otlp_line(
-                [
-                    _span(
-                        f"{c.index + 1:032x}",
-                        f"{c.index + 1:016x}",
-                        "",
-                        "chat",
-                        1,
-                        {
-                            "gen_ai.system": "openai",
-                            "gen_ai.prompt.0.role": "user",
-                            "gen_ai.prompt.0.content": c.question,
-                            "gen_ai.completion.0.role": "assistant",
-                            "gen_ai.completion.0.content": c.answer,
-                        },
-                    )
-                ]
-            )
-            + "\n"
-            for c in cases
-        )
-    )
+    (the file read as an assistant tool call and a tool message; no conversation id: families
+    come from the task template)."""
+    lines = []
+    for c in cases:
+        attrs = {"gen_ai.system": "openai", "gen_ai.prompt.0.role": "user"}
+        attrs["gen_ai.prompt.0.content"] = c.question
+        if c.context:
+            call = "gen_ai.prompt.1.tool_calls.0"
+            attrs |= {"gen_ai.prompt.1.role": "assistant", f"{call}.id": f"call_{c.index}"}
+            attrs |= {f"{call}.name": "read_context", f"{call}.arguments": json.dumps(CONTEXT_ARGS)}
+            attrs |= {"gen_ai.prompt.2.role": "tool", "gen_ai.prompt.2.content": c.context}
+            attrs["gen_ai.prompt.2.tool_call_id"] = f"call_{c.index}"
+        attrs |= {"gen_ai.completion.0.role": "assistant", "gen_ai.completion.0.content": c.answer}
+        span_id = f"{c.index + 1:016x}"
+        lines.append(_otlp_line([_span(f"{c.index + 1:032x}", span_id, "", "chat", 1, attrs)]))
+    path.write_text("\n".join(lines) + "\n")
 
 
 def openinference(path: Path, cases: list[Case]) -> None:
-    """One OpenInference LLM span a trace, on OTLP, with `session.id`."""
-    path.write_text(
-        "".join(
-            _otlp_line(
-                [
-                    _span(
-                        f"{c.index + 1:032x}",
-                        f"{c.index + 1:016x}",
-                        "",
-                        "llm",
-                        1,
-                        {
-                            "openinference.span.kind": "LLM",
-                            "session.id": c.unit_id,
-                            "llm.input_messages.0.message.role": "user",
-                            "llm.input_messages.0.message.content": c.question,
-                            "llm.output_messages.0.message.role": "assistant",
-                            "llm.output_messages.0.message.content": c.answer,
-                        },
-                    )
-                ]
-            )
-            + "\n"
-            for c in cases
-        )
-    )
+    """OpenInference spans on OTLP: an AGENT root with `session.id`, a TOOL span for the file a
+    case's agent read, then the LLM span that answered."""
+    lines = []
+    for c in cases:
+        trace, root = f"{c.index + 1:032x}", f"{c.index + 1:014x}01"
+        spans = []
+        if c.context:
+            tool = {
+                "openinference.span.kind": "TOOL",
+                "tool.name": "read_context",
+                "input.value": json.dumps(CONTEXT_ARGS),
+                "output.value": c.context,
+            }
+            spans.append(_span(trace, f"{c.index + 1:014x}02", root, "read_context", 2, tool))
+        llm = {
+            "openinference.span.kind": "LLM",
+            "llm.model_name": "agent-model",
+            "llm.input_messages.0.message.role": "user",
+            "llm.input_messages.0.message.content": c.question,
+            "llm.output_messages.0.message.role": "assistant",
+            "llm.output_messages.0.message.content": c.answer,
+        }
+        spans.append(_span(trace, f"{c.index + 1:014x}03", root, "llm", 3, llm))
+        agent = {
+            "openinference.span.kind": "AGENT",
+            "input.value": c.question,
+            "output.value": c.answer,
+            "session.id": c.unit_id,
+        }
+        spans.append(_span(trace, root, "", "agent", 1, agent))
+        lines.append(_otlp_line(spans))
+    path.write_text("\n".join(lines) + "\n")
 
 
 def phoenix(path: Path, cases: list[Case]) -> None:
-    """Phoenix's span export (one `{"data": [...]}` page): a CHAIN root with `input.value`,
-    `output.value` and `session.id`, its LLM child with the messages."""
-    spans = []
+    """Phoenix's span export (one `{"data": [...]}` page, compact as its REST API returns it):
+    a CHAIN root with `input.value`, `output.value` and `session.id`, a TOOL child for the file
+    a case's agent read, its LLM child with the messages."""
+    spans: list[dict[str, Any]] = []
     for c in cases:
         tid = f"px{c.index}"
         spans.append(
@@ -275,6 +273,24 @@ def phoenix(path: Path, cases: list[Case]) -> None:
                 },
             }
         )
+        if c.context:
+            spans.append(
+                {
+                    "name": "read_context",
+                    "context": {"trace_id": tid, "span_id": "s3"},
+                    "parent_id": "s1",
+                    "span_kind": "TOOL",
+                    "status_code": "OK",
+                    "start_time": "2025-01-01T10:00:00.2+00:00",
+                    "end_time": "2025-01-01T10:00:00.3+00:00",
+                    "attributes": {
+                        "openinference": {"span": {"kind": "TOOL"}},
+                        "tool": {"name": "read_context"},
+                        "input": {"value": json.dumps(CONTEXT_ARGS)},
+                        "output": {"value": c.context},
+                    },
+                }
+            )
         spans.append(
             {
                 "name": "llm",
@@ -300,7 +316,8 @@ def phoenix(path: Path, cases: list[Case]) -> None:
 
 
 def langfuse(path: Path, cases: list[Case]) -> None:
-    """Langfuse traces with their observations and an explicit NUMERIC score (1.0 or 0.9)."""
+    """Langfuse traces with their observations (a TOOL one for the file a case's agent read, the
+    GENERATION that answered) and an explicit NUMERIC score (1.0 or 0.9)."""
     traces = [
         {
             "id": f"lf{c.index}",
@@ -308,15 +325,29 @@ def langfuse(path: Path, cases: list[Case]) -> None:
             "output": c.answer,
             "sessionId": c.unit_id,
             "observations": [
+                *(
+                    [
+                        {
+                            "id": f"t{c.index}",
+                            "type": "TOOL",
+                            "name": "read_context",
+                            "startTime": "2025-01-01T00:00:00Z",
+                            "input": CONTEXT_ARGS,
+                            "output": c.context,
+                        }
+                    ]
+                    if c.context
+                    else []
+                ),
                 {
                     "id": f"o{c.index}",
                     "type": "GENERATION",
                     "model": "agent-model",
-                    "startTime": "2025-01-01T00:00:00Z",
+                    "startTime": "2025-01-01T00:00:01Z",
                     "input": [{"role": "user", "content": c.question}],
                     "output": c.answer,
                     "usage": {"input": 40, "output": 3},
-                }
+                },
             ],
             "scores": [
                 {
