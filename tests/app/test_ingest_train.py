@@ -95,5 +95,6 @@ def test_traces_train_a_skill_and_no_family_straddles_pools(
                 seen.setdefault(fam, set()).add(pool)
     for qid in test_ids:
         seen.setdefault(family[qid], set()).add("test")
+    assert set(seen) <= set(family.values())  # the gate's record names the questions' families
     assert {p for pools in seen.values() for p in pools} == {"diagnosis", "validation", "test"}
     assert [fam for fam, pools in seen.items() if len(pools) > 1] == []
