@@ -645,7 +645,11 @@ def pools_in_use(ws: Path, world_unit: dict[str, str]) -> Straddling:
         by_family[family[qid]] |= pools
         by_unit[world_unit.get(text[qid], qid)] |= pools
     per_pool = {p: sum(p in seen for seen in by_family.values()) for p in POOLS}
-    print("  families per pool: " + ", ".join(f"{p} {n}" for p, n in per_pool.items()))
+    print(
+        "  families per pool: "
+        + ", ".join(f"{p} {n}" for p, n in per_pool.items())
+        + f" ({len(pool_of)} of the {len(rows)} questions found in a pool)"
+    )
     return Straddling(
         sum(len(p) > 1 for p in by_family.values()), sum(len(p) > 1 for p in by_unit.values())
     )
