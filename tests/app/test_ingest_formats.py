@@ -94,6 +94,23 @@ def test_phoenix_span_export_with_nested_attributes() -> None:
     assert trace.latency_s == pytest.approx(1.1)
 
 
+def test_phoenix_span_export_compact_on_one_line(tmp_path: Path) -> None:
+    """Phoenix's REST API returns the page compact: one line, read as JSON Lines, whose
+    `data` items are the spans (once refused as an unknown record)."""
+    page = json.loads((DATA / "phoenix_spans.json").read_text())
+    path = tmp_path / "spans.json"
+    path.write_text(json.dumps(page))
+    (trace,) = [t for t, _ in traces(path)]
+    assert trace.source == Source.PHOENIX and trace.session_id == "tr-session-1"
+    assert (trace.task, trace.final_answer) == ("Translate 'bonjour' to English.", "hello")
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"data": [{"what": 1}], "next_cursor": None}))
+    with pytest.raises(
+        UserError, match=r"bad\.json:1: unknown record: an object with keys \[what\]"
+    ):
+        list(traces(bad))
+
+
 def test_langfuse_trace_with_observations_and_scores() -> None:
     (trace,), _ = read("langfuse_trace.json")
     assert trace.source == Source.LANGFUSE

@@ -91,7 +91,10 @@ def _expand(rec: Record, path: Path) -> Iterator[tuple[Any, Kind | None]]:
     if isinstance(value, dict) and "scopeSpans" in value and "resourceSpans" not in value:
         value = {"resourceSpans": [value]}  # one item of a streamed OTLP document
     kind = classify(value)
-    if kind == Kind.LANGFUSE_PAGE:
+    # a page on one line, as Phoenix's REST API returns it compact (`{"data": [...],
+    # "next_cursor": ...}`): read as JSON Lines, it is one record whose items are the records
+    paged = kind is None and isinstance(value, dict) and isinstance(value.get("data"), list)
+    if kind == Kind.LANGFUSE_PAGE or paged:
         for item in value["data"]:
             yield item, classify(item)
     elif kind == Kind.INSPECT_LOG:
