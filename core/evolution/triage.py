@@ -25,7 +25,11 @@ After the judge, one check overrules a verdict the log disproves (`overrule_judg
   judge model does this when the answer's format is off (Qwen2.5-Coder-1.5B called all 20
   failures of its first real-conventions run runtime_fault, each rationale naming the format,
   bench/REAL_MODEL.md); a wrong answer from a run that did not break is the skill's to fix.
-  The judge's rationale is kept, since it names what was wrong.
+  The evolver is shown a note from the log (OVERRULED_NOTE), not the judge's rationale: a
+  judge that got the category wrong misleads with its reason too (the same model as evolver,
+  shown "the correct format should be `ANSWER: <answer>`", proposed that rule; shown this
+  note with the same four dates failures, it proposed "the answer should be in the format
+  YYYYMMDD"). The step's diagnoses record who overruled what (`decided_by`).
 
 A `missing_context` verdict on a question without context is reported (app/learning_report.py)
 but not overruled: "the question lacked the facts" is a judgement the log cannot disprove.
@@ -45,6 +49,9 @@ RULE_UNPARSED_ARGUMENTS = "rule:unparsed_tool_arguments"
 RULE_CONTEXT_UNREAD = "rule:context_unread"
 RULE_SKILL_UNOPENED = "rule:skill_unopened"
 RULE_ANSWERED_NOT_A_FAULT = "rule:answered_not_a_fault"
+# Descriptive, no instruction in it: a small evolver copies an instruction-like note into the
+# skill as a rule (measured: "compare the answer with the expected one ..." came back verbatim)
+OVERRULED_NOTE = "the run ended normally with an answer the checker rejected"
 CONTEXT_TOOL = "read_context"  # app/harness/rollouts/agent_prompts.py TOOL_PARAMETERS
 
 
@@ -139,14 +146,13 @@ def _overruled(d: Diagnosis, failure: Failure | None) -> Diagnosis:
         return d
     if failure.stop_reason != StopReason.FINAL or not failure.prediction.strip():
         return d  # the run did break, or gave nothing: the judge may be right
-    why = f"judge said runtime_fault, but the run ended with an answer; judge: {d.rationale}"
     return Diagnosis(
         d.question_id,
         d.unit_id,
         d.task_type,
         "skill_gap",
         "skill",
-        why[:500],
+        OVERRULED_NOTE,
         decided_by=RULE_ANSWERED_NOT_A_FAULT,
     )
 

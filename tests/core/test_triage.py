@@ -18,6 +18,7 @@ from core.evolution.diagnose import (
     diagnose_failures,
 )
 from core.evolution.triage import (
+    OVERRULED_NOTE,
     RULE_ANSWERED_NOT_A_FAULT,
     RULE_CONTEXT_UNREAD,
     RULE_SKILL_UNOPENED,
@@ -193,7 +194,7 @@ def test_only_a_runtime_fault_on_an_answered_run_is_overruled(
         "skill",
         RULE_ANSWERED_NOT_A_FAULT,
     )
-    assert "format is off" in out.rationale  # the judge's reason reaches the evolver
+    assert out.rationale == OVERRULED_NOTE  # not the judge's reason: it got the category wrong
     assert out.contradiction is None
     assert (out.question_id, out.unit_id, out.task_type) == (q.question_id, q.unit_id, q.task_type)
 
