@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
@@ -364,6 +365,48 @@ def trace_from_json(data: dict[str, Any]) -> Trace:
         ),
         target=str(data.get("target", "")),
     )
+
+
+def redact_trace(trace: Trace, redact_text: Callable[[str], str]) -> Trace:
+    """`trace` with `redact_text` applied to every string it records: what
+    `redact_json(trace.as_json(), redact_text)` changes, without the detour through JSON (and
+    the rebuild `trace_from_json` would do). The enum fields are this module's own words, not
+    recorded text, and are kept. Unchanged parts are the same objects, and a trace in which
+    nothing changed comes back as itself, so the caller pays for the passes and nothing more."""
+    steps = tuple(_redact_step(s, redact_text) for s in trace.steps)
+    feedback = tuple(_redact_feedback(f, redact_text) for f in trace.feedback)
+    fields: dict[str, Any] = {
+        "native_id": redact_text(trace.native_id),
+        "session_id": redact_text(trace.session_id),
+        "model": redact_text(trace.model),
+        "target": redact_text(trace.target),
+    }
+    changed = {k: v for k, v in fields.items() if v != getattr(trace, k)}
+    if any(a is not b for a, b in zip(steps, trace.steps, strict=True)):
+        changed["steps"] = steps
+    if any(a is not b for a, b in zip(feedback, trace.feedback, strict=True)):
+        changed["feedback"] = feedback
+    return replace(trace, **changed) if changed else trace
+
+
+def _redact_step(step: Step, redact_text: Callable[[str], str]) -> Step:
+    text, name = redact_text(step.text), redact_text(step.tool_name)
+    call_id, arguments = redact_text(step.tool_call_id), redact_text(step.arguments)
+    if (text, name, call_id, arguments) == (
+        step.text,
+        step.tool_name,
+        step.tool_call_id,
+        step.arguments,
+    ):
+        return step
+    return replace(step, text=text, tool_name=name, tool_call_id=call_id, arguments=arguments)
+
+
+def _redact_feedback(feedback: Feedback, redact_text: Callable[[str], str]) -> Feedback:
+    name, text = redact_text(feedback.name), redact_text(feedback.text)
+    if name == feedback.name and text == feedback.text:
+        return feedback
+    return replace(feedback, name=name, text=text)
 
 
 def sampled(family: str, rate: float, seed: int) -> bool:
