@@ -5,6 +5,7 @@ json.dumps), so a file ingested by an older version adds nothing when ingested a
 
 from __future__ import annotations
 
+import ast
 import gc
 import json
 import shutil
@@ -17,6 +18,7 @@ import pytest
 from app import api
 from app.cli import main
 from app.harness.ingest import parse, service
+from app.harness.ingest.messages import parse_json
 from core.redact import redact_json
 from core.traces import (
     Role,
@@ -170,3 +172,44 @@ def test_a_file_the_former_version_stored_adds_nothing_again(
     assert gc.get_threshold() == threshold  # the collector is as it was (service.py)
     assert [r.new for r in again] == [0] * len(files)
     assert [r.traces for r in again] == [r.traces for r in first]
+
+
+def _former_parse_json(value: object) -> object:
+    """messages.parse_json as it was, with json.loads."""
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    if not text or text[0] not in "[{":
+        return value
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        pass
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return value
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        3,
+        "",
+        "plain text",
+        ' [{"role": "user", "parts": [{"type": "text", "content": "hi"}]}] ',
+        '{"a": 1} {"b": 2}',  # extra data
+        '{"a": 1}\n',
+        "[1, 2,]",  # not JSON
+        "{'role': 'user', 'content': 'hi'}",  # a Python literal
+        "[NaN, Infinity, -0, 1e400, 123456789012345678901234567890]",
+        '["\\ud800"]',  # a lone surrogate escape
+        "[" * 5000 + "]" * 5000,  # too deep
+        "{",
+        '{"a": [1, {"b": null}], "c": "\\u00e9"}',
+    ],
+)
+def test_parse_json_reads_as_json_loads_did(value: object) -> None:
+    got, want = parse_json(value), _former_parse_json(value)
+    assert repr(got) == repr(want)

@@ -10,6 +10,9 @@ from typing import Any
 from core.traces import Role, TraceBuilder, as_text
 
 MAX_LITERAL_CHARS = 200_000
+# the C scanner `json.loads` ends in, called without the two whitespace regexes around it
+# (each span's messages are JSON in a string: this is on the hot path of ingest)
+_SCAN = json.JSONDecoder().scan_once
 
 
 # -- OpenAI-style chat messages (shared with chat-json, LangSmith, Langfuse) --------------------
@@ -82,8 +85,10 @@ def parse_json(value: Any) -> Any:
     if not text or text[0] not in "[{":
         return value
     try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
+        parsed, end = _SCAN(text, 0)
+        if end == len(text):  # what json.loads checks (the text is stripped already)
+            return parsed
+    except (ValueError, RecursionError, StopIteration):
         pass
     if len(text) <= MAX_LITERAL_CHARS:
         try:
