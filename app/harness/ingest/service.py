@@ -288,7 +288,7 @@ def _redacted(stream: Iterator[tuple[Trace, int]]) -> Iterator[Clean]:
     seen: set[str] = set()
     memo = ScrubMemo()
     for trace, line in stream:
-        clean = redact_trace(with_derived_feedback(trace), memo)
+        clean = redact_trace(with_derived_feedback(trace), memo, MIN_SECRET_LEN)
         canonical = canonical_json(clean)
         tid = content_id(clean, canonical)
         if tid in seen:
