@@ -170,6 +170,7 @@ def test_a_file_the_former_version_stored_adds_nothing_again(
     threshold = gc.get_threshold()
     again = [api.ingest(ws, tmp_path / "again" / f.name) for f in files]
     assert gc.get_threshold() == threshold  # the collector is as it was (service.py)
+    assert gc.get_freeze_count() == 0
     assert [r.new for r in again] == [0] * len(files)
     assert [r.traces for r in again] == [r.traces for r in first]
 

@@ -167,13 +167,16 @@ def _fewer_collections() -> Iterator[None]:
     times for nothing; objects from before the file (the imported modules) are set aside so
     the rarer full collections do not walk them either. Restored afterwards."""
     threshold = gc.get_threshold()
-    gc.freeze()
+    freeze = gc.get_freeze_count() == 0  # a caller that froze objects itself keeps them so
+    if freeze:
+        gc.freeze()
     gc.set_threshold(GC_THRESHOLD, *threshold[1:])
     try:
         yield
     finally:
         gc.set_threshold(*threshold)
-        gc.unfreeze()
+        if freeze:
+            gc.unfreeze()
 
 
 def _summary(
