@@ -299,15 +299,33 @@ def redact_patterns(text: str) -> str:
     return text
 
 
-# Every anchor, lower-cased, as one alternation searched in the lower-cased text: a superset of
-# what the patterns look for (an ASCII anchor found in the text is found, lower-cased, in its
-# lower-cased form), so no match is lost when it finds nothing.
-_ANY_ANCHOR = re.compile(
-    "|".join(
-        re.escape(a)
-        for a in sorted({a.lower() for p in _PATTERNS for a in p.anchors}, key=len, reverse=True)
-    )
-)
+def _trie_pattern(words: Iterable[str]) -> str:
+    """A regex that finds where any of `words` occurs, as a prefix tree (`a(?:ws|pi|...)`):
+    the engine tries one branch per letter instead of every word in turn (a plain alternation
+    of these anchors cost three times as much CPU on ordinary text). A word that another one
+    starts with stands for both, since only whether one occurs is asked."""
+    trie: dict[str, Any] = {}
+    for word in words:
+        node = trie
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}  # a word ends here
+    return _trie_branch(trie)
+
+
+def _trie_branch(node: dict[str, Any]) -> str:
+    if "" in node:
+        return ""  # a shorter word is enough: the longer ones after it add nothing
+    alts = [re.escape(ch) + _trie_branch(child) for ch, child in sorted(node.items())]
+    if not alts:
+        return "(?!)"  # no words: nothing occurs
+    return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+
+
+# Every anchor, lower-cased, searched in the lower-cased text: a superset of what the patterns
+# look for (an ASCII anchor found in the text is found, lower-cased, in its lower-cased form),
+# so no match is lost when it finds nothing.
+_ANY_ANCHOR = re.compile(_trie_pattern({a.lower() for p in _PATTERNS for a in p.anchors}))
 
 
 def _apply(p: _Pattern, text: str, low: str) -> str:

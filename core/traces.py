@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
@@ -73,11 +74,17 @@ class Step:
     is_error: bool = False
 
     def as_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"kind": self.kind.value, "role": self.role.value}
-        for key in ("text", "tool_name", "tool_call_id", "arguments"):
-            value = getattr(self, key)
-            if value:
-                out[key] = value
+        # spelled out, and `_value_` rather than the `value` property (a Python-level call):
+        # every step of every ingested trace passes here (canonical_json)
+        out: dict[str, Any] = {"kind": self.kind._value_, "role": self.role._value_}
+        if self.text:
+            out["text"] = self.text
+        if self.tool_name:
+            out["tool_name"] = self.tool_name
+        if self.tool_call_id:
+            out["tool_call_id"] = self.tool_call_id
+        if self.arguments:
+            out["arguments"] = self.arguments
         if self.is_error:
             out["is_error"] = True
         return out
@@ -306,7 +313,7 @@ class TraceBuilder:
 
     def seen(self, kind: StepKind, call_id: str) -> bool:
         """A tool call or observation with this call id is already in (merge mode)."""
-        return self.merge and bool(call_id) and (kind.value, call_id) in self._seen
+        return self.merge and bool(call_id) and (kind._value_, call_id) in self._seen
 
     def open_call_id(self, name: str) -> str:
         """The id of the last call of tool `name` that has no observation yet ("" if none):
@@ -325,8 +332,8 @@ class TraceBuilder:
 
 def _merge_key(step: Step) -> tuple[str, ...]:
     if step.tool_call_id and step.kind != StepKind.MESSAGE:
-        return (step.kind.value, step.tool_call_id)
-    return (step.kind.value, step.role.value, step.text, step.tool_name, step.arguments)
+        return (step.kind._value_, step.tool_call_id)
+    return (step.kind._value_, step.role._value_, step.text, step.tool_name, step.arguments)
 
 
 def trace_from_json(data: dict[str, Any]) -> Trace:
@@ -364,6 +371,54 @@ def trace_from_json(data: dict[str, Any]) -> Trace:
         ),
         target=str(data.get("target", "")),
     )
+
+
+def redact_trace(trace: Trace, redact_text: Callable[[str], str], min_len: int = 1) -> Trace:
+    """`trace` with `redact_text` applied to every string it records: what
+    `redact_json(trace.as_json(), redact_text)` changes, without the detour through JSON (and
+    the rebuild `trace_from_json` would do). The enum fields are this module's own words, not
+    recorded text, and are kept. Strings shorter than `min_len` are not passed (the empty
+    string, by default; `core.redact.MIN_SECRET_LEN` for its passes, which find nothing
+    shorter): most of a trace's strings are ids and names, and a call each adds up. Unchanged
+    parts are the same objects, and a trace in which nothing changed comes back as itself."""
+    f, n = redact_text, min_len
+    steps = tuple(_redact_step(s, f, n) for s in trace.steps)
+    feedback = tuple(_redact_feedback(fb, f, n) for fb in trace.feedback)
+    fields: dict[str, Any] = {
+        "native_id": f(trace.native_id) if len(trace.native_id) >= n else trace.native_id,
+        "session_id": f(trace.session_id) if len(trace.session_id) >= n else trace.session_id,
+        "model": f(trace.model) if len(trace.model) >= n else trace.model,
+        "target": f(trace.target) if len(trace.target) >= n else trace.target,
+    }
+    changed = {k: v for k, v in fields.items() if v != getattr(trace, k)}
+    if any(a is not b for a, b in zip(steps, trace.steps, strict=True)):
+        changed["steps"] = steps
+    if any(a is not b for a, b in zip(feedback, trace.feedback, strict=True)):
+        changed["feedback"] = feedback
+    return replace(trace, **changed) if changed else trace
+
+
+def _redact_step(step: Step, f: Callable[[str], str], n: int) -> Step:
+    text = f(step.text) if len(step.text) >= n else step.text
+    name = f(step.tool_name) if len(step.tool_name) >= n else step.tool_name
+    call_id = f(step.tool_call_id) if len(step.tool_call_id) >= n else step.tool_call_id
+    arguments = f(step.arguments) if len(step.arguments) >= n else step.arguments
+    if (
+        text == step.text
+        and name == step.tool_name
+        and call_id == step.tool_call_id
+        and arguments == step.arguments
+    ):
+        return step
+    return replace(step, text=text, tool_name=name, tool_call_id=call_id, arguments=arguments)
+
+
+def _redact_feedback(feedback: Feedback, f: Callable[[str], str], n: int) -> Feedback:
+    name = f(feedback.name) if len(feedback.name) >= n else feedback.name
+    text = f(feedback.text) if len(feedback.text) >= n else feedback.text
+    if name == feedback.name and text == feedback.text:
+        return feedback
+    return replace(feedback, name=name, text=text)
 
 
 def sampled(family: str, rate: float, seed: int) -> bool:

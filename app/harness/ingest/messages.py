@@ -5,11 +5,16 @@ from __future__ import annotations
 
 import ast
 import json
+from collections.abc import Callable
 from typing import Any
 
 from core.traces import Role, TraceBuilder, as_text
 
 MAX_LITERAL_CHARS = 200_000
+# the C scanner `json.loads` ends in, called without the two whitespace regexes around it
+# (each span's messages are JSON in a string: this is on the hot path of ingest); typeshed
+# does not declare the attribute JSONDecoder.__init__ sets
+_SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
 # -- OpenAI-style chat messages (shared with chat-json, LangSmith, Langfuse) --------------------
@@ -82,8 +87,10 @@ def parse_json(value: Any) -> Any:
     if not text or text[0] not in "[{":
         return value
     try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
+        parsed, end = _SCAN(text, 0)
+        if end == len(text):  # what json.loads checks (the text is stripped already)
+            return parsed
+    except (ValueError, RecursionError, StopIteration):
         pass
     if len(text) <= MAX_LITERAL_CHARS:
         try:

@@ -8,6 +8,8 @@ adds nothing: a trace's id is the hash of its (redacted) content.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import hashlib
 import json
 from collections import Counter
@@ -28,19 +30,21 @@ from app.harness.workspace.clock import now_iso
 from app.harness.workspace.log import HarnessLog, RunStatus
 from app.progress import NO_BARS, Bars
 from app.secrets import scrub_deep
-from core.redact import MIN_SECRET_LEN, redact_json
+from core.redact import MIN_SECRET_LEN
 from core.traces import (
     ReferenceMode,
     StepKind,
     Trace,
+    canonical_json,
     content_id,
     family_key,
+    redact_trace,
     sampled,
-    trace_from_json,
     with_derived_feedback,
 )
 
 BATCH = 500
+GC_THRESHOLD = 100_000  # allocations between young-generation collections while reading
 MEMO_CHARS = 4_000_000  # text the per-file memo of redacted strings keeps
 TASK_TYPE = "ingested"
 
@@ -124,7 +128,7 @@ def ingest_file(
     plan = BenchmarkPlan(options.reference, options.task_type) if options.to_benchmark else None
     counts: Counter[str] = Counter()
     families: set[str] = set()
-    with bars.live():
+    with bars.live(), _fewer_collections():
         task = bars.task(f"ingest {path.name}", max(path.stat().st_size, 1))
         stream = _redacted(traces(path, options.source, detected, task.advance))
         bench = None
@@ -153,6 +157,26 @@ def ingest_file(
     if log is None:
         return replace(summary, new=0, already=0)
     return summary
+
+
+@contextlib.contextmanager
+def _fewer_collections() -> Iterator[None]:
+    """Reading a file allocates millions of short-lived dicts, lists and strings, freed by
+    their reference counts as soon as a trace is stored (they hold no cycles). At the default
+    threshold (700 allocations) the cyclic collector would scan the young ones thousands of
+    times for nothing; objects from before the file (the imported modules) are set aside so
+    the rarer full collections do not walk them either. Restored afterwards."""
+    threshold = gc.get_threshold()
+    freeze = gc.get_freeze_count() == 0  # a caller that froze objects itself keeps them so
+    if freeze:
+        gc.freeze()
+    gc.set_threshold(GC_THRESHOLD, *threshold[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*threshold)
+        if freeze:
+            gc.unfreeze()
 
 
 def _summary(
@@ -267,9 +291,8 @@ def _redacted(stream: Iterator[tuple[Trace, int]]) -> Iterator[Clean]:
     seen: set[str] = set()
     memo = ScrubMemo()
     for trace, line in stream:
-        scrubbed = redact_json(with_derived_feedback(trace).as_json(), memo)
-        clean = trace_from_json(scrubbed)
-        canonical = json.dumps(scrubbed, ensure_ascii=False)  # = canonical_json(clean)
+        clean = redact_trace(with_derived_feedback(trace), memo, MIN_SECRET_LEN)
+        canonical = canonical_json(clean)
         tid = content_id(clean, canonical)
         if tid in seen:
             continue  # the same trace twice in one file

@@ -53,6 +53,19 @@ _FIRST_LEAVES = (
     "tool_call.function.name",
 )
 _INDEXED = re.compile(r"^(\d+)\.(.+)$")
+# every key the usage sums of `spans_to_trace` read
+_USAGE_KEYS = frozenset(
+    {
+        "gen_ai.usage.input_tokens",
+        "gen_ai.usage.prompt_tokens",
+        "llm.token_count.prompt",
+        "gen_ai.usage.output_tokens",
+        "gen_ai.usage.completion_tokens",
+        "llm.token_count.completion",
+        "llm.cost.total",
+        "gen_ai.usage.cost",
+    }
+)
 
 
 @dataclass
@@ -266,20 +279,21 @@ def spans_to_trace(spans: list[Span], default_source: Source) -> Trace:
             or a.get("llm.model_name")
             or ""
         )
-        tokens_in += _int(
-            a.get("gen_ai.usage.input_tokens", a.get("gen_ai.usage.prompt_tokens"))
-            or a.get("llm.token_count.prompt")
-        )
-        tokens_out += _int(
-            a.get("gen_ai.usage.output_tokens", a.get("gen_ai.usage.completion_tokens"))
-            or a.get("llm.token_count.completion")
-        )
-        cost += _float(a.get("llm.cost.total") or a.get("gen_ai.usage.cost"))
+        if not _USAGE_KEYS.isdisjoint(a):  # tool and agent spans record none: skip the look-ups
+            tokens_in += _int(
+                a.get("gen_ai.usage.input_tokens", a.get("gen_ai.usage.prompt_tokens"))
+                or a.get("llm.token_count.prompt")
+            )
+            tokens_out += _int(
+                a.get("gen_ai.usage.output_tokens", a.get("gen_ai.usage.completion_tokens"))
+                or a.get("llm.token_count.completion")
+            )
+            cost += _float(a.get("llm.cost.total") or a.get("gen_ai.usage.cost"))
         if is_tool:
             _tool_span(b, span)
         elif kind in ("LLM", "") or op:
             # flattened lists (`<prefix>.0.<leaf>`) are looked for only when a key has an index
-            indexed = any(".0." in key for key in a)
+            indexed = ".0." in "\0".join(a)  # one C scan; a match cannot straddle two keys
             _genai_messages(b, a, span.events, indexed)
             if indexed:
                 _openinference_messages(b, a)
@@ -336,12 +350,14 @@ def _genai_messages(
     events: list[tuple[str, dict[str, Any]]],
     indexed: bool = True,
 ) -> None:
-    """Current names, then the deprecated ones older exporters still send."""
-    system = parse_json(a.get("gen_ai.system_instructions"))
-    if isinstance(system, list):
-        b.message(Role.SYSTEM, parts_text(system))
-    elif isinstance(system, str):
-        b.message(Role.SYSTEM, system)
+    """Current names, then the deprecated ones older exporters still send (an absent key
+    adds nothing, so it is not looked at further)."""
+    if "gen_ai.system_instructions" in a:
+        system = parse_json(a["gen_ai.system_instructions"])
+        if isinstance(system, list):
+            b.message(Role.SYSTEM, parts_text(system))
+        elif isinstance(system, str):
+            b.message(Role.SYSTEM, system)
     for key in ("gen_ai.input.messages", "gen_ai.output.messages"):
         messages = parse_json(a.get(key))
         if isinstance(messages, list):
@@ -349,7 +365,9 @@ def _genai_messages(
                 if isinstance(m, dict):
                     _genai_message(b, m)
     for key in ("gen_ai.prompt", "gen_ai.completion"):  # deprecated: a list of {role, content}
-        _legacy_messages(b, a.get(key), Role.USER if key == "gen_ai.prompt" else Role.ASSISTANT)
+        if key in a:
+            role = Role.USER if key == "gen_ai.prompt" else Role.ASSISTANT
+            _legacy_messages(b, a[key], role)
         if indexed:
             _indexed_messages(b, a, key)  # OpenLLMetry: gen_ai.prompt.<i>.role / .content
     if "gen_ai.tool.message" in a and "gen_ai.tool.name" not in a:
