@@ -38,10 +38,12 @@ def _rollout_failures(ws: Path, epoch: int, step: int, task_type: str) -> int:
 
 
 def test_failures_none_a_skill_gap_are_not_reported_as_no_failures(tmp_path, monkeypatch):
-    def runtime_fault_judge(world, prompt, shares) -> str:
-        return json.dumps({"category": "runtime_fault", "target": "skill", "rationale": "timeout"})
+    # missing_context: a runtime_fault on an answered run would be overruled as a skill gap
+    # (core/evolution/triage.py overrule_judge)
+    def missing_context_judge(world, prompt, shares) -> str:
+        return json.dumps({"category": "missing_context", "target": "skill", "rationale": "?"})
 
-    monkeypatch.setattr(sim_evolver, "diagnose", runtime_fault_judge)
+    monkeypatch.setattr(sim_evolver, "diagnose", missing_context_judge)
     ws = _train(tmp_path)
     reports = _reports(ws)
     with_failures = 0
@@ -52,11 +54,11 @@ def test_failures_none_a_skill_gap_are_not_reported_as_no_failures(tmp_path, mon
             with_failures += 1
             assert r["action"] == SkipAction.SKIP_NO_SKILL_GAPS
             assert r["summary"] == f"{n} failure{'s' if n > 1 else ''}, none a skill gap " + (
-                f"(runtime_fault {n})"
+                f"(missing_context {n})"
             )
             assert r["diagnosis"] == {
                 "failures": n,
-                "by_category": {"runtime_fault": n},
+                "by_category": {"missing_context": n},
                 "contradictory": 0,
                 "decided_by": {"judge": n},  # the judge's verdict: no rule fires here
             }
