@@ -105,9 +105,21 @@ def _evidence(
     )
     gate_runs = [s["gate_run_id"] for s in steps if s["gate_run_id"]]
     outcomes: Counter[int] = Counter()
+    compared = unchanged = 0
     for run_id in gate_runs:
-        for r in _rows(log, "SELECT correct FROM predictions WHERE run_id = ?", (run_id,)):
+        for r in _rows(
+            log,
+            "SELECT question_id, prediction, correct, skills_version FROM predictions "
+            "WHERE run_id = ?",
+            (run_id,),
+        ):
             outcomes[int(r["correct"] or 0)] += 1
+            if r["correct"]:
+                continue
+            base = _base_answer(log, like, r)
+            if base is not None:
+                compared += 1
+                unchanged += _same_answer(base, r["prediction"])
     judged, contradicted = _judge_counts(log, like, task_type, context_of)
     horizons = [_horizon(s["report_json"]) for s in steps if s["gate_run_id"]]
     seen = [h for h in horizons if h is not None]
@@ -128,7 +140,32 @@ def _evidence(
         families_needed=needed,
         judge_verdicts=judged,
         contradicted=contradicted,
+        compared_failures=compared,
+        unchanged_failures=unchanged,
     )
+
+
+CANDIDATE_SUFFIX = "+cand"  # a gate run's skills version: the base version with the candidate
+
+
+def _base_answer(log: LogReader, like: str, gate_row: dict[str, Any]) -> str | None:
+    """The answer the base skill (the gate's version without the candidate) gave the same
+    question in this workspace, from any run of that version that is not a candidate's (the
+    baseline, a rollout, a gate's base run); None when the log holds none."""
+    version = str(gate_row["skills_version"] or "")
+    if not version.endswith(CANDIDATE_SUFFIX):
+        return None
+    rows = _rows(
+        log,
+        "SELECT prediction FROM predictions WHERE question_id = ? AND skills_version = ? "
+        "AND (run_id LIKE ? OR run_id = 'baseline') ORDER BY id DESC LIMIT 1",
+        (gate_row["question_id"], version.removesuffix(CANDIDATE_SUFFIX), like),
+    )
+    return str(rows[0]["prediction"] or "") if rows else None
+
+
+def _same_answer(a: str, b: str | None) -> bool:
+    return " ".join(a.split()).casefold() == " ".join((b or "").split()).casefold()
 
 
 def _horizon(report_json: str | None) -> int | None:

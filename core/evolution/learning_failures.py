@@ -4,10 +4,14 @@ Four reasons, each a measurable test on one task type's evidence of a training r
 
 - `evolver_nothing_usable`: the evolver was asked and no reply held a usable edit (every
   reply unparseable, empty or changing nothing);
-- `agent_ignored_rule` (a proxy): candidates with the evolver's edit in the skill the agent
-  was sent were gated, and the agent still answered at least half of those gate units wrong.
-  The log cannot tell a rule the agent ignored from a rule that was wrong: the replies of
-  those units (the gate runs' predictions) show which;
+- `agent_ignored_rule`: candidates with the evolver's edit in the skill the agent was sent
+  were gated, the agent still answered at least half of those gate units wrong, and at least
+  half of those wrong answers are the very answers it gave the same questions without the edit
+  (the base skill's, where the log holds them): the rule did not move the answer;
+- `evolver_wrong_rule`: the same failures, but most wrong answers differ from the base skill's:
+  the agent followed the rule and the rule was wrong (as "team-name-username" for a
+  `team-` + surname + initial convention). Without base answers to compare, the failures count
+  as `agent_ignored_rule` and its detail says the two cannot be told apart;
 - `gate_lacked_evidence`: the gate's pools hold fewer families than the gate needs to accept
   anything (`gate_min_families`, core/benchmark_checks.py), or a gate test could see fewer
   (its horizon: the pools less the families shown to the evolver), or it ran out of families
@@ -28,6 +32,7 @@ from enum import StrEnum
 class Reason(StrEnum):
     EVOLVER_NOTHING_USABLE = "evolver_nothing_usable"
     AGENT_IGNORED_RULE = "agent_ignored_rule"
+    EVOLVER_WRONG_RULE = "evolver_wrong_rule"
     GATE_LACKED_EVIDENCE = "gate_lacked_evidence"
     JUDGE_MIS_TRIAGED = "judge_mis_triaged"
 
@@ -50,6 +55,10 @@ class TypeEvidence:
     families_needed: int | None  # the fewest won families at which the gate accepts
     judge_verdicts: int  # diagnoses decided by the judge model
     contradicted: int  # of those, naming a cause the log contradicts
+    # failed gate units whose question the base skill also answered (the log holds its answer),
+    # and of those, the ones whose wrong answer is that same answer
+    compared_failures: int = 0
+    unchanged_failures: int = 0
 
 
 @dataclass(frozen=True)
@@ -82,11 +91,23 @@ def _evolver(e: TypeEvidence) -> Explanation | None:
 def _agent(e: TypeEvidence) -> Explanation | None:
     if e.candidate_units == 0 or 2 * e.candidate_failures < e.candidate_units:
         return None
-    return Explanation(
-        Reason.AGENT_IGNORED_RULE,
+    failed = (
         f"with the edited skill the agent still failed {e.candidate_failures} of "
-        f"{e.candidate_units} gate units over {e.gated} candidate(s) (an ignored or a wrong "
-        "rule: the gate runs' replies show which)",
+        f"{e.candidate_units} gate units over {e.gated} candidate(s)"
+    )
+    if e.compared_failures == 0:
+        return Explanation(
+            Reason.AGENT_IGNORED_RULE,
+            f"{failed} (no base answers to compare: an ignored or a wrong rule, the gate runs' "
+            "replies show which)",
+        )
+    moved = e.compared_failures - e.unchanged_failures
+    compared = f"{moved} of {e.compared_failures} wrong answers differ from the base skill's"
+    if 2 * e.unchanged_failures >= e.compared_failures:
+        return Explanation(Reason.AGENT_IGNORED_RULE, f"{failed}; only {compared}")
+    return Explanation(
+        Reason.EVOLVER_WRONG_RULE,
+        f"{failed}; {compared}: the agent followed the rule, and the rule was wrong",
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -99,6 +100,8 @@ def test_edits_that_change_no_answer_read_as_a_rule_the_agent_ignored(
     assert all(Reason.AGENT_IGNORED_RULE in r for r in found.values()), found
     entry = s["learning_failures"][0]
     assert 2 * entry["candidate_failures"] >= entry["candidate_units"] > 0
+    # the stand-in's answer does not depend on the skill: every wrong answer is the base one's
+    assert entry["unchanged_failures"] == entry["compared_failures"] > 0
     assert "agent_ignored_rule: with the edited skill the agent still failed" in s["text"]
 
 
@@ -174,7 +177,15 @@ def test_too_few_families_is_the_gate_lacking_evidence(tmp_path: Path, capsys) -
     ("change", "reason"),
     [
         ({"usable_replies": 0}, Reason.EVOLVER_NOTHING_USABLE),
-        ({"candidate_failures": 5}, Reason.AGENT_IGNORED_RULE),
+        ({"candidate_failures": 5}, Reason.AGENT_IGNORED_RULE),  # no base answers to compare
+        (
+            {"candidate_failures": 5, "compared_failures": 4, "unchanged_failures": 2},
+            Reason.AGENT_IGNORED_RULE,  # half the wrong answers did not move
+        ),
+        (
+            {"candidate_failures": 5, "compared_failures": 4, "unchanged_failures": 1},
+            Reason.EVOLVER_WRONG_RULE,  # most moved, and stayed wrong
+        ),
         ({"insufficient": 1}, Reason.GATE_LACKED_EVIDENCE),
         ({"gate_families": 4}, Reason.GATE_LACKED_EVIDENCE),
         ({"blind_tests": 1, "fewest_seen": 2}, Reason.GATE_LACKED_EVIDENCE),
@@ -203,3 +214,34 @@ def test_each_test_fires_on_its_own_evidence(change: dict, reason: Reason) -> No
     from dataclasses import replace
 
     assert [x.reason for x in explain(replace(fine, **change))] == [reason]
+
+
+def test_a_rule_the_agent_follows_and_that_is_wrong_is_the_evolvers(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
+    """The evolver proposes a wrong form, the agent writes every answer in it: its wrong answers
+    move away from the base skill's, so the rule is named, not the agent."""
+    real_task, real_turn = oracle.OracleProvider._task_reply, oracle.OracleProvider._agent_turn
+    rule = "- Write every answer with the prefix X-."
+
+    def wrong_rule(self, prompt: str) -> str:  # noqa: ANN001 - the provider
+        if "## Task: evolve-skill" in prompt:
+            return json.dumps({"edits": [{"op": "add", "section": "Rules", "content": rule}]})
+        return real_task(self, prompt)
+
+    def follows(self, messages, tools, seed):  # noqa: ANN001 - the provider's own arguments
+        response = real_turn(self, messages, tools, seed)
+        if any("prefix X-" in str(m.get("content") or "") for m in messages):
+            return replace(response, text=response.text.replace("ANSWER: ", "ANSWER: X-"))
+        return response
+
+    monkeypatch.setattr(oracle.OracleProvider, "_task_reply", wrong_rule)
+    monkeypatch.setattr(oracle.OracleProvider, "_agent_turn", follows)
+    s = _train_and_report(tmp_path, capsys, "--set", "sim_oracle_accuracy=0.2")
+    found = _reasons(s)
+    gated = [e for e in s["learning_failures"] if e["gated"]]
+    assert gated, s["learning_failures"]
+    for entry in gated:
+        assert Reason.EVOLVER_WRONG_RULE in found[entry["task_type"]], found
+        assert entry["compared_failures"] > 0 and entry["unchanged_failures"] == 0
+    assert "the agent followed the rule, and the rule was wrong" in s["text"]
