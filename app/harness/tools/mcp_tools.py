@@ -3,8 +3,10 @@
 The client (the `mcp` package) runs in a thread with its own event loop, so the server's
 life does not depend on which rollout task first needed it: rollouts hand calls over with
 `asyncio.run_coroutine_threadsafe` and wait with a timeout. The server is started in its own
-process group by the mcp client and killed with it on `close()`. A server that dies turns
-every later call into a recorded error ("server exited"), never a hang.
+process group by the mcp client and killed with it on `close()`. A server that dies fails
+its call with a recorded error ("server exited"), never a hang; the next call starts it again,
+at most MAX_RESTARTS times a run (a run lasts days: one crash must not cost every later tool
+call), after which its tools fail as "not running".
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from core.types import ToolSpec
 if TYPE_CHECKING:
     from mcp import ClientSession
 
+MAX_RESTARTS = 3
+
 
 class McpServer:
     def __init__(self, decl: McpTool, cwd: Path) -> None:
@@ -39,6 +43,8 @@ class McpServer:
         self._error = ""
         self._dead = False
         self._errlog: TextIO | None = None
+        self._restart_lock = threading.Lock()
+        self.restarts = 0
         self.calls = 0
 
     # --- life ---
@@ -46,7 +52,9 @@ class McpServer:
     def start(self) -> list[ToolSpec]:
         """Start the server, list its tools (blocking, bounded); ToolUnavailable on failure."""
         self.cwd.mkdir(parents=True, exist_ok=True)
-        self._errlog = open(self.cwd / "server.stderr", "w", encoding="utf-8")  # noqa: SIM115
+        # a restarted server's stderr follows the first's
+        log_file = self.cwd / "server.stderr"
+        self._errlog = log_file.open("a" if self.restarts else "w", encoding="utf-8")  # noqa: SIM115
         self._thread = threading.Thread(target=self._serve, name=f"mcp-{self.decl.name}")
         self._thread.daemon = True
         self._thread.start()
@@ -102,6 +110,30 @@ class McpServer:
             self._errlog.close()
             self._errlog = None
 
+    def _restart(self) -> None:
+        """Start a dead server again (one thread at a time; a call that finds it running again
+        does nothing); after MAX_RESTARTS it stays down."""
+        with self._restart_lock:
+            if self.alive or self.restarts >= MAX_RESTARTS:
+                return
+            self.close()
+            self._ready = threading.Event()
+            self._loop, self._stop, self._session = None, None, None
+            self._error, self._dead = "", False
+            self.restarts += 1
+            try:
+                self.start()
+            except ToolUnavailable as e:
+                self._dead = True
+                logger.warning("{} (restart {} of {})", e, self.restarts, MAX_RESTARTS)
+                return
+            logger.warning(
+                "mcp server {!r} started again (restart {} of {})",
+                self.decl.name,
+                self.restarts,
+                MAX_RESTARTS,
+            )
+
     @property
     def alive(self) -> bool:
         live = self._thread is not None and self._thread.is_alive()
@@ -127,6 +159,8 @@ class McpServer:
     async def call(self, name: str, arguments: dict[str, Any], timeout_s: float) -> ToolResult:
         started = time.perf_counter()
         self.calls += 1
+        if not self.alive and self._thread is not None:  # started once, and died since
+            await asyncio.to_thread(self._restart)
         session, loop = self._session, self._loop
         if session is None or loop is None or not self.alive:
             reason = f"mcp server {self.decl.name!r} is not running"
@@ -146,7 +180,7 @@ class McpServer:
             elif "closed" in reason.lower():  # the pipe closed: the server is gone for good
                 self._dead = True
                 reason = f"mcp server {self.decl.name!r} exited ({reason})"
-                logger.warning("{}; its tools fail from now on", reason)
+                logger.warning("{}; the next call starts it again", reason)
             return ToolResult(False, f"error: {reason}", reason, _ms(started))
         logger.debug("mcp {}.{}: {:.1f} ms", self.decl.name, name, _ms(started))
         text = "\n".join(

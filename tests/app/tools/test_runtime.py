@@ -15,6 +15,7 @@ import pytest
 from app.errors import UserError
 from app.harness.rollouts.inference import AgentSettings, answer_question
 from app.harness.tools import fixtures
+from app.harness.tools.mcp_tools import MAX_RESTARTS
 from app.harness.tools.runtime import ToolRollout, ToolRuntime
 from app.harness.tools.spec import parse_tables
 from app.harness.workspace.store import load_benchmark
@@ -267,6 +268,10 @@ def test_an_mcp_server_is_listed_called_and_its_death_recorded(tmp_path: Path) -
         assert not slow.ok and slow.error == "timed out after 1 s"
         died = call(rt, q, "die", {})
         assert not died.ok and "exited" in died.error
+        # the next call starts it again, MAX_RESTARTS times a run; then its tools stay down
+        for _ in range(MAX_RESTARTS):
+            assert call(rt, q, "echo", {"text": "hi"}).output == "hi"
+            assert "exited" in call(rt, q, "die", {}).error
         after = call(rt, q, "echo", {"text": "hi"})
         assert not after.ok and "is not running" in after.error
     finally:
