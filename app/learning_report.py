@@ -106,6 +106,7 @@ def _evidence(
     gate_runs = [s["gate_run_id"] for s in steps if s["gate_run_id"]]
     outcomes: Counter[int] = Counter()
     compared = unchanged = 0
+    base_answers = _base_answers(log, like, task_type) if gate_runs else {}
     for run_id in gate_runs:
         for r in _rows(
             log,
@@ -114,9 +115,10 @@ def _evidence(
             (run_id,),
         ):
             outcomes[int(r["correct"] or 0)] += 1
-            if r["correct"]:
+            version = str(r["skills_version"] or "")
+            if r["correct"] or not version.endswith(CANDIDATE_SUFFIX):
                 continue
-            base = _base_answer(log, like, r)
+            base = base_answers.get((r["question_id"], version.removesuffix(CANDIDATE_SUFFIX)))
             if base is not None:
                 compared += 1
                 unchanged += _same_answer(base, r["prediction"])
@@ -146,22 +148,22 @@ def _evidence(
 
 
 CANDIDATE_SUFFIX = "+cand"  # a gate run's skills version: the base version with the candidate
+BASELINE_RUN = "baseline"  # app/harness/training/runner.py BASELINE_RUN (not imported: heavy)
 
 
-def _base_answer(log: LogReader, like: str, gate_row: dict[str, Any]) -> str | None:
-    """The answer the base skill (the gate's version without the candidate) gave the same
-    question in this workspace, from any run of that version that is not a candidate's (the
-    baseline, a rollout, a gate's base run); None when the log holds none."""
-    version = str(gate_row["skills_version"] or "")
-    if not version.endswith(CANDIDATE_SUFFIX):
-        return None
+def _base_answers(log: LogReader, like: str, task_type: str) -> dict[tuple[str, str], str]:
+    """(question, skills version) -> the latest answer a run of that version that is not a
+    candidate's gave (the baseline, a rollout, a gate's base run): what the base skill of a
+    gate answered the same question. One read per task type, not one per gate unit."""
     rows = _rows(
         log,
-        "SELECT prediction FROM predictions WHERE question_id = ? AND skills_version = ? "
-        "AND (run_id LIKE ? OR run_id = 'baseline') ORDER BY id DESC LIMIT 1",
-        (gate_row["question_id"], version.removesuffix(CANDIDATE_SUFFIX), like),
+        "SELECT question_id, skills_version, prediction FROM predictions WHERE task_type = ? "
+        "AND (run_id LIKE ? OR run_id = ?) AND skills_version NOT LIKE ? ORDER BY id",
+        (task_type, like, BASELINE_RUN, f"%{CANDIDATE_SUFFIX}"),
     )
-    return str(rows[0]["prediction"] or "") if rows else None
+    return {
+        (str(r["question_id"]), str(r["skills_version"])): str(r["prediction"] or "") for r in rows
+    }
 
 
 def _same_answer(a: str, b: str | None) -> bool:

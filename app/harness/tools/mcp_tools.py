@@ -159,8 +159,8 @@ class McpServer:
     async def call(self, name: str, arguments: dict[str, Any], timeout_s: float) -> ToolResult:
         started = time.perf_counter()
         self.calls += 1
-        if not self.alive and self._thread is not None:  # started once, and died since
-            await asyncio.to_thread(self._restart)
+        if not self.alive and self._thread is not None and self.restarts < MAX_RESTARTS:
+            await asyncio.to_thread(self._restart)  # started once, and died since
         session, loop = self._session, self._loop
         if session is None or loop is None or not self.alive:
             reason = f"mcp server {self.decl.name!r} is not running"
