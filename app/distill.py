@@ -99,11 +99,7 @@ class _Spend:
 async def run_distill(
     root: Path, config: RunConfig, teacher: str, student: str, bars: Bars = NO_BARS
 ) -> DistillOutcome:
-    if (root / "checkpoint.json").is_file():
-        raise UserError(
-            f"{root}: already trained; distill trains the student from the workspace's seed "
-            "and skills: init a new workspace for it"
-        )
+    _check_untrained(root, config)
     prefix, spend = _run_prefix(root, config), _Spend()
     t_config = config.model_copy(update={"agent_model": teacher, "memory_k": 0})
     s_config = config.model_copy(update={"agent_model": student, "memory_k": 0})
@@ -119,6 +115,25 @@ async def run_distill(
     if probe.verdict is not d.Verdict.DISTILL:
         return _write(root, outcome)
     return _write(root, await _distil(root, config, outcome, pools, prefix, bars, spend))
+
+
+def _check_untrained(root: Path, config: RunConfig) -> None:
+    """Distill trains the student from the seed: a workspace that trained already is refused,
+    and one whose distill was killed during the student's training says how to finish it."""
+    if not (root / "checkpoint.json").is_file():
+        return
+    with Session(root, config, calls_models=False) as session:
+        runs = [r.run_id for r in LogReader(session.log).runs()]
+    if read_final(root) is None and any(r.startswith("distill-") for r in runs):
+        raise UserError(
+            f"{root}: a distill here was stopped during the student's training; "
+            f"`train --resume -w {root}` finishes that training (the student's skills and test "
+            "figures, in `report`), and a new workspace runs the whole distill again"
+        )
+    raise UserError(
+        f"{root}: already trained; distill trains the student from the workspace's seed "
+        "and skills: init a new workspace for it"
+    )
 
 
 async def _distil(

@@ -130,3 +130,34 @@ def test_one_cost_budget_covers_every_run_of_the_command(tmp_path: Path) -> None
     assert teacher is not None and str(teacher.status) == "done"
     assert student is not None and str(student.status) == "failed"
     assert not (root / "analyses" / "distill.json").exists()  # nothing half-written
+
+
+def test_a_distill_killed_in_training_points_to_train_resume(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    root = tmp_path / "ws"
+    api.init_workspace(root, questions="sim-basic", seed="sim-starter")
+    args = [
+        "distill",
+        "-w",
+        str(root),
+        *FAST,
+        "--teacher",
+        "sim/basic-strong",
+        "--student",
+        "sim/basic",
+    ]
+    killed = subprocess.run(
+        [sys.executable, "main.py", *args],
+        cwd=Path(__file__).resolve().parents[2],
+        env={**os.environ, "SKILL_TRAINER_KILL_AT": "step_end:1"},  # in the student's training
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert killed.returncode == -9 and (root / "checkpoint.json").is_file(), killed.stderr
+    with pytest.raises(api.UserError, match="stopped during the student's training") as e:
+        api.distill(root, "sim/basic-strong", "sim/basic", overrides={"epochs": 1})
+    assert f"train --resume -w {root}" in str(e.value) and "already trained" not in str(e.value)

@@ -584,6 +584,12 @@ def test_resume_uses_the_versions_the_fork_started_with(fresh_ws, tmp_path) -> N
     assert versions == {"v1"}
 
 
+def _spec_json(**fields: object) -> str:
+    """A stored fork spec, well formed but for `fields`."""
+    spec = {"question_ids": ["q"], "temperatures": [0.5], "concurrency": 2, "pool": "diagnosis"}
+    return json.dumps({"fork": {**spec, **fields}})
+
+
 @pytest.mark.parametrize(
     ("provenance", "says"),
     [
@@ -591,6 +597,16 @@ def test_resume_uses_the_versions_the_fork_started_with(fresh_ws, tmp_path) -> N
         ('["a list"]', "holds no fork spec"),
         ('{"fork": "text"}', "holds no fork spec"),
         ('{"fork": {"question_ids": ["q"]}}', "fork spec is damaged"),
+        # checked as strictly as the command line: 0 waited forever, -3 was a traceback, NaN
+        # was taken as a temperature
+        (_spec_json(concurrency=0), "concurrency: 0 is not a whole number >= 1"),
+        (_spec_json(concurrency=-3), "concurrency: -3 is not a whole number >= 1"),
+        (_spec_json(concurrency=2.5), "concurrency: 2.5 is not a whole number >= 1"),
+        (_spec_json(temperatures=[0.5, float("nan")]), "temperatures: nan is not a number"),
+        (_spec_json(temperatures=[3.0]), "temperatures: 3.0 is not a number within [0, 2]"),
+        (_spec_json(temperatures=[]), "temperatures: must be a list of 1 to 64"),
+        (_spec_json(question_ids=[]), "question_ids: must be a non-empty list"),
+        (_spec_json(pool="everything"), "pool: 'everything' is not one of"),
     ],
 )
 def test_resuming_a_fork_with_a_garbage_spec_is_one_line(

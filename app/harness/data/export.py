@@ -71,6 +71,7 @@ from app.harness.workspace.atomic import (
 )
 from app.harness.workspace.clock import now_iso
 from app.harness.workspace.ids import check_run_id
+from app.harness.workspace.leftovers import OUT_STAGING_PREFIX, note_out_staging
 from app.secrets import scrub_json
 from core.evolution.edits import strip_momentum
 from core.types import Question
@@ -226,7 +227,7 @@ def export_rollouts(
         session, rollout_ids, test_ids, curation or CurationOptions(), admitted
     )
     lines.update(curated)
-    with _staged(Path(out_dir)) as staging:
+    with _staged(session.paths.root, Path(out_dir)) as staging:
         write_json_atomic(staging / CURATION_MANIFEST, curation_manifest)
         return _write_files(
             session, staging, lines, rollout_ids, versions, include_test, skipped_test, admitted
@@ -246,7 +247,7 @@ def _export_ingested(
     options = curation or CurationOptions()
     lines, manifest, skipped_test = ingested_lines(session, run_ids, include_test, options)
     _check_target(session.paths.root, out_dir, overwrite)
-    with _staged(out_dir) as staging:
+    with _staged(session.paths.root, out_dir) as staging:
         write_json_atomic(staging / CURATION_MANIFEST, manifest)
         return _write_files(
             session, staging, lines, run_ids, set(), include_test, skipped_test, NO_ADMISSION_RULES
@@ -311,22 +312,26 @@ def _check_target(workspace: Path, out_dir: Path, overwrite: bool) -> None:
 
 
 @contextlib.contextmanager
-def _staged(out_dir: Path) -> Iterator[Path]:
+def _staged(root: Path, out_dir: Path) -> Iterator[Path]:
     """A hidden folder in `out_dir` to write every file into; on success each file is renamed
-    into place, on failure the folder (and `out_dir`, when this export created it) is removed."""
+    into place, on failure the folder (and `out_dir`, when this export created it) is removed.
+    The folder is noted in the workspace first, so the next writer removes it after a kill -9
+    (app/harness/workspace/leftovers.py)."""
     created = not os.path.lexists(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    staging = out_dir / f".export-{uuid.uuid4().hex[:8]}"
-    staging.mkdir()
+    staging = out_dir / f"{OUT_STAGING_PREFIX}{uuid.uuid4().hex[:8]}"
+    note = note_out_staging(root, staging, out_dir, created)
     try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        staging.mkdir()
         yield staging
         for name in _file_names():
             os.replace(staging / name, out_dir / name)
         fsync_dir(out_dir)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-        if created and not any(out_dir.iterdir()):
+        if created and out_dir.is_dir() and not any(out_dir.iterdir()):
             out_dir.rmdir()
+        note.unlink(missing_ok=True)
 
 
 def _dump(obj: dict) -> str:

@@ -68,18 +68,37 @@ class ForkSpec:
 
     @classmethod
     def from_json(cls, data: dict[str, Any], where: str, fix: str = "") -> ForkSpec:
+        """The stored spec, checked as strictly as the command line checks a new one: a damaged
+        field (a concurrency of 0 would wait forever, a NaN temperature is no temperature) is
+        refused in one line naming the field."""
         try:
-            return cls(
-                question_ids=tuple(str(q) for q in data["question_ids"]),
-                temperatures=tuple(float(t) for t in data["temperatures"]),
-                concurrency=int(data["concurrency"]),
-                pool=str(data["pool"]),
-            )
+            return _checked_spec(data)
         except (KeyError, TypeError, ValueError) as e:
             raise UserError(
                 f"{where}: fork spec is damaged ({type(e).__name__}: {e})"
                 + (f"; {fix}" if fix else "")
             ) from None
+
+
+def _checked_spec(data: dict[str, Any]) -> ForkSpec:
+    ids, temps, concurrency, pool = (
+        data["question_ids"],
+        data["temperatures"],
+        data["concurrency"],
+        data["pool"],
+    )
+    if not isinstance(ids, list) or not ids or not all(isinstance(q, str) for q in ids):
+        raise ValueError("question_ids: must be a non-empty list of question ids")
+    if not isinstance(temps, list) or not 1 <= len(temps) <= MAX_BRANCHES:
+        raise ValueError(f"temperatures: must be a list of 1 to {MAX_BRANCHES} numbers")
+    for t in temps:
+        if type(t) not in (int, float) or not 0.0 <= t <= 2.0:  # NaN fails the range test
+            raise ValueError(f"temperatures: {t!r} is not a number within [0, 2]")
+    if type(concurrency) is not int or concurrency < 1:
+        raise ValueError(f"concurrency: {concurrency!r} is not a whole number >= 1")
+    if pool not in POOLS:
+        raise ValueError(f"pool: {pool!r} is not one of {', '.join(POOLS)}")
+    return ForkSpec(tuple(ids), tuple(float(t) for t in temps), concurrency, pool)
 
 
 def stored_spec(run: dict[str, Any], where: str) -> ForkSpec:

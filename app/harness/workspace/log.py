@@ -479,6 +479,34 @@ class HarnessLog:
                 (status, now_iso(), scrub(json.dumps(summary or {}, sort_keys=True)), run_id),
             )
 
+    def close_dead_runs(self, kinds: Sequence[str], found_by: str) -> list[str]:
+        """Mark `failed` the top-level runs of `kinds` still `running`, and return their ids.
+
+        Only for a caller that holds the writer lock: every run is written by a lock holder, so
+        a run still `running` then is one whose process died (kill -9, power loss). Train and
+        fork runs are left as they are: `--resume` continues them from that state.
+        """
+        marks = ",".join("?" for _ in kinds)
+        with self._txn():
+            ids = [
+                r[0]
+                for r in self.conn.execute(
+                    f"SELECT run_id FROM _runs WHERE status = ? AND parent_run_id IS NULL "
+                    f"AND kind IN ({marks}) ORDER BY seq",
+                    (RunStatus.RUNNING, *kinds),
+                )
+            ]
+            summary = json.dumps(
+                {"stopped_by": "killed", "reason": f"its process died; found by `{found_by}`"},
+                sort_keys=True,
+            )
+            for run_id in ids:
+                self.conn.execute(
+                    "UPDATE _runs SET status=?, finished_at=?, summary_json=? WHERE run_id=?",
+                    (RunStatus.FAILED, now_iso(), summary, run_id),
+                )
+        return ids
+
     def set_result_version(self, run_id: str, task_type: str, version: str) -> None:
         """The version an evolution produced; known only once its gate accepted it, after
         the row was written (app/harness/training/step.py `settle`)."""

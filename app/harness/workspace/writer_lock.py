@@ -5,6 +5,7 @@ promote, demo) holds this lock for its whole life. It is an `flock`, so the kern
 when the holder exits for any reason, SIGKILL included: there is no stale lock to clean up.
 The lock file also names its holder (pid, command, start time) so a refused second writer can
 say who is writing. Readers (`report`, the TUI) never take it and never wait for it.
+Whoever takes it cleans what a writer killed with SIGKILL left (app/harness/workspace/leftovers.py).
 Taking it first refuses a workspace where a path commands write is a symbolic link
 (app.harness.workspace.workspace.check_workspace_links), before the lock file itself is opened.
 """
@@ -22,6 +23,7 @@ from typing import Any
 
 from app.errors import UserError
 from app.harness.workspace.clock import now_iso
+from app.harness.workspace.leftovers import clean_dead_writer
 from app.harness.workspace.workspace import check_workspace_links
 
 LOCK_FILE = "writer.lock"
@@ -51,6 +53,7 @@ class WriterLock:
         check_workspace_links(self.root)  # before the lock file itself is opened
         self._fd = self._lock(self.root)
         self._held_in = self.root
+        clean_dead_writer(self.root, self.command)  # only a holder may: what it finds is dead
         return self
 
     def move_into(self, folder: Path) -> None:
