@@ -29,7 +29,8 @@ import uvicorn
 from app.errors import UserError
 from app.harness.rollouts.session import Session
 from app.harness.serving.agent import ServedAgent, ServedAnswer
-from app.harness.serving.app import build_app, flush_periodically
+from app.harness.serving.app import build_app, flush_periodically, loopback_hosts
+from app.harness.serving.routing import Router
 from app.harness.workspace import workspace as ws
 from app.harness.workspace.config import RunConfig
 from app.harness.workspace.log import RunStatus
@@ -217,6 +218,14 @@ async def _serve(
         recorder=session.recorder,
         limiter=anyio.CapacityLimiter(session.config.concurrency),
     )
+    tools = session.tools
+    router = Router.build(
+        name,
+        prompts,
+        session.benchmark.questions,
+        [t.name for t in tools.tables.tools if t.default] if tools is not None else (),
+    )
+    host, port = sock.getsockname()[:2]
     server = _Server(
         uvicorn.Config(
             build_app(
@@ -225,6 +234,8 @@ async def _serve(
                 on_answer=on_answer,
                 page_root=root,
                 allow_origins=settings.allow_origins,
+                router=router,
+                allowed_hosts=loopback_hosts(port) if is_loopback(settings.host) else None,
             ),
             log_config=None,
             log_level="warning",
@@ -233,7 +244,6 @@ async def _serve(
             timeout_graceful_shutdown=math.ceil(settings.drain_timeout_s),
         )
     )
-    host, port = sock.getsockname()[:2]
     ready = ServeReady(
         url=f"http://{f'[{host}]' if ':' in host else host}:{port}",
         name=name,
