@@ -487,6 +487,25 @@ def test_sigterm_drains_requests_in_flight_then_stops(tmp_path):
     assert savings["accuracy"].value is None and "no reference answers" in savings["accuracy"].basis
 
 
+def test_a_killed_serve_leaves_a_running_run_naming_its_pid_and_a_free_lock(tmp_path):
+    """What a later writer needs to mark the run as dead: the lock is free (the kernel drops a
+    flock with its process) while the run says `running` and names the pid that ran it."""
+    ws = init_ws(tmp_path / "ws")
+    server = start(ws)
+    server.proc.kill()
+    server.proc.communicate(timeout=30)
+    conn = sqlite3.connect(ws / "harness.db")
+    try:
+        status, provenance = conn.execute(
+            "SELECT status, provenance_json FROM _runs WHERE run_id = ?", (server.run_id,)
+        ).fetchone()
+    finally:
+        conn.close()
+    assert status == "running" and json.loads(provenance)["pid"] == server.proc.pid
+    with WriterLock(ws, "train"):  # taken at once: nothing to wait for
+        pass
+
+
 # ------------------------------------------------------------------ the request parser alone
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import math
+import os
 import signal
 import socket
 import threading
@@ -206,7 +207,9 @@ async def _serve(
     name = settings.name or root.resolve().name
     sock = _listening_socket(settings.host, settings.port)
     run_id = next_serve_run_id(session)
-    session.register(run_id, "serve", prompts, provenance={"served_as": name})
+    # the pid: a serve killed with SIGKILL leaves its run `running` and the lock free; whoever
+    # takes the lock next can tell the run's process is gone (docs/serving.md#what-it-writes-and-the-writer-lock)
+    session.register(run_id, "serve", prompts, provenance={"served_as": name, "pid": os.getpid()})
     session.charge_run(run_id)
     agent = ServedAgent(
         name=name,
