@@ -47,6 +47,12 @@ def test_the_task_is_routed_by_the_words_only_its_descriptions_hold():
     assert caught.value.status == 400 and caught.value.code == "task_type_not_found"
 
 
+def test_a_task_type_without_a_skill_of_its_own_is_routed_by_its_name():
+    router = Router.build("m", prompts(SKILLS), [question("p1", "price_code")])
+    route = router.route("m", None, "[pricing] Case 4. What is the price code?")
+    assert (route.task_type, route.skill) == ("price_code", "default-strategy.md")
+
+
 def test_a_trained_description_routes_by_its_own_words():
     sidecar = '{"ledger.md": {"description": "Use for sums of client figures and totals."}}'
     router = Router.build("m", prompts(SKILLS, sidecar), [])

@@ -11,7 +11,8 @@ A request is routed, in this order, by
    shared word is refused (`RoutingError`): an unrouted request would get untrained text.
 
 The task types are those with a skill file of their own (`<task_type>.md`) and those of the
-workspace's questions (which may share `default-strategy.md`).
+workspace's questions (which may share `default-strategy.md`; such a type's name stands in
+for the description it does not have).
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ class TaskType:
     name: str
     skill: str
     tools: tuple[str, ...] | None
-    words: frozenset[str]  # its description's words (none without a skill file of its own)
+    words: frozenset[str]  # its description's words (its name's, without a skill of its own)
 
 
 def _words(text: str) -> frozenset[str]:
@@ -125,7 +126,9 @@ class Router:
                 name=t,
                 skill=skill if skill in prompts.skills else "",
                 tools=_tools_of([q for q in questions if q.task_type == t], defaults),
-                words=_words(described.get(t, "")),
+                # a type without a skill of its own (it shares default-strategy.md) has no
+                # description: its name stands in, as default descriptions are built from it
+                words=_words(described.get(t, t.replace("_", " ").replace("-", " "))),
             )
         return cls(name, types)
 
