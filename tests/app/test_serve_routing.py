@@ -94,10 +94,23 @@ def test_a_routed_task_type_offers_the_tools_its_questions_declare():
     assert router.route("m/ledger", None, "q").tools is None  # no questions: the defaults
 
 
-def test_inline_mode_never_reports_a_skill_file_the_version_lacks(tmp_path: Path):
-    ws = tmp_path / "ws"
+@pytest.fixture(scope="module")
+def starter(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    ws = tmp_path_factory.mktemp("routing") / "ws"
     assert main(["init", str(ws), "--seed", "sim-starter", "--questions", "sim-basic"]) == 0
-    with Session(ws, load_config(None)) as session:
+    return ws
+
+
+def test_every_sim_basic_question_as_plain_text_routes_to_its_own_task_type(starter: Path):
+    with Session(starter, load_config(None)) as session:
+        qs = session.benchmark.questions
+        router = Router.build("m", session.agent_prompts(), qs)
+    routed = [router.route("m", None, q.question).task_type for q in qs]
+    assert len(qs) > 400 and routed == [q.task_type for q in qs]
+
+
+def test_inline_mode_never_reports_a_skill_file_the_version_lacks(starter: Path):
+    with Session(starter, load_config(None)) as session:
         loaded = session.agent_prompts()
         kept = {k: v for k, v in loaded.skills.items() if k not in ("ledger.md", SKILL_DEFAULT)}
         agent = ServedAgent(
