@@ -118,14 +118,17 @@ class Router:
     ) -> Router:
         described = {f[:-3]: desc for f, _, desc in prompts.catalog() if f != DEFAULT_SKILL_FILE}
         defaults = tuple(default_tools)
-        names = sorted(set(described) | {q.task_type for q in questions})
+        by_type: dict[str, list[Question]] = {}
+        for q in questions:
+            by_type.setdefault(q.task_type, []).append(q)
+        names = sorted(set(described) | set(by_type))
         types = {}
         for t in names:
             skill = resolve_skill_file(t, prompts.skills)
             types[t] = TaskType(
                 name=t,
                 skill=skill if skill in prompts.skills else "",
-                tools=_tools_of([q for q in questions if q.task_type == t], defaults),
+                tools=_tools_of(by_type.get(t, []), defaults),
                 # a type without a skill of its own (it shares default-strategy.md) has no
                 # description: its name stands in, as default descriptions are built from it
                 words=_words(described.get(t, t.replace("_", " ").replace("-", " "))),
