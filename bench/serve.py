@@ -145,7 +145,12 @@ async def through_serve(url: str, name: str, questions: list[Question], pid: int
     async def client(ready: anyio.Event, warm: list[int]) -> None:
         async with httpx.AsyncClient(base_url=url, timeout=120) as http:
             # warm-up, untimed: the connection, and one request off the benchmark each
-            warm_up = {"model": name, "messages": [{"role": "user", "content": "warm-up"}]}
+            warm_up = {
+                "model": name,
+                "messages": [{"role": "user", "content": "warm-up"}],
+                # named: a request no task type fits is refused (docs/serving.md#routing)
+                "skill_trainer": {"task_type": questions[0].task_type},
+            }
             (await http.post("/v1/chat/completions", json=warm_up)).raise_for_status()
             warm.append(1)
             if len(warm) == CLIENTS:

@@ -131,8 +131,10 @@ def test_litellm_calls_the_served_agent_as_an_openai_model(served):
 
 
 def test_models_and_health(served):
-    server, _ = served
-    assert [m.id for m in server.client().models.list()] == ["trained"]
+    server, ws = served
+    types = sorted({q["task_type"] for q in questions(ws)})
+    listed = [m.id for m in server.client().models.list()]
+    assert listed == ["trained"] + [f"trained/{t}" for t in types]  # the plain name first
     health = httpx.get(f"{server.url}/healthz")  # open without the token
     assert health.status_code == 200 and health.json()["model"] == "trained"
 
@@ -193,6 +195,154 @@ def test_a_body_that_is_not_json_is_a_400(served):
         headers={"Authorization": f"Bearer {TOKEN}", "content-type": "application/json"},
     )
     assert reply.status_code == 400 and "not JSON" in reply.json()["error"]["message"]
+
+
+def post(server: Served, body: object, **headers: str) -> httpx.Response:
+    return httpx.post(
+        f"{server.url}/v1/chat/completions",
+        json=body,
+        headers={"Authorization": f"Bearer {TOKEN}", **headers},
+        timeout=60,
+    )
+
+
+def test_a_plain_openai_request_gets_its_task_types_skill_and_says_which(served):
+    """No task type named: the skills' descriptions route it (not the untrained default)."""
+    server, ws = served
+    q = next(q for q in questions(ws) if q["task_type"] == "ledger")
+    raw = server.client().chat.completions.with_raw_response.create(
+        model="trained", messages=[{"role": "user", "content": q["question"]}]
+    )
+    extra = (raw.parse().model_extra or {})["skill_trainer"]
+    assert (extra["task_type"], extra["skill"], extra["routed_by"]) == (
+        "ledger",
+        "ledger.md",
+        "description",
+    )
+    assert extra["skills_opened"] == ["ledger.md"]
+    assert raw.headers["x-skill-trainer-skill"] == "ledger.md"
+    assert raw.headers["x-skill-trainer-task-type"] == "ledger"
+
+
+def test_the_model_id_names_the_task_type_exactly(served):
+    server, ws = served
+    q = next(q for q in questions(ws) if q["task_type"] == "ledger")
+    message = [{"role": "user", "content": q["question"]}]
+    reply = post(server, {"model": "trained/dates", "messages": message})
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["skill_trainer"]["task_type"] == "dates"  # the id wins over the words
+    assert reply.json()["skill_trainer"]["routed_by"] == "model"
+    assert reply.headers["x-skill-trainer-skill"] == "dates.md"
+    stream = post(server, {"model": "trained/dates", "messages": message, "stream": True})
+    assert stream.headers["x-skill-trainer-skill"] == "dates.md"
+    unknown = post(server, {"model": "trained/nope", "messages": message})
+    assert unknown.status_code == 404
+    assert unknown.json()["error"]["code"] == "model_not_found"
+    assert "'nope' is not a task type of this workspace" in unknown.json()["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    "task, says",
+    [
+        ("Hello, how are you today?", "no task type's skill description shares a word"),
+        ("Is this a ledger or a dates question?", "fits dates and ledger equally"),
+    ],
+)
+def test_a_request_no_task_type_fits_is_refused_not_answered_untrained(served, task, says):
+    server, _ = served
+    reply = post(server, {"model": "trained", "messages": [{"role": "user", "content": task}]})
+    assert reply.status_code == 400, reply.text
+    error = reply.json()["error"]
+    assert error["code"] == "task_type_not_found" and says in error["message"]
+    assert "'trained/<task type>'" in error["message"] and "ledger" in error["message"]
+
+
+def test_an_unknown_task_type_field_is_refused(served):
+    server, _ = served
+    body = {
+        "model": "trained",
+        "messages": [{"role": "user", "content": "What is the total?"}],
+        "skill_trainer": {"task_type": "nope"},
+    }
+    reply = post(server, body)
+    assert reply.status_code == 400
+    assert reply.json()["error"]["param"] == "skill_trainer.task_type"
+
+
+@pytest.mark.parametrize(
+    "content, kind",
+    [
+        (b'{"model": "trained"}', "text/plain"),
+        (b"model=trained", "application/x-www-form-urlencoded"),
+        (b"--x\r\n", "multipart/form-data; boundary=x"),
+        (b'{"model": "trained"}', ""),
+    ],
+)
+def test_a_body_that_is_not_declared_json_is_a_415(served, content, kind):
+    """A page on another origin can send these without a CORS preflight: never answered."""
+    server, _ = served
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    if kind:
+        headers["content-type"] = kind
+    reply = httpx.post(f"{server.url}/v1/chat/completions", content=content, headers=headers)
+    assert reply.status_code == 415
+    assert reply.json()["error"]["code"] == "unsupported_media_type"
+
+
+@pytest.mark.parametrize("path", ["/", "/healthz", "/v1/models"])
+def test_a_host_other_than_the_loopback_one_is_refused(served, path):
+    """DNS rebinding: a page of evil.example that resolves to 127.0.0.1 sends its own Host."""
+    server, _ = served
+    port = server.url.rsplit(":", 1)[1]
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    for host in ("evil.example", f"evil.example:{port}", "127.0.0.1:1", "localhost"):
+        reply = httpx.get(f"{server.url}{path}?token={TOKEN}", headers={**headers, "host": host})
+        assert reply.status_code == 421, (host, reply.status_code)
+        assert reply.json()["error"]["code"] == "misdirected_request"
+    for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"LOCALHOST:{port}"):
+        reply = httpx.get(f"{server.url}{path}?token={TOKEN}", headers={**headers, "host": host})
+        assert reply.status_code == 200, (host, reply.status_code)
+
+
+def test_a_deeply_nested_body_is_a_clean_400(served):
+    server, _ = served
+    for depth in (40, 100_000):  # under and over the JSON parser's own recursion limit
+        content = b'{"model": "trained", "messages": [], "x": ' + b"[" * depth + b"]" * depth + b"}"
+        reply = httpx.post(
+            f"{server.url}/v1/chat/completions",
+            content=content,
+            headers={"Authorization": f"Bearer {TOKEN}", "content-type": "application/json"},
+        )
+        assert reply.status_code == 400, reply.text[:200]
+        assert "nested deeper than 32 levels" in reply.json()["error"]["message"]
+    assert server.proc.poll() is None
+
+
+def peak_rss_mb(pid: int) -> float:
+    status = Path(f"/proc/{pid}/status").read_text()
+    found = re.search(r"VmHWM:\s+(\d+) kB", status)  # the high-water mark of resident memory
+    assert found is not None
+    return int(found.group(1)) / 1024
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads RSS from /proc")
+def test_a_chunked_body_over_the_cap_is_refused_while_it_streams_in(served):
+    """No Content-Length to refuse it by: the body is counted as it arrives, never held."""
+    server, _ = served
+    before = peak_rss_mb(server.proc.pid)
+
+    def chunks() -> Iterator[bytes]:
+        for _ in range(80):
+            yield b" " * 1_000_000
+
+    reply = httpx.post(
+        f"{server.url}/v1/chat/completions",
+        content=chunks(),
+        headers={"Authorization": f"Bearer {TOKEN}", "content-type": "application/json"},
+        timeout=60,
+    )
+    assert reply.status_code == 413 and reply.json()["error"]["code"] == "too_large"
+    assert peak_rss_mb(server.proc.pid) - before < 30  # held whole, 80 MB would show
 
 
 def test_the_openai_client_raises_its_own_error_on_a_bad_request(served):
@@ -337,11 +487,30 @@ def test_sigterm_drains_requests_in_flight_then_stops(tmp_path):
     assert savings["accuracy"].value is None and "no reference answers" in savings["accuracy"].basis
 
 
+def test_a_killed_serve_leaves_a_running_run_naming_its_pid_and_a_free_lock(tmp_path):
+    """What a later writer needs to mark the run as dead: the lock is free (the kernel drops a
+    flock with its process) while the run says `running` and names the pid that ran it."""
+    ws = init_ws(tmp_path / "ws")
+    server = start(ws)
+    server.proc.kill()
+    server.proc.communicate(timeout=30)
+    conn = sqlite3.connect(ws / "harness.db")
+    try:
+        status, provenance = conn.execute(
+            "SELECT status, provenance_json FROM _runs WHERE run_id = ?", (server.run_id,)
+        ).fetchone()
+    finally:
+        conn.close()
+    assert status == "running" and json.loads(provenance)["pid"] == server.proc.pid
+    with WriterLock(ws, "train"):  # taken at once: nothing to wait for
+        pass
+
+
 # ------------------------------------------------------------------ the request parser alone
 
 
 def test_the_last_user_message_is_the_task_and_earlier_turns_its_context():
-    from app.harness.serving.chat import DEFAULT_TASK_TYPE, parse_request
+    from app.harness.serving.chat import parse_request
 
     body = {
         "model": "m",
@@ -360,7 +529,7 @@ def test_the_last_user_message_is_the_task_and_earlier_turns_its_context():
     parsed = parse_request(json.dumps(body).encode())
     assert parsed.task == "What is\nthe total?"
     assert parsed.context == "system: Be brief."
-    assert parsed.task_type == DEFAULT_TASK_TYPE and not parsed.stream
+    assert parsed.task_type is None and not parsed.stream  # not named: the router decides
     body["skill_trainer"] = {"task_type": "ledger", "context": "FACT: 7"}
     parsed = parse_request(json.dumps(body).encode())
     assert (parsed.task_type, parsed.context) == ("ledger", "FACT: 7")

@@ -69,6 +69,22 @@ def test_every_workspace_string_is_escaped_in_text_tables_and_charts():
     assert page.count("<svg") == 5
 
 
+def test_the_policy_runs_the_chat_script_by_its_hash_and_no_inline_script_else():
+    import base64
+    import hashlib
+    import re
+
+    from app.harness.serving.webpage import CHAT_JS
+
+    page = render_page(PageData(workspace="w", current="v1", best=""), served=True)
+    policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page)
+    assert policy is not None
+    script_src = next(d for d in policy.group(1).split("; ") if d.startswith("script-src"))
+    digest = base64.b64encode(hashlib.sha256(CHAT_JS.encode()).digest()).decode()
+    assert script_src == f"script-src 'sha256-{digest}'"  # no 'unsafe-inline'
+    assert f"<script>{CHAT_JS}</script>" in page  # the hashed text is the text sent
+
+
 def test_report_html_writes_one_self_contained_page(trained, tmp_path, capsys):
     out = tmp_path / "report.html"
     assert main(["report", "-w", str(trained), "--html", str(out)]) == 0

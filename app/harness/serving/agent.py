@@ -82,11 +82,19 @@ class ServedAgent:
         self.counters = ServeCounters()
         self._pending: list[dict[str, Any]] = []
 
-    async def answer(self, task: str, task_type: str, context: str) -> ServedAnswer:
-        """The agent's answer; BudgetExceeded propagates (the app answers 402)."""
+    async def answer(
+        self, task: str, task_type: str, context: str, tools: tuple[str, ...] | None = None
+    ) -> ServedAnswer:
+        """The agent's answer; BudgetExceeded propagates (the app answers 402). `tools`: the
+        declared tools offered (app/harness/serving/routing.py; None: the default ones)."""
         request_id = f"chatcmpl-{secrets.token_hex(12)}"
         question = Question(
-            question_id=request_id, task_type=task_type, question=task, answer="", context=context
+            question_id=request_id,
+            task_type=task_type,
+            question=task,
+            answer="",
+            context=context,
+            tools=tools,
         )
         self.counters.in_flight += 1
         try:
@@ -110,8 +118,9 @@ class ServedAgent:
         texts = [s.get("text") or "" for s in p.steps if s.get("type") == "model"]
         errors = [s.get("error") or "" for s in p.steps if s.get("type") == "error"]
         verdict = next((s for s in p.steps if s.get("type") == "verdict"), {})
-        if self.prompts.skill_mode == "inline":
-            opened: tuple[str, ...] = (resolve_skill_file(p.task_type, self.prompts.skills),)
+        if self.prompts.skill_mode == "inline":  # the file inlined, if the version has it
+            inlined = resolve_skill_file(p.task_type, self.prompts.skills)
+            opened: tuple[str, ...] = (inlined,) if inlined in self.prompts.skills else ()
         else:
             opened = tuple(verdict.get("skills_opened") or ())
         return ServedAnswer(

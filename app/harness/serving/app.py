@@ -5,6 +5,12 @@ With a token, every /v1 route needs `Authorization: Bearer <token>` (compared in
 time; the page at / also takes it as `?token=`, since a browser cannot send the header when
 it opens a URL); /healthz stays open for load balancers and gives only the served name and the number
 of requests in flight. Errors are OpenAI-shaped JSON with one-line messages.
+
+What a browser on another page could do is bounded: a chat request must say
+`Content-Type: application/json` (which a cross-origin form or `text/plain` fetch cannot send
+without a CORS preflight), and on a loopback bind every request must name the server by a
+loopback Host with its port (a DNS-rebinding page names its own host). The body is counted
+while it arrives, so an oversized one is refused before it is held whole.
 """
 
 from __future__ import annotations
@@ -35,12 +41,15 @@ from app.harness.serving.chat import (
     sse_chunks,
 )
 from app.harness.serving.page_data import gather
+from app.harness.serving.routing import Route, Router, RoutingError
 from app.harness.serving.webpage import esc, render_page
 from app.providers.errors import BudgetExceeded
 from app.secrets import scrub
 from core.types import StopReason
 
 FLUSH_INTERVAL_S = 0.5
+SKILL_HEADER = "X-Skill-Trainer-Skill"  # the routed task type's skill file, or "none"
+TASK_TYPE_HEADER = "X-Skill-Trainer-Task-Type"
 
 
 def _error(
@@ -61,12 +70,18 @@ def build_app(
     on_answer: Callable[[ServedAnswer], None] | None = None,
     page_root: Path | None = None,
     allow_origins: Sequence[str] = (),
+    router: Router | None = None,
+    allowed_hosts: frozenset[str] | None = None,
 ) -> FastAPI:
     """`on_answer` is the seam for a capture hook (e.g. an OTLP exporter) run per answer.
     `page_root`: the workspace whose web report `GET /` shows (none: no page).
     `allow_origins`: origins whose pages may call the API from a browser (CORS); `null` is a
-    page opened from a file, such as `report --html`'s."""
+    page opened from a file, such as `report --html`'s.
+    `router`: the workspace's task types (app/harness/serving/routing.py); none: only the
+    served name, and every request is refused as unrouted.
+    `allowed_hosts`: the Host header values accepted (lower-case); None: any."""
 
+    router = router or Router(agent.name, {})
     app = FastAPI(title="skill-trainer", docs_url=None, redoc_url=None, openapi_url=None)
     app.add_middleware(_Overhead, agent=agent)
     if allow_origins:
@@ -117,11 +132,12 @@ def build_app(
             "object": "list",
             "data": [
                 {
-                    "id": agent.name,
+                    "id": model_id,
                     "object": "model",
                     "created": agent.counters.started_unix,
                     "owned_by": "skill-trainer",
                 }
+                for model_id in router.model_ids()
             ],
         }
 
@@ -129,22 +145,23 @@ def build_app(
     async def chat(request: Request) -> Response:
         if (denied := refused(request)) is not None:
             return denied
-        if int(request.headers.get("content-length") or 0) > MAX_BODY_BYTES:
+        kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if kind != "application/json":
+            return _error(
+                415,
+                f"Content-Type {kind[:60]!r}: send the request as application/json",
+                code="unsupported_media_type",
+            )
+        body = await _body_within(request, MAX_BODY_BYTES)
+        if body is None:
             return _error(413, f"request body larger than {MAX_BODY_BYTES} bytes", code="too_large")
         try:
-            parsed = parse_request(await request.body())
-        except ChatRequestError as e:
+            parsed = parse_request(body)
+            route = router.route(parsed.model, parsed.task_type, parsed.task)
+        except (ChatRequestError, RoutingError) as e:
             return _error(e.status, str(e), code=e.code, param=e.param)
-        if parsed.model != agent.name:
-            return _error(
-                404,
-                f"model {parsed.model[:80]!r} is not served here "
-                f"(this server serves {agent.name!r})",
-                code="model_not_found",
-                param="model",
-            )
         try:
-            served = await agent.answer(parsed.task, parsed.task_type, parsed.context)
+            served = await agent.answer(parsed.task, route.task_type, parsed.context, route.tools)
         except BudgetExceeded as e:
             agent.counters.budget_refusals += 1
             return _error(
@@ -163,14 +180,65 @@ def build_app(
                 code="upstream_error",
                 kind="api_error",
             )
-        completion = _completion(agent, served, parsed.model)
+        completion = _completion(agent, served, parsed.model, route)
+        headers = {SKILL_HEADER: route.skill or "none", TASK_TYPE_HEADER: route.task_type}
         if not parsed.stream:
-            return JSONResponse(completion_body(completion))
+            return JSONResponse(completion_body(completion), headers=headers)
         return StreamingResponse(
-            iter(sse_chunks(completion, parsed.include_usage)), media_type="text/event-stream"
+            iter(sse_chunks(completion, parsed.include_usage)),
+            media_type="text/event-stream",
+            headers=headers,
         )
 
+    if allowed_hosts is not None:
+        # added last, so it runs first: a rebound page gets nothing, not even a CORS answer
+        app.add_middleware(_HostCheck, allowed=allowed_hosts)
     return app
+
+
+async def _body_within(request: Request, limit: int) -> bytes | None:
+    """The body, or None as soon as more than `limit` bytes arrived (a chunked body has no
+    Content-Length to refuse it by, and must not be held whole first)."""
+    if int(request.headers.get("content-length") or 0) > limit:
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+class _HostCheck:
+    """Refuses (421) a request whose Host header is not one this server is reached by."""
+
+    def __init__(self, app: ASGIApp, allowed: frozenset[str]) -> None:
+        self.app = app
+        self.allowed = allowed
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            host = next((v for k, v in scope["headers"] if k == b"host"), b"")
+            if host.decode("latin-1").lower() not in self.allowed:
+                shown = host.decode("latin-1")[:80].encode("unicode_escape").decode()
+                reply = _error(
+                    421,
+                    f"Host {shown!r} is not this server's (loopback binds answer only "
+                    f"{' or '.join(sorted(self.allowed))})",
+                    code="misdirected_request",
+                )
+                await reply(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def loopback_hosts(port: int) -> frozenset[str]:
+    """The Host values a browser sends for a server bound to loopback at `port`."""
+    names = ("127.0.0.1", "localhost", "[::1]")
+    with_port = {f"{n}:{port}" for n in names}
+    return frozenset(with_port | (set(names) if port == 80 else set()))
 
 
 def _page(root: Path, name: str) -> str:
@@ -201,7 +269,7 @@ class _Overhead:
             self.agent.counters.overheads_s.append(time.perf_counter() - start - agent_s)
 
 
-def _completion(agent: ServedAgent, served: ServedAnswer, model: str) -> Completion:
+def _completion(agent: ServedAgent, served: ServedAnswer, model: str, route: Route) -> Completion:
     return Completion(
         completion_id=served.request_id,
         model=model,
@@ -213,6 +281,9 @@ def _completion(agent: ServedAgent, served: ServedAnswer, model: str) -> Complet
         extra={
             "run_id": agent.run_id,
             "request_id": served.request_id,
+            "task_type": route.task_type,
+            "routed_by": route.routed_by,
+            "skill": route.skill,
             "skills_opened": list(served.skills_opened),
             "skill_mode": agent.prompts.skill_mode,
             "skills_version": agent.prompts.skills_version,

@@ -19,7 +19,8 @@ MAX_BODY_BYTES = 1_000_000
 MAX_MESSAGES = 256
 MAX_TASK_CHARS = 32_000
 MAX_CONTEXT_CHARS = 64_000
-DEFAULT_TASK_TYPE = "default"  # resolves to the default-strategy skill (core/evolution/budget.py)
+MAX_JSON_DEPTH = 32  # nesting of arrays and objects; a request needs 5
+_TOO_DEEP = object()  # what a body too deep for the JSON parser itself parses to
 STREAM_PIECE_CHARS = 64  # an answer is sent in pieces of about this size when streaming
 
 
@@ -75,11 +76,12 @@ class _Request(BaseModel):
 
 @dataclass(frozen=True)
 class ChatRequest:
-    """What the agent needs from a request: the task, its task type and its context."""
+    """What the agent needs from a request: the task, its task type (None: not named; the
+    router decides, app/harness/serving/routing.py) and its context."""
 
     model: str
     task: str
-    task_type: str
+    task_type: str | None
     context: str
     stream: bool
     include_usage: bool
@@ -94,6 +96,10 @@ def parse_request(body: bytes) -> ChatRequest:
         data = json.loads(body)
     except ValueError as e:
         raise ChatRequestError(f"request body is not JSON ({e})") from None
+    except RecursionError:
+        data = _TOO_DEEP
+    if data is _TOO_DEEP or _depth_over(data, MAX_JSON_DEPTH):
+        raise ChatRequestError(f"request body: JSON nested deeper than {MAX_JSON_DEPTH} levels")
     try:
         request = _Request.model_validate(data)
     except ValidationError as e:
@@ -124,11 +130,26 @@ def parse_request(body: bytes) -> ChatRequest:
     return ChatRequest(
         model=request.model,
         task=task,
-        task_type=extra.task_type or DEFAULT_TASK_TYPE,
+        task_type=extra.task_type or None,
         context=context[:MAX_CONTEXT_CHARS],
         stream=request.stream,
         include_usage=bool((request.stream_options or {}).get("include_usage")),
     )
+
+
+def _depth_over(data: Any, limit: int) -> bool:
+    """Whether arrays and objects nest deeper than `limit` (walked without recursion, so a
+    body the parser took cannot exhaust the stack of the validation after it)."""
+    todo: list[tuple[Any, int]] = [(data, 1)]
+    while todo:
+        value, depth = todo.pop()
+        children = value.values() if isinstance(value, dict) else value
+        if not isinstance(value, (dict, list)):
+            continue
+        if depth > limit:
+            return True
+        todo.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    return False
 
 
 def _text(message: _Message, index: int) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import math
+import os
 import signal
 import socket
 import threading
@@ -29,7 +30,8 @@ import uvicorn
 from app.errors import UserError
 from app.harness.rollouts.session import Session
 from app.harness.serving.agent import ServedAgent, ServedAnswer
-from app.harness.serving.app import build_app, flush_periodically
+from app.harness.serving.app import build_app, flush_periodically, loopback_hosts
+from app.harness.serving.routing import Router
 from app.harness.workspace import workspace as ws
 from app.harness.workspace.config import RunConfig
 from app.harness.workspace.log import RunStatus
@@ -205,7 +207,9 @@ async def _serve(
     name = settings.name or root.resolve().name
     sock = _listening_socket(settings.host, settings.port)
     run_id = next_serve_run_id(session)
-    session.register(run_id, "serve", prompts, provenance={"served_as": name})
+    # the pid: a serve killed with SIGKILL leaves its run `running` and the lock free; whoever
+    # takes the lock next can tell the run's process is gone (docs/serving.md#what-it-writes-and-the-writer-lock)
+    session.register(run_id, "serve", prompts, provenance={"served_as": name, "pid": os.getpid()})
     session.charge_run(run_id)
     agent = ServedAgent(
         name=name,
@@ -217,6 +221,14 @@ async def _serve(
         recorder=session.recorder,
         limiter=anyio.CapacityLimiter(session.config.concurrency),
     )
+    tools = session.tools
+    router = Router.build(
+        name,
+        prompts,
+        session.benchmark.questions,
+        [t.name for t in tools.tables.tools if t.default] if tools is not None else (),
+    )
+    host, port = sock.getsockname()[:2]
     server = _Server(
         uvicorn.Config(
             build_app(
@@ -225,6 +237,8 @@ async def _serve(
                 on_answer=on_answer,
                 page_root=root,
                 allow_origins=settings.allow_origins,
+                router=router,
+                allowed_hosts=loopback_hosts(port) if is_loopback(settings.host) else None,
             ),
             log_config=None,
             log_level="warning",
@@ -233,7 +247,6 @@ async def _serve(
             timeout_graceful_shutdown=math.ceil(settings.drain_timeout_s),
         )
     )
-    host, port = sock.getsockname()[:2]
     ready = ServeReady(
         url=f"http://{f'[{host}]' if ':' in host else host}:{port}",
         name=name,

@@ -3,11 +3,14 @@ images from anywhere) that `report --html` writes and `serve` shows at `/`.
 
 Everything is readable without JavaScript; only the chat box needs it. Every string from the
 workspace goes through `esc` (HTML-escaped); the chat script puts replies in with
-`textContent`, never as markup. A Content-Security-Policy keeps the page from loading anything.
+`textContent`, never as markup. A Content-Security-Policy keeps the page from loading anything
+and runs only the chat script, named by its sha256.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
 from collections.abc import Iterable
 
@@ -22,13 +25,20 @@ def esc(text: object) -> str:
     return html.escape(clean(text), quote=True)
 
 
+def script_hash(script: str) -> str:
+    """The CSP source that lets exactly this inline script run (and no other: a script that
+    got into the page some other way has another hash)."""
+    digest = hashlib.sha256(script.encode("utf-8")).digest()
+    return f"sha256-{base64.b64encode(digest).decode()}"
+
+
 def render_page(data: PageData, *, served: bool, model: str = "") -> str:
     """The whole page. `served`: the chat box talks to the page's own origin; otherwise it
     has a field for the server's URL (a file:// page needs `serve --allow-origin null`)."""
     title = f"skill-trainer report: {data.workspace}"
     connect = "'self'" if served else "'self' http: https:"
     csp = (
-        "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
+        f"default-src 'none'; style-src 'unsafe-inline'; script-src '{script_hash(CHAT_JS)}'; "
         f"img-src data:; connect-src {connect}; base-uri 'none'; form-action 'none'"
     )
     body = "\n".join(
@@ -337,7 +347,8 @@ CHAT_JS = """
       var extra = data.skill_trainer || {};
       var opened = extra.skills_opened || [];
       get("chat-skills").textContent = opened.length ? opened.join(", ") : "(none)";
-      status.textContent = "answered by " + model;
+      status.textContent = "answered by " + model +
+        (extra.task_type ? " as task type " + extra.task_type : "");
     } catch (e) {
       status.textContent = "could not reach " + (base || "this server") + ": " + e;
     }
