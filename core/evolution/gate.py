@@ -113,6 +113,8 @@ class AcceptanceStrategy(StrEnum):
     MCNEMAR = "mcnemar"
     MINIBATCH = "minibatch"
     ACCEPT_ALL = "accept_all"
+    STRICT_IMPROVEMENT = "strict_improvement"
+    SE_GATE = "se_gate"
 
 
 class GateStopReason(StrEnum):
