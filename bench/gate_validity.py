@@ -35,6 +35,9 @@ Cases (d = discordance = P(a family is a W or an L); p = P(W | discordant)):
    test cut by n_max that goes on over fresh families in later steps
    (app/harness/training/continuation.py): P(a null edit accepted in any segment), at the
    level for the whole ladder and, for contrast, at one segment's level.
+7. missing verdicts: a null edit whose failing answers lose their verdict (a judge's unreadable
+   replies) at 30% and 60%, horizons 60 and 200: seeded Monte Carlo of the real gate, and of
+   the former rule (such units left out) on the same draws.
 6. consistency only: the candidate has the baseline's per-unit accuracy but a family's units
    are all right or all wrong together (families of 3 and 5, horizon 60, accuracy 0.7 and 0.5):
    seeded Monte Carlo of the real gate, and of the old sign-of-the-net rule on the same draws.
@@ -836,6 +839,92 @@ def report_consistency(
     return finals, kepts, ses
 
 
+# --------------------------------------------------------------------------- missing verdicts
+
+MISSING_SHARES = (0.3, 0.6)
+MISSING_HORIZONS = (60, 200)
+MISSING_ACCURACY = 0.5
+MISSING_SIZE = 3
+
+
+def missing_verdict_families(
+    rng: np.random.Generator, rep: int, horizon: int, share: float
+) -> list[tuple[str, list[tuple[str, bool | None, bool | None]]]]:
+    """A null edit whose judge fails more often on its bad answers: baseline and candidate get
+    each unit right independently with the same probability, and `share` of the candidate's
+    wrong answers get no verdict (None), as a rubric judge's unreadable replies or a custom
+    checker's check_error would leave them."""
+    size = MISSING_SIZE
+    base = rng.random((horizon, size)) < MISSING_ACCURACY
+    cand = rng.random((horizon, size)) < MISSING_ACCURACY
+    lost = (~cand) & (rng.random((horizon, size)) < share)
+    return [
+        (
+            f"m{rep}.f{i}",
+            [
+                (f"m{rep}.f{i}.{k}", bool(base[i, k]), None if lost[i, k] else bool(cand[i, k]))
+                for k in range(size)
+            ],
+        )
+        for i in range(horizon)
+    ]
+
+
+def left_out(
+    families: list[tuple[str, list[tuple[str, bool | None, bool | None]]]],
+) -> list[tuple[str, list[tuple[str, bool, bool]]]]:
+    """The former rule on the same draws: units without a verdict left out of their family
+    (a family with none left was d = 0: one tie)."""
+    kept = []
+    for f, pairs in families:
+        units = [(u, b, c) for u, b, c in pairs if b is not None and c is not None]
+        kept.append((f, units or [(f"{f}.tie", True, True)]))
+    return kept
+
+
+def report_missingness(
+    args: argparse.Namespace, params: GateParams
+) -> tuple[list[tuple[float, str]], list[tuple[float, str]], list[float]]:
+    """Case 7 and its RESULT lines; returns (finals, kepts, s.e.) for the summary's maxima."""
+    print(
+        f"\n== 7. missing verdicts: a null edit (accuracy {MISSING_ACCURACY:g} on both sides, "
+        f"families of {MISSING_SIZE} independent units) whose failing answers lose their verdict "
+        "at the given share; real SequentialGate + ProbationTest, Monte Carlo. test = accepted "
+        "or kept; 'left out' = the former rule (units without a verdict dropped) on the same draws"
+    )
+    print(f"{'share':>5} {'H':>4} {'final':>7} {'s.e.':>6} {'kept':>7} {'test':>7} {'left out':>9}")
+    finals, kepts, ses, worst = [], [], [], {}
+    for share in MISSING_SHARES:
+        for horizon in MISSING_HORIZONS:
+            rng = np.random.default_rng([args.seed, 7, round(share * 100), horizon])
+            new, old = [], []
+            s1 = stage1_of(horizon)
+            for rep in range(args.reps):
+                families = missing_verdict_families(rng, rep, horizon, share)
+                new.append(run_real(families, params, horizon, s1))  # type: ignore[arg-type]
+                old.append(run_real(left_out(families), params, horizon, s1))
+            m, o = mc_summary(new, horizon), mc_summary(old, horizon)
+            test = m.final + m.kept
+            name = f"case 7 missing share {share:g} H {horizon} (MC)"
+            print(
+                f"{share:5.1f} {horizon:4d} {fmt_rate(m.final)} {m.se_final:6.4f} "
+                f"{fmt_rate(m.kept)} {fmt_rate(test)} {o.final + o.kept:9.4f}"
+            )
+            finals.append((m.final, name))
+            kepts.append((m.kept, name))
+            ses += [m.se_final, m.se_kept, se(test, m.reps)]
+            worst[share] = max(worst.get(share, 0.0), test)
+    for share, rate in worst.items():
+        print(
+            f"RESULT gate.validity.judge_missingness_{share:g} {rate:.4f} rate target <={TARGET_FA}"
+        )
+    print(
+        f"RESULT gate.validity.judge_missingness {max(worst.values()):.4f} rate "
+        f"target <={TARGET_FA}"
+    )
+    return finals, kepts, ses
+
+
 # --------------------------------------------------------------------------- family evidence
 
 
@@ -1164,6 +1253,10 @@ def main() -> None:
     finals += c_finals
     kepts += c_kepts
     mc_ses += c_ses
+    m_finals, m_kepts, m_ses = report_missingness(args, params)
+    finals += m_finals
+    kepts += m_kepts
+    mc_ses += m_ses
     report_family_evidence(args, params)
 
     # 4. slightly harmful

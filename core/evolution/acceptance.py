@@ -24,8 +24,13 @@ The rules (config `[gate] strategy`, `AcceptanceStrategy`):
   the whole ladder;
 - "minibatch": GEPA's rule: k units (one seeded pick from each of the ladder's first k families),
   accept if the candidate gets strictly more right than the baseline;
-- "accept_all": accept without evaluating anything.
-The last three exist to be compared with the first (bench/acceptance.py).
+- "accept_all": accept without evaluating anything;
+- "strict_improvement": SkillOpt's and Reef's rule: the candidate's mean over every unit of the
+  ladder (stage 1 and 2, the whole validation pool) strictly above the baseline's;
+- "se_gate": cap-evolve's rule: the mean paired unit difference Δ over the whole ladder above
+  `SE_GATE_K` (2) standard errors of it.
+The last five exist to be compared with the first (bench/acceptance.py); they drop units without
+a verdict on a side, as their own implementations do.
 
 A new rule is one class with `request`, `observe` and `verdict`, and an entry in `RULES`. The
 interface leaves room for what a rule may need next: it receives unit-level pairs and computes
@@ -56,6 +61,8 @@ from core.evolution.gate import (
     family_outcome,
 )
 from core.stats import mcnemar_exact
+
+SE_GATE_K = 2.0  # cap-evolve's k in Δ > k·SE
 
 LadderFamily = tuple[str, tuple[str, ...]]  # (family id, unit ids), as a gate ladder holds them
 FamilyPairs = tuple[str, Sequence[Pair]]  # a family and its units' paired outcomes
@@ -266,6 +273,62 @@ class MinibatchRule(_OneShot):
         )
 
 
+def _scored_pairs(observed: Sequence[FamilyPairs]) -> list[tuple[float, float]]:
+    """(baseline, candidate) per unit with a verdict on both sides, as floats in [0, 1]."""
+    return [
+        (float(b), float(c))
+        for _, pairs in observed
+        for _, b, c in pairs
+        if b is not None and c is not None
+    ]
+
+
+class StrictImprovementRule(_OneShot):
+    """SkillOpt's and Reef's rule: every unit of the ladder, accept on a strictly higher mean."""
+
+    def __init__(self, setup: RuleSetup) -> None:
+        super().__init__(chunks(setup.families, setup.chunk))
+
+    def verdict(self) -> RuleVerdict:
+        self._check_done()
+        pairs = _scored_pairs(self.observed)
+        base = sum(b for b, _ in pairs) / len(pairs) if pairs else 0.0
+        cand = sum(c for _, c in pairs) / len(pairs) if pairs else 0.0
+        return RuleVerdict(
+            fixed_decision(
+                AcceptanceStrategy.STRICT_IMPROVEMENT,
+                cand > base,
+                self.observed,
+                e_value=cand - base,
+                reason=f"mean {cand:.4f} vs {base:.4f} over {len(pairs)} units",
+            )
+        )
+
+
+class SEGateRule(_OneShot):
+    """cap-evolve's rule: every unit of the ladder, accept when Δ > k·SE (k = `SE_GATE_K`)."""
+
+    def __init__(self, setup: RuleSetup) -> None:
+        super().__init__(chunks(setup.families, setup.chunk))
+
+    def verdict(self) -> RuleVerdict:
+        self._check_done()
+        diffs = [c - b for b, c in _scored_pairs(self.observed)]
+        n = len(diffs)
+        delta = sum(diffs) / n if n else 0.0
+        var = sum((x - delta) ** 2 for x in diffs) / (n - 1) if n > 1 else 0.0
+        se = (var / n) ** 0.5 if n else 0.0
+        return RuleVerdict(
+            fixed_decision(
+                AcceptanceStrategy.SE_GATE,
+                n > 1 and delta > 0 and delta > SE_GATE_K * se,
+                self.observed,
+                e_value=delta / se if se > 0 else 0.0,
+                reason=f"delta {delta:.4f}, SE {se:.4f}, n {n}",
+            )
+        )
+
+
 class AcceptAllRule(_OneShot):
     """Accept without evaluating anything (the baseline every other rule is compared with)."""
 
@@ -284,6 +347,8 @@ RULES: Mapping[AcceptanceStrategy, Callable[[RuleSetup], AcceptanceRule]] = Mapp
         AcceptanceStrategy.MCNEMAR: McNemarRule,
         AcceptanceStrategy.MINIBATCH: MinibatchRule,
         AcceptanceStrategy.ACCEPT_ALL: AcceptAllRule,
+        AcceptanceStrategy.STRICT_IMPROVEMENT: StrictImprovementRule,
+        AcceptanceStrategy.SE_GATE: SEGateRule,
     }
 )
 

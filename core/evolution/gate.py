@@ -113,6 +113,8 @@ class AcceptanceStrategy(StrEnum):
     MCNEMAR = "mcnemar"
     MINIBATCH = "minibatch"
     ACCEPT_ALL = "accept_all"
+    STRICT_IMPROVEMENT = "strict_improvement"
+    SE_GATE = "se_gate"
 
 
 class GateStopReason(StrEnum):
@@ -423,12 +425,21 @@ def outcome_of(base: bool, cand: bool) -> int:
     return int(cand) - int(base)
 
 
-def unit_difference(base: Outcome, cand: Outcome) -> float | None:
+def unit_difference(base: Outcome, cand: Outcome) -> float:
     """candidate − baseline for one unit, in [−1, 1]: `outcome_of` for pass/fail, the paired
-    score difference for scores; None when either side has no verdict (the unit is left out
-    of its family's mean, never counted as a loss or a tie)."""
-    if base is None or cand is None:
-        return None
+    score difference for scores.
+
+    A side without a verdict (every judge reply unreadable, a custom checker's `check_error`)
+    counts as the worst it could have been for the candidate: a baseline with none as right
+    (1), a candidate with none as wrong (0). The difference can then only be lower than the
+    true one, so E[d | past] ≤ 0 under the null whatever decides which verdicts go missing:
+    a judge that fails more often on the candidate's bad answers cannot lift the candidate
+    (leaving such units out did: bench/gate_validity.py `judge_missingness`). Pass/fail
+    outcomes stay on the ±1/0 lattice."""
+    if base is None:
+        base = 1.0 if cand is None or not isinstance(cand, bool) else True
+    if cand is None:
+        cand = 0.0 if not isinstance(base, bool) else False
     if isinstance(base, bool) and isinstance(cand, bool):
         return outcome_of(base, cand)
     return min(1.0, max(0.0, float(cand))) - min(1.0, max(0.0, float(base)))
@@ -438,7 +449,7 @@ def family_outcome(pairs: Sequence[Pair]) -> int:
     """The sign of Σ(candidate − baseline) over the family's units (the one-shot rules'
     outcome, core/evolution/acceptance.py). The gate does not bet on it: a candidate that only
     makes a family's units right or wrong together wins more signs than it loses."""
-    net = sum(x for _, base, cand in pairs if (x := unit_difference(base, cand)) is not None)
+    net = sum(unit_difference(base, cand) for _, base, cand in pairs)
     return (net > 0) - (net < 0)
 
 
@@ -452,12 +463,10 @@ def family_mean(pairs: Sequence[Pair]) -> float:
     candidate's expected per-unit score on the family is no higher than the baseline's": every
     factor 1 + λd of the "mean" bet keeps conditional mean ≤ 1 and E_win stays a test
     supermartingale (Ville's level), and "rounded" still draws g with E[g | d] = d. For 0/1
-    outcomes the difference is exactly `outcome_of`, so every figure is unchanged. Units
-    without a verdict on either side are left out of the mean; a family with none left is
-    d = 0, a factor of 1 that moves neither E_win nor E_harm. That exclusion is decided by
-    the judge's replies, so the guarantee for such families also assumes the judge's failing
-    to parse says nothing about which side is better."""
-    diffs = [x for _, base, cand in pairs if (x := unit_difference(base, cand)) is not None]
+    outcomes the difference is exactly `outcome_of`, so every figure is unchanged. A side
+    without a verdict counts as the candidate's worst case (`unit_difference`), so d is never
+    above its true value and no assumption about why verdicts go missing is needed."""
+    diffs = [unit_difference(base, cand) for _, base, cand in pairs]
     return sum(diffs) / len(diffs) if diffs else 0.0
 
 

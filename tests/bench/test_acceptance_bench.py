@@ -140,8 +140,8 @@ def test_report_prints_the_new_results_and_targets(acc, capsys) -> None:
     lines = {m.group(1): m.groups()[1:] for line in out.splitlines() if (m := result.match(line))}
     assert lines["acceptance.noisy0.3.eprocess.useless_in_final"] == ("0.00", "rules", "==", "0")
     assert lines["acceptance.noisy0.3.accept_all.useless_in_final"][0] == "3.00"
-    assert lines["acceptance.noisy0.3.eprocess.useless_accepts"][:2] == ("0.0000", "share")
-    assert lines["acceptance.noisy0.3.accept_all.useless_accepts"][0] == "1.0000"  # 8 of 8
+    assert lines["acceptance.noisy0.3.eprocess.null_accept_rate"][:2] == ("0.0000", "rate")
+    assert lines["acceptance.noisy0.3.accept_all.null_accept_rate"][0] == "1.0000"  # 8 of 8
     assert re.search(r"accept_all .* 8/8 \(0\)", out)
     assert "target noisy0.3 useless_in_final: MET" in out
     assert "noisy0.3 useless_in_final" not in missed

@@ -200,3 +200,45 @@ def test_outcomes_for_other_families_or_units_are_refused(strategy: str) -> None
         rule.observe([(f, [(ids[0], True, True)]) for f, ids in reversed(request)])
     with pytest.raises(RuntimeError, match="before the rule's requests were answered"):
         rule.verdict()
+
+
+def test_strict_improvement_accepts_exactly_a_strictly_higher_mean_over_the_whole_ladder() -> None:
+    """Every 3^6 path over a 4 + 2 ladder of singletons: accepted iff W > L over all six (the
+    whole validation pool, both stages), and every family asked for."""
+    ladder = singleton_ladder(6)
+    for path in itertools.product((1, -1, 0), repeat=6):
+        setup = RuleSetup(stage1=ladder[:4], stage2=ladder[4:], params=SMALL, chunk=3)
+        asked = Recorder(table(path))
+        got = run_rule(make_rule("strict_improvement", setup), asked).decision
+        assert (got.action == GateAction.ACCEPT) == (path.count(1) > path.count(-1))
+        assert len(asked.asked) == 6
+
+
+def _se_oracle(diffs: list[Fraction]) -> bool:
+    """Δ > 2·SE in exact arithmetic: Δ > 0 and Δ² > 4·s²/n (s² the sample variance)."""
+    n = len(diffs)
+    delta = sum(diffs, Fraction(0)) / n
+    var = sum(((x - delta) ** 2 for x in diffs), Fraction(0)) / (n - 1)
+    return delta > 0 and delta * delta > 4 * var / n
+
+
+def test_se_gate_accepts_exactly_when_the_mean_difference_exceeds_two_standard_errors() -> None:
+    ladder = singleton_ladder(7)
+    seen = set()
+    for path in itertools.product((1, -1, 0), repeat=7):
+        setup = RuleSetup(stage1=ladder, params=SMALL)
+        got = run_rule(make_rule("se_gate", setup), Recorder(table(path))).decision
+        expected = _se_oracle([Fraction(g) for g in path])
+        assert (got.action == GateAction.ACCEPT) == expected, path
+        seen.add(expected)
+    assert seen == {True, False}  # both decisions reached, so the comparison bites
+
+
+def test_the_comparators_drop_units_without_a_verdict_as_their_own_code_does() -> None:
+    ladder = singleton_ladder(3)
+    pairs = {"u0": (False, True), "u1": (True, None), "u2": (None, False)}
+    for strategy in ("strict_improvement", "se_gate"):
+        setup = RuleSetup(stage1=ladder, params=SMALL)
+        got = run_rule(make_rule(strategy, setup), Recorder(pairs)).decision  # type: ignore[arg-type]
+        # one unit with both verdicts, a win: strict improvement accepts, se_gate (n = 1) not
+        assert (got.action == GateAction.ACCEPT) == (strategy == "strict_improvement")

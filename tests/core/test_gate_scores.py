@@ -61,13 +61,34 @@ def test_unit_difference_is_the_paired_score_difference() -> None:
     assert unit_difference(False, True) == 1 and unit_difference(True, False) == -1
     assert unit_difference(0.25, 0.75) == pytest.approx(0.5)
     assert unit_difference(0.9, 0.3) == pytest.approx(-0.6)
-    assert unit_difference(None, 1.0) is None and unit_difference(0.5, None) is None
 
 
-def test_family_mean_leaves_out_units_without_a_verdict() -> None:
-    assert family_mean([("a", 0.2, 0.8), ("b", None, 1.0), ("c", 0.5, 0.5)]) == pytest.approx(0.3)
-    # nothing left: d = 0, a factor of 1 for every bet
-    assert family_mean([("a", None, 0.9), ("b", 0.1, None)]) == 0.0
+SIDES: tuple[bool | float, ...] = (False, True, 0.0, 0.25, 0.5, 0.75, 1.0)
+
+
+def test_a_missing_verdict_counts_as_the_candidates_worst_case() -> None:
+    # pass/fail stays on the lattice: a baseline without a verdict is right, a candidate wrong
+    assert unit_difference(None, True) == 0 and unit_difference(None, False) == -1
+    assert unit_difference(True, None) == -1 and unit_difference(False, None) == 0
+    assert unit_difference(None, None) == -1
+    assert unit_difference(None, 0.75) == pytest.approx(-0.25)
+    assert unit_difference(0.25, None) == pytest.approx(-0.25)
+    # never above the difference any true verdict would have given (exhaustive over the
+    # outcomes a side can have: whatever hid the verdict, d can only go down, so E[d] <= 0
+    # under the null holds without assuming anything about why it is missing)
+    for base in SIDES:
+        for cand in SIDES:
+            if isinstance(base, bool) != isinstance(cand, bool):
+                continue  # a unit is pass/fail on both sides or scored on both
+            true = unit_difference(base, cand)
+            assert unit_difference(None, cand) <= true + 1e-12
+            assert unit_difference(base, None) <= true + 1e-12
+            assert unit_difference(None, None) <= true + 1e-12
+
+
+def test_family_mean_counts_units_without_a_verdict_at_their_worst() -> None:
+    assert family_mean([("a", 0.2, 0.8), ("b", None, 1.0), ("c", 0.5, 0.5)]) == pytest.approx(0.2)
+    assert family_mean([("a", None, 0.9), ("b", 0.1, None)]) == pytest.approx(-0.1)
     assert family_outcome([("a", None, 1.0), ("b", 0.6, 0.2)]) == -1
 
 

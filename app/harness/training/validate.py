@@ -99,7 +99,7 @@ class ValidationOutcome:
     candidate_questions: dict[str, bool] = field(default_factory=dict)  # question_id -> correct
     stage2: tuple[Family, ...] = ()  # families a provisional accept leaves to its probation
     test_state: dict[str, Any] | None = None  # a segment's test state (continuation.py)
-    excluded_units: int = 0  # units left out of the evidence: no verdict on one side
+    imputed_units: int = 0  # no verdict on a side: counted as the candidate's worst case
 
     @property
     def cand_acc(self) -> float | None:
@@ -121,7 +121,7 @@ class _Tally:
         self.by_question: dict[str, bool] = {}
         self.answers: dict[str, bool] = {}
         self.unit_correct: dict[str, bool] = {}  # candidate pass/fail of every unit evaluated
-        self.errors = self.total = self.excluded = 0
+        self.errors = self.total = self.imputed = 0
 
     @property
     def error_share(self) -> float:
@@ -130,11 +130,12 @@ class _Tally:
     def record(
         self, pairs: Sequence[Pair], units: Mapping[str, QuestionUnit], base_correct: BaseLookup
     ) -> None:
-        """Keep what the rule actually used (units evaluated but not observed are left out,
-        and so are units without a verdict, which are counted). cand/base are pass/fail."""
+        """Keep what the rule actually used (units evaluated but not observed are left out;
+        units without a verdict are counted, and the gate took them as the candidate's worst
+        case, core/evolution/gate.py `unit_difference`). cand/base are pass/fail."""
         for unit_id, base, cand in pairs:
             if base is None or cand is None:
-                self.excluded += 1
+                self.imputed += 1
                 continue
             self.cand[unit_id] = self.unit_correct[unit_id]
             self.base[unit_id] = base_correct(unit_id)
@@ -247,7 +248,7 @@ class Validator:
             candidate_questions=tally.by_question,
             stage2=verdict.reserved,
             test_state=rule.gate.state() if isinstance(rule, SegmentRule) else None,
-            excluded_units=tally.excluded,
+            imputed_units=tally.imputed,
         )
 
     def _base_correct(self, unit_id: str) -> bool:

@@ -37,7 +37,9 @@ STRUCTURAL, DECISION = "structural", "decision"
 
 # The values of core.evolution.gate.AcceptanceStrategy, as the config validates them (a test
 # keeps the two equal); GateSpec carries the enum.
-GateStrategy = Literal["eprocess", "mcnemar", "minibatch", "accept_all"]
+GateStrategy = Literal[
+    "eprocess", "mcnemar", "minibatch", "accept_all", "strict_improvement", "se_gate"
+]
 
 
 @dataclass(frozen=True)
