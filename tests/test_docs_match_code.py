@@ -5,6 +5,7 @@ and the pass threshold docs/checkers.md gives is the one a benchmark row gets.""
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 from markdown_it import MarkdownIt
@@ -22,10 +23,14 @@ ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
-def cli_commands() -> set[str]:
+def subcommands() -> dict[str, argparse.ArgumentParser]:
     actions = build_parser()._subparsers._group_actions  # type: ignore[union-attr]
     sub = next(a for a in actions if isinstance(a, argparse._SubParsersAction))
-    return set(sub.choices)
+    return dict(sub.choices)
+
+
+def cli_commands() -> set[str]:
+    return set(subcommands())
 
 
 def command_table_commands(markdown: str) -> set[str]:
@@ -54,6 +59,15 @@ def test_every_cli_command_has_a_row_in_the_readme_command_table() -> None:
     listed = command_table_commands(README)
     assert commands - listed == set(), "commands missing from the README's command table"
     assert listed - commands - {"command"} == set(), "rows naming no command"
+
+
+def test_the_readme_names_every_command_that_takes_json() -> None:
+    text = " ".join(README.split())
+    sentence = re.search(r"((?:`[a-z-]+`(?:, | and ))+`[a-z-]+`) take `--json`", text)
+    assert sentence, "the Commands section says which commands take --json"
+    named = set(re.findall(r"`([a-z-]+)`", sentence.group(1)))
+    taking = {n for n, p in subcommands().items() if "--json" in p._option_string_actions}
+    assert named == taking
 
 
 def test_the_readme_states_distills_exit_codes() -> None:
