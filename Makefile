@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 
 $(STAMP): pyproject.toml Makefile
 	@$(PY) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required (set PY=python3.11)")'
-	@echo "setting up $(VENV): about 6.5 min from a fresh clone (2 min with a warm pip cache), once"
+	@echo "setting up $(VENV): about 4 min from a fresh clone (under 2 min with a warm pip cache), once"
 	$(PY) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
 	# compat: the editable install is a plain path line in a .pth, not an import hook run at

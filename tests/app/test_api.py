@@ -30,7 +30,7 @@ def test_the_readme_example_runs_and_prints_the_learning(tmp_path, monkeypatch, 
     before, after = map(float, re.fullmatch(r"test (\S+) -> (\S+)", lines[0]).groups())
     assert after > before
     assert 0.0 < float(lines[1]) <= 1.0
-    assert (tmp_path / "workspaces" / "mine" / "checkpoint.json").is_file()
+    assert (tmp_path / "workspaces" / "api" / "checkpoint.json").is_file()
 
 
 @pytest.fixture

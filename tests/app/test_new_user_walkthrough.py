@@ -115,9 +115,12 @@ def test_a_new_user_follows_the_readme_from_benchmark_to_report(
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(body, encoding="utf-8")
     checker = next(b for b in fenced(section, "python") if "def " in b)
-    module = re.search(r"#\s*(\w+)\.py", checker)
+    module = re.search(r"#\s*(\S+\.py)", checker)
     assert module, "the README's checker block names its file"
-    Path(f"{module.group(1)}.py").write_text(checker, encoding="utf-8")
+    Path(module.group(1)).parent.mkdir(parents=True, exist_ok=True)
+    Path(module.group(1)).write_text(checker, encoding="utf-8")
+    pythonpath = re.search(r"export PYTHONPATH=(\S+)", section)  # where the README puts it
+    monkeypatch.syspath_prepend(str(tmp_path / pythonpath.group(1)) if pythonpath else ".")
     store = re.search(r"--store (\S+)", " ".join(" ".join(c) for c in readme_commands(section)))
     assert store, "the walk-through names its store"
     write_benchmark(tmp_path / store.group(1), "mine", section)
