@@ -81,17 +81,19 @@ def _fraction(value: object) -> float | None:
     return float(value) if ok else None  # type: ignore[arg-type]
 
 
+def _mapping(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def headline(final: dict[str, Any] | None) -> dict[str, Any]:
     """The held-out result at a glance, from analyses/final_test_eval.json: baseline and final
     test accuracy overall and per task type (None where the file has no such figure)."""
     final = final or {}
-    per_type = final.get("per_task_type") if isinstance(final.get("per_task_type"), dict) else {}
-    base_of = final.get("baseline_per_task_type")
-    base_of = base_of if isinstance(base_of, dict) else {}
+    per_type = _mapping(final.get("per_task_type"))
+    base_of = _mapping(final.get("baseline_per_task_type"))
     types = []
     for task_type in sorted(set(per_type) | set(base_of)):
-        entry = per_type.get(task_type)
-        entry = entry if isinstance(entry, dict) else {}
+        entry = _mapping(per_type.get(task_type))
         types.append(
             {
                 "task_type": task_type,
