@@ -37,6 +37,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 
 
 class Reason(StrEnum):
@@ -110,6 +111,7 @@ def _evolver(e: TypeEvidence) -> Explanation | None:
 _WORD = re.compile(r"[a-z][a-z0-9]*(?:[-'][a-z0-9]+)*")
 
 
+@lru_cache(maxsize=1 << 14)  # a report reads each question's words once per gate test
 def words(text: str) -> frozenset[str]:
     """Lower-case words of `text` (inner hyphens and apostrophes kept; bare numbers dropped)."""
     return frozenset(_WORD.findall(text.lower()))
