@@ -309,8 +309,10 @@ def learning_lines(entries: list[dict[str, Any]]) -> list[str]:
         reasons = e["reasons"] or [
             {
                 "reason": "no reason found",
-                "detail": f"{e['gated']} candidate(s) gated, {e['candidate_failures']} of "
-                f"{e['candidate_units']} gate units still failed, none accepted",
+                "detail": f"{e['gated']} candidate(s) gated (W={e['effect_wins']} "
+                f"L={e['effect_losses']} over {e['effect_families']} families), "
+                f"{e['candidate_failures']} of the {e['candidate_units']} gate units failed "
+                "before that the edits address still failed, none accepted",
             }
         ]
         for i, r in enumerate(reasons):
