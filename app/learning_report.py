@@ -199,7 +199,7 @@ class _GateUnits:
                 continue  # right before the edit: no failure for the edit to address
             members = self.of_unit.get(str(r["unit_id"]), [])
             fixed = _right(r["cand"])
-            if not any(addresses(terms, q.question) for q in members):
+            if terms and not any(addresses(terms, q.question) for q in members):
                 self.control += 1
                 self.control_fixed += fixed
                 continue
