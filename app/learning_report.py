@@ -4,8 +4,7 @@ core/evolution/learning_failures.py tests, read from the log. Reads only."""
 from __future__ import annotations
 
 import json
-from collections import Counter
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +12,10 @@ from app.harness.rollouts.benchmark_validation import gate_families
 from app.harness.workspace.config import build_config
 from app.harness.workspace.log_reader import LogReader
 from app.harness.workspace.store import load_benchmark
-from core.benchmark_checks import gate_min_families
+from core.benchmark_checks import gate_families_at_effect, gate_min_families
 from core.evolution.gate import GateParams, GateStopReason
-from core.evolution.learning_failures import TypeEvidence, explain
-from core.types import StopReason
+from core.evolution.learning_failures import TypeEvidence, addresses, explain, rule_terms
+from core.types import Question, StopReason
 
 ACCEPTED = ("accept", "accept_provisional")
 USABLE = "ok"  # core.evolution.evolve.EvolutionStatus.OK: parsed and changed the file
@@ -29,17 +28,34 @@ def learning_failures(root: Path, log: LogReader) -> list[dict[str, Any]]:
     if train is None:
         return []
     like = f"{train.run_id}-%"
-    context_of = _contexts(root)
+    questions = _questions(root)
+    context_of = {q.question_id: bool(q.context) for q in questions}
     gate = _gate_params(log, train.run_id)
     families = {g.task_type: g for g in _gate_families(root)}
     out = []
     for task_type in sorted(_task_types(log, like) | set(families)):
         fam = families.get(task_type)
-        needed = gate_min_families(gate, fam.singletons) if fam else None
-        evidence = _evidence(log, like, task_type, context_of, fam.families if fam else 0, needed)
+        of_type = [q for q in questions if q.task_type == task_type]
+        evidence, horizons = _evidence(log, like, task_type, context_of, of_type)
+        needed = _families_needed(gate, fam.singletons, evidence) if fam else None
+        evidence = replace(
+            evidence,
+            gate_families=fam.families if fam else 0,
+            families_needed=needed,
+            blind_tests=sum(1 for h in horizons if needed is not None and h < needed),
+        )
         found = explain(evidence) if evidence.accepted == 0 else ()
         out.append({**asdict(evidence), "reasons": [asdict(x) for x in found]})
     return out
+
+
+def _families_needed(gate: GateParams, singletons: bool, e: TypeEvidence) -> int | None:
+    """The families the gate needs to accept at the effect the type's gate tests observed
+    (their summed W and L over the families they saw); all won when none was positive."""
+    at_effect = gate_families_at_effect(
+        gate, e.effect_wins, e.effect_losses, e.effect_families, singletons
+    )
+    return at_effect if at_effect is not None else gate_min_families(gate, singletons)
 
 
 def _gate_params(log: LogReader, run_id: str) -> GateParams:
@@ -65,13 +81,11 @@ def _task_types(log: LogReader, like: str) -> set[str]:
     return {str(r["task_type"]) for r in rows if r["task_type"]}
 
 
-def _contexts(root: Path) -> dict[str, bool]:
+def _questions(root: Path) -> list[Question]:
     try:
-        return {
-            q.question_id: bool(q.context) for q in load_benchmark(root / "questions").questions
-        }
-    except Exception:  # a report never fails on the frozen benchmark: the judge test is skipped
-        return {}
+        return list(load_benchmark(root / "questions").questions)
+    except Exception:  # a report never fails on the frozen benchmark: its tests are skipped
+        return []
 
 
 def _gate_families(root: Path) -> list[Any]:
@@ -86,9 +100,10 @@ def _evidence(
     like: str,
     task_type: str,
     context_of: dict[str, bool],
-    families: int,
-    needed: int | None,
-) -> TypeEvidence:
+    questions: list[Question],
+) -> tuple[TypeEvidence, list[int]]:
+    """The type's counts (gate families, families needed and blind tests are left for the
+    caller, which knows the gate) and the horizons of its gate tests."""
     evolutions = _rows(
         log,
         "SELECT status, edits_json FROM evolutions WHERE run_id LIKE ? AND task_type = ?",
@@ -99,51 +114,129 @@ def _evidence(
     )
     steps = _rows(
         log,
-        "SELECT action, stop_reason, gate_run_id, report_json FROM step_reports "
+        "SELECT action, stop_reason, gate_run_id, report_json, w, l, n_used FROM step_reports "
         "WHERE run_id LIKE ? AND task_type = ?",
         (like, task_type),
     )
-    gate_runs = [s["gate_run_id"] for s in steps if s["gate_run_id"]]
-    outcomes: Counter[int] = Counter()
-    compared = unchanged = 0
-    base_answers = _base_answers(log, like, task_type) if gate_runs else {}
-    for run_id in gate_runs:
-        for r in _rows(
-            log,
-            "SELECT question_id, prediction, correct, skills_version FROM predictions "
-            "WHERE run_id = ?",
-            (run_id,),
-        ):
-            outcomes[int(r["correct"] or 0)] += 1
-            version = str(r["skills_version"] or "")
-            if r["correct"] or not version.endswith(CANDIDATE_SUFFIX):
-                continue
-            base = base_answers.get((r["question_id"], version.removesuffix(CANDIDATE_SUFFIX)))
-            if base is not None:
-                compared += 1
-                unchanged += _same_answer(base, r["prediction"])
+    gated = [s for s in steps if s["gate_run_id"]]
+    units = _GateUnits(log, like, task_type, questions) if gated else None
+    for s in gated:
+        assert units is not None  # built whenever a step was gated
+        units.add(str(s["gate_run_id"]), s["report_json"])
     judged, contradicted = _judge_counts(log, like, task_type, context_of)
-    horizons = [_horizon(s["report_json"]) for s in steps if s["gate_run_id"]]
+    horizons = [_horizon(s["report_json"]) for s in gated]
     seen = [h for h in horizons if h is not None]
-    return TypeEvidence(
+    evidence = TypeEvidence(
         task_type=task_type,
         accepted=sum(1 for s in steps if s["action"] in ACCEPTED),
         evolver_replies=len(evolutions),
         usable_replies=usable,
-        gated=len(gate_runs),
-        candidate_units=outcomes[0] + outcomes[1],
-        candidate_failures=outcomes[0],
+        gated=len(gated),
+        candidate_units=units.addressed if units else 0,
+        candidate_failures=units.still_failed if units else 0,
         insufficient=sum(
             1 for s in steps if s["stop_reason"] == GateStopReason.INSUFFICIENT_EVIDENCE
         ),
-        blind_tests=sum(1 for h in seen if needed is not None and h < needed),
+        blind_tests=0,
         fewest_seen=min(seen) if seen else None,
-        gate_families=families,
-        families_needed=needed,
+        gate_families=0,
+        families_needed=None,
         judge_verdicts=judged,
         contradicted=contradicted,
-        compared_failures=compared,
-        unchanged_failures=unchanged,
+        compared_failures=units.compared if units else 0,
+        unchanged_failures=units.unchanged if units else 0,
+        control_units=units.control if units else 0,
+        control_fixed=units.control_fixed if units else 0,
+        effect_wins=sum(int(s["w"] or 0) for s in gated),
+        effect_losses=sum(int(s["l"] or 0) for s in gated),
+        effect_families=sum(int(s["n_used"] or 0) for s in gated),
+    )
+    return evidence, seen
+
+
+def _right(outcome: object) -> bool:
+    """A gate unit's stored outcome (core/evolution/gate.py `_stored`: a bool, or a score in
+    [0, 1] for scored checkers) read as right or wrong."""
+    return isinstance(outcome, int | float) and float(outcome) >= 0.5
+
+
+class _GateUnits:
+    """One task type's gate units over its gate tests: of those the base skill got wrong, the
+    ones each test's edit addresses (core/evolution/learning_failures.py `rule_terms`) and the
+    rest, with what the candidate made of them, and the candidate's wrong answers compared
+    with the base skill's."""
+
+    def __init__(self, log: LogReader, like: str, task_type: str, questions: list[Question]):
+        self.log = log
+        self.texts = [q.question for q in questions]
+        self.of_unit: dict[str, list[Question]] = {}
+        for q in questions:
+            self.of_unit.setdefault(q.unit_id, []).append(q)
+        self.base_answers = _base_answers(log, like, task_type)
+        self.has_evidence = log.has_table("gate_evidence")
+        self.addressed = self.still_failed = self.control = self.control_fixed = 0
+        self.compared = self.unchanged = 0
+
+    def add(self, gate_run_id: str, report_json: str | None) -> None:
+        if not self.has_evidence:
+            return
+        terms = rule_terms(_added_text(report_json), self.texts)
+        cand_answers = {
+            str(r["question_id"]): r
+            for r in _rows(
+                self.log,
+                "SELECT question_id, prediction, correct, skills_version FROM predictions "
+                "WHERE run_id = ? AND skills_version LIKE ? ORDER BY id",
+                (gate_run_id, f"%{CANDIDATE_SUFFIX}"),
+            )
+        }
+        for r in _rows(
+            self.log,
+            "SELECT unit_id, base, cand FROM gate_evidence WHERE run_id = ?",
+            (gate_run_id,),
+        ):
+            if _right(r["base"]):
+                continue  # right before the edit: no failure for the edit to address
+            members = self.of_unit.get(str(r["unit_id"]), [])
+            fixed = _right(r["cand"])
+            if terms and not any(addresses(terms, q.question) for q in members):
+                self.control += 1
+                self.control_fixed += fixed
+                continue
+            self.addressed += 1
+            if not fixed:
+                self.still_failed += 1
+                for q in members:
+                    self._compare(cand_answers.get(q.question_id))
+
+    def _compare(self, row: dict[str, Any] | None) -> None:
+        if row is None or row["correct"]:
+            return
+        version = str(row["skills_version"] or "")
+        base = self.base_answers.get(
+            (str(row["question_id"]), version.removesuffix(CANDIDATE_SUFFIX))
+        )
+        if base is not None:
+            self.compared += 1
+            self.unchanged += _same_answer(base, row["prediction"])
+
+
+def _added_text(report_json: str | None) -> str:
+    """The text a gate test's edits added (the applied ones, by the step report's
+    `apply_report`; every edit when it has none)."""
+    try:
+        report = json.loads(report_json or "{}")
+    except ValueError:
+        return ""
+    edits = report.get("edits") if isinstance(report, dict) else None
+    if not isinstance(edits, list):
+        return ""
+    applied = report.get("apply_report")
+    if isinstance(applied, list) and applied:
+        keep = {a.get("index") for a in applied if isinstance(a, dict) and a.get("applied")}
+        edits = [e for i, e in enumerate(edits) if i in keep]
+    return "\n".join(
+        str(e.get(k) or "") for e in edits if isinstance(e, dict) for k in ("content", "new")
     )
 
 
@@ -216,8 +309,10 @@ def learning_lines(entries: list[dict[str, Any]]) -> list[str]:
         reasons = e["reasons"] or [
             {
                 "reason": "no reason found",
-                "detail": f"{e['gated']} candidate(s) gated, {e['candidate_failures']} of "
-                f"{e['candidate_units']} gate units still failed, none accepted",
+                "detail": f"{e['gated']} candidate(s) gated (W={e['effect_wins']} "
+                f"L={e['effect_losses']} over {e['effect_families']} families), "
+                f"{e['candidate_failures']} of the {e['candidate_units']} gate units failed "
+                "before that the edits address still failed, none accepted",
             }
         ]
         for i, r in enumerate(reasons):

@@ -51,7 +51,9 @@ def workspace_summary(root: Path) -> dict[str, Any]:
         contamination = {"skill_edits": 0, "epoch_counts": 0}
     checkpoint = load_checkpoint(root) if (root / "checkpoint.json").exists() else None
     final = root / "analyses" / "final_test_eval.json"
+    final_test = read_json_object(final, "final test report") if final.exists() else None
     return {
+        "headline": headline(final_test),
         "workspace": str(root),
         "current": manifest["current"],
         "best": manifest.get("best"),
@@ -70,8 +72,72 @@ def workspace_summary(root: Path) -> dict[str, Any]:
         "contamination": contamination,
         "progress": checkpoint["progress"] if checkpoint else None,
         "resumes": [asdict(r) for r in resumes],
-        "final_test": read_json_object(final, "final test report") if final.exists() else None,
+        "final_test": final_test,
     }
+
+
+def _fraction(value: object) -> float | None:
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1
+    return float(value) if ok else None  # type: ignore[arg-type]
+
+
+def _mapping(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def headline(final: dict[str, Any] | None) -> dict[str, Any]:
+    """The held-out result at a glance, from analyses/final_test_eval.json: baseline and final
+    test accuracy overall and per task type (None where the file has no such figure)."""
+    final = final or {}
+    per_type = _mapping(final.get("per_task_type"))
+    base_of = _mapping(final.get("baseline_per_task_type"))
+    types = []
+    for task_type in sorted(set(per_type) | set(base_of)):
+        entry = _mapping(per_type.get(task_type))
+        types.append(
+            {
+                "task_type": task_type,
+                "baseline": _fraction(base_of.get(task_type)),
+                "final": _fraction(entry.get("accuracy")),
+                "correct": entry.get("correct"),
+                "total": entry.get("total"),
+            }
+        )
+    return {
+        "baseline_test_accuracy": _fraction(final.get("baseline_test_accuracy")),
+        "test_accuracy": _fraction(final.get("test_accuracy")),
+        "units": final.get("units"),
+        "run_id": final.get("run_id"),
+        "per_task_type": types,
+    }
+
+
+def _acc(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def headline_text(h: dict[str, Any]) -> str:
+    """`test accuracy: baseline 0.216 -> final 0.809 (324 held-out units)`, as `demo` ends."""
+    if h["test_accuracy"] is None and h["baseline_test_accuracy"] is None:
+        return "test accuracy: no final test yet (`train` writes it after its last epoch)"
+    units = f" ({h['units']} held-out units)" if isinstance(h.get("units"), int) else ""
+    return (
+        f"test accuracy: baseline {_acc(h['baseline_test_accuracy'])} -> "
+        f"final {_acc(h['test_accuracy'])}{units}"
+    )
+
+
+def _per_type_lines(h: dict[str, Any]) -> list[str]:
+    """Baseline vs final test accuracy per task type (the web report's and TUI's bars)."""
+    if not h["per_task_type"]:
+        return []
+    lines = [f"\ntest accuracy by task type (baseline -> final, run {h['run_id']})"]
+    for t in h["per_task_type"]:
+        base, final = t["baseline"], t["final"]
+        change = f"{final - base:+.3f}" if base is not None and final is not None else "-"
+        units = f"  {t['correct']}/{t['total']}" if isinstance(t["total"], int) else ""
+        lines.append(f"  {t['task_type']:<16} {_acc(base)} -> {_acc(final)}  ({change}){units}")
+    return lines
 
 
 def _spend(root: Path, log: LogReader) -> list[SpendRow]:
@@ -164,7 +230,9 @@ def _model_io(log: LogReader, calls: list[RoleCalls]) -> dict[str, Any]:
 
 
 def format_summary(s: dict[str, Any]) -> str:
+    head = s.get("headline") or headline(s.get("final_test"))
     lines = [
+        headline_text(head),
         f"workspace  {s['workspace']}  (seed {s['seed']})",
         f"current    {s['current']['skills']}  {s['current']['prompts']}  "
         f"questions={s['current']['questions']}",
@@ -190,6 +258,7 @@ def format_summary(s: dict[str, Any]) -> str:
         for e in s["epochs"]:
             test = f"{e['test_acc']:.3f}" if e["test_acc"] is not None else "-"
             lines.append(f"  {e['run_id']} epoch {e['epoch']}: val {e['val_acc']:.3f}  test {test}")
+    lines += _per_type_lines(head)
     if s["runs"]:
         lines.append("\nruns")
         for r in s["runs"][-25:]:

@@ -324,6 +324,28 @@ def gate_min_families(params: GateParams, singletons: bool, limit: int = 1000) -
     return None
 
 
+def gate_families_at_effect(
+    params: GateParams,
+    wins: int,
+    losses: int,
+    families: int,
+    singletons: bool,
+    limit: int = 1000,
+) -> int | None:
+    """The fewest families at which the e-process gate with `params` accepts a candidate whose
+    families go as observed: of `families`, `wins` won and `losses` lost (the rest tied),
+    scaled to k families and rounded to whole ones. None when the observed effect is not
+    positive (no number of such families accepts), the bet is not the mixture, or not within
+    `limit`. With every family won it is `gate_min_families`; a weaker effect needs more."""
+    if params.lambda_strategy != "mixture" or families <= 0 or wins <= losses:
+        return None
+    for k in range(1, min(limit, params.n_max) + 1):
+        won, lost = round(k * wins / families), round(k * losses / families)
+        if mixture_e(won, lost) >= params.accept_level(k, singletons=singletons):
+            return k
+    return None
+
+
 @dataclass(frozen=True)
 class GateFamilies:
     """One task type's families that a gate test can look at (diagnosis and validation pools)."""

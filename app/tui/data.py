@@ -102,6 +102,11 @@ class Overview:
     simulated: bool
     n_versions: dict[str, int] = field(default_factory=dict)
     oracle: bool = False  # a run used sim/oracle (any benchmark, a fixed answer rate)
+    # the curve's epoch 0: the seed skills on the validation and test pools
+    baseline_val: float | None = None
+    baseline_test: float | None = None
+    # baseline vs final test accuracy per task type (analyses/final_test_eval.json)
+    per_type: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -118,6 +123,32 @@ def _read_json(path: Path) -> Any:
             return visible_tree(json.load(f))
     except (OSError, ValueError, RecursionError):
         return None
+
+
+def _fraction(value: Any) -> float | None:
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1
+    return float(value) if ok else None
+
+
+def per_type_test(final: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per task type of a final test report, its baseline and final accuracy (None where the
+    report lacks a readable figure)."""
+    per_type = final.get("per_task_type")
+    per_type = per_type if isinstance(per_type, dict) else {}
+    base_of = final.get("baseline_per_task_type")
+    base_of = base_of if isinstance(base_of, dict) else {}
+    out = []
+    for task_type in sorted(set(per_type) | set(base_of)):
+        entry = per_type.get(task_type)
+        final_acc = entry.get("accuracy") if isinstance(entry, dict) else None
+        out.append(
+            {
+                "task_type": str(task_type),
+                "baseline": _fraction(base_of.get(task_type)),
+                "final": _fraction(final_acc),
+            }
+        )
+    return out
 
 
 def is_workspace(path: Path) -> bool:
@@ -237,6 +268,13 @@ class WorkspaceData:
         manifest = self.manifest()
         with self.reader() as log:
             status = self.run_status(log)
+            final = self.final_test()
+            checkpoint = self.checkpoint()
+            state = (checkpoint or {}).get("state")
+            baseline_val = (
+                _fraction(state.get("baseline_val_acc")) if isinstance(state, dict) else None
+            )
+            baseline_test = _fraction(final.get("baseline_test_accuracy"))
             if log is None:
                 epochs, counts, calls, simulated = [], dict.fromkeys(COUNT_LABELS, 0), [], False
                 oracle = False
@@ -247,10 +285,14 @@ class WorkspaceData:
                 calls = self.calls_by_role(log) if with_calls else []
                 simulated = log.any_simulated()
                 oracle = simulated and log.any_model(ORACLE_MODEL)
+                if epochs and baseline_val is None:
+                    baseline_val = log.baseline_accuracy_on("validation")
+                if epochs and baseline_test is None:
+                    baseline_test = log.baseline_accuracy_on("test")
         return Overview(
             name=self.name,
             manifest=manifest,
-            checkpoint=self.checkpoint(),
+            checkpoint=checkpoint,
             status=status,
             epochs=epochs,
             counts=counts,
@@ -258,7 +300,15 @@ class WorkspaceData:
             simulated=simulated,
             n_versions={k: len(list_versions(self.root, k)) for k in KINDS},
             oracle=oracle,
+            baseline_val=baseline_val,
+            baseline_test=baseline_test,
+            per_type=per_type_test(final),
         )
+
+    def final_test(self) -> dict[str, Any]:
+        """analyses/final_test_eval.json ({} before the final test)."""
+        final = _read_json(self.root / "analyses" / "final_test_eval.json")
+        return final if isinstance(final, dict) else {}
 
     def calls_by_role(self, log: LogReader) -> list[dict[str, Any]]:
         """Tokens and cost per role, summed incrementally by id. The tally of rows seen is

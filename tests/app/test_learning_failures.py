@@ -13,7 +13,7 @@ import pytest
 from app.cli import main
 from app.paths import builtin_store
 from app.providers.sim import oracle
-from core.evolution.learning_failures import Reason, TypeEvidence, explain
+from core.evolution.learning_failures import Reason, TypeEvidence, addresses, explain, rule_terms
 
 ORACLE = [
     "--set",
@@ -245,3 +245,76 @@ def test_a_rule_the_agent_follows_and_that_is_wrong_is_the_evolvers(
         assert Reason.EVOLVER_WRONG_RULE in found[entry["task_type"]], found
         assert entry["compared_failures"] > 0 and entry["unchanged_failures"] == 0
     assert "the agent followed the rule, and the rule was wrong" in s["text"]
+
+
+def test_a_rule_the_agent_follows_on_the_questions_it_names_is_not_ignored(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
+    """The evolver's rule names invoices, and the agent answers every invoice question right
+    with it: the gate units it does not speak to (other dates, questions the base skill got
+    right) stay as they were and are no evidence that the agent ignored it."""
+    real_task, real_turn = oracle.OracleProvider._task_reply, oracle.OracleProvider._agent_turn
+    rule = "- For an invoice date, write the date as YYYYMMDD."
+
+    def invoice_rule(self, prompt: str) -> str:  # noqa: ANN001 - the provider
+        if "## Task: evolve-skill" in prompt:
+            return json.dumps({"edits": [{"op": "add", "section": "Rules", "content": rule}]})
+        return real_task(self, prompt)
+
+    def follows(self, messages, tools, seed):  # noqa: ANN001 - the provider's own arguments
+        response = real_turn(self, messages, tools, seed)
+        question = self._by_text.get(oracle._key(oracle.agent.read_view(messages, tools).question))
+        told = any("invoice date, write" in str(m.get("content") or "") for m in messages)
+        if told and question is not None and "invoice" in question.question:
+            return replace(response, text=f"ANSWER: {question.answer}")
+        return response
+
+    monkeypatch.setattr(oracle.OracleProvider, "_task_reply", invoice_rule)
+    monkeypatch.setattr(oracle.OracleProvider, "_agent_turn", follows)
+    s = _train_and_report(tmp_path, capsys, "--set", "sim_oracle_accuracy=0.1", per_type=24)
+    dates = next(e for e in s["learning_failures"] if e["task_type"] == "dates")
+    assert dates["accepted"] == 0 and dates["gated"] > 0, dates
+    # every invoice failure the gate saw went right; the other failures did not move
+    assert dates["candidate_units"] > 0 and dates["candidate_failures"] == 0, dates
+    assert dates["control_units"] > 0 and dates["control_fixed"] == 0, dates
+    assert Reason.AGENT_IGNORED_RULE not in _reasons(s)["dates"], dates
+
+
+def test_a_rule_that_moved_its_own_units_more_than_the_rest_was_followed() -> None:
+    stuck = TypeEvidence(
+        task_type="t",
+        accepted=0,
+        evolver_replies=2,
+        usable_replies=2,
+        gated=2,
+        candidate_units=10,
+        candidate_failures=6,  # 4 of 10 addressed failures fixed
+        insufficient=0,
+        blind_tests=0,
+        fewest_seen=20,
+        gate_families=24,
+        families_needed=5,
+        judge_verdicts=0,
+        contradicted=0,
+        compared_failures=6,
+        unchanged_failures=6,
+    )
+    assert [x.reason for x in explain(stuck)] == [Reason.AGENT_IGNORED_RULE]
+    followed = replace(stuck, control_units=20, control_fixed=1)  # 1 of 20 elsewhere
+    assert explain(followed) == ()
+    chance = replace(stuck, control_units=20, control_fixed=8)  # as many moved without it
+    assert [x.reason for x in explain(chance)] == [Reason.AGENT_IGNORED_RULE]
+    assert "fixed 4 of them and 8 of 20" in explain(chance)[0].detail
+
+
+def test_rule_terms_single_out_the_questions_a_rule_names() -> None:
+    questions = [
+        f"[tagging] Case tagging-u{i:03d}. For client {i} the figures are 3, 4; one entry is "
+        f"marked {marker}. Which tag applies?"
+        for i, marker in enumerate(["leap-day", "offset", "interim", "frozen"] * 3)
+    ]
+    terms = rule_terms("- In tagging cases marked leap-day, round the result up.", questions)
+    assert terms == {"leap-day"}
+    assert [addresses(terms, q) for q in questions[:4]] == [True, False, False, False]
+    general = rule_terms("- Double-check the arithmetic before you reply.", questions)
+    assert general == frozenset() and all(addresses(general, q) for q in questions)

@@ -204,3 +204,48 @@ def test_a_page_from_a_file_may_call_the_api_when_allowed(served):
 def test_allow_origin_without_a_token_is_refused(trained, capsys):
     assert main(["serve", "-w", str(trained), "--allow-origin", "null"]) == 2
     assert "--allow-origin null" in capsys.readouterr().err
+
+
+def _axis_labels(svg: str, axis: str) -> list[str]:
+    """The tick labels of a pygal chart's x or y axis."""
+    start = svg.index(f'<g class="axis {axis}')
+    ends = [i for i in (svg.find('<g class="axis', start + 1), svg.find('class="titles"')) if i > 0]
+    section = svg[start : min(ends)] if ends else svg[start:]
+    return re.findall(r'<g class="guides">.*?<text[^>]*>([^<]*)</text>', section)
+
+
+def test_curve_starts_at_epoch_0_with_the_baseline_on_a_0_to_1_axis() -> None:
+    from app.harness.serving import charts
+
+    data = PageData("w", "c", "b", curve=[EpochPoint(1, 0.6, 0.65)], baseline_val=0.21)
+    svg = charts.learning_curve(data)
+    assert _axis_labels(svg, "x")[:2] == ["0", "1"]
+    values = re.findall(r'<desc class="value">([^<]*)</desc>', svg)
+    assert values[:2] == ["0.21", "0.6"]  # validation: baseline at epoch 0, then epoch 1
+    assert {"0", "1"} <= set(_axis_labels(svg, "y"))  # the fixed 0..1 range
+
+
+def test_gate_chart_has_whole_number_ticks_and_a_heavy_accept_line() -> None:
+    from app.harness.serving import charts
+
+    decisions = [GateDecision(1, i, "t", "reject", 0, 1, 0.5 + i, "", "") for i in range(3)]
+    svg = charts.gate_chart(decisions, 20.0)
+    x = [t for t in _axis_labels(svg, "x") if t.strip()]
+    assert x and all(t.isdigit() for t in x), x  # decision numbers, never 0.5 steps
+    assert _axis_labels(svg, "y")[:4] == ["0.1", "1", "10", "100"]  # powers of ten
+    assert "accept level e=20" in svg
+    assert re.search(r"serie-2\{stroke-width:4;stroke-dasharray:10,5\}", svg)
+    assert "#111111" in svg  # drawn dark, not in a pale series colour
+
+
+def test_per_type_bars_show_baseline_beside_final(trained: Path) -> None:
+    data = gather(trained)
+    final = json.loads((trained / "analyses" / "final_test_eval.json").read_text())
+    assert [t.baseline for t in data.per_type] == [
+        final["baseline_per_task_type"][t.task_type] for t in data.per_type
+    ]
+    ckpt = json.loads((trained / "checkpoint.json").read_text())
+    assert data.baseline_val == pytest.approx(ckpt["state"]["baseline_val_acc"])
+    assert data.baseline_test == pytest.approx(final["baseline_test_accuracy"])
+    page = render_page(data, served=False)
+    assert "baseline (before training)" in page and "0 (baseline)" in page

@@ -19,6 +19,7 @@ from core.benchmark_checks import (
     check_questions,
     checker_kind,
     choice_letters,
+    gate_families_at_effect,
     gate_min_families,
     has_errors,
     min_families_for_accept,
@@ -224,6 +225,39 @@ def test_gate_min_families_is_what_the_real_default_gate_needs(units: int, neede
     assert gate_min_families(GateParams(), singletons=units == 1) == needed
     assert not _real_gate_accepts(needed - 1, units)
     assert _real_gate_accepts(needed, units)
+
+
+def _real_gate_accepts_pattern(k: int, outcomes: list[bool | None]) -> bool:
+    """The real gate with horizon k, fed k single-unit families cycling through `outcomes`
+    (True: the candidate wins the family, False: it loses it, None: a tie)."""
+    gate = SequentialGate(GateParams(), horizon=k, singletons=True)
+    for i in range(k):
+        won = outcomes[i % len(outcomes)]
+        base, cand = (False, True) if won else (True, False) if won is False else (True, True)
+        action = gate.observe_family(f"f{i}", [(f"u{i}", base, cand)])
+        if action is not None:
+            return action is GateAction.ACCEPT
+    return False
+
+
+def test_gate_families_at_effect_is_what_the_real_gate_needs_at_that_effect() -> None:
+    params = GateParams()
+    # every family won: the all-won minimum
+    for singletons in (True, False):
+        assert gate_families_at_effect(params, 9, 0, 9, singletons) == gate_min_families(
+            params, singletons
+        )
+    # one family in two won, the other tied: the real gate needs exactly that many
+    needed = gate_families_at_effect(params, 1, 0, 2, True)
+    assert needed is not None and needed > gate_min_families(params, True)  # type: ignore[operator]
+    assert _real_gate_accepts_pattern(needed, [None, True])
+    assert not _real_gate_accepts_pattern(needed - 1, [None, True])
+    # 5 won and 1 lost of 9 (a gate test report's W and L): far more than the 7 all won
+    assert gate_families_at_effect(params, 5, 1, 9, False) == 27
+    assert gate_families_at_effect(params, 5, 1, 9, True) == 18
+    # no positive effect: no number of families accepts
+    assert gate_families_at_effect(params, 3, 3, 9, True) is None
+    assert gate_families_at_effect(params, 0, 0, 0, True) is None
 
 
 def test_gate_min_families_none_for_other_bets() -> None:

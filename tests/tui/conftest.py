@@ -409,6 +409,7 @@ def make_workspace(tmp_path: Path, name: str = "demo-ws") -> DemoWorkspace:
             "L": l_,
             "e_value": e_value,
             "e_harm": 0.02 if action == "accept" else None,
+            "threshold": 20.0 if gate else None,  # the accept level (the Steps chart's line)
             "n_used": n_used,
             "stop_reason": stop,
             "delta_hat": None if cand is None else round(cand - base, 3),
@@ -578,6 +579,22 @@ def make_workspace(tmp_path: Path, name: str = "demo-ws") -> DemoWorkspace:
                 "global_step": 3,
                 "total_steps": 6,
             },
+            "state": {"baseline_val_acc": 0.21},  # the Overview curve's epoch 0
+        },
+    )
+    # the held-out result per task type (the Overview's baseline vs final bars)
+    write_json_atomic(
+        root / "analyses" / "final_test_eval.json",
+        {
+            "run_id": f"{TRAIN_RUN}-final-test",
+            "baseline_test_accuracy": 0.22,
+            "test_accuracy": 0.61,
+            "units": 72,
+            "per_task_type": {
+                t: {"accuracy": acc, "correct": round(acc * 12), "total": 12}
+                for t, acc in (("dates", 0.75), ("ledger", 0.5), ("units", 0.583))
+            },
+            "baseline_per_task_type": {"dates": 0.25, "ledger": 0.167, "units": 0.25},
         },
     )
     return demo

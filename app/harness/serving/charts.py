@@ -57,20 +57,19 @@ def _svg(chart: Any) -> str:  # pygal ships no types
 
 
 def learning_curve(data: PageData) -> str:
+    """Validation and test accuracy by epoch on a fixed 0..1 axis, epoch 0 being the baseline
+    (the seed skills before training), so a curve's rise is read against where it began."""
     chart = pygal.Line(
-        **_config("Learning curve: accuracy by epoch", range=(0, 1), x_title="epoch", dots_size=4)
+        **_config(
+            "Learning curve: accuracy by epoch",
+            range=(0, 1),
+            x_title="epoch (0 = baseline, before training)",
+            dots_size=4,
+        )
     )
-    chart.x_labels = [str(p.epoch) for p in data.curve]
-    chart.add("validation", [p.val_acc for p in data.curve])
-    chart.add("test", [p.test_acc for p in data.curve])
-    n = len(data.curve)
-    for label, value in (("baseline (validation)", data.baseline_val),) + (
-        ("baseline (test)", data.baseline_test),
-    ):
-        if value is not None:
-            chart.add(
-                label, [value] * n, stroke_style={"dasharray": "6,4", "width": 2}, dots_size=0
-            )
+    chart.x_labels = ["0", *(str(p.epoch) for p in data.curve)]
+    chart.add("validation", [data.baseline_val, *(p.val_acc for p in data.curve)])
+    chart.add("test", [data.baseline_test, *(p.test_acc for p in data.curve)])
     return _svg(chart)
 
 
@@ -78,42 +77,73 @@ def _log10(e: float | None) -> float | None:
     return math.log10(e) if e is not None and e > 0 else None
 
 
-def gate_chart(decisions: Sequence[GateDecision], threshold: float | None) -> str:
-    """Each decision's e-value (log10) in the order made, accepted apart from rejected."""
-    chart = pygal.XY(
-        **_config(
-            "Gate decisions: e-value over time (log10)",
-            stroke=False,
-            x_title="decision (in order)",
-            y_title="log10 e-value",
-            dots_size=5,
-        )
+# accepted green, rejected red, the accept level a heavy dark dashed line (gate_chart)
+GATE_STYLE = Style(**{**STYLE.to_dict(), "colors": ("#2a9d3a", "#c0392b", "#111111")})
+
+
+def int_ticks(lo: float, hi: float, most: int = 10) -> list[int]:
+    """Whole-number ticks covering [lo, hi], at a step of 1, 2 or 5 times a power of ten
+    chosen so there are at most `most` of them."""
+    first, last = math.floor(lo), math.ceil(hi)
+    step = next(
+        m * 10**e for e in range(12) for m in (1, 2, 5) if (last - first) // (m * 10**e) < most
     )
+    return list(range(first - first % step, last + step, step))
+
+
+def gate_chart(decisions: Sequence[GateDecision], threshold: float | None) -> str:
+    """Each decision's e-value (log scale) in the order made, accepted apart from rejected,
+    against the accept level; whole-number ticks (decision numbers, powers of ten)."""
     accepted: list[tuple[int, float]] = []
     rejected: list[tuple[int, float]] = []
     for i, d in enumerate(decisions, 1):
         y = _log10(d.e_value)
         if y is not None:
             (accepted if d.accepted else rejected).append((i, y))
+    line = math.log10(threshold) if threshold and threshold > 0 and decisions else None
+    ys = [y for _, y in accepted + rejected] + ([line] if line is not None else [])
+    lo, hi = min([-1.0, *ys]), max([1.0, *ys])
+    y_ticks = list(range(math.floor(lo), math.ceil(hi + 0.3) + 1))  # powers of ten
+    x_ticks = int_ticks(1, max(1, len(decisions)))
+    chart = pygal.XY(
+        **{
+            **_config(
+                "Gate decisions: e-value over time",
+                stroke=False,
+                x_title="decision (in order)",
+                y_title="e-value (log scale)",
+                dots_size=5,
+                range=(y_ticks[0], y_ticks[-1]),
+                xrange=(0, max(len(decisions) + 1, x_ticks[-1])),
+            ),
+            "style": GATE_STYLE,
+        }
+    )
+    chart.x_labels = x_ticks
+    chart.y_labels = [{"label": f"{10.0**k:g}", "value": k} for k in y_ticks]
     chart.add("accepted", accepted)
     chart.add("rejected", rejected)
-    if threshold and threshold > 0 and decisions:
-        line = math.log10(threshold)
+    if line is not None:
+        assert threshold is not None  # line is set only from a positive threshold
         chart.add(
             f"accept level e={threshold:g}",
-            [(1, line), (len(decisions), line)],
+            [(0, line), (len(decisions) + 1, line)],
             stroke=True,
             show_dots=False,
-            stroke_style={"dasharray": "6,4", "width": 2},
+            stroke_style={"dasharray": "10,5", "width": 4},
         )
     return _svg(chart)
 
 
 def per_type_chart(data: PageData) -> str:
-    chart = pygal.Bar(**_config("Test accuracy by task type (95% Wilson interval)", range=(0, 1)))
+    """Baseline vs final test accuracy per task type, side by side (the final one with its
+    95% Wilson interval)."""
+    chart = pygal.Bar(**_config("Test accuracy by task type: baseline vs final", range=(0, 1)))
     chart.x_labels = [t.task_type for t in data.per_type]
+    if any(t.baseline is not None for t in data.per_type):
+        chart.add("baseline (before training)", [t.baseline for t in data.per_type])
     chart.add(
-        "accuracy",
+        "final",
         [{"value": t.accuracy, "ci": {"low": t.low, "high": t.high}} for t in data.per_type],
     )
     return _svg(chart)

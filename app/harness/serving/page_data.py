@@ -65,6 +65,7 @@ class TypeAccuracy:
     total: int
     low: float
     high: float
+    baseline: float | None = None  # the seed skills' accuracy on the same test units
 
     @property
     def accuracy(self) -> float:
@@ -116,10 +117,14 @@ def gather(root: Path) -> PageData:
         return base
     with open_reader(root / "harness.db") as log:
         decisions, total, threshold = _decisions(log)
-        baseline = log.latest_run("baseline")
         fields: dict[str, Any] = {
             "curve": [EpochPoint(e.epoch, e.val_acc, e.test_acc) for e in log.epochs()],
-            "baseline_val": _float(baseline.summary.get("accuracy")) if baseline else None,
+            # the baseline run covers the whole benchmark: its accuracy on each pool is the
+            # curve's epoch 0 (the final test's own figure when there is one)
+            "baseline_val": log.baseline_accuracy_on("validation"),
+            "baseline_test": base.baseline_test
+            if base.baseline_test is not None
+            else log.baseline_accuracy_on("test"),
             "decisions": decisions,
             "decisions_total": total,
             "e_threshold": threshold,
@@ -149,12 +154,16 @@ def _final_test(root: Path) -> dict[str, Any]:
 
 def _per_type(final: dict[str, Any]) -> list[TypeAccuracy]:
     out = []
+    base_of = final.get("baseline_per_task_type")
+    base_of = base_of if isinstance(base_of, dict) else {}
     for task_type, entry in sorted((final.get("per_task_type") or {}).items()):
         correct, total = entry.get("correct"), entry.get("total")
         if not (isinstance(correct, int) and isinstance(total, int) and 0 <= correct <= total):
             continue
         low, high = wilson_interval(correct, total)
-        out.append(TypeAccuracy(clean(task_type), correct, total, low, high))
+        base = _float(base_of.get(task_type))
+        base = base if base is not None and 0.0 <= base <= 1.0 else None
+        out.append(TypeAccuracy(clean(task_type), correct, total, low, high, base))
     return out
 
 

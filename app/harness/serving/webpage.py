@@ -98,10 +98,11 @@ def _curve(data: PageData) -> str:
     if not data.curve:
         return _section("curve", "Learning curve", "<p>No finished epoch yet.</p>")
     base = (
-        f"<p>Baseline (before training): validation {_pct(data.baseline_val)}, "
-        f"test {_pct(data.baseline_test)} (dashed lines).</p>"
+        f"<p>Epoch 0 is the baseline (the seed skills, before training): validation "
+        f"{_pct(data.baseline_val)}, test {_pct(data.baseline_test)}.</p>"
     )
-    rows = [(str(p.epoch), _pct(p.val_acc), _pct(p.test_acc)) for p in data.curve]
+    rows = [("0 (baseline)", _pct(data.baseline_val), _pct(data.baseline_test))]
+    rows += [(str(p.epoch), _pct(p.val_acc), _pct(p.test_acc)) for p in data.curve]
     return _section(
         "curve",
         "Learning curve",
@@ -199,6 +200,7 @@ def _per_type(data: PageData) -> str:
     rows = [
         (
             esc(t.task_type),
+            _pct(t.baseline),
             _pct(t.accuracy),
             f"[{t.low:.3f}, {t.high:.3f}]",
             f"{t.correct}/{t.total}",
@@ -210,7 +212,7 @@ def _per_type(data: PageData) -> str:
         "Accuracy by task type",
         _figure("chart-types", charts.per_type_chart(data))
         + f"<p>Held-out test of run {esc(data.per_type_source)}.</p>"
-        + _table(("task type", "accuracy", "95% Wilson interval", "units"), rows),
+        + _table(("task type", "baseline", "final", "95% Wilson interval (final)", "units"), rows),
     )
 
 

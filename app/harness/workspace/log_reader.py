@@ -191,6 +191,23 @@ class LogReader(_Queries):
         rows = self._rows("SELECT * FROM _runs WHERE kind = ? ORDER BY seq DESC LIMIT 1", (kind,))
         return self._run(rows[0]) if rows else None
 
+    def baseline_accuracy_on(self, kind: str) -> float | None:
+        """Unit accuracy of the latest baseline run on the questions of the latest run of
+        `kind` ("validation", "test"): a learning curve's epoch-0 point. The trainer scores its
+        baseline on the same pools (app/harness/training/runner.py, a unit right only when
+        every member is); None before both runs exist."""
+        baseline, pool = self.latest_run("baseline"), self.latest_run(kind)
+        if baseline is None or pool is None:
+            return None
+        value = self._scalar(
+            "SELECT AVG(ok) FROM (SELECT MIN(COALESCE(b.correct, 0)) AS ok FROM predictions b "
+            "WHERE b.run_id = ? AND b.question_id IN "
+            "(SELECT question_id FROM predictions WHERE run_id = ?) "
+            "GROUP BY COALESCE(b.unit_id, b.question_id))",
+            (baseline.run_id, pool.run_id),
+        )
+        return float(value) if value is not None else None
+
     def done_run_ids(self, kinds: Sequence[str]) -> list[str]:
         """Finished runs of these kinds, oldest first."""
         marks = ", ".join("?" for _ in kinds)

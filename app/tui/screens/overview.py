@@ -15,7 +15,7 @@ from app.harness.training.vocabulary import Count
 from app.tui import format as fmt
 from app.tui.data import Overview
 from app.tui.screens.base import BaseScreen
-from app.tui.widgets.charts import AccuracyChart
+from app.tui.widgets.charts import AccuracyChart, TypeChart
 from app.tui.widgets.key_bar import KeyBar
 from app.tui.widgets.nav import NavTabs
 
@@ -69,6 +69,7 @@ class OverviewScreen(BaseScreen):
             yield Static(id="counts-card", classes="card")
         with Horizontal(id="middle"):
             yield AccuracyChart(id="accuracy-chart")
+            yield TypeChart(id="type-chart")
             yield DataTable(id="epochs-table", cursor_type="row", zebra_stripes=True)
         yield DataTable(id="calls-table", cursor_type="row", zebra_stripes=True)
         yield KeyBar()
@@ -78,6 +79,7 @@ class OverviewScreen(BaseScreen):
         self.query_one("#progress-card").border_title = "Progress"
         self.query_one("#counts-card").border_title = "Step decisions"
         self.query_one("#accuracy-chart").border_title = "Accuracy"
+        self.query_one("#type-chart").border_title = "Test by task type"
         self.query_one("#epochs-table").border_title = "Epochs"
         self.query_one("#calls-table").border_title = "Tokens and cost by role"
         self.query_one("#sim-banner").display = False
@@ -130,7 +132,8 @@ class OverviewScreen(BaseScreen):
         self.query_one("#versions-card", Static).update(self._versions(ov))
         self._progress(ov)
         self.query_one("#counts-card", Static).update(self._counts(ov.counts))
-        self.query_one(AccuracyChart).show(ov.epochs)
+        self.query_one(AccuracyChart).show(ov.epochs, ov.baseline_val, ov.baseline_test)
+        self.query_one(TypeChart).show(ov.per_type)
         self._epochs(ov.epochs)
 
     @staticmethod

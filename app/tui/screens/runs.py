@@ -44,9 +44,16 @@ PRED_COLUMNS = (
 )
 
 
+# Runs with no reference answer to score: a serve run's requests, an ingest run's traces
+# (its `correct` marks failed or low-scored traces for `diagnose`, not an accuracy).
+UNSCORED_KINDS = frozenset({"serve", "ingest"})
+
+
 def run_cells(r: dict[str, Any]) -> list[Any]:
     n, n_ok = r["n_predictions"], r["n_correct"]
     accuracy = r["accuracy"] if r["accuracy"] is not None else (n_ok / n if n else None)
+    if r["kind"] in UNSCORED_KINDS:
+        accuracy = None  # shown as a dash, never as 0.000
     kind = Text(r["kind"] or "")
     if r["simulated"]:
         kind.append(" sim", style="dim yellow")

@@ -28,6 +28,12 @@ def _clip(text: Any) -> str:
     return s if len(s) <= MAX_TEXT else s[:MAX_TEXT] + f"\n… ({len(s) - MAX_TEXT:,} more chars)"
 
 
+def _count(event: dict[str, Any], key: str) -> str:
+    value = event.get(key)
+    ok = isinstance(value, int) and not isinstance(value, bool)
+    return f"{value:,} chars" if ok else "–"
+
+
 def recoveries(steps: list[Any]) -> set[int]:
     """Indices of the tool steps that recovered: the first clean call of a tool after a call
     of the same tool that failed or had a fault injected (docs/tools.md#faults)."""
@@ -108,6 +114,19 @@ def event_widget(event: dict[str, Any], recovered: bool = False) -> Static:
         t.add_row("stop reason", Text(str(event.get("stop_reason") or "–")))
         _fixture_row(t, event)
         body, title = t, "checker's verdict"
+    elif kind == "request":  # a served request (app/harness/serving/agent.py)
+        body = Group(
+            Text(_clip(event.get("task")) or "(no text)"),
+            Text(
+                f"task type {event.get('task_type') or '–'}, context {_count(event, 'context_chars')}",
+                style="dim",
+            ),
+        )
+        title = "request"
+    elif isinstance(event.get("text", event.get("content")), str):
+        # a message under its role (system, user, ...: app/harness/ingest/service.py)
+        body = Text(_clip(event.get("text", event.get("content"))) or "(no text)")
+        title = f"{kind} · {where}" if where else str(kind)
     else:
         body, title = Text(_clip(fmt.pretty_args(event))), f"{kind} · {where}"
     widget = Static(body, classes=f"event event-{kind}")

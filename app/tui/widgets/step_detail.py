@@ -196,7 +196,8 @@ class StepDetail(Horizontal):
         table.border_subtitle = f"{n} units" if n else "no gate ran for this step"
         chart = self.query_one(EvidenceChart)
         chart.display = bool(detail["evidence"])
-        chart.show(detail["evidence"])
+        threshold = (detail.get("report") or {}).get("threshold")
+        chart.show(detail["evidence"], threshold if isinstance(threshold, int | float) else None)
         rep = detail["report"]
         target = rep.get("target_file") or "skill file"
         diff = self.query_one(DiffView)
