@@ -442,7 +442,7 @@ def _add_tools_commands(sub: Any, o: Options) -> None:
         sub,
         "check-tools",
         "start a benchmark's declared tools once and check its fixtures' oracles",
-        "check-tools examples/benchmarks/tools-counter",
+        "check-tools examples/benchmarks/tools-calc",
         [o.verbose, o.json],
     )
     p.add_argument("questions", type=Path, help="the benchmark folder (with benchmark.toml)")
