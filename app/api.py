@@ -972,7 +972,7 @@ class ForkResult:
     ran: int
     skipped: int  # branches a resumed fork had already finished
     elapsed_s: float
-    pass_at_1: float
+    pass_at_1: float  # mean over questions of the share of branches right (core/scorecard.py)
     pass_at_n: float
     simulated_model: bool
 

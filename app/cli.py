@@ -461,7 +461,9 @@ def _add_fork_commands(sub: Any, o: Options) -> None:
     p = add_command(
         sub,
         "fork",
-        "answer each selected question as N branches (best-of-N rollouts)",
+        "answer each selected question as N branches (best-of-N rollouts); pass@1 is the mean "
+        "over questions of the share of branches right (as the Inspect export scores it), "
+        "pass@N the share of questions with a branch right",
         "fork -w workspaces/mine --branches 8 --limit 20",
         [o.verbose, o.workspace, o.model, o.json],
     )

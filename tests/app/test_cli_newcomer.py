@@ -4,10 +4,16 @@ config and the benchmark format (app/cli.py, app/commands.py, app/list_commands.
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
+import sqlite3
 from pathlib import Path
 
-from app.cli import COMMANDS, build_parser, subparser
+import pytest
+
+from app import api
+from app.cli import COMMANDS, build_parser, main, subparser
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -21,3 +27,48 @@ def test_every_help_example_names_folders_that_exist() -> None:
     assert named, "no example names a file of examples/"
     missing = [p for p in named if not (ROOT / p).exists()]
     assert not missing, missing
+
+
+# -- one pass@1 ---------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def template_ws(tmp_path_factory) -> Path:
+    ws = tmp_path_factory.mktemp("newcomer") / "ws"
+    assert main(["init", str(ws), "--seed", "sim-starter", "--questions", "sim-basic"]) == 0
+    return ws
+
+
+@pytest.fixture
+def ws(template_ws: Path, tmp_path: Path) -> Path:
+    target = tmp_path / "ws"
+    shutil.copytree(template_ws, target)
+    return target
+
+
+def test_fork_rank_and_inspect_export_report_one_pass_at_1(ws: Path, tmp_path: Path) -> None:
+    fork = api.fork(
+        ws,
+        branches=4,
+        temperature_range=(0.0, 1.0),
+        task_types=["dates", "pricing"],
+        limit=12,
+        rollout_id="f",
+    )
+    conn = sqlite3.connect(ws / "harness.db")
+    rows = conn.execute("SELECT question_id, correct FROM branches WHERE run_id = 'f'").fetchall()
+    by_q: dict[str, list[int]] = {}
+    for qid, correct in rows:
+        by_q.setdefault(qid, []).append(correct)
+    mean_over_branches = sum(sum(v) / len(v) for v in by_q.values()) / len(by_q)
+    branch_0 = dict(
+        conn.execute(
+            "SELECT question_id, correct FROM branches WHERE run_id='f' AND branch_index=0"
+        )
+    )
+    assert sum(branch_0.values()) / len(by_q) != mean_over_branches  # the two readings differ
+    assert fork.pass_at_1 == pytest.approx(mean_over_branches)
+    rank = api.rank(ws, "f", remember=False)
+    assert rank.pass_at_1 == pytest.approx(mean_over_branches)
+    api.export_traces(ws, ["f"], format="inspect", out=tmp_path / "inspect")
+    log = json.loads((tmp_path / "inspect" / "inspect-f.json").read_text(encoding="utf-8"))
+    accuracy = log["results"]["scores"][0]["metrics"]["accuracy"]["value"]
+    assert accuracy == pytest.approx(fork.pass_at_1)
