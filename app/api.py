@@ -55,7 +55,13 @@ from app.harness.workspace.atomic import write_json_atomic, write_text_atomic
 from app.harness.workspace.config import RunConfig, build_config, recorded_config
 from app.harness.workspace.ids import check_run_id, check_version
 from app.harness.workspace.log_reader import LogReader, open_reader
-from app.harness.workspace.store import benchmark_dir, load_seed, seed_dir
+from app.harness.workspace.store import (
+    benchmark_dir,
+    benchmark_names,
+    load_seed,
+    seed_dir,
+    seed_names,
+)
 from app.harness.workspace.writer_lock import WriterLock
 from app.logging_setup import scrub_log_records
 from app.progress import Bars
@@ -809,10 +815,13 @@ def _in_store_or_builtin(
 ) -> Path:
     try:
         return lookup(store, name)
-    except UserError:  # re-raised as is: it names `store`, where the user looked
+    except UserError as e:  # it names `store`, where the user looked
         builtin = paths.builtin_store()
-        if store.resolve() == builtin.resolve() or not (builtin / folder / name).is_dir():
+        if store.resolve() == builtin.resolve():
             raise
+        if not (builtin / folder / name).is_dir():  # the built-in names are looked up too
+            names = seed_names if folder == "seeds" else benchmark_names
+            raise UserError(f"{e}; built-in: {names(builtin)}") from None
         return lookup(builtin, name)
 
 

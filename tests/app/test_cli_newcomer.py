@@ -72,3 +72,20 @@ def test_fork_rank_and_inspect_export_report_one_pass_at_1(ws: Path, tmp_path: P
     log = json.loads((tmp_path / "inspect" / "inspect-f.json").read_text(encoding="utf-8"))
     accuracy = log["results"]["scores"][0]["metrics"]["accuracy"]["value"]
     assert accuracy == pytest.approx(fork.pass_at_1)
+
+
+# -- seeds and benchmarks of the built-in store and a store of one's own -------------------------
+def test_an_unknown_seed_or_benchmark_lists_the_built_in_names_too(tmp_path: Path, capsys) -> None:
+    store = tmp_path / "store"
+    (store / "seeds" / "mine").mkdir(parents=True)
+    (store / "questions" / "ours").mkdir(parents=True)
+    (store / "questions" / "ours" / "questions.jsonl").write_text("{}\n")
+    ws = str(tmp_path / "w")
+    argv = ["init", ws, "--seed", "nope", "--questions", "sim-basic", "--store", str(store)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "unknown seed 'nope'" in err and "['mine']" in err and "'sim-starter'" in err, err
+    argv = ["init", ws, "--seed", "sim-starter", "--questions", "nope", "--store", str(store)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "unknown benchmark 'nope'" in err and "['ours']" in err and "'sim-basic'" in err, err
