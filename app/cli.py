@@ -203,7 +203,7 @@ def _add_workspace_commands(sub: Any, o: Options) -> None:
         "demo",
         "init + train workspaces/demo on the simulated model and print the learning curve",
         "demo",
-        [o.verbose, o.model],
+        [o.verbose, o.model, o.json],
     )
     p.add_argument(
         "--workspace",
@@ -217,7 +217,7 @@ def _add_workspace_commands(sub: Any, o: Options) -> None:
         "init",
         "create a workspace from a seed and a benchmark",
         "init -w workspaces/mine --seed sim-starter --questions sim-basic",
-        [o.verbose, o.store],
+        [o.verbose, o.store, o.json],
     )
     add_workspace_alias(p, required=True)
     p.add_argument(
@@ -264,7 +264,7 @@ def _add_run_commands(sub: Any, o: Options) -> None:
         "train",
         "train skills: epochs of gated edits, probation, held-out test",
         "train -w workspaces/mine --set epochs=2",
-        [o.verbose, o.workspace, o.model, o.store],
+        [o.verbose, o.workspace, o.model, o.store, o.json],
     )
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--resume", action="store_true", help="continue from checkpoint.json")
@@ -332,7 +332,7 @@ def _add_skill_commands(sub: Any, o: Options) -> None:
         "promote",
         "turn a version into a new seed in the store",
         "promote -w workspaces/mine v7 --eval-run eval-v7-v2-1 --name mine-v7",
-        [o.verbose, o.workspace, o.store],
+        [o.verbose, o.workspace, o.store, o.json],
     )
     p.add_argument("version")
     p.add_argument("--eval-run", required=True, help="the eval run that justifies it")
@@ -348,7 +348,7 @@ def _add_skill_commands(sub: Any, o: Options) -> None:
         "import-skills",
         "turn a folder of Agent Skills (<name>/SKILL.md) into a store seed",
         "import-skills examples/agent-skills/sim-vague --name my-skills",
-        [o.verbose, o.store],
+        [o.verbose, o.store, o.json],
     )
     p.add_argument("skills_dir", type=Path)
     p.add_argument("--name", required=True, help="name of the new seed")
@@ -363,7 +363,7 @@ def _add_skill_commands(sub: Any, o: Options) -> None:
         "export-skills",
         "write a skills version as Agent Skills: <out>/.agents/skills/<name>/SKILL.md",
         "export-skills -w workspaces/mine --out ~/my-agent",
-        [o.verbose, o.workspace, o.store],
+        [o.verbose, o.workspace, o.store, o.json],
     )
     p.add_argument(
         "--version", default="best", help="skills version (vN) or 'best' (default: best)"

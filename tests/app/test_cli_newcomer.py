@@ -89,3 +89,65 @@ def test_an_unknown_seed_or_benchmark_lists_the_built_in_names_too(tmp_path: Pat
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "unknown benchmark 'nope'" in err and "['ours']" in err and "'sim-basic'" in err, err
+
+
+# -- --json on the commands that make something ---------------------------------------------------
+class NoTraining:
+    """The Runner replaced: `train` and `demo` go through the CLI and the API, no model runs."""
+
+    def __init__(self, session) -> None:
+        self.session = session
+
+    async def train_async(self, *, resume: bool) -> None:
+        return None
+
+
+def json_of(capsys, argv: list[str]) -> dict:
+    assert main(argv) == 0
+    return json.loads(capsys.readouterr().out)  # one document and nothing else on stdout
+
+
+def test_the_commands_that_make_something_take_json(
+    ws: Path, tmp_path: Path, capsys, monkeypatch
+) -> None:
+    import app.api
+
+    new = tmp_path / "new"
+    init = json_of(
+        capsys, ["init", str(new), "--seed", "sim-starter", "--questions", "sim-basic", "--json"]
+    )
+    assert (init["root"], init["seed"], init["skills_version"]) == (str(new), "sim-starter", "v1")
+    monkeypatch.setattr(app.api, "Runner", NoTraining)
+    train = json_of(capsys, ["train", "-w", str(ws), "--no-progress", "--json"])
+    assert train["workspace"] == str(ws) and train["simulated_model"] is True
+    demo = json_of(capsys, ["demo", "-w", str(tmp_path / "demo"), "--no-progress", "--json"])
+    assert demo["workspace"] == str(tmp_path / "demo") and "curve" in demo
+    store = tmp_path / "store"
+    skills = ROOT / "examples" / "agent-skills" / "sim-vague"
+    imported = json_of(
+        capsys, ["import-skills", str(skills), "--name", "vague", "--store", str(store), "--json"]
+    )
+    assert imported["seed"] == str(store / "seeds" / "vague")
+    exported = json_of(
+        capsys,
+        ["export-skills", "-w", str(ws), "--version", "v1", "--out", str(tmp_path / "o"), "--json"],
+    )
+    assert exported["files"] and all(Path(f).is_file() for f in exported["files"])
+    run = api.evaluate(ws, "v1").run_id
+    promoted = json_of(
+        capsys,
+        [
+            "promote",
+            "-w",
+            str(ws),
+            "v1",
+            "--eval-run",
+            run,
+            "--name",
+            "p1",
+            "--store",
+            str(store),
+            "--json",
+        ],
+    )
+    assert promoted["seed"] == str(store / "seeds" / "p1") and promoted["agent_skills"] == []
