@@ -80,8 +80,7 @@ class Options:
             action="append",
             default=[],
             metavar="KEY=VALUE",
-            help="override one config key (repeatable), e.g. --set epochs=2 "
-            "or --set gate.alpha=0.1",
+            help="override one config key (repeatable), e.g. --set epochs=2 or --set gate.n_max=60",
         )
         self.model.add_argument("--no-progress", action="store_true", help="hide progress bars")
         self.workspace = _parent()

@@ -14,6 +14,8 @@ import pytest
 
 from app import api
 from app.cli import COMMANDS, build_parser, main, subparser
+from app.errors import UserError
+from app.harness.workspace.config import load_config, parse_override
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -151,3 +153,33 @@ def test_the_commands_that_make_something_take_json(
         ],
     )
     assert promoted["seed"] == str(store / "seeds" / "p1") and promoted["agent_skills"] == []
+
+
+# -- did you mean: config keys and benchmark row fields -------------------------------------------
+@pytest.mark.parametrize(
+    ("toml", "meant"),
+    [
+        ("epoch = 2", "epochs"),
+        ("gate.n_mx = 60", "gate.n_max"),
+        ("[gate]\nn_mx = 60", "gate.n_max"),
+    ],
+)
+def test_a_misspelled_config_key_names_the_key_meant(tmp_path: Path, toml: str, meant: str) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text(toml + "\n")
+    with pytest.raises(UserError, match=re.escape(f"(did you mean '{meant}'?)")):
+        load_config(config)
+
+
+def test_set_names_the_key_meant_and_its_help_example_is_a_key(capsys) -> None:
+    assert main(["estimate", "-w", "W", "--set", "epoch=2"]) == 2
+    assert (
+        capsys.readouterr()
+        .err.strip()
+        .endswith("unknown config key 'epoch' (did you mean 'epochs'?)")
+    )
+    train = subparser(build_parser(), "train")
+    help_text = next(a.help for a in train._actions if "--set" in a.option_strings)
+    examples = re.findall(r"--set (\S+=\S+)", help_text or "")
+    assert examples, help_text
+    load_config(None, dict(parse_override(e) for e in examples))  # each sets a real key
