@@ -183,3 +183,24 @@ def test_set_names_the_key_meant_and_its_help_example_is_a_key(capsys) -> None:
     examples = re.findall(r"--set (\S+=\S+)", help_text or "")
     assert examples, help_text
     load_config(None, dict(parse_override(e) for e in examples))  # each sets a real key
+
+
+def test_a_misspelled_row_field_is_named_with_the_field_meant_at_init(
+    tmp_path: Path, capsys
+) -> None:
+    store = tmp_path / "store"
+    bench = store / "questions" / "mine"
+    bench.mkdir(parents=True)
+    (bench / "benchmark.toml").write_text('name = "mine"\nseed = 1\n', encoding="utf-8")
+    rows = [
+        {"question_id": f"q{i}", "task_type": "t", "question": f"{i} + 1?", "answer": str(i + 1)}
+        for i in range(12)
+    ]
+    rows[3]["familly"] = "f1"
+    jsonl = bench / "questions.jsonl"
+    jsonl.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    argv = ["init", str(tmp_path / "w"), "--seed", "sim-starter", "--questions", "mine"]
+    assert main([*argv, "--store", str(store)]) == 0
+    err = capsys.readouterr().err
+    assert f"{jsonl}:4: warning: unknown_field (q3): " in err, err
+    assert "'familly' (did you mean 'family'?)" in err, err
