@@ -1766,6 +1766,8 @@ class CurationSummary:
     licence_tier: (
         str  # permissive, weak-copyleft, strong-copyleft or restricted (allowed by the user)
     )
+    # the --mix shares as given; mix_requested is them normalised to sum 1 over the classes named
+    mix_given: dict[str, float] | None = None
 
 
 def _curation_options(
@@ -1819,6 +1821,7 @@ def _curation_summary(path: Path) -> CurationSummary | None:
         negative_token_share=pref["negative_token_share"],
         lineage_id=m["lineage"]["id"],
         licence_tier=m["licence"]["tier"],
+        mix_given=mix_part.get("given"),
     )
 
 

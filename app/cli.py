@@ -597,7 +597,8 @@ def _add_curation_export_options(p: Any) -> None:
     p.add_argument(
         "--mix",
         metavar="CLASS=SHARE,...",
-        help="SFT class mix, e.g. pristine=0.65,recovery=0.25 (negatives: preference only)",
+        help="SFT class mix, e.g. pristine=0.65,recovery=0.25; shares are normalised to sum 1 "
+        "over the classes named (here 72.2%%, 27.8%%); negatives: preference only",
     )
     p.add_argument(
         "--by", choices=("tokens", "count"), default="tokens", help="what --mix shares count"

@@ -215,6 +215,18 @@ def test_mix_by_tokens_is_recorded_and_seeded(ranked: Path, tmp_path: Path) -> N
     assert c.negative_token_share is not None and 0 < c.negative_token_share < 1
 
 
+def test_export_says_the_mix_shares_given_were_normalised(
+    ranked: Path, tmp_path: Path, capsys
+) -> None:
+    argv = ["export", "-w", str(ranked), "c1", "--out", str(tmp_path / "m")]
+    assert main([*argv, "--mix", "pristine=0.65,recovery=0.25"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if "mix by tokens" in x)
+    assert "(given -> normalised to sum 1 -> realised)" in line, line
+    assert "pristine 0.65 -> 72.22% -> " in line and "recovery 0.25 -> 27.78% -> " in line, line
+    manifest = json.loads((tmp_path / "m" / CURATION_MANIFEST).read_text())
+    assert manifest["mix"]["given"] == {"pristine": 0.65, "recovery": 0.25}
+
+
 def test_a_mix_that_cannot_be_filled_is_refused_and_writes_nothing(
     ranked: Path, tmp_path: Path
 ) -> None:
