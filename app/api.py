@@ -1828,7 +1828,9 @@ def _curation_summary(path: Path) -> CurationSummary | None:
 @dataclass(frozen=True)
 class ExportVerifyResult:
     """`export verify DIR`: records whose digest, lineage id (and, with a workspace, whose
-    component hashes) no longer match; the first one named as file:line."""
+    component hashes) no longer match, files whose sha256 or record count differ from their
+    manifests; the first one named as file:line. `checked` says how each file was checked,
+    `not_checked` which were not and why."""
 
     folder: Path
     files: int
@@ -1837,24 +1839,35 @@ class ExportVerifyResult:
     first_failure: str | None
     keyed: bool
     workspace_checked: bool
+    checked: dict[str, str]  # file -> what was checked
+    not_checked: dict[str, str]  # file -> why not (absent, no manifest)
 
 
 def export_verify(folder: str | Path, workspace: str | Path | None = None) -> ExportVerifyResult:
     """Recompute every curated record's lineage in `folder`; with `workspace`, also every
     component hash from it. Calls no model and writes nothing."""
+    from app.harness.data.export import LAYOUTS
     from app.harness.data.export_formats import CURATED_LAYOUTS
     from app.harness.data.lineage import verify_folder
 
     _expect("folder", folder, _is_path(folder, none=False), "an export folder's path")
-    names = tuple(CURATED_LAYOUTS)
+    names, hashed = tuple(CURATED_LAYOUTS), tuple(LAYOUTS)
     if workspace is None:
-        r = verify_folder(Path(folder), names, None)
+        r = verify_folder(Path(folder), names, None, hashed)
     else:
         root = _workspace(workspace)
         with Session(root, resolve_config(), Bars(enabled=False), calls_models=False) as session:
-            r = verify_folder(Path(folder), names, session)
+            r = verify_folder(Path(folder), names, session, hashed)
     return ExportVerifyResult(
-        r.folder, r.files, r.records, r.failures, r.first_failure, r.keyed, r.workspace_checked
+        r.folder,
+        r.files,
+        r.records,
+        r.failures,
+        r.first_failure,
+        r.keyed,
+        r.workspace_checked,
+        r.checked,
+        r.not_checked,
     )
 
 

@@ -94,6 +94,10 @@ def cmd_export_verify(args: argparse.Namespace) -> int:
         )
         if result.first_failure:
             out(f"  first: {result.first_failure}")
+        for name, how in result.checked.items():
+            out(f"  checked {name}: {how}")
+        for name, why in result.not_checked.items():
+            out(f"  not checked {name}: {why}")
     return 1 if result.failures else 0
 
 

@@ -264,6 +264,35 @@ def test_export_verify_names_the_one_changed_record(
     assert main(["export", "-w", str(ranked), "verify", str(exported)]) == 0
 
 
+def test_export_verify_checks_all_eight_files_and_says_how(
+    ranked: Path, exported: Path, tmp_path: Path, capsys
+) -> None:
+    from app.harness.data.export import LAYOUTS
+
+    assert main(["export", "-w", str(ranked), "verify", str(exported)]) == 0
+    out = capsys.readouterr().out
+    for name in [*CURATED_LAYOUTS, *LAYOUTS]:
+        assert f"  checked {name}: " in out, out
+    assert "not checked" not in out
+    copy = tmp_path / "copy"
+    shutil.copytree(exported, copy)
+    sft = copy / "sft.jsonl"  # no lineage of its own: its manifest's sha256 catches a change
+    sft.write_bytes(sft.read_bytes().replace(b"ANSWER: ", b"ANSWER:  ", 1))
+    trl = copy / "sft_trl.jsonl"  # a record taken out: every other record's lineage still holds
+    trl.write_text("".join(trl.read_text(encoding="utf-8").splitlines(True)[1:]), "utf-8")
+    (copy / "rewards.jsonl.manifest.json").unlink()
+    result = api.export_verify(copy)
+    assert result.failures == 2, result
+    assert (
+        result.first_failure
+        == f"{trl}: {len(read_jsonl(trl))} records, its manifest says {len(read_jsonl(trl)) + 1}"
+    )
+    assert result.not_checked == {"rewards.jsonl": "no rewards.jsonl.manifest.json"}
+    assert main(["export", "-w", str(ranked), "verify", str(copy)]) == 1
+    out = capsys.readouterr().out
+    assert "  not checked rewards.jsonl: no rewards.jsonl.manifest.json" in out, out
+
+
 def test_keyed_lineage_needs_the_key(ranked: Path, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv(KEY_ENV, "a-workspace-secret")
     result = api.export(ranked, ["c1"], out=tmp_path / "k")
