@@ -50,6 +50,7 @@ COMMANDS = (
     "check-tools",
     "scorecard",
     "distill",
+    "list",
 )
 
 
@@ -148,7 +149,21 @@ def build_parser() -> argparse.ArgumentParser:
     _add_webreport_commands(sub, o)
     _add_scorecard_commands(sub, o)
     _add_distill_commands(sub, o)
+    _add_list_command(sub, o)
     return parser
+
+
+def _add_list_command(sub: Any, o: Options) -> None:
+    p = add_command(
+        sub,
+        "list",
+        "list the seeds or benchmarks init can use (--store's, then the built-in ones), or a "
+        "workspace's runs",
+        "list runs -w workspaces/demo",
+        [o.verbose, o.store, o.json],
+    )
+    p.add_argument("what", choices=("seeds", "benchmarks", "runs"), help="what to list")
+    p.add_argument("--workspace", "-w", type=Path, help="the workspace (list runs)")
 
 
 def _add_distill_commands(sub: Any, o: Options) -> None:
@@ -865,6 +880,7 @@ COMMAND_MODULES = {
     "check-tools": "app.tools_commands",
     "scorecard": "app.scorecard_commands",
     "distill": "app.distill_commands",
+    "list": "app.list_commands",
 }
 
 

@@ -204,3 +204,32 @@ def test_a_misspelled_row_field_is_named_with_the_field_meant_at_init(
     err = capsys.readouterr().err
     assert f"{jsonl}:4: warning: unknown_field (q3): " in err, err
     assert "'familly' (did you mean 'family'?)" in err, err
+
+
+# -- list -----------------------------------------------------------------------------------------
+def test_list_names_store_and_built_in_seeds_and_benchmarks(tmp_path: Path, capsys) -> None:
+    store = tmp_path / "store"
+    (store / "seeds" / "sim-starter").mkdir(parents=True)  # hides the built-in one for init
+    (store / "seeds" / "mine").mkdir()
+    (store / "questions" / "ours").mkdir(parents=True)
+    (store / "questions" / "ours" / "questions.jsonl").write_text('{"a": 1}\n\n{"a": 2}\n')
+    (store / "questions" / "ours" / "benchmark.toml").write_text('description = "our own"\n')
+    seeds = json_of(capsys, ["list", "seeds", "--store", str(store), "--json"])
+    got = [(s["name"], s["source"], s["hidden"]) for s in seeds]
+    assert got[:2] == [("mine", "store", False), ("sim-starter", "store", False)], got
+    assert ("sim-starter", "built-in", True) in got and ("real-starter", "built-in", False) in got
+    assert main(["list", "benchmarks", "--store", str(store)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["ours", "store", "(2", "questions):", "our", "own"], lines
+    assert any(line.startswith("sim-basic ") and "built-in (" in line for line in lines), lines
+
+
+def test_list_runs_shows_a_workspaces_top_level_runs(ws: Path, capsys) -> None:
+    assert main(["list", "runs", "-w", str(ws)]) == 0
+    assert capsys.readouterr().out.strip() == f"{ws}: no runs yet"
+    run = api.evaluate(ws, "v1")
+    runs = json_of(capsys, ["list", "runs", "-w", str(ws), "--json"])
+    assert [(r["run_id"], r["kind"], r["status"]) for r in runs] == [(run.run_id, "eval", "done")]
+    assert runs[0]["accuracy"] == pytest.approx(run.accuracy)
+    assert main(["list", "runs"]) == 2
+    assert "list runs: give the workspace with -w DIR" in capsys.readouterr().err
