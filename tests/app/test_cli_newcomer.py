@@ -46,6 +46,21 @@ def ws(template_ws: Path, tmp_path: Path) -> Path:
     return target
 
 
+@pytest.fixture(scope="module")
+def evaluated_template(template_ws: Path, tmp_path_factory) -> tuple[Path, api.EvalResult]:
+    ws = tmp_path_factory.mktemp("evaluated") / "ws"
+    shutil.copytree(template_ws, ws)
+    return ws, api.evaluate(ws, "v1")
+
+
+@pytest.fixture
+def evaluated(evaluated_template, tmp_path: Path) -> tuple[Path, api.EvalResult]:
+    """A workspace with one eval run of v1, and that run's result."""
+    target = tmp_path / "evaluated"
+    shutil.copytree(evaluated_template[0], target)
+    return target, evaluated_template[1]
+
+
 def test_fork_rank_and_inspect_export_report_one_pass_at_1(ws: Path, tmp_path: Path) -> None:
     fork = api.fork(
         ws,
@@ -110,9 +125,11 @@ def json_of(capsys, argv: list[str]) -> dict:
 
 
 def test_the_commands_that_make_something_take_json(
-    ws: Path, tmp_path: Path, capsys, monkeypatch
+    evaluated: tuple[Path, api.EvalResult], tmp_path: Path, capsys, monkeypatch
 ) -> None:
     import app.api
+
+    ws, run = evaluated
 
     new = tmp_path / "new"
     init = json_of(
@@ -135,7 +152,6 @@ def test_the_commands_that_make_something_take_json(
         ["export-skills", "-w", str(ws), "--version", "v1", "--out", str(tmp_path / "o"), "--json"],
     )
     assert exported["files"] and all(Path(f).is_file() for f in exported["files"])
-    run = api.evaluate(ws, "v1").run_id
     promoted = json_of(
         capsys,
         [
@@ -144,7 +160,7 @@ def test_the_commands_that_make_something_take_json(
             str(ws),
             "v1",
             "--eval-run",
-            run,
+            run.run_id,
             "--name",
             "p1",
             "--store",
@@ -224,10 +240,12 @@ def test_list_names_store_and_built_in_seeds_and_benchmarks(tmp_path: Path, caps
     assert any(line.startswith("sim-basic ") and "built-in (" in line for line in lines), lines
 
 
-def test_list_runs_shows_a_workspaces_top_level_runs(ws: Path, capsys) -> None:
+def test_list_runs_shows_a_workspaces_top_level_runs(
+    ws: Path, evaluated: tuple[Path, api.EvalResult], capsys
+) -> None:
     assert main(["list", "runs", "-w", str(ws)]) == 0
     assert capsys.readouterr().out.strip() == f"{ws}: no runs yet"
-    run = api.evaluate(ws, "v1")
+    ws, run = evaluated
     runs = json_of(capsys, ["list", "runs", "-w", str(ws), "--json"])
     assert [(r["run_id"], r["kind"], r["status"]) for r in runs] == [(run.run_id, "eval", "done")]
     assert runs[0]["accuracy"] == pytest.approx(run.accuracy)
