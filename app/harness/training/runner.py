@@ -209,7 +209,7 @@ class Runner:
             totals = self.session.recorder.totals
             extra = f"{totals['calls']} calls, ${totals['cost_usd']:.4f}"
             if (eta := self._calls_eta) is not None and eta.train_id == state.train_id:
-                extra += f"; {eta.text(totals['calls'] - totals['cache_hits'])}"
+                extra += f"; {eta.text(int(totals['calls'] - totals['cache_hits']))}"
             self.session.bars.set_extra(bar, extra)
         bar.done()
         await run_slow_update(ctx, state, epoch)
