@@ -55,7 +55,13 @@ from app.harness.workspace.atomic import write_json_atomic, write_text_atomic
 from app.harness.workspace.config import RunConfig, build_config, recorded_config
 from app.harness.workspace.ids import check_run_id, check_version
 from app.harness.workspace.log_reader import LogReader, open_reader
-from app.harness.workspace.store import benchmark_dir, load_seed, seed_dir
+from app.harness.workspace.store import (
+    benchmark_dir,
+    benchmark_names,
+    load_seed,
+    seed_dir,
+    seed_names,
+)
 from app.harness.workspace.writer_lock import WriterLock
 from app.logging_setup import scrub_log_records
 from app.progress import Bars
@@ -809,10 +815,13 @@ def _in_store_or_builtin(
 ) -> Path:
     try:
         return lookup(store, name)
-    except UserError:  # re-raised as is: it names `store`, where the user looked
+    except UserError as e:  # it names `store`, where the user looked
         builtin = paths.builtin_store()
-        if store.resolve() == builtin.resolve() or not (builtin / folder / name).is_dir():
+        if store.resolve() == builtin.resolve():
             raise
+        if not (builtin / folder / name).is_dir():  # the built-in names are looked up too
+            names = seed_names if folder == "seeds" else benchmark_names
+            raise UserError(f"{e}; built-in: {names(builtin)}") from None
         return lookup(builtin, name)
 
 
@@ -972,7 +981,7 @@ class ForkResult:
     ran: int
     skipped: int  # branches a resumed fork had already finished
     elapsed_s: float
-    pass_at_1: float
+    pass_at_1: float  # mean over questions of the share of branches right (core/scorecard.py)
     pass_at_n: float
     simulated_model: bool
 
@@ -1757,6 +1766,8 @@ class CurationSummary:
     licence_tier: (
         str  # permissive, weak-copyleft, strong-copyleft or restricted (allowed by the user)
     )
+    # the --mix shares as given; mix_requested is them normalised to sum 1 over the classes named
+    mix_given: dict[str, float] | None = None
 
 
 def _curation_options(
@@ -1810,13 +1821,16 @@ def _curation_summary(path: Path) -> CurationSummary | None:
         negative_token_share=pref["negative_token_share"],
         lineage_id=m["lineage"]["id"],
         licence_tier=m["licence"]["tier"],
+        mix_given=mix_part.get("given"),
     )
 
 
 @dataclass(frozen=True)
 class ExportVerifyResult:
     """`export verify DIR`: records whose digest, lineage id (and, with a workspace, whose
-    component hashes) no longer match; the first one named as file:line."""
+    component hashes) no longer match, files whose sha256 or record count differ from their
+    manifests; the first one named as file:line. `checked` says how each file was checked,
+    `not_checked` which were not and why."""
 
     folder: Path
     files: int
@@ -1825,24 +1839,35 @@ class ExportVerifyResult:
     first_failure: str | None
     keyed: bool
     workspace_checked: bool
+    checked: dict[str, str]  # file -> what was checked
+    not_checked: dict[str, str]  # file -> why not (absent, no manifest)
 
 
 def export_verify(folder: str | Path, workspace: str | Path | None = None) -> ExportVerifyResult:
     """Recompute every curated record's lineage in `folder`; with `workspace`, also every
     component hash from it. Calls no model and writes nothing."""
+    from app.harness.data.export import LAYOUTS
     from app.harness.data.export_formats import CURATED_LAYOUTS
     from app.harness.data.lineage import verify_folder
 
     _expect("folder", folder, _is_path(folder, none=False), "an export folder's path")
-    names = tuple(CURATED_LAYOUTS)
+    names, hashed = tuple(CURATED_LAYOUTS), tuple(LAYOUTS)
     if workspace is None:
-        r = verify_folder(Path(folder), names, None)
+        r = verify_folder(Path(folder), names, None, hashed)
     else:
         root = _workspace(workspace)
         with Session(root, resolve_config(), Bars(enabled=False), calls_models=False) as session:
-            r = verify_folder(Path(folder), names, session)
+            r = verify_folder(Path(folder), names, session, hashed)
     return ExportVerifyResult(
-        r.folder, r.files, r.records, r.failures, r.first_failure, r.keyed, r.workspace_checked
+        r.folder,
+        r.files,
+        r.records,
+        r.failures,
+        r.first_failure,
+        r.keyed,
+        r.workspace_checked,
+        r.checked,
+        r.not_checked,
     )
 
 

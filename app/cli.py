@@ -50,6 +50,7 @@ COMMANDS = (
     "check-tools",
     "scorecard",
     "distill",
+    "list",
 )
 
 
@@ -80,8 +81,7 @@ class Options:
             action="append",
             default=[],
             metavar="KEY=VALUE",
-            help="override one config key (repeatable), e.g. --set epochs=2 "
-            "or --set gate.alpha=0.1",
+            help="override one config key (repeatable), e.g. --set epochs=2 or --set gate.n_max=60",
         )
         self.model.add_argument("--no-progress", action="store_true", help="hide progress bars")
         self.workspace = _parent()
@@ -149,7 +149,21 @@ def build_parser() -> argparse.ArgumentParser:
     _add_webreport_commands(sub, o)
     _add_scorecard_commands(sub, o)
     _add_distill_commands(sub, o)
+    _add_list_command(sub, o)
     return parser
+
+
+def _add_list_command(sub: Any, o: Options) -> None:
+    p = add_command(
+        sub,
+        "list",
+        "list the seeds or benchmarks init can use (--store's, then the built-in ones), or a "
+        "workspace's runs",
+        "list runs -w workspaces/demo",
+        [o.verbose, o.store, o.json],
+    )
+    p.add_argument("what", choices=("seeds", "benchmarks", "runs"), help="what to list")
+    p.add_argument("--workspace", "-w", type=Path, help="the workspace (list runs)")
 
 
 def _add_distill_commands(sub: Any, o: Options) -> None:
@@ -203,7 +217,7 @@ def _add_workspace_commands(sub: Any, o: Options) -> None:
         "demo",
         "init + train workspaces/demo on the simulated model and print the learning curve",
         "demo",
-        [o.verbose, o.model],
+        [o.verbose, o.model, o.json],
     )
     p.add_argument(
         "--workspace",
@@ -217,7 +231,7 @@ def _add_workspace_commands(sub: Any, o: Options) -> None:
         "init",
         "create a workspace from a seed and a benchmark",
         "init -w workspaces/mine --seed sim-starter --questions sim-basic",
-        [o.verbose, o.store],
+        [o.verbose, o.store, o.json],
     )
     add_workspace_alias(p, required=True)
     p.add_argument(
@@ -264,7 +278,7 @@ def _add_run_commands(sub: Any, o: Options) -> None:
         "train",
         "train skills: epochs of gated edits, probation, held-out test",
         "train -w workspaces/mine --set epochs=2",
-        [o.verbose, o.workspace, o.model, o.store],
+        [o.verbose, o.workspace, o.model, o.store, o.json],
     )
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--resume", action="store_true", help="continue from checkpoint.json")
@@ -332,7 +346,7 @@ def _add_skill_commands(sub: Any, o: Options) -> None:
         "promote",
         "turn a version into a new seed in the store",
         "promote -w workspaces/mine v7 --eval-run eval-v7-v2-1 --name mine-v7",
-        [o.verbose, o.workspace, o.store],
+        [o.verbose, o.workspace, o.store, o.json],
     )
     p.add_argument("version")
     p.add_argument("--eval-run", required=True, help="the eval run that justifies it")
@@ -348,7 +362,7 @@ def _add_skill_commands(sub: Any, o: Options) -> None:
         "import-skills",
         "turn a folder of Agent Skills (<name>/SKILL.md) into a store seed",
         "import-skills examples/agent-skills/sim-vague --name my-skills",
-        [o.verbose, o.store],
+        [o.verbose, o.store, o.json],
     )
     p.add_argument("skills_dir", type=Path)
     p.add_argument("--name", required=True, help="name of the new seed")
@@ -363,7 +377,7 @@ def _add_skill_commands(sub: Any, o: Options) -> None:
         "export-skills",
         "write a skills version as Agent Skills: <out>/.agents/skills/<name>/SKILL.md",
         "export-skills -w workspaces/mine --out ~/my-agent",
-        [o.verbose, o.workspace, o.store],
+        [o.verbose, o.workspace, o.store, o.json],
     )
     p.add_argument(
         "--version", default="best", help="skills version (vN) or 'best' (default: best)"
@@ -442,7 +456,7 @@ def _add_tools_commands(sub: Any, o: Options) -> None:
         sub,
         "check-tools",
         "start a benchmark's declared tools once and check its fixtures' oracles",
-        "check-tools examples/benchmarks/tools-counter",
+        "check-tools examples/benchmarks/tools-calc",
         [o.verbose, o.json],
     )
     p.add_argument("questions", type=Path, help="the benchmark folder (with benchmark.toml)")
@@ -461,7 +475,9 @@ def _add_fork_commands(sub: Any, o: Options) -> None:
     p = add_command(
         sub,
         "fork",
-        "answer each selected question as N branches (best-of-N rollouts)",
+        "answer each selected question as N branches (best-of-N rollouts); pass@1 is the mean "
+        "over questions of the share of branches right (as the Inspect export scores it), "
+        "pass@N the share of questions with a branch right",
         "fork -w workspaces/mine --branches 8 --limit 20",
         [o.verbose, o.workspace, o.model, o.json],
     )
@@ -596,7 +612,8 @@ def _add_curation_export_options(p: Any) -> None:
     p.add_argument(
         "--mix",
         metavar="CLASS=SHARE,...",
-        help="SFT class mix, e.g. pristine=0.65,recovery=0.25 (negatives: preference only)",
+        help="SFT class mix, e.g. pristine=0.65,recovery=0.25; shares are normalised to sum 1 "
+        "over the classes named (here 72.2%%, 27.8%%); negatives: preference only",
     )
     p.add_argument(
         "--by", choices=("tokens", "count"), default="tokens", help="what --mix shares count"
@@ -863,6 +880,7 @@ COMMAND_MODULES = {
     "check-tools": "app.tools_commands",
     "scorecard": "app.scorecard_commands",
     "distill": "app.distill_commands",
+    "list": "app.list_commands",
 }
 
 

@@ -33,6 +33,9 @@ def cmd_init(args: argparse.Namespace) -> int:
         skills_from=args.skills_from,
         prompts_from=args.prompts_from,
     )
+    if args.json:
+        out_json(info)
+        return 0
     # the result, so on stdout (log lines, warnings included, stay on stderr)
     out(
         f"created workspace {info.root} ({info.skills_version} of skills, {info.prompts_version} "
@@ -147,6 +150,9 @@ def cmd_train(args: argparse.Namespace) -> int:
         store=args.store,
         progress=_progress(args),
     )
+    if args.json:
+        out_json(result)
+        return 0
     out(outcome_line(result))
     for line in holdout_lines(result.workspace):
         out(line)
@@ -163,6 +169,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
         overrides=overrides_from(args),
         progress=_progress(args),
     )
+    if args.json:
+        out_json(result)
+        return 0
     out(demo_summary(result))
     return 0
 
@@ -208,6 +217,9 @@ def cmd_promote(args: argparse.Namespace) -> int:
         store=args.store,
         agent_skills=args.agent_skills,
     )
+    if args.json:
+        out_json(result)
+        return 0
     out(f"promoted {args.version} to seed {result.seed}")
     for path in result.agent_skills:
         out(f"wrote {path}")
@@ -220,6 +232,9 @@ def cmd_import_skills(args: argparse.Namespace) -> int:
     result = api.import_skills(
         args.skills_dir, name=args.name, store=args.store, prompts_from=args.prompts_from
     )
+    if args.json:
+        out_json(result)
+        return 0
     out(f"imported {args.skills_dir} as seed {result.seed}")
     return 0
 
@@ -234,6 +249,9 @@ def cmd_export_skills(args: argparse.Namespace) -> int:
         eval_run=args.eval_run,
         store=args.store,
     )
+    if args.json:
+        out_json(result)
+        return 0
     for path in result.files:
         out(f"wrote {path}")
     return 0

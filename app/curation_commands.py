@@ -61,11 +61,14 @@ def export_curation_lines(c: api.CurationSummary) -> list[str]:
     avail = ", ".join(f"{v} {k}" for k, v in c.classes_available.items())
     lines = [f"  classes available: {avail}"]
     if c.mix_requested is not None and c.mix_realised is not None:
+        given = c.mix_given or {}  # an export written before `given` was recorded has none
         shares = ", ".join(
-            f"{k} {100 * c.mix_requested[k]:.2f}% -> {100 * c.mix_realised[k]:.2f}%"
+            f"{k} {f'{given[k]:g} -> ' if k in given else ''}"
+            f"{100 * c.mix_requested[k]:.2f}% -> {100 * c.mix_realised[k]:.2f}%"
             for k in c.mix_requested
         )
-        lines.append(f"  mix by {c.mix_by} (requested -> realised): {shares}")
+        how = "given -> normalised to sum 1 -> realised" if given else "normalised -> realised"
+        lines.append(f"  mix by {c.mix_by} ({how}): {shares}")
     neg = "n/a" if c.negative_token_share is None else f"{100 * c.negative_token_share:.2f}%"
     lines.append(
         f"  {c.sft_records} SFT records, {c.preference_records} preference records "
@@ -91,6 +94,10 @@ def cmd_export_verify(args: argparse.Namespace) -> int:
         )
         if result.first_failure:
             out(f"  first: {result.first_failure}")
+        for name, how in result.checked.items():
+            out(f"  checked {name}: {how}")
+        for name, why in result.not_checked.items():
+            out(f"  not checked {name}: {why}")
     return 1 if result.failures else 0
 
 

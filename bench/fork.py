@@ -8,7 +8,7 @@ benchmark `sim-basic`, model `sim/basic`):
    one concurrency limit of 32 (app/harness/data/fork.py). branches/s is the fork's own wall
    time (model calls, response cache, call telemetry and branch rows in harness.db), median
    of --reps forks on fresh workspaces (so every call misses the cache).
-   pass@1 = branch 0 right; pass@8 = any branch right.
+   pass@1 = the mean share of a question's branches right; pass@8 = any branch right.
 2. rank (app/harness/data/rank.py) with a simulated judge that is noisy (--judge-noise) and
    position-biased (--judge-bias), a cap of --judge-cap calls per batch (one question's
    branches): the share of questions whose top-ranked branch is objectively right among

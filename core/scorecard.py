@@ -11,11 +11,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 # A yield above this suggests verifiers that let too much through (docs/scorecard.md).
 LAX_YIELD = 0.5
+
+
+def pass_at_1_and_n(passed: Mapping[str, Sequence[bool]]) -> tuple[float, float]:
+    """(pass@1, pass@N) over questions from each question's branch outcomes. pass@1 is the
+    mean over questions of the share of its branches that pass (c/n, the unbiased estimator of
+    one sample's pass rate; what Inspect reports for epochs under its default mean reducer),
+    never branch 0 alone; pass@N the share of questions with at least one pass. The same
+    definition serves `fork`, `rank`, the scorecard and `export --format inspect`."""
+    rows = [outcomes for outcomes in passed.values() if outcomes]
+    if not rows:
+        return 0.0, 0.0
+    pass_1 = sum(sum(map(bool, r)) / len(r) for r in rows) / len(rows)
+    return pass_1, sum(1 for r in rows if any(r)) / len(rows)
 
 
 def informative_chance(p_hat: float, n: int) -> float:

@@ -54,6 +54,7 @@ ENTRY_POINTS = frozenset(
         "app.scorecard_commands",
         "app.distill_commands",
         "app.distill",
+        "app.list_commands",
     }
 )
 HARNESS_ROOMS: dict[str, frozenset[str]] = {

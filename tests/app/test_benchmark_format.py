@@ -189,4 +189,4 @@ def test_unknown_keys_are_shown_few_and_short() -> None:
     shown = unknown_row_keys(row)
     assert len(shown) == 6 and shown[-1] == "and 3 more"
     assert all(len(k) <= 44 for k in shown[:5])
-    assert unknown_row_keys({**GOOD, "anwser": "x"}) == ["'anwser'"]
+    assert unknown_row_keys({**GOOD, "anwser": "x"}) == ["'anwser' (did you mean 'answer'?)"]

@@ -78,6 +78,7 @@ def test_help_lists_every_command() -> None:
         "check-tools",
         "scorecard",
         "distill",
+        "list",
     }
     assert expected <= listed, proc.stdout
     assert set(COMMANDS) == expected

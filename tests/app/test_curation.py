@@ -215,6 +215,18 @@ def test_mix_by_tokens_is_recorded_and_seeded(ranked: Path, tmp_path: Path) -> N
     assert c.negative_token_share is not None and 0 < c.negative_token_share < 1
 
 
+def test_export_says_the_mix_shares_given_were_normalised(
+    ranked: Path, tmp_path: Path, capsys
+) -> None:
+    argv = ["export", "-w", str(ranked), "c1", "--out", str(tmp_path / "m")]
+    assert main([*argv, "--mix", "pristine=0.65,recovery=0.25"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if "mix by tokens" in x)
+    assert "(given -> normalised to sum 1 -> realised)" in line, line
+    assert "pristine 0.65 -> 72.22% -> " in line and "recovery 0.25 -> 27.78% -> " in line, line
+    manifest = json.loads((tmp_path / "m" / CURATION_MANIFEST).read_text())
+    assert manifest["mix"]["given"] == {"pristine": 0.65, "recovery": 0.25}
+
+
 def test_a_mix_that_cannot_be_filled_is_refused_and_writes_nothing(
     ranked: Path, tmp_path: Path
 ) -> None:
@@ -250,6 +262,35 @@ def test_export_verify_names_the_one_changed_record(
     assert main(["export", "-w", str(ranked), "verify", str(copy)]) == 1
     assert f"{path}:" in capsys.readouterr().out
     assert main(["export", "-w", str(ranked), "verify", str(exported)]) == 0
+
+
+def test_export_verify_checks_all_eight_files_and_says_how(
+    ranked: Path, exported: Path, tmp_path: Path, capsys
+) -> None:
+    from app.harness.data.export import LAYOUTS
+
+    assert main(["export", "-w", str(ranked), "verify", str(exported)]) == 0
+    out = capsys.readouterr().out
+    for name in [*CURATED_LAYOUTS, *LAYOUTS]:
+        assert f"  checked {name}: " in out, out
+    assert "not checked" not in out
+    copy = tmp_path / "copy"
+    shutil.copytree(exported, copy)
+    sft = copy / "sft.jsonl"  # no lineage of its own: its manifest's sha256 catches a change
+    sft.write_bytes(sft.read_bytes().replace(b"ANSWER: ", b"ANSWER:  ", 1))
+    trl = copy / "sft_trl.jsonl"  # a record taken out: every other record's lineage still holds
+    trl.write_text("".join(trl.read_text(encoding="utf-8").splitlines(True)[1:]), "utf-8")
+    (copy / "rewards.jsonl.manifest.json").unlink()
+    result = api.export_verify(copy)
+    assert result.failures == 2, result
+    assert (
+        result.first_failure
+        == f"{trl}: {len(read_jsonl(trl))} records, its manifest says {len(read_jsonl(trl)) + 1}"
+    )
+    assert result.not_checked == {"rewards.jsonl": "no rewards.jsonl.manifest.json"}
+    assert main(["export", "-w", str(ranked), "verify", str(copy)]) == 1
+    out = capsys.readouterr().out
+    assert "  not checked rewards.jsonl: no rewards.jsonl.manifest.json" in out, out
 
 
 def test_keyed_lineage_needs_the_key(ranked: Path, tmp_path: Path, monkeypatch) -> None:

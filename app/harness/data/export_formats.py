@@ -224,6 +224,7 @@ def curated_lines(
             raise UserError(f"--mix: {e}") from None
         chosen_keys = {it.key for it in result.chosen}
         mix_report = {
+            "given": dict(options.mix),  # as typed; `requested` is normalised to sum 1
             "requested": {k: round(v, 6) for k, v in result.requested.items()},
             "realised": {k: round(v, 6) for k, v in result.realised.items()},
             "max_error_pp": round(result.max_error_pp, 4),

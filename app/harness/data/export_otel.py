@@ -64,6 +64,7 @@ from app.harness.workspace.clock import now_iso
 from app.harness.workspace.ids import check_run_id
 from app.secrets import scrub_json
 from core.evolution.edits import strip_momentum
+from core.scorecard import pass_at_1_and_n
 from core.types import Question
 
 if TYPE_CHECKING:
@@ -607,7 +608,9 @@ def inspect_log(run_id: str, trajectories: Sequence[Trajectory], session: Sessio
     """An Inspect AI eval log (its JSON form, log format version 2) of one run."""
     model = trajectories[0].model if trajectories else session.config.agent_model
     samples = [_inspect_sample(t) for t in trajectories]
-    correct = sum(t.correct for t in trajectories)
+    by_question: dict[str, list[bool]] = {}
+    for t in trajectories:
+        by_question.setdefault(t.question_id, []).append(bool(t.correct))
     started = min((t.created_at for t in trajectories), default=now_iso())
     completed = max((t.created_at for t in trajectories), default=started)
     usage = {
@@ -643,7 +646,9 @@ def inspect_log(run_id: str, trajectories: Sequence[Trajectory], session: Sessio
                     "metrics": {
                         "accuracy": {
                             "name": "accuracy",
-                            "value": correct / len(samples) if samples else 0.0,
+                            # Inspect's own reading of epochs (mean per sample, then over
+                            # samples): the pass@1 `fork` and `rank` print
+                            "value": pass_at_1_and_n(by_question)[0],
                         }
                     },
                 }

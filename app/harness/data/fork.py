@@ -34,6 +34,7 @@ from app.harness.workspace.ids import check_run_id
 from app.harness.workspace.log import HarnessLog, RunStatus
 from app.progress import NO_BARS, Bars
 from core.concurrency import fan_out
+from core.scorecard import pass_at_1_and_n
 from core.types import Prediction, Question
 
 if TYPE_CHECKING:
@@ -356,18 +357,13 @@ def _write(log: HarnessLog, rows: list[dict[str, Any]]) -> None:
 
 
 def fork_summary(log: HarnessLog, rollout_id: str) -> dict[str, Any]:
-    """pass@1 (branch 0) and pass@N (any branch) over the fork's questions."""
+    """pass@1 (mean over questions of the share of branches right) and pass@N (any branch
+    right) over the fork's questions (core/scorecard.py `pass_at_1_and_n`)."""
     rows = log.query(
         "SELECT question_id, branch_index, correct FROM branches WHERE run_id = ?", (rollout_id,)
     )
-    by_q: dict[str, dict[int, bool]] = {}
+    by_q: dict[str, list[bool]] = {}
     for r in rows:
-        by_q.setdefault(r["question_id"], {})[r["branch_index"]] = bool(r["correct"])
-    n = len(by_q)
-    if not n:
-        return {"questions": 0, "pass_at_1": 0.0, "pass_at_n": 0.0}
-    return {
-        "questions": n,
-        "pass_at_1": sum(b.get(0, False) for b in by_q.values()) / n,
-        "pass_at_n": sum(any(b.values()) for b in by_q.values()) / n,
-    }
+        by_q.setdefault(r["question_id"], []).append(bool(r["correct"]))
+    pass_1, pass_n = pass_at_1_and_n(by_q)
+    return {"questions": len(by_q), "pass_at_1": pass_1, "pass_at_n": pass_n}

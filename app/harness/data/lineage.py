@@ -19,6 +19,7 @@ keyed export needs the same variable.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Iterator, Mapping
@@ -150,6 +151,11 @@ def source_of(branch: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+SEALED_CHECK = "each record's lineage; record count against its manifest"
+HASHED_CHECK = "sha256 and record count against its manifest (no per-record lineage)"
+MAX_MANIFEST_BYTES = 1024 * 1024
+
+
 @dataclass(frozen=True)
 class VerifyResult:
     folder: Path
@@ -159,11 +165,21 @@ class VerifyResult:
     first_failure: str | None  # "file:line: reason"
     keyed: bool
     workspace_checked: bool
+    checked: dict[str, str]  # file -> what was checked
+    not_checked: dict[str, str]  # file -> why not (absent, no manifest)
 
 
-def verify_folder(folder: Path, names: tuple[str, ...], session: Session | None) -> VerifyResult:
-    """Recompute every record's digest and lineage id (and, with a session, every component
-    from the workspace); count the records that do not match and name the first."""
+def verify_folder(
+    folder: Path,
+    names: tuple[str, ...],
+    session: Session | None,
+    hashed: tuple[str, ...] = (),
+) -> VerifyResult:
+    """Recompute every record's digest and lineage id of the files `names` (and, with a
+    session, every component from the workspace), and compare their record counts with their
+    manifests; check the files `hashed`, which carry no lineage, against the sha256 and count
+    of their manifests. Count what does not match, name the first, and say which files were
+    checked how and which not."""
     folder = Path(folder)
     present = [n for n in names if (folder / n).is_file()]
     if not present:
@@ -171,18 +187,78 @@ def verify_folder(folder: Path, names: tuple[str, ...], session: Session | None)
     key = lineage_key()
     sources = LineageSources(session) if session is not None else None
     records = failures = 0
-    first: str | None = None
+    problems: list[str] = []
     keyed = False
+    checked: dict[str, str] = {}
+    not_checked = {n: "absent" for n in (*names, *hashed) if not (folder / n).is_file()}
     for name in present:
         sidecar = _sidecar(folder / f"{name}{SIDECAR_SUFFIX}")
+        count = 0
         for number, raw in enumerate(_lines(folder / name), start=1):
-            records += 1
+            count += 1
             problem, is_keyed = _check_line(raw, sidecar.get(number), key, sources)
             keyed = keyed or is_keyed
             if problem is not None:
                 failures += 1
-                first = first or f"{folder / name}:{number}: {visible(problem)[:300]}"
-    return VerifyResult(folder, len(present), records, failures, first, keyed, session is not None)
+                problems.append(f"{folder / name}:{number}: {visible(problem)[:300]}")
+        records += count
+        checked[name] = SEALED_CHECK
+        manifest = _manifest(folder / name)
+        if isinstance(manifest, str):
+            checked[name] = "each record's lineage"
+            not_checked[f"{name}.manifest.json"] = manifest
+        elif manifest.get("count") != count:
+            failures += 1
+            problems.append(
+                f"{folder / name}: {count} records, its manifest says {manifest.get('count')}"
+            )
+    for name in (n for n in hashed if (folder / n).is_file()):
+        manifest = _manifest(folder / name)
+        if isinstance(manifest, str):
+            not_checked[name] = manifest
+            continue
+        checked[name] = HASHED_CHECK
+        if (problem := _against_manifest(folder / name, manifest)) is not None:
+            failures += 1
+            problems.append(f"{folder / name}: {problem}")
+    return VerifyResult(
+        folder,
+        len(checked),
+        records,
+        failures,
+        problems[0] if problems else None,
+        keyed,
+        session is not None,
+        checked,
+        not_checked,
+    )
+
+
+def _manifest(path: Path) -> dict[str, Any] | str:
+    """`<file>.manifest.json` as written by export, or why it cannot be used."""
+    manifest = path.with_name(f"{path.name}.manifest.json")
+    if not manifest.is_file():
+        return f"no {manifest.name}"
+    if manifest.stat().st_size > MAX_MANIFEST_BYTES:
+        return f"{manifest.name} larger than {MAX_MANIFEST_BYTES} bytes"
+    try:
+        data = json.loads(manifest.read_bytes())
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return f"{manifest.name} is not JSON"
+    return data if isinstance(data, dict) else f"{manifest.name} is not a JSON object"
+
+
+def _against_manifest(path: Path, manifest: dict[str, Any]) -> str | None:
+    digest, lines = hashlib.sha256(), 0
+    with path.open("rb") as f:
+        while block := f.read(1 << 20):
+            digest.update(block)
+            lines += block.count(b"\n")
+    if digest.hexdigest() != manifest.get("sha256"):
+        return f"sha256 differs from {path.name}.manifest.json (changed since the export)"
+    if lines != manifest.get("count"):
+        return f"{lines} records, its manifest says {manifest.get('count')}"
+    return None
 
 
 def _lines(path: Path) -> Iterator[bytes]:

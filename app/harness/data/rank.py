@@ -55,6 +55,7 @@ from app.harness.workspace.clock import now_iso
 from app.harness.workspace.ids import check_run_id
 from core import ranking
 from core.concurrency import fan_out
+from core.scorecard import pass_at_1_and_n
 from core.types import CHECKERS, Question
 
 if TYPE_CHECKING:
@@ -180,6 +181,7 @@ async def _rank(
     winners: list[dict[str, Any]] = []
     winner_of: dict[str, int] = {}  # the best-ranked verified branch: negatives' reference
     top_correct, first_correct, any_correct = [], [], []
+    passed: dict[str, list[bool]] = {}  # per question, each branch's objective pass
     controls: list[ranking.PairControl] = []  # pairwise bias controls, for the report
     longer: list[bool | None] = []
     budgets = {qid: CallBudget(cap) for qid in by_q}  # one batch = one question's branches
@@ -273,7 +275,8 @@ async def _rank(
         winners.append({**best, "question": qtext})
         top_correct.append(objective.get((qid, best["branch_index"]), 0) == 1)
         first_correct.append(objective.get((qid, 0), 0) == 1)
-        any_correct.append(any(objective.get((qid, b["branch_index"]), 0) == 1 for b in branches))
+        passed[qid] = [objective.get((qid, b["branch_index"]), 0) == 1 for b in branches]
+        any_correct.append(any(passed[qid]))
     with log._txn():
         log.conn.execute("DELETE FROM judgments WHERE run_id = ?", (rollout_id,))
         log.conn.execute("DELETE FROM rankings WHERE run_id = ?", (rollout_id,))
@@ -297,7 +300,7 @@ async def _rank(
         "branches": len(rows),
         "verifiers": list(verifiers),
         "weights": weights,
-        "pass_at_1": sum(first_correct) / len(by_q) if by_q else 0.0,
+        "pass_at_1": pass_at_1_and_n(passed)[0],
         "pass_at_n": n_with_correct / len(by_q) if by_q else 0.0,
         "ranker_top_correct_share": (
             sum(t for t, a in zip(top_correct, any_correct, strict=True) if a) / n_with_correct

@@ -8,11 +8,20 @@ why it stopped (early stop or all epochs run), never the configured epoch count.
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from app.harness.training.vocabulary import EndReason, TrainPhase
+from app.harness.workspace.log import HarnessLog
+from app.progress import CallsEta
+
+# app/estimate.py ESTIMATE_FILE, in the workspace's analyses/ (`estimate` writes it and
+# `train` ties it to the run it starts: app/estimate.py `pin_estimate`)
+ESTIMATE_JSON = "estimate.json"
 
 
 @dataclass(frozen=True)
@@ -55,3 +64,23 @@ def ending_text(progress: Mapping[str, Any]) -> str:
     if end == EndReason.ALL_EPOCHS:
         return f"finished after epoch {epoch} of {planned}: all epochs run"
     return f"finished after epoch {epoch}"
+
+
+def calls_eta(analyses: Path, log: HarnessLog) -> CallsEta | None:
+    """The ETA of the run a stored estimate was made for and tied to (same config), counting
+    the new calls that run made before this process; None without such an estimate."""
+    try:
+        est = json.loads((analyses / ESTIMATE_JSON).read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # none, or unreadable: the bars go without a run ETA
+        return None
+    if not isinstance(est, dict) or not est.get("same_config"):
+        return None
+    train_id, expected, first = est.get("train_id"), est.get("calls"), est.get("first_call_id")
+    if not (isinstance(train_id, str) and isinstance(expected, int) and isinstance(first, int)):
+        return None
+    rows = log.query(  # the calls app/estimate.py `_actual_calls` compares with the estimate
+        "SELECT COALESCE(SUM(1 - cache_hit), 0) AS paid FROM llm_calls WHERE id >= ? AND "
+        "(run_id = 'baseline' OR run_id = ? OR run_id LIKE ? ESCAPE '\\')",
+        (first, train_id, train_id + "-%"),
+    )
+    return CallsEta(train_id, expected, int(rows[0]["paid"]), time.monotonic())

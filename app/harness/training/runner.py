@@ -37,7 +37,7 @@ from app.harness.training.checkpoint import (
     write_checkpoint,
 )
 from app.harness.training.gate_ladder import BaselineCache, GatePools
-from app.harness.training.run_progress import ending_text
+from app.harness.training.run_progress import calls_eta, ending_text
 from app.harness.training.slow_update import run_slow_update
 from app.harness.training.step import diagnose_batch, run_step
 from app.harness.training.train_state import Best, ResumePlan, TrainContext, TrainState
@@ -57,6 +57,7 @@ from app.harness.workspace.workspace import (
     update_manifest,
 )
 from app.paths import read_prompt
+from app.progress import CallsEta
 from app.providers.errors import BudgetExceeded
 from app.secrets import scrub
 from core.evolution.budget import resolve_skill_file
@@ -75,6 +76,7 @@ class Runner:
     def __init__(self, session: Session) -> None:
         self.session = session
         self.config = session.config
+        self._calls_eta: CallsEta | None = None  # the run's ETA from a stored estimate
 
     # -- train ----------------------------------------------------------------------------
     async def train_async(self, *, resume: bool) -> None:
@@ -145,6 +147,7 @@ class Runner:
 
     async def _train(self, resume: bool) -> None:
         session = self.session
+        self._calls_eta = calls_eta(session.paths.analyses, session.log)  # before any call
         with session.bars.live():
             setup = await self._setup(resume)
             if setup is None:
@@ -204,7 +207,10 @@ class Runner:
             self._checkpoint(ctx, state, epoch, TrainPhase.IN_EPOCH, step, batches_ids)
             bar.advance()
             totals = self.session.recorder.totals
-            self.session.bars.set_extra(bar, f"{totals['calls']} calls, ${totals['cost_usd']:.4f}")
+            extra = f"{totals['calls']} calls, ${totals['cost_usd']:.4f}"
+            if (eta := self._calls_eta) is not None and eta.train_id == state.train_id:
+                extra += f"; {eta.text(int(totals['calls'] - totals['cache_hits']))}"
+            self.session.bars.set_extra(bar, extra)
         bar.done()
         await run_slow_update(ctx, state, epoch)
         # Counted before the checkpoint, so a run resumed from it has the count it would have.

@@ -12,6 +12,7 @@ reported by `validate-benchmark` and `init` as warnings (`unknown_row_keys`,
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from typing import Any
@@ -257,8 +258,19 @@ MAX_KEYS_SHOWN = 5
 
 def unknown_row_keys(obj: dict[str, Any]) -> list[str]:
     """A row's keys the format does not know, as shown in a warning (a hostile file may hold
-    thousands of long keys: a few, each cut short, then how many more)."""
-    return _shown(set(obj) - ROW_FIELDS)
+    thousands of long keys: a few, each cut short, then how many more), each followed by the
+    field it is close to: `familly` is ignored, so the row's family silently becomes its unit."""
+    return [
+        f"{shown} (did you mean '{meant}'?)" if (meant := _field_meant(key)) else shown
+        for key, shown in _shown_pairs(set(obj) - ROW_FIELDS)
+    ]
+
+
+def _field_meant(key: str | None) -> str | None:
+    if key is None or len(key) > 40:
+        return None
+    close = difflib.get_close_matches(key, sorted(ROW_FIELDS), n=1, cutoff=0.75)
+    return close[0] if close else None
 
 
 def unknown_toml_keys(meta: dict[str, Any]) -> list[str]:
@@ -266,8 +278,15 @@ def unknown_toml_keys(meta: dict[str, Any]) -> list[str]:
 
 
 def _shown(keys: set[str]) -> list[str]:
+    return [shown for _, shown in _shown_pairs(keys)]
+
+
+def _shown_pairs(keys: set[str]) -> list[tuple[str | None, str]]:
+    """(key, as shown) for the first few keys, then (None, "and N more")."""
     ordered = sorted(keys)
-    shown = [repr(k if len(k) <= 40 else k[:40] + "…") for k in ordered[:MAX_KEYS_SHOWN]]
+    shown: list[tuple[str | None, str]] = [
+        (k, repr(k if len(k) <= 40 else k[:40] + "…")) for k in ordered[:MAX_KEYS_SHOWN]
+    ]
     if len(ordered) > MAX_KEYS_SHOWN:
-        shown.append(f"and {len(ordered) - MAX_KEYS_SHOWN} more")
+        shown.append((None, f"and {len(ordered) - MAX_KEYS_SHOWN} more"))
     return shown

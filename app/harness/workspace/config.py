@@ -11,6 +11,7 @@ they still load.
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
@@ -316,7 +317,7 @@ def describe_problem(error: ErrorDetails, prefix: str = "") -> str:
     kind = error["type"]
     ctx = error.get("ctx") or {}
     if kind in ("extra_forbidden", "unexpected_keyword_argument"):
-        return f"unknown config key '{key}'"
+        return f"unknown config key '{key}'{'' if prefix else _did_you_mean(key)}"
     if kind == "missing":
         return f"key '{key}' missing"
     cause = ctx.get("error")
@@ -343,6 +344,13 @@ def describe_problem(error: ErrorDetails, prefix: str = "") -> str:
     if requirement is None:
         requirement = error["msg"].removeprefix("Value error, ").removeprefix("Input should be ")
     return f"key '{key}' must be {requirement} {got}"
+
+
+def _did_you_mean(key: str) -> str:
+    """` (did you mean 'epochs'?)` for a key close to a config key (`epoch`, `gate.alpah`)."""
+    known = [k for k in RunConfig.model_fields if k != GATE] + [f"{GATE}.{k}" for k in GATE_KEYS]
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.75)
+    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 def load_config(path: Path | None, overrides: Mapping[str, Any] | None = None) -> RunConfig:

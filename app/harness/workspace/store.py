@@ -85,15 +85,33 @@ def check_store_name(name: object, label: str, kind: str = "seed") -> str:
 def benchmark_dir(store: Path, name: str) -> Path:
     path = store / "questions" / check_store_name(name, "questions", "benchmark")
     if not (path / "questions.jsonl").is_file():
-        known = sorted(p.name for p in (store / "questions").glob("*") if p.is_dir())
+        known = benchmark_names(store)
         raise UserError(f"unknown benchmark '{name}' in {store / 'questions'} (known: {known})")
     return path
+
+
+def seed_names(store: Path) -> list[str]:
+    """The seeds of `store`: its folders `seeds/<name>/` (hidden staging folders left out)."""
+    return sorted(p.name for p in (store / "seeds").glob("*") if _named_folder(p))
+
+
+def benchmark_names(store: Path) -> list[str]:
+    """The benchmarks of `store`: its folders `questions/<name>/` with a questions.jsonl."""
+    return sorted(
+        p.name
+        for p in (store / "questions").glob("*")
+        if _named_folder(p) and (p / "questions.jsonl").is_file()
+    )
+
+
+def _named_folder(path: Path) -> bool:
+    return path.is_dir() and not path.name.startswith(".")
 
 
 def seed_dir(store: Path, name: str) -> Path:
     path = store / "seeds" / check_store_name(name, "seed")
     if not path.is_dir():
-        known = sorted(p.name for p in (store / "seeds").glob("*") if p.is_dir())
+        known = seed_names(store)
         raise UserError(f"unknown seed '{name}' in {store / 'seeds'} (known: {known})")
     return path
 
