@@ -56,8 +56,10 @@ from app.harness.workspace.config import RunConfig, build_config, recorded_confi
 from app.harness.workspace.ids import check_run_id, check_version
 from app.harness.workspace.log_reader import LogReader, open_reader
 from app.harness.workspace.store import (
+    Seed,
     benchmark_dir,
     benchmark_names,
+    load_benchmark,
     load_seed,
     seed_dir,
     seed_names,
@@ -320,10 +322,12 @@ def init_workspace(
             Path(skills_from), store_dir, seed, find_seed(store_dir, prompts_from)
         )
         logger.info("imported {} as seed {}", skills_from, target)
-    if not seed:
-        raise UserError("init: give a seed name or a folder of Agent Skills (skills_from)")
-    created = ws.init_workspace(root, load_seed(find_seed(store_dir, seed)), bench)
-    _warn_of_benchmark_defects(bench)
+    if seed is not None and not seed:
+        raise UserError("init: give a seed name, a folder of Agent Skills (skills_from) or none")
+    chosen = _init_seed(store_dir, seed, bench, prompts_from)
+    seed = chosen.name
+    created = ws.init_workspace(root, chosen, bench)
+    _warn_of_benchmark_defects(bench, chosen)
     logger.debug(  # the CLI prints it as its result, on stdout
         "created workspace {} (skills/v1, prompts/v1, questions {})",
         created.root,
@@ -332,6 +336,18 @@ def init_workspace(
     return WorkspaceInfo(
         created.root, seed, created.questions_ref, created.skills_version, created.prompts_version
     )
+
+
+def _init_seed(store: Path, seed: str | None, bench: Path, prompts_from: str) -> Seed:
+    """The named seed, or without one the starter skills of the benchmark's task types
+    (app/harness/workspace/starter.py), announced: the user did not name them."""
+    if seed is not None:
+        return load_seed(find_seed(store, seed))
+    from app.harness.workspace.starter import starter_seed, starter_summary
+
+    starter = starter_seed(load_benchmark(bench), load_seed(find_seed(store, prompts_from)))
+    logger.info("{}", starter_summary(starter))
+    return starter
 
 
 # -- train --------------------------------------------------------------------------------------
@@ -396,8 +412,12 @@ async def train_async(
 
 def _restart_from_seed(root: Path, store: Path, lock: WriterLock) -> None:
     manifest = ws.read_manifest(root)
-    seed = load_seed(find_seed(store, manifest["seed"]))
     bench = find_benchmark(store, manifest["current"]["questions"])
+    starter = manifest.get("seed_starter")  # init without a seed: built again, the same way
+    if isinstance(starter, dict) and isinstance(starter.get("prompts_from"), str):
+        seed = _init_seed(store, None, bench, starter["prompts_from"])
+    else:
+        seed = load_seed(find_seed(store, manifest["seed"]))
     archived = ws.archive_workspace(root)
     ws.init_workspace(root, seed, bench, lock=lock)
     logger.info("archived the old workspace to {}", archived)
@@ -1484,24 +1504,35 @@ def _exported_file(manifest: Mapping[str, Any]) -> ExportedFile:
 
 
 # --- benchmark format ---
-def validate_benchmark(name: str, *, store: str | Path | None = None) -> BenchmarkValidation:
-    """Check that a store benchmark can tell right from wrong (docs/benchmarks.md): format
-    errors raise UserError (file:line: field); defects come back as findings in file and line
-    order, each with its severity. Writes nothing."""
+def validate_benchmark(
+    name: str, *, store: str | Path | None = None, seed: str | None = None
+) -> BenchmarkValidation:
+    """Check that a store benchmark can tell right from wrong (docs/benchmarks.md), and run
+    every check `train` runs before its first model call (with default settings; the skill
+    files only with `seed`): format errors raise UserError (file:line: field); defects come
+    back as findings in file and line order, each with its severity. Writes nothing."""
     from app.harness.rollouts.benchmark_validation import validate_benchmark_dir
 
     _expect("name", name, isinstance(name, str), "a benchmark's name")
     _expect("store", store, _is_path(store, none=True), "a store folder's path or None")
-    return validate_benchmark_dir(find_benchmark(_store(store), name))
+    _expect("seed", seed, seed is None or isinstance(seed, str), "a seed's name or None")
+    store_dir = _store(store)
+    bench = find_benchmark(store_dir, name)
+    if seed is None:
+        return validate_benchmark_dir(bench)
+    skills = load_seed(find_seed(store_dir, seed)).skills
+    return validate_benchmark_dir(bench, skills=skills, skills_source=f"seed {seed}")
 
 
-def _warn_of_benchmark_defects(bench: Path) -> None:
-    """`init` prints the validate-benchmark findings as warnings (errors and too-small pools
-    one by one, the rest counted) and never refuses on them."""
+def _warn_of_benchmark_defects(bench: Path, seed: Seed) -> None:
+    """`init` prints the validate-benchmark findings as warnings (errors, too-small pools and
+    untrainable task types one by one, the rest counted) and never refuses on them."""
     from app.harness.rollouts.benchmark_validation import init_lines, validate_benchmark_dir
 
     try:
-        report = validate_benchmark_dir(bench)
+        report = validate_benchmark_dir(
+            bench, skills=seed.skills, skills_source=f"seed {seed.name}"
+        )
     except UserError as e:  # the workspace exists: a file changed since must not fail init
         logger.warning("benchmark not validated: {}", e)
         return

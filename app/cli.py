@@ -237,7 +237,8 @@ def _add_workspace_commands(sub: Any, o: Options) -> None:
     p.add_argument(
         "--seed",
         help="seed name in the store (e.g. sim-starter); with "
-        "--skills-from, the name of the seed imported (default: the workspace's)",
+        "--skills-from, the name of the seed imported (default: the workspace's); "
+        "without either: one starter skill file per task type of the benchmark",
     )
     p.add_argument("--questions", required=True, help="benchmark name (e.g. sim-basic)")
     p.add_argument(
@@ -251,7 +252,7 @@ def _add_workspace_commands(sub: Any, o: Options) -> None:
         default="sim-starter",
         metavar="SEED",
         help="with --skills-from: the seed whose prompts the import takes "
-        "(unless DIR has prompts/system.md)",
+        "(unless DIR has prompts/system.md); without --seed: the starter's prompts",
     )
     p = add_command(
         sub,
@@ -589,6 +590,11 @@ def _add_format_commands(sub: Any, o: Options) -> None:
         [o.verbose, o.store, o.json],
     )
     p.add_argument("name", metavar="NAME", help="benchmark name in the store (e.g. sim-basic)")
+    p.add_argument(
+        "--seed",
+        metavar="SEED",
+        help="also check that SEED's skill files give each task type its own (as train needs)",
+    )
 
 
 def _add_curation_rank_options(p: Any) -> None:

@@ -18,7 +18,7 @@ def cmd_validate_benchmark(args: argparse.Namespace) -> int:
     from app import api
     from app.harness.rollouts.benchmark_validation import finding_lines, summary_line
 
-    report = api.validate_benchmark(args.name, store=args.store)
+    report = api.validate_benchmark(args.name, store=args.store, seed=args.seed)
     if args.json:
         out_json(report)
     else:

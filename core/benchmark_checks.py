@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from core.checkers import check, normalise_answer
-from core.evolution.gate import GateParams
+from core.evolution.gate import GateAction, GateParams, SequentialGate
 from core.stats import mixture_e
 from core.types import CHECKERS, Question
 
@@ -77,7 +77,14 @@ class Defect(StrEnum):
     DUPLICATE_ACROSS_FAMILIES = "duplicate_across_families"
     FAMILY_SPANS_POOLS = "family_spans_pools"
     POOLS_TOO_SMALL = "pools_too_small"
+    NO_REALISTIC_EDIT = "no_realistic_edit"
+    NOT_TRAINABLE = "not_trainable"
+    NOTHING_TRAINABLE = "nothing_trainable"
+    SHARED_SKILL_FILE = "shared_skill_file"
+    CHECKER_UNLOADABLE = "checker_unloadable"
+    CHECKER_ERROR = "checker_error"
     NOT_CHECKED = "not_checked"
+    SKILLS_NOT_CHECKED = "skills_not_checked"
     UNKNOWN_FIELD = "unknown_field"
 
 
@@ -88,6 +95,12 @@ SEVERITY: dict[Defect, Severity] = {
     Defect.INVALID_REGEX: Severity.ERROR,
     Defect.DUPLICATE_ACROSS_FAMILIES: Severity.ERROR,
     Defect.FAMILY_SPANS_POOLS: Severity.ERROR,
+    # what `train` refuses (exit 2) before its first model call
+    Defect.NOTHING_TRAINABLE: Severity.ERROR,
+    Defect.SHARED_SKILL_FILE: Severity.ERROR,
+    # a custom checker that does not import, or raises, hangs or crashes on a probe
+    Defect.CHECKER_UNLOADABLE: Severity.ERROR,
+    Defect.CHECKER_ERROR: Severity.ERROR,
     # the built-in choice checker reads the first letter of a reply, so "A, B, C, D" is right
     # on every question whose answer is A: a limit of the checker, not of the row
     Defect.JOINED_CHOICES_ACCEPTED: Severity.WARNING,
@@ -95,8 +108,12 @@ SEVERITY: dict[Defect, Severity] = {
     Defect.QUESTION_NUMBER_ACCEPTED: Severity.WARNING,
     Defect.ANSWER_IN_QUESTION: Severity.WARNING,
     Defect.POOLS_TOO_SMALL: Severity.WARNING,
+    Defect.NO_REALISTIC_EDIT: Severity.WARNING,
+    # train leaves the task type out and trains the others
+    Defect.NOT_TRAINABLE: Severity.WARNING,
     Defect.UNKNOWN_FIELD: Severity.WARNING,
     Defect.NOT_CHECKED: Severity.NOT_CHECKED,
+    Defect.SKILLS_NOT_CHECKED: Severity.NOT_CHECKED,
 }
 
 
@@ -382,6 +399,73 @@ def check_gate_power(
         else:
             continue
         found.append(Finding(Defect.POOLS_TOO_SMALL, message, "", t.task_type))
+    return found
+
+
+def families_for_one_rule_edit(
+    sizes: Sequence[int], params: GateParams, singletons: bool = True
+) -> int | None:
+    """The fewest families, every one won by a one-rule edit, at which the e-process gate
+    with `params` accepts (None: not within `n_max`). A rule fixes one unit of a family of k:
+    d = 1/k (`family_mean`). The families are taken smallest first (the largest d: the best
+    case for the edit) and, past `sizes`, more of the largest size; each candidate horizon h
+    is run as the gate runs a test over a ladder of h families (`SequentialGate`).
+    `singletons=False`: the units' outcomes are scores, so even single units are held to
+    Ville's level (core/evolution/acceptance.py `LadderSetup.singletons`)."""
+    if not sizes:
+        return None
+    singletons = singletons and max(sizes) == 1
+    ordered = sorted(sizes)
+    for horizon in range(1, params.n_max + 1):
+        # beyond single units the accept level does not depend on the horizon: one run
+        if not singletons and horizon < params.n_max:
+            continue
+        gate = SequentialGate(params, horizon=horizon, singletons=singletons)
+        for n in range(horizon):
+            k = ordered[n] if n < len(ordered) else ordered[-1]
+            units = [(f"f{n}u{j}", False, j == 0) for j in range(k)]
+            if gate.observe_family(f"f{n}", units) is not None:
+                break
+        decision = gate.finish(exhausted=False)
+        if decision.action is GateAction.ACCEPT:
+            return decision.n_used
+    return None
+
+
+def check_edit_power(
+    per_type: Iterable[GateFamilies],
+    sizes: Mapping[str, Sequence[int]],
+    params: GateParams | None = None,
+) -> list[Finding]:
+    """Task types where even the best realistic edit cannot be confirmed: the gate needs more
+    families won by a one-rule edit than a test on them can see. A test never sees the
+    families the evolver was shown, and it is shown at least one failure of the task type
+    before its first edit, so at most `families` - 1 are left. `sizes`: the units of each
+    family in the gate's pools, per task type. Task types whose pools are too small for any
+    edit (`check_gate_power`) are not named again."""
+    params = params or GateParams()
+    per_type = list(per_type)
+    too_small = {f.task_type for f in check_gate_power(per_type, params)}
+    found: list[Finding] = []
+    for t in per_type:
+        own = sorted(sizes.get(t.task_type, ()))
+        if t.task_type in too_small or not own:
+            continue
+        needed = families_for_one_rule_edit(own, params, t.singletons)
+        available = min(t.families - 1, params.n_max)
+        if needed is not None and needed <= available:
+            continue
+        lo, hi = own[0], own[-1]
+        shape = f"{lo} units" if lo == hi else f"{lo}-{hi} units"
+        need = f"{needed}" if needed is not None else f"more than {params.n_max}"
+        message = (
+            f"task type '{t.task_type}': no realistic edit can be confirmed: a one-rule edit "
+            f"fixes one unit of a family (of {shape} here: d = 1/size), and the gate needs "
+            f"{need} such families, every one won, while a test sees at most {available} "
+            f"({t.families} in the gate's pools, less the one the evolver is shown first); "
+            "add families, or make them smaller"
+        )
+        found.append(Finding(Defect.NO_REALISTIC_EDIT, message, "", t.task_type))
     return found
 
 

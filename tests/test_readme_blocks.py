@@ -47,10 +47,6 @@ FAST = " --set epochs=1 --no-progress"
 TRAINING = ("train", "demo", "distill")
 BLOCK_TIMEOUT_S = 300
 SKIPPED_SECTIONS = {
-    # until the branch that rewrites this recipe is merged: today `init` of the own benchmark
-    # stops at "no trainable task type left"
-    "Bring your own benchmark": "its recipe is being rewritten (the own-benchmark walk-through "
-    "is tests/app/test_new_user_walkthrough.py)",
     "A local OpenAI-compatible server (tested recipe)": "needs the network and a 30-minute "
     "build of llama-cpp-python (`make real-model` runs it)",
 }

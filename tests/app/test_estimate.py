@@ -103,3 +103,43 @@ def test_estimate_does_not_repeat_inits_warnings(tmp_path: Path, capsys) -> None
     sets = [a for s in [*ORACLE, "epochs=1"] for a in ("--set", s)]
     assert main(["estimate", "-w", str(ws), "--json", "--no-progress", *sets]) == 0
     assert "match no task type" not in capsys.readouterr().err
+
+
+def test_estimate_warns_as_validate_benchmark_when_no_realistic_edit_can_be_confirmed(
+    tmp_path: Path, capsys
+) -> None:
+    """16 families of 3 per task type (12 in the gate's pools): enough for some edit to be
+    accepted, not for a one-rule edit (d = 1/3 a family: 18 needed). Both commands say so in
+    the same words (core/benchmark_checks.py `check_edit_power`)."""
+    bench = tmp_path / "store" / "questions" / "fam"
+    bench.mkdir(parents=True)
+    rows = [
+        {
+            "question_id": f"{t}{i:02d}",
+            "task_type": t,
+            "question": f"[{t}] What is {i} * 13?",
+            "answer": str(i * 13),
+            "checker": "numeric",
+            "family": f"{t}-f{i // 3}",
+        }
+        for t in ("a", "b")
+        for i in range(48)
+    ]
+    (bench / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (bench / "benchmark.toml").write_text('name = "fam"\n')
+    store = str(tmp_path / "store")
+    assert main(["validate-benchmark", "fam", "--store", store]) == 0
+    validated = capsys.readouterr().out
+    messages = [
+        x.split("no_realistic_edit: ", 1)[1]
+        for x in validated.splitlines()
+        if "no_realistic_edit" in x
+    ]
+    assert len(messages) == 2 and "needs 18 such families" in messages[0]
+    ws = str(tmp_path / "ws")
+    assert main(["init", "-w", ws, "--questions", "fam", "--store", store]) == 0
+    capsys.readouterr()
+    sets = [a for s in [*ORACLE, "epochs=1"] for a in ("--set", s)]
+    assert main(["estimate", "-w", ws, "--no-progress", *sets]) == 0
+    estimated = capsys.readouterr().out
+    assert all(f"warning: {m}" in estimated for m in messages)

@@ -189,3 +189,22 @@ def test_the_learning_stand_in_blames_the_system_prompt_for_a_fifth_until_it_hol
     )
     edits = parse_edits(_ask(learner, evolve)).edits
     assert [e.content for e in edits] == [oracle.SYSTEM_RULE]
+
+
+def test_the_judge_grades_a_rubric_answer_on_the_answer_key() -> None:
+    """The rubric prompt holds the extracted answer, without an ANSWER: marker
+    (app/harness/rollouts/rubric.py): the reference answer scores right, another wrong."""
+    from app.harness.rollouts.rubric import rubric_prompt
+
+    answer = "Sorry it arrived broken: we will send a new mug today."
+    question = Question(
+        "r1", "t", "Write the reply to: 'My mug arrived broken.'", answer, checker="rubric",
+        checker_args={"rubric": "Apologises once."},
+    )  # fmt: skip
+    judge = oracle.OracleProvider([question], oracle.OracleSettings(judge_noise=0.0))
+
+    def score(reply: str) -> int:
+        return json.loads(_ask(judge, rubric_prompt(question, reply)))["score"]
+
+    assert score(answer) == oracle.SCORE_CORRECT
+    assert score(oracle.OFF_TOPIC) == score("") == oracle.SCORE_WRONG

@@ -18,7 +18,9 @@ from app.harness.rollouts.benchmark_validation import pool_of_question, validate
 from app.harness.workspace.store import load_benchmark
 from app.paths import builtin_store
 
-# twelve sound single-question families: enough for the gate (9 land in its pools, 5 needed)
+# twenty-four sound single-question families: enough for the gate (18 land in its pools, 5
+# needed) and for train (6 validation units >= eval_min_per_class 5, 18 diagnosis + validation
+# units >= trainable_min_units 12)
 BASE = [
     {
         "question_id": f"b{i:02d}",
@@ -27,7 +29,7 @@ BASE = [
         "answer": str(2 * i + 20),
         "checker": "numeric",
     }
-    for i in range(1, 13)
+    for i in range(1, 25)
 ]
 TOML = 'name = "mine"\nseed = 1\n'
 
@@ -44,9 +46,13 @@ def make_store(
     return store
 
 
-def validate(store: Path, capsys, *more: str) -> tuple[int, str, str]:
+def validate(
+    store: Path, capsys, *more: str, seed: str | None = "sim-starter"
+) -> tuple[int, str, str]:
+    """validate-benchmark with the seed's skills (sim-starter: 't' reads default-strategy.md)."""
     capsys.readouterr()
-    code = main(["validate-benchmark", "mine", "--store", str(store), *more])
+    seeded = ["--seed", seed] if seed else []
+    code = main(["validate-benchmark", "mine", "--store", str(store), *seeded, *more])
     captured = capsys.readouterr()
     return code, captured.out, captured.err
 
@@ -126,7 +132,7 @@ def test_a_sound_benchmark_has_no_findings(tmp_path: Path, capsys) -> None:
     assert code == 0
     assert out.strip().splitlines() == [
         f"benchmark mine ({tmp_path / 'store' / 'questions' / 'mine'}, format_version 1): "
-        "12 questions, 1 task types; 0 error(s), 0 warning(s), 0 not checked"
+        "24 questions, 1 task types; 0 error(s), 0 warning(s), 0 not checked"
     ]
 
 
@@ -151,7 +157,7 @@ def test_family_spanning_pools(tmp_path: Path, capsys, monkeypatch) -> None:
         store = make_store(tmp_path / str(seed), shared, BASE + other, f"seed = {seed}\n")
         pools = pool_of_question(load_benchmark(store / "questions" / "mine"))
         assert pools["s1"] == pools["s2"]
-        code, out, _ = validate(store, capsys)
+        code, out, _ = validate(store, capsys, seed=None)  # 't' and 'u' share sim-starter's default
         assert code == 0 and "family_spans_pools" not in out
     real = pool_of_question
 
@@ -160,7 +166,7 @@ def test_family_spanning_pools(tmp_path: Path, capsys, monkeypatch) -> None:
         return {**pools, "s2": "test" if pools["s1"] != "test" else "diagnosis"}
 
     monkeypatch.setattr(validation, "pool_of_question", broken)
-    code, out, _ = validate(tmp_path / "0" / "store", capsys)
+    code, out, _ = validate(tmp_path / "0" / "store", capsys, seed=None)
     jsonl = tmp_path / "0" / "store" / "questions" / "mine" / "questions.jsonl"
     line = len(BASE) * 2 + 2
     assert code == 2
@@ -181,8 +187,9 @@ def test_forty_questions_in_five_families_per_type_can_never_accept(tmp_path: Pa
         for t in ("a", "b")
         for i in range(20)
     ]
-    code, out, _ = validate(make_store(tmp_path, [], rows), capsys)
-    assert code == 0  # a warning: the benchmark is valid, it just cannot train
+    code, out, _ = validate(make_store(tmp_path, [], rows), capsys, seed=None)
+    # one family of 4 in validation (< eval_min_per_class 5): train refuses both task types
+    assert code == 2 and out.count("error: nothing_trainable") == 2
     lines = [line for line in out.splitlines() if "pools_too_small" in line]
     assert len(lines) == 2 and all("no edit of it can ever be accepted" in line for line in lines)
     assert "fewer than 5" in lines[0] and "2^-" in lines[0]
@@ -190,14 +197,14 @@ def test_forty_questions_in_five_families_per_type_can_never_accept(tmp_path: Pa
     assert [g.families for g in report.gate_families] == [4, 4]  # the test pool holds the fifth
 
 
-def test_rubric_and_custom_questions_are_counted_not_checked(tmp_path: Path, capsys) -> None:
+def test_rubric_questions_are_counted_not_checked(tmp_path: Path, capsys) -> None:
     extra = [
         row("r1", "Reply to an angry customer.", "", "rubric", rubric="Polite, offers a fix."),
-        row("c1", "Review this diff.", "approve", "my.checks:review"),
+        row("r2", "Reply to a happy customer.", "", "rubric", rubric="Thanks them once."),
     ]
     code, out, _ = validate(make_store(tmp_path, extra), capsys)
     assert code == 0
-    assert "task type 't': 2 question(s) not checked (custom/rubric checker" in out
+    assert "task type 't': 2 question(s) not checked (rubric checker: scored by the judge" in out
     assert out.strip().endswith("0 error(s), 0 warning(s), 2 not checked")
 
 
@@ -206,11 +213,11 @@ def test_json_is_one_typed_document_even_with_errors(tmp_path: Path, capsys) -> 
     code, out, err = validate(make_store(tmp_path, extra), capsys, "--json")
     data = json.loads(out)
     assert code == 2 and err.startswith("error: ")
-    assert data["errors"] == 1 and data["warnings"] == 0 and data["questions"] == 13
+    assert data["errors"] == 1 and data["warnings"] == 0 and data["questions"] == len(BASE) + 1
     assert data["alpha"] == 0.05 and data["min_families_for_accept"] == 5
     pools = pool_of_question(load_benchmark(tmp_path / "store" / "questions" / "mine"))
     in_gate = sum(p != "test" for p in pools.values())  # single-question families here
-    assert 5 <= in_gate < 13
+    assert 5 <= in_gate <= len(BASE)
     assert data["gate_families"] == [{"task_type": "t", "families": in_gate, "singletons": True}]
     (finding,) = data["findings"]
     assert finding["defect"] == "reference_rejected" and finding["severity"] == "error"
@@ -238,13 +245,24 @@ def test_init_prints_the_findings_as_warnings_and_still_creates(tmp_path: Path, 
     assert "created workspace" in captured.out and "reference_rejected" not in captured.out
 
 
-@pytest.mark.parametrize("name", ["sim-basic", "sim-large", "real-easy", "real-conventions"])
+BUILT_IN_SEEDS = {
+    "sim-basic": "sim-starter",
+    "sim-large": "sim-starter",
+    "real-easy": "real-starter",
+    "real-conventions": "real-conventions-starter",
+}
+
+
+@pytest.mark.parametrize("name", sorted(BUILT_IN_SEEDS))
 def test_built_in_benchmarks_have_no_errors(name: str, capsys) -> None:
+    """With their seeds; sim-basic's 72 units per type (18 families of 3 in the gate's pools)
+    are too few to confirm a one-rule edit, sim-large's 216 (54 families) are enough."""
     capsys.readouterr()
-    assert main(["validate-benchmark", name, "--json"]) == 0
+    assert main(["validate-benchmark", name, "--seed", BUILT_IN_SEEDS[name], "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["errors"] == 0 and data["not_checked"] == 0
-    assert data["findings"] == []
+    defects = {f["defect"] for f in data["findings"]}
+    assert defects == ({"no_realistic_edit"} if name == "sim-basic" else set())
 
 
 @pytest.mark.parametrize("name", ["sim-basic", "real-easy", "real-conventions"])
@@ -263,3 +281,67 @@ def test_gate_families_count_what_the_training_gate_pools_hold(name: str) -> Non
     )
     expected = {t: sum(len(f) for f in stages.values()) for t, stages in gate.families.items()}
     assert {g.task_type: g.families for g in validation.gate_families(bench)} == expected
+
+
+def test_a_task_type_train_leaves_out_is_named_with_the_thresholds(tmp_path: Path, capsys) -> None:
+    """train drops a task type with too few units (app/harness/rollouts/pools.py
+    `filter_trainable`); validate-benchmark says so first, with the numbers it needs."""
+    few = [{**row(f"v{i}", f"Capital number {i}?", f"c{i}"), "task_type": "v"} for i in range(6)]
+    toml = TOML + 'task_types = ["t", "v"]\n'
+    code, out, _ = validate(make_store(tmp_path, few, toml=toml), capsys, seed=None)
+    assert code == 0
+    (line,) = [x for x in out.splitlines() if "not_trainable" in x]
+    assert "task type 'v'" in line and "train leaves it out" in line
+    assert "eval_min_per_class" in line and "trainable_min_units" in line and " 5 " in line
+
+
+def test_task_types_sharing_a_skill_file_are_an_error_with_a_seed(tmp_path: Path, capsys) -> None:
+    """train refuses two task types on one skill file (runner `_check_disjoint_files`)."""
+    other = [{**r, "question_id": f"o{r['question_id']}", "task_type": "u",
+              "question": f"{r['question']} (u)"} for r in BASE]  # fmt: skip
+    store = make_store(tmp_path, other, toml=TOML + 'task_types = ["t", "u"]\n')
+    code, out, err = validate(store, capsys)
+    assert code == 2 and "shared_skill_file" in err
+    assert (
+        "task types t, u would share the skill file default-strategy.md of seed sim-starter" in out
+    )
+    code, out, _ = validate(store, capsys, seed=None)  # no seed: said, not passed silently
+    assert code == 0 and "skills_not_checked: skill files not checked: no seed given" in out
+    assert out.strip().endswith("1 not checked")
+
+
+CHECKS = """
+def right(question, prediction):
+    return prediction.strip() == question.answer
+
+def lenient(question, prediction):
+    return True
+
+def broken(question, prediction):
+    raise ValueError("no such field")
+"""
+
+
+def test_custom_checkers_are_imported_and_called_before_any_model_call(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
+    """A misspelled `module:function`, a checker that accepts an empty answer and one that
+    raises are errors at their rows; a sound one passes (they run as training runs them:
+    worker processes, importable from the folder the command runs in)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mycheckers.py").write_text(CHECKS, encoding="utf-8")
+    extra = [
+        row("c1", "Spell the code of order 1.", "ORD-1", "mycheckers:right"),
+        row("c2", "Spell the code of order 2.", "ORD-2", "mycheckers:rihgt"),
+        row("c3", "Spell the code of order 3.", "ORD-3", "mycheckers:lenient"),
+        row("c4", "Spell the code of order 4.", "ORD-4", "mycheckers:broken"),
+    ]
+    code, out, err = validate(make_store(tmp_path, extra), capsys)
+    jsonl = tmp_path / "store" / "questions" / "mine" / "questions.jsonl"
+    assert code == 2 and err.startswith(f"error: {jsonl}:{LINE + 1}: checker_unloadable")
+    assert f"{jsonl}:{LINE + 1}: error: checker_unloadable (c2): " in out
+    assert "mycheckers has no function 'rihgt'" in out
+    assert f"{jsonl}:{LINE + 2}: error: empty_accepted (c3): " in out
+    assert f"{jsonl}:{LINE + 3}: error: checker_error (c4): " in out and "ValueError" in out
+    assert "(c1)" not in out and "not checked" not in out.replace("0 not checked", "")
+    assert out.strip().endswith("4 error(s), 0 warning(s), 0 not checked")

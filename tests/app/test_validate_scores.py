@@ -113,3 +113,45 @@ def test_baseline_cache_keeps_scores_and_a_pass_fail_file_as_it_was(tmp_path: Pa
     assert back.outcome("v1", "v1", "u0") == pytest.approx(0.4)
     assert back.outcome("v1", "v1", "u1") is None  # no verdict survives a resume as such
     assert back.get("v1", "v1", "u1") is False and len(back) == 2
+
+
+def test_a_training_run_gates_a_scored_unit_on_its_baseline_score(tmp_path: Path) -> None:
+    """The baseline run's scores reach the gate (app/harness/training/runner.py): a wrong reply
+    the judge scores 0.2 is 0.2 on both sides of the gate, not 0 against 0.2 (a win for a
+    candidate that changed nothing), and the checkpoint keeps them for a resume."""
+    import json
+    import sqlite3
+
+    from app import api
+
+    bench = tmp_path / "store" / "questions" / "replies"
+    bench.mkdir(parents=True)
+    rows = [
+        {
+            "question_id": f"r{i:02d}",
+            "task_type": "replies",
+            "question": f"Write the reply to ticket {i}: 'My order {i} is late.'",
+            "answer": f"Sorry order {i} is late: it ships today.",
+            "checker": "rubric",
+            "rubric": "Apologises, says when it ships.",
+            "pass_threshold": 0.7,
+        }
+        for i in range(60)  # enough that the ladder keeps failures the evolver was not shown
+    ]
+    (bench / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (bench / "benchmark.toml").write_text('name = "replies"\n')
+    ws = tmp_path / "ws"
+    api.init_workspace(ws, questions="replies", store=tmp_path / "store")
+    oracle = {f"{role}_model": "sim/oracle" for role in ("agent", "evolver", "judge")}
+    api.train(ws, overrides={**oracle, "epochs": 1, "sim_oracle_accuracy": 0.2})
+    con = sqlite3.connect(ws / "harness.db")
+    baseline = dict(
+        con.execute("SELECT question_id, score FROM predictions WHERE run_id = 'baseline'")
+    )
+    evidence = con.execute("SELECT unit_id, base FROM gate_evidence WHERE task_type = 'replies'")
+    pairs = [(baseline[unit], base) for unit, base in evidence]
+    assert pairs and any(score == pytest.approx(0.2) for score, _ in pairs)
+    assert all(base == pytest.approx(score) for score, base in pairs), pairs
+    state = json.loads((ws / "checkpoint.json").read_text())["state"]
+    kept = {key.rsplit("|", 1)[1]: score for key, score in state["baseline_scores"].items()}
+    assert kept == pytest.approx(baseline)

@@ -13,12 +13,14 @@ from core.benchmark_checks import (
     GateFamilies,
     Severity,
     check_duplicates,
+    check_edit_power,
     check_family_pools,
     check_gate_power,
     check_question,
     check_questions,
     checker_kind,
     choice_letters,
+    families_for_one_rule_edit,
     gate_families_at_effect,
     gate_min_families,
     has_errors,
@@ -285,3 +287,23 @@ def test_pools_too_small_follows_the_level_and_n_max() -> None:
     assert check_gate_power([GateFamilies("t", 2, True)], loose) == []
     capped = GateParams(n_max=3)  # a test never sees more than n_max families
     assert [f.task_type for f in check_gate_power([GateFamilies("t", 50, True)], capped)] == ["t"]
+
+
+def test_a_one_rule_edit_needs_its_families_in_the_gate_pools() -> None:
+    """The gate's own e-process, fed families each won by one fixed unit (d = 1/k): families
+    of 3 need 18 (so sim-basic's 18 in the pools, one of them shown to the evolver, warn and
+    sim-large's 54 do not), single units 5 and scored single units 7 (Ville's level)."""
+    params = GateParams()
+    assert families_for_one_rule_edit([3] * 54, params) == 18
+    assert families_for_one_rule_edit([1] * 18, params) == 5
+    assert families_for_one_rule_edit([1] * 18, params, singletons=False) == 7
+    assert families_for_one_rule_edit([], params) is None
+    per_type = [GateFamilies("basic", 18, False), GateFamilies("large", 54, False)]
+    sizes = {"basic": [3] * 18, "large": [3] * 54}
+    (finding,) = check_edit_power(per_type, sizes, params)
+    assert finding.task_type == "basic" and finding.defect is Defect.NO_REALISTIC_EDIT
+    assert "no realistic edit can be confirmed" in finding.message
+    assert "needs 18 such families" in finding.message and "at most 17" in finding.message
+    assert check_edit_power([GateFamilies("t", 19, False)], {"t": [3] * 19}, params) == []
+    # a task type whose pools are too small for any edit is named once, by check_gate_power
+    assert check_edit_power([GateFamilies("t", 3, True)], {"t": [1] * 3}, params) == []

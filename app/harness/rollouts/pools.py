@@ -183,19 +183,7 @@ def filter_trainable(
     Types left out of an explicit `task_types` are simply not trained, not reported as dropped.
     The test pool is returned untouched: it never takes part in any tuning decision.
     """
-    val, diag = unit_counts(pools.validation), unit_counts(pools.diagnosis)
-    known = set(val) | set(diag) | set(unit_counts(pools.test))
-    wanted = sorted(set(task_types)) if task_types is not None else sorted(known)
-    kept: list[str] = []
-    dropped: list[tuple[str, str]] = []
-    for t in wanted:
-        reasons = _drop_reasons(
-            t, known, val[t], diag[t] + val[t], eval_min_per_class, trainable_min_units
-        )
-        if reasons:
-            dropped.append((t, "; ".join(reasons)))
-        else:
-            kept.append(t)
+    kept, dropped = trainability(pools, task_types, eval_min_per_class, trainable_min_units)
     if not kept:
         detail = "; ".join(f"{t}: {why}" for t, why in dropped) or "no task types requested"
         raise UserError(
@@ -212,6 +200,30 @@ def filter_trainable(
         tuple(kept),
         dropped,
     )
+
+
+def trainability(
+    pools: Pools,
+    task_types: Sequence[str] | None,
+    eval_min_per_class: int,
+    trainable_min_units: int,
+) -> tuple[list[str], list[tuple[str, str]]]:
+    """(task types `filter_trainable` keeps, [(type, reason)] it leaves out), sorted;
+    `validate-benchmark` reports the same (app/harness/rollouts/benchmark_validation.py)."""
+    val, diag = unit_counts(pools.validation), unit_counts(pools.diagnosis)
+    known = set(val) | set(diag) | set(unit_counts(pools.test))
+    wanted = sorted(set(task_types)) if task_types is not None else sorted(known)
+    kept: list[str] = []
+    dropped: list[tuple[str, str]] = []
+    for t in wanted:
+        reasons = _drop_reasons(
+            t, known, val[t], diag[t] + val[t], eval_min_per_class, trainable_min_units
+        )
+        if reasons:
+            dropped.append((t, "; ".join(reasons)))
+        else:
+            kept.append(t)
+    return kept, dropped
 
 
 def _drop_reasons(

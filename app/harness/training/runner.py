@@ -27,7 +27,12 @@ from app.harness.rollouts.pools import (
     hold_out_task_types,
     split_pools,
 )
-from app.harness.rollouts.question_units import build_units, unit_accuracy, unit_correctness_view
+from app.harness.rollouts.question_units import (
+    build_units,
+    unit_accuracy,
+    unit_correctness_view,
+    unit_outcome_view,
+)
 from app.harness.rollouts.session import Session
 from app.harness.training.batching import build_batches
 from app.harness.training.checkpoint import (
@@ -254,6 +259,7 @@ class Runner:
         """Write checkpoint.json; returns its progress. `ending`: how a finished run ended."""
         state.gate_pools = ctx.gate_pools.to_dict()
         state.baseline_cache = dict(ctx.baseline_cache.entries)
+        state.baseline_scores = dict(ctx.baseline_cache.scores)
         self.session.recorder.flush()
         progress = {
             "epoch": epoch,
@@ -372,7 +378,8 @@ class Runner:
             detail = "; ".join(f"{f}: {', '.join(ts)}" for f, ts in shared.items())
             raise UserError(
                 "task types would share a skill file, so their edits could collide "
-                f"within a step ({detail}); add one skill file per task type"
+                f"within a step ({detail}); add one skill file per task type (init without "
+                "--seed creates one for each)"
             )
 
     def _context(
@@ -391,7 +398,7 @@ class Runner:
             task_types=task_types,
             units=units,
             gate_pools=gate_pools,
-            baseline_cache=BaselineCache(state.baseline_cache),
+            baseline_cache=BaselineCache(state.baseline_cache, state.baseline_scores),
             templates=load_templates(),
             total_steps=total_steps,
         )
@@ -432,7 +439,10 @@ class Runner:
         gate_pools = GatePools.build(gate_units, validation_ids, test_units, seed=self.config.seed)
         gate_pools.save(session.paths.gate_pools)
         cache = BaselineCache()  # the file is a mirror; the state comes from the checkpoint
-        cache.put_many(prompts.skills_version, prompts.prompts_version, unit_view)
+        # a scored unit's gate outcome is its score (pass/fail units keep their correctness):
+        # without it the gate compared a candidate's score with a baseline of 0
+        outcomes = unit_outcome_view(gate_units, baseline, session.log.scores(BASELINE_RUN))
+        cache.put_many(prompts.skills_version, prompts.prompts_version, unit_view, outcomes)
         cache.save(session.paths.baseline_cache)
         versions = {"skills": prompts.skills_version, "prompts": prompts.prompts_version}
         best = Best(
@@ -458,6 +468,7 @@ class Runner:
             baseline_versions=versions,
             gate_pools=gate_pools.to_dict(),
             baseline_cache=dict(cache.entries),
+            baseline_scores=dict(cache.scores),
         )
         _, selected = build_batches(
             gate_pools.without_gate_only(pools.diagnosis, self.config.gate.gate_only_share),

@@ -104,6 +104,9 @@ class TrainState:
     epoch_counts: dict[str, int] = field(default_factory=dict)
     gate_pools: dict[str, Any] = field(default_factory=dict)
     baseline_cache: dict[str, bool] = field(default_factory=dict)
+    # the gate outcome of each scored unit (its score; None: no verdict), keyed as
+    # baseline_cache (app/harness/training/gate_ladder.py `BaselineCache.scores`)
+    baseline_scores: dict[str, float | None] = field(default_factory=dict)
     curve: list[dict[str, Any]] = field(default_factory=list)
     # Every unit the evolver was shown with its answer in this run (case packs), sorted: the
     # gate ladder leaves their families out for good (app/harness/training/gate_ladder.py).

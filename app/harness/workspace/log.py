@@ -606,3 +606,13 @@ class HarnessLog:
                 "SELECT question_id, correct FROM predictions WHERE run_id = ?", (run_id,)
             )
         }
+
+    def scores(self, run_id: str) -> dict[str, float]:
+        """question_id -> score, for the run's answers with a verdict."""
+        return {
+            r[0]: float(r[1])
+            for r in self.conn.execute(
+                "SELECT question_id, score FROM predictions WHERE run_id = ? AND score IS NOT NULL",
+                (run_id,),
+            )
+        }

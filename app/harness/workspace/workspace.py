@@ -29,6 +29,7 @@ from app.harness.workspace.atomic import (
 )
 from app.harness.workspace.clock import now_iso
 from app.harness.workspace.log import HarnessLog
+from app.harness.workspace.starter import STARTER_KEY
 from app.harness.workspace.store import Benchmark, Seed, load_benchmark, skills_without_task_type
 from app.secrets import scrub
 
@@ -473,6 +474,8 @@ def _populate(building: Path, seed: Seed, benchmark_path: Path, questions_name: 
         "best": None,
         "history": [],
     }
+    if seed.meta.get(STARTER_KEY):  # built from the benchmark: `train --fresh` builds it again
+        manifest[STARTER_KEY] = seed.meta[STARTER_KEY]
     write_json_atomic(building / "manifest.json", manifest)
 
 

@@ -265,8 +265,12 @@ def _number(value: float) -> str:
 
 
 def _graded(question: Question | None, reply: str) -> bool:
+    # a rubric prompt holds the answer the harness extracted, without its ANSWER: marker
+    # (app/harness/rollouts/rubric.py `rubric_prompt`): then the text is the answer
     found = extract_answer(reply)
-    if question is None or found is None:
+    if found is None:
+        found = reply.strip()
+    if question is None or not found:
         return False
     if question.checker in BUILT_IN_CHECKERS:
         return check(question, found)
