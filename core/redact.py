@@ -19,13 +19,21 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-SECRET_NAME_RE = re.compile(r"(API_KEY|_TOKEN|_SECRET|PASSWORD)$", re.IGNORECASE)
+# A name that says "secret" anywhere in it: AWS_SECRET_ACCESS_KEY, WATSONX_APIKEY,
+# SKILL_TRAINER_LINEAGE_KEY, GITHUB_TOKEN, DB_PASSWORD, GOOGLE_APPLICATION_CREDENTIALS. Wide
+# on purpose: a harmless value caught by it is only hidden from logs; a key missed is stored.
+SECRET_NAME_RE = re.compile(r"KEY|SECRET|TOKEN|PASSW|CREDENTIAL", re.IGNORECASE)
 MIN_SECRET_LEN = 8
 
 
 def secret_values(env: Mapping[str, str]) -> tuple[str, ...]:
-    """Values of variables whose names mark them as secrets, longest first."""
-    values = {v for k, v in env.items() if SECRET_NAME_RE.search(k) and len(v) >= MIN_SECRET_LEN}
+    """Values of variables whose names mark them as secrets, and of any variable whose value
+    has a known key format (`redact_patterns`), longest first."""
+    values = {
+        v
+        for k, v in env.items()
+        if len(v) >= MIN_SECRET_LEN and (SECRET_NAME_RE.search(k) or redact_patterns(v) != v)
+    }
     return tuple(sorted(values, key=len, reverse=True))
 
 
