@@ -30,7 +30,7 @@ import anyio
 from anyio.abc import ByteReceiveStream, Process
 from loguru import logger
 
-from app.harness.tools.sandbox import kill_group, sweep_group
+from app.harness.tools.sandbox import close_transport, kill_group, sweep_group
 
 MAX_MESSAGE_BYTES = 4 << 20
 STOP_GRACE_S = 1.0
@@ -213,8 +213,4 @@ async def stop_process(process: Process) -> None:
         if pipe is not None:
             with contextlib.suppress(Exception):
                 await pipe.aclose()
-    # the asyncio transport stays open while a pipe end lives elsewhere; closed here, it
-    # does not complain at exit ("Event loop is closed")
-    transport = getattr(getattr(process, "_process", None), "_transport", None)
-    with contextlib.suppress(Exception):
-        transport.close()  # type: ignore[union-attr]
+    close_transport(process)
