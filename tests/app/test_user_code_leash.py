@@ -183,10 +183,13 @@ def test_a_hostile_verifier_is_one_unknown_verdict_each(
 def test_a_verifier_in_the_current_folder_imports_like_a_checker(
     tmp_path, monkeypatch, fast_pool
 ) -> None:
-    (tmp_path / "leash_cwd_verifier.py").write_text("def ok(question, branch):\n    return True\n")
+    (tmp_path / "leash_cwd_verifier.py").write_text(
+        "def ok(question, branch):\n    return True\n\n\nok.cost_s = 0.5\n"
+    )
     monkeypatch.chdir(tmp_path)  # not on sys.path: only the current folder has it
-    verdict = run_verifier(load_verifier("leash_cwd_verifier:ok"), QUESTION, {})
-    assert verdict.status == "pass"
+    fn = load_verifier("leash_cwd_verifier:ok")
+    assert run_verifier(fn, QUESTION, {}).status == "pass"
+    assert getattr(fn, "cost_s", None) == 0.5  # a declared cost still reaches curation.py
     with pytest.raises(UserError, match="--verifier leash_cwd_verifier:nope"):
         load_verifier("leash_cwd_verifier:nope")
 

@@ -143,7 +143,9 @@ def serve(fd: int) -> None:
     except Exception as e:
         conn.send_bytes(_reply("load_error", str(e)[:REASON_MAX]))
         return
-    conn.send_bytes(_reply("ready", None))
+    # what the caller may read off the function without importing it: a declared cost
+    # (app/harness/data/curation.py reads a verifier's `cost_s`)
+    conn.send_bytes(_reply("ready", {"cost_s": plain(getattr(fn, "cost_s", None), 1)}))
     while True:
         try:
             args = conn.recv()
@@ -218,6 +220,7 @@ class _Worker:
         if kind != "ready":
             self.kill()
             raise UserError(str(text))
+        self.info: dict[str, Any] = text if isinstance(text, dict) else {}
 
     def _recv(self) -> tuple[str, Any]:
         kind, value = json.loads(self.conn.recv_bytes(REPLY_MAX_BYTES))
@@ -297,6 +300,7 @@ class CheckerPool:
         self.env = allowed_environment(env_allow)
         self._idle: dict[tuple[str, str], queue.SimpleQueue[_Worker]] = {}
         self._loaded: set[tuple[str, str]] = set()
+        self._info: dict[tuple[str, str], dict[str, Any]] = {}
         self._all: list[_Worker] = []
         self._lock = threading.Lock()
         self._slots: dict[tuple[str, str], threading.Semaphore] = {}
@@ -310,19 +314,21 @@ class CheckerPool:
             return CheckResult.error(outcome.failure)
         return coerce_check_value(outcome.value)
 
-    def load(self, what: str, spec: str) -> None:
+    def load(self, what: str, spec: str) -> dict[str, Any]:
         """Start one worker for `spec` now, so a function that does not load is an error
         before any work (UserError); it is kept for the first call. A function loaded before
-        is not loaded again (a second worker would split a stateful function's calls)."""
+        is not loaded again (a second worker would split a stateful function's calls).
+        Returns what the worker said of the function (`serve`: its `cost_s`)."""
         key = self._key(what, spec)
         with self._slot(key):
             if key in self._loaded:
-                return
+                return self._info.get(key, {})
             try:
                 worker = self._start(key)
             except _StartTimeout as e:
                 raise UserError(f"{what} {spec}: {e}") from None
             self._idle[key].put(worker)
+            return worker.info
 
     def call(self, what: str, spec: str, args: tuple[Any, ...]) -> UserCall:
         """`spec(*args)` in a worker, with the pool's timeout."""
@@ -361,6 +367,7 @@ class CheckerPool:
         worker = _Worker(spec, what, self.env, self.start_timeout_s)
         with self._lock:
             self._loaded.add(key)
+            self._info[key] = worker.info
             self._all = [w for w in self._all if not w.killed]
             self._all.append(worker)
             closed = self.closed
@@ -444,10 +451,13 @@ class PooledFunction:
 
     what: str
     spec: str
+    cost_s: float | None = None  # the function's own `cost_s`, if a number
 
     def load(self) -> PooledFunction:
-        user_pool().load(self.what, self.spec)
-        return self
+        cost = user_pool().load(self.what, self.spec).get("cost_s")
+        if isinstance(cost, bool) or not isinstance(cost, int | float):
+            cost = None
+        return dataclasses.replace(self, cost_s=cost)
 
     def __call__(self, *args: Any) -> Any:
         outcome = user_pool().call(self.what, self.spec, args)

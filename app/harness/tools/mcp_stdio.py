@@ -13,7 +13,7 @@ process it starts is not reachable to kill when `initialize` never returns. Here
 - the server runs in its own session; stopping it closes its stdin, waits STOP_GRACE_S, then
   SIGKILLs the whole process group and sweeps it (app/harness/tools/sandbox.py
   `sweep_group`). A process that called setsid() has left the group: that is the documented
-  limit (docs/tools.md#what-user-code-can-reach).
+  limit (docs/checkers.md#what-user-code-can-reach).
 """
 
 from __future__ import annotations
