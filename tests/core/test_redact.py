@@ -223,6 +223,8 @@ def test_secret_values_by_any_secret_word_in_the_name_or_a_key_shaped_value():
         "UNREMARKABLE": "ghp_" + "a1B2" * 9,  # a GitHub token under any name
         "HOME": "/home/someone",
         "SHORT_TOKEN": "tiny",  # under MIN_SECRET_LEN: would hide common words
+        "TOKENIZER": "tiktoken-cl100k",  # no token
+        "SSH_KEY_PATH": "/home/u/.ssh/id_ed25519",  # where a key is, not the key
     }
-    found = set(secret_values(env))
-    assert found == {env[k] for k in env if k not in ("HOME", "SHORT_TOKEN")}
+    plain = ("HOME", "SHORT_TOKEN", "TOKENIZER", "SSH_KEY_PATH")
+    assert set(secret_values(env)) == {env[k] for k in env if k not in plain}
