@@ -40,7 +40,6 @@ class McpServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
-        self._stop: asyncio.Event | None = None
         self._session: ClientSession | None = None
         self._listed: list[Any] = []
         self._error = ""
@@ -88,7 +87,6 @@ class McpServer:
         from mcp import ClientSession  # 0.3 s: when used
         from mcp.client.stdio import get_default_environment
 
-        self._stop = asyncio.Event()
         assert self._errlog is not None
         async with (
             stdio_server(
@@ -106,7 +104,7 @@ class McpServer:
             self._listed = list(listed.tools)
             self._session = session
             self._ready.set()
-            await self._stop.wait()
+            await asyncio.Event().wait()  # serve until close() cancels this task
 
     def _started(self, pid: int) -> None:
         self._pid = pid
@@ -136,7 +134,7 @@ class McpServer:
                 return
             self.close()
             self._ready = threading.Event()
-            self._loop, self._stop, self._session = None, None, None
+            self._loop, self._session = None, None
             self._task, self._pid = None, None
             self._error, self._dead = "", False
             self.restarts += 1
