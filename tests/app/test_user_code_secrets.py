@@ -3,7 +3,7 @@
 User code (a checker, a verifier, a tool) runs as the harness's child, so it can read the
 harness's own environment from /proc/<ppid>/environ, which no allow-list can change after the
 harness started (docs/checkers.md#what-user-code-can-reach). What it hands back is redacted by
-value before it is stored. The harness here is a real process started with canary keys whose
+value before it is stored, and a tool's output before the model sees it. The harness here is a real process started with canary keys whose
 names the old `*API_KEY`/`*_TOKEN` rule missed; each kind of user code reads
 /proc/<ppid>/environ and returns it: a checker as its reason, a verifier as its reason, a
 python tool as its output. Then every byte of harness.db is searched for the canaries."""
@@ -89,6 +89,12 @@ HARNESS = """
         verify_rollout(log, "f1", {"s1": q}, ["leash_peek:verify"])
         rows = log.query("SELECT check_reason, steps_json FROM predictions")
         verdicts = log.query("SELECT reason FROM verdicts")
+    import os
+
+    canaries = [v for k, v in os.environ.items() if "-canary-" in v]
+    assert len(canaries) == 3
+    shown = repr([r.messages for r in provider.requests])
+    assert "REDACTED" in shown and not any(c in shown for c in canaries)  # the model's view
     assert "REDACTED" in rows[0]["check_reason"], rows
     assert "REDACTED" in rows[0]["steps_json"], rows
     assert "REDACTED" in verdicts[0]["reason"], verdicts
