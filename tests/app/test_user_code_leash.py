@@ -20,6 +20,7 @@ from app.harness.rollouts.custom_checkers import (
     configure_user_pool,
     user_pool,
 )
+from app.secrets import process_secrets
 from core.checkers import CheckStatus
 from core.types import Question
 
@@ -215,3 +216,27 @@ def test_user_code_gets_an_allow_listed_environment(tmp_path, monkeypatch) -> No
     finally:
         plain.close()
         allowing.close()
+
+
+def test_a_secret_value_user_code_returns_is_redacted_before_it_comes_back(
+    tmp_path, monkeypatch
+) -> None:
+    """It can read the harness's environment (/proc/<ppid>/environ), so its value is hidden
+    here, before a reason is shown to anyone or stored."""
+    canary = "leash-canary-lineage-0123456789"
+    monkeypatch.setenv("SKILL_TRAINER_LINEAGE_KEY", canary)
+    process_secrets.cache_clear()
+    mod = module(
+        tmp_path,
+        monkeypatch,
+        "leash_leaks",
+        f"def leak(question, prediction):\n    return {{'score': 1.0, 'reason': {canary!r}}}\n",
+    )
+    pool = CheckerPool(workers=1)
+    try:
+        reason = pool.check(f"{mod}:leak", QUESTION, "x").reason
+    finally:
+        pool.close()
+        monkeypatch.delenv("SKILL_TRAINER_LINEAGE_KEY")
+        process_secrets.cache_clear()
+    assert canary not in reason and "REDACTED" in reason

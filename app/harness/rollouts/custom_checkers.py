@@ -162,6 +162,15 @@ def _reply(kind: str, value: Any) -> bytes:
     return json.dumps([kind, value]).encode()
 
 
+def _scrubbed(value: Any) -> Any:
+    """`scrub` on every string of a plain value (`plain`: at most one level of dict)."""
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, dict):
+        return {k: _scrubbed(v) for k, v in value.items()}
+    return value
+
+
 class _StartTimeout(Exception):
     """The worker did not load the function in time (a slow import, a hang)."""
 
@@ -351,7 +360,9 @@ class CheckerPool:
                 self._idle[key].put(worker)
             else:  # gone on its own: what it started may not be
                 worker.kill()
-            return outcome
+            # user code can read the harness's environment (/proc/<ppid>/environ): its
+            # secret values leave what comes back here, before anyone shows or stores it
+            return UserCall(_scrubbed(outcome.value), scrub(outcome.failure))
 
     def _key(self, what: str, spec: str) -> tuple[str, str]:
         with self._lock:
