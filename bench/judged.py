@@ -186,8 +186,8 @@ def checker_latency(calls: int) -> tuple[float, float]:
     spawns = max(2, calls // 50)
     t = time.perf_counter()
     for _ in range(spawns):
-        worker = _Worker(spec)
-        worker.call(q, "42", 30)
+        worker = _Worker(spec, "checker", pool.env, 30)
+        worker.call((q, "42"), 30)
         worker.kill()
     return warm, (time.perf_counter() - t) / spawns * 1000
 

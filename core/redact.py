@@ -19,13 +19,30 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-SECRET_NAME_RE = re.compile(r"(API_KEY|_TOKEN|_SECRET|PASSWORD)$", re.IGNORECASE)
+# A name with a part (between underscores) ending in a secret word, wherever the part is:
+# AWS_SECRET_ACCESS_KEY, WATSONX_APIKEY, SKILL_TRAINER_LINEAGE_KEY, GITHUB_TOKEN, PGPASSWORD,
+# GOOGLE_APPLICATION_CREDENTIALS. Wide on purpose (a harmless value caught is only hidden from
+# logs; a key missed is stored), but TOKENIZER is no token, and API_KEY_FILE names where a key
+# is (SECRET_PLACE_RE), not the key.
+SECRET_NAME_RE = re.compile(
+    r"(?:^|_)[A-Z0-9]*(?:KEY|SECRET|TOKEN|PASSWORD|PASSWD|CREDENTIALS?)(?=_|$)", re.IGNORECASE
+)
+SECRET_PLACE_RE = re.compile(r"_(?:FILE|PATH|DIR)$", re.IGNORECASE)
 MIN_SECRET_LEN = 8
 
 
+def secret_name(name: str) -> bool:
+    return SECRET_NAME_RE.search(name) is not None and SECRET_PLACE_RE.search(name) is None
+
+
 def secret_values(env: Mapping[str, str]) -> tuple[str, ...]:
-    """Values of variables whose names mark them as secrets, longest first."""
-    values = {v for k, v in env.items() if SECRET_NAME_RE.search(k) and len(v) >= MIN_SECRET_LEN}
+    """Values of variables whose names mark them as secrets (`secret_name`), and of any
+    variable whose value has a known key format (`redact_patterns`), longest first."""
+    values = {
+        v
+        for k, v in env.items()
+        if len(v) >= MIN_SECRET_LEN and (secret_name(k) or redact_patterns(v) != v)
+    }
     return tuple(sorted(values, key=len, reverse=True))
 
 

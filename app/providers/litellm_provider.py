@@ -67,7 +67,7 @@ def load_litellm() -> ModuleType:
 
 
 def redact(text: str, extra_secrets: Iterable[str] = ()) -> str:
-    """Hide secrets from the environment (names like *_API_KEY, *_TOKEN: see core.redact),
+    """Hide secrets from the environment (names such as *_KEY, *APIKEY, *_TOKEN: see core.redact),
     any extra ones (a key read from a differently named variable) and key-shaped strings."""
     secrets = {*secret_values(os.environ), *(s for s in extra_secrets if s)}
     text = redact_secrets(text, sorted(secrets, key=len, reverse=True))

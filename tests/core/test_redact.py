@@ -27,6 +27,7 @@ from core.redact import (
     redact_json,
     redact_patterns,
     redact_pii,
+    secret_values,
     shannon_entropy,
 )
 
@@ -210,3 +211,20 @@ def test_the_anchor_prefilter_finds_what_an_alternation_of_the_anchors_finds():
     assert 0 < sum(a for a, _ in found) < len(found)  # both outcomes were tried
     assert _trie_pattern(["ab", "abc", "b"]) == "(?:ab|b)"
     assert re.compile(_trie_pattern([])).search("anything") is None
+
+
+def test_secret_values_by_any_secret_word_in_the_name_or_a_key_shaped_value():
+    env = {
+        "AWS_SECRET_ACCESS_KEY": "aws-secret-value-1",
+        "WATSONX_APIKEY": "watsonx-value-22",
+        "SKILL_TRAINER_LINEAGE_KEY": "lineage-value-333",
+        "GOOGLE_APPLICATION_CREDENTIALS": "/home/u/creds.json",
+        "DB_PASSWD": "hunter2hunter2",
+        "UNREMARKABLE": "ghp_" + "a1B2" * 9,  # a GitHub token under any name
+        "HOME": "/home/someone",
+        "SHORT_TOKEN": "tiny",  # under MIN_SECRET_LEN: would hide common words
+        "TOKENIZER": "tiktoken-cl100k",  # no token
+        "SSH_KEY_PATH": "/home/u/.ssh/id_ed25519",  # where a key is, not the key
+    }
+    plain = ("HOME", "SHORT_TOKEN", "TOKENIZER", "SSH_KEY_PATH")
+    assert set(secret_values(env)) == {env[k] for k in env if k not in plain}

@@ -47,12 +47,14 @@ from app.harness.data.judge import (
     same_model_warning,
     sample_row,
 )
-from app.harness.data.verifiers import load_verifier, verify_rollout
+from app.harness.data.verifiers import load_user_code, verify_rollout
 from app.harness.rollouts import memory
+from app.harness.rollouts.custom_checkers import UserCodeError
 from app.harness.rollouts.telemetry import calls_logged_as
 from app.harness.workspace.atomic import write_json_atomic
 from app.harness.workspace.clock import now_iso
 from app.harness.workspace.ids import check_run_id
+from app.secrets import scrub
 from core import ranking
 from core.concurrency import fan_out
 from core.scorecard import pass_at_1_and_n
@@ -87,8 +89,8 @@ def _user_reward(
 ) -> float:
     try:
         value = fn(branch, dict(components))
-    except Exception as e:  # user code: a failure scores 0 and is logged, one line
-        logger.warning("reward {}: raised {}: {}", name, type(e).__name__, str(e)[:200])
+    except UserCodeError as e:  # raised, hung or died in its worker: scores 0, one line
+        logger.warning("reward {}: {}", name, scrub(e.reason)[:200])
         return 0.0
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         logger.warning("reward {}: returned {!r}, not a number; scored 0", name, value)
@@ -123,7 +125,7 @@ async def rank_rollout(
     if run is None or run["kind"] != "fork":
         raise UserError(f"{session.paths.db}: no fork run {rollout_id!r}")
     weights = dict(weights or ranking.DEFAULT_WEIGHTS)
-    user_rewards = {k: load_verifier(k) for k in weights if ":" in k}
+    user_rewards = {k: load_user_code(k, "reward") for k in weights if ":" in k}
     if (warning := same_model_warning(config.judge_model, config.agent_model)) is not None:
         logger.warning(warning)
     with calls_logged_as(rollout_id):  # judge calls are logged (and paid) as the fork's

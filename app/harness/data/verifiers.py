@@ -12,7 +12,9 @@ A verifier takes (question, branch) and returns a Verdict. Built in:
 A user verifier is named `module:function`; it is called with the Question and the branch
 row (a dict with the `branches` columns of app/harness/workspace/log.py) and returns a Verdict, a dict
 {"status" | "ok", "reason", "score"?, "cost_usd"?} or a bool. Anything else, or an exception,
-is recorded as `unknown` with the reason.
+is recorded as `unknown` with the reason. It runs in the checker worker pool
+(app/harness/rollouts/custom_checkers.py), never in this process: a verifier that hangs, exits,
+prints or raises SystemExit is one `unknown` verdict with its reason.
 
 Invariant: only `pass` passes. `running` and `unknown` (and `fail`, `error`) are failures, so
 a branch's objective score is 1 only when every verifier says `pass`.
@@ -27,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.errors import UserError
-from app.harness.rollouts.custom_checkers import load_user_function
+from app.harness.rollouts.custom_checkers import Opaque, PooledFunction, UserCodeError
 from app.harness.workspace.log import HarnessLog
 from app.harness.workspace.workspace import now_iso
 from app.secrets import scrub
@@ -140,8 +142,18 @@ def load_verifier(name: str) -> Callable[[Question, dict[str, Any]], Any]:
         raise UserError(
             f"--verifier {name!r}: use a built-in ({', '.join(BUILTIN)}) or module:function"
         )
-    # the same loading, and the same errors, as a training checker's
-    return load_user_function(name, "--verifier")
+    return load_user_code(name, "verifier", "--")
+
+
+def load_user_code(name: str, what: str, prefix: str = "") -> PooledFunction:
+    """A user `module:function` (a verifier, a rank reward) run in the checker worker pool,
+    like a training checker: its own process with a timeout, output to /dev/null, an
+    allow-listed environment (docs/checkers.md#what-user-code-can-reach). It is loaded now,
+    so one that does not import is bad input before any work."""
+    try:
+        return PooledFunction(what, name).load()
+    except UserError as e:  # `prefix` makes "verifier x: ..." name the option typed
+        raise UserError(f"{prefix}{e}") from None
 
 
 def coerce_verdict(value: Any) -> Verdict:
@@ -166,7 +178,8 @@ def coerce_verdict(value: Any) -> Verdict:
             _num(value.get("score")),
             _num(value.get("cost_usd")) or 0.0,
         )
-    return Verdict("unknown", f"verifier returned {type(value).__name__}, not a verdict")
+    name = value.type_name if isinstance(value, Opaque) else type(value).__name__
+    return Verdict("unknown", f"verifier returned {name}, not a verdict")
 
 
 def _num(x: Any) -> float | None:
@@ -180,6 +193,8 @@ def run_verifier(
 ) -> Verdict:
     try:
         verdict = coerce_verdict(fn(question, branch))
+    except UserCodeError as e:  # raised, hung, died in its worker
+        verdict = Verdict("unknown", scrub(e.reason)[:REASON_MAX])
     except Exception as e:  # user code: its failure is a verdict, never a crash
         verdict = Verdict("unknown", f"raised {type(e).__name__}: {scrub(str(e))[:300]}")
     return verdict

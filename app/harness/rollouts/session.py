@@ -10,7 +10,7 @@ from loguru import logger
 from app.errors import UserError, first_leaf, is_stop, stop_reason
 from app.harness.rollouts.agent_prompts import AgentPrompts
 from app.harness.rollouts.checking import AnswerChecker
-from app.harness.rollouts.custom_checkers import CheckerPool
+from app.harness.rollouts.custom_checkers import CheckerPool, PoolSettings, configure_user_pool
 from app.harness.rollouts.inference import AgentSettings, run_inference
 from app.harness.rollouts.model_io import ModelIO, tool_mode_warning
 from app.harness.rollouts.rubric import RubricSettings
@@ -59,7 +59,13 @@ class Session:
             rubric=RubricSettings(
                 samples=config.rubric_samples, temperature=config.rubric_temperature
             ),
-            pool=CheckerPool(config.checker_workers, config.checker_timeout_s),
+            pool=CheckerPool(
+                config.checker_workers, config.checker_timeout_s, env_allow=config.checker_env
+            ),
+        )
+        # fork verifiers and rank rewards run in a pool of the same settings
+        configure_user_pool(
+            PoolSettings(config.checker_workers, config.checker_timeout_s, config.checker_env)
         )
         if (warning := tool_mode_warning(config)) is not None:
             logger.warning(warning)

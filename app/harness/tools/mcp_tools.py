@@ -3,7 +3,8 @@
 The client (the `mcp` package) runs in a thread with its own event loop, so the server's
 life does not depend on which rollout task first needed it: rollouts hand calls over with
 `asyncio.run_coroutine_threadsafe` and wait with a timeout. The server is started in its own
-process group by the mcp client and killed with it on `close()`. A server that dies fails
+process group (app/harness/tools/mcp_stdio.py, which also bounds each message and drops stdout
+noise) and the group is killed on `close()`, also when `initialize` never returned. A server that dies fails
 its call with a recorded error ("server exited"), never a hang; the next call starts it again,
 at most MAX_RESTARTS times a run (a run lasts days: one crash must not cost every later tool
 call), after which its tools fail as "not running".
@@ -20,7 +21,9 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from loguru import logger
 
+from app.harness.tools.mcp_stdio import stdio_server
 from app.harness.tools.result import ToolResult, ToolUnavailable, as_text, checked_spec
+from app.harness.tools.sandbox import kill_group, sweep_group
 from app.harness.tools.spec import McpTool
 from core.types import ToolSpec
 
@@ -37,13 +40,14 @@ class McpServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
-        self._stop: asyncio.Event | None = None
         self._session: ClientSession | None = None
         self._listed: list[Any] = []
         self._error = ""
         self._dead = False
         self._errlog: TextIO | None = None
         self._restart_lock = threading.Lock()
+        self._task: asyncio.Task[None] | None = None
+        self._pid: int | None = None
         self.restarts = 0
         self.calls = 0
 
@@ -70,7 +74,8 @@ class McpServer:
         loop = asyncio.new_event_loop()
         self._loop = loop
         try:
-            loop.run_until_complete(self._main())
+            self._task = loop.create_task(self._main())
+            loop.run_until_complete(self._task)
         except BaseException as e:  # noqa: BLE001 -- reported through _error, the thread ends
             self._error = self._error or _describe(e)
         finally:
@@ -79,16 +84,19 @@ class McpServer:
             loop.close()
 
     async def _main(self) -> None:
-        from mcp import ClientSession, StdioServerParameters, stdio_client  # 0.3 s: when used
+        from mcp import ClientSession  # 0.3 s: when used
+        from mcp.client.stdio import get_default_environment
 
-        self._stop = asyncio.Event()
-        command = self.decl.command
-        params = StdioServerParameters(
-            command=command[0], args=command[1:], env=dict(self.decl.env), cwd=str(self.cwd)
-        )
         assert self._errlog is not None
         async with (
-            stdio_client(params, errlog=self._errlog) as (read, write),
+            stdio_server(
+                list(self.decl.command),
+                env=get_default_environment() | dict(self.decl.env),
+                cwd=self.cwd,
+                errlog=self._errlog,
+                name=self.decl.name,
+                on_start=self._started,
+            ) as (read, write),
             ClientSession(read, write) as session,
         ):
             await session.initialize()
@@ -96,16 +104,24 @@ class McpServer:
             self._listed = list(listed.tools)
             self._session = session
             self._ready.set()
-            await self._stop.wait()
+            await asyncio.Event().wait()  # serve until close() cancels this task
+
+    def _started(self, pid: int) -> None:
+        self._pid = pid
 
     def close(self) -> None:
-        """Stop the server (its process group is killed by the mcp client) and the thread."""
-        loop, stop = self._loop, self._stop
-        if loop is not None and stop is not None and not loop.is_closed():
+        """Stop the server and the thread: the task is cancelled wherever it waits (a server
+        that never answered `initialize` too) and the transport kills the process group; if
+        the thread does not end in time, the group is killed from here."""
+        loop, task = self._loop, self._task
+        if loop is not None and task is not None and not loop.is_closed():
             with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-                loop.call_soon_threadsafe(stop.set)
+                loop.call_soon_threadsafe(task.cancel)
         if self._thread is not None:
             self._thread.join(timeout=10)
+        if self._pid is not None:
+            kill_group(self._pid)
+            sweep_group(self._pid)
         if self._errlog is not None:
             self._errlog.close()
             self._errlog = None
@@ -118,7 +134,8 @@ class McpServer:
                 return
             self.close()
             self._ready = threading.Event()
-            self._loop, self._stop, self._session = None, None, None
+            self._loop, self._session = None, None
+            self._task, self._pid = None, None
             self._error, self._dead = "", False
             self.restarts += 1
             try:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from app.harness.tools.spec import (
     parse_tables,
     with_python,
 )
+from app.secrets import scrub
 from core.types import Question, ToolSpec
 
 
@@ -295,7 +296,7 @@ class ToolRollout:
         )
         if kind is not None and kind not in fault_mod.RUNS_THE_TOOL:
             return fault_mod.without_running(kind, decl.timeout_s)
-        result = await rt._run(decl, name, arguments, state.workdir, q.question_id)
+        result = scrubbed(await rt._run(decl, name, arguments, state.workdir, q.question_id))
         return result if kind is None else fault_mod.spoil(kind, result)
 
     async def finish(self) -> dict[str, Any]:
@@ -338,6 +339,16 @@ class ToolRollout:
     @property
     def workdir(self) -> Path | None:
         return self._state.workdir if self._state is not None else None
+
+
+def scrubbed(result: ToolResult) -> ToolResult:
+    """The harness's secret values taken out of what a tool returns, before the model sees it
+    or the log stores it: a tool can read the harness's environment through /proc/<ppid>/environ
+    (docs/checkers.md#what-user-code-can-reach)."""
+    output, error = scrub(result.output), scrub(result.error)
+    if output == result.output and error == result.error:
+        return result
+    return replace(result, output=output, error=error)
 
 
 def _remove(folder: Path) -> None:

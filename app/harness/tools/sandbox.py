@@ -221,6 +221,7 @@ class SandboxPool:
             if stream is not None:
                 with contextlib.suppress(Exception):
                     await stream.aclose()
+        close_transport(proc)
         await anyio.sleep(0)
         self._live.discard(proc.pid)
 
@@ -267,6 +268,18 @@ def _exit_reason(code: int | None) -> str:
             name = str(-code)
         return f"killed by {name}" + (" (CPU limit)" if name == "SIGXCPU" else "")
     return f"exit code {code}"
+
+
+def close_transport(proc: Process) -> None:
+    """Close the asyncio subprocess transport now, while its loop runs. A grandchild that
+    left the group with setsid() keeps a pipe end open, so the transport would stay open
+    until garbage collection, after the loop closed: one "Event loop is closed" traceback
+    per such call at exit. No-op on other backends."""
+    transport = getattr(getattr(proc, "_process", None), "_transport", None)
+    close = getattr(transport, "close", None)
+    if callable(close):
+        with contextlib.suppress(Exception):  # PermissionError re-killing a setuid child
+            close()
 
 
 def kill_group(pgid: int) -> None:

@@ -216,6 +216,9 @@ class RunConfig(BaseModel):
     # `rubric_samples` times at `rubric_temperature`
     checker_timeout_s: float = _d(10.0, gt=0.0)
     checker_workers: int = _d(2, **POSITIVE)
+    # environment variables user code (checkers, verifiers, rewards) gets beyond the
+    # allow-list of app/harness/rollouts/custom_checkers.py `ENV_ALLOW` (docs/checkers.md)
+    checker_env: tuple[str, ...] = _d(())
     rubric_samples: int = _d(3, **POSITIVE)
     rubric_temperature: float = _d(0.1, ge=0.0, le=2.0)
     sim_judge_position_bias: float = _d(0.0, **SHARE)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -169,3 +170,50 @@ def test_at_most_concurrency_children_run_at_once(pool: SandboxPool) -> None:
 
     anyio.run(main)
     assert max(seen) == pool.concurrency == 2
+
+
+ESCAPEE = """
+import sys
+from pathlib import Path
+
+import anyio
+
+from app.harness.tools.sandbox import Limits, SandboxPool
+
+tmp = Path(sys.argv[1])
+pool = SandboxPool(tmp / "sandbox", limits=Limits(timeout_s=0.5))
+tool = (
+    "import subprocess, sys; "
+    "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)', sys.argv[1]], "
+    "start_new_session=True); "
+    "open(sys.argv[2], 'w').write(str(p.pid))"
+)
+argv = [sys.executable, "-c", tool, sys.argv[2], str(tmp / "escapee.pid")]
+result = anyio.run(lambda: pool.run_command(argv, pool.workdir("t")))
+print(result.outcome)
+"""
+
+
+def test_a_grandchild_that_escapes_with_setsid_leaves_a_quiet_exit(
+    tmp_path: Path, marker: str
+) -> None:
+    """It keeps the pipes open past the call (a documented limit): the call times out, and the
+    harness's exit prints no "Event loop is closed" traceback for it."""
+    script = tmp_path / "harness.py"
+    script.write_text(ESCAPEE)
+    root = Path(__file__).resolve().parents[3]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    try:
+        done = subprocess.run(
+            [sys.executable, str(script), str(tmp_path), marker],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        for pid in processes_with(marker):  # the escapee, by design out of the sweep's reach
+            os.kill(pid, 9)
+    assert done.returncode == 0, done.stderr
+    assert "timeout" in done.stdout
+    assert "Event loop is closed" not in done.stderr and "Traceback" not in done.stderr
