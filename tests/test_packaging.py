@@ -163,7 +163,8 @@ def test_the_installed_script_runs_demo_and_report_from_an_unrelated_folder(
     assert (workspace / "manifest.json").is_file()
 
     report = installed.run("skill-trainer", "report", "-w", str(workspace)).stdout
-    assert report.startswith(f"workspace  {workspace}  (seed sim-starter)")
+    assert report.startswith("test accuracy: baseline ")  # the headline first
+    assert f"\nworkspace  {workspace}  (seed sim-starter)" in report
     assert "progress   finished after epoch" in report
 
     assert checkout_files() == before
