@@ -253,7 +253,7 @@ def _run_sync(run: Callable[P, Coroutine[Any, Any, R]], *args: P.args, **kwargs:
 # -- argument checks: one line naming the argument, before anything is read or written -----------
 def _workspace(workspace: object) -> Path:
     if isinstance(workspace, str | Path):
-        return Path(workspace)
+        return paths.absolute(workspace)
     raise _bad("workspace", workspace, "a folder's path (str or Path)")
 
 
@@ -311,7 +311,7 @@ def init_workspace(
         if root.exists() and (not root.is_dir() or any(root.iterdir())):
             raise UserError(f"{root}: already exists; choose another path (nothing imported)")
         target = import_skills(
-            Path(skills_from), store_dir, seed, find_seed(store_dir, prompts_from)
+            paths.absolute(skills_from), store_dir, seed, find_seed(store_dir, prompts_from)
         )
         logger.info("imported {} as seed {}", skills_from, target)
     if not seed:
@@ -367,7 +367,7 @@ async def train_async(
     _workspace(workspace)
     if resume and fresh:
         raise UserError("train: choose one of resume and fresh")
-    root, started = Path(workspace), time.perf_counter()
+    root, started = paths.absolute(workspace), time.perf_counter()
     run_config = resolve_config(config, overrides)  # bad keys refuse before any state is read
     command = "train" + (" --resume" if resume else "") + (" --fresh" if fresh else "")
     # The lock first: the mode, the checkpoint and (for fresh) the archive are decided and
@@ -773,7 +773,7 @@ def report(workspace: str | Path) -> WorkspaceReport:
 
 def _store_argument(store: object) -> Path | None:
     _expect("store", store, _is_path(store, none=True), "a store folder's path or None")
-    return Path(store) if isinstance(store, str | Path) else None
+    return paths.absolute(store) if isinstance(store, str | Path) else None
 
 
 def _store(store: object) -> Path:
@@ -910,7 +910,7 @@ def promote(
         # the Agent Skills are written (and every check passed) before the seed is
         staged = None
         if agent_skills is not None:
-            staged = stage_version(root, version, Path(agent_skills), eval_run, store_dir)
+            staged = stage_version(root, version, paths.absolute(agent_skills), eval_run, store_dir)
             written = staged.publish()
         try:
             target = promote_to_store(root, version, eval_run, name, store_dir)
@@ -936,7 +936,9 @@ def import_skills(
     _expect("name", name, isinstance(name, str), "the new seed's name")
     _expect("prompts_from", prompts_from, isinstance(prompts_from, str), "a seed's name")
     store_dir = writable_store(store)
-    target = import_to_store(Path(skills_dir), store_dir, name, find_seed(store_dir, prompts_from))
+    target = import_to_store(
+        paths.absolute(skills_dir), store_dir, name, find_seed(store_dir, prompts_from)
+    )
     return ImportResult(target)
 
 
@@ -957,7 +959,7 @@ def export_skills(
     _expect("version", version, isinstance(version, str), "'best' or a version, e.g. 'v3'")
     _expect("eval_run", eval_run, eval_run is None or isinstance(eval_run, str), "a run id")
     # reads only immutable, sha256-checked versions: no writer lock needed (like `report`)
-    files = export_version(root, version, Path(out), eval_run, _store(store))
+    files = export_version(root, version, paths.absolute(out), eval_run, _store(store))
     return ExportSkillsResult(tuple(files))
 
 
@@ -1441,12 +1443,12 @@ def export(
     )
     options = _curation_options(mix, by, mix_total, seed, allow_copyleft, allow_restricted)
     _expect("audited", audited, _is_path(audited, none=True), "an audited-ids file's path or None")
-    audited_ids = read_audited(Path(audited)) if audited is not None else frozenset()
+    audited_ids = read_audited(paths.absolute(audited)) if audited is not None else frozenset()
     with (
         WriterLock(root, "export"),
         Session(root, resolve_config(), Bars(enabled=False), calls_models=False) as session,
     ):
-        target = Path(out) if out is not None else session.paths.root / "exports" / ids[0]
+        target = paths.absolute(out) if out is not None else session.paths.root / "exports" / ids[0]
         manifests = export_rollouts(
             session,
             ids,
@@ -1651,7 +1653,7 @@ def export_traces(
         WriterLock(root, "export"),
         Session(root, resolve_config(), Bars(enabled=False), calls_models=False) as session,
     ):
-        target = Path(out) if out is not None else session.paths.root / "exports" / ids[0]
+        target = paths.absolute(out) if out is not None else session.paths.root / "exports" / ids[0]
         manifests = write_traces(
             session, ids, target, format, include_test=include_test, overwrite=overwrite
         )
@@ -1836,11 +1838,11 @@ def export_verify(folder: str | Path, workspace: str | Path | None = None) -> Ex
     _expect("folder", folder, _is_path(folder, none=False), "an export folder's path")
     names = tuple(CURATED_LAYOUTS)
     if workspace is None:
-        r = verify_folder(Path(folder), names, None)
+        r = verify_folder(paths.absolute(folder), names, None)
     else:
         root = _workspace(workspace)
         with Session(root, resolve_config(), Bars(enabled=False), calls_models=False) as session:
-            r = verify_folder(Path(folder), names, session)
+            r = verify_folder(paths.absolute(folder), names, session)
     return ExportVerifyResult(
         r.folder, r.files, r.records, r.failures, r.first_failure, r.keyed, r.workspace_checked
     )
@@ -1915,7 +1917,7 @@ async def judge_quality_async(
     )
     run_config = resolve_config(config, overrides)
     with WriterLock(root, "judge-quality"), Session(root, run_config, Bars(enabled=False)) as s:
-        labelled = load_cases(Path(cases), s.questions_by_id)
+        labelled = load_cases(paths.absolute(cases), s.questions_by_id)
         run_id = next_run_id(s, "judge-quality-")
         s.register(run_id, "judge_quality", s.agent_prompts())
         settings = RubricSettings(
@@ -1929,7 +1931,12 @@ async def judge_quality_async(
         s.recorder.flush()
         s.log.finish_run(run_id, RunStatus.DONE, quality_summary(quality))
         entry = record_check(
-            s.paths.analyses, run_config.judge_model, labelled, quality, Path(cases), run_id
+            s.paths.analyses,
+            run_config.judge_model,
+            labelled,
+            quality,
+            paths.absolute(cases),
+            run_id,
         )
     return JudgeQualityResult(
         run_id=run_id,
@@ -2010,12 +2017,12 @@ def ingest(
     _expect("store", store, _is_path(store, none=True), "a store folder's path or None")
     return run_ingest(
         _workspace(workspace),
-        Path(file),
+        paths.absolute(file),
         source=source,
         sample=sample,
         seed=seed,
         to_benchmark=to_benchmark,
-        store=None if store is None else Path(store),
+        store=None if store is None else paths.absolute(store),
         reference=reference,
         task_type=task_type,
         licence=license,
@@ -2030,7 +2037,7 @@ async def check_tools_async(questions: str | Path) -> ToolsCheck:
     from app.harness.tools.check import check_tools
 
     _expect("questions", questions, _is_path(questions), "a benchmark folder's path")
-    folder = Path(questions)
+    folder = paths.absolute(questions)
     if not (folder / "benchmark.toml").is_file():
         raise UserError(f"{folder}: no benchmark.toml there")
     return await check_tools(folder)
@@ -2051,7 +2058,7 @@ def html_report(workspace: str | Path, out: str | Path) -> Path:
 
     root = _workspace(workspace)
     _expect("out", out, _is_path(out), "a file path")
-    target = Path(out)
+    target = paths.absolute(out)
     if target.is_dir():
         raise UserError(f"--html {target}: a folder; give the file to write (e.g. report.html)")
     if not target.parent.is_dir():

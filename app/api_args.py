@@ -12,6 +12,7 @@ from typing import Any
 
 from app.errors import UserError
 from app.harness.workspace.config import RunConfig, build_config, load_config
+from app.paths import absolute
 
 # What a command's `config` argument may be: a RunConfig, a TOML file's path, or None (defaults).
 ConfigSource = RunConfig | str | Path | None
@@ -52,5 +53,5 @@ def resolve_config(
     )
     if isinstance(config, RunConfig):
         return build_config(dict(overrides), "overrides", config) if overrides else config
-    path = Path(config) if config is not None else default_file
+    path = absolute(config) if config is not None else default_file
     return load_config(path, dict(overrides or {}))
