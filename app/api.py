@@ -38,7 +38,7 @@ import anyio
 from loguru import logger
 
 from app import paths
-from app.api_args import ConfigSource, resolve_config
+from app.api_args import ConfigSource, resolve_config, workspace_config
 from app.api_args import bad as _bad
 from app.api_args import expect as _expect
 from app.api_args import is_path as _is_path
@@ -52,7 +52,7 @@ from app.harness.training.runner import Runner, read_final
 from app.harness.training.vocabulary import Count, EndReason
 from app.harness.workspace import workspace as ws
 from app.harness.workspace.atomic import write_json_atomic, write_text_atomic
-from app.harness.workspace.config import RunConfig, build_config, recorded_config
+from app.harness.workspace.config import RunConfig
 from app.harness.workspace.ids import check_run_id, check_version
 from app.harness.workspace.log_reader import LogReader, open_reader
 from app.harness.workspace.store import benchmark_dir, load_seed, seed_dir
@@ -269,21 +269,8 @@ def _task_types(task_types: object) -> list[str] | None:
 # -- config -----------------------------------------------------------------------------------
 def resume_config(root: Path, overrides: Mapping[str, Any] | None = None) -> RunConfig:
     """The config a training run was going with (recorded in its checkpoint) plus overrides."""
-    config = recorded_config(
-        load_checkpoint(root)["config_fingerprint"], f"{root}/checkpoint.json (the run's config)"
-    )
-    if overrides:
-        config = build_config(dict(overrides), "command line", config)
-    for role, model in config.models.items():
-        base = config.endpoint(role).api_base or ""
-        if "[REDACTED:" in base and not model.startswith("sim/"):
-            # the role's own key if it has one, else the global one it inherits
-            key = f"{role}_api_base" if getattr(config, f"{role}_api_base") else "api_base"
-            raise UserError(
-                f"the run's {key} held credentials, which are never stored; pass it "
-                f"again with --set {key}=... or --config (overrides or config)"
-            )
-    return config
+    load_checkpoint(root)  # a damaged checkpoint is named with its recovery hint first
+    return workspace_config(root, None, overrides)
 
 
 # -- init ---------------------------------------------------------------------------------------
@@ -553,7 +540,8 @@ async def evaluate_async(
 
     version = check_version(version, "version")
     aliases = check_tool_aliases(tool_aliases)
-    root, run_config = _workspace(workspace), resolve_config(config, overrides)
+    root = _workspace(workspace)
+    run_config = workspace_config(root, config, overrides)
     with (
         WriterLock(root, "eval"),
         Session(root, run_config, Bars(enabled=progress)) as session,
@@ -623,7 +611,8 @@ async def infer_async(
     _expect("run_id", run_id, run_id is None or isinstance(run_id, str), "a run id or None")
     if n_samples < 1:
         raise UserError(f"n_samples: must be at least 1 (got {n_samples})")
-    root, run_config = _workspace(workspace), resolve_config(config, overrides)
+    root = _workspace(workspace)
+    run_config = workspace_config(root, config, overrides)
     samples: list[EvalResult] = []
     with (
         WriterLock(root, "infer"),
@@ -858,7 +847,8 @@ async def diagnose_async(
     progress: bool | None = False,
 ) -> DiagnoseResult:
     _expect("run_id", run_id, isinstance(run_id, str), "a run id, e.g. 'baseline'")
-    root, run_config = _workspace(workspace), resolve_config(config, overrides)
+    root = _workspace(workspace)
+    run_config = workspace_config(root, config, overrides)
     with (
         WriterLock(root, "diagnose"),
         Session(root, run_config, Bars(enabled=progress)) as session,
@@ -1151,7 +1141,8 @@ async def fork_async(
 ) -> ForkResult:
     from app.harness.data.fork import ForkSpec, branch_temperatures, run_fork, select_questions
 
-    root, run_config = _workspace(workspace), resolve_config(config, overrides)
+    root = _workspace(workspace)
+    run_config = workspace_config(root, config, overrides)
     _check_fork_arguments(branches, temperatures, temperature_range, pool, limit, rollout_id)
     task_types, question_ids = _task_types(task_types), _names("questions", questions)
     _expect(
@@ -1314,7 +1305,8 @@ async def rank_async(
 
     _check_rank_arguments(rollout_id, verifiers, weights, judge_cap, remember)
     _check_cascade_arguments(cascade, verifier_costs)
-    root, run_config = _workspace(workspace), resolve_config(config, overrides)
+    root = _workspace(workspace)
+    run_config = workspace_config(root, config, overrides)
     with (
         WriterLock(root, "rank"),
         Session(root, run_config, Bars(enabled=progress)) as session,
@@ -1571,10 +1563,8 @@ def serve_config(
     root: Path, config: ConfigSource, overrides: Mapping[str, Any] | None
 ) -> RunConfig:
     """The trained agent's own config (its training run's, from the checkpoint) unless a
-    config is given; overrides on top either way."""
-    if config is None and (root / "checkpoint.json").is_file():
-        return resume_config(root, overrides)
-    return resolve_config(config, overrides)
+    config is given; overrides on top either way (app/api_args.py `workspace_config`)."""
+    return workspace_config(_workspace(root), config, overrides)
 
 
 def savings(
@@ -1915,7 +1905,7 @@ async def judge_quality_async(
         and 0 < pass_line <= 1,
         "a number in (0, 1]",
     )
-    run_config = resolve_config(config, overrides)
+    run_config = workspace_config(root, config, overrides)
     with WriterLock(root, "judge-quality"), Session(root, run_config, Bars(enabled=False)) as s:
         labelled = load_cases(paths.absolute(cases), s.questions_by_id)
         run_id = next_run_id(s, "judge-quality-")
@@ -1983,7 +1973,7 @@ async def estimate_async(
     from app.estimate import estimate_async as run_estimate
 
     root = _workspace(workspace)
-    run_config = resolve_config(config, overrides)
+    run_config = workspace_config(root, config, overrides)
     with WriterLock(root, "estimate"):
         return await run_estimate(root, run_config)
 
@@ -2138,7 +2128,8 @@ async def scorecard_async(
     _expect("reruns", reruns, type(reruns) is int and reruns >= 2, "a whole number, at least 2")
     _expect("memory_k", memory_k, type(memory_k) is int and memory_k >= 0, "a whole number >= 0")
     check_run_id(rollout_id, "rollout")
-    root, run_config = _workspace(workspace), resolve_config(config, overrides)
+    root = _workspace(workspace)
+    run_config = workspace_config(root, config, overrides)
     with (
         WriterLock(root, "scorecard"),
         Session(root, run_config, Bars(enabled=progress)) as session,
@@ -2202,6 +2193,7 @@ async def distill_async(
         _expect(name, model, isinstance(model, str) and bool(model.strip()), "a model name")
     if teacher == student:
         raise UserError(f"teacher and student are the same model ({teacher!r})")
-    root, run_config = _workspace(workspace), resolve_config(config, overrides)
+    root = _workspace(workspace)
+    run_config = workspace_config(root, config, overrides)
     with WriterLock(root, "distill"), _budget_is_run_failed():  # one budget for all its runs
         return await run_distill(root, run_config, teacher, student, Bars(enabled=progress))
