@@ -77,4 +77,7 @@ def test_a_damaged_recorded_config_is_named(
     capsys.readouterr()
     assert main(["eval", "-w", str(ws), "v1"]) == 2
     err = capsys.readouterr().err
-    assert f"{ws / 'checkpoint.json'}: corrupt checkpoint: key 'config_fingerprint'" in err
+    assert (
+        f"{ws / 'checkpoint.json'}: corrupt checkpoint: its 'config_fingerprint' holds no run config"
+        in err
+    )

@@ -448,7 +448,7 @@ def workspace_recorded_config(root: Path) -> RunConfig | None:
         isinstance(saved.get(kind), dict) for kind in (STRUCTURAL, DECISION)
     ):
         raise DamagedFile(
-            f"{path}: corrupt checkpoint: key 'config_fingerprint' is not the run's config; "
+            f"{path}: corrupt checkpoint: its 'config_fingerprint' holds no run config; "
             "pass --config (config=) to choose one"
         )
     return recorded_config(saved, f"{path} (the run's config)")
