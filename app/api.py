@@ -38,7 +38,7 @@ import anyio
 from loguru import logger
 
 from app import paths
-from app.api_args import ConfigSource, resolve_config
+from app.api_args import ConfigSource, resolve_config, workspace_config
 from app.api_args import bad as _bad
 from app.api_args import expect as _expect
 from app.api_args import is_path as _is_path
@@ -52,7 +52,7 @@ from app.harness.training.runner import Runner, read_final
 from app.harness.training.vocabulary import Count, EndReason
 from app.harness.workspace import workspace as ws
 from app.harness.workspace.atomic import write_json_atomic, write_text_atomic
-from app.harness.workspace.config import RunConfig, build_config, recorded_config
+from app.harness.workspace.config import RunConfig
 from app.harness.workspace.ids import check_run_id, check_version
 from app.harness.workspace.log_reader import LogReader, open_reader
 from app.harness.workspace.store import (
@@ -261,7 +261,7 @@ def _run_sync(run: Callable[P, Coroutine[Any, Any, R]], *args: P.args, **kwargs:
 # -- argument checks: one line naming the argument, before anything is read or written -----------
 def _workspace(workspace: object) -> Path:
     if isinstance(workspace, str | Path):
-        return Path(workspace)
+        return paths.absolute(workspace)
     raise _bad("workspace", workspace, "a folder's path (str or Path)")
 
 
@@ -277,21 +277,8 @@ def _task_types(task_types: object) -> list[str] | None:
 # -- config -----------------------------------------------------------------------------------
 def resume_config(root: Path, overrides: Mapping[str, Any] | None = None) -> RunConfig:
     """The config a training run was going with (recorded in its checkpoint) plus overrides."""
-    config = recorded_config(
-        load_checkpoint(root)["config_fingerprint"], f"{root}/checkpoint.json (the run's config)"
-    )
-    if overrides:
-        config = build_config(dict(overrides), "command line", config)
-    for role, model in config.models.items():
-        base = config.endpoint(role).api_base or ""
-        if "[REDACTED:" in base and not model.startswith("sim/"):
-            # the role's own key if it has one, else the global one it inherits
-            key = f"{role}_api_base" if getattr(config, f"{role}_api_base") else "api_base"
-            raise UserError(
-                f"the run's {key} held credentials, which are never stored; pass it "
-                f"again with --set {key}=... or --config (overrides or config)"
-            )
-    return config
+    load_checkpoint(root)  # a damaged checkpoint is named with its recovery hint first
+    return workspace_config(root, None, overrides)
 
 
 # -- init ---------------------------------------------------------------------------------------
@@ -319,7 +306,7 @@ def init_workspace(
         if root.exists() and (not root.is_dir() or any(root.iterdir())):
             raise UserError(f"{root}: already exists; choose another path (nothing imported)")
         target = import_skills(
-            Path(skills_from), store_dir, seed, find_seed(store_dir, prompts_from)
+            paths.absolute(skills_from), store_dir, seed, find_seed(store_dir, prompts_from)
         )
         logger.info("imported {} as seed {}", skills_from, target)
     if seed is not None and not seed:
@@ -389,7 +376,7 @@ async def train_async(
     _workspace(workspace)
     if resume and fresh:
         raise UserError("train: choose one of resume and fresh")
-    root, started = Path(workspace), time.perf_counter()
+    root, started = paths.absolute(workspace), time.perf_counter()
     run_config = resolve_config(config, overrides)  # bad keys refuse before any state is read
     command = "train" + (" --resume" if resume else "") + (" --fresh" if fresh else "")
     # The lock first: the mode, the checkpoint and (for fresh) the archive are decided and
@@ -579,7 +566,8 @@ async def evaluate_async(
 
     version = check_version(version, "version")
     aliases = check_tool_aliases(tool_aliases)
-    root, run_config = _workspace(workspace), resolve_config(config, overrides)
+    root = _workspace(workspace)
+    run_config = workspace_config(root, config, overrides)
     with (
         WriterLock(root, "eval"),
         Session(root, run_config, Bars(enabled=progress)) as session,
@@ -649,7 +637,8 @@ async def infer_async(
     _expect("run_id", run_id, run_id is None or isinstance(run_id, str), "a run id or None")
     if n_samples < 1:
         raise UserError(f"n_samples: must be at least 1 (got {n_samples})")
-    root, run_config = _workspace(workspace), resolve_config(config, overrides)
+    root = _workspace(workspace)
+    run_config = workspace_config(root, config, overrides)
     samples: list[EvalResult] = []
     with (
         WriterLock(root, "infer"),
@@ -799,7 +788,7 @@ def report(workspace: str | Path) -> WorkspaceReport:
 
 def _store_argument(store: object) -> Path | None:
     _expect("store", store, _is_path(store, none=True), "a store folder's path or None")
-    return Path(store) if isinstance(store, str | Path) else None
+    return paths.absolute(store) if isinstance(store, str | Path) else None
 
 
 def _store(store: object) -> Path:
@@ -887,7 +876,8 @@ async def diagnose_async(
     progress: bool | None = False,
 ) -> DiagnoseResult:
     _expect("run_id", run_id, isinstance(run_id, str), "a run id, e.g. 'baseline'")
-    root, run_config = _workspace(workspace), resolve_config(config, overrides)
+    root = _workspace(workspace)
+    run_config = workspace_config(root, config, overrides)
     with (
         WriterLock(root, "diagnose"),
         Session(root, run_config, Bars(enabled=progress)) as session,
@@ -939,7 +929,7 @@ def promote(
         # the Agent Skills are written (and every check passed) before the seed is
         staged = None
         if agent_skills is not None:
-            staged = stage_version(root, version, Path(agent_skills), eval_run, store_dir)
+            staged = stage_version(root, version, paths.absolute(agent_skills), eval_run, store_dir)
             written = staged.publish()
         try:
             target = promote_to_store(root, version, eval_run, name, store_dir)
@@ -965,7 +955,9 @@ def import_skills(
     _expect("name", name, isinstance(name, str), "the new seed's name")
     _expect("prompts_from", prompts_from, isinstance(prompts_from, str), "a seed's name")
     store_dir = writable_store(store)
-    target = import_to_store(Path(skills_dir), store_dir, name, find_seed(store_dir, prompts_from))
+    target = import_to_store(
+        paths.absolute(skills_dir), store_dir, name, find_seed(store_dir, prompts_from)
+    )
     return ImportResult(target)
 
 
@@ -986,7 +978,7 @@ def export_skills(
     _expect("version", version, isinstance(version, str), "'best' or a version, e.g. 'v3'")
     _expect("eval_run", eval_run, eval_run is None or isinstance(eval_run, str), "a run id")
     # reads only immutable, sha256-checked versions: no writer lock needed (like `report`)
-    files = export_version(root, version, Path(out), eval_run, _store(store))
+    files = export_version(root, version, paths.absolute(out), eval_run, _store(store))
     return ExportSkillsResult(tuple(files))
 
 
@@ -1178,7 +1170,8 @@ async def fork_async(
 ) -> ForkResult:
     from app.harness.data.fork import ForkSpec, branch_temperatures, run_fork, select_questions
 
-    root, run_config = _workspace(workspace), resolve_config(config, overrides)
+    root = _workspace(workspace)
+    run_config = workspace_config(root, config, overrides)
     _check_fork_arguments(branches, temperatures, temperature_range, pool, limit, rollout_id)
     task_types, question_ids = _task_types(task_types), _names("questions", questions)
     _expect(
@@ -1341,7 +1334,8 @@ async def rank_async(
 
     _check_rank_arguments(rollout_id, verifiers, weights, judge_cap, remember)
     _check_cascade_arguments(cascade, verifier_costs)
-    root, run_config = _workspace(workspace), resolve_config(config, overrides)
+    root = _workspace(workspace)
+    run_config = workspace_config(root, config, overrides)
     with (
         WriterLock(root, "rank"),
         Session(root, run_config, Bars(enabled=progress)) as session,
@@ -1470,12 +1464,12 @@ def export(
     )
     options = _curation_options(mix, by, mix_total, seed, allow_copyleft, allow_restricted)
     _expect("audited", audited, _is_path(audited, none=True), "an audited-ids file's path or None")
-    audited_ids = read_audited(Path(audited)) if audited is not None else frozenset()
+    audited_ids = read_audited(paths.absolute(audited)) if audited is not None else frozenset()
     with (
         WriterLock(root, "export"),
         Session(root, resolve_config(), Bars(enabled=False), calls_models=False) as session,
     ):
-        target = Path(out) if out is not None else session.paths.root / "exports" / ids[0]
+        target = paths.absolute(out) if out is not None else session.paths.root / "exports" / ids[0]
         manifests = export_rollouts(
             session,
             ids,
@@ -1609,10 +1603,8 @@ def serve_config(
     root: Path, config: ConfigSource, overrides: Mapping[str, Any] | None
 ) -> RunConfig:
     """The trained agent's own config (its training run's, from the checkpoint) unless a
-    config is given; overrides on top either way."""
-    if config is None and (root / "checkpoint.json").is_file():
-        return resume_config(root, overrides)
-    return resolve_config(config, overrides)
+    config is given; overrides on top either way (app/api_args.py `workspace_config`)."""
+    return workspace_config(_workspace(root), config, overrides)
 
 
 def savings(
@@ -1691,7 +1683,7 @@ def export_traces(
         WriterLock(root, "export"),
         Session(root, resolve_config(), Bars(enabled=False), calls_models=False) as session,
     ):
-        target = Path(out) if out is not None else session.paths.root / "exports" / ids[0]
+        target = paths.absolute(out) if out is not None else session.paths.root / "exports" / ids[0]
         manifests = write_traces(
             session, ids, target, format, include_test=include_test, overwrite=overwrite
         )
@@ -1884,11 +1876,11 @@ def export_verify(folder: str | Path, workspace: str | Path | None = None) -> Ex
     _expect("folder", folder, _is_path(folder, none=False), "an export folder's path")
     names, hashed = tuple(CURATED_LAYOUTS), tuple(LAYOUTS)
     if workspace is None:
-        r = verify_folder(Path(folder), names, None, hashed)
+        r = verify_folder(paths.absolute(folder), names, None, hashed)
     else:
         root = _workspace(workspace)
         with Session(root, resolve_config(), Bars(enabled=False), calls_models=False) as session:
-            r = verify_folder(Path(folder), names, session, hashed)
+            r = verify_folder(paths.absolute(folder), names, session, hashed)
     return ExportVerifyResult(
         r.folder,
         r.files,
@@ -1969,9 +1961,9 @@ async def judge_quality_async(
         and 0 < pass_line <= 1,
         "a number in (0, 1]",
     )
-    run_config = resolve_config(config, overrides)
+    run_config = workspace_config(root, config, overrides)
     with WriterLock(root, "judge-quality"), Session(root, run_config, Bars(enabled=False)) as s:
-        labelled = load_cases(Path(cases), s.questions_by_id)
+        labelled = load_cases(paths.absolute(cases), s.questions_by_id)
         run_id = next_run_id(s, "judge-quality-")
         s.register(run_id, "judge_quality", s.agent_prompts())
         settings = RubricSettings(
@@ -1985,7 +1977,12 @@ async def judge_quality_async(
         s.recorder.flush()
         s.log.finish_run(run_id, RunStatus.DONE, quality_summary(quality))
         entry = record_check(
-            s.paths.analyses, run_config.judge_model, labelled, quality, Path(cases), run_id
+            s.paths.analyses,
+            run_config.judge_model,
+            labelled,
+            quality,
+            paths.absolute(cases),
+            run_id,
         )
     return JudgeQualityResult(
         run_id=run_id,
@@ -2032,7 +2029,7 @@ async def estimate_async(
     from app.estimate import estimate_async as run_estimate
 
     root = _workspace(workspace)
-    run_config = resolve_config(config, overrides)
+    run_config = workspace_config(root, config, overrides)
     with WriterLock(root, "estimate"):
         return await run_estimate(root, run_config)
 
@@ -2066,12 +2063,12 @@ def ingest(
     _expect("store", store, _is_path(store, none=True), "a store folder's path or None")
     return run_ingest(
         _workspace(workspace),
-        Path(file),
+        paths.absolute(file),
         source=source,
         sample=sample,
         seed=seed,
         to_benchmark=to_benchmark,
-        store=None if store is None else Path(store),
+        store=None if store is None else paths.absolute(store),
         reference=reference,
         task_type=task_type,
         licence=license,
@@ -2086,7 +2083,7 @@ async def check_tools_async(questions: str | Path) -> ToolsCheck:
     from app.harness.tools.check import check_tools
 
     _expect("questions", questions, _is_path(questions), "a benchmark folder's path")
-    folder = Path(questions)
+    folder = paths.absolute(questions)
     if not (folder / "benchmark.toml").is_file():
         raise UserError(f"{folder}: no benchmark.toml there")
     return await check_tools(folder)
@@ -2107,7 +2104,7 @@ def html_report(workspace: str | Path, out: str | Path) -> Path:
 
     root = _workspace(workspace)
     _expect("out", out, _is_path(out), "a file path")
-    target = Path(out)
+    target = paths.absolute(out)
     if target.is_dir():
         raise UserError(f"--html {target}: a folder; give the file to write (e.g. report.html)")
     if not target.parent.is_dir():
@@ -2187,7 +2184,8 @@ async def scorecard_async(
     _expect("reruns", reruns, type(reruns) is int and reruns >= 2, "a whole number, at least 2")
     _expect("memory_k", memory_k, type(memory_k) is int and memory_k >= 0, "a whole number >= 0")
     check_run_id(rollout_id, "rollout")
-    root, run_config = _workspace(workspace), resolve_config(config, overrides)
+    root = _workspace(workspace)
+    run_config = workspace_config(root, config, overrides)
     with (
         WriterLock(root, "scorecard"),
         Session(root, run_config, Bars(enabled=progress)) as session,
@@ -2251,6 +2249,7 @@ async def distill_async(
         _expect(name, model, isinstance(model, str) and bool(model.strip()), "a model name")
     if teacher == student:
         raise UserError(f"teacher and student are the same model ({teacher!r})")
-    root, run_config = _workspace(workspace), resolve_config(config, overrides)
+    root = _workspace(workspace)
+    run_config = workspace_config(root, config, overrides)
     with WriterLock(root, "distill"), _budget_is_run_failed():  # one budget for all its runs
         return await run_distill(root, run_config, teacher, student, Bars(enabled=progress))

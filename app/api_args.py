@@ -11,7 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from app.errors import UserError
-from app.harness.workspace.config import RunConfig, build_config, load_config
+from app.harness.workspace.config import (
+    RunConfig,
+    build_config,
+    load_config,
+    workspace_recorded_config,
+)
+from app.paths import absolute
 
 # What a command's `config` argument may be: a RunConfig, a TOML file's path, or None (defaults).
 ConfigSource = RunConfig | str | Path | None
@@ -52,5 +58,39 @@ def resolve_config(
     )
     if isinstance(config, RunConfig):
         return build_config(dict(overrides), "overrides", config) if overrides else config
-    path = Path(config) if config is not None else default_file
+    path = absolute(config) if config is not None else default_file
     return load_config(path, dict(overrides or {}))
+
+
+def workspace_config(
+    workspace: Path | None,
+    config: ConfigSource = None,
+    overrides: Mapping[str, Any] | None = None,
+    default_file: Path | None = None,
+) -> RunConfig:
+    """The config a command on `workspace` runs with, for every command: `config` when one is
+    given; else the config the workspace's training run recorded (checkpoint.json), so `eval`,
+    `infer`, `serve` or `train --resume` after `train --config X` run with X; else
+    `default_file`, else the defaults. `overrides` apply on top either way."""
+    given = resolve_config(config, overrides, default_file)  # bad keys refuse before any read
+    recorded = workspace_recorded_config(workspace) if config is None and workspace else None
+    if recorded is None:
+        return given
+    if overrides:
+        recorded = build_config(dict(overrides), "command line", recorded)
+    _refuse_redacted_endpoints(recorded)
+    return recorded
+
+
+def _refuse_redacted_endpoints(config: RunConfig) -> None:
+    """Credentials in an api_base are never stored (config.fingerprint redacts them): a
+    recorded config with a redacted one asks for the URL instead of calling a wrong one."""
+    for role, model in config.models.items():
+        base = config.endpoint(role).api_base or ""
+        if "[REDACTED:" in base and not model.startswith("sim/"):
+            # the role's own key if it has one, else the global one it inherits
+            key = f"{role}_api_base" if getattr(config, f"{role}_api_base") else "api_base"
+            raise UserError(
+                f"the run's {key} held credentials, which are never stored; pass it "
+                f"again with --set {key}=... or --config (overrides or config)"
+            )

@@ -23,7 +23,7 @@ from loguru import logger
 
 from app.errors import STOP_SIGNAL, RunFailed, Stopped, UserError, first_leaf, stop_reason
 from app.logging_setup import configure_console
-from app.paths import workspaces_dir
+from app.paths import absolute, workspaces_dir
 from app.providers.errors import ProviderError
 from app.version import package_version
 
@@ -655,7 +655,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         if not given and args.workspace_required:
             parser.error(f"{args.command}: give the workspace with -w DIR")
         args.workspace = given[0] if given else None
+    _make_paths_absolute(args)
     return args
+
+
+def _make_paths_absolute(args: argparse.Namespace) -> None:
+    """Every path argument (-w, --out, --store, --config, --file, ...) made absolute here, once,
+    so no code below depends on the directory it happens to run in (app/paths.py `absolute`)."""
+    for name, value in vars(args).items():
+        if isinstance(value, Path):
+            setattr(args, name, absolute(value))
+        elif isinstance(value, list) and value and all(isinstance(v, Path) for v in value):
+            setattr(args, name, [absolute(v) for v in value])
 
 
 def _refuse_an_unknown_command(parser: argparse.ArgumentParser, argv: list[str]) -> None:

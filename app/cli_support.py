@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import anyio
 
-from app.api_args import resolve_config
+from app.api_args import workspace_config
 from app.errors import UserError
 from app.harness.workspace.config import RunConfig, parse_override
 from app.progress import Bars
@@ -59,18 +59,22 @@ def overrides_from(args: argparse.Namespace) -> dict[str, Any]:
     return dict(parse_override(s) for s in getattr(args, "set", []))
 
 
-def config_from(args: argparse.Namespace, default_file: Any = None) -> RunConfig:
-    """`--config FILE` (else `default_file`, else the defaults) with every `--set` applied.
-    Commands without the model options (export) get the defaults."""
-    return resolve_config(
-        getattr(args, "config", None), overrides_from(args), default_file=default_file
+def config_from(
+    args: argparse.Namespace, default_file: Any = None, *, recorded: bool = True
+) -> RunConfig:
+    """`--config FILE`, else the workspace's recorded config (`recorded`: its training run's,
+    app/api_args.py `workspace_config`), else `default_file`, else the defaults; with every
+    `--set` applied. Commands without the model options (export) get the defaults."""
+    workspace = getattr(args, "workspace", None) if recorded else None
+    return workspace_config(
+        workspace, getattr(args, "config", None), overrides_from(args), default_file=default_file
     )
 
 
-def model_config_from(args: argparse.Namespace) -> RunConfig:
+def model_config_from(args: argparse.Namespace, *, recorded: bool = True) -> RunConfig:
     """`config_from` for a command that calls models: a missing API key is refused here, before
     the harness (about a second of imports) or litellm is loaded."""
-    config = config_from(args)
+    config = config_from(args, recorded=recorded)
     if why := first_missing_key(config):
         raise UserError(why)
     return config

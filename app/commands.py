@@ -133,7 +133,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
 
 def cmd_train(args: argparse.Namespace) -> int:
     if not args.resume:  # a resumed run's config is its checkpoint's, checked once read
-        model_config_from(args)
+        model_config_from(args, recorded=False)  # a new run's is the one given or the defaults
     from app import api
 
     overrides = overrides_from(args)

@@ -54,6 +54,14 @@ def workspaces_dir() -> Path:
     return Path(chosen).expanduser().resolve() if chosen else Path.cwd() / "workspaces"
 
 
+def absolute(path: str | os.PathLike[str]) -> Path:
+    """`path` made absolute against the current directory, `~` expanded, `..` folded, symlinks
+    kept as given. The CLI and the API call this once on every path they are handed, so
+    nothing below sees a relative one: a child process (a sandboxed tool, a fixture's oracle)
+    runs in a folder of its own, where a relative path names something else."""
+    return Path(os.path.abspath(Path(path).expanduser()))
+
+
 def checkout_root() -> Path | None:
     """The repository the code runs from, or None when it runs from an installed wheel."""
     has_project_files = (_CODE_PARENT / "pyproject.toml").is_file()

@@ -94,7 +94,8 @@ def test_resume_asks_again_for_a_role_api_base_that_held_credentials(
     config = load_config(None, {"evolver_model": "openai/strong", "evolver_api_base": secret})
     saved = {"config_fingerprint": fingerprint(config, "hash")}
     assert "s3cret" not in json.dumps(saved)
-    monkeypatch.setattr(app.api, "load_checkpoint", lambda root: saved)
+    (tmp_path / "checkpoint.json").write_text(json.dumps(saved))  # the config is read from it
+    monkeypatch.setattr(app.api, "load_checkpoint", lambda root: saved)  # its other keys
     with pytest.raises(
         UserError, match=r"run's evolver_api_base held credentials.*--set evolver_api_base="
     ):

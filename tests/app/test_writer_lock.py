@@ -31,17 +31,27 @@ ARGS = [
     'gate.strategy="accept_all"',
     "--no-progress",
 ]
-SLOW = ["--set", "sim_latency_ms=6"]  # keeps a run alive long enough to be raced
 
 
-def cli(*args: str) -> subprocess.Popen:
+def cli(*args: str, paused: Path | None = None) -> subprocess.Popen:
+    """`main.py args` in a child; with `paused`, a training run holds at its first step's end
+    (killpoints.py SKILL_TRAINER_PAUSE_AT) until the test creates the file `paused`: the run
+    is live for as long as the test needs, however slow the machine."""
+    env = dict(os.environ)
+    if paused is not None:
+        env["SKILL_TRAINER_PAUSE_AT"] = f"step_end:{paused}"
     return subprocess.Popen(
         [sys.executable, "main.py", *args],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env=env,
     )
+
+
+def held(release: Path) -> Path:
+    return Path(f"{release}.paused")
 
 
 @pytest.fixture
@@ -51,7 +61,7 @@ def ws(tmp_path: Path) -> Path:
     return root
 
 
-def wait_for(predicate, timeout: float = 60.0) -> None:
+def wait_for(predicate, timeout: float = 300.0) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
@@ -76,23 +86,28 @@ def assert_refused(proc: subprocess.Popen, command: str) -> None:
     assert "pid " in lines[0] and f"`{command}`" in lines[0] and "started 20" in lines[0]
 
 
-def test_two_train_processes_started_together_one_is_refused(ws):
-    a = cli("train", "-w", str(ws), *ARGS, *SLOW)
-    b = cli("train", "-w", str(ws), *ARGS, *SLOW)
-    outs = [(p, *p.communicate(timeout=300)) for p in (a, b)]
-    codes = sorted(p.returncode for p, _, _ in outs)
-    assert codes == [0, 2], [err for _, _, err in outs]
-    loser_err = next(err for p, _, err in outs if p.returncode == 2)
-    assert "another process is writing" in loser_err and "`train`" in loser_err
-    assert len(loser_err.strip().splitlines()) == 1
+def test_two_train_processes_started_together_one_is_refused(ws, tmp_path):
+    release = tmp_path / "release"
+    a = cli("train", "-w", str(ws), *ARGS, paused=release)
+    b = cli("train", "-w", str(ws), *ARGS, paused=release)
+    # whichever took the lock holds at its first step until released: the other one ends first
+    wait_for(lambda: a.poll() is not None or b.poll() is not None)
+    loser, winner = (a, b) if a.poll() is not None else (b, a)
+    assert_refused(loser, "train")
+    wait_for(held(release).exists)  # the winner was live all along: it reaches its first step
+    release.touch()
+    _, err = winner.communicate(timeout=300)
+    assert winner.returncode == 0, err
     assert train_rows(ws) == [("train1", "done")]
 
 
-def test_fresh_against_a_live_run_is_refused_and_archives_nothing(ws):
-    live = cli("train", "-w", str(ws), *ARGS, *SLOW)
-    wait_for(lambda: (ws / "checkpoint.json").exists())
+def test_fresh_against_a_live_run_is_refused_and_archives_nothing(ws, tmp_path):
+    release = tmp_path / "release"
+    live = cli("train", "-w", str(ws), *ARGS, paused=release)
+    wait_for(held(release).exists)
     fresh = cli("train", "-w", str(ws), "--fresh", *ARGS)
     assert_refused(fresh, "train")
+    release.touch()
     _, err = live.communicate(timeout=300)
     assert live.returncode == 0, err
     assert not list(ws.parent.glob("ws.archived-*")), "the live workspace was archived"
@@ -100,10 +115,12 @@ def test_fresh_against_a_live_run_is_refused_and_archives_nothing(ws):
 
 
 def test_resume_during_a_live_run_is_refused_and_duplicates_nothing(ws, tmp_path):
-    live = cli("train", "-w", str(ws), *ARGS, *SLOW)
-    wait_for(lambda: (ws / "checkpoint.json").exists())
+    release = tmp_path / "release"
+    live = cli("train", "-w", str(ws), *ARGS, paused=release)
+    wait_for(held(release).exists)
     resume = cli("train", "-w", str(ws), "--resume", *ARGS)
     assert_refused(resume, "train")
+    release.touch()
     _, err = live.communicate(timeout=300)
     assert live.returncode == 0, err
     # the same run alone: same versions
@@ -121,9 +138,10 @@ def test_fresh_after_the_run_ends_takes_the_lock_into_the_new_workspace(ws):
     assert holder(ws) is None and holder(archives[0]) is None, "holder line outlived the run"
 
 
-def test_sigkill_releases_the_lock(ws):
-    live = cli("train", "-w", str(ws), *ARGS, *SLOW)
-    wait_for(lambda: (ws / "checkpoint.json").exists())
+def test_sigkill_releases_the_lock(ws, tmp_path):
+    release = tmp_path / "release"  # never created: the run is killed while held
+    live = cli("train", "-w", str(ws), *ARGS, paused=release)
+    wait_for(held(release).exists)
     live.send_signal(signal.SIGKILL)
     live.wait()
     assert main(["train", "-w", str(ws), "--resume", *ARGS]) == 0

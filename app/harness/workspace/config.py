@@ -23,7 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 from pydantic_core import ErrorDetails
 
-from app.errors import UserError
+from app.errors import DamagedFile, UserError
+from app.harness.workspace.atomic import read_json_object
 from app.toml_compat import tomllib
 from core.evolution.gate import GateParamError, GateParams
 from core.redact import redact_url_credentials
@@ -447,3 +448,20 @@ def recorded_config(saved: dict, source: str) -> RunConfig:
                 continue
             recorded[name] = value
     return build_config(recorded, source)
+
+
+def workspace_recorded_config(root: Path) -> RunConfig | None:
+    """The config the workspace's training run recorded in its checkpoint.json (the run's
+    config fingerprint), or None when it has no checkpoint (never trained)."""
+    path = Path(root) / "checkpoint.json"
+    if not path.is_file():
+        return None
+    saved = read_json_object(path, "checkpoint").get("config_fingerprint")
+    if not isinstance(saved, dict) or not all(
+        isinstance(saved.get(kind), dict) for kind in (STRUCTURAL, DECISION)
+    ):
+        raise DamagedFile(
+            f"{path}: corrupt checkpoint: its 'config_fingerprint' holds no run config; "
+            "pass --config (config=) to choose one"
+        )
+    return recorded_config(saved, f"{path} (the run's config)")
