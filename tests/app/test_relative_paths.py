@@ -36,7 +36,8 @@ def _argv_with_relative_paths(name: str, command: argparse.ArgumentParser) -> li
             value = "ws" if action.dest == "workspace" else f"rel-{action.dest}"
             argv += [flag, value] if flag else [value]
         elif action.required or (flag is None and action.nargs not in ("?", "*")):
-            argv += [flag, "x"] if flag else ["x"]
+            value = str(next(iter(action.choices))) if action.choices else "x"
+            argv += [flag, value] if flag else [value]
     return argv
 
 
