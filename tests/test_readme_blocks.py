@@ -241,6 +241,8 @@ def path_problems(argv: list[str]) -> list[str]:
         for path in value if isinstance(value, list) else [value]:
             if not isinstance(path, Path):
                 continue
+            if path.is_absolute() and path.is_relative_to(ROOT):  # parse_args made it absolute
+                path = path.relative_to(ROOT)
             inside = path.as_posix().startswith("workspaces/")
             if key in ("workspace", "out", "html") and not inside:
                 problems.append(f"--{key} {path} writes outside workspaces/")
@@ -249,7 +251,8 @@ def path_problems(argv: list[str]) -> list[str]:
     return problems
 
 
-def test_every_readme_command_parses_and_keeps_to_workspaces(capsys) -> None:
+def test_every_readme_command_parses_and_keeps_to_workspaces(capsys, monkeypatch) -> None:
+    monkeypatch.chdir(ROOT)  # the README's commands run from the checkout
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     problems: list[str] = []
     created: dict[str, int] = {}
@@ -261,7 +264,8 @@ def test_every_readme_command_parses_and_keeps_to_workspaces(capsys) -> None:
             problems.append(f"{where}: {capsys.readouterr().err.strip().splitlines()[-1]}")
             continue
         if argv[0] in ("init", "demo"):
-            workspace = str(parse_args(argv).workspace or "workspaces/demo")
+            parsed = parse_args(argv).workspace
+            workspace = str(parsed.relative_to(ROOT) if parsed else "workspaces/demo")
             if workspace in created:
                 problems.append(
                     f"{where}: {workspace} is created at README.md:{created[workspace]}"
