@@ -4,6 +4,7 @@ core/evolution/learning_failures.py tests, read from the log. Reads only."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -12,8 +13,12 @@ from app.harness.rollouts.benchmark_validation import gate_families
 from app.harness.workspace.config import build_config
 from app.harness.workspace.log_reader import LogReader
 from app.harness.workspace.store import load_benchmark
-from core.benchmark_checks import gate_families_at_effect, gate_min_families
-from core.evolution.gate import GateParams, GateStopReason
+from core.benchmark_checks import (
+    families_at_mean_effect,
+    gate_families_at_effect,
+    gate_min_families,
+)
+from core.evolution.gate import GateParams, GateStopReason, unit_difference
 from core.evolution.learning_failures import TypeEvidence, addresses, explain, rule_terms
 from core.types import Question, StopReason
 
@@ -50,11 +55,17 @@ def learning_failures(root: Path, log: LogReader) -> list[dict[str, Any]]:
 
 
 def _families_needed(gate: GateParams, singletons: bool, e: TypeEvidence) -> int | None:
-    """The families the gate needs to accept at the effect the type's gate tests observed
-    (their summed W and L over the families they saw); all won when none was positive."""
-    at_effect = gate_families_at_effect(
-        gate, e.effect_wins, e.effect_losses, e.effect_families, singletons
-    )
+    """The families the gate needs to accept at the effect the type's gate tests observed:
+    their summed W and L for single-question families, whose signs the gate counts; the mean
+    d of the families they saw otherwise, which the gate bets on (a family of 3 that one rule
+    moves by 1/3 needs 18, not the 7 an all-won count says). All won when none was positive."""
+    if singletons:
+        at_effect = gate_families_at_effect(
+            gate, e.effect_wins, e.effect_losses, e.effect_families, singletons
+        )
+    else:
+        mean = e.effect_sum / e.effect_families if e.effect_families else 0.0
+        at_effect = families_at_mean_effect(gate, mean)
     return at_effect if at_effect is not None else gate_min_families(gate, singletons)
 
 
@@ -150,8 +161,18 @@ def _evidence(
         effect_wins=sum(int(s["w"] or 0) for s in gated),
         effect_losses=sum(int(s["l"] or 0) for s in gated),
         effect_families=sum(int(s["n_used"] or 0) for s in gated),
+        effect_sum=units.effect_sum if units else 0.0,
     )
     return evidence, seen
+
+
+def _outcome(stored: object) -> bool | float | None:
+    """A stored gate outcome as the gate compared it: 0/1 as pass/fail, a score as itself."""
+    if stored is None:
+        return None
+    if isinstance(stored, int):
+        return bool(stored)
+    return float(stored) if isinstance(stored, float) else None
 
 
 def _right(outcome: object) -> bool:
@@ -176,6 +197,10 @@ class _GateUnits:
         self.has_evidence = log.has_table("gate_evidence")
         self.addressed = self.still_failed = self.control = self.control_fixed = 0
         self.compared = self.unchanged = 0
+        self.effect_sum = 0.0  # Σ over the families the tests used of d (family_mean)
+        family_of = {q.unit_id: q.family for q in questions}
+        sizes = Counter(family_of.values())
+        self.share = {u: 1 / sizes[f] for u, f in family_of.items()}  # a unit's weight in d
 
     def add(self, gate_run_id: str, report_json: str | None) -> None:
         if not self.has_evidence:
@@ -195,6 +220,9 @@ class _GateUnits:
             "SELECT unit_id, base, cand FROM gate_evidence WHERE run_id = ?",
             (gate_run_id,),
         ):
+            self.effect_sum += self.share.get(str(r["unit_id"]), 1.0) * unit_difference(
+                _outcome(r["base"]), _outcome(r["cand"])
+            )
             if _right(r["base"]):
                 continue  # right before the edit: no failure for the edit to address
             members = self.of_unit.get(str(r["unit_id"]), [])

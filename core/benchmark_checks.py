@@ -353,7 +353,9 @@ def gate_families_at_effect(
     families go as observed: of `families`, `wins` won and `losses` lost (the rest tied),
     scaled to k families and rounded to whole ones. None when the observed effect is not
     positive (no number of such families accepts), the bet is not the mixture, or not within
-    `limit`. With every family won it is `gate_min_families`; a weaker effect needs more."""
+    `limit`. With every family won it is `gate_min_families`; a weaker effect needs more.
+    Exact for single-question families (the gate counts their W and L); families of several
+    units move by their mean d, which `families_at_mean_effect` takes."""
     if params.lambda_strategy != "mixture" or families <= 0 or wins <= losses:
         return None
     for k in range(1, min(limit, params.n_max) + 1):
@@ -361,6 +363,23 @@ def gate_families_at_effect(
         if mixture_e(won, lost) >= params.accept_level(k, singletons=singletons):
             return k
     return None
+
+
+def families_at_mean_effect(params: GateParams, d: float, limit: int = 1000) -> int | None:
+    """The fewest families at which the e-process gate with `params` accepts when every family
+    moves by d, the mean unit difference its "mean" evidence bets on (`family_mean`), for
+    families of several units or scored ones (held to Ville's level). Run through the real
+    `SequentialGate`; None when d is not positive or no accept comes within `n_max`. A one-rule
+    edit on families of 3 (d = 1/3) needs 18, as `families_for_one_rule_edit` says."""
+    if d <= 0:
+        return None
+    horizon = min(limit, params.n_max)
+    gate = SequentialGate(params, horizon=horizon, singletons=False)
+    for n in range(horizon):
+        if gate.observe_family(f"f{n}", [(f"f{n}u", 0.0, min(1.0, d))]) is not None:
+            break
+    decision = gate.finish(exhausted=False)
+    return decision.n_used if decision.action is GateAction.ACCEPT else None
 
 
 @dataclass(frozen=True)

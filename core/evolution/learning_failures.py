@@ -79,6 +79,9 @@ class TypeEvidence:
     effect_wins: int = 0
     effect_losses: int = 0
     effect_families: int = 0
+    # the sum over those families of d, their mean unit difference (core/evolution/gate.py
+    # `family_mean`): over effect_families, the mean effect a family of several units showed
+    effect_sum: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -173,9 +176,10 @@ def _needs(e: TypeEvidence) -> str:
     if e.families_needed is None:
         return "no number of families"
     if e.effect_families and e.effect_wins > e.effect_losses:
+        mean = e.effect_sum / e.effect_families
         return (
             f"{e.families_needed} at the effect its tests saw (W={e.effect_wins} "
-            f"L={e.effect_losses} over {e.effect_families} families)"
+            f"L={e.effect_losses} over {e.effect_families} families, mean d {mean:+.3f})"
         )
     return f"{e.families_needed} won in a row"
 

@@ -20,6 +20,7 @@ from core.benchmark_checks import (
     check_questions,
     checker_kind,
     choice_letters,
+    families_at_mean_effect,
     families_for_one_rule_edit,
     gate_families_at_effect,
     gate_min_families,
@@ -307,3 +308,20 @@ def test_a_one_rule_edit_needs_its_families_in_the_gate_pools() -> None:
     assert check_edit_power([GateFamilies("t", 19, False)], {"t": [3] * 19}, params) == []
     # a task type whose pools are too small for any edit is named once, by check_gate_power
     assert check_edit_power([GateFamilies("t", 3, True)], {"t": [1] * 3}, params) == []
+
+
+def test_families_at_mean_effect_is_what_the_real_gate_needs_for_families_of_several_units() -> (
+    None
+):
+    params = GateParams()
+    # a one-rule edit on families of 3: d = 1/3, the same 18 the one-rule check finds by
+    # running the gate on real 3-unit families
+    assert families_at_mean_effect(params, 1 / 3) == families_for_one_rule_edit([3] * 54, params)
+    assert families_at_mean_effect(params, 1 / 3) == 18
+    assert families_at_mean_effect(params, 1.0) == families_for_one_rule_edit(
+        [1] * 18, params, False
+    )
+    # a weaker effect needs more; none and a negative one can never be confirmed
+    assert families_at_mean_effect(params, 0.2) > 18
+    assert families_at_mean_effect(params, 0.0) is None
+    assert families_at_mean_effect(params, -0.3) is None
