@@ -5,13 +5,14 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test test-fast setup lint typecheck bench real-model real-learning
 
+# editable_mode=compat: the editable install is a plain path line in a .pth, not an import hook
+# run at every interpreter start (a Ctrl-C landing in that hook printed a traceback;
+# tests/test_startup.py).
 $(STAMP): pyproject.toml Makefile
 	@$(PY) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required (set PY=python3.11)")'
 	@echo "setting up $(VENV): about 4 min from a fresh clone (under 2 min with a warm pip cache), once"
 	$(PY) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	# compat: the editable install is a plain path line in a .pth, not an import hook run at
-	# every interpreter start (a Ctrl-C landing in that hook printed a traceback; tests/test_startup.py)
 	$(VENV)/bin/pip install --progress-bar off -e '.[dev]' --config-settings editable_mode=compat
 	touch $(STAMP)
 
