@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -426,6 +427,35 @@ def _throughput(ws: Path, export: Path, traces: int, spans: int, label: str) -> 
     print(f"RESULT {name}.peak_rss_mb {run.peak_rss_mb:.0f} MB target <= {TARGET_PEAK_RSS_MB}")
 
 
+def json_loads_cpu_s(path: Path) -> float:
+    """CPU seconds of a plain `json.loads` of every line: the floor any reader of the file pays."""
+    start = time.process_time()
+    with open(path, "rb") as f:
+        for line in f:
+            json.loads(line)
+    return time.process_time() - start
+
+
+def ratio_to_json_loads(folder: Path, mb: float, repeats: int) -> None:
+    """Ingest's CPU time over a plain `json.loads` of the same JSON Lines file, the median of
+    `repeats` runs (each ingest into a fresh workspace, so none is a re-ingest): the cost of
+    everything ingest does beyond decoding, which the bounds and checks must not make grow."""
+    export = folder / "otlp_ratio.jsonl"
+    write_otlp(export, mb)
+    ratios = []
+    for k in range(repeats):
+        ws = folder / f"ws-ratio-{k}"
+        init = _cli("init", "-w", str(ws), "--seed", "sim-starter", "--questions", "sim-basic")
+        if init.returncode != 0:
+            raise SystemExit(f"init failed: {init.stderr.strip()[-400:]}")
+        ingest_cpu = _ingest(ws, export).cpu_s
+        ratios.append(ingest_cpu / max(json_loads_cpu_s(export), 1e-9))
+    export.unlink()
+    ratio = statistics.median(ratios)
+    print(f"  ratio to json.loads: {', '.join(f'{r:.2f}' for r in ratios)} ({mb:g} MB)")
+    print(f"RESULT ingest.ratio_to_json_loads {ratio:.2f} x target <= 12")
+
+
 def roundtrip(folder: Path, tiny: bool) -> None:
     """export --format otlp of a sim run, then ingest: every step kept?"""
     from app.harness.data.export_otel import load_trajectories
@@ -501,8 +531,15 @@ def main() -> int:
     )
     ap.add_argument("--mb", type=float, default=100.0, help="size of the throughput export")
     ap.add_argument("--tiny", action="store_true", help="a 2 MB export and 3 traces per format")
+    ap.add_argument("--ratio-mb", type=float, default=20.0, help="size of the ratio's export")
+    ap.add_argument("--ratio-only", action="store_true", help="only ingest.ratio_to_json_loads")
     args = ap.parse_args()
     mb, per_format = (2.0, 3) if args.tiny else (args.mb, 50)
+    ratio_mb, repeats = (2.0, 1) if args.tiny else (args.ratio_mb, 3)
+    if args.ratio_only:
+        with tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmp:
+            ratio_to_json_loads(Path(tmp), ratio_mb, repeats)
+        return 0
     with tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmp:
         folder = Path(tmp)
         ws, ws2 = folder / "ws", folder / "ws2"
@@ -532,6 +569,7 @@ def main() -> int:
         traces, spans = write_otlp_document(document, mb)
         _throughput(ws2, document, traces, spans, "document")
         document.unlink()
+        ratio_to_json_loads(folder, ratio_mb, repeats)
         # last: it loads the harness into this process, whose memory a child forked after
         # it would report as its own peak RSS
         roundtrip(folder, args.tiny)

@@ -238,7 +238,7 @@ def test_deeply_nested_record_is_read_or_refused_in_one_line(tmp_path: Path, dep
     try:
         assert len(list(traces(path))) == 1
     except UserError as e:
-        assert re.fullmatch(r".*deep\.jsonl:1: .*nested too deeply", str(e))
+        assert re.fullmatch(r".*deep\.jsonl:1: .*nested too deeply.*", str(e))
         assert depth > 900
 
 
@@ -325,6 +325,6 @@ def test_a_zstd_eval_without_the_codec_names_the_conversion(
     log_api = pytest.importorskip("inspect_ai.log")
     path = tmp_path / "log.eval"
     log_api.write_eval_log(log_api.read_eval_log(str(DATA / "inspect_log.json")), str(path))
-    monkeypatch.setitem(sys.modules, "zipfile_zstd", None)  # as if it were not installed
+    monkeypatch.setitem(sys.modules, "zstandard", None)  # as if it were not installed
     with pytest.raises(UserError, match=r"log\.eval:1: a zstd-compressed Inspect \.eval"):
         list(traces(path))
