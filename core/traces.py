@@ -315,14 +315,24 @@ class TraceBuilder:
         """A tool call or observation with this call id is already in (merge mode)."""
         return self.merge and bool(call_id) and (kind._value_, call_id) in self._seen
 
-    def open_call_id(self, name: str) -> str:
-        """The id of the last call of tool `name` that has no observation yet ("" if none):
-        a tool span that does not record its call id still lands on its call."""
+    def open_call_id(self, name: str, arguments: str = "") -> str:
+        """The id of a call of tool `name` that has no observation yet ("" if none): the
+        earliest with these arguments, else the latest. A tool span, observation or run that
+        records its own id rather than the model's still lands on the model's call, so the
+        call is stored once."""
         answered = {s.tool_call_id for s in self.steps if s.kind == StepKind.OBSERVATION}
-        for s in reversed(self.steps):
-            if s.kind == StepKind.TOOL_CALL and s.tool_name == name and s.tool_call_id:
-                return "" if s.tool_call_id in answered else s.tool_call_id
-        return ""
+        open_calls = [
+            s
+            for s in self.steps
+            if s.kind == StepKind.TOOL_CALL
+            and s.tool_name == name
+            and s.tool_call_id
+            and s.tool_call_id not in answered
+        ]
+        same = [s for s in open_calls if arguments and s.arguments == arguments]
+        if same:
+            return same[0].tool_call_id
+        return open_calls[-1].tool_call_id if open_calls else ""
 
     def observation(
         self, text: str, name: str = "", call_id: str = "", error: bool = False

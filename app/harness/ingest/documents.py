@@ -31,6 +31,7 @@ from core.traces import (
     FeedbackKind,
     Role,
     Source,
+    StepKind,
     Trace,
     TraceBuilder,
     as_text,
@@ -89,9 +90,8 @@ def langfuse_trace(record: dict[str, Any]) -> Trace:
             error = error or failed
         elif kind == "TOOL":
             name = str(o.get("name") or "tool")
-            b.tool_call(name, args_text(o.get("input")), str(o.get("id") or ""))
             text = io_text(o.get("output")) or str(o.get("statusMessage") or "")
-            b.observation(text, name, str(o.get("id") or ""), error=failed)
+            _tool_run(b, name, args_text(o.get("input")), str(o.get("id") or ""), text, failed)
         elif failed:
             error = True
     b.message(Role.ASSISTANT, _answer_text(record.get("output")))
@@ -217,11 +217,11 @@ def langsmith_trace(
             name = str(run.get("name") or "tool")
             inputs = run.get("inputs") or {}
             args = inputs.get("input", inputs) if isinstance(inputs, dict) else inputs
-            b.tool_call(name, args_text(args), str(run.get("id") or ""))
             outputs = run.get("outputs") or {}
             out = outputs.get("output", outputs) if isinstance(outputs, dict) else outputs
             text = io_text(_lc_content(out)) if out else str(run.get("error") or "")
-            b.observation(text, name, str(run.get("id") or ""), error=bool(run.get("error")))
+            failed = bool(run.get("error"))
+            _tool_run(b, name, args_text(args), str(run.get("id") or ""), text, failed)
     b.message(Role.ASSISTANT, _answer_text(root.get("outputs")))
     start, end = iso_seconds(root.get("start_time")), iso_seconds(root.get("end_time"))
     return Trace(
@@ -351,6 +351,17 @@ def inspect_trace(sample: dict[str, Any], model: str = "") -> Trace:
 
 
 # -- shared -------------------------------------------------------------------------------------
+def _tool_run(b: TraceBuilder, name: str, args: str, own_id: str, text: str, failed: bool) -> None:
+    """A tool's own record (a Langfuse TOOL observation, a LangSmith tool run): it carries
+    the tracer's id, not the model's call id, so it answers the model's open call of that
+    tool when the model's messages hold one; only a tool the model's messages never asked
+    for becomes a call of its own."""
+    call_id = b.open_call_id(name, args) or own_id
+    if not b.seen(StepKind.TOOL_CALL, call_id):
+        b.tool_call(name, args, call_id)
+    b.observation(text, name, call_id, error=failed)
+
+
 def _messages_in(b: TraceBuilder, value: Any) -> None:
     """Chat messages given to a model: a list, a list of lists (LangChain batches), or a dict
     holding `messages`."""

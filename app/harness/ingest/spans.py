@@ -264,7 +264,10 @@ def spans_to_trace(spans: list[Span], default_source: Source) -> Trace:
             deferred["gen_ai.output.messages"] = a.pop("gen_ai.output.messages")
         kind = str(a.get("openinference.span.kind") or "").upper()
         op = str(a.get("gen_ai.operation.name") or "")
-        is_tool = kind == "TOOL" or op == "execute_tool"
+        # pydantic-ai's format 2 names no operation on its `running tool` spans
+        is_tool = (
+            kind == "TOOL" or op == "execute_tool" or (not op and not kind and _TOOL_NAME in a)
+        )
         if span.error and not is_tool:
             error = True
         session = session or str(
@@ -332,16 +335,35 @@ def spans_to_trace(spans: list[Span], default_source: Source) -> Trace:
 def _tool_span(b: TraceBuilder, span: Span) -> None:
     a = span.attrs
     name = str(a.get("gen_ai.tool.name") or a.get("tool.name") or span.name)
-    call_id = str(a.get("gen_ai.tool.call.id") or a.get("tool_call.id") or b.open_call_id(name))
-    args = a.get("gen_ai.tool.call.arguments", a.get("input.value", a.get("tool.parameters")))
-    result = a.get("gen_ai.tool.call.result", a.get("output.value", a.get("gen_ai.tool.message")))
+    args = _first(a, _TOOL_ARGS)
+    call_id = str(
+        a.get("gen_ai.tool.call.id")
+        or a.get("tool_call.id")
+        or b.open_call_id(name, args_text(args))
+    )
+    result = _first(a, _TOOL_RESULT)
     if result is None:
         for event_name, attrs in span.events:
             if event_name == "exception":
                 result = attrs.get("exception.message")
     if not b.seen(StepKind.TOOL_CALL, call_id):
         b.tool_call(name, args_text(args), call_id)
+    if result is None and not span.error:
+        # the span does not record what the tool returned (pydantic-ai's format 2 without
+        # content): the model's next messages do, and an empty observation would hide it
+        return
     b.observation(io_text(result), name, call_id, error=span.error)
+
+
+_TOOL_NAME = "gen_ai.tool.name"
+# where tool spans record their arguments and result: the GenAI conventions, OpenInference,
+# older OpenLLMetry, and pydantic-ai's format 2 (`tool_arguments`, `tool_response`)
+_TOOL_ARGS = ("gen_ai.tool.call.arguments", "input.value", "tool.parameters", "tool_arguments")
+_TOOL_RESULT = ("gen_ai.tool.call.result", "output.value", "gen_ai.tool.message", "tool_response")
+
+
+def _first(a: dict[str, Any], keys: tuple[str, ...]) -> Any:
+    return next((a[k] for k in keys if k in a), None)
 
 
 def _genai_messages(

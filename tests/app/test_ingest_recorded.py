@@ -1,0 +1,294 @@
+"""What was recorded is what is stored: tool calls once, tool results not hidden, token
+counts, errors and times as the exporting tool wrote them (app/harness/ingest/documents.py,
+spans.py, core/traces.py). Records are written here in the shapes the client libraries
+write, with the libraries' own ids (a tracer's id is never the model's call id)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from app.harness.ingest.parse import traces
+from core.traces import StepKind, Trace
+
+DATA = Path(__file__).parent / "data" / "traces"
+
+
+def one(path: Path) -> Trace:
+    ((trace, _),) = traces(path)
+    return trace
+
+
+def calls(trace: Trace) -> list[tuple[str, str]]:
+    return [(s.kind.value, s.tool_call_id) for s in trace.steps if s.kind != StepKind.MESSAGE]
+
+
+def test_a_langfuse_tool_observation_answers_the_models_call_once(tmp_path: Path) -> None:
+    call = {
+        "id": "call_A",
+        "type": "function",
+        "function": {"name": "weather", "arguments": '{"city": "Oslo"}'},
+    }
+    trace = {
+        "id": "lf-1",
+        "input": "Weather in Oslo?",
+        "output": "Cold: -3 C.",
+        "observations": [
+            {
+                "id": "obs-gen-1",
+                "type": "GENERATION",
+                "startTime": "2025-01-01T00:00:01Z",
+                "input": [{"role": "user", "content": "Weather in Oslo?"}],
+                "output": {"role": "assistant", "content": "", "tool_calls": [call]},
+            },
+            {
+                "id": "9f1c-observation-uuid",
+                "type": "TOOL",
+                "name": "weather",
+                "startTime": "2025-01-01T00:00:02Z",
+                "input": {"city": "Oslo"},
+                "output": "-3 C",
+            },
+            {
+                "id": "obs-gen-2",
+                "type": "GENERATION",
+                "startTime": "2025-01-01T00:00:03Z",
+                "input": [
+                    {"role": "user", "content": "Weather in Oslo?"},
+                    {"role": "assistant", "content": "", "tool_calls": [call]},
+                    {"role": "tool", "tool_call_id": "call_A", "content": "-3 C"},
+                ],
+                "output": {"role": "assistant", "content": "Cold: -3 C."},
+            },
+        ],
+    }
+    path = tmp_path / "lf.json"
+    path.write_text(json.dumps(trace))
+    got = one(path)
+    assert calls(got) == [("tool_call", "call_A"), ("observation", "call_A")]
+    assert got.steps[-1].text == "Cold: -3 C."
+
+
+def test_a_langsmith_tool_run_answers_the_models_call_once(tmp_path: Path) -> None:
+    ai = {
+        "lc": 1,
+        "type": "constructor",
+        "id": ["langchain", "schema", "messages", "AIMessage"],
+        "kwargs": {
+            "content": "",
+            "type": "ai",
+            "tool_calls": [{"id": "call_B", "name": "calc", "args": {"expr": "2+2"}}],
+        },
+    }
+    runs = [
+        {
+            "id": "root-uuid",
+            "run_type": "chain",
+            "trace_id": "root-uuid",
+            "dotted_order": "1",
+            "inputs": {"input": "2+2?"},
+            "outputs": {"output": "4"},
+        },
+        {
+            "id": "llm-uuid",
+            "run_type": "llm",
+            "trace_id": "root-uuid",
+            "parent_run_id": "root-uuid",
+            "dotted_order": "1.1",
+            "inputs": {"messages": [[{"role": "user", "content": "2+2?"}]]},
+            "outputs": {"generations": [[{"text": "", "message": ai}]]},
+        },
+        {
+            "id": "5d2e-tool-run-uuid",
+            "name": "calc",
+            "run_type": "tool",
+            "trace_id": "root-uuid",
+            "parent_run_id": "root-uuid",
+            "dotted_order": "1.2",
+            "inputs": {"input": '{"expr": "2+2"}'},
+            "outputs": {"output": "4"},
+        },
+    ]
+    path = tmp_path / "ls.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in runs))
+    got = one(path)
+    assert calls(got) == [("tool_call", "call_B"), ("observation", "call_B")]
+    assert [s.text for s in got.steps if s.kind == StepKind.OBSERVATION] == ["4"]
+
+
+def test_two_parallel_calls_of_one_tool_get_their_own_results(tmp_path: Path) -> None:
+    """Matched by arguments: the second run answers the second call, not the first."""
+
+    def call(i: str, city: str) -> dict:
+        return {
+            "id": i,
+            "type": "function",
+            "function": {"name": "weather", "arguments": json.dumps({"city": city})},
+        }
+
+    def tool(i: str, city: str, at: str, out: str) -> dict:
+        return {
+            "id": i,
+            "type": "TOOL",
+            "name": "weather",
+            "startTime": at,
+            "input": {"city": city},
+            "output": out,
+        }
+
+    trace = {
+        "id": "lf-2",
+        "input": "Oslo and Rome?",
+        "observations": [
+            {
+                "id": "g1",
+                "type": "GENERATION",
+                "startTime": "2025-01-01T00:00:01Z",
+                "output": {
+                    "role": "assistant",
+                    "content": "",
+                    "tool_calls": [call("c1", "Oslo"), call("c2", "Rome")],
+                },
+            },
+            tool("t-rome", "Rome", "2025-01-01T00:00:02Z", "20 C"),
+            tool("t-oslo", "Oslo", "2025-01-01T00:00:03Z", "-3 C"),
+        ],
+    }
+    path = tmp_path / "lf.json"
+    path.write_text(json.dumps(trace))
+    got = one(path)
+    answers = {s.tool_call_id: s.text for s in got.steps if s.kind == StepKind.OBSERVATION}
+    assert answers == {"c1": "-3 C", "c2": "20 C"}
+    assert len([s for s in got.steps if s.kind == StepKind.TOOL_CALL]) == 2
+
+
+def attr(key: str, value: object) -> dict:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return {"key": key, "value": {"intValue": str(value)}}
+    if isinstance(value, float):
+        return {"key": key, "value": {"doubleValue": value}}
+    return {"key": key, "value": {"stringValue": value}}
+
+
+def span(sid: str, parent: str, name: str, t: int, attrs: dict, **extra: object) -> dict:
+    out = {
+        "traceId": "t1",
+        "spanId": sid,
+        "name": name,
+        "startTimeUnixNano": str(1_700_000_000_000_000_000 + t),
+        "endTimeUnixNano": str(1_700_000_000_000_000_000 + t + 1),
+        "attributes": [attr(k, v) for k, v in attrs.items()],
+        **extra,
+    }
+    if parent:
+        out["parentSpanId"] = parent
+    return out
+
+
+def otlp_file(tmp_path: Path, spans: list[dict]) -> Path:
+    path = tmp_path / "otlp.jsonl"
+    record = {"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}
+    path.write_text(json.dumps(record) + "\n")
+    return path
+
+
+def messages(*items: dict) -> str:
+    return json.dumps(list(items))
+
+
+USER = {"role": "user", "parts": [{"type": "text", "content": "Six times seven?"}]}
+CALL = {
+    "role": "assistant",
+    "parts": [{"type": "tool_call", "id": "call_1", "name": "mul", "arguments": {"a": 6, "b": 7}}],
+}
+RESULT = {
+    "role": "user",
+    "parts": [{"type": "tool_call_response", "id": "call_1", "response": "42"}],
+}
+ANSWER = {"role": "assistant", "parts": [{"type": "text", "content": "42"}]}
+
+
+def test_a_tool_span_without_its_result_does_not_hide_the_result_the_model_saw(
+    tmp_path: Path,
+) -> None:
+    """A tool span that records no result (pydantic-ai without content): the next model
+    call's input holds it, and an empty observation must not take its place."""
+    path = otlp_file(
+        tmp_path,
+        [
+            span(
+                "c1",
+                "root",
+                "chat",
+                1,
+                {
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.input.messages": messages(USER),
+                    "gen_ai.output.messages": messages(CALL),
+                },
+            ),
+            span(
+                "tool",
+                "root",
+                "running tool",
+                2,
+                {
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": "mul",
+                    "gen_ai.tool.call.id": "call_1",
+                    "tool_arguments": '{"a": 6, "b": 7}',
+                },
+            ),
+            span(
+                "c2",
+                "root",
+                "chat",
+                3,
+                {
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.input.messages": messages(USER, CALL, RESULT),
+                    "gen_ai.output.messages": messages(ANSWER),
+                },
+            ),
+            span("root", "", "agent run", 0, {}),
+        ],
+    )
+    got = one(path)
+    assert [(s.kind.value, s.text) for s in got.steps if s.kind == StepKind.OBSERVATION] == [
+        ("observation", "42")
+    ]
+
+
+def test_pydantic_ai_format_2_tool_attributes_are_read(tmp_path: Path) -> None:
+    path = otlp_file(
+        tmp_path,
+        [
+            span(
+                "c1",
+                "root",
+                "chat",
+                1,
+                {
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.input.messages": messages(USER),
+                    "gen_ai.output.messages": messages(CALL),
+                },
+            ),
+            span(
+                "tool",
+                "root",
+                "running tool",
+                2,
+                {
+                    "gen_ai.tool.name": "mul",
+                    "gen_ai.tool.call.id": "call_1",
+                    "tool_arguments": '{"a": 6, "b": 7}',
+                    "tool_response": "42",
+                },
+            ),
+            span("root", "", "agent run", 0, {}),
+        ],
+    )
+    got = one(path)
+    call, result = (s for s in got.steps if s.kind != StepKind.MESSAGE)
+    assert (call.arguments, result.text) == ('{"a": 6, "b": 7}', "42")
