@@ -28,7 +28,7 @@ class Detected:
     kinds: dict[str, int] = field(default_factory=dict)
     spans: int = 0
     orphan_feedback: int = 0  # LangSmith feedback whose run is not in the file
-    flushed_early: int = 0  # traces stored before their root span came (memory bound)
+    spilled: int = 0  # traces set aside on disk while their root span was awaited
 
     def text(self) -> str:
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(self.kinds.items()))
@@ -37,10 +37,10 @@ class Detected:
             if self.orphan_feedback
             else ""
         )
-        if self.flushed_early:
+        if self.spilled:
             orphans += (
-                f"; {self.flushed_early} traces stored before their root span came "
-                "(too many spans waiting)"
+                f"; {self.spilled} traces waited on disk for their root span "
+                "(too many spans waiting in memory)"
             )
         return f"{self.family} ({kinds}){orphans}" if self.family else "nothing"
 
@@ -80,7 +80,7 @@ def traces(
     except RecursionError:
         raise UserError(f"{path}: a record nested too deeply") from None
     found.orphan_feedback = smith.orphan_feedback()
-    found.flushed_early = otlp.flushed_early + phoenix.flushed_early
+    found.spilled = len(otlp.spilled) + len(phoenix.spilled)
     if not found.family:
         raise UserError(f"{path}:1: no records")
 

@@ -15,7 +15,10 @@ spec/tool_calling.md (`openinference.span.kind`, `llm.input_messages.<i>.message
 
 from __future__ import annotations
 
+import itertools
+import pickle
 import re
+import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -82,6 +85,30 @@ class Span:
     line: int
 
 
+class SpanSpill:
+    """Spans set aside on disk, by trace id, until the end of the file: a private temporary
+    SQLite database (deleted when closed). Only spans this process wrote are read back."""
+
+    def __init__(self) -> None:
+        self._db = sqlite3.connect("")  # "": a temporary database on disk
+        self._db.execute("CREATE TABLE spans (seq INTEGER PRIMARY KEY, trace TEXT, span BLOB)")
+
+    def put(self, spans: list[Span]) -> None:
+        self._db.executemany(
+            "INSERT INTO spans (trace, span) VALUES (?, ?)",
+            [(s.trace_id, pickle.dumps(s, pickle.HIGHEST_PROTOCOL)) for s in spans],
+        )
+
+    def groups(self) -> Iterator[list[Span]]:
+        """Every trace's spans together, in the order they were read; then closed."""
+        try:
+            rows = self._db.execute("SELECT trace, span FROM spans ORDER BY trace, seq")
+            for _, group in itertools.groupby(rows, key=lambda row: row[0]):
+                yield [pickle.loads(blob) for _, blob in group]
+        finally:
+            self._db.close()
+
+
 @dataclass
 class SpanGroups:
     """Spans by trace id. A trace is complete once its root span has arrived and the spans
@@ -93,17 +120,23 @@ class SpanGroups:
     record: Phoenix). The rest are flushed at the end of the file.
 
     Memory stays bounded when roots never come (a partial export): past `MAX_PENDING_SPANS`
-    waiting spans, the trace that has waited longest is flushed as it is, and counted."""
+    waiting spans, the trace that has waited longest is set aside on disk (`SpanSpill`),
+    and so is every later span of that trace; they are read back together, one trace each,
+    at the end of the file (handing them on early split traces into fragments)."""
 
     source: Source
     pending: dict[str, list[Span]] = field(default_factory=dict)
     rooted: dict[str, int] = field(default_factory=dict)  # trace id -> `added` at its last span
     count: int = 0
     added: int = 0
-    flushed_early: int = 0
+    spilled: set[str] = field(default_factory=set)  # trace ids whose spans wait on disk
+    spill: SpanSpill | None = None
 
     def add(self, span: Span) -> list[list[Span]]:
         """The groups now complete (usually none)."""
+        if span.trace_id in self.spilled:
+            self._spill().put([span])
+            return []
         group = self.pending.setdefault(span.trace_id, [])
         group.append(span)
         self.count += 1
@@ -118,10 +151,12 @@ class SpanGroups:
                 break
             done.append(self._pop(oldest))
         while self.count > MAX_PENDING_SPANS and self.pending:
-            oldest = next(iter(self.rooted or self.pending))  # a rooted trace first
-            if oldest not in self.rooted:
-                self.flushed_early += 1
-            done.append(self._pop(oldest))
+            if self.rooted:  # a trace whose root came is complete enough to hand on
+                done.append(self._pop(next(iter(self.rooted))))
+                continue
+            oldest = next(iter(self.pending))
+            self._spill().put(self._pop(oldest))
+            self.spilled.add(oldest)
         return done
 
     def end_record(self) -> list[list[Span]]:
@@ -134,6 +169,14 @@ class SpanGroups:
             _, group = self.pending.popitem()
             self.count -= len(group)
             yield group
+        if self.spill is not None:
+            yield from self.spill.groups()
+            self.spill = None
+
+    def _spill(self) -> SpanSpill:
+        if self.spill is None:
+            self.spill = SpanSpill()
+        return self.spill
 
     def _pop(self, trace_id: str) -> list[Span]:
         self.rooted.pop(trace_id, None)
