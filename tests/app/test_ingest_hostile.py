@@ -161,3 +161,39 @@ def test_a_document_says_what_is_wrong_with_it(tmp_path: Path, content: bytes, r
     assert re.fullmatch(rf".*doc\.json:1: .*{reason}.*", message)
     if reason != "truncated document":
         assert "truncated" not in message
+
+
+def test_a_file_cut_while_read_stores_nothing_and_the_whole_file_is_read_later(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run id is the file's digest: stored from a cut file, it made the restored file's
+    re-ingest report 0 new."""
+    from app import api
+    from app.cli import main
+    from app.harness.ingest import service
+
+    ws = tmp_path / "ws"
+    assert main(["init", "-w", str(ws), "--seed", "sim-starter", "--questions", "sim-basic"]) == 0
+    path = tmp_path / "chat.jsonl"
+    whole = "".join(
+        json.dumps(
+            {**chat(i), "messages": [*chat(i)["messages"], {"role": "assistant", "content": "a"}]}
+        )
+        + "\n"
+        for i in range(3000)
+    )
+    path.write_text(whole)
+    real = service.traces
+
+    def cut_after_the_first(*args, **kwargs):  # the exporter truncates the file mid-read
+        stream = real(*args, **kwargs)
+        yield next(stream)
+        path.write_text(whole[: whole.index("\n", len(whole) // 2) + 1])  # at a line's end
+        yield from stream
+
+    monkeypatch.setattr(service, "traces", cut_after_the_first)
+    with pytest.raises(UserError, match=r"chat\.jsonl: the file changed while it was read"):
+        api.ingest(ws, path)
+    monkeypatch.setattr(service, "traces", real)
+    path.write_text(whole)
+    assert api.ingest(ws, path).new == 3000

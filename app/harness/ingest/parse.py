@@ -15,7 +15,7 @@ from typing import Any
 from app.errors import UserError
 from app.harness.ingest import documents, spans
 from app.harness.ingest.detect import FAMILY, SOURCES, Kind, classify, describe_unknown
-from app.harness.ingest.records import Record, records
+from app.harness.ingest.records import Digest, Record, records
 from core.traces import Source, Trace
 
 
@@ -50,15 +50,17 @@ def traces(
     source: str = "auto",
     detected: Detected | None = None,
     on_bytes: Callable[[int], None] = lambda n: None,
+    digest: Digest | None = None,
 ) -> Iterator[tuple[Trace, int]]:
-    """(trace, line) for every trace of the file, in bounded memory for span formats."""
+    """(trace, line) for every trace of the file, in bounded memory for span formats;
+    `digest` is fed the bytes parsed (app/harness/ingest/records.py)."""
     if source != "auto" and source not in SOURCES:
         raise UserError(f"--source {source!r}: unknown (known: auto, {', '.join(SOURCES)})")
     found = detected if detected is not None else Detected()
     otlp = spans.SpanGroups(Source.OTLP)
     phoenix = spans.SpanGroups(Source.PHOENIX)
     smith = documents.LangSmithGroups()
-    for rec in records(path, on_bytes):
+    for rec in records(path, on_bytes, digest):
         for value, kind in _expand(rec, path):
             where = _where(path, rec)
             known = _check_family(kind, value, found, where, rec.line, source)

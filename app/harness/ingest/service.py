@@ -119,7 +119,8 @@ def ingest_file(
         raise UserError(f"--sample {options.sample}: a rate in (0, 1]")
     if options.to_benchmark is not None:
         check_target(options.to_benchmark, options.store)  # refused before anything is read
-    run_id = f"ingest-{file_digest(path)[:12]}" if log is not None else ""
+    digest = file_digest(path)
+    run_id = f"ingest-{digest[:12]}" if log is not None else ""
     if log is not None and options.to_benchmark is None:
         done = _done_before(log, run_id, options)
         if done is not None:
@@ -130,11 +131,13 @@ def ingest_file(
     families: set[str] = set()
     with bars.live(), _fewer_collections():
         task = bars.task(f"ingest {path.name}", max(path.stat().st_size, 1))
-        stream = _redacted(traces(path, options.source, detected, task.advance))
+        parsed = hashlib.sha256()
+        stream = _redacted(traces(path, options.source, detected, task.advance, parsed))
         bench = None
         if log is None:
             for item in stream:
                 _count(item, options, counts, families, plan)
+            _same_bytes(path, digest, parsed)
             bench = _benchmark(plan, options)
         else:
             with log.transaction():
@@ -148,6 +151,7 @@ def ingest_file(
                         counts["new"] += _store(log, batch, run_id, options)
                         batch = []
                 counts["new"] += _store(log, batch, run_id, options)
+                _same_bytes(path, digest, parsed)  # inside: a changed file stores nothing
                 summary = _summary(path, detected, counts, families, run_id, None)
                 log.finish_run(run_id, RunStatus.DONE, {**_recorded(summary), **_how(options)})
                 # inside the transaction: a benchmark that cannot be written stores nothing
@@ -157,6 +161,17 @@ def ingest_file(
     if log is None:
         return replace(summary, new=0, already=0)
     return summary
+
+
+def _same_bytes(path: Path, digest: str, parsed: Any) -> None:
+    """The bytes parsed are the bytes hashed before reading: a file cut, grown or replaced
+    while it was read would otherwise be stored under the digest of bytes never read (and a
+    re-ingest of the whole file would find that run done and add nothing)."""
+    if parsed.hexdigest() != digest:
+        raise UserError(
+            f"{path}: the file changed while it was read (cut, grown or replaced); nothing of "
+            "it is stored: ingest it again once it is complete"
+        )
 
 
 @contextlib.contextmanager
