@@ -292,3 +292,45 @@ def test_pydantic_ai_format_2_tool_attributes_are_read(tmp_path: Path) -> None:
     got = one(path)
     call, result = (s for s in got.steps if s.kind != StepKind.MESSAGE)
     assert (call.arguments, result.text) == ('{"a": 6, "b": 7}', "42")
+
+
+def test_infinity_and_nan_in_counts_are_not_recorded_numbers(tmp_path: Path) -> None:
+    """json.loads reads the literals Infinity and NaN; int(inf) raised a 42-line traceback."""
+    inf, nan = float("inf"), float("nan")
+    path = otlp_file(
+        tmp_path,
+        [
+            span(
+                "c1",
+                "",
+                "chat",
+                1,
+                {
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.input.messages": messages(USER),
+                    "gen_ai.output.messages": messages(ANSWER),
+                    "gen_ai.usage.input_tokens": inf,
+                    "gen_ai.usage.output_tokens": 7,
+                    "gen_ai.usage.cost": nan,
+                },
+            )
+        ],
+    )
+    got = one(path)
+    assert (got.tokens_in, got.tokens_out, got.cost_usd) == (0, 7, 0.0)
+    langfuse = tmp_path / "lf.json"
+    langfuse.write_text(
+        json.dumps(
+            {
+                "id": "lf",
+                "input": "q",
+                "output": "a",
+                "latency": inf,
+                "observations": [
+                    {"id": "g", "type": "GENERATION", "usage": {"input": inf, "output": 1e300}}
+                ],
+            }
+        )
+    )
+    got = one(langfuse)
+    assert (got.tokens_in, got.tokens_out, got.latency_s) == (0, 0, 0.0)

@@ -25,7 +25,7 @@ from app.harness.ingest.messages import (
     parts_text,
     role_of,
 )
-from app.harness.ingest.spans import iso_seconds
+from app.harness.ingest.spans import count, finite, iso_seconds
 from core.traces import (
     Feedback,
     FeedbackKind,
@@ -117,7 +117,7 @@ def _langfuse_usage(o: dict[str, Any], tokens_in: int, tokens_out: int) -> tuple
         return tokens_in, tokens_out
     got_in = usage.get("input", usage.get("promptTokens", usage.get("input_tokens")))
     got_out = usage.get("output", usage.get("completionTokens", usage.get("output_tokens")))
-    return tokens_in + int(_num(got_in)), tokens_out + int(_num(got_out))
+    return tokens_in + count(got_in), tokens_out + count(got_out)
 
 
 def _langfuse_scores(scores: Any) -> Iterator[Feedback]:
@@ -206,8 +206,8 @@ def langsmith_trace(
             model = model or str(meta.get("ls_model_name") or "")
         kind = str(run.get("run_type") or "")
         if kind == "llm":
-            tokens_in += int(_num(run.get("prompt_tokens")))
-            tokens_out += int(_num(run.get("completion_tokens")))
+            tokens_in += count(run.get("prompt_tokens"))
+            tokens_out += count(run.get("completion_tokens"))
             cost += _num(run.get("total_cost"))
             inputs = run.get("inputs") or {}
             _messages_in(b, inputs.get("messages") if isinstance(inputs, dict) else None)
@@ -341,8 +341,8 @@ def inspect_trace(sample: dict[str, Any], model: str = "") -> Trace:
         native_id=f"{sample.get('id')}#{sample.get('epoch', 1)}",
         steps=tuple(b.steps),
         model=str((output.get("model") if isinstance(output, dict) else "") or model),
-        tokens_in=int(_num(usage.get("input_tokens"))) if isinstance(usage, dict) else 0,
-        tokens_out=int(_num(usage.get("output_tokens"))) if isinstance(usage, dict) else 0,
+        tokens_in=count(usage.get("input_tokens")) if isinstance(usage, dict) else 0,
+        tokens_out=count(usage.get("output_tokens")) if isinstance(usage, dict) else 0,
         latency_s=_num(sample.get("total_time")),
         error=bool(sample.get("error")),
         feedback=tuple(feedback),
@@ -425,7 +425,4 @@ def _answer_text(value: Any) -> str:
 
 
 def _num(value: Any) -> float:
-    try:
-        return float(value) if value is not None and not isinstance(value, bool) else 0.0
-    except (TypeError, ValueError):
-        return 0.0
+    return finite(value)

@@ -16,6 +16,7 @@ spec/tool_calling.md (`openinference.span.kind`, `llm.input_messages.<i>.message
 from __future__ import annotations
 
 import itertools
+import math
 import pickle
 import re
 import sqlite3
@@ -561,17 +562,38 @@ def _list(value: Any) -> list[dict[str, Any]]:
 
 
 def _int(value: Any) -> int:
-    try:
-        return int(value) if value is not None and not isinstance(value, bool) else 0
-    except (TypeError, ValueError):
+    """A recorded count or time; what is not a number SQLite can hold (a string, Infinity,
+    NaN, past 64 bits) counts as not recorded."""
+    if value is None or isinstance(value, bool):
         return 0
+    try:
+        number = int(value)
+    except (TypeError, ValueError, OverflowError):  # int(inf): OverflowError
+        return 0
+    return number if -_INT64 < number < _INT64 else 0
 
 
 def _float(value: Any) -> float:
-    try:
-        return float(value) if value is not None and not isinstance(value, bool) else 0.0
-    except (TypeError, ValueError):
+    return finite(value)
+
+
+def count(value: Any) -> int:
+    """A recorded count that may be written as a float or a numeric string ("12.0")."""
+    return _int(finite(value))
+
+
+def finite(value: Any) -> float:
+    """A recorded amount as a finite float; anything else (Infinity, NaN, text) is 0."""
+    if value is None or isinstance(value, bool):
         return 0.0
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return 0.0
+    return number if math.isfinite(number) else 0.0
+
+
+_INT64 = 2**63
 
 
 def _iso_ns(value: Any) -> int:
