@@ -132,8 +132,22 @@ class Trace:
         return ""
 
     @property
+    def partial(self) -> bool:
+        """The recording stops on a tool call or its result: the agent's answer, if it gave
+        one, is not in it (an export cut short, a sample stopped at its message limit)."""
+        for s in reversed(self.steps):
+            if s.kind != StepKind.MESSAGE:
+                return True
+            if s.text.strip():
+                return False
+        return False
+
+    @property
     def final_answer(self) -> str:
-        """The last assistant message with text."""
+        """The last assistant message with text; "" for a partial trace, whose last words
+        ("Let me check.") come before a tool call and answer nothing."""
+        if self.partial:
+            return ""
         for s in reversed(self.steps):
             if s.kind == StepKind.MESSAGE and s.role == Role.ASSISTANT and s.text.strip():
                 return s.text
@@ -217,6 +231,8 @@ def reference_answer(trace: Trace, mode: ReferenceMode) -> tuple[str, str]:
     if trace.target.strip():
         return trace.target.strip(), "recorded target"
     final = trace.final_answer.strip()
+    if trace.partial:
+        return "", "partial trace (it ends on a tool call)"
     if not final:
         return "", "no final answer"
     scores = [f.score for f in trace.feedback if f.kind == FeedbackKind.SCORE]
@@ -459,7 +475,7 @@ def observation_context(trace: Trace, limit: int = 8_000) -> str:
 def with_derived_feedback(trace: Trace) -> Trace:
     """Feedback the trace itself shows: a user task that got no answer and no error was
     abandoned (the user left, or the agent never replied)."""
-    abandoned = trace.task and not trace.final_answer and not trace.failed
+    abandoned = trace.task and not trace.final_answer and not trace.failed and not trace.partial
     if abandoned and all(f.kind != FeedbackKind.ABANDONED for f in trace.feedback):
         return replace(trace, feedback=(*trace.feedback, Feedback(FeedbackKind.ABANDONED)))
     return trace

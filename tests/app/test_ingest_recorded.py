@@ -334,3 +334,34 @@ def test_infinity_and_nan_in_counts_are_not_recorded_numbers(tmp_path: Path) -> 
     )
     got = one(langfuse)
     assert (got.tokens_in, got.tokens_out, got.latency_s) == (0, 0, 0.0)
+
+
+def test_a_trace_that_ends_on_a_tool_call_is_partial_and_gives_no_reference(
+    tmp_path: Path,
+) -> None:
+    """`--reference final` took "Let me check." (said before the call) as the answer."""
+    from core.traces import FeedbackKind, ReferenceMode, reference_answer, with_derived_feedback
+
+    call = {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
+    record = {
+        "id": "cut",
+        "messages": [
+            {"role": "user", "content": "When does the shop open?"},
+            {"role": "assistant", "content": "Let me check.", "tool_calls": [call]},
+        ],
+    }
+    path = tmp_path / "chat.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    trace = with_derived_feedback(one(path))
+    assert trace.partial and trace.final_answer == ""
+    assert reference_answer(trace, ReferenceMode.FINAL) == (
+        "",
+        "partial trace (it ends on a tool call)",
+    )
+    assert all(f.kind != FeedbackKind.ABANDONED for f in trace.feedback)  # cut, not left
+    record["messages"].append({"role": "tool", "tool_call_id": "c1", "content": "9am"})
+    record["messages"].append({"role": "assistant", "content": "At 9am."})
+    path.write_text(json.dumps(record) + "\n")
+    whole = one(path)
+    assert not whole.partial
+    assert reference_answer(whole, ReferenceMode.FINAL) == ("At 9am.", "final answer")
