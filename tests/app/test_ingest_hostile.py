@@ -197,3 +197,16 @@ def test_a_file_cut_while_read_stores_nothing_and_the_whole_file_is_read_later(
     monkeypatch.setattr(service, "traces", real)
     path.write_text(whole)
     assert api.ingest(ws, path).new == 3000
+
+
+def test_a_fifo_is_named_for_what_it_is(tmp_path: Path) -> None:
+    import os
+
+    from app.harness.ingest.service import IngestOptions, ingest_file
+
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises(UserError, match=r"pipe\.jsonl: a FIFO \(named pipe\), not a regular file"):
+        ingest_file(None, IngestOptions(file=fifo))
+    with pytest.raises(UserError, match=r"nothing\.jsonl: no such file"):
+        ingest_file(None, IngestOptions(file=tmp_path / "nothing.jsonl"))

@@ -365,3 +365,80 @@ def test_a_trace_that_ends_on_a_tool_call_is_partial_and_gives_no_reference(
     whole = one(path)
     assert not whole.partial
     assert reference_answer(whole, ReferenceMode.FINAL) == ("At 9am.", "final answer")
+
+
+def test_a_secret_split_across_two_message_parts_is_redacted(tmp_path: Path) -> None:
+    from app import api
+    from app.cli import main
+
+    ws = tmp_path / "ws"
+    assert main(["init", "-w", str(ws), "--seed", "sim-starter", "--questions", "sim-basic"]) == 0
+    parts = [{"type": "text", "text": "key AKIAIOSF"}, {"type": "text", "text": "ODNN7EXAMPLE ok"}]
+    record = {
+        "id": "split",
+        "messages": [
+            {"role": "user", "content": parts},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "Line one."},
+                    {"type": "text", "text": "Line two."},
+                ],
+            },
+        ],
+    }
+    path = tmp_path / "chat.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    api.ingest(ws, path)
+    import sqlite3
+
+    with sqlite3.connect(ws / "harness.db") as conn:
+        (stored,) = conn.execute("SELECT trace_json FROM ingested_traces").fetchone()
+    assert "AKIAIOSF" not in stored and "ODNN7EXAMPLE" not in stored
+    assert "Line one.\\nLine two." in stored  # parts without a secret keep their line break
+
+
+def test_a_failed_tool_span_keeps_the_exception_type(tmp_path: Path) -> None:
+    event = {
+        "name": "exception",
+        "attributes": [attr("exception.type", "ValueError"), attr("exception.message", "bad date")],
+    }
+    path = otlp_file(
+        tmp_path,
+        [
+            span(
+                "tool",
+                "root",
+                "execute_tool parse",
+                1,
+                {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "parse"},
+                events=[event],
+                status={"code": 2},
+            ),
+            span("root", "", "agent", 0, {"input.value": "Parse it"}),
+        ],
+    )
+    (observation,) = [s for s in one(path).steps if s.kind == StepKind.OBSERVATION]
+    assert (observation.text, observation.is_error) == ("ValueError: bad date", True)
+
+
+def test_inspect_tokens_are_the_samples_totals_not_the_last_calls(tmp_path: Path) -> None:
+    sample = {
+        "id": 1,
+        "epoch": 1,
+        "input": "q",
+        "target": "a",
+        "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}],
+        "output": {"model": "m", "usage": {"input_tokens": 40, "output_tokens": 5}},
+        "model_usage": {
+            "m": {"input_tokens": 100, "output_tokens": 12, "input_tokens_cache_read": 20},
+            "grader": {"input_tokens": 10, "output_tokens": 1},
+        },
+    }
+    path = tmp_path / "log.json"
+    path.write_text(json.dumps({"eval": {"model": "m"}, "samples": [sample]}))
+    got = one(path)
+    assert (got.tokens_in, got.tokens_out) == (130, 13)
+    del sample["model_usage"]
+    path.write_text(json.dumps({"eval": {"model": "m"}, "samples": [sample]}))
+    assert (one(path).tokens_in, one(path).tokens_out) == (40, 5)

@@ -322,7 +322,7 @@ def inspect_trace(sample: dict[str, Any], model: str = "") -> Trace:
     if not b.steps:
         b.message(Role.USER, _task_text(sample.get("input")))
     output = sample.get("output") or {}
-    usage = output.get("usage") or {} if isinstance(output, dict) else {}
+    tokens_in, tokens_out = _inspect_usage(sample, output)
     target = sample.get("target")
     if isinstance(target, list):
         target = target[0] if len(target) == 1 else "\n".join(str(t) for t in target)
@@ -341,13 +341,33 @@ def inspect_trace(sample: dict[str, Any], model: str = "") -> Trace:
         native_id=f"{sample.get('id')}#{sample.get('epoch', 1)}",
         steps=tuple(b.steps),
         model=str((output.get("model") if isinstance(output, dict) else "") or model),
-        tokens_in=count(usage.get("input_tokens")) if isinstance(usage, dict) else 0,
-        tokens_out=count(usage.get("output_tokens")) if isinstance(usage, dict) else 0,
+        tokens_in=tokens_in,
+        tokens_out=tokens_out,
         latency_s=_num(sample.get("total_time")),
         error=bool(sample.get("error")),
         feedback=tuple(feedback),
         target=as_text(target) if target else "",
     )
+
+
+def _inspect_usage(sample: dict[str, Any], output: Any) -> tuple[int, int]:
+    """The sample's tokens: `model_usage` sums every model call of the sample (by model);
+    `output.usage` is the last call's only, read when the sample has no sums. Input counts
+    the cached tokens too (Inspect's input_tokens leaves them out)."""
+    by_model = sample.get("model_usage")
+    usages = (
+        [u for u in by_model.values() if isinstance(u, dict)] if isinstance(by_model, dict) else []
+    )
+    if not usages:
+        last = output.get("usage") if isinstance(output, dict) else None
+        usages = [last] if isinstance(last, dict) else []
+    tokens_in = sum(
+        count(u.get("input_tokens"))
+        + count(u.get("input_tokens_cache_read"))
+        + count(u.get("input_tokens_cache_write"))
+        for u in usages
+    )
+    return tokens_in, sum(count(u.get("output_tokens")) for u in usages)
 
 
 # -- shared -------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import contextlib
 import gc
 import hashlib
 import json
+import stat
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -108,13 +109,34 @@ def file_digest(path: Path) -> str:
     return h.hexdigest()
 
 
+def _regular_file(path: Path) -> None:
+    """A regular file, or one line saying what the path is instead (a FIFO is read once, and
+    its bytes could not be hashed and then read again)."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file") from None
+    except OSError as e:
+        raise UserError(f"{path}: cannot read ({e.strerror})") from None
+    if stat.S_ISREG(mode):
+        return
+    what = {
+        stat.S_ISDIR: "a directory",
+        stat.S_ISFIFO: "a FIFO (named pipe)",
+        stat.S_ISSOCK: "a socket",
+        stat.S_ISCHR: "a character device",
+        stat.S_ISBLK: "a block device",
+    }
+    kind = next((name for test, name in what.items() if test(mode)), "not a regular file")
+    raise UserError(f"{path}: {kind}, not a regular file; write the export to a file first")
+
+
 def ingest_file(
     log: HarnessLog | None, options: IngestOptions, bars: Bars = NO_BARS
 ) -> IngestSummary:
     """Stream the file into `log` (None: only the benchmark is written)."""
     path = options.file
-    if not path.is_file():
-        raise UserError(f"{path}: no such file")
+    _regular_file(path)
     if not 0.0 < options.sample <= 1.0:
         raise UserError(f"--sample {options.sample}: a rate in (0, 1]")
     if options.to_benchmark is not None:

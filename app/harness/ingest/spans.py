@@ -28,6 +28,7 @@ from app.harness.ingest.messages import (
     args_text,
     chat_message,
     io_text,
+    join_texts,
     parse_json,
     parts_text,
     role_of,
@@ -387,9 +388,7 @@ def _tool_span(b: TraceBuilder, span: Span) -> None:
     )
     result = _first(a, _TOOL_RESULT)
     if result is None:
-        for event_name, attrs in span.events:
-            if event_name == "exception":
-                result = attrs.get("exception.message")
+        result = _exception_text(span)
     if not b.seen(StepKind.TOOL_CALL, call_id):
         b.tool_call(name, args_text(args), call_id)
     if result is None and not span.error:
@@ -397,6 +396,16 @@ def _tool_span(b: TraceBuilder, span: Span) -> None:
         # content): the model's next messages do, and an empty observation would hide it
         return
     b.observation(io_text(result), name, call_id, error=span.error)
+
+
+def _exception_text(span: Span) -> str | None:
+    """The recorded exception as its type and message (`ValueError: bad date`), or None."""
+    for event_name, attrs in span.events:
+        if event_name == "exception":
+            kind = as_text(attrs.get("exception.type")).strip()
+            message = as_text(attrs.get("exception.message")).strip()
+            return f"{kind}: {message}" if kind and message else kind or message
+    return None
 
 
 _TOOL_NAME = "gen_ai.tool.name"
@@ -457,7 +466,7 @@ def _genai_message(b: TraceBuilder, m: dict[str, Any]) -> None:
             texts.append(as_text(part.get("content")))
         elif kind == "tool_call":
             if texts:
-                b.message(role, "\n".join(texts))
+                b.message(role, join_texts(texts))
                 texts = []
             call_id = str(part.get("id") or "")
             if not b.seen(StepKind.TOOL_CALL, call_id):  # history re-sent: skip the work
@@ -467,7 +476,7 @@ def _genai_message(b: TraceBuilder, m: dict[str, Any]) -> None:
             if not b.seen(StepKind.OBSERVATION, call_id):
                 b.observation(io_text(part.get("response")), "", call_id)
     if texts:
-        b.message(role, "\n".join(texts))
+        b.message(role, join_texts(texts))
 
 
 def _legacy_messages(b: TraceBuilder, value: Any, default: Role) -> None:
