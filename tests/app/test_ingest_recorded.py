@@ -442,3 +442,34 @@ def test_inspect_tokens_are_the_samples_totals_not_the_last_calls(tmp_path: Path
     del sample["model_usage"]
     path.write_text(json.dumps({"eval": {"model": "m"}, "samples": [sample]}))
     assert (one(path).tokens_in, one(path).tokens_out) == (40, 5)
+
+
+def test_an_inspect_target_scored_by_includes_is_checked_by_inclusion(tmp_path: Path) -> None:
+    from app import api
+    from app.harness.workspace.store import load_benchmark
+    from core.checkers import check
+
+    def sample(i: int, scorer: str) -> dict:
+        return {
+            "id": i,
+            "epoch": 1,
+            "input": f"Capital of France? ({i})",
+            "target": "Paris",
+            "messages": [
+                {"role": "user", "content": f"Capital of France? ({i})"},
+                {"role": "assistant", "content": "It is Paris."},
+            ],
+            "scores": {scorer: {"value": "C"}},
+        }
+
+    path = tmp_path / "log.json"
+    path.write_text(
+        json.dumps({"eval": {"model": "m"}, "samples": [sample(1, "includes"), sample(2, "exact")]})
+    )
+    store = tmp_path / "store"
+    api.ingest(tmp_path / "none", path, to_benchmark="caps", store=store)
+    questions = {q.question: q for q in load_benchmark(store / "questions" / "caps").questions}
+    included, exact = questions["Capital of France? (1)"], questions["Capital of France? (2)"]
+    assert included.checker == "regex" and check(included, "It is paris.")
+    assert not check(included, "Lyon")
+    assert exact.checker == "exact" and not check(exact, "It is Paris.")
