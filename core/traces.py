@@ -355,6 +355,22 @@ class TraceBuilder:
     ) -> None:
         self.add(Step(StepKind.OBSERVATION, Role.TOOL, clip(text), name, call_id, "", error))
 
+    def system_first(self) -> tuple[Step, ...]:
+        """The steps, with the system messages of the opening (before the first assistant
+        or tool step) ahead of its user messages: a tracer records the user's input on the
+        trace or root span, which is read first, and the system prompt with the first model
+        call, which comes after it; the model saw the system prompt first."""
+        opening = next(
+            (i for i, s in enumerate(self.steps) if s.role not in (Role.SYSTEM, Role.USER)),
+            len(self.steps),
+        )
+        head = self.steps[:opening]
+        system = [s for s in head if s.role == Role.SYSTEM]
+        if not system or head[: len(system)] == system:
+            return tuple(self.steps)
+        rest = [s for s in head if s.role != Role.SYSTEM]
+        return (*system, *rest, *self.steps[opening:])
+
 
 def _merge_key(step: Step) -> tuple[str, ...]:
     if step.tool_call_id and step.kind != StepKind.MESSAGE:

@@ -473,3 +473,32 @@ def test_an_inspect_target_scored_by_includes_is_checked_by_inclusion(tmp_path: 
     assert included.checker == "regex" and check(included, "It is paris.")
     assert not check(included, "Lyon")
     assert exact.checker == "exact" and not check(exact, "It is Paris.")
+
+
+def test_the_system_prompt_comes_before_the_users_message(tmp_path: Path) -> None:
+    """The trace's input is read before the first model call, whose input holds the system
+    prompt: it was stored after the user's message."""
+    trace = {
+        "id": "lf-sys",
+        "input": "Capital of Peru?",
+        "output": "Lima",
+        "observations": [
+            {
+                "id": "g",
+                "type": "GENERATION",
+                "input": [
+                    {"role": "system", "content": "Answer in one word."},
+                    {"role": "user", "content": "Capital of Peru?"},
+                ],
+                "output": {"role": "assistant", "content": "Lima"},
+            }
+        ],
+    }
+    path = tmp_path / "lf.json"
+    path.write_text(json.dumps(trace))
+    got = one(path)
+    assert [(s.role.value, s.text) for s in got.steps] == [
+        ("system", "Answer in one word."),
+        ("user", "Capital of Peru?"),
+        ("assistant", "Lima"),
+    ]

@@ -99,7 +99,7 @@ def langfuse_trace(record: dict[str, Any]) -> Trace:
     return Trace(
         source=Source.LANGFUSE,
         native_id=str(record.get("id") or ""),
-        steps=tuple(b.steps),
+        steps=b.system_first(),
         session_id=str(record.get("sessionId") or ""),
         model=model,
         tokens_in=tokens_in,
@@ -227,7 +227,7 @@ def langsmith_trace(
     return Trace(
         source=Source.LANGSMITH,
         native_id=trace_id,
-        steps=tuple(b.steps),
+        steps=b.system_first(),
         session_id=session,
         model=model,
         tokens_in=tokens_in,

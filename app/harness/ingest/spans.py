@@ -366,7 +366,7 @@ def spans_to_trace(spans: list[Span], default_source: Source) -> Trace:
     return Trace(
         source=source,
         native_id=spans[0].trace_id,
-        steps=tuple(b.steps),
+        steps=b.system_first(),
         session_id=session,
         model=model,
         tokens_in=tokens_in,
