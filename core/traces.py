@@ -146,11 +146,15 @@ class Trace:
     def final_answer(self) -> str:
         """The last assistant message with text; "" for a partial trace, whose last words
         ("Let me check.") come before a tool call and answer nothing."""
-        if self.partial:
-            return ""
-        for s in reversed(self.steps):
-            if s.kind == StepKind.MESSAGE and s.role == Role.ASSISTANT and s.text.strip():
-                return s.text
+        said = False  # a message with text comes after the last tool step: not partial
+        for s in reversed(self.steps):  # `partial` and the answer in one pass (hot path)
+            if s.kind != StepKind.MESSAGE:
+                if not said:
+                    return ""
+            elif s.text.strip():
+                if s.role == Role.ASSISTANT:
+                    return s.text
+                said = True
         return ""
 
     @property

@@ -336,7 +336,7 @@ def spans_to_trace(spans: list[Span], default_source: Source) -> Trace:
                 a.get("gen_ai.usage.output_tokens", a.get("gen_ai.usage.completion_tokens"))
                 or a.get("llm.token_count.completion")
             )
-            cost += _float(a.get("llm.cost.total") or a.get("gen_ai.usage.cost"))
+            cost += finite(a.get("llm.cost.total") or a.get("gen_ai.usage.cost"))
         if is_tool:
             _tool_span(b, span)
         elif kind in ("LLM", "") or op:
@@ -416,7 +416,10 @@ _TOOL_RESULT = ("gen_ai.tool.call.result", "output.value", "gen_ai.tool.message"
 
 
 def _first(a: dict[str, Any], keys: tuple[str, ...]) -> Any:
-    return next((a[k] for k in keys if k in a), None)
+    for key in keys:
+        if key in a:
+            return a[key]
+    return None
 
 
 def _genai_messages(
@@ -466,7 +469,7 @@ def _genai_message(b: TraceBuilder, m: dict[str, Any]) -> None:
             texts.append(as_text(part.get("content")))
         elif kind == "tool_call":
             if texts:
-                b.message(role, join_texts(texts))
+                b.message(role, texts[0] if len(texts) == 1 else join_texts(texts))
                 texts = []
             call_id = str(part.get("id") or "")
             if not b.seen(StepKind.TOOL_CALL, call_id):  # history re-sent: skip the work
@@ -476,7 +479,7 @@ def _genai_message(b: TraceBuilder, m: dict[str, Any]) -> None:
             if not b.seen(StepKind.OBSERVATION, call_id):
                 b.observation(io_text(part.get("response")), "", call_id)
     if texts:
-        b.message(role, join_texts(texts))
+        b.message(role, texts[0] if len(texts) == 1 else join_texts(texts))
 
 
 def _legacy_messages(b: TraceBuilder, value: Any, default: Role) -> None:
@@ -573,17 +576,11 @@ def _list(value: Any) -> list[dict[str, Any]]:
 def _int(value: Any) -> int:
     """A recorded count or time; what is not a number SQLite can hold (a string, Infinity,
     NaN, past 64 bits) counts as not recorded."""
-    if value is None or isinstance(value, bool):
-        return 0
     try:
-        number = int(value)
+        number = int(value) if value is not None and not isinstance(value, bool) else 0
     except (TypeError, ValueError, OverflowError):  # int(inf): OverflowError
         return 0
     return number if -_INT64 < number < _INT64 else 0
-
-
-def _float(value: Any) -> float:
-    return finite(value)
 
 
 def count(value: Any) -> int:
