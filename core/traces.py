@@ -12,6 +12,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
@@ -122,6 +123,9 @@ class Trace:
     error: bool = False  # the run itself failed (a span/run/observation error)
     feedback: tuple[Feedback, ...] = ()
     target: str = ""  # a recorded expected answer (Inspect `target`)
+    # when the run started, as the exporting tool recorded it (ISO 8601, UTC, written by the
+    # parser from a parsed time, never recorded text); stored, but not part of the content id
+    started_at: str = ""
 
     @property
     def task(self) -> str:
@@ -180,6 +184,7 @@ class Trace:
             "target": self.target,
             "steps": [s.as_json() for s in self.steps],
             "feedback": [f.as_json() for f in self.feedback],
+            **({"started_at": self.started_at} if self.started_at else {}),  # last: content_id
         }
 
 
@@ -190,8 +195,14 @@ def canonical_json(trace: Trace) -> str:
 
 
 def content_id(trace: Trace, canonical: str | None = None) -> str:
-    """Content-addressed id: the same trace re-ingested maps to the same row."""
+    """Content-addressed id: the same trace re-ingested maps to the same row. The recorded
+    start time is left out (the last key of the canonical JSON, cut off here): the same run
+    exported twice is one trace, and ids stay those of the versions that did not keep it."""
     text = canonical_json(trace) if canonical is None else canonical
+    if trace.started_at:
+        suffix = f', "started_at": {json.dumps(trace.started_at)}}}'
+        if text.endswith(suffix):
+            text = text[: -len(suffix)] + "}"
     return "tr-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
@@ -416,6 +427,7 @@ def trace_from_json(data: dict[str, Any]) -> Trace:
             for f in data.get("feedback", [])
         ),
         target=str(data.get("target", "")),
+        started_at=str(data.get("started_at", "")),
     )
 
 
@@ -465,6 +477,17 @@ def _redact_feedback(feedback: Feedback, f: Callable[[str], str], n: int) -> Fee
     if name == feedback.name and text == feedback.text:
         return feedback
     return replace(feedback, name=name, text=text)
+
+
+def iso_from_ns(ns: int) -> str:
+    """Nanoseconds since the epoch as ISO 8601 UTC ("" for 0 or a time out of range)."""
+    if ns <= 0:
+        return ""
+    try:
+        moment = datetime.fromtimestamp(ns / 1e9, tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        return ""
+    return moment.isoformat(timespec="microseconds")
 
 
 def sampled(family: str, rate: float, seed: int) -> bool:

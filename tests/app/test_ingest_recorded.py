@@ -502,3 +502,42 @@ def test_the_system_prompt_comes_before_the_users_message(tmp_path: Path) -> Non
         ("user", "Capital of Peru?"),
         ("assistant", "Lima"),
     ]
+
+
+def test_the_recorded_start_time_is_kept_outside_the_content_id(tmp_path: Path) -> None:
+    import sqlite3
+    from dataclasses import replace
+
+    from app import api
+    from app.cli import main
+    from core.traces import content_id
+
+    ws = tmp_path / "ws"
+    assert main(["init", "-w", str(ws), "--seed", "sim-starter", "--questions", "sim-basic"]) == 0
+    path = otlp_file(
+        tmp_path,
+        [
+            span(
+                "c1",
+                "",
+                "chat",
+                0,
+                {
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.input.messages": messages(USER),
+                    "gen_ai.output.messages": messages(ANSWER),
+                },
+            )
+        ],
+    )
+    got = one(path)
+    assert got.started_at == "2023-11-14T22:13:20.000000+00:00"  # 1_700_000_000 s
+    assert content_id(got) == content_id(replace(got, started_at=""))
+    api.ingest(ws, path)
+    with sqlite3.connect(ws / "harness.db") as conn:
+        (stored,) = conn.execute("SELECT trace_json FROM ingested_traces").fetchone()
+        (created,) = conn.execute(
+            "SELECT created_at FROM predictions WHERE run_id LIKE 'ingest-%'"
+        ).fetchone()
+    assert json.loads(stored)["started_at"] == got.started_at
+    assert created.startswith("2023-11-14T22:13:20")  # the recording's time, not today's

@@ -35,6 +35,7 @@ from core.traces import (
     Trace,
     TraceBuilder,
     as_text,
+    iso_from_ns,
     normalise_score,
 )
 
@@ -108,6 +109,7 @@ def langfuse_trace(record: dict[str, Any]) -> Trace:
         latency_s=latency,
         error=error,
         feedback=tuple(_langfuse_scores(record.get("scores"))),
+        started_at=iso_from_ns(int(iso_seconds(record.get("timestamp")) * 1e9)),
     )
 
 
@@ -236,6 +238,7 @@ def langsmith_trace(
         latency_s=round(end - start, 6) if start and end >= start else 0.0,
         error=error,
         feedback=tuple(_langsmith_feedback(feedback)),
+        started_at=iso_from_ns(int(start * 1e9)),
     )
 
 
@@ -347,6 +350,7 @@ def inspect_trace(sample: dict[str, Any], model: str = "") -> Trace:
         error=bool(sample.get("error")),
         feedback=tuple(feedback),
         target=as_text(target) if target else "",
+        started_at=iso_from_ns(int(iso_seconds(sample.get("started_at")) * 1e9)),
     )
 
 

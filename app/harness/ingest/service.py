@@ -17,6 +17,7 @@ import zlib
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -458,9 +459,22 @@ def _prediction_row(clean: Clean, run_id: str, at: str, options: IngestOptions) 
         "latency_s": trace.latency_s,
         "skills_version": options.versions[0],
         "prompts_version": options.versions[1],
-        "created_at": at,
+        "created_at": _recorded_end(trace) or at,
         "answer_source": None,
     }
+
+
+def _recorded_end(trace: Trace) -> str:
+    """When the recorded run ended (its start plus its latency): a prediction's `created_at`
+    is when its answer was made, which for a trace is the recording's time, not the ingest's
+    (`export --format otlp|inspect` of the run writes its spans at that time)."""
+    if not trace.started_at:
+        return ""
+    try:
+        start = datetime.fromisoformat(trace.started_at)
+    except ValueError:
+        return ""
+    return (start + timedelta(seconds=trace.latency_s)).isoformat(timespec="microseconds")
 
 
 def trajectory_events(trace: Trace) -> list[dict[str, Any]]:

@@ -42,6 +42,7 @@ from core.traces import (
     Trace,
     TraceBuilder,
     as_text,
+    iso_from_ns,
 )
 
 MAX_PENDING_SPANS = 50_000  # spans held for traces whose root has not arrived yet
@@ -374,6 +375,7 @@ def spans_to_trace(spans: list[Span], default_source: Source) -> Trace:
         cost_usd=round(cost, 8),
         latency_s=round(max(latency, 0.0), 6),
         error=error,
+        started_at=iso_from_ns(min(starts)) if starts else "",
     )
 
 
@@ -603,13 +605,18 @@ _INT64 = 2**63
 
 
 def _iso_ns(value: Any) -> int:
-    from datetime import datetime
+    """An ISO 8601 time as nanoseconds since the epoch; one without a zone is UTC (LangSmith
+    writes them so), never the machine's local time."""
+    from datetime import UTC, datetime
 
     if not isinstance(value, str) or not value:
         return 0
     try:
-        return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1e9)
-    except ValueError:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        return int(moment.timestamp() * 1e9)
+    except (ValueError, OverflowError, OSError):
         return 0
 
 
