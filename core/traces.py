@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from functools import cached_property
+from functools import lru_cache
 from typing import Any
 
 # Bounds on what one trace may hold: an export is untrusted input.
@@ -128,9 +128,7 @@ class Trace:
     # parser from a parsed time, never recorded text); stored, but not part of the content id
     started_at: str = ""
 
-    # task, final_answer and has_tool_error are read several times for each trace stored
-    # (family, sampling, rows, derived feedback): computed once (a frozen trace never changes)
-    @cached_property
+    @property
     def task(self) -> str:
         """The user's task: the first user message."""
         for s in self.steps:
@@ -149,7 +147,7 @@ class Trace:
                 return False
         return False
 
-    @cached_property
+    @property
     def final_answer(self) -> str:
         """The last assistant message with text; "" for a partial trace, whose last words
         ("Let me check.") come before a tool call and answer nothing."""
@@ -164,7 +162,7 @@ class Trace:
                 said = True
         return ""
 
-    @cached_property
+    @property
     def has_tool_error(self) -> bool:
         return any(s.kind == StepKind.OBSERVATION and s.is_error for s in self.steps)
 
@@ -495,10 +493,17 @@ def _redact_feedback(feedback: Feedback, f: Callable[[str], str], n: int) -> Fee
 
 def iso_from_ns(ns: int) -> str:
     """Nanoseconds since the epoch as ISO 8601 UTC with microseconds ("" for 0 or a time out
-    of range); `time.gmtime` and one format, at a third of datetime's cost (once a trace)."""
+    of range). Once a trace on the ingest path: the date and time of a second are formatted
+    once (the traces of an export start close together)."""
     if ns <= 0:
         return ""
     seconds, rest = divmod(ns, 1_000_000_000)
+    prefix = _second_iso(seconds)
+    return f"{prefix}.{rest // 1000:06d}+00:00" if prefix else ""
+
+
+@lru_cache(maxsize=1024)
+def _second_iso(seconds: int) -> str:
     try:
         t = time.gmtime(seconds)
     except (OverflowError, OSError, ValueError):
@@ -506,8 +511,8 @@ def iso_from_ns(ns: int) -> str:
     if t.tm_year > 9999:
         return ""
     return (
-        f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T{t.tm_hour:02d}:{t.tm_min:02d}:"
-        f"{t.tm_sec:02d}.{rest // 1000:06d}+00:00"
+        f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T"
+        f"{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}"
     )
 
 

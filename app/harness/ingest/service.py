@@ -17,7 +17,7 @@ import zlib
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,7 @@ from core.traces import (
     canonical_json,
     content_id,
     family_key,
+    iso_from_ns,
     redact_trace,
     sampled,
     with_derived_feedback,
@@ -102,8 +103,8 @@ class IngestSummary:
 
 def file_digests(path: Path) -> tuple[str, int]:
     """The file's SHA-256 (its run id) and CRC-32 (what the bytes parsed are checked against:
-    a change while the file is read is an accident to catch, not an attack, and CRC-32 costs
-    a tenth of a second hash on the parsing path)."""
+    a change while the file is read is an accident to catch, not an attack, and a CRC-32 on
+    the parsing path costs a tenth of a second SHA-256)."""
     h, crc = hashlib.sha256(), 0
     try:
         with open(path, "rb") as f:
@@ -471,10 +472,10 @@ def _recorded_end(trace: Trace) -> str:
     if not trace.started_at:
         return ""
     try:
-        start = datetime.fromisoformat(trace.started_at)
-    except ValueError:
+        start = datetime.fromisoformat(trace.started_at).timestamp()
+    except (ValueError, OverflowError, OSError):
         return ""
-    return (start + timedelta(seconds=trace.latency_s)).isoformat(timespec="microseconds")
+    return iso_from_ns(round((start + trace.latency_s) * 1e6) * 1000)
 
 
 def trajectory_events(trace: Trace) -> list[dict[str, Any]]:
