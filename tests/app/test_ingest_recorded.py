@@ -541,3 +541,40 @@ def test_the_recorded_start_time_is_kept_outside_the_content_id(tmp_path: Path) 
         ).fetchone()
     assert json.loads(stored)["started_at"] == got.started_at
     assert created.startswith("2023-11-14T22:13:20")  # the recording's time, not today's
+
+
+def test_an_ingest_run_exports_as_recorded_not_as_the_workspaces_agent(tmp_path: Path) -> None:
+    """`export --format otlp|inspect` of an ingest run wrote the workspace's model
+    (`sim/basic`) and system prompt, and dropped the trace's scores."""
+    from app import api
+    from app.cli import main
+
+    trace = json.loads((DATA / "langfuse_trace.json").read_text())
+    generation = trace["observations"][0]
+    generation["input"] = [
+        {"role": "system", "content": "Answer with a number."},
+        *generation["input"],
+    ]
+    export = tmp_path / "lf.json"
+    export.write_text(json.dumps(trace))
+    store, ws = tmp_path / "store", tmp_path / "ws"
+    api.ingest(tmp_path / "x", export, to_benchmark="lf", store=store)
+    init = ["init", "-w", str(ws), "--seed", "sim-starter", "--questions", "lf"]
+    assert main([*init, "--store", str(store)]) == 0
+    run_id = api.ingest(ws, export).run_id
+    out = tmp_path / "out"
+    for fmt in ("inspect", "otlp"):
+        args = ["export", "-w", str(ws), "--format", fmt, "--out", str(out / fmt), run_id]
+        assert main([*args, "--include-test"]) == 0
+    (sample,) = json.loads((out / "inspect" / f"inspect-{run_id}.json").read_text())["samples"]
+    assert sample["output"]["model"] == "claude-3-haiku"
+    assert [m["role"] for m in sample["messages"]][:2] == ["system", "user"]
+    assert sample["messages"][0]["content"] == "Answer with a number."
+    assert sample["scores"]["user-feedback"]["value"] == 1.0
+    again = one(out / "otlp" / "otlp.json")
+    assert again.model == "claude-3-haiku"
+    assert [(f.name, f.score) for f in again.feedback] == [("user-feedback", 1.0)]
+    assert [(s.role.value, s.text) for s in again.steps][:2] == [
+        ("system", "Answer with a number."),
+        ("user", "How many days are in a leap year?"),
+    ]

@@ -36,6 +36,8 @@ from app.harness.ingest.messages import (
 )
 from core.traces import (
     MAX_STEPS,
+    Feedback,
+    FeedbackKind,
     Role,
     Source,
     StepKind,
@@ -300,6 +302,7 @@ def spans_to_trace(spans: list[Span], default_source: Source) -> Trace:
     b = TraceBuilder(merge=True)
     model, tokens_in, tokens_out, cost, session, error = "", 0, 0, 0.0, "", False
     root_output = ""
+    feedback: tuple[Feedback, ...] = ()
     deferred: dict[str, Any] = {}
     for span in spans:
         b.begin_span()
@@ -347,6 +350,8 @@ def spans_to_trace(spans: list[Span], default_source: Source) -> Trace:
             if indexed:
                 _openinference_messages(b, a)
         if not span.parent_id:
+            if "skill_trainer.feedback" in a:  # this project's own export of an ingest run
+                feedback = _own_feedback(a["skill_trainer.feedback"])
             if kind and kind != "LLM" and "input.value" in a:
                 b.message(Role.USER, io_text(a.get("input.value")))
             root_output = io_text(a.get("output.value")) if kind and kind != "LLM" else ""
@@ -375,8 +380,27 @@ def spans_to_trace(spans: list[Span], default_source: Source) -> Trace:
         cost_usd=round(cost, 8),
         latency_s=round(max(latency, 0.0), 6),
         error=error,
+        feedback=feedback,
         started_at=iso_from_ns(min(starts)) if starts else "",
     )
+
+
+def _own_feedback(value: Any) -> tuple[Feedback, ...]:
+    """The recorded scores `export --format otlp` writes for an ingest run's trace
+    (`skill_trainer.feedback`: Feedback.as_json shapes); anything else in it is skipped."""
+    out = []
+    for f in _list(parse_json(value)):
+        score = f.get("score")
+        if isinstance(score, int | float) and not isinstance(score, bool):
+            out.append(
+                Feedback(
+                    FeedbackKind.SCORE,
+                    as_text(f.get("name")),
+                    finite(score),
+                    as_text(f.get("text")),
+                )
+            )
+    return tuple(out)
 
 
 def _tool_span(b: TraceBuilder, span: Span) -> None:
