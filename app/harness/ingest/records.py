@@ -40,7 +40,8 @@ class Record:
 
 
 class Digest(Protocol):
-    """What `records` feeds the bytes it reads to (a `hashlib` object)."""
+    """What `records` feeds the bytes it reads to (a `hashlib` object, or the CRC-32 that
+    app/harness/ingest/service.py checks)."""
 
     def update(self, data: bytes, /) -> None: ...
 
