@@ -11,6 +11,9 @@ A benchmark, not a test: it prints figures. It generates exports (nothing is dow
                chat, execute_tool, chat), ingested by one `main.py ingest` child process:
                spans per second of the whole command (start-up included), the same per CPU
                second of the child, and the child's own peak RSS (os.wait4's ru_maxrss)
+  ratio        the throughput export's ingest CPU over a plain `json.loads` of its lines,
+               the median of 3 ingests into fresh workspaces (`ingest.ratio_to_json_loads`);
+               `--ratio-only --ratio-mb N` measures only that, on an N MB export
   document     the same spans as one JSON document (`{"resourceSpans": [...]}`), which is
                streamed item by item with ijson: the same figures as `ingest.document.*`
   round trip   a real run on the simulated model (`infer` and a 4-branch `fork` of sim-basic,
@@ -19,7 +22,7 @@ A benchmark, not a test: it prints figures. It generates exports (nothing is dow
                holds every step (app/harness/ingest/roundtrip.py), `ingest.roundtrip_steps_equal`;
                the same runs as Inspect eval logs: `ingest.inspect_roundtrip_steps_equal`
 
-    .venv/bin/python bench/ingest.py [--mb 100] [--tiny]
+    .venv/bin/python bench/ingest.py [--mb 100] [--tiny] [--ratio-only [--ratio-mb 20]]
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -40,6 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # a script: make `app` importable from anywhere
 TARGET_SPANS_PER_S = 20_000
 TARGET_PEAK_RSS_MB = 300
+TARGET_RATIO = 12  # ingest CPU / json.loads CPU on the 100 MB JSON Lines export
 TRACES_PER_LINE = 25
 FILLER = "The customer asked about the invoice period and the ledger balance; " * 3
 
@@ -406,7 +411,7 @@ def write_otlp_document(path: Path, mb: float) -> tuple[int, int]:
     return i, i * 4
 
 
-def _throughput(ws: Path, export: Path, traces: int, spans: int, label: str) -> None:
+def _throughput(ws: Path, export: Path, traces: int, spans: int, label: str) -> Measured:
     size_mb = export.stat().st_size / 2**20
     print(f"  {label}: {size_mb:.1f} MB, {traces} traces, {spans} spans")
     run = _ingest(ws, export)
@@ -424,6 +429,40 @@ def _throughput(ws: Path, export: Path, traces: int, spans: int, label: str) -> 
     print(f"RESULT {name}.spans_per_cpu_s {spans / max(run.cpu_s, 1e-9):.0f} spans/s")
     print(f"RESULT {name}.export_mb {size_mb:.1f} MB")
     print(f"RESULT {name}.peak_rss_mb {run.peak_rss_mb:.0f} MB target <= {TARGET_PEAK_RSS_MB}")
+    return run
+
+
+def json_loads_cpu_s(path: Path) -> float:
+    """CPU seconds of a plain `json.loads` of every line: the floor any reader of the file pays."""
+    start = time.process_time()
+    with open(path, "rb") as f:
+        for line in f:
+            json.loads(line)
+    return time.process_time() - start
+
+
+def ratio_to_json_loads(
+    folder: Path, export: Path, repeats: int, first: Measured | None = None
+) -> None:
+    """Ingest's CPU time over a plain `json.loads` of the same JSON Lines file, the median of
+    `repeats` runs (each ingest into a fresh workspace, so none is a re-ingest; `first` is a
+    run already measured): the cost of everything ingest does beyond decoding, which the
+    bounds and checks on hostile input must not make grow. CPU time, as the machine is
+    shared. The target is for the 100 MB export (start-up weighs more in a smaller one)."""
+    runs = [first.cpu_s] if first is not None else []
+    for k in range(repeats - len(runs)):
+        ws = folder / f"ws-ratio-{k}"
+        init = _cli("init", "-w", str(ws), "--seed", "sim-starter", "--questions", "sim-basic")
+        if init.returncode != 0:
+            raise SystemExit(f"init failed: {init.stderr.strip()[-400:]}")
+        runs.append(_ingest(ws, export).cpu_s)
+    loads = statistics.median(json_loads_cpu_s(export) for _ in range(repeats))
+    ratios = [cpu / max(loads, 1e-9) for cpu in runs]
+    ratio = statistics.median(ratios)
+    mb = export.stat().st_size / 2**20
+    print(f"  ratio to json.loads: {', '.join(f'{r:.2f}' for r in ratios)} ({mb:.0f} MB)")
+    target = f" target <= {TARGET_RATIO}" if mb >= 99 else ""
+    print(f"RESULT ingest.ratio_to_json_loads {ratio:.2f} x{target}")
 
 
 def roundtrip(folder: Path, tiny: bool) -> None:
@@ -501,8 +540,19 @@ def main() -> int:
     )
     ap.add_argument("--mb", type=float, default=100.0, help="size of the throughput export")
     ap.add_argument("--tiny", action="store_true", help="a 2 MB export and 3 traces per format")
+    ap.add_argument(
+        "--ratio-only", action="store_true", help="only ingest.ratio_to_json_loads, on --ratio-mb"
+    )
+    ap.add_argument("--ratio-mb", type=float, default=20.0, help="the --ratio-only export's size")
     args = ap.parse_args()
     mb, per_format = (2.0, 3) if args.tiny else (args.mb, 50)
+    repeats = 1 if args.tiny else 3
+    if args.ratio_only:
+        with tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmp:
+            export = Path(tmp) / "otlp_ratio.jsonl"
+            write_otlp(export, args.ratio_mb)
+            ratio_to_json_loads(Path(tmp), export, repeats)
+        return 0
     with tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmp:
         folder = Path(tmp)
         ws, ws2 = folder / "ws", folder / "ws2"
@@ -523,10 +573,11 @@ def main() -> int:
 
         export = folder / "otlp_big.jsonl"
         traces, spans = write_otlp(export, mb)
-        _throughput(ws, export, traces, spans, "jsonl")
+        first = _throughput(ws, export, traces, spans, "jsonl")
         again = _ingest(ws, export)
         print(f"  re-ingest: {again.result['new']} new in {again.wall_s:.2f} s")
         print(f"RESULT ingest.reingest_new {again.result['new']} traces target == 0")
+        ratio_to_json_loads(folder, export, repeats, first)
         export.unlink()
         document = folder / "otlp_big.json"
         traces, spans = write_otlp_document(document, mb)

@@ -49,7 +49,8 @@ def verdict(trace: Trace) -> TraceVerdict:
                 TraceUse.GOOD, "edited output", edit, final if final != edit else ""
             )
     if not final:
-        return TraceVerdict(TraceUse.NONE, "no final answer")
+        why = "partial trace (it ends on a tool call)" if trace.partial else "no final answer"
+        return TraceVerdict(TraceUse.NONE, why)
     scores = [f.score for f in trace.feedback if f.kind == FeedbackKind.SCORE]
     known = [s for s in scores if s is not None]
     if known and min(known) < BAD_SCORE:

@@ -10,9 +10,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from functools import lru_cache
 from typing import Any
 
 # Bounds on what one trace may hold: an export is untrusted input.
@@ -122,6 +124,9 @@ class Trace:
     error: bool = False  # the run itself failed (a span/run/observation error)
     feedback: tuple[Feedback, ...] = ()
     target: str = ""  # a recorded expected answer (Inspect `target`)
+    # when the run started, as the exporting tool recorded it (ISO 8601, UTC, written by the
+    # parser from a parsed time, never recorded text); stored, but not part of the content id
+    started_at: str = ""
 
     @property
     def task(self) -> str:
@@ -132,11 +137,29 @@ class Trace:
         return ""
 
     @property
-    def final_answer(self) -> str:
-        """The last assistant message with text."""
+    def partial(self) -> bool:
+        """The recording stops on a tool call or its result: the agent's answer, if it gave
+        one, is not in it (an export cut short, a sample stopped at its message limit)."""
         for s in reversed(self.steps):
-            if s.kind == StepKind.MESSAGE and s.role == Role.ASSISTANT and s.text.strip():
-                return s.text
+            if s.kind != StepKind.MESSAGE:
+                return True
+            if s.text.strip():
+                return False
+        return False
+
+    @property
+    def final_answer(self) -> str:
+        """The last assistant message with text; "" for a partial trace, whose last words
+        ("Let me check.") come before a tool call and answer nothing."""
+        said = False  # a message with text comes after the last tool step: not partial
+        for s in reversed(self.steps):  # `partial` and the answer in one pass (hot path)
+            if s.kind != StepKind.MESSAGE:
+                if not said:
+                    return ""
+            elif s.text.strip():
+                if s.role == Role.ASSISTANT:
+                    return s.text
+                said = True
         return ""
 
     @property
@@ -149,7 +172,7 @@ class Trace:
         return self.error or self.has_tool_error
 
     def as_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "source": self.source.value,
             "native_id": self.native_id,
             "session_id": self.session_id,
@@ -163,6 +186,9 @@ class Trace:
             "steps": [s.as_json() for s in self.steps],
             "feedback": [f.as_json() for f in self.feedback],
         }
+        if self.started_at:
+            out["started_at"] = self.started_at  # last: `content_id` cuts it off
+        return out
 
 
 def canonical_json(trace: Trace) -> str:
@@ -172,9 +198,18 @@ def canonical_json(trace: Trace) -> str:
 
 
 def content_id(trace: Trace, canonical: str | None = None) -> str:
-    """Content-addressed id: the same trace re-ingested maps to the same row."""
+    """Content-addressed id: the same trace re-ingested maps to the same row. The recorded
+    start time is left out (the last key of the canonical JSON, cut off here): the same run
+    exported twice is one trace, and ids stay those of the versions that did not keep it."""
     text = canonical_json(trace) if canonical is None else canonical
-    return "tr-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+    data = text.encode("utf-8", "surrogatepass")
+    if trace.started_at:  # an ISO time `iso_from_ns` wrote: nothing in it to escape
+        suffix = b', "started_at": "' + trace.started_at.encode() + b'"}'
+        if data.endswith(suffix):
+            digest = hashlib.sha256(memoryview(data)[: -len(suffix)])
+            digest.update(b"}")
+            return "tr-" + digest.hexdigest()[:24]
+    return "tr-" + hashlib.sha256(data).hexdigest()[:24]
 
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
@@ -217,6 +252,8 @@ def reference_answer(trace: Trace, mode: ReferenceMode) -> tuple[str, str]:
     if trace.target.strip():
         return trace.target.strip(), "recorded target"
     final = trace.final_answer.strip()
+    if trace.partial:
+        return "", "partial trace (it ends on a tool call)"
     if not final:
         return "", "no final answer"
     scores = [f.score for f in trace.feedback if f.kind == FeedbackKind.SCORE]
@@ -281,6 +318,7 @@ class TraceBuilder:
     _seen: set[tuple[str, ...]] = field(default_factory=set)
     _counts: dict[tuple[str, ...], int] = field(default_factory=dict)
     _scope: dict[tuple[str, ...], int] | None = None
+    _late_system: bool = False
 
     def begin_span(self) -> None:
         """From here on, steps without a call id are merged by count, not by content: a span
@@ -302,6 +340,8 @@ class TraceBuilder:
         if len(self.steps) >= MAX_STEPS:
             self.dropped += 1
             return
+        if step.role is Role.SYSTEM and self.steps and self.steps[-1].role is not Role.SYSTEM:
+            self._late_system = True  # `system_first` has work to do
         self.steps.append(step)
 
     def message(self, role: Role, text: str) -> None:
@@ -315,19 +355,47 @@ class TraceBuilder:
         """A tool call or observation with this call id is already in (merge mode)."""
         return self.merge and bool(call_id) and (kind._value_, call_id) in self._seen
 
-    def open_call_id(self, name: str) -> str:
-        """The id of the last call of tool `name` that has no observation yet ("" if none):
-        a tool span that does not record its call id still lands on its call."""
+    def open_call_id(self, name: str, arguments: str = "") -> str:
+        """The id of a call of tool `name` that has no observation yet ("" if none): the
+        earliest with these arguments, else the latest. A tool span, observation or run that
+        records its own id rather than the model's still lands on the model's call, so the
+        call is stored once."""
         answered = {s.tool_call_id for s in self.steps if s.kind == StepKind.OBSERVATION}
-        for s in reversed(self.steps):
-            if s.kind == StepKind.TOOL_CALL and s.tool_name == name and s.tool_call_id:
-                return "" if s.tool_call_id in answered else s.tool_call_id
-        return ""
+        open_calls = [
+            s
+            for s in self.steps
+            if s.kind == StepKind.TOOL_CALL
+            and s.tool_name == name
+            and s.tool_call_id
+            and s.tool_call_id not in answered
+        ]
+        same = [s for s in open_calls if arguments and s.arguments == arguments]
+        if same:
+            return same[0].tool_call_id
+        return open_calls[-1].tool_call_id if open_calls else ""
 
     def observation(
         self, text: str, name: str = "", call_id: str = "", error: bool = False
     ) -> None:
         self.add(Step(StepKind.OBSERVATION, Role.TOOL, clip(text), name, call_id, "", error))
+
+    def system_first(self) -> tuple[Step, ...]:
+        """The steps, with the system messages of the opening (before the first assistant
+        or tool step) ahead of its user messages: a tracer records the user's input on the
+        trace or root span, which is read first, and the system prompt with the first model
+        call, which comes after it; the model saw the system prompt first."""
+        if not self._late_system:
+            return tuple(self.steps)
+        opening = next(
+            (i for i, s in enumerate(self.steps) if s.role not in (Role.SYSTEM, Role.USER)),
+            len(self.steps),
+        )
+        head = self.steps[:opening]
+        system = [s for s in head if s.role == Role.SYSTEM]
+        if not system or head[: len(system)] == system:
+            return tuple(self.steps)
+        rest = [s for s in head if s.role != Role.SYSTEM]
+        return (*system, *rest, *self.steps[opening:])
 
 
 def _merge_key(step: Step) -> tuple[str, ...]:
@@ -370,6 +438,7 @@ def trace_from_json(data: dict[str, Any]) -> Trace:
             for f in data.get("feedback", [])
         ),
         target=str(data.get("target", "")),
+        started_at=str(data.get("started_at", "")),
     )
 
 
@@ -391,9 +460,10 @@ def redact_trace(trace: Trace, redact_text: Callable[[str], str], min_len: int =
         "target": f(trace.target) if len(trace.target) >= n else trace.target,
     }
     changed = {k: v for k, v in fields.items() if v != getattr(trace, k)}
-    if any(a is not b for a, b in zip(steps, trace.steps, strict=True)):
+    # tuple equality checks identity first, in C: an unchanged step is the same object
+    if steps != trace.steps:
         changed["steps"] = steps
-    if any(a is not b for a, b in zip(feedback, trace.feedback, strict=True)):
+    if feedback != trace.feedback:
         changed["feedback"] = feedback
     return replace(trace, **changed) if changed else trace
 
@@ -419,6 +489,31 @@ def _redact_feedback(feedback: Feedback, f: Callable[[str], str], n: int) -> Fee
     if name == feedback.name and text == feedback.text:
         return feedback
     return replace(feedback, name=name, text=text)
+
+
+def iso_from_ns(ns: int) -> str:
+    """Nanoseconds since the epoch as ISO 8601 UTC with microseconds ("" for 0 or a time out
+    of range). Once a trace on the ingest path: the date and time of a second are formatted
+    once (the traces of an export start close together)."""
+    if ns <= 0:
+        return ""
+    seconds, rest = divmod(ns, 1_000_000_000)
+    prefix = _second_iso(seconds)
+    return f"{prefix}.{rest // 1000:06d}+00:00" if prefix else ""
+
+
+@lru_cache(maxsize=1024)
+def _second_iso(seconds: int) -> str:
+    try:
+        t = time.gmtime(seconds)
+    except (OverflowError, OSError, ValueError):
+        return ""
+    if t.tm_year > 9999:
+        return ""
+    return (
+        f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T"
+        f"{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}"
+    )
 
 
 def sampled(family: str, rate: float, seed: int) -> bool:
@@ -449,7 +544,7 @@ def observation_context(trace: Trace, limit: int = 8_000) -> str:
 def with_derived_feedback(trace: Trace) -> Trace:
     """Feedback the trace itself shows: a user task that got no answer and no error was
     abandoned (the user left, or the agent never replied)."""
-    abandoned = trace.task and not trace.final_answer and not trace.failed
+    abandoned = trace.task and not trace.final_answer and not trace.failed and not trace.partial
     if abandoned and all(f.kind != FeedbackKind.ABANDONED for f in trace.feedback):
         return replace(trace, feedback=(*trace.feedback, Feedback(FeedbackKind.ABANDONED)))
     return trace

@@ -124,6 +124,8 @@ class Trajectory:
     created_at: str
     skills_version: str
     prompts_version: str
+    # the scores an ingested trace was recorded with (core.traces.Feedback.as_json shapes)
+    feedback: tuple[dict[str, Any], ...] = ()
 
 
 def export_traces(
@@ -214,6 +216,7 @@ def load_trajectories(session: Session, run_id: str, skip: set[str]) -> Iterator
     model = _run_model(session, run_id)
     run = log.run(run_id)
     served = run is not None and run["kind"] == "serve"
+    ingested = run is not None and run["kind"] == "ingest"
     prompts_cache: dict[tuple[str, str], AgentPrompts] = {}
     for row in rows:
         question = session.questions_by_id.get(row["question_id"])
@@ -221,7 +224,36 @@ def load_trajectories(session: Session, run_id: str, skip: set[str]) -> Iterator
             question = served_question(row)
         if question is None or row["question_id"] in skip:
             continue
+        if ingested:
+            yield _ingested_trajectory(session, row, question)
+            continue
         yield _trajectory(row, question, model, _opening(prompts_cache, session, row, question))
+
+
+def _ingested_trajectory(session: Session, row: dict[str, Any], question: Question) -> Trajectory:
+    """An ingest run's trace as it was recorded: its own model, its own opening messages
+    (the system and user messages before its first model turn; not the workspace's prompts,
+    which never saw it) and the feedback it came with (docs/ingest.md#to-a-benchmark)."""
+    recorded = session.log.query(
+        "SELECT model FROM ingested_traces WHERE trace_id = ?", (row["question_id"],)
+    )
+    try:
+        events = json.loads(row["steps_json"] or "[]")
+    except ValueError:
+        events = []
+    events = [e for e in events if isinstance(e, dict)] if isinstance(events, list) else []
+    first_turn = next(
+        (i for i, e in enumerate(events) if e.get("type") not in ("system", "user")), len(events)
+    )
+    opening = [
+        {"role": e["type"], "content": str(e.get("text") or "")} for e in events[:first_turn]
+    ]
+    feedback = next((e.get("feedback") for e in events if e.get("type") == "feedback"), None)
+    rest = [e for e in events[first_turn:] if e.get("type") != "feedback"]
+    model = str(recorded[0]["model"] or "") if recorded else ""
+    trajectory = _trajectory({**row, "steps_json": json.dumps(rest)}, question, model, opening)
+    scores = tuple(f for f in feedback or [] if isinstance(f, dict) and f.get("score") is not None)
+    return replace(trajectory, feedback=scores)
 
 
 def served_question(row: dict[str, Any]) -> Question | None:
@@ -377,6 +409,8 @@ def trajectory_spans(t: Trajectory) -> list[dict[str, Any]]:
         _attr("skill_trainer.prompts_version", t.prompts_version),
         _attr("skill_trainer.cost_usd", t.cost_usd),
     ]
+    if t.feedback:  # read back by ingest (app/harness/ingest/spans.py)
+        attributes.append(_attr("skill_trainer.feedback", _json(list(t.feedback))))
     if t.temperature is not None:
         attributes.append(_attr("gen_ai.request.temperature", float(t.temperature)))
     if t.seed is not None:
@@ -719,7 +753,8 @@ def _inspect_sample(t: Trajectory) -> dict[str, Any]:
             },
             "time": t.latency_s,
         },
-        "scores": {
+        "scores": _inspect_feedback(t)
+        or {
             INSPECT_SCORER: {
                 "value": "C" if t.correct else "I",
                 "answer": t.prediction,
@@ -743,6 +778,17 @@ def _inspect_sample(t: Trajectory) -> dict[str, Any]:
             }
         },
         "total_time": t.latency_s,
+    }
+
+
+def _inspect_feedback(t: Trajectory) -> dict[str, Any]:
+    """An ingested trace's recorded scores as Inspect scores, by name."""
+    return {
+        str(f.get("name") or f"feedback-{i}"): {
+            "value": f["score"],
+            "explanation": str(f.get("text") or ""),
+        }
+        for i, f in enumerate(t.feedback, start=1)
     }
 
 

@@ -122,6 +122,7 @@ class BenchmarkPlan:
             row["context"] = context
         if answer:
             row["answer"] = answer[:MAX_QUESTION_CHARS]
+            row.update(target_checker(trace, why))
             self.with_reference += 1
         elif trace.failed:
             self.dropped[why] += 1
@@ -136,6 +137,22 @@ class BenchmarkPlan:
             return
         self.families.add(family)
         self.questions.append(row)
+
+
+# Inspect AI scorers whose verdict is "the answer contains the target" (case-insensitive by
+# default: inspect_ai.scorer.includes): an `exact` checker would fail the answers they passed.
+INCLUDES_SCORERS = frozenset({"includes"})
+
+
+def target_checker(trace: Trace, why: str) -> dict[str, Any]:
+    """The checker that scores a recorded target as the recording's scorer did: `includes`
+    becomes a regex that finds any of the targets (one a line) anywhere in the answer;
+    anything else keeps the store's default (`exact` after normalisation)."""
+    if why != "recorded target" or not any(f.name in INCLUDES_SCORERS for f in trace.feedback):
+        return {}
+    targets = [t.strip() for t in trace.target.splitlines() if t.strip()]
+    alternatives = "|".join(re.escape(t) for t in targets)
+    return {"checker": "regex", "checker_args": {"pattern": f"(?is).*(?:{alternatives}).*"}}
 
 
 @dataclass(frozen=True)

@@ -25,15 +25,17 @@ from app.harness.ingest.messages import (
     parts_text,
     role_of,
 )
-from app.harness.ingest.spans import iso_seconds
+from app.harness.ingest.spans import count, finite, iso_seconds
 from core.traces import (
     Feedback,
     FeedbackKind,
     Role,
     Source,
+    StepKind,
     Trace,
     TraceBuilder,
     as_text,
+    iso_from_ns,
     normalise_score,
 )
 
@@ -89,9 +91,8 @@ def langfuse_trace(record: dict[str, Any]) -> Trace:
             error = error or failed
         elif kind == "TOOL":
             name = str(o.get("name") or "tool")
-            b.tool_call(name, args_text(o.get("input")), str(o.get("id") or ""))
             text = io_text(o.get("output")) or str(o.get("statusMessage") or "")
-            b.observation(text, name, str(o.get("id") or ""), error=failed)
+            _tool_run(b, name, args_text(o.get("input")), str(o.get("id") or ""), text, failed)
         elif failed:
             error = True
     b.message(Role.ASSISTANT, _answer_text(record.get("output")))
@@ -99,7 +100,7 @@ def langfuse_trace(record: dict[str, Any]) -> Trace:
     return Trace(
         source=Source.LANGFUSE,
         native_id=str(record.get("id") or ""),
-        steps=tuple(b.steps),
+        steps=b.system_first(),
         session_id=str(record.get("sessionId") or ""),
         model=model,
         tokens_in=tokens_in,
@@ -108,6 +109,7 @@ def langfuse_trace(record: dict[str, Any]) -> Trace:
         latency_s=latency,
         error=error,
         feedback=tuple(_langfuse_scores(record.get("scores"))),
+        started_at=iso_from_ns(int(iso_seconds(record.get("timestamp")) * 1e9)),
     )
 
 
@@ -117,7 +119,7 @@ def _langfuse_usage(o: dict[str, Any], tokens_in: int, tokens_out: int) -> tuple
         return tokens_in, tokens_out
     got_in = usage.get("input", usage.get("promptTokens", usage.get("input_tokens")))
     got_out = usage.get("output", usage.get("completionTokens", usage.get("output_tokens")))
-    return tokens_in + int(_num(got_in)), tokens_out + int(_num(got_out))
+    return tokens_in + count(got_in), tokens_out + count(got_out)
 
 
 def _langfuse_scores(scores: Any) -> Iterator[Feedback]:
@@ -206,8 +208,8 @@ def langsmith_trace(
             model = model or str(meta.get("ls_model_name") or "")
         kind = str(run.get("run_type") or "")
         if kind == "llm":
-            tokens_in += int(_num(run.get("prompt_tokens")))
-            tokens_out += int(_num(run.get("completion_tokens")))
+            tokens_in += count(run.get("prompt_tokens"))
+            tokens_out += count(run.get("completion_tokens"))
             cost += _num(run.get("total_cost"))
             inputs = run.get("inputs") or {}
             _messages_in(b, inputs.get("messages") if isinstance(inputs, dict) else None)
@@ -217,17 +219,17 @@ def langsmith_trace(
             name = str(run.get("name") or "tool")
             inputs = run.get("inputs") or {}
             args = inputs.get("input", inputs) if isinstance(inputs, dict) else inputs
-            b.tool_call(name, args_text(args), str(run.get("id") or ""))
             outputs = run.get("outputs") or {}
             out = outputs.get("output", outputs) if isinstance(outputs, dict) else outputs
             text = io_text(_lc_content(out)) if out else str(run.get("error") or "")
-            b.observation(text, name, str(run.get("id") or ""), error=bool(run.get("error")))
+            failed = bool(run.get("error"))
+            _tool_run(b, name, args_text(args), str(run.get("id") or ""), text, failed)
     b.message(Role.ASSISTANT, _answer_text(root.get("outputs")))
     start, end = iso_seconds(root.get("start_time")), iso_seconds(root.get("end_time"))
     return Trace(
         source=Source.LANGSMITH,
         native_id=trace_id,
-        steps=tuple(b.steps),
+        steps=b.system_first(),
         session_id=session,
         model=model,
         tokens_in=tokens_in,
@@ -236,6 +238,7 @@ def langsmith_trace(
         latency_s=round(end - start, 6) if start and end >= start else 0.0,
         error=error,
         feedback=tuple(_langsmith_feedback(feedback)),
+        started_at=iso_from_ns(int(start * 1e9)),
     )
 
 
@@ -322,7 +325,7 @@ def inspect_trace(sample: dict[str, Any], model: str = "") -> Trace:
     if not b.steps:
         b.message(Role.USER, _task_text(sample.get("input")))
     output = sample.get("output") or {}
-    usage = output.get("usage") or {} if isinstance(output, dict) else {}
+    tokens_in, tokens_out = _inspect_usage(sample, output)
     target = sample.get("target")
     if isinstance(target, list):
         target = target[0] if len(target) == 1 else "\n".join(str(t) for t in target)
@@ -341,16 +344,48 @@ def inspect_trace(sample: dict[str, Any], model: str = "") -> Trace:
         native_id=f"{sample.get('id')}#{sample.get('epoch', 1)}",
         steps=tuple(b.steps),
         model=str((output.get("model") if isinstance(output, dict) else "") or model),
-        tokens_in=int(_num(usage.get("input_tokens"))) if isinstance(usage, dict) else 0,
-        tokens_out=int(_num(usage.get("output_tokens"))) if isinstance(usage, dict) else 0,
+        tokens_in=tokens_in,
+        tokens_out=tokens_out,
         latency_s=_num(sample.get("total_time")),
         error=bool(sample.get("error")),
         feedback=tuple(feedback),
         target=as_text(target) if target else "",
+        started_at=iso_from_ns(int(iso_seconds(sample.get("started_at")) * 1e9)),
     )
 
 
+def _inspect_usage(sample: dict[str, Any], output: Any) -> tuple[int, int]:
+    """The sample's tokens: `model_usage` sums every model call of the sample (by model);
+    `output.usage` is the last call's only, read when the sample has no sums. Input counts
+    the cached tokens too (Inspect's input_tokens leaves them out)."""
+    by_model = sample.get("model_usage")
+    usages = (
+        [u for u in by_model.values() if isinstance(u, dict)] if isinstance(by_model, dict) else []
+    )
+    if not usages:
+        last = output.get("usage") if isinstance(output, dict) else None
+        usages = [last] if isinstance(last, dict) else []
+    tokens_in = sum(
+        count(u.get("input_tokens"))
+        + count(u.get("input_tokens_cache_read"))
+        + count(u.get("input_tokens_cache_write"))
+        for u in usages
+    )
+    return tokens_in, sum(count(u.get("output_tokens")) for u in usages)
+
+
 # -- shared -------------------------------------------------------------------------------------
+def _tool_run(b: TraceBuilder, name: str, args: str, own_id: str, text: str, failed: bool) -> None:
+    """A tool's own record (a Langfuse TOOL observation, a LangSmith tool run): it carries
+    the tracer's id, not the model's call id, so it answers the model's open call of that
+    tool when the model's messages hold one; only a tool the model's messages never asked
+    for becomes a call of its own."""
+    call_id = b.open_call_id(name, args) or own_id
+    if not b.seen(StepKind.TOOL_CALL, call_id):
+        b.tool_call(name, args, call_id)
+    b.observation(text, name, call_id, error=failed)
+
+
 def _messages_in(b: TraceBuilder, value: Any) -> None:
     """Chat messages given to a model: a list, a list of lists (LangChain batches), or a dict
     holding `messages`."""
@@ -414,7 +449,4 @@ def _answer_text(value: Any) -> str:
 
 
 def _num(value: Any) -> float:
-    try:
-        return float(value) if value is not None and not isinstance(value, bool) else 0.0
-    except (TypeError, ValueError):
-        return 0.0
+    return finite(value)

@@ -8,6 +8,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from app.secrets import scrub_deep
 from core.traces import Role, TraceBuilder, as_text
 
 MAX_LITERAL_CHARS = 200_000
@@ -75,7 +76,30 @@ def parts_text(parts: list[Any]) -> str:
             texts.append(p)
         elif isinstance(p, dict) and p.get("type") in ("text", "input_text", "output_text", None):
             texts.append(as_text(p.get("content", p.get("text"))))
-    return "\n".join(t for t in texts if t)
+    return join_texts([t for t in texts if t])
+
+
+SEAM_CHARS = 256  # text each side of a seam between parts that a secret may straddle
+
+
+def join_texts(texts: list[str]) -> str:
+    """The text parts of one message, one a line; parts whose seam splits a secret (an AWS
+    key id in two parts) are joined without the newline, so redaction, which reads the
+    stored text, sees the secret whole."""
+    if len(texts) < 2:
+        return texts[0] if texts else ""
+    out = [texts[0]]
+    for text in texts[1:]:
+        out.append("" if _splits_secret(out[-1], text) else "\n")
+        out.append(text)
+    return "".join(out)
+
+
+def _splits_secret(left: str, right: str) -> bool:
+    tail, head = left[-SEAM_CHARS:], right[:SEAM_CHARS]
+    seam = tail + head
+    found = scrub_deep(seam)
+    return found != seam and found != scrub_deep(tail) + scrub_deep(head)
 
 
 def parse_json(value: Any) -> Any:

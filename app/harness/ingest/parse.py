@@ -15,7 +15,7 @@ from typing import Any
 from app.errors import UserError
 from app.harness.ingest import documents, spans
 from app.harness.ingest.detect import FAMILY, SOURCES, Kind, classify, describe_unknown
-from app.harness.ingest.records import Record, records
+from app.harness.ingest.records import Digest, Record, records
 from core.traces import Source, Trace
 
 
@@ -28,7 +28,7 @@ class Detected:
     kinds: dict[str, int] = field(default_factory=dict)
     spans: int = 0
     orphan_feedback: int = 0  # LangSmith feedback whose run is not in the file
-    flushed_early: int = 0  # traces stored before their root span came (memory bound)
+    spilled: int = 0  # traces set aside on disk while their root span was awaited
 
     def text(self) -> str:
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(self.kinds.items()))
@@ -37,10 +37,10 @@ class Detected:
             if self.orphan_feedback
             else ""
         )
-        if self.flushed_early:
+        if self.spilled:
             orphans += (
-                f"; {self.flushed_early} traces stored before their root span came "
-                "(too many spans waiting)"
+                f"; {self.spilled} traces waited on disk for their root span "
+                "(too many spans waiting in memory)"
             )
         return f"{self.family} ({kinds}){orphans}" if self.family else "nothing"
 
@@ -50,15 +50,17 @@ def traces(
     source: str = "auto",
     detected: Detected | None = None,
     on_bytes: Callable[[int], None] = lambda n: None,
+    digest: Digest | None = None,
 ) -> Iterator[tuple[Trace, int]]:
-    """(trace, line) for every trace of the file, in bounded memory for span formats."""
+    """(trace, line) for every trace of the file, in bounded memory for span formats;
+    `digest` is fed the bytes parsed (app/harness/ingest/records.py)."""
     if source != "auto" and source not in SOURCES:
         raise UserError(f"--source {source!r}: unknown (known: auto, {', '.join(SOURCES)})")
     found = detected if detected is not None else Detected()
     otlp = spans.SpanGroups(Source.OTLP)
     phoenix = spans.SpanGroups(Source.PHOENIX)
     smith = documents.LangSmithGroups()
-    for rec in records(path, on_bytes):
+    for rec in records(path, on_bytes, digest):
         for value, kind in _expand(rec, path):
             where = _where(path, rec)
             known = _check_family(kind, value, found, where, rec.line, source)
@@ -80,7 +82,7 @@ def traces(
     except RecursionError:
         raise UserError(f"{path}: a record nested too deeply") from None
     found.orphan_feedback = smith.orphan_feedback()
-    found.flushed_early = otlp.flushed_early + phoenix.flushed_early
+    found.spilled = len(otlp.spilled) + len(phoenix.spilled)
     if not found.family:
         raise UserError(f"{path}:1: no records")
 

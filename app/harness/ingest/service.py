@@ -12,9 +12,12 @@ import contextlib
 import gc
 import hashlib
 import json
+import stat
+import zlib
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +41,7 @@ from core.traces import (
     canonical_json,
     content_id,
     family_key,
+    iso_from_ns,
     redact_trace,
     sampled,
     with_derived_feedback,
@@ -97,15 +101,51 @@ class IngestSummary:
         return "\n".join(lines)
 
 
-def file_digest(path: Path) -> str:
-    h = hashlib.sha256()
+def file_digests(path: Path) -> tuple[str, int]:
+    """The file's SHA-256 (its run id) and CRC-32 (what the bytes parsed are checked against:
+    a change while the file is read is an accident to catch, not an attack, and a CRC-32 on
+    the parsing path costs a tenth of a second SHA-256)."""
+    h, crc = hashlib.sha256(), 0
     try:
         with open(path, "rb") as f:
             while chunk := f.read(1 << 20):
                 h.update(chunk)
+                crc = zlib.crc32(chunk, crc)
     except OSError as e:
         raise UserError(f"{path}: cannot read ({e.strerror})") from None
-    return h.hexdigest()
+    return h.hexdigest(), crc
+
+
+@dataclass
+class Crc32:
+    """A running CRC-32 with the `update` that app/harness/ingest/records.py feeds."""
+
+    value: int = 0
+
+    def update(self, data: bytes, /) -> None:
+        self.value = zlib.crc32(data, self.value)
+
+
+def _regular_file(path: Path) -> None:
+    """A regular file, or one line saying what the path is instead (a FIFO is read once, and
+    its bytes could not be hashed and then read again)."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file") from None
+    except OSError as e:
+        raise UserError(f"{path}: cannot read ({e.strerror})") from None
+    if stat.S_ISREG(mode):
+        return
+    what = {
+        stat.S_ISDIR: "a directory",
+        stat.S_ISFIFO: "a FIFO (named pipe)",
+        stat.S_ISSOCK: "a socket",
+        stat.S_ISCHR: "a character device",
+        stat.S_ISBLK: "a block device",
+    }
+    kind = next((name for test, name in what.items() if test(mode)), "not a regular file")
+    raise UserError(f"{path}: {kind}, not a regular file; write the export to a file first")
 
 
 def ingest_file(
@@ -113,13 +153,13 @@ def ingest_file(
 ) -> IngestSummary:
     """Stream the file into `log` (None: only the benchmark is written)."""
     path = options.file
-    if not path.is_file():
-        raise UserError(f"{path}: no such file")
+    _regular_file(path)
     if not 0.0 < options.sample <= 1.0:
         raise UserError(f"--sample {options.sample}: a rate in (0, 1]")
     if options.to_benchmark is not None:
         check_target(options.to_benchmark, options.store)  # refused before anything is read
-    run_id = f"ingest-{file_digest(path)[:12]}" if log is not None else ""
+    digest, crc = file_digests(path)
+    run_id = f"ingest-{digest[:12]}" if log is not None else ""
     if log is not None and options.to_benchmark is None:
         done = _done_before(log, run_id, options)
         if done is not None:
@@ -130,11 +170,13 @@ def ingest_file(
     families: set[str] = set()
     with bars.live(), _fewer_collections():
         task = bars.task(f"ingest {path.name}", max(path.stat().st_size, 1))
-        stream = _redacted(traces(path, options.source, detected, task.advance))
+        parsed = Crc32()
+        stream = _redacted(traces(path, options.source, detected, task.advance, parsed))
         bench = None
         if log is None:
             for item in stream:
                 _count(item, options, counts, families, plan)
+            _same_bytes(path, crc, parsed)
             bench = _benchmark(plan, options)
         else:
             with log.transaction():
@@ -148,6 +190,7 @@ def ingest_file(
                         counts["new"] += _store(log, batch, run_id, options)
                         batch = []
                 counts["new"] += _store(log, batch, run_id, options)
+                _same_bytes(path, crc, parsed)  # inside: a changed file stores nothing
                 summary = _summary(path, detected, counts, families, run_id, None)
                 log.finish_run(run_id, RunStatus.DONE, {**_recorded(summary), **_how(options)})
                 # inside the transaction: a benchmark that cannot be written stores nothing
@@ -157,6 +200,17 @@ def ingest_file(
     if log is None:
         return replace(summary, new=0, already=0)
     return summary
+
+
+def _same_bytes(path: Path, crc: int, parsed: Crc32) -> None:
+    """The bytes parsed are the bytes hashed before reading: a file cut, grown or replaced
+    while it was read would otherwise be stored under the digest of bytes never read (and a
+    re-ingest of the whole file would find that run done and add nothing)."""
+    if parsed.value != crc:
+        raise UserError(
+            f"{path}: the file changed while it was read (cut, grown or replaced); nothing of "
+            "it is stored: ingest it again once it is complete"
+        )
 
 
 @contextlib.contextmanager
@@ -406,9 +460,22 @@ def _prediction_row(clean: Clean, run_id: str, at: str, options: IngestOptions) 
         "latency_s": trace.latency_s,
         "skills_version": options.versions[0],
         "prompts_version": options.versions[1],
-        "created_at": at,
+        "created_at": _recorded_end(trace) or at,
         "answer_source": None,
     }
+
+
+def _recorded_end(trace: Trace) -> str:
+    """When the recorded run ended (its start plus its latency): a prediction's `created_at`
+    is when its answer was made, which for a trace is the recording's time, not the ingest's
+    (`export --format otlp|inspect` of the run writes its spans at that time)."""
+    if not trace.started_at:
+        return ""
+    try:
+        start = datetime.fromisoformat(trace.started_at).timestamp()
+    except (ValueError, OverflowError, OSError):
+        return ""
+    return iso_from_ns(round((start + trace.latency_s) * 1e6) * 1000)
 
 
 def trajectory_events(trace: Trace) -> list[dict[str, Any]]:

@@ -15,7 +15,11 @@ spec/tool_calling.md (`openinference.span.kind`, `llm.input_messages.<i>.message
 
 from __future__ import annotations
 
+import itertools
+import math
+import pickle
 import re
+import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +28,7 @@ from app.harness.ingest.messages import (
     args_text,
     chat_message,
     io_text,
+    join_texts,
     parse_json,
     parts_text,
     role_of,
@@ -31,12 +36,15 @@ from app.harness.ingest.messages import (
 )
 from core.traces import (
     MAX_STEPS,
+    Feedback,
+    FeedbackKind,
     Role,
     Source,
     StepKind,
     Trace,
     TraceBuilder,
     as_text,
+    iso_from_ns,
 )
 
 MAX_PENDING_SPANS = 50_000  # spans held for traces whose root has not arrived yet
@@ -82,6 +90,30 @@ class Span:
     line: int
 
 
+class SpanSpill:
+    """Spans set aside on disk, by trace id, until the end of the file: a private temporary
+    SQLite database (deleted when closed). Only spans this process wrote are read back."""
+
+    def __init__(self) -> None:
+        self._db = sqlite3.connect("")  # "": a temporary database on disk
+        self._db.execute("CREATE TABLE spans (seq INTEGER PRIMARY KEY, trace TEXT, span BLOB)")
+
+    def put(self, spans: list[Span]) -> None:
+        self._db.executemany(
+            "INSERT INTO spans (trace, span) VALUES (?, ?)",
+            [(s.trace_id, pickle.dumps(s, pickle.HIGHEST_PROTOCOL)) for s in spans],
+        )
+
+    def groups(self) -> Iterator[list[Span]]:
+        """Every trace's spans together, in the order they were read; then closed."""
+        try:
+            rows = self._db.execute("SELECT trace, span FROM spans ORDER BY trace, seq")
+            for _, group in itertools.groupby(rows, key=lambda row: row[0]):
+                yield [pickle.loads(blob) for _, blob in group]
+        finally:
+            self._db.close()
+
+
 @dataclass
 class SpanGroups:
     """Spans by trace id. A trace is complete once its root span has arrived and the spans
@@ -93,17 +125,23 @@ class SpanGroups:
     record: Phoenix). The rest are flushed at the end of the file.
 
     Memory stays bounded when roots never come (a partial export): past `MAX_PENDING_SPANS`
-    waiting spans, the trace that has waited longest is flushed as it is, and counted."""
+    waiting spans, the trace that has waited longest is set aside on disk (`SpanSpill`),
+    and so is every later span of that trace; they are read back together, one trace each,
+    at the end of the file (handing them on early split traces into fragments)."""
 
     source: Source
     pending: dict[str, list[Span]] = field(default_factory=dict)
     rooted: dict[str, int] = field(default_factory=dict)  # trace id -> `added` at its last span
     count: int = 0
     added: int = 0
-    flushed_early: int = 0
+    spilled: set[str] = field(default_factory=set)  # trace ids whose spans wait on disk
+    spill: SpanSpill | None = None
 
     def add(self, span: Span) -> list[list[Span]]:
         """The groups now complete (usually none)."""
+        if span.trace_id in self.spilled:
+            self._spill().put([span])
+            return []
         group = self.pending.setdefault(span.trace_id, [])
         group.append(span)
         self.count += 1
@@ -118,10 +156,12 @@ class SpanGroups:
                 break
             done.append(self._pop(oldest))
         while self.count > MAX_PENDING_SPANS and self.pending:
-            oldest = next(iter(self.rooted or self.pending))  # a rooted trace first
-            if oldest not in self.rooted:
-                self.flushed_early += 1
-            done.append(self._pop(oldest))
+            if self.rooted:  # a trace whose root came is complete enough to hand on
+                done.append(self._pop(next(iter(self.rooted))))
+                continue
+            oldest = next(iter(self.pending))
+            self._spill().put(self._pop(oldest))
+            self.spilled.add(oldest)
         return done
 
     def end_record(self) -> list[list[Span]]:
@@ -134,6 +174,14 @@ class SpanGroups:
             _, group = self.pending.popitem()
             self.count -= len(group)
             yield group
+        if self.spill is not None:
+            yield from self.spill.groups()
+            self.spill = None
+
+    def _spill(self) -> SpanSpill:
+        if self.spill is None:
+            self.spill = SpanSpill()
+        return self.spill
 
     def _pop(self, trace_id: str) -> list[Span]:
         self.rooted.pop(trace_id, None)
@@ -254,6 +302,7 @@ def spans_to_trace(spans: list[Span], default_source: Source) -> Trace:
     b = TraceBuilder(merge=True)
     model, tokens_in, tokens_out, cost, session, error = "", 0, 0, 0.0, "", False
     root_output = ""
+    feedback: tuple[Feedback, ...] = ()
     deferred: dict[str, Any] = {}
     for span in spans:
         b.begin_span()
@@ -264,7 +313,10 @@ def spans_to_trace(spans: list[Span], default_source: Source) -> Trace:
             deferred["gen_ai.output.messages"] = a.pop("gen_ai.output.messages")
         kind = str(a.get("openinference.span.kind") or "").upper()
         op = str(a.get("gen_ai.operation.name") or "")
-        is_tool = kind == "TOOL" or op == "execute_tool"
+        # pydantic-ai's format 2 names no operation on its `running tool` spans
+        is_tool = (
+            kind == "TOOL" or op == "execute_tool" or (not op and not kind and _TOOL_NAME in a)
+        )
         if span.error and not is_tool:
             error = True
         session = session or str(
@@ -288,7 +340,7 @@ def spans_to_trace(spans: list[Span], default_source: Source) -> Trace:
                 a.get("gen_ai.usage.output_tokens", a.get("gen_ai.usage.completion_tokens"))
                 or a.get("llm.token_count.completion")
             )
-            cost += _float(a.get("llm.cost.total") or a.get("gen_ai.usage.cost"))
+            cost += finite(a.get("llm.cost.total") or a.get("gen_ai.usage.cost"))
         if is_tool:
             _tool_span(b, span)
         elif kind in ("LLM", "") or op:
@@ -298,6 +350,8 @@ def spans_to_trace(spans: list[Span], default_source: Source) -> Trace:
             if indexed:
                 _openinference_messages(b, a)
         if not span.parent_id:
+            if "skill_trainer.feedback" in a:  # this project's own export of an ingest run
+                feedback = _own_feedback(a["skill_trainer.feedback"])
             if kind and kind != "LLM" and "input.value" in a:
                 b.message(Role.USER, io_text(a.get("input.value")))
             root_output = io_text(a.get("output.value")) if kind and kind != "LLM" else ""
@@ -318,7 +372,7 @@ def spans_to_trace(spans: list[Span], default_source: Source) -> Trace:
     return Trace(
         source=source,
         native_id=spans[0].trace_id,
-        steps=tuple(b.steps),
+        steps=b.system_first(),
         session_id=session,
         model=model,
         tokens_in=tokens_in,
@@ -326,22 +380,72 @@ def spans_to_trace(spans: list[Span], default_source: Source) -> Trace:
         cost_usd=round(cost, 8),
         latency_s=round(max(latency, 0.0), 6),
         error=error,
+        feedback=feedback,
+        started_at=iso_from_ns(min(starts)) if starts else "",
     )
+
+
+def _own_feedback(value: Any) -> tuple[Feedback, ...]:
+    """The recorded scores `export --format otlp` writes for an ingest run's trace
+    (`skill_trainer.feedback`: Feedback.as_json shapes); anything else in it is skipped."""
+    out = []
+    for f in _list(parse_json(value)):
+        score = f.get("score")
+        if isinstance(score, int | float) and not isinstance(score, bool):
+            out.append(
+                Feedback(
+                    FeedbackKind.SCORE,
+                    as_text(f.get("name")),
+                    finite(score),
+                    as_text(f.get("text")),
+                )
+            )
+    return tuple(out)
 
 
 def _tool_span(b: TraceBuilder, span: Span) -> None:
     a = span.attrs
     name = str(a.get("gen_ai.tool.name") or a.get("tool.name") or span.name)
-    call_id = str(a.get("gen_ai.tool.call.id") or a.get("tool_call.id") or b.open_call_id(name))
-    args = a.get("gen_ai.tool.call.arguments", a.get("input.value", a.get("tool.parameters")))
-    result = a.get("gen_ai.tool.call.result", a.get("output.value", a.get("gen_ai.tool.message")))
+    args = _first(a, _TOOL_ARGS)
+    call_id = str(
+        a.get("gen_ai.tool.call.id")
+        or a.get("tool_call.id")
+        or b.open_call_id(name, args_text(args))
+    )
+    result = _first(a, _TOOL_RESULT)
     if result is None:
-        for event_name, attrs in span.events:
-            if event_name == "exception":
-                result = attrs.get("exception.message")
+        result = _exception_text(span)
     if not b.seen(StepKind.TOOL_CALL, call_id):
         b.tool_call(name, args_text(args), call_id)
+    if result is None and not span.error:
+        # the span does not record what the tool returned (pydantic-ai's format 2 without
+        # content): the model's next messages do, and an empty observation would hide it
+        return
     b.observation(io_text(result), name, call_id, error=span.error)
+
+
+def _exception_text(span: Span) -> str | None:
+    """The recorded exception as its type and message (`ValueError: bad date`), or None."""
+    for event_name, attrs in span.events:
+        if event_name == "exception":
+            kind = as_text(attrs.get("exception.type")).strip()
+            message = as_text(attrs.get("exception.message")).strip()
+            return f"{kind}: {message}" if kind and message else kind or message
+    return None
+
+
+_TOOL_NAME = "gen_ai.tool.name"
+# where tool spans record their arguments and result: the GenAI conventions, OpenInference,
+# older OpenLLMetry, and pydantic-ai's format 2 (`tool_arguments`, `tool_response`)
+_TOOL_ARGS = ("gen_ai.tool.call.arguments", "input.value", "tool.parameters", "tool_arguments")
+_TOOL_RESULT = ("gen_ai.tool.call.result", "output.value", "gen_ai.tool.message", "tool_response")
+
+
+def _first(a: dict[str, Any], keys: tuple[str, ...]) -> Any:
+    for key in keys:
+        if key in a:
+            return a[key]
+    return None
 
 
 def _genai_messages(
@@ -391,7 +495,7 @@ def _genai_message(b: TraceBuilder, m: dict[str, Any]) -> None:
             texts.append(as_text(part.get("content")))
         elif kind == "tool_call":
             if texts:
-                b.message(role, "\n".join(texts))
+                b.message(role, texts[0] if len(texts) == 1 else join_texts(texts))
                 texts = []
             call_id = str(part.get("id") or "")
             if not b.seen(StepKind.TOOL_CALL, call_id):  # history re-sent: skip the work
@@ -401,7 +505,7 @@ def _genai_message(b: TraceBuilder, m: dict[str, Any]) -> None:
             if not b.seen(StepKind.OBSERVATION, call_id):
                 b.observation(io_text(part.get("response")), "", call_id)
     if texts:
-        b.message(role, "\n".join(texts))
+        b.message(role, texts[0] if len(texts) == 1 else join_texts(texts))
 
 
 def _legacy_messages(b: TraceBuilder, value: Any, default: Role) -> None:
@@ -496,27 +600,47 @@ def _list(value: Any) -> list[dict[str, Any]]:
 
 
 def _int(value: Any) -> int:
+    """A recorded count or time; what is not a number SQLite can hold (a string, Infinity,
+    NaN, past 64 bits) counts as not recorded."""
     try:
-        return int(value) if value is not None and not isinstance(value, bool) else 0
-    except (TypeError, ValueError):
+        number = int(value) if value is not None and not isinstance(value, bool) else 0
+    except (TypeError, ValueError, OverflowError):  # int(inf): OverflowError
         return 0
+    return number if -_INT64 < number < _INT64 else 0
 
 
-def _float(value: Any) -> float:
-    try:
-        return float(value) if value is not None and not isinstance(value, bool) else 0.0
-    except (TypeError, ValueError):
+def count(value: Any) -> int:
+    """A recorded count that may be written as a float or a numeric string ("12.0")."""
+    return _int(finite(value))
+
+
+def finite(value: Any) -> float:
+    """A recorded amount as a finite float; anything else (Infinity, NaN, text) is 0."""
+    if value is None or isinstance(value, bool):
         return 0.0
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return 0.0
+    return number if math.isfinite(number) else 0.0
+
+
+_INT64 = 2**63
 
 
 def _iso_ns(value: Any) -> int:
-    from datetime import datetime
+    """An ISO 8601 time as nanoseconds since the epoch; one without a zone is UTC (LangSmith
+    writes them so), never the machine's local time."""
+    from datetime import UTC, datetime
 
     if not isinstance(value, str) or not value:
         return 0
     try:
-        return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1e9)
-    except ValueError:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        return int(moment.timestamp() * 1e9)
+    except (ValueError, OverflowError, OSError):
         return 0
 
 
