@@ -78,9 +78,10 @@ def logical_lines(text: str) -> list[str]:
 
 
 def makefile_recipe(checkout: Path, target: str) -> list[str]:
-    """What `make TARGET` runs, without running it (setup is assumed done: .venv is linked)."""
+    """What `make TARGET` runs, without running it (setup is assumed done: .venv is linked).
+    `--no-print-directory`: under `make test` (CI) a nested make would print directory lines."""
     done = subprocess.run(
-        ["make", "-n", "--assume-old=.venv/.installed", target],
+        ["make", "-n", "--no-print-directory", "--assume-old=.venv/.installed", target],
         cwd=checkout,
         capture_output=True,
         text=True,
