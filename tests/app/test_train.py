@@ -359,7 +359,8 @@ def test_cost_budget_stops_cleanly_and_resume_continues(fresh_ws, config_file, t
 
 def test_demo_command_prints_the_curve_and_the_sim_notice(tmp_path):
     ws = tmp_path / "demo"
-    proc = run_cli("demo", "--workspace", str(ws), "--no-progress")
+    # two epochs of the demo's four: the whole demo runs in tests/test_packaging.py
+    proc = run_cli("demo", "--workspace", str(ws), "--no-progress", "--set", "epochs=2")
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "learning curve" in out and "epoch 1: val" in out
@@ -373,7 +374,8 @@ def test_demo_command_prints_the_curve_and_the_sim_notice(tmp_path):
     assert any(
         s["action"] == "reject" and any(d in json.dumps(s["edits"]) for d in decoys) for s in steps
     ), "no harmful (decoy) edit was rejected"
-    proc = run_cli("demo", "--workspace", str(ws), "--no-progress")  # archives the old one
+    proc = run_cli("demo", "--workspace", str(ws), "--no-progress", "--set", "epochs=1")
+    # the second demo archives the first
     assert proc.returncode == 0
     assert list(tmp_path.glob("demo.archived-*"))
 

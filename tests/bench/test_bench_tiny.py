@@ -36,7 +36,7 @@ SLOW = {
     "skills_progressive": "three trainings",
     "tui_load": "builds a workspace, then paints every TUI screen",
     "gate_validity": "its exact dynamic programmes do not shrink with --tiny",
-    "ingest_train": "eight ingests, inits and trainings as CLI processes",
+    "ingest_train": "three ingests, inits and trainings as CLI processes",
 }
 
 
