@@ -30,6 +30,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -114,6 +115,14 @@ def parse(output: str) -> list[Figure]:
         if m := RESULT.match(line.strip()):
             figures.append(Figure(*m.groups()))
     return figures
+
+
+def without_machine_paths(text: str) -> str:
+    """A bench's output with this checkout's path made relative (`store/...`) and temporary
+    folders named `<tmp>`: the table is committed, a machine's paths are not."""
+    text = text.replace(f"{ROOT}{os.sep}", "").replace(str(ROOT), ".")
+    tmp = re.escape(tempfile.gettempdir() + os.sep)
+    return re.sub(tmp + r"[^\s/:'\"]+", "<tmp>", text)
 
 
 def run_one(name: str, timeout: float, tiny: bool = False) -> Outcome:
@@ -268,7 +277,7 @@ def render(
             f"<details><summary>{o.name}: {o.status}, {o.seconds:.0f} s</summary>",
             "",
             "```text",
-            o.output.rstrip().replace("```", "'''"),
+            without_machine_paths(o.output.rstrip()).replace("```", "'''"),
             "```",
             "",
             "</details>",
