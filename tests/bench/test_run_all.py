@@ -2,23 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import tempfile
 from pathlib import Path
 
+from tests.bench.test_bench_tiny import _run_all_module
+
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _run_all():
-    spec = importlib.util.spec_from_file_location(
-        "bench_run_all_paths", ROOT / "bench" / "run_all.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_bench_output_keeps_no_machine_path() -> None:
@@ -28,7 +17,7 @@ def test_bench_output_keeps_no_machine_path() -> None:
         f"{ROOT}/store/questions/sim-basic/questions.jsonl:1: warning: ...\n"
         f"wrote {tmp}/bench-ingest-abc123/ws/harness.db and {ROOT}"
     )
-    cleaned = _run_all().without_machine_paths(output)
+    cleaned = _run_all_module().without_machine_paths(output)
     assert str(ROOT) not in cleaned and f"{tmp}/" not in cleaned
     assert "benchmark sim-basic (store/questions/sim-basic, format_version 1)" in cleaned
     assert "store/questions/sim-basic/questions.jsonl:1: warning" in cleaned
