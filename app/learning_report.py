@@ -93,10 +93,15 @@ def _task_types(log: LogReader, like: str) -> set[str]:
 
 
 def _questions(root: Path) -> list[Question]:
+    """The frozen benchmark's questions, each in the family the gate counted it in (its own
+    unit when the benchmark declares a family's units independent, `family_units`)."""
     try:
-        return list(load_benchmark(root / "questions").questions)
+        bench = load_benchmark(root / "questions")
     except Exception:  # a report never fails on the frozen benchmark: its tests are skipped
         return []
+    if bench.independent_units:
+        return [replace(q, family=q.unit_id) for q in bench.questions]
+    return list(bench.questions)
 
 
 def _gate_families(root: Path) -> list[Any]:

@@ -9,6 +9,8 @@ momentum block, removes the H1 title or empties the skill. Pure: no I/O, never e
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import re
 from collections.abc import Sequence
@@ -948,3 +950,13 @@ def consolidate_appendix(text: str, max_lines: int) -> tuple[str, int]:
     overflow = _appendix_overflow(kept, kept_layout, kept_skip, max_lines)
     final = [line for i, line in enumerate(kept) if i not in overflow]
     return "\n".join(final), len(drop) + len(overflow)
+
+
+def edit_set_key(edits: Sequence[Edit]) -> str:
+    """One hypothesis per set of changes: the same edits proposed again, in any order and with
+    any rationale or priority, give the same key (whitespace at the ends of texts ignored)."""
+    parts = sorted(
+        json.dumps([e.op, e.section.strip(), e.content.strip(), e.old.strip(), e.new.strip()])
+        for e in edits
+    )
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]

@@ -27,7 +27,8 @@ over (W', L', n) is exact there):
 - E_win ≥ threshold                      -> "accept",  stop_reason "confirmed"
 - E_harm ≥ e_rollback                    -> "reject",  stop_reason "harm"
 - E_harm ≥ e_futility (off by default)   -> "reject",  stop_reason "futility"
-- no net win (W' ≤ L') once max(futility_min, futility_share·horizon) families are in
+- no net win (W' ≤ L') once max(futility_min, futility_share·horizon) families of this
+  segment are in (a test resumed later, `resume`, gets a fresh look)
                                          -> "reject",  stop_reason "futility"
   (saves the units a no-effect edit would spend until curtailment; the power it costs is
   measured in bench/gate_validity.py)
@@ -64,24 +65,31 @@ no guarantee by itself; it is an edit on probation. What is not guaranteed: that
 edit helps on questions unlike the benchmark's.
 
 Measured by bench/gate_validity.py with the defaults (exact DP where the decision depends on
-counts only, seeded Monte Carlo otherwise): false accepts at most 0.0497 (accepted or kept;
-0.0492 at the gate) over discordance 0.02-1 x n_max 20/60/200, 0.030 through the real ladders
-built from noisy baselines, at most 0.049 with families of 3 and 10 sharing outcomes, at most
-0.027 for a consistency-only candidate (families of 3 and 5, accuracy 0.7 and 0.5; the sign
-rule: 0.63); kept provisional accepts at most 0.007. "rounded" against "mean" (power, d 0.3 and
-P(W | discordant) 0.7 per unit): with independent units in a family "mean" is stronger on long
-ladders (families of 3: 0.50 vs 0.32 at horizon 60, 0.99 vs 0.92 at 200) and weaker on short
-ones (0.006 vs 0.08 at 20); with units sharing their outcome, and for single units, "rounded"
-is stronger everywhere (the exact level against Ville's: 0.08 vs 0.03 at 20, 0.27 vs 0.22 at
-60), but with singletons "mean" takes the same exact level, so it loses nothing there. On the
-built-in world at 216 units per type (ladders of 30-50 families of 3 units whose units need
-different rules) "mean" learns far more (final test 0.81 vs 0.60 for world 7,
-bench/acceptance_large.py), hence "mean" by default. On sim-basic (72 units) neither can
-confirm a one-rule edit: it moves a family by d = 1/3, P(d ≥ 1/3) can be 3/4 per family under
-the null, so any level-0.05 test needs at least 11 such families in a row (0.75^10 > 0.05), and
-a ladder there holds 10-18. The price: power 0.83 at n_max 200, discordance 0.3, P(W | discordant) 0.7 (a fixed McNemar test on
-all 200 units: 0.92), and between 0.67x and 1.3x a fixed McNemar test's power at the gate's
-expected number of units.
+counts only, seeded Monte Carlo otherwise): false accepts at most 0.048 (accepted or kept)
+over discordance 0.02-1 x n_max 20/60/200, 0.035 through the real ladders built from noisy
+baselines, at most 0.048 with families of 3 and 10 sharing outcomes, at most 0.031 for a
+consistency-only candidate (families of 3 and 5, accuracy 0.7 and 0.5; the old sign rule:
+0.53); kept provisional accepts at most 0.007; a slightly harmful edit (P(W | discordant) 0.45)
+at most 0.024. "rounded" against "mean" (power, d 0.3 and P(W | discordant) 0.7 per unit): with
+independent units in a family "mean" is stronger on long ladders (families of 3: 0.66 vs 0.37
+at horizon 60, 0.99 vs 0.89 at 200) and weaker on short ones (0.05 vs 0.15 at 20); with units
+sharing their outcome "rounded" is stronger, and with singletons both take the same exact
+level, hence "mean" by default.
+
+The bet (core.stats.MIXTURE_BETS) is an equal mixture of λ = 0.35, 0.65 and 0.95. The λ = 0.95
+part is what confirms a small edit on a short ladder: 6 straight single-unit wins, or 6
+families of 3 each won by all its units (14 each won by one unit, d = 1/3, where any valid test
+of the family null needs at least 11: P(d ≥ 1/3) can be 3/4 per family under it, and
+0.75^10 > 0.05). The price is power on long ladders whose wins and losses mix: 0.77 at n_max
+200, discordance 0.3, P(W | discordant) 0.7 (a fixed McNemar test on all 200 units: 0.92),
+and down to 0.84x a fixed McNemar test's power at the gate's expected number of units.
+
+Families or units. A benchmark that declares a family's units independent
+(`family_units = "independent"`, docs/benchmarks.md) has every unit counted as its own family
+by the harness (app/harness/training/gate_ladder.py `evidence_group`), so the tests are
+`singletons` at the exact level and the null reads per unit. Declared falsely for
+near-duplicates that share an outcome, a family counts several times and the bound fails
+(bench/gate_validity.py case 8 measures by how much).
 """
 
 from __future__ import annotations
@@ -518,6 +526,9 @@ class SequentialGate:
         self._no_signal_after = self.params.no_signal_after(self.horizon)
         self._ev = _Evidence(self.params)
         self.n = 0  # families observed
+        # where this segment of the test began (`resume`): the no-signal stop looks at a
+        # segment's own families, so a test that goes on later gets a fresh look
+        self.segment_start = 0
         self.units = 0
         self.decision: GateAction | None = None
         self.stop_reason: GateStopReason | None = None
@@ -603,7 +614,7 @@ class SequentialGate:
             self._stop(GateAction.REJECT, GateStopReason.FUTILITY, GateEndedBy.THRESHOLD)
         elif (
             self._no_signal_after is not None
-            and self.n >= self._no_signal_after
+            and self.n - self.segment_start >= self._no_signal_after
             and self.bet_W <= self.bet_L
             and self.n < self.horizon
         ):
@@ -679,6 +690,7 @@ class SequentialGate:
         gate.threshold = float(state["threshold"])
         gate._ev.restore(state["evidence"])
         gate.n, gate.units = int(state["n"]), int(state["units"])
+        gate.segment_start = gate.n
         return gate
 
     def state(self) -> dict[str, Any]:

@@ -158,6 +158,7 @@ def test_checker_default_applies_to_rows_without_a_checker(tmp_path: Path) -> No
         (TOML + "[checker]\npass_threshold = 2.0\n", "key 'checker.pass_threshold'"),
         (TOML + "[checker]\nrubrik = 'x'\n", "key 'checker.rubrik': unknown key"),
         (TOML + "description = 5\n", "key 'description': must be a string"),
+        (TOML + 'family_units = "loose"\n', "key 'family_units'"),
     ],
 )
 def test_benchmark_toml_errors_name_the_key(tmp_path: Path, toml: str, fragment: str) -> None:
@@ -190,3 +191,15 @@ def test_unknown_keys_are_shown_few_and_short() -> None:
     assert len(shown) == 6 and shown[-1] == "and 3 more"
     assert all(len(k) <= 44 for k in shown[:5])
     assert unknown_row_keys({**GOOD, "anwser": "x"}) == ["'anwser' (did you mean 'answer'?)"]
+
+
+def test_family_units_declares_a_familys_units_independent(tmp_path: Path) -> None:
+    rows = [{**GOOD, "question_id": f"q{i}", "family": "f"} for i in range(3)]
+    assert not load_benchmark(write(tmp_path / "a", rows)).independent_units  # the default
+    toml = TOML + 'family_units = "independent"\n'
+    assert load_benchmark(write(tmp_path / "b", rows, toml)).independent_units
+    near = TOML + 'family_units = "near-duplicates"\n'
+    assert not load_benchmark(write(tmp_path / "c", rows, near)).independent_units
+    # the simulated worlds draw every answer per question: their benchmarks say so
+    for name in ("sim-basic", "sim-large", "sim-judged"):
+        assert load_benchmark(builtin_store() / "questions" / name).independent_units

@@ -46,6 +46,7 @@ SQL = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE|PRAGMA|CREATE|WHERE)\b")
 # Names that look like settings in strings but are something else, with where they live.
 NOT_CONFIG = {
     "answer_fallbacks": "a benchmark.toml key, checked by app/harness/workspace/store.py",
+    "family_units": "a benchmark.toml key (app/harness/workspace/benchmark_format.py)",
     "val_acc": "a report label",
     "with_calls": "a Python keyword argument in a docstring",
     "busy_timeout": "an SQLite pragma",

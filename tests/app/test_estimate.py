@@ -109,7 +109,7 @@ def test_estimate_warns_as_validate_benchmark_when_no_realistic_edit_can_be_conf
     tmp_path: Path, capsys
 ) -> None:
     """16 families of 3 per task type (12 in the gate's pools): enough for some edit to be
-    accepted, not for a one-rule edit (d = 1/3 a family: 18 needed). Both commands say so in
+    accepted, not for a one-rule edit (d = 1/3 a family: 14 needed). Both commands say so in
     the same words (core/benchmark_checks.py `check_edit_power`)."""
     bench = tmp_path / "store" / "questions" / "fam"
     bench.mkdir(parents=True)
@@ -135,7 +135,7 @@ def test_estimate_warns_as_validate_benchmark_when_no_realistic_edit_can_be_conf
         for x in validated.splitlines()
         if "no_realistic_edit" in x
     ]
-    assert len(messages) == 2 and "needs 18 such families" in messages[0]
+    assert len(messages) == 2 and "needs 14 such families" in messages[0]
     ws = str(tmp_path / "ws")
     assert main(["init", "-w", ws, "--questions", "fam", "--store", store]) == 0
     capsys.readouterr()

@@ -9,11 +9,16 @@ import json
 import sqlite3
 from pathlib import Path
 
-from app.harness.training.continuation import first_segment_gate, goes_on, resumed_gate
+from app.harness.training.continuation import (
+    first_segment_gate,
+    goes_on,
+    pools_evidence,
+    resumed_gate,
+)
 from app.harness.training.gate_ladder import Ladder
-from app.harness.training.train_state import Continuation, TrainState
-from core.evolution.edits import Edit
-from core.evolution.gate import GateAction, GateDecision, GateParams
+from app.harness.training.train_state import Continuation, PooledTest, TrainState
+from core.evolution.edits import Edit, edit_set_key
+from core.evolution.gate import GateAction, GateDecision, GateParams, SequentialGate
 from tests.support.training import train_on_sim_basic
 
 CONFIG = "epochs = 2\nbatch_size = 48\nedit_budget_start = 3\nconcurrency = 8\n[gate]\nn_max = 4\n"
@@ -64,11 +69,12 @@ def test_continuations_survive_the_checkpoint_state() -> None:
             "baseline_versions": {},
         }
     )
-    assert (state.shown_units, state.continuations) == ([], {})  # an older checkpoint
+    assert (state.shown_units, state.continuations, state.pooled) == ([], {}, {})  # older
     state.show(["u2", "u1"])
     state.continuations["t"] = Continuation(
         "t", "t.md", "A", "A2", (edit,), {"n": 4, "horizon": 30}, ("u1", "u3"), 1, 2, 1
     )
+    state.pooled["t"] = {edit_set_key([edit]): PooledTest({"n": 12, "horizon": 40}, ("u4",), 2)}
     again = TrainState.from_dict(json.loads(json.dumps(state.to_dict())))
     assert again == state
     assert again.shown_units == ["u1", "u2"]
@@ -105,3 +111,57 @@ def test_a_promising_test_goes_on_over_fresh_families(tmp_path: Path) -> None:
         assert r["threshold"] == chain[0]["threshold"] == params.accept_level(chain[0]["horizon"])
         earlier = set().union(*(units.get(p["gate_run_id"], set()) for p in chain))
         assert not earlier & units.get(r["gate_run_id"], set())  # never a family twice
+
+
+def test_only_a_test_stopped_for_want_of_a_signal_is_kept_for_a_reproposal() -> None:
+    params = GateParams(curtail=False)
+    gate = SequentialGate(params, horizon=60)
+    for i in range(20):  # ties: the no-signal stop at 20 of 60
+        gate.observe(f"u{i}", True, True)
+    quiet = gate.finish()
+    assert quiet.ended_by == "no_signal" and pools_evidence(quiet, gate.state())
+    assert not pools_evidence(quiet, None)  # not an eprocess test
+    losing = SequentialGate(params, horizon=60)
+    for i in range(20):  # more losses than wins: its edits are blacklisted
+        losing.observe(f"u{i}", i < 2, i >= 19)
+    assert not pools_evidence(losing.finish(), losing.state())
+    harm = SequentialGate(params, horizon=60)
+    while harm.decision is None:
+        harm.observe(f"u{harm.n}", True, False)
+    assert not pools_evidence(harm.finish(), harm.state())  # harm shown: final
+    whole = SequentialGate(GateParams(futility_share=0.0, curtail=False), horizon=5)
+    for i in range(5):
+        whole.observe(f"u{i}", True, True)
+    assert not pools_evidence(whole.finish(), whole.state())  # its horizon is used up
+
+
+def test_a_reproposed_edit_set_goes_on_over_units_it_never_observed(tmp_path: Path) -> None:
+    """Trained on sim-basic for 4 epochs: an edit set rejected for want of a signal is kept,
+    and when the evolver proposes it again its test goes on at its first level, over units
+    none of its earlier segments observed."""
+    ws = train_on_sim_basic(tmp_path, CONFIG.replace("epochs = 2", "epochs = 4").split("[gate]")[0])
+    with sqlite3.connect(ws / "harness.db") as conn:
+        reports = [json.loads(r) for (r,) in conn.execute("SELECT report_json FROM step_reports")]
+        units: dict[str, set[str]] = {}
+        for run_id, unit in conn.execute("SELECT run_id, unit_id FROM gate_evidence"):
+            units.setdefault(run_id, set()).add(unit)
+    tested = [r for r in reports if r.get("gate_run_id")]
+    assert any("kept: its test goes on" in r["summary"] for r in tested)
+    resumed = [r for r in tested if "went on from" in r["summary"]]
+    assert resumed, "no edit set was proposed again"
+
+    def key(report: dict) -> str:
+        return edit_set_key([Edit.from_dict(e) for e in report["edits"]])
+
+    for r in resumed:
+        earlier = [
+            p
+            for p in tested
+            if p["task_type"] == r["task_type"]
+            and key(p) == key(r)
+            and (p["epoch"], p["step"]) < (r["epoch"], r["step"])
+        ]
+        assert earlier and all("kept: its test goes on" in p["summary"] for p in earlier[-1:])
+        assert r["threshold"] == earlier[0]["threshold"]
+        seen = set().union(*(units[p["gate_run_id"]] for p in earlier))
+        assert not seen & units[r["gate_run_id"]]  # never a unit twice

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from app.harness.training.gate_ladder import BaselineCache, GatePools, Ladder
+from app.harness.training.gate_ladder import BaselineCache, GatePools, Ladder, evidence_group
 from core.types import Question, QuestionUnit
 
 
@@ -108,3 +108,24 @@ def test_baseline_cache_round_trip(tmp_path: Path) -> None:
     data = json.loads(path.read_text())
     assert data["entries"] == {"v3|v1|u1": True, "v3|v1|u2": False, "v4|v1|u1": False}
     assert list(data["entries"]) == sorted(data["entries"])
+
+
+def test_independent_units_are_each_their_own_observation() -> None:
+    """A benchmark that declares a family's units independent (`family_units`): the split
+    kept families whole, but the gate counts units, and a shown unit leaves only itself out."""
+    units = [unit(f"a{i:02d}", family=f"a-f{i // 3}") for i in range(24)]
+    assert evidence_group(units[4], False) == "a-f1" and evidence_group(units[4], True) == "a04"
+    test = {"a00", "a01", "a02"}
+    validation = {f"a{i:02d}" for i in range(18, 24)}
+    pools = GatePools.build(units, validation, test, seed=1, independent_units=True)
+    a = pools.families["a"]
+    assert sorted(a["diagnosis"]) == [f"a{i:02d}" for i in range(3, 18)]
+    assert all(ids == [f] for f, ids in a["diagnosis"].items())
+    assert pools.group_of("a")["a19"] == "a19"
+    ladder = pools.ladder_for("a", {"a04"}, key="k")
+    kept = {f for f, _ in ladder.stage1}
+    assert "a04" not in kept and {"a03", "a05"} <= kept  # its family-mates stay
+    # near-duplicates (the default): the whole family is one observation, left out together
+    near = GatePools.build(units, validation, test, seed=1)
+    assert near.group_of("a")["a04"] == "a-f1"
+    assert "a-f1" not in {f for f, _ in near.ladder_for("a", {"a04"}, key="k").stage1}

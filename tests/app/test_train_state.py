@@ -58,7 +58,7 @@ def test_an_old_checkpoint_state_loads_typed(old: dict) -> None:
 
 
 # Added since that checkpoint was written: an old state loads them empty.
-ADDED_SINCE = {"shown_units": [], "continuations": {}, "baseline_scores": {}}
+ADDED_SINCE = {"shown_units": [], "continuations": {}, "baseline_scores": {}, "pooled": {}}
 
 
 def test_an_old_checkpoint_state_is_written_back_unchanged(old: dict) -> None:

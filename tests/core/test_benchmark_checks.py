@@ -223,7 +223,7 @@ def _real_gate_accepts(k: int, units_per_family: int) -> bool:
     return False
 
 
-@pytest.mark.parametrize(("units", "needed"), [(1, 5), (3, 7)])
+@pytest.mark.parametrize(("units", "needed"), [(1, 5), (3, 6)])
 def test_gate_min_families_is_what_the_real_default_gate_needs(units: int, needed: int) -> None:
     assert gate_min_families(GateParams(), singletons=units == 1) == needed
     assert not _real_gate_accepts(needed - 1, units)
@@ -255,9 +255,9 @@ def test_gate_families_at_effect_is_what_the_real_gate_needs_at_that_effect() ->
     assert needed is not None and needed > gate_min_families(params, True)  # type: ignore[operator]
     assert _real_gate_accepts_pattern(needed, [None, True])
     assert not _real_gate_accepts_pattern(needed - 1, [None, True])
-    # 5 won and 1 lost of 9 (a gate test report's W and L): far more than the 7 all won
-    assert gate_families_at_effect(params, 5, 1, 9, False) == 27
-    assert gate_families_at_effect(params, 5, 1, 9, True) == 18
+    # 5 won and 1 lost of 9 (a gate test report's W and L): far more than the 6 all won
+    assert gate_families_at_effect(params, 5, 1, 9, False) == 21
+    assert gate_families_at_effect(params, 5, 1, 9, True) == 19
     # no positive effect: no number of families accepts
     assert gate_families_at_effect(params, 3, 3, 9, True) is None
     assert gate_families_at_effect(params, 0, 0, 0, True) is None
@@ -271,8 +271,8 @@ def test_pools_too_small_fires_below_the_bound_and_below_the_gates_need() -> Non
     per_type = [
         GateFamilies("few", 4, singletons=True),  # 2^-4 > 0.05: no test at all can accept
         GateFamilies("enough", 5, singletons=True),
-        GateFamilies("groups", 6, singletons=False),  # the gate needs 7 such families
-        GateFamilies("many", 7, singletons=False),
+        GateFamilies("groups", 5, singletons=False),  # the gate needs 6 such families
+        GateFamilies("many", 6, singletons=False),
     ]
     found = check_gate_power(per_type)
     assert [(f.defect, f.task_type) for f in found] == [
@@ -280,7 +280,7 @@ def test_pools_too_small_fires_below_the_bound_and_below_the_gates_need() -> Non
         (Defect.POOLS_TOO_SMALL, "groups"),
     ]
     assert all(f.severity is Severity.WARNING for f in found)
-    assert "fewer than 5" in found[0].message and "needs 7" in found[1].message
+    assert "fewer than 5" in found[0].message and "needs 6" in found[1].message
 
 
 def test_pools_too_small_follows_the_level_and_n_max() -> None:
@@ -292,20 +292,20 @@ def test_pools_too_small_follows_the_level_and_n_max() -> None:
 
 def test_a_one_rule_edit_needs_its_families_in_the_gate_pools() -> None:
     """The gate's own e-process, fed families each won by one fixed unit (d = 1/k): families
-    of 3 need 18 (so sim-basic's 18 in the pools, one of them shown to the evolver, warn and
-    sim-large's 54 do not), single units 5 and scored single units 7 (Ville's level)."""
+    of 3 need 14 (so 13 such families warn and sim-large's 54 do not), single units 5 and
+    scored single units 6 (Ville's level)."""
     params = GateParams()
-    assert families_for_one_rule_edit([3] * 54, params) == 18
+    assert families_for_one_rule_edit([3] * 54, params) == 14
     assert families_for_one_rule_edit([1] * 18, params) == 5
-    assert families_for_one_rule_edit([1] * 18, params, singletons=False) == 7
+    assert families_for_one_rule_edit([1] * 18, params, singletons=False) == 6
     assert families_for_one_rule_edit([], params) is None
-    per_type = [GateFamilies("basic", 18, False), GateFamilies("large", 54, False)]
-    sizes = {"basic": [3] * 18, "large": [3] * 54}
+    per_type = [GateFamilies("basic", 13, False), GateFamilies("large", 54, False)]
+    sizes = {"basic": [3] * 13, "large": [3] * 54}
     (finding,) = check_edit_power(per_type, sizes, params)
     assert finding.task_type == "basic" and finding.defect is Defect.NO_REALISTIC_EDIT
     assert "no realistic edit can be confirmed" in finding.message
-    assert "needs 18 such families" in finding.message and "at most 17" in finding.message
-    assert check_edit_power([GateFamilies("t", 19, False)], {"t": [3] * 19}, params) == []
+    assert "needs 14 such families" in finding.message and "at most 12" in finding.message
+    assert check_edit_power([GateFamilies("t", 15, False)], {"t": [3] * 15}, params) == []
     # a task type whose pools are too small for any edit is named once, by check_gate_power
     assert check_edit_power([GateFamilies("t", 3, True)], {"t": [1] * 3}, params) == []
 
@@ -314,14 +314,14 @@ def test_families_at_mean_effect_is_what_the_real_gate_needs_for_families_of_sev
     None
 ):
     params = GateParams()
-    # a one-rule edit on families of 3: d = 1/3, the same 18 the one-rule check finds by
+    # a one-rule edit on families of 3: d = 1/3, the same 14 the one-rule check finds by
     # running the gate on real 3-unit families
     assert families_at_mean_effect(params, 1 / 3) == families_for_one_rule_edit([3] * 54, params)
-    assert families_at_mean_effect(params, 1 / 3) == 18
+    assert families_at_mean_effect(params, 1 / 3) == 14
     assert families_at_mean_effect(params, 1.0) == families_for_one_rule_edit(
         [1] * 18, params, False
     )
     # a weaker effect needs more; none and a negative one can never be confirmed
-    assert families_at_mean_effect(params, 0.2) > 18
+    assert families_at_mean_effect(params, 0.2) > 14
     assert families_at_mean_effect(params, 0.0) is None
     assert families_at_mean_effect(params, -0.3) is None

@@ -23,6 +23,7 @@ from core.evolution.edits import (
     apply_edits,
     check_target,
     consolidate_appendix,
+    edit_set_key,
     format_blacklist,
     momentum_inner,
     parse_edits,
@@ -1025,3 +1026,12 @@ def test_consolidate_zero_lines_and_nested_bullets() -> None:
 
 def test_consolidate_no_change() -> None:
     assert consolidate_appendix(SKILL, 5) == (SKILL, 0)
+
+
+def test_edit_set_key_is_one_hypothesis_per_set_of_changes() -> None:
+    a = Edit(op="add", section="Rules", content="- rule A", rationale="x", priority=1.0)
+    b = Edit(op="add", section="Rules", content="- rule B")
+    again = Edit(op="add", section="Rules", content="  - rule A\n", rationale="y", priority=5.0)
+    assert edit_set_key([a, b]) == edit_set_key([b, again])  # order, rationale, priority
+    assert edit_set_key([a]) != edit_set_key([a, b])
+    assert edit_set_key([a]) != edit_set_key([Edit(op="add", section="Style", content="- rule A")])

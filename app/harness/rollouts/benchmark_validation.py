@@ -98,7 +98,7 @@ def gate_families(benchmark: Benchmark) -> list[GateFamilies]:
     pool_of = pool_of_question(benchmark)
     in_gate = [q for q in benchmark.questions if pool_of[q.question_id] in GATE_POOLS]
     units_of: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
-    family_of = {q.unit_id: q.family for q in in_gate}
+    family_of = _observation_of(in_gate, benchmark.independent_units)
     scored: set[str] = set()
     for unit in build_units(in_gate):
         units_of[unit.task_type][family_of[unit.unit_id]].add(unit.unit_id)
@@ -120,11 +120,17 @@ def gate_family_sizes(benchmark: Benchmark) -> dict[str, list[int]]:
     """Per task type, the units of each family in the gate's pools."""
     pool_of = pool_of_question(benchmark)
     in_gate = [q for q in benchmark.questions if pool_of[q.question_id] in GATE_POOLS]
-    family_of = {q.unit_id: q.family for q in in_gate}
+    family_of = _observation_of(in_gate, benchmark.independent_units)
     units: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for unit in build_units(in_gate):
         units[unit.task_type][family_of[unit.unit_id]] += 1
     return {t: sorted(per.values()) for t, per in units.items()}
+
+
+def _observation_of(questions: list[Question], independent_units: bool) -> dict[str, str]:
+    """unit id -> what the gate counts as one observation: the unit's family, or the unit
+    itself when the benchmark declares a family's units independent (`family_units`)."""
+    return {q.unit_id: q.unit_id if independent_units else q.family for q in questions}
 
 
 def power_findings(benchmark: Benchmark, params: GateParams | None = None) -> list[Finding]:

@@ -23,7 +23,19 @@ the gate's bound (core/evolution/gate.py) — under its assumptions, with the nu
 family: for each family, given everything before, the edit applied to the versions current
 when that family is evaluated wins it no more often than it loses it (other task types' files
 may change between segments). Measured by bench/gate_validity.py `gate.validity.continued_test`.
-Not covered: an edit re-proposed by the evolver later is a new test at its own α.
+
+A re-proposed edit set goes on too (`pools_evidence`). A test that stopped for want of a signal
+(no net win after a third of its horizon: most often a one-rule edit whose units were all ties)
+with no more losses than wins is not blacklisted: its state and the units it observed are kept
+(`TrainState.pooled`, keyed by `core.evolution.edits.edit_set_key`). When the evolver proposes
+the same set again, its test goes on at its first level and horizon over units of the new
+ladder it never observed; the new ladder leaves out every unit shown to the evolver since, so
+it is part of the first ladder and the horizon holds. Whether the evolver proposes it again may
+depend on anything; the guarantee is the same as above (one e-process, no unit twice, at most H
+units), measured by `gate.validity.pooled_reproposal` (the evolver proposing a null edit again
+at every step). Before, such an edit was blacklisted: a one-rule edit had one test, and a test
+that happened to meet only ties lost the rule for the rest of the run. A test that showed
+harm, was curtailed, lost more than it won or used its whole horizon ends for good.
 
 When the pool holds at most n_max families (the defaults on every bench world), a test sees its
 whole ladder in one step and nothing changes: the level is the same, and a rejection is final.
@@ -40,6 +52,7 @@ from core.evolution.edits import EditReport
 from core.evolution.evolve import EvolutionRecord, EvolutionStatus, TargetKind
 from core.evolution.gate import (
     GateDecision,
+    GateEndedBy,
     GateParams,
     GateStopReason,
     SequentialGate,
@@ -78,6 +91,19 @@ def goes_on(decision: GateDecision, test: dict[str, Any] | None, observed_before
         and decision.stop_reason == GateStopReason.INSUFFICIENT_EVIDENCE
         and decision.W > decision.L
         and observed_before < decision.n_used < int(test["horizon"])
+    )
+
+
+def pools_evidence(decision: GateDecision, test: dict[str, Any] | None) -> bool:
+    """Whether a rejected test is kept for a re-proposal of the same edit set instead of
+    blacklisting its edits: it stopped short of its horizon for want of a signal (the no-signal
+    stop) with no more losses than wins. A test that showed harm, was curtailed (no accept
+    reachable within its horizon) or used its whole horizon is final."""
+    return (
+        test is not None
+        and decision.ended_by == GateEndedBy.NO_SIGNAL
+        and decision.W >= decision.L
+        and decision.n_used < int(test["horizon"])
     )
 
 

@@ -6,7 +6,9 @@ gate's guarantee holds (core/evolution/gate.py states it):
   any outcome: no unit is chosen or put first because the baseline happened to fail it, which
   would make regression to the mean look like an improvement; `[gate] ladder_order =
   "relevance"` then sorts stage 1 by a score of texts alone (core/evolution/relevance.py);
-- one entry per family (near-duplicate questions are one observation);
+- one entry per family (near-duplicate questions are one observation), or per unit when the
+  benchmark declares a family's units independent (`family_units = "independent"`,
+  docs/benchmarks.md; `evidence_group`): the pools were still split by family;
 - families holding a unit the evolver has been shown with its answer in this run are left out,
   for good: this step's case pack (the candidate was written from it) and every earlier one
   (`TrainState.shown_units`, kept exactly on resume). This is assumption (4) of the gate's
@@ -76,14 +78,17 @@ class GatePools:
         validation_unit_ids: set[str],
         test_unit_ids: set[str],
         seed: int = 1,
+        independent_units: bool = False,
     ) -> GatePools:
-        """Gate-eligible families per type (never a test unit), split by pool."""
+        """Gate-eligible families per type (never a test unit), split by pool. With
+        `independent_units` (the benchmark's `family_units = "independent"`) every unit is its
+        own observation: the pools were still split by family."""
         pools = cls(seed=seed)
         for unit in units:
             if unit.unit_id in test_unit_ids:
                 continue
             stage = "validation" if unit.unit_id in validation_unit_ids else "diagnosis"
-            family = unit.questions[0].family if unit.questions else unit.unit_id
+            family = evidence_group(unit, independent_units)
             by_stage = pools.families.setdefault(unit.task_type, {})
             by_stage.setdefault(stage, {}).setdefault(family, []).append(unit.unit_id)
         return pools
@@ -119,6 +124,11 @@ class GatePools:
         if relevance is not None:
             stage1 = by_relevance(stage1, relevance)
         return Ladder(stage1, stage("validation") if with_stage2 else ())
+
+    def group_of(self, task_type: str) -> dict[str, str]:
+        """unit id -> the observation (family, or the unit itself) it belongs to."""
+        by_stage = self.families.get(task_type, {})
+        return {u: f for fams in by_stage.values() for f, ids in fams.items() for u in ids}
 
     def to_dict(self) -> dict[str, Any]:
         return {"version": FORMAT_VERSION, "seed": self.seed, "families": self.families}
@@ -160,6 +170,14 @@ class GatePools:
         """The part of a diagnosis pool the evolver may be shown."""
         held = self.gate_only_units(share)
         return tuple(q for q in pool if q.unit_id not in held)
+
+
+def evidence_group(unit: QuestionUnit, independent_units: bool) -> str:
+    """The observation a unit belongs to for the gate: its family (near-duplicates are one
+    observation), or the unit itself when the benchmark declares a family's units independent."""
+    if independent_units or not unit.questions:
+        return unit.unit_id
+    return unit.questions[0].family or unit.unit_id
 
 
 def _split_rank(seed: int, task_type: str, family: str) -> str:

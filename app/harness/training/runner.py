@@ -436,7 +436,13 @@ class Runner:
         test_units = {q.unit_id for q in pools.test}
         unit_view = unit_correctness_view(gate_units, baseline)
         validation_ids = {q.unit_id for q in pools.validation}
-        gate_pools = GatePools.build(gate_units, validation_ids, test_units, seed=self.config.seed)
+        gate_pools = GatePools.build(
+            gate_units,
+            validation_ids,
+            test_units,
+            seed=self.config.seed,
+            independent_units=session.benchmark.independent_units,
+        )
         gate_pools.save(session.paths.gate_pools)
         cache = BaselineCache()  # the file is a mirror; the state comes from the checkpoint
         # a scored unit's gate outcome is its score (pass/fail units keep their correctness):

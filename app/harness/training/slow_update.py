@@ -398,9 +398,12 @@ def prompt_test(
     probability at most 1/e_confirm. Both runs cover the whole pool, so it costs no calls.
     """
     units = build_units(ctx.pools.validation)
+    # the gate's observations: families, or units when the benchmark declares them independent
+    group = {u: g for t in ctx.gate_pools.task_types for u, g in ctx.gate_pools.group_of(t).items()}
     by_family: dict[str, list[str]] = {}
     for u in units:
-        by_family.setdefault(u.questions[0].family or u.unit_id, []).append(u.unit_id)
+        fallback = u.questions[0].family or u.unit_id
+        by_family.setdefault(group.get(u.unit_id, fallback), []).append(u.unit_id)
     order = sorted(by_family.items())
     random.Random(f"{ctx.gate_pools.seed}:prompts:{key}").shuffle(order)
     base = unit_outcome_view(units, r.correctness, r.scores)

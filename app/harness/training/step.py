@@ -17,7 +17,7 @@ from app.harness.rollouts.model_io import no_tool_calls, record_attempts
 from app.harness.rollouts.session import Session
 from app.harness.rollouts.telemetry import calls_logged_as
 from app.harness.skills.activation import run_activation
-from app.harness.training.continuation import carried_record, goes_on
+from app.harness.training.continuation import carried_record, goes_on, pools_evidence
 from app.harness.training.observation import (
     current_step_activation,
     current_step_flags,
@@ -26,7 +26,13 @@ from app.harness.training.observation import (
     step_report,
     write_step_report,
 )
-from app.harness.training.train_state import Continuation, Probation, TrainContext, TrainState
+from app.harness.training.train_state import (
+    Continuation,
+    PooledTest,
+    Probation,
+    TrainContext,
+    TrainState,
+)
 from app.harness.training.triage_probe import probe_skill_gaps
 from app.harness.training.validate import GateSpec, ValidationOutcome, Validator, with_skill
 from app.harness.training.vocabulary import Count, SkipAction, StepAction
@@ -48,7 +54,13 @@ from core.evolution.diagnose import (
     raw_diagnoses,
     with_worked_examples,
 )
-from core.evolution.edits import Edit, RejectedEdit, apply_edits, consolidate_appendix
+from core.evolution.edits import (
+    Edit,
+    RejectedEdit,
+    apply_edits,
+    consolidate_appendix,
+    edit_set_key,
+)
 from core.evolution.evolve import (
     EvolutionRecord,
     EvolutionStatus,
@@ -549,16 +561,19 @@ def gate_spec(scope: StepScope, record: EvolutionRecord, pack: CasePack) -> Gate
     c = scope.ctx.config
     task_type = record.task_type
     carried = scope.state.continuations.get(task_type)
+    pooled = None if carried else pooled_test(scope.state, record)
     # A continued test's edit was not written from this step's pack (nothing was evolved), but
-    # it must never observe a family twice.
+    # it must never observe a family twice; nor may a pooled test (a re-proposed edit set).
     seen = carried.used_units if carried else pack.unit_ids
+    used = pooled.used_units if pooled else ()
     ladder = scope.ctx.gate_pools.ladder_for(
         task_type,
-        {*seen, *scope.state.shown_units},
+        {*seen, *used, *scope.state.shown_units},
         key=scope.prefix,
         with_stage2=task_type not in scope.state.probations,
         relevance=ladder_relevance(scope, record),
     )
+    resume = carried.test if carried else (pooled.test if pooled else None)
     return GateSpec(
         task_type=task_type,
         target_file=record.target_file,
@@ -568,9 +583,14 @@ def gate_spec(scope: StepScope, record: EvolutionRecord, pack: CasePack) -> Gate
         strategy=AcceptanceStrategy(c.gate.strategy),
         minibatch_k=c.gate.minibatch_k,
         # a test whose ladder n_max cut is one test over the whole ladder (continuation.py)
-        whole_horizon=len(ladder.families) if carried is None else 0,
-        resume=carried.test if carried else None,
+        whole_horizon=len(ladder.families) if resume is None else 0,
+        resume=resume,
     )
+
+
+def pooled_test(state: TrainState, record: EvolutionRecord) -> PooledTest | None:
+    """The kept test of this edit set, when the evolver proposed the same set before."""
+    return state.pooled.get(record.task_type, {}).get(edit_set_key(record.applied()))
 
 
 def settle(
@@ -590,13 +610,17 @@ def settle(
     paths = ctx.session.refresh_paths()
     new_version = None
     carried = state.continuations.pop(record.task_type, None)
+    key = edit_set_key(record.applied())
+    pooled = None if carried else state.pooled.get(record.task_type, {}).pop(key, None)
     origin = step_prefix(state.train_id, carried.epoch, carried.step) if carried else scope.prefix
-    note = ""
+    note = f"; went on from {pooled.segments} earlier test(s) of the same edits" if pooled else ""
     if d.accepted:
         new_version = accept(scope, record, outcome)
         ctx.log.set_result_version(origin + "evolve", record.task_type, new_version)
     elif goes_on(d, outcome.test_state, int(carried.test["n"]) if carried else 0):
         note = _continue_later(scope, record, outcome, carried)
+    elif carried is None and pools_evidence(d, outcome.test_state):
+        note += _pool(scope, record, outcome, pooled)
     else:
         _blacklist(
             scope, record.task_type, record.applied(), f"gate {d.stop_reason} (W={d.W}, L={d.L})"
@@ -638,7 +662,7 @@ def _continue_later(
 ) -> str:
     """Keep a rejected segment's test for a later step; returns the step report's note."""
     test = dict(outcome.test_state or {})
-    used = {*(carried.used_units if carried else ()), *outcome.candidate_correctness}
+    used = {*(carried.used_units if carried else ()), *outcome.observed_units}
     scope.state.continuations[record.task_type] = Continuation(
         task_type=record.task_type,
         target_file=record.target_file,
@@ -654,6 +678,22 @@ def _continue_later(
     scope.state.count(Count.CONTINUED)
     scope.state.count(Count.REJECTED)
     return f"; goes on in a later step ({test['n']}/{test['horizon']} families)"
+
+
+def _pool(
+    scope: StepScope, record: EvolutionRecord, outcome: ValidationOutcome, pooled: PooledTest | None
+) -> str:
+    """Keep a test that stopped for want of a signal, not blacklisting its edits: when the
+    evolver proposes the same set again, the test goes on (continuation.py `pools_evidence`)."""
+    used = {*(pooled.used_units if pooled else ()), *outcome.observed_units}
+    segments = pooled.segments + 1 if pooled else 1
+    by_key = scope.state.pooled.setdefault(record.task_type, {})
+    by_key[edit_set_key(record.applied())] = PooledTest(
+        test=dict(outcome.test_state or {}), used_units=tuple(sorted(used)), segments=segments
+    )
+    scope.state.count(Count.POOLED)
+    scope.state.count(Count.REJECTED)
+    return "; kept: its test goes on if the same edits are proposed again"
 
 
 def accept(scope: StepScope, record: EvolutionRecord, outcome: ValidationOutcome) -> str:

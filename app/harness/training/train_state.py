@@ -81,6 +81,17 @@ class Continuation:
     segments: int = 1
 
 
+@dataclass
+class PooledTest:
+    """The test of a rejected edit set that showed no harm: it goes on, over units it never
+    observed, when the evolver proposes the same set again (app/harness/training/continuation.py
+    `pools_evidence`)."""
+
+    test: dict[str, Any]  # SequentialGate.state() when the last segment ended
+    used_units: tuple[str, ...]  # every unit the test observed, sorted: never observed again
+    segments: int = 1
+
+
 class CheckpointStateError(ValueError):
     """A checkpoint's state does not have TrainState's shape; the message names the key."""
 
@@ -113,6 +124,8 @@ class TrainState:
     # A checkpoint written before this field existed loads it empty.
     shown_units: list[str] = field(default_factory=list)
     continuations: dict[str, Continuation] = field(default_factory=dict)  # by task type
+    # task type -> edit-set key (core/evolution/edits.py `edit_set_key`) -> its kept test
+    pooled: dict[str, dict[str, PooledTest]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -30,7 +30,7 @@ from app.harness.training.gate_ladder import BaselineCache, Family, Ladder
 from app.harness.workspace import killpoints
 from app.harness.workspace.log import HarnessLog
 from core.concurrency import fan_out
-from core.evolution.acceptance import AcceptanceRule, RuleSetup, make_rule
+from core.evolution.acceptance import AcceptanceRule, EProcessRule, RuleSetup, make_rule
 from core.evolution.gate import AcceptanceStrategy, GateDecision, GateParams, Pair
 from core.protocols import LLMProvider
 from core.types import Prediction, Question, QuestionUnit, StopReason
@@ -98,8 +98,9 @@ class ValidationOutcome:
     error_share: float = 0.0
     candidate_questions: dict[str, bool] = field(default_factory=dict)  # question_id -> correct
     stage2: tuple[Family, ...] = ()  # families a provisional accept leaves to its probation
-    test_state: dict[str, Any] | None = None  # a segment's test state (continuation.py)
+    test_state: dict[str, Any] | None = None  # an eprocess test's state (continuation.py)
     imputed_units: int = 0  # no verdict on a side: counted as the candidate's worst case
+    observed_units: tuple[str, ...] = ()  # every unit the rule used, imputed ones included
 
     @property
     def cand_acc(self) -> float | None:
@@ -122,6 +123,7 @@ class _Tally:
         self.answers: dict[str, bool] = {}
         self.unit_correct: dict[str, bool] = {}  # candidate pass/fail of every unit evaluated
         self.errors = self.total = self.imputed = 0
+        self.observed: list[str] = []
 
     @property
     def error_share(self) -> float:
@@ -134,6 +136,7 @@ class _Tally:
         units without a verdict are counted, and the gate took them as the candidate's worst
         case, core/evolution/gate.py `unit_difference`). cand/base are pass/fail."""
         for unit_id, base, cand in pairs:
+            self.observed.append(unit_id)
             if base is None or cand is None:
                 self.imputed += 1
                 continue
@@ -247,8 +250,9 @@ class Validator:
             error_share=tally.error_share,
             candidate_questions=tally.by_question,
             stage2=verdict.reserved,
-            test_state=rule.gate.state() if isinstance(rule, SegmentRule) else None,
+            test_state=rule.gate.state() if isinstance(rule, EProcessRule) else None,
             imputed_units=tally.imputed,
+            observed_units=tuple(tally.observed),
         )
 
     def _base_correct(self, unit_id: str) -> bool:

@@ -48,6 +48,9 @@ class Count(StrEnum):
     # Gate segments that ended W > L short of their horizon: the test goes on in a later step
     # (app/harness/training/continuation.py); also counted as rejected.
     CONTINUED = "continued"
+    # Rejected edit sets whose test is kept, not blacklisted: when the evolver proposes the
+    # same set again its test goes on (app/harness/training/continuation.py); also rejected.
+    POOLED = "pooled"
     ROLLED_BACK = "rolled_back"  # provisional accepts that failed their probation
     KEPT = "kept"  # provisional accepts that passed it
     SKIPPED = "skipped"

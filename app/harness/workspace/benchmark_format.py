@@ -15,7 +15,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -81,6 +81,11 @@ class BenchmarkToml(BaseModel):
     answer_fallbacks: Any = None
     checker: CheckerDefaults = Field(default_factory=CheckerDefaults)
     license: str | None = None  # SPDX expression (app/harness/data/licences.py reads it)
+    # What a family's units are to each other (docs/benchmarks.md): "near-duplicates" (the
+    # default) makes a family one observation for the gate; "independent" declares them
+    # separate draws, so the gate counts each unit (core/evolution/gate.py says what it costs
+    # when the declaration is wrong).
+    family_units: Literal["near-duplicates", "independent"] = "near-duplicates"
     # declared tools, tool faults and stateful fixtures: parsed by app/harness/tools/spec.py
     tools: Any = None
     faults: Any = None

@@ -46,6 +46,9 @@ class Benchmark:
     answer_fallbacks: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # The raw `tools`, `faults` and `fixtures` tables (parsed by app/harness/tools/spec.py)
     tool_tables: dict[str, Any] = field(default_factory=dict)
+    # `family_units = "independent"`: a family's units are separate draws, so the gate counts
+    # each unit (app/harness/training/gate_ladder.py); the split keeps families whole either way
+    independent_units: bool = False
 
 
 @dataclass(frozen=True)
@@ -151,6 +154,7 @@ def load_benchmark(path: Path) -> Benchmark:
         content_hash=hashlib.sha256(raw + json.dumps(meta, sort_keys=True).encode()).hexdigest(),
         answer_fallbacks=_answer_fallbacks(meta.get("answer_fallbacks"), meta_path, found),
         tool_tables={k: meta[k] for k in ("tools", "faults", "fixtures") if k in meta},
+        independent_units=parsed.family_units == "independent",
     )
 
 

@@ -98,6 +98,9 @@ def write_benchmark(world: World, out: Path, name: str) -> None:
         f'description = "Generated from simulated world {world.name!r} (seed {world.seed}); '
         f'{how}"\n'
         f'seed = 11\nlicense = "MIT"  # written for this repository (LICENSE)\n'
+        # every answer is drawn per question (app/providers/sim/provider.py `_agent_draw`): a
+        # family's three units need different rules and are not near-duplicates
+        f'family_units = "independent"\n'
         f"task_types = [{types}]\n\n[split]\n"
         "diagnosis = 0.5\nvalidation = 0.25\ntest = 0.25\n",
         encoding="utf-8",
