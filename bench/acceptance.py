@@ -118,6 +118,9 @@ USELESS_TARGETED = ("noisy0.3",)
 # the action of a step report whose gate ran (core/evolution/gate.py GateAction)
 GATE_ACTIONS = ("accept", "accept_provisional", "reject")
 FINAL_TEST_MARGIN = 0.03
+# where eprocess must close this share of the gap from the seed's skills to the oracle's
+HEADROOM_TARGETED = ("default",)
+HEADROOM_MIN = 0.8
 CALLS_RATIO_MAX = 1.5
 TINY_UNITS = 24  # --tiny: a world this small trains one epoch in seconds
 TAIL_LINES = 25
@@ -138,6 +141,7 @@ class Job:
     timeout: float
     keep: bool
     extra_sets: tuple[str, ...] = ()  # further `--set KEY=VALUE` for train (--tiny: epochs=1)
+    seed_name: str = SEED_NAME  # the store seed init starts from (an oracle run: its own)
 
     @property
     def label(self) -> str:
@@ -154,6 +158,7 @@ class Outcome:
     seconds: float
     error: str = ""
     final_test: float = math.nan
+    baseline_test: float = math.nan  # the seed's skills on the same test pool
     harmful: int = 0
     harmful_rules: list[str] = field(default_factory=list)
     harmful_proposed: int = 0  # distinct decoys the evolver proposed for a skill in the run
@@ -221,6 +226,38 @@ def generate_world(store: Path, seed: int, units: int) -> str:
     return name
 
 
+ORACLE = "oracle"  # the jobs that score the world's own rules (not a strategy)
+
+
+def write_oracle_seed(store: Path, seed: int, units: int) -> str:
+    """A copy of the starter seed that already knows world `seed`'s rules: every rule
+    statement in its task type's skill, the system rules in the system prompt, the
+    read_context rule in its tool prompt (what training can learn, and no more). Trained for
+    one epoch, its run's `baseline_test_accuracy` is the oracle on the same test pool."""
+    from app.providers.sim.world import SYSTEM_RULES, TOOL_RULE, build_world
+    from core.evolution.budget import resolve_skill_file
+
+    name = f"sim-oracle-w{seed}-u{units}"
+    seed_dir = store / "seeds" / name
+    shutil.copytree(store / "seeds" / SEED_NAME, seed_dir)
+    world = build_world(world_name(), seed, units)
+    skills = {p.name: "" for p in (seed_dir / "skills").glob("*.md")}
+    for task_type in sorted({r.task_type for r in world.rules.values()}):
+        # the file the task type reads (its own, else the shared default), as training edits it
+        path = seed_dir / "skills" / resolve_skill_file(task_type, skills)
+        rules = [r.statement for r in world.rules.values() if r.task_type == task_type]
+        text = path.read_text(encoding="utf-8").rstrip("\n")
+        path.write_text(text + "\n\n## Rules\n" + "".join(f"- {r}\n" for r in rules))
+    for rel, lines in (
+        ("prompts/system.md", [rule for _, rule in SYSTEM_RULES]),
+        ("prompts/tool_read_context.md", [TOOL_RULE]),
+    ):
+        path = seed_dir / rel
+        text = path.read_text(encoding="utf-8").rstrip("\n")
+        path.write_text(text + "\n" + "".join(f"- {line}\n" for line in lines))
+    return name
+
+
 # -- one training (runs in a pool worker) ----------------------------------------------------
 def train_one(job: Job) -> Outcome:
     start = time.perf_counter()
@@ -232,7 +269,7 @@ def train_one(job: Job) -> Outcome:
                 "init",
                 str(ws),
                 "--seed",
-                SEED_NAME,
+                job.seed_name,
                 "--questions",
                 job.questions,
                 "--store",
@@ -245,7 +282,7 @@ def train_one(job: Job) -> Outcome:
                 job, False, time.perf_counter() - start, f"init exited {code}:\n{tail(err or out)}"
             )
         sets = {
-            "gate.strategy": f'"{job.strategy}"',
+            "gate.strategy": f'"{gate_strategy(job)}"',
             "sim_world_seed": str(job.seed),
             "sim_units_per_type": str(job.units),
         }
@@ -327,6 +364,7 @@ def measure(job: Job, ws: Path, seconds: float) -> Outcome:
         True,
         seconds,
         final_test=float(final["test_accuracy"]),
+        baseline_test=float(final.get("baseline_test_accuracy", math.nan)),
         harmful=len(harmful),
         harmful_rules=harmful,
         harmful_proposed=len(proposed),
@@ -421,7 +459,7 @@ def check_config(conn: sqlite3.Connection, job: Job) -> None:
     recorded = json.loads(row[0] or "{}")
     config = {**recorded, **{f"gate.{k}": v for k, v in recorded.get("gate", {}).items()}}
     want = {
-        "gate.strategy": job.strategy,
+        "gate.strategy": gate_strategy(job),
         "sim_world_seed": job.seed,
         "sim_units_per_type": job.units,
         **{f"sim_{k}_share": v for k, v in job.shares().items()},
@@ -429,6 +467,11 @@ def check_config(conn: sqlite3.Connection, job: Job) -> None:
     wrong = {k: (config.get(k), v) for k, v in want.items() if config.get(k) != v}
     if wrong:
         raise ValueError(f"the train run recorded other settings (got, wanted): {wrong}")
+
+
+def gate_strategy(job: Job) -> str:
+    """What `[gate] strategy` a job trains with (an oracle run trains one epoch: any rule)."""
+    return "accept_all" if job.strategy == ORACLE else job.strategy
 
 
 def world_name() -> str:
@@ -460,6 +503,9 @@ def summarise(outcomes: list[Outcome], setting: str, strategy: str) -> dict:
         "missing": len(runs) - len(ok),
         "test": mean([o.final_test for o in ok]),
         "test_sd": sd([o.final_test for o in ok]),
+        "baseline": mean([o.baseline_test for o in ok]),
+        # runs in which a null edit was accepted or a decoy is in the final skills
+        "runs_false_accept": mean([float(o.null_accepted > 0 or o.harmful > 0) for o in ok]),
         "harmful": mean([o.harmful for o in ok]),
         "harmful_max": max((o.harmful for o in ok), default=math.nan),
         "proposed": mean([o.harmful_proposed for o in ok]),
@@ -517,6 +563,7 @@ def report_setting(outcomes: list[Outcome], setting: str, strategies: list[str])
         )
     )
     stats = {r: summarise(outcomes, setting, r) for r in strategies}
+    oracle = summarise(outcomes, setting, ORACLE)
     for r, s in stats.items():
         print(
             row.format(
@@ -555,8 +602,24 @@ def report_setting(outcomes: list[Outcome], setting: str, strategies: list[str])
         rate = s["null_accepted"] / s["null_tested"] if s["null_tested"] else math.nan
         # null edits accepted / tested: the rule's false-accept rate under the null, in training
         print(f"RESULT {name}.null_accept_rate {fmt(rate, 4)} rate")
+        print(f"RESULT {name}.runs_with_false_accept {fmt(s['runs_false_accept'], 2)} share")
+        if oracle["n"]:
+            gain = (s["test"] - s["baseline"]) / (oracle["baseline"] - s["baseline"])
+            s["headroom"] = gain
+            print(
+                f"RESULT {name}.headroom_captured {fmt(gain, 3)} share{target('headroom_captured')}"
+            )
         print(f"RESULT {name}.gate_calls {fmt(s['gate'], 1)} calls")
         print(f"RESULT {name}.total_calls {fmt(s['total'], 1)} calls{target('total_calls')}")
+    if oracle["n"]:
+        print(
+            f"oracle (the world's own rules from the start, {oracle['n']} world(s)): test "
+            f"{fmt(oracle['baseline'])}; headroom_captured = (final - baseline) / "
+            "(oracle - baseline), the seed's skills as baseline, on the same test pool"
+        )
+        print(
+            f"RESULT acceptance.{setting}.oracle.final_test {fmt(oracle['baseline'], 4)} accuracy"
+        )
     return targets(setting, stats, bars)
 
 
@@ -568,6 +631,8 @@ def thresholds(stats: dict[str, dict], setting: str) -> dict[str, tuple[str, flo
     bars = {"harmful_in_final": ("==", 0.0, 0)}
     if setting in USELESS_TARGETED:
         bars["useless_in_final"] = ("==", 0.0, 0)
+    if setting in HEADROOM_TARGETED:
+        bars["headroom_captured"] = (">=", HEADROOM_MIN, 1)
     if setting in TARGETED:
         bars["final_test"] = (">=", max(others, default=math.nan) - FINAL_TEST_MARGIN, 4)
         bars["total_calls"] = (
@@ -624,6 +689,15 @@ def targets(
                 f"over {e['n']} run(s)",
                 gaps("eprocess"),
             )
+    if "headroom_captured" in bars:
+        got = e.get("headroom", math.nan)
+        verdict(
+            "headroom_captured",
+            not math.isnan(got) and round(got, 3) >= HEADROOM_MIN,
+            f"eprocess {fmt(got)} of the way from the seed's skills to the oracle's "
+            f"(target >= {HEADROOM_MIN})",
+            gaps("eprocess") or ([] if not math.isnan(got) else ["no oracle runs"]),
+        )
     if "total_calls" in bars:
         m = stats.get("minibatch", {"total": math.nan})
         limit = bars["total_calls"][1]
@@ -706,9 +780,30 @@ def main() -> int:
         for seed in args.seeds
         for strategy in args.strategies
     ]
+    if not args.tiny:  # the oracle: the world's rules from the start, trained one epoch
+        oracles = {seed: write_oracle_seed(store, seed, args.units) for seed in args.seeds}
+        jobs += [
+            Job(
+                setting,
+                ORACLE,
+                seed,
+                args.units,
+                str(store),
+                questions[seed],
+                str(tmp / "ws" / f"{setting}-oracle-w{seed}"),
+                args.timeout,
+                args.keep,
+                (*extra_sets, "epochs=1"),
+                seed_name=oracles[seed],
+            )
+            for setting in args.settings
+            for seed in args.seeds
+        ]
+    n_oracle = sum(job.strategy == ORACLE for job in jobs)
     print(
-        f"acceptance: {len(jobs)} trainings = {len(args.strategies)} strategies x "
-        f"{len(args.seeds)} world seeds {args.seeds} x {len(args.settings)} settings, "
+        f"acceptance: {len(jobs) - n_oracle} trainings = {len(args.strategies)} strategies x "
+        f"{len(args.seeds)} world seeds {args.seeds} x {len(args.settings)} settings "
+        f"(+ {n_oracle} one-epoch oracle runs), "
         f"{args.units} units per task type, {args.jobs} at a time; config {CONFIG.name}; "
         f"simulated model (figures show the harness, not a real LLM)",
         flush=True,
@@ -725,7 +820,9 @@ def main() -> int:
                 o = Outcome(job, False, math.nan, f"worker failed: {type(e).__name__}: {e}")
             outcomes.append(o)
             head = f"[{done:>3}/{len(jobs)}] {job.label:<32}"
-            if o.ok:
+            if o.ok and job.strategy == ORACLE:
+                print(f"{head} oracle test {o.baseline_test:.3f}  {o.seconds:.1f} s", flush=True)
+            elif o.ok:
                 rules = f" {o.harmful_rules}" if o.harmful_rules else ""
                 print(
                     f"{head} test {o.final_test:.3f}  harmful {o.harmful}{rules} "

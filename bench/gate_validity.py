@@ -628,6 +628,107 @@ def continued_test(
     return accepted / reps, segments / reps
 
 
+REPROPOSAL_SHOWN = 4  # units the evolver is shown per step (left out of every later ladder)
+
+
+def pooled_reproposal(
+    rng: np.random.Generator, reps: int, params: GateParams, d: float, pooled: bool
+) -> tuple[float, float]:
+    """A null edit set the evolver proposes again at every step (the worst case), over a pool
+    of CONT_POOL singleton units of which REPROPOSAL_SHOWN more are shown to the evolver each
+    step, through the real ladder and continuation code. `pooled` True is the code: a test that
+    stopped for want of a signal (`pools_evidence`) goes on, at its first level, over units it
+    never observed (`resumed_gate`). False is what not blacklisting such edits would do without
+    pooling: every re-proposal a new test at its own level over the current ladder. Returns
+    P(accepted at some proposal) and the mean number of tests."""
+    _, GatePools, _, _, Question, QuestionUnit = _ladder_api()
+    SegmentRule, _, _, resumed_gate, _, _ = _harness_api()
+    from app.harness.training.continuation import pools_evidence
+
+    units = []
+    for i in range(CONT_POOL):
+        q = Question(question_id=f"p{i:03d}", task_type="t", question=f"q {i}", answer="a")
+        units.append(QuestionUnit(unit_id=q.unit_id, task_type="t", questions=(q,)))
+    pools = GatePools.build(units, set(), set(), seed=7)
+    ids = [u.unit_id for u in units]
+    accepted, tests = 0, 0
+    for r, row in enumerate(draw_outcomes(rng, reps, CONT_POOL, d, 0.5).tolist()):
+        outcomes = {u: _PAIR[g] for u, g in zip(ids, row, strict=True)}
+        pairs = paired(
+            {u: b for u, (b, _) in outcomes.items()}, {u: c for u, (_, c) in outcomes.items()}
+        )
+        order = np.random.default_rng([r, 11]).permutation(CONT_POOL)  # outcome-blind
+        used: set[str] = set()
+        test = None
+        for step in range(CONT_POOL // REPROPOSAL_SHOWN):
+            shown = {ids[i] for i in order[: (step + 1) * REPROPOSAL_SHOWN]}
+            ladder = pools.ladder_for("t", shown | used, key=f"rep{r}-s{step}-", with_stage2=False)
+            if not ladder.families:
+                break
+            setup = RuleSetup(ladder.stage1, (), params)
+            if test is not None:
+                gate = resumed_gate(params, test)
+            else:
+                gate = SequentialGate(params, horizon=len(ladder.families), singletons=True)
+            decision = run_rule(SegmentRule(setup, gate), pairs).decision
+            tests += 1
+            if decision.action == "accept":
+                accepted += 1
+                break
+            state = gate.state()
+            if pooled:
+                if not pools_evidence(decision, state):
+                    break
+                test = state
+                used |= {e["unit_id"] for e in decision.evidence}
+    return accepted / reps, tests / reps
+
+
+# A candidate that bundles a useful rule with a decoy (bench/acceptance.py's world: a rule
+# concerns a fifth of the units; the useful one turns a concerned unit the baseline got wrong
+# right with probability 0.68, the decoy turns one it got right wrong with probability 0.2),
+# tested as one candidate over H single units.
+BUNDLE_SHARES = (0.2, 0.68, 0.2, 0.2)  # (useful concerns, its win, decoy concerns, its loss)
+BUNDLE_H = (48, 150)
+
+
+def bundle_with_decoy(
+    rng: np.random.Generator, reps: int, params: GateParams, horizon: int
+) -> float:
+    """P(the bundle is accepted at the gate or kept), which keeps its decoy: the gate decides
+    on the candidate the evolver proposed, as one change."""
+    c_use, win, c_dec, loss = BUNDLE_SHARES
+    kept = 0
+    for r in range(reps):
+        u = rng.random((horizon, 2))
+        g = np.where(u[:, 0] < c_use, np.where(u[:, 1] < win, 1, 0), 0)
+        decoy = (u[:, 0] >= c_use) & (u[:, 0] < c_use + c_dec)
+        g = np.where(decoy, np.where(u[:, 1] < loss, -1, 0), g)
+        fams = [(f"b{r}.{i}", [(f"b{r}.{i}", *_PAIR[int(x)])]) for i, x in enumerate(g)]
+        verdict = run_real(fams, params, horizon, stage1_of(horizon))  # type: ignore[arg-type]
+        kept += verdict[0] in ("accept", "keep")
+    return kept / reps
+
+
+def falsely_independent(
+    rng: np.random.Generator, reps: int, params: GateParams, families: int, d: float
+) -> float:
+    """A null edit on families of 3 near-duplicates that share one outcome, declared
+    independent (`family_units = "independent"`): the gate counts each unit, so a family's
+    outcome counts three times. P(accepted at the gate or kept)."""
+    hits = 0
+    horizon = 3 * families
+    for r, row in enumerate(draw_outcomes(rng, reps, families, d, 0.5).tolist()):
+        fams = [
+            (f"x{r}.{i}.{k}", [(f"x{r}.{i}.{k}", *_PAIR[int(g)])])
+            for i, g in enumerate(row)
+            for k in range(3)
+        ]
+        verdict = run_real(fams, params, horizon, stage1_of(horizon))  # type: ignore[arg-type]
+        hits += verdict[0] in ("accept", "keep")
+    return hits / reps
+
+
 # --------------------------------------------------------------------------- relevance ladder
 
 # Relevance levels of a family's question against the null edit's added text, with the
@@ -925,6 +1026,41 @@ def report_missingness(
     return finals, kepts, ses
 
 
+def report_family_units(args: argparse.Namespace, params: GateParams, null_worst: float) -> None:
+    """Case 8: what a benchmark's `family_units = "independent"` declaration buys and risks,
+    and a decoy bundled with a useful rule."""
+    print(
+        '\n== 8. the unit null (`family_units = "independent"`: every unit one observation). '
+        "True declaration: the singleton cells of case 1, exactly; worst "
+        f"{null_worst:.4f}. False declaration: families of 3 near-duplicates sharing one "
+        "outcome, counted unit by unit (real gate, Monte Carlo; the price of declaring wrongly)"
+    )
+    print(f"{'families':>8} {'d':>5} {'test':>7} {'s.e.':>6}")
+    worst_false = 0.0
+    for families in (16, 50):
+        for d in (0.3, 1.0):
+            rng = np.random.default_rng([args.seed, 9, families, round(d * 100)])
+            rate = falsely_independent(rng, args.reps, params, families, d)
+            worst_false = max(worst_false, rate)
+            print(f"{families:8d} {d:5.2f} {fmt_rate(rate)} {se(rate, args.reps):6.4f}")
+    print(f"RESULT gate.validity.unit_null_worst_case {null_worst:.4f} rate target <={TARGET_FA}")
+    print(f"RESULT gate.validity.independence_declared_falsely {worst_false:.4f} rate")
+    c_use, win, c_dec, loss = BUNDLE_SHARES
+    print(
+        f"\n   a candidate bundling a useful rule (concerns {c_use:g} of the units, wins "
+        f"{win:g} of them) with a decoy (concerns {c_dec:g}, loses {loss:g}): the gate decides "
+        "on the candidate as the evolver proposed it, so the decoy is kept whenever the bundle "
+        "is (real gate + probation, Monte Carlo)"
+    )
+    worst_bundle = 0.0
+    for horizon in BUNDLE_H:
+        rng = np.random.default_rng([args.seed, 10, horizon])
+        rate = bundle_with_decoy(rng, args.reps, params, horizon)
+        worst_bundle = max(worst_bundle, rate)
+        print(f"   H {horizon:4d}: decoy kept {fmt_rate(rate)} (s.e. {se(rate, args.reps):.4f})")
+    print(f"RESULT gate.validity.bundle_with_decoy {worst_bundle:.4f} rate target <={TARGET_FA}")
+
+
 # --------------------------------------------------------------------------- family evidence
 
 
@@ -1094,6 +1230,25 @@ def harness_cases(
                 worst_cont = max(worst_cont, rate)
                 finals.append((rate, f"case 5b continued test d {d:g} (MC)"))
                 mc_ses.append(se(rate, args.reps))
+    print(
+        f"\n== 5c. pooled re-proposal: a null edit set proposed again at every step, over a pool "
+        f"of {CONT_POOL} singleton units, {REPROPOSAL_SHOWN} more shown to the evolver per step "
+        "(real ladder, real pools_evidence / resumed_gate). 'pooled' = the code (a test stopped "
+        "for want of a signal goes on over units it never observed); 'fresh' = each "
+        "re-proposal a new test at its own level over the current ladder"
+    )
+    print(f"{'d':>5} {'rule':>7} {'accepted':>8} {'s.e.':>6} {'tests':>6}")
+    worst_pooled = 0.0
+    for d in CONT_D:
+        for name, pooled in (("fresh", False), ("pooled", True)):
+            rng = np.random.default_rng([args.seed, 8, round(d * 100)])
+            rate, tests = pooled_reproposal(rng, args.reps, params, d, pooled)
+            print(f"{d:5.2f} {name:>7} {fmt_rate(rate)} {se(rate, args.reps):6.4f} {tests:6.2f}")
+            if pooled:
+                worst_pooled = max(worst_pooled, rate)
+                finals.append((rate, f"case 5c pooled re-proposal d {d:g} (MC)"))
+                mc_ses.append(se(rate, args.reps))
+    print(f"RESULT gate.validity.pooled_reproposal {worst_pooled:.4f} rate target <={TARGET_FA}")
     return worst_later, worst_cont
 
 
@@ -1257,6 +1412,7 @@ def main() -> None:
     finals += m_finals
     kepts += m_kepts
     mc_ses += m_ses
+    report_family_units(args, params, max(e.test for e in null.values()))
     report_family_evidence(args, params)
 
     # 4. slightly harmful
