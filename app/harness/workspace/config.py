@@ -72,9 +72,9 @@ class GateConfig(GateParams):
     guard_err: float = Field(default=0.2, ge=0.0, le=1.0)
     # the share of each task type's diagnosis-pool families kept for the gate alone: never in a
     # batch, a case pack or a momentum sample, so every ladder may use them
-    # (app/harness/training/gate_ladder.py `GatePools.gate_only_units`). Off by default: with
-    # the per-unit gate it bought nothing measurable (demo 0.809 at 0 vs 0.790 at 0.5; 216 units,
-    # 5 worlds: 0.751 vs 0.709) and it halves what the evolver learns from
+    # (app/harness/training/gate_ladder.py `GatePools.gate_only_units`). Off by default: it cost
+    # learning (bench/acceptance.py, 72 units, default setting, 5 worlds: final test 0.722 at 0,
+    # 0.687 at 0.5) and it halves what the evolver learns from
     gate_only_share: float = Field(default=0.0, ge=0.0, lt=1.0)
 
 
