@@ -145,8 +145,10 @@ def test_a_reproposed_edit_set_goes_on_over_units_it_never_observed(tmp_path: Pa
         units: dict[str, set[str]] = {}
         for run_id, unit in conn.execute("SELECT run_id, unit_id FROM gate_evidence"):
             units.setdefault(run_id, set()).add(unit)
+        epochs = [json.loads(r) for (r,) in conn.execute("SELECT report_json FROM epoch_reports")]
     tested = [r for r in reports if r.get("gate_run_id")]
-    assert any("kept: its test goes on" in r["summary"] for r in tested)
+    kept = sum("kept: its test goes on" in r["summary"] for r in tested)
+    assert kept and sum(e["counts"].get("pooled", 0) for e in epochs) == kept
     resumed = [r for r in tested if "went on from" in r["summary"]]
     assert resumed, "no edit set was proposed again"
 
