@@ -620,7 +620,7 @@ def settle(
     elif goes_on(d, outcome.test_state, int(carried.test["n"]) if carried else 0):
         note = _continue_later(scope, record, outcome, carried)
     elif carried is None and pools_evidence(d, outcome.test_state):
-        note += _pool(scope, record, outcome, pooled)
+        note += _pool(scope, record, outcome, key, pooled)
     else:
         _blacklist(
             scope, record.task_type, record.applied(), f"gate {d.stop_reason} (W={d.W}, L={d.L})"
@@ -681,14 +681,18 @@ def _continue_later(
 
 
 def _pool(
-    scope: StepScope, record: EvolutionRecord, outcome: ValidationOutcome, pooled: PooledTest | None
+    scope: StepScope,
+    record: EvolutionRecord,
+    outcome: ValidationOutcome,
+    key: str,
+    pooled: PooledTest | None,
 ) -> str:
-    """Keep a test that stopped for want of a signal, not blacklisting its edits: when the
-    evolver proposes the same set again, the test goes on (continuation.py `pools_evidence`)."""
+    """Keep a test that stopped for want of a signal under its edit set's `key`, not
+    blacklisting its edits: when the evolver proposes the same set again, the test goes on
+    (continuation.py `pools_evidence`)."""
     used = {*(pooled.used_units if pooled else ()), *outcome.observed_units}
     segments = pooled.segments + 1 if pooled else 1
-    by_key = scope.state.pooled.setdefault(record.task_type, {})
-    by_key[edit_set_key(record.applied())] = PooledTest(
+    scope.state.pooled.setdefault(record.task_type, {})[key] = PooledTest(
         test=dict(outcome.test_state or {}), used_units=tuple(sorted(used)), segments=segments
     )
     scope.state.count(Count.POOLED)
