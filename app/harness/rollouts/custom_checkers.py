@@ -483,13 +483,6 @@ class PooledFunction:
         return value
 
 
-def check_status_counts(results: list[CheckResult]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for r in results:
-        counts[r.status] = counts.get(r.status, 0) + 1
-    return counts
-
-
 __all__ = [
     "CheckResult",
     "CheckStatus",

@@ -15,7 +15,6 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, NoReturn
 
-import anyio
 from loguru import logger
 
 from app.errors import RunFailed, UserError, first_leaf, is_stop, stop_reason
@@ -519,9 +518,6 @@ class Runner:
         return result.correctness
 
     # -- other modes ------------------------------------------------------------------------
-    def diagnose_run(self, run_id: str) -> dict[str, Any]:
-        return anyio.run(self.diagnose_run_async, run_id)
-
     async def diagnose_run_async(self, run_id: str) -> dict[str, Any]:
         session = self.session
         check_run_id(run_id, "run id")
