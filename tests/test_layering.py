@@ -353,6 +353,8 @@ def layer_of(module: str) -> str:
     parts = module.split(".")
     if parts[0] == "core":
         return "core"
+    if module.startswith("app.api."):  # the API's domain modules sit where app.api does
+        return layer_of("app.api")
     if len(parts) > 2 and parts[1] == "harness":
         return f"harness.{parts[2]}"
     if len(parts) > 2 or (len(parts) == 2 and parts[1] in ("harness", "providers", "tui")):
