@@ -378,6 +378,25 @@ def test_each_layer_imports_only_the_layers_below_it() -> None:
     assert not found, "imports across layers (docs/architecture.md#layers):\n" + "\n".join(found)
 
 
+def is_cli_module(module: str) -> bool:
+    name = module.removeprefix("app.")
+    return module.startswith("app.") and (
+        name.startswith("cli") or name == "commands" or name.endswith("_commands")
+    )
+
+
+def test_the_api_never_imports_the_cli() -> None:
+    """The CLI calls the API, never the other way round: app/api/ must work without the CLI."""
+    found = sorted(
+        f"{src} imports {dst}"
+        for src, targets in import_graph().items()
+        if src == "app.api" or src.startswith("app.api.")
+        for dst in targets
+        if is_cli_module(dst)
+    )
+    assert not found, "the API imports CLI modules:\n" + "\n".join(found)
+
+
 def test_allowed_cycle_edges_are_still_needed() -> None:
     graph = import_graph()
     stale = sorted(edge for edge in ALLOWED_CYCLE_EDGES if edge[1] not in graph.get(edge[0], ()))
