@@ -39,6 +39,11 @@ The functions live in one module per domain; this package re-exports them all, s
     store.py         find_seed, find_benchmark, writable_store (where seeds and benchmarks live)
     run_ids.py       next_run_id, claim_run_id
     _common.py       what every domain shares: the sync-over-async bridge, argument checks
+
+Config resolution and the argument checks a CLI command needs before the harness loads stay in
+app/api_args.py, outside this package (importing any module here loads all of it). A test that
+replaces a name a function looks up replaces it in that function's module, e.g.
+`app.api.training.Runner`, not on `app.api`.
 """
 
 from __future__ import annotations

@@ -35,6 +35,7 @@ def _run_sync(run: Callable[P, Coroutine[Any, Any, R]], *args: P.args, **kwargs:
     )
 
 
+# Argument checks: one line naming the argument, before anything is read or written.
 def _workspace(workspace: object) -> Path:
     if isinstance(workspace, str | Path):
         return paths.absolute(workspace)
