@@ -353,6 +353,8 @@ def layer_of(module: str) -> str:
     parts = module.split(".")
     if parts[0] == "core":
         return "core"
+    if module.startswith("app.api."):  # the API's domain modules sit where app.api does
+        return layer_of("app.api")
     if len(parts) > 2 and parts[1] == "harness":
         return f"harness.{parts[2]}"
     if len(parts) > 2 or (len(parts) == 2 and parts[1] in ("harness", "providers", "tui")):
@@ -374,6 +376,25 @@ def layer_violations(graph: Graph) -> list[str]:
 def test_each_layer_imports_only_the_layers_below_it() -> None:
     found = layer_violations(import_graph())
     assert not found, "imports across layers (docs/architecture.md#layers):\n" + "\n".join(found)
+
+
+def is_cli_module(module: str) -> bool:
+    name = module.removeprefix("app.")
+    return module.startswith("app.") and (
+        name.startswith("cli") or name == "commands" or name.endswith("_commands")
+    )
+
+
+def test_the_api_never_imports_the_cli() -> None:
+    """The CLI calls the API, never the other way round: app/api/ must work without the CLI."""
+    found = sorted(
+        f"{src} imports {dst}"
+        for src, targets in import_graph().items()
+        if src == "app.api" or src.startswith("app.api.")
+        for dst in targets
+        if is_cli_module(dst)
+    )
+    assert not found, "the API imports CLI modules:\n" + "\n".join(found)
 
 
 def test_allowed_cycle_edges_are_still_needed() -> None:

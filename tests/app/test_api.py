@@ -1,4 +1,4 @@
-"""The Python API (app/api.py): the README's example, async twins, typed results, and the
+"""The Python API (app/api/): the README's example, async twins, typed results, and the
 CLI's refusals arriving as named exceptions."""
 
 from __future__ import annotations

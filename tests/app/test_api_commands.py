@@ -1,6 +1,7 @@
 """The API functions behind `diagnose`, `promote`, `import-skills`, `export-skills`, `fork`,
-`rank` and `export` (app/api.py): typed results that match what the commands write, async
-twins, and bad arguments refused in one line before anything is written."""
+`rank` and `export` (app/api/evaluation.py, workspace.py, best_of_n.py, exports.py): typed
+results that match what the commands write, async twins, and bad arguments refused in one line
+before anything is written."""
 
 from __future__ import annotations
 

@@ -121,10 +121,10 @@ class FakeRunner:
 
 @pytest.fixture
 def fake_runner(monkeypatch) -> type[FakeRunner]:
-    import app.api
+    import app.api.training
 
     FakeRunner.calls = []
-    monkeypatch.setattr(app.api, "Runner", FakeRunner)
+    monkeypatch.setattr(app.api.training, "Runner", FakeRunner)
     return FakeRunner
 
 

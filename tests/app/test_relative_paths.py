@@ -1,5 +1,5 @@
 """Relative paths are made absolute once, where the CLI and the API take them (app/paths.py
-`absolute`, app/cli.py `parse_args`, app/api.py `_workspace`): code below, and the sandboxed
+`absolute`, app/cli.py `parse_args`, app/api/_common.py `_workspace`): code below, and the sandboxed
 children it starts in folders of their own, never see a path relative to some other folder."""
 
 from __future__ import annotations
