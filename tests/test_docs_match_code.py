@@ -1,8 +1,8 @@
 """Facts the docs state that the code decides: every command of the CLI has a row in the command
 table of docs/cli.md (the README links the pages instead of keeping a table), `distill`'s exit
 codes are the ones core/distill.py returns, the gate's one-sentence guarantee in
-docs/training.md states the level the gate's parameters set, and the pass threshold
-docs/checkers.md gives is the one a benchmark row gets."""
+docs/training.md states the level the gate's parameters set, the README's real-model config
+loads, and the pass threshold docs/checkers.md gives is the one a benchmark row gets."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from app.harness.workspace.benchmark_format import (
     CheckerDefaults,
     row_to_question,
 )
+from app.harness.workspace.config import load_config
 from core.checkers import pass_threshold
 from core.distill import EXIT_CODES, Verdict
 from core.evolution.gate import GateParams
@@ -104,6 +105,16 @@ def test_the_gate_page_states_the_gates_level() -> None:
         in sentence.group(1)
     )
     assert "](docs/training.md)" in README, "the README links the gate's page"
+
+
+def test_the_readmes_real_model_config_loads(tmp_path: Path) -> None:
+    """The README's config block for a real model is a config `train --config` takes."""
+    block = re.search(r"```toml\n(.*?)```", README, flags=re.DOTALL)
+    assert block, "the README shows how to point at a real model"
+    path = tmp_path / "real.toml"
+    path.write_text(block.group(1), encoding="utf-8")
+    config = load_config(path)
+    assert not config.agent_model.startswith("sim/") and config.max_cost_usd is not None
 
 
 def test_docs_give_the_pass_threshold_a_benchmark_row_gets() -> None:
