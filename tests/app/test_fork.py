@@ -1,4 +1,4 @@
-"""Best-of-N rollouts (README "Best-of-N rollouts"): fork, verifiers, judge, ranker,
+"""Best-of-N rollouts (docs/best-of-n.md): fork, verifiers, judge, ranker,
 memories, on the sim."""
 
 from __future__ import annotations
