@@ -15,22 +15,10 @@ from app.errors import UserError
 from app.harness.workspace.config import RunConfig, parse_override
 from app.progress import Bars
 from app.providers.key_check import first_missing_key
+from app.providers.sim.notices import ORACLE_MODEL, ORACLE_NOTICE, SIM_NOTICE
 from app.sanitize import visible
 
 T = TypeVar("T")
-
-
-# app/providers/sim/oracle.py ORACLE_MODEL and ORACLE_NOTICE (a test keeps them equal); here so
-# the CLI's start imports no provider code
-ORACLE_MODEL = "sim/oracle"
-ORACLE_NOTICE = (
-    "note: sim/oracle answers at a set rate (sim_oracle_accuracy) whatever the skills say; "
-    "figures check plumbing, formats, checkers and cost, not learning"
-)
-SIM_NOTICE = (
-    "note: answers come from the built-in SIMULATED model (sim/*), not a real LLM; "
-    "figures show the harness working, not real-model quality"
-)
 
 
 def out(text: str) -> None:
