@@ -14,10 +14,12 @@ A command module holds:
   run(args) -> int       the handler: arguments in, a call of app/api.py, lines out, the exit
                          code; it imports app.api and anything slow inside, so `--help` and
                          `--version` stay fast
-The shared parts are the underscore modules: app/cli/_options.py (option groups),
-app/cli/_output.py (printing, config from the arguments), app/cli/_printers.py (lines several
-commands print) and app/cli/_signals.py (SIGTERM). docs/commands.md is every command's
-`--help` (app/cli/_reference.py writes it: `make docs`).
+The shared parts are the underscore modules: app/cli/_main.py (the parser, the handler called,
+errors turned into exit codes), app/cli/_options.py (option groups), app/cli/_output.py
+(printing, config from the arguments), app/cli/_printers.py (lines several commands print) and
+app/cli/_signals.py (SIGTERM). A new command is a new module here; then `make docs` rewrites
+docs/commands.md, every command's `--help` (app/cli/_reference.py), and the README's command
+table needs its row (tests/test_docs_match_code.py).
 """
 
 from app.cli._main import (
