@@ -127,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def export_curation_lines(c: api.CurationSummary) -> list[str]:
+    """A curated export's classes, its mix as asked and as written, and its records."""
     avail = ", ".join(f"{v} {k}" for k, v in c.classes_available.items())
     lines = [f"  classes available: {avail}"]
     if c.mix_requested is not None and c.mix_realised is not None:
