@@ -149,7 +149,8 @@ def export_curation_lines(c: api.CurationSummary) -> list[str]:
 
 
 def _run_traces(args: argparse.Namespace) -> int:
-    """`export --format otlp|inspect`: runs and forks as traces (app/harness/data/export_otel.py)."""
+    """`export --format otlp|inspect`: runs and forks as traces
+    (app/harness/data/export_otel.py)."""
     from app import api
 
     result = api.export_traces(
