@@ -44,7 +44,7 @@ def ws(trained: Path, tmp_path: Path) -> Path:
 
 
 def as_json(result: object) -> object:
-    """What `--json` prints for a typed result (app/cli_support.py `out_json`)."""
+    """What `--json` prints for a typed result (app/cli/_output.py `out_json`)."""
     return json.loads(json.dumps(dataclasses.asdict(result), default=str))  # type: ignore[arg-type]
 
 

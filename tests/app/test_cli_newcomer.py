@@ -1,6 +1,6 @@
 """What a newcomer with their own data meets: every `--help` example names files that exist,
 `--json` on every command that makes something, `list`, and the "did you mean" hints of the
-config and the benchmark format (app/cli.py, app/commands.py, app/list_commands.py)."""
+config and the benchmark format (app/cli/, app/cli/list.py)."""
 
 from __future__ import annotations
 

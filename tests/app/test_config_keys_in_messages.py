@@ -65,7 +65,7 @@ NOT_CONFIG = {
     "allow_copyleft": "an argument of app/api/exports.py export, named beside --allow-copyleft",
     "allow_restricted": "an argument of app/api/exports.py export, named beside --allow-restricted",
     "extra_body": "an argument of the openai client, in serve's error messages",
-    "SKILL_TRAINER_SERVE_TOKEN": "an environment variable read by `serve` (app/cli.py)",
+    "SKILL_TRAINER_SERVE_TOKEN": "an environment variable read by `serve` (app/cli/serve.py)",
     "skill_trainer": "the extra field of serve's replies and requests (docs/serving.md)",
     "read_context": "a built-in tool's name (eval --tool-alias read_context=lookup)",
     "aws_access_key_id": "a planted canary's name in app/harness/data/scorecard.py",

@@ -1,36 +1,25 @@
-"""What every command handler shares: output, progress bars and config from the arguments."""
+"""What every command's handler shares: its output, whether it shows progress bars and the
+config its arguments name.
+
+Command modules import this at their top, and they are all imported to build the parser, so
+`--help` loads it too: what is slow to import (the config model, the API-key check) is imported
+inside the function that needs it.
+"""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import json
-from collections.abc import Coroutine, Iterable
-from typing import Any, TypeVar
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
-import anyio
-
-from app.api_args import workspace_config
 from app.errors import UserError
-from app.harness.workspace.config import RunConfig, parse_override
-from app.progress import Bars
-from app.providers.key_check import first_missing_key
+from app.providers.sim.notices import ORACLE_MODEL, ORACLE_NOTICE, SIM_NOTICE
 from app.sanitize import visible
 
-T = TypeVar("T")
-
-
-# app/providers/sim/oracle.py ORACLE_MODEL and ORACLE_NOTICE (a test keeps them equal); here so
-# the CLI's start imports no provider code
-ORACLE_MODEL = "sim/oracle"
-ORACLE_NOTICE = (
-    "note: sim/oracle answers at a set rate (sim_oracle_accuracy) whatever the skills say; "
-    "figures check plumbing, formats, checkers and cost, not learning"
-)
-SIM_NOTICE = (
-    "note: answers come from the built-in SIMULATED model (sim/*), not a real LLM; "
-    "figures show the harness working, not real-model quality"
-)
+if TYPE_CHECKING:
+    from app.harness.workspace.config import RunConfig
 
 
 def out(text: str) -> None:
@@ -50,12 +39,15 @@ def _plain(data: object) -> object:
     return data
 
 
-def bars_from(args: argparse.Namespace) -> Bars:
-    """No bars with --no-progress; otherwise bars when stderr is a terminal."""
-    return Bars(enabled=False) if getattr(args, "no_progress", False) else Bars()
+def progress_from(args: argparse.Namespace) -> bool | None:
+    """The API's `progress`: False with --no-progress; None, bars when stderr is a terminal."""
+    return False if args.no_progress else None
 
 
 def overrides_from(args: argparse.Namespace) -> dict[str, Any]:
+    """The `--set KEY=VALUE` items as config overrides."""
+    from app.harness.workspace.config import parse_override
+
     return dict(parse_override(s) for s in getattr(args, "set", []))
 
 
@@ -65,6 +57,8 @@ def config_from(
     """`--config FILE`, else the workspace's recorded config (`recorded`: its training run's,
     app/api_args.py `workspace_config`), else `default_file`, else the defaults; with every
     `--set` applied. Commands without the model options (export) get the defaults."""
+    from app.api_args import workspace_config
+
     workspace = getattr(args, "workspace", None) if recorded else None
     return workspace_config(
         workspace, getattr(args, "config", None), overrides_from(args), default_file=default_file
@@ -74,6 +68,8 @@ def config_from(
 def model_config_from(args: argparse.Namespace, *, recorded: bool = True) -> RunConfig:
     """`config_from` for a command that calls models: a missing API key is refused here, before
     the harness (about a second of imports) or litellm is loaded."""
+    from app.providers.key_check import first_missing_key
+
     config = config_from(args, recorded=recorded)
     if why := first_missing_key(config):
         raise UserError(why)
@@ -87,10 +83,3 @@ def notice_if_simulated(simulated: bool, models: Iterable[str] = ()) -> None:
         out(SIM_NOTICE)
     if ORACLE_MODEL in models:
         out(ORACLE_NOTICE)
-
-
-def run_sync(coro: Coroutine[Any, Any, T]) -> T:
-    async def runner() -> T:
-        return await coro
-
-    return anyio.run(runner)

@@ -1,17 +1,34 @@
-"""Handler of `distill` (docs/distill.md): arguments in, app/api.py's `distill`, lines out.
+"""`distill`: probe a teacher against a student and, if worth it, train the student on the
+teacher's verified answers (docs/distill.md; app/api.py `distill`, the work in app/distill.py).
 The exit code is the probe's verdict: 0 distill, 3 not_worth_it, 4 insufficient_evidence."""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from app.cli_support import notice_if_simulated, out, out_json, overrides_from
-from app.distill import DistillOutcome, ModelFigures, to_json
+from app.cli._output import notice_if_simulated, out, out_json, overrides_from
+
+if TYPE_CHECKING:
+    from app.distill import DistillOutcome, ModelFigures
+
+HELP = (
+    "probe a teacher against a student; if worth it, make the teacher's verified "
+    "answers the student's memories, train the student and compare on test "
+    "(exit 0 distill, 3 not_worth_it, 4 insufficient_evidence)"
+)
+EXAMPLE = "distill -w workspaces/distil --teacher sim/basic-strong --student sim/basic"
+OPTIONS = ("verbose", "workspace", "model", "json")
 
 
-def cmd_distill(args: argparse.Namespace) -> int:
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--teacher", required=True, metavar="MODEL", help="the strong model")
+    p.add_argument("--student", required=True, metavar="MODEL", help="the cheap model")
+
+
+def run(args: argparse.Namespace) -> int:
     from app import api
+    from app.distill import to_json
 
     outcome = api.distill(
         args.workspace,
@@ -31,6 +48,8 @@ def cmd_distill(args: argparse.Namespace) -> int:
 
 
 def distill_lines(o: DistillOutcome) -> list[str]:
+    from app.distill import to_json
+
     p = o.probe
     lines = [
         f"probe on validation ({p.families} families): teacher {p.teacher_accuracy:.3f}, "
@@ -70,6 +89,3 @@ def _figure(f: ModelFigures) -> str:
         f"{f.model} skills {f.skills_version}: test {f.accuracy:.3f} "
         f"({f.correct}/{f.total}, Wilson {lo:.3f}-{hi:.3f}); {cost}"
     )
-
-
-HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {"distill": cmd_distill}

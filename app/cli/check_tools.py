@@ -1,16 +1,24 @@
-"""CLI for declared tools (docs/tools.md): `check-tools`. Arguments in, a call of app/api.py,
-lines out; the work is in app/harness/tools/check.py."""
+"""`check-tools`: start a benchmark's declared tools once and check its fixtures' oracles
+(docs/tools.md; app/api.py `check_tools`, the work in app/harness/tools/check.py)."""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from pathlib import Path
 
-from app.cli_support import out, out_json
+from app.cli._output import out, out_json
 from app.errors import UserError
 
+HELP = "start a benchmark's declared tools once and check its fixtures' oracles"
+EXAMPLE = "check-tools examples/benchmarks/tools-calc"
+OPTIONS = ("verbose", "json")
 
-def cmd_check_tools(args: argparse.Namespace) -> int:
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("questions", type=Path, help="the benchmark folder (with benchmark.toml)")
+
+
+def run(args: argparse.Namespace) -> int:
     from app import api
 
     result = api.check_tools(args.questions)
@@ -29,6 +37,3 @@ def cmd_check_tools(args: argparse.Namespace) -> int:
         raise UserError(f"{len(result.problems)} problem(s) in {args.questions}")
     out("ok: every tool started, every fixture's oracle rejects its initial state")
     return 0
-
-
-HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {"check-tools": cmd_check_tools}

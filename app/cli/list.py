@@ -10,14 +10,25 @@ log (read-only, app/harness/workspace/log_reader.py), each with the count of run
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from app.cli_support import out, out_json
+from app.cli._output import out, out_json
 from app.errors import UserError
 
 WHAT = ("seeds", "benchmarks", "runs")
+
+HELP = (
+    "list the seeds or benchmarks init can use (--store's, then the built-in ones), or a "
+    "workspace's runs"
+)
+EXAMPLE = "list runs -w workspaces/demo"
+OPTIONS = ("verbose", "store", "json")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("what", choices=WHAT, help="what to list")
+    p.add_argument("--workspace", "-w", type=Path, help="the workspace (list runs)")
 
 
 @dataclass(frozen=True)
@@ -115,7 +126,7 @@ def _accuracy(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def cmd_list(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     if args.what == "runs":
         if args.workspace is None:
             raise UserError("list runs: give the workspace with -w DIR")
@@ -152,6 +163,3 @@ def run_lines(runs: list[RunEntry], workspace: Path) -> list[str]:
             f"{r.run_id:<24} {r.kind:<10} {r.status:<8} {started}{version}{accuracy}{more}"
         )
     return lines
-
-
-HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {"list": cmd_list}

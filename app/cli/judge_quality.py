@@ -1,15 +1,26 @@
-"""CLI for answer checkers (docs/checkers.md): `judge-quality`. Its parser is in app/cli.py;
-the work is in app/harness/rollouts/judge_quality.py."""
+"""`judge-quality`: grade the rubric judge on labelled cases (docs/checkers.md; app/api.py
+`judge_quality`, the work in app/harness/rollouts/judge_quality.py)."""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from pathlib import Path
 
-from app.cli_support import config_from, notice_if_simulated, out, out_json
+from app.cli._output import config_from, notice_if_simulated, out, out_json
+
+HELP = "grade the rubric judge on labelled cases; training warns until one passes"
+EXAMPLE = "judge-quality -w workspaces/mine --cases judge_cases.jsonl"
+OPTIONS = ("verbose", "workspace", "model", "json")
 
 
-def cmd_judge_quality(args: argparse.Namespace) -> int:
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cases", type=Path, required=True, help="labelled cases (JSONL)")
+    p.add_argument(
+        "--pass-line", type=float, default=0.9, help="agreement a trustworthy judge reaches"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
     from app import api
 
     result = api.judge_quality(
@@ -44,6 +55,3 @@ def cmd_judge_quality(args: argparse.Namespace) -> int:
     out(f"  recorded in {result.record}")
     notice_if_simulated(result.simulated_model)
     return 0
-
-
-HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {"judge-quality": cmd_judge_quality}
