@@ -17,7 +17,7 @@ LOCAL_LINK = re.compile(r"\]\((?!https?://|#)([^)#\s]+)(?:#[^)\s]*)?\)")
 # a line of the layout map: a path, spaces, what it holds
 MAP_LINE = re.compile(r"(\S+/|\S+\.py)\s{2,}\S")
 # layers of the layering table that are no folder of app/ of their own
-NOT_FOLDERS = {"core", "support", "cli"}
+NOT_FOLDERS = {"core", "support"}
 
 
 def github_anchor(heading: str) -> str:
