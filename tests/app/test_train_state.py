@@ -11,14 +11,13 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
-from app.harness.training.checkpoint import checkpoint_problem
-from app.harness.training.train_state import (
-    Best,
+from app.harness.training.checkpoint import (
     CheckpointStateError,
-    Probation,
-    ResumePlan,
-    TrainState,
+    checkpoint_problem,
+    state_from_json,
+    state_json,
 )
+from app.harness.training.train_state import Best, Probation, ResumePlan
 from app.harness.workspace.config import (
     RunConfig,
     fingerprint,
@@ -39,7 +38,7 @@ def old() -> dict:
 
 def test_an_old_checkpoint_state_loads_typed(old: dict) -> None:
     assert checkpoint_problem(old) is None
-    state = TrainState.from_dict(old["state"])
+    state = state_from_json(old["state"])
     assert state.best == Best(
         skills="skills/v1",
         prompts="prompts/v1",
@@ -62,8 +61,8 @@ ADDED_SINCE = {"shown_units": [], "continuations": {}, "baseline_scores": {}, "p
 
 
 def test_an_old_checkpoint_state_is_written_back_unchanged(old: dict) -> None:
-    state = TrainState.from_dict(old["state"])
-    assert json.loads(json.dumps(state.to_dict())) == {**old["state"], **ADDED_SINCE}
+    state = state_from_json(old["state"])
+    assert json.loads(json.dumps(state_json(state))) == {**old["state"], **ADDED_SINCE}
 
 
 def test_an_old_checkpoint_config_resumes_with_its_gate_settings(old: dict) -> None:
@@ -95,7 +94,7 @@ def test_a_wrong_nested_state_value_is_named(old: dict, path, value, key) -> Non
         target = target[part]
     target[path[-1]] = value
     with pytest.raises(CheckpointStateError, match=rf"key '{key}'"):
-        TrainState.from_dict(state)
+        state_from_json(state)
 
 
 def test_a_missing_state_key_is_named(old: dict) -> None:

@@ -38,6 +38,7 @@ from app.harness.training.checkpoint import (
     check_resume_config,
     load_checkpoint,
     restore_workspace,
+    state_from_json,
     write_checkpoint,
 )
 from app.harness.training.gate_ladder import BaselineCache, GatePools
@@ -274,7 +275,7 @@ class Runner:
         write_checkpoint(
             ctx.root,
             progress=progress,
-            state=state.to_dict(),
+            state=state,
             epoch_batches=batches,
             config=self.config,
             benchmark_hash=self.session.benchmark.content_hash,
@@ -303,12 +304,12 @@ class Runner:
         if judged is not None:  # rubric scores from an unchecked judge (docs/checkers.md)
             logger.warning(judged)
         if ckpt and ckpt["progress"]["phase"] == TrainPhase.FINISHED:
-            self._mark_finished(TrainState.from_dict(ckpt["state"]), ckpt["progress"])
+            self._mark_finished(state_from_json(ckpt["state"]), ckpt["progress"])
             return None
         if ckpt:  # the run's history says it was resumed, when, and from where
             session.log.record_resume(ckpt["progress"]["train_id"], ckpt["progress"])
         if ckpt and ckpt["progress"]["phase"] != TrainPhase.SETUP:
-            state = TrainState.from_dict(ckpt["state"])
+            state = state_from_json(ckpt["state"])
             self._train_id = state.train_id
             self._carry_spend(state.train_id, ckpt)
             ctx = self._context(pools, task_types, units, state, ckpt["progress"]["total_steps"])
@@ -420,7 +421,7 @@ class Runner:
                 "spent_usd": self._spent(),
                 "at": now_iso(),
             },
-            state={},
+            state=None,
             epoch_batches=None,
             config=self.config,
             benchmark_hash=session.benchmark.content_hash,
