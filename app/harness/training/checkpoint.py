@@ -2,8 +2,9 @@
 (docs/architecture.md#checkpoint-and-resume).
 
 The one place TrainState meets JSON: `state_json` writes it and `state_from_json` reads it
-back, in the shapes checkpoint.json has always had (a gate test's bet without the fields its
-bet does not keep), so a checkpoint written before the state was typed resumes as is."""
+back, in the shapes checkpoint.json has always had (a case pack as `CasePack.to_dict`, the gate
+pools as gate_pools.json holds them, a curve point flat, a gate test's bet without the fields
+its bet does not keep), so a checkpoint written before the state was typed resumes as is."""
 
 from __future__ import annotations
 
@@ -165,11 +166,16 @@ class CheckpointStateError(ValueError):
 
 
 _STATE = TypeAdapter(TrainState)
+_CURVE_ACCURACIES = ("epoch", "val_acc", "test_acc")  # a curve point's keys beside its counts
 
 
 def state_json(state: TrainState) -> dict[str, Any]:
     """checkpoint.json's "state" (the module docstring says which shapes it keeps)."""
     data = asdict(state)
+    data["system_packs"] = [pack.to_dict() for pack in state.system_packs]
+    data["tool_packs"] = [pack.to_dict() for pack in state.tool_packs]
+    data["gate_pools"] = state.gate_pools.to_dict()
+    data["curve"] = [point.flat() for point in state.curve]
     for kept in ("probations", "continuations"):
         for task_type, held in getattr(state, kept).items():
             data[kept][task_type]["test"] = _gate_state_json(held.test)
@@ -190,10 +196,22 @@ def state_from_json(data: dict[str, Any]) -> TrainState:
     """The state a checkpoint recorded; keys this version no longer has are ignored, keys
     added since load empty. Raises CheckpointStateError naming the first wrong key
     (`state.best.val_acc`)."""
+    typed_shape = {**data}
+    if isinstance(data.get("curve"), list):
+        typed_shape["curve"] = [_nested_curve_point(point) for point in data["curve"]]
     try:  # as JSON, strictly: what was written must come back with the same types
-        return _STATE.validate_json(json.dumps(data), strict=True)
+        return _STATE.validate_json(json.dumps(typed_shape), strict=True)
     except ValidationError as e:
         raise CheckpointStateError(describe_problem(e.errors()[0], prefix="state")) from None
+
+
+def _nested_curve_point(point: Any) -> Any:
+    """A flat curve point with its counts gathered under "counts", as CurvePoint holds them
+    (anything else is left for the validation to name)."""
+    if not isinstance(point, dict):
+        return point
+    counts = {k: v for k, v in point.items() if k not in _CURVE_ACCURACIES}
+    return {**{k: point[k] for k in _CURVE_ACCURACIES if k in point}, "counts": counts}
 
 
 def _wrong(key: str, want: type | tuple, value: Any) -> str:

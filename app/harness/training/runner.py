@@ -257,7 +257,7 @@ class Runner:
         ending: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Write checkpoint.json; returns its progress. `ending`: how a finished run ended."""
-        state.gate_pools = ctx.gate_pools.to_dict()
+        state.gate_pools = ctx.gate_pools
         state.baseline_cache = dict(ctx.baseline_cache.entries)
         state.baseline_scores = dict(ctx.baseline_cache.scores)
         self.session.recorder.flush()
@@ -390,14 +390,13 @@ class Runner:
         state: TrainState,
         total_steps: int,
     ) -> TrainContext:
-        gate_pools = GatePools.from_dict(state.gate_pools)
         return TrainContext(
             session=self.session,
             config=self.config,
             pools=pools,
             task_types=task_types,
             units=units,
-            gate_pools=gate_pools,
+            gate_pools=state.gate_pools,
             baseline_cache=BaselineCache(state.baseline_cache, state.baseline_scores),
             templates=load_templates(),
             total_steps=total_steps,
@@ -472,7 +471,7 @@ class Runner:
             best=best,
             baseline_val_acc=baseline_val,
             baseline_versions=versions,
-            gate_pools=gate_pools.to_dict(),
+            gate_pools=gate_pools,
             baseline_cache=dict(cache.entries),
             baseline_scores=dict(cache.scores),
         )
@@ -592,7 +591,7 @@ async def final_test_eval(ctx: TrainContext, state: TrainState) -> dict[str, Any
         },
         "holdout_task_types": list(ctx.config.holdout_task_types),
         "best": asdict(state.best),
-        "curve": state.curve,
+        "curve": [point.flat() for point in state.curve],
         "simulated_model": ctx.config.uses_sim,
     }
     write_json_atomic(ctx.root / "analyses" / "final_test_eval.json", report)
@@ -603,7 +602,7 @@ def done_summary(state: TrainState, progress: dict[str, Any]) -> dict[str, Any]:
     """A finished train run's summary in the log: best, curve, and why it stopped."""
     return {
         "best": asdict(state.best),
-        "curve": state.curve,
+        "curve": [point.flat() for point in state.curve],
         "reason": ending_text(progress),
         "end": str(progress.get("end") or ""),
     }

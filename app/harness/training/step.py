@@ -187,8 +187,8 @@ async def run_step(
     if ctx.config.skill_mode in ("tool", "progressive"):
         current_step_activation.set(run_activation(ctx.log, rollout_id))
     diagnosis = await diagnose_batch(ctx, scope.prompts, batch, scope.prefix)
-    state.system_packs += [diagnosis.system_pack.to_dict()] if diagnosis.system_pack else []
-    state.tool_packs += [p.to_dict() for p in diagnosis.tool_packs.values()]
+    state.system_packs += [diagnosis.system_pack] if diagnosis.system_pack else []
+    state.tool_packs += diagnosis.tool_packs.values()
     await gate_step(scope, diagnosis)
     current_step_flags.set(())
     current_step_activation.set(None)

@@ -19,6 +19,7 @@ from app.harness.training.gate_ladder import BaselineCache, Family, GatePools
 from app.harness.training.vocabulary import TrainPhase
 from app.harness.workspace.config import RunConfig
 from core.evolution.contamination import HeldOutIndex
+from core.evolution.diagnose import CasePack
 from core.evolution.edits import Edit, RejectedEdit
 from core.evolution.gate import GateParams, GateState
 from core.types import Question, QuestionUnit
@@ -91,6 +92,26 @@ class PooledTest:
     segments: int = 1
 
 
+@dataclass(frozen=True)
+class CurvePoint:
+    """One epoch of the learning curve: its accuracies and its epoch report's counts."""
+
+    epoch: int
+    val_acc: float
+    test_acc: float | None  # None: no test evaluation that epoch
+    counts: dict[str, int]  # the epoch report's "counts" (vocabulary.py `Count`)
+
+    def flat(self) -> dict[str, float | None]:
+        """The point as reports show it (final_test_eval.json, a run's summary) and the
+        checkpoint keeps it: the counts beside the accuracies."""
+        return {
+            "epoch": self.epoch,
+            "val_acc": self.val_acc,
+            "test_acc": self.test_acc,
+            **self.counts,
+        }
+
+
 @dataclass
 class TrainState:
     train_id: str
@@ -99,8 +120,10 @@ class TrainState:
     baseline_val_acc: float
     baseline_versions: dict[str, str]
     rejected: dict[str, list[RejectedEdit]] = field(default_factory=dict)  # by task type
-    system_packs: list[dict[str, Any]] = field(default_factory=list)
-    tool_packs: list[dict[str, Any]] = field(default_factory=list)
+    # the epoch's case packs for the system prompt and the tool descriptions, in step order:
+    # the slow update merges them (app/harness/training/slow_update.py `evolve_prompts`)
+    system_packs: list[CasePack] = field(default_factory=list)
+    tool_packs: list[CasePack] = field(default_factory=list)
     global_step: int = 0
     changed_this_epoch: list[str] = field(default_factory=list)
     epoch_start_skills: dict[str, str] = field(default_factory=dict)
@@ -108,12 +131,12 @@ class TrainState:
     probations: dict[str, Probation] = field(default_factory=dict)  # by task type
     cooldown: dict[str, int] = field(default_factory=dict)
     epoch_counts: dict[str, int] = field(default_factory=dict)
-    gate_pools: dict[str, Any] = field(default_factory=dict)
+    gate_pools: GatePools = field(default_factory=GatePools)
     baseline_cache: dict[str, bool] = field(default_factory=dict)
     # the gate outcome of each scored unit (its score; None: no verdict), keyed as
     # baseline_cache (app/harness/training/gate_ladder.py `BaselineCache.scores`)
     baseline_scores: dict[str, float | None] = field(default_factory=dict)
-    curve: list[dict[str, Any]] = field(default_factory=list)
+    curve: list[CurvePoint] = field(default_factory=list)
     # Every unit the evolver was shown with its answer in this run (case packs), sorted: the
     # gate ladder leaves their families out for good (app/harness/training/gate_ladder.py).
     # A checkpoint written before this field existed loads it empty.
