@@ -135,14 +135,14 @@ def evidence_rows(
             "step": step,
             "task_type": task_type,
             "idx": i,
-            "unit_id": e["unit_id"],
-            "base": _stored(e["base"]),
-            "cand": _stored(e["cand"]),
-            "outcome": e["outcome"],
-            "w": e["W"],
-            "l": e["L"],
-            "e_win": e["e_win"],
-            "e_harm": e["e_harm"],
+            "unit_id": e.unit_id,
+            "base": _stored(e.base),
+            "cand": _stored(e.cand),
+            "outcome": e.outcome,
+            "w": e.W,
+            "l": e.L,
+            "e_win": e.e_win,
+            "e_harm": e.e_harm,
         }
         for i, e in enumerate(decision.evidence)
     ]

@@ -38,6 +38,7 @@ from app.harness.training.checkpoint import (
     check_resume_config,
     load_checkpoint,
     restore_workspace,
+    state_from_json,
     write_checkpoint,
 )
 from app.harness.training.gate_ladder import BaselineCache, GatePools
@@ -256,7 +257,7 @@ class Runner:
         ending: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Write checkpoint.json; returns its progress. `ending`: how a finished run ended."""
-        state.gate_pools = ctx.gate_pools.to_dict()
+        state.gate_pools = ctx.gate_pools
         state.baseline_cache = dict(ctx.baseline_cache.entries)
         state.baseline_scores = dict(ctx.baseline_cache.scores)
         self.session.recorder.flush()
@@ -274,7 +275,7 @@ class Runner:
         write_checkpoint(
             ctx.root,
             progress=progress,
-            state=state.to_dict(),
+            state=state,
             epoch_batches=batches,
             config=self.config,
             benchmark_hash=self.session.benchmark.content_hash,
@@ -303,12 +304,12 @@ class Runner:
         if judged is not None:  # rubric scores from an unchecked judge (docs/checkers.md)
             logger.warning(judged)
         if ckpt and ckpt["progress"]["phase"] == TrainPhase.FINISHED:
-            self._mark_finished(TrainState.from_dict(ckpt["state"]), ckpt["progress"])
+            self._mark_finished(state_from_json(ckpt["state"]), ckpt["progress"])
             return None
         if ckpt:  # the run's history says it was resumed, when, and from where
             session.log.record_resume(ckpt["progress"]["train_id"], ckpt["progress"])
         if ckpt and ckpt["progress"]["phase"] != TrainPhase.SETUP:
-            state = TrainState.from_dict(ckpt["state"])
+            state = state_from_json(ckpt["state"])
             self._train_id = state.train_id
             self._carry_spend(state.train_id, ckpt)
             ctx = self._context(pools, task_types, units, state, ckpt["progress"]["total_steps"])
@@ -389,14 +390,13 @@ class Runner:
         state: TrainState,
         total_steps: int,
     ) -> TrainContext:
-        gate_pools = GatePools.from_dict(state.gate_pools)
         return TrainContext(
             session=self.session,
             config=self.config,
             pools=pools,
             task_types=task_types,
             units=units,
-            gate_pools=gate_pools,
+            gate_pools=state.gate_pools,
             baseline_cache=BaselineCache(state.baseline_cache, state.baseline_scores),
             templates=load_templates(),
             total_steps=total_steps,
@@ -420,7 +420,7 @@ class Runner:
                 "spent_usd": self._spent(),
                 "at": now_iso(),
             },
-            state={},
+            state=None,
             epoch_batches=None,
             config=self.config,
             benchmark_hash=session.benchmark.content_hash,
@@ -471,7 +471,7 @@ class Runner:
             best=best,
             baseline_val_acc=baseline_val,
             baseline_versions=versions,
-            gate_pools=gate_pools.to_dict(),
+            gate_pools=gate_pools,
             baseline_cache=dict(cache.entries),
             baseline_scores=dict(cache.scores),
         )
@@ -591,7 +591,7 @@ async def final_test_eval(ctx: TrainContext, state: TrainState) -> dict[str, Any
         },
         "holdout_task_types": list(ctx.config.holdout_task_types),
         "best": asdict(state.best),
-        "curve": state.curve,
+        "curve": [point.flat() for point in state.curve],
         "simulated_model": ctx.config.uses_sim,
     }
     write_json_atomic(ctx.root / "analyses" / "final_test_eval.json", report)
@@ -602,7 +602,7 @@ def done_summary(state: TrainState, progress: dict[str, Any]) -> dict[str, Any]:
     """A finished train run's summary in the log: best, curve, and why it stopped."""
     return {
         "best": asdict(state.best),
-        "curve": state.curve,
+        "curve": [point.flat() for point in state.curve],
         "reason": ending_text(progress),
         "end": str(progress.get("end") or ""),
     }

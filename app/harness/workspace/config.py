@@ -312,7 +312,7 @@ def _split_keys(data: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]
 
 def describe_problem(error: ErrorDetails, prefix: str = "") -> str:
     """One pydantic error as a short clause naming the key, under `prefix` (never pydantic's
-    own multi-line layout). Shared with the checkpoint's state (app/harness/training/train_state.py)."""
+    own multi-line layout). Shared with the checkpoint's state (app/harness/training/checkpoint.py)."""
     loc = [prefix] if prefix else []
     loc += [str(part) for part in error["loc"] if not isinstance(part, int)]
     key = ".".join(loc)
