@@ -14,9 +14,11 @@ from app.api.store import _store, find_benchmark, find_seed
 from app.api_args import expect as _expect
 from app.api_args import is_path as _is_path
 from app.errors import UserError
-from app.harness.rollouts.benchmark_validation import ValidationReport as BenchmarkValidation
+from app.harness.rollouts.benchmark_validation import ValidationReport
 from app.harness.tools.check import ToolsCheck
 from app.harness.workspace.store import Seed, load_seed
+
+BenchmarkValidation = ValidationReport  # the API's name for the validation report
 
 
 def validate_benchmark(

@@ -34,7 +34,8 @@ class WorkspaceReport:
 
     @property
     def best(self) -> dict[str, Any] | None:
-        return self.summary["best"]
+        best: dict[str, Any] | None = self.summary["best"]
+        return best
 
 
 def report(workspace: str | Path) -> WorkspaceReport:

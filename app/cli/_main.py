@@ -115,7 +115,8 @@ def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.Argument
 def subparser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
-            return action.choices[command]
+            found: argparse.ArgumentParser = action.choices[command]
+            return found
     return parser
 
 

@@ -67,7 +67,7 @@ def add_command(
     sub: Any, name: str, help: str, example: str, parents: list[argparse.ArgumentParser]
 ) -> argparse.ArgumentParser:
     """A subcommand whose --help ends with one example."""
-    return sub.add_parser(
+    parser: argparse.ArgumentParser = sub.add_parser(
         name,
         parents=parents,
         help=help,
@@ -76,6 +76,7 @@ def add_command(
         formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,  # a prefix is reported with the option meant, never guessed
     )
+    return parser
 
 
 def add_workspace_alias(p: argparse.ArgumentParser, required: bool) -> None:

@@ -235,7 +235,8 @@ class WorkspaceData:
 
     # -- files ------------------------------------------------------------------------------
     def manifest(self) -> dict[str, Any]:
-        return visible_tree(read_manifest(self.root))
+        manifest: dict[str, Any] = visible_tree(read_manifest(self.root))
+        return manifest
 
     def checkpoint(self) -> dict[str, Any] | None:
         data = _read_json(self.root / "checkpoint.json")

@@ -214,7 +214,7 @@ def _nested_curve_point(point: Any) -> Any:
     return {**{k: point[k] for k in _CURVE_ACCURACIES if k in point}, "counts": counts}
 
 
-def _wrong(key: str, want: type | tuple, value: Any) -> str:
+def _wrong(key: str, want: type | tuple[type, ...], value: Any) -> str:
     name = "number" if isinstance(want, tuple) else want.__name__
     name = {
         "dict": "an object",

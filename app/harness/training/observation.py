@@ -19,7 +19,7 @@ from core.evolution.gate import GateDecision
 current_step_flags: ContextVar[tuple[str, ...]] = ContextVar("current_step_flags", default=())
 # The step's rollout activation per task type (skill_mode "progressive"/"tool";
 # app/harness/skills/activation.py), set by the step that writes the reports.
-current_step_activation: ContextVar[dict | None] = ContextVar(
+current_step_activation: ContextVar[dict[str, Any] | None] = ContextVar(
     "current_step_activation", default=None
 )
 

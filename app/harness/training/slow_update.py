@@ -33,7 +33,7 @@ from core.evolution.edits import RejectedEdit
 from core.evolution.evolve import TargetKind, evolve, prompt_file_prompt
 from core.evolution.gate import GateDecision, ProbationTest, ProbationVerdict, SequentialGate
 from core.evolution.relevance import added_text
-from core.types import InferenceResult
+from core.types import InferenceResult, Question
 
 # An epoch report's counts, in this order; the second group only when not zero.
 EPOCH_REPORT_COUNTS = (
@@ -458,7 +458,11 @@ async def holdout_four_way(
 
 
 async def _test_accuracy(
-    ctx: TrainContext, state: TrainState, versions: tuple[str, str], test: list, prefix: str
+    ctx: TrainContext,
+    state: TrainState,
+    versions: tuple[str, str],
+    test: list[Question],
+    prefix: str,
 ) -> float:
     if versions == (state.baseline_versions["skills"], state.baseline_versions["prompts"]):
         units = build_units(test)
@@ -483,8 +487,8 @@ def report_epoch(
     epoch: int,
     r: InferenceResult,
     r2: InferenceResult | None,
-    holdout: dict,
-    verdicts: list,
+    holdout: dict[str, Any],
+    verdicts: list[dict[str, Any]],
     prefix: str,
     prompts_test: dict[str, Any] | None = None,
 ) -> None:
