@@ -25,11 +25,11 @@ test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
-	$(VENV)/bin/python -m pytest -q --durations=20
+	$(VENV)/bin/python -m pytest -q -n auto --maxprocesses 4 --durations=20
 
 # The edit-test loop: no formatter, type checker or slow reliability tests (CI runs them all).
 test-fast: $(STAMP)
-	$(VENV)/bin/python -m pytest -q -m "not slow"
+	$(VENV)/bin/python -m pytest -q -n auto --maxprocesses 4 -m "not slow"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

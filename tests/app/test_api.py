@@ -32,6 +32,7 @@ def test_the_api_page_shows_the_readme_example() -> None:
     )
 
 
+@pytest.mark.slow
 def test_the_readme_example_runs_and_prints_the_learning(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     exec(compile(readme_api_example(), "README.md", "exec"), {})

@@ -63,6 +63,7 @@ def train_status(ws: Path) -> tuple:
         conn.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig, reason", [(signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "Ctrl-C")])
 def test_stop_signal_mid_run_marks_the_run_stopped_and_resume_finishes(ws, tmp_path, sig, reason):
     proc = start(ws)

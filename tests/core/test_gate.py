@@ -148,6 +148,7 @@ def test_calibrated_level_stays_below_ville_and_falls_back_to_it() -> None:
         calibrated_threshold(10, 0.0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("discordance", "horizon"), [(0.3, 60), (1.0, 20), (0.6, 200)])
 def test_null_false_accept_rate_is_at_most_alpha(discordance: float, horizon: int) -> None:
     """Seeded Monte Carlo of the whole test (gate + probation continuation, stage split 2:1)
