@@ -36,13 +36,14 @@ from app.harness.serving.chat import (
     ChatRequestError,
     Completion,
     completion_body,
-    error_body,
     parse_request,
     sse_chunks,
 )
 from app.harness.serving.page_data import gather
 from app.harness.serving.routing import Route, Router, RoutingError
 from app.harness.serving.webpage import esc, render_page
+from app.openai_http import HostCheck, body_within
+from app.openai_http import error_response as _error
 from app.providers.errors import BudgetExceeded
 from app.secrets import scrub
 from core.types import StopReason
@@ -50,17 +51,6 @@ from core.types import StopReason
 FLUSH_INTERVAL_S = 0.5
 SKILL_HEADER = "X-Skill-Trainer-Skill"  # the routed task type's skill file, or "none"
 TASK_TYPE_HEADER = "X-Skill-Trainer-Task-Type"
-
-
-def _error(
-    status: int,
-    message: str,
-    *,
-    code: str,
-    param: str | None = None,
-    kind: str = "invalid_request_error",
-) -> JSONResponse:
-    return JSONResponse(error_body(message, code=code, param=param, kind=kind), status_code=status)
 
 
 def build_app(
@@ -152,7 +142,7 @@ def build_app(
                 f"Content-Type {kind[:60]!r}: send the request as application/json",
                 code="unsupported_media_type",
             )
-        body = await _body_within(request, MAX_BODY_BYTES)
+        body = await body_within(request, MAX_BODY_BYTES)
         if body is None:
             return _error(413, f"request body larger than {MAX_BODY_BYTES} bytes", code="too_large")
         try:
@@ -192,53 +182,8 @@ def build_app(
 
     if allowed_hosts is not None:
         # added last, so it runs first: a rebound page gets nothing, not even a CORS answer
-        app.add_middleware(_HostCheck, allowed=allowed_hosts)
+        app.add_middleware(HostCheck, allowed=allowed_hosts)
     return app
-
-
-async def _body_within(request: Request, limit: int) -> bytes | None:
-    """The body, or None as soon as more than `limit` bytes arrived (a chunked body has no
-    Content-Length to refuse it by, and must not be held whole first)."""
-    if int(request.headers.get("content-length") or 0) > limit:
-        return None
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-class _HostCheck:
-    """Refuses (421) a request whose Host header is not one this server is reached by."""
-
-    def __init__(self, app: ASGIApp, allowed: frozenset[str]) -> None:
-        self.app = app
-        self.allowed = allowed
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            host = next((v for k, v in scope["headers"] if k == b"host"), b"")
-            if host.decode("latin-1").lower() not in self.allowed:
-                shown = host.decode("latin-1")[:80].encode("unicode_escape").decode()
-                reply = _error(
-                    421,
-                    f"Host {shown!r} is not this server's (loopback binds answer only "
-                    f"{' or '.join(sorted(self.allowed))})",
-                    code="misdirected_request",
-                )
-                await reply(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
-
-
-def loopback_hosts(port: int) -> frozenset[str]:
-    """The Host values a browser sends for a server bound to loopback at `port`."""
-    names = ("127.0.0.1", "localhost", "[::1]")
-    with_port = {f"{n}:{port}" for n in names}
-    return frozenset(with_port | (set(names) if port == 80 else set()))
 
 
 def _page(root: Path, name: str) -> str:

@@ -15,30 +15,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+# ChatRequestError: re-exported, the serving modules and their tests name it from here
+from app.openai_http import ChatRequestError as ChatRequestError
+from app.openai_http import load_json_body
+
 MAX_BODY_BYTES = 1_000_000
 MAX_MESSAGES = 256
 MAX_TASK_CHARS = 32_000
 MAX_CONTEXT_CHARS = 64_000
-MAX_JSON_DEPTH = 32  # nesting of arrays and objects; a request needs 5
-_TOO_DEEP = object()  # what a body too deep for the JSON parser itself parses to
 STREAM_PIECE_CHARS = 64  # an answer is sent in pieces of about this size when streaming
-
-
-class ChatRequestError(ValueError):
-    """A request the endpoint refuses: HTTP `status`, OpenAI error `code`, the field `param`."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        status: int = 400,
-        param: str | None = None,
-        code: str = "invalid_request",
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.param = param
-        self.code = code
 
 
 class _Part(BaseModel):
@@ -88,18 +73,7 @@ class ChatRequest:
 
 
 def parse_request(body: bytes) -> ChatRequest:
-    if len(body) > MAX_BODY_BYTES:
-        raise ChatRequestError(
-            f"request body larger than {MAX_BODY_BYTES} bytes", status=413, code="too_large"
-        )
-    try:
-        data = json.loads(body)
-    except ValueError as e:
-        raise ChatRequestError(f"request body is not JSON ({e})") from None
-    except RecursionError:
-        data = _TOO_DEEP
-    if data is _TOO_DEEP or _depth_over(data, MAX_JSON_DEPTH):
-        raise ChatRequestError(f"request body: JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    data = load_json_body(body, MAX_BODY_BYTES)
     try:
         request = _Request.model_validate(data)
     except ValidationError as e:
@@ -137,21 +111,6 @@ def parse_request(body: bytes) -> ChatRequest:
     )
 
 
-def _depth_over(data: Any, limit: int) -> bool:
-    """Whether arrays and objects nest deeper than `limit` (walked without recursion, so a
-    body the parser took cannot exhaust the stack of the validation after it)."""
-    todo: list[tuple[Any, int]] = [(data, 1)]
-    while todo:
-        value, depth = todo.pop()
-        children = value.values() if isinstance(value, dict) else value
-        if not isinstance(value, (dict, list)):
-            continue
-        if depth > limit:
-            return True
-        todo.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
-    return False
-
-
 def _text(message: _Message, index: int) -> str:
     if message.content is None or isinstance(message.content, str):
         return message.content or ""
@@ -171,12 +130,6 @@ def _history(messages: list[_Message]) -> str:
     """Earlier turns (system messages included) as the context the agent's `read_context`
     tool returns: data to read, never instructions in its own system prompt."""
     return "\n".join(f"{m.role}: {_text(m, i)}" for i, m in enumerate(messages))
-
-
-def error_body(
-    message: str, *, code: str, param: str | None = None, kind: str = "invalid_request_error"
-) -> dict[str, Any]:
-    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
 
 
 @dataclass(frozen=True)

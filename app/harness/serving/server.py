@@ -16,7 +16,6 @@ import ipaddress
 import math
 import os
 import signal
-import socket
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -30,13 +29,14 @@ import uvicorn
 from app.errors import UserError
 from app.harness.rollouts.session import Session
 from app.harness.serving.agent import ServedAgent, ServedAnswer
-from app.harness.serving.app import build_app, flush_periodically, loopback_hosts
+from app.harness.serving.app import build_app, flush_periodically
 from app.harness.serving.routing import Router
 from app.harness.workspace import workspace as ws
 from app.harness.workspace.config import RunConfig
 from app.harness.workspace.log import RunStatus
 from app.harness.workspace.log_reader import LogReader
 from app.harness.workspace.writer_lock import WorkspaceBusy, WriterLock
+from app.openai_http import listening_socket, loopback_hosts
 from app.secrets import scrub
 
 LOOPBACK_NAMES = ("localhost",)
@@ -151,22 +151,6 @@ class _Server(uvicorn.Server):
         self.stopped_by = self.stopped_by or signal.Signals(signum).name
 
 
-def _listening_socket(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    # proto given: asyncio sets TCP_NODELAY only on sockets whose proto says TCP, and without it
-    # every reply on a kept-alive connection waits about 40 ms for a delayed ACK
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(2048)
-    except OSError as e:
-        sock.close()
-        raise UserError(f"--host {host} --port {port}: cannot listen ({e.strerror or e})") from None
-    sock.set_inheritable(True)
-    return sock
-
-
 async def serve_workspace(
     root: Path,
     config: RunConfig,
@@ -205,7 +189,7 @@ async def _serve(
     skills_dir, prompts_dir = version_dirs(root, settings.version)
     prompts = session.agent_prompts(skills_dir=skills_dir, prompts_dir=prompts_dir)
     name = settings.name or root.resolve().name
-    sock = _listening_socket(settings.host, settings.port)
+    sock = listening_socket(settings.host, settings.port)
     run_id = next_serve_run_id(session)
     # the pid: a serve killed with SIGKILL leaves its run `running` and the lock free; whoever
     # takes the lock next can tell the run's process is gone (docs/serving.md#what-it-writes-and-the-writer-lock)
