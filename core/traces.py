@@ -56,6 +56,9 @@ class Source(StrEnum):
     LANGSMITH = "langsmith"
     INSPECT = "inspect"
     CHAT_JSON = "chat-json"
+    # rebuilt from the model calls an agent made through the recording gateway
+    # (app/harness/agents/gateway.py), or reported by the agent itself
+    GATEWAY = "gateway"
 
 
 class ReferenceMode(StrEnum):
