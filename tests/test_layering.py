@@ -93,6 +93,19 @@ HARNESS_ROOMS: dict[str, frozenset[str]] = {
             "harness.serving",
         }
     ),
+    # bring your own agent (docs/agents.md): beside serving; nothing imports it yet
+    "harness.agents": frozenset(
+        {
+            "core",
+            "support",
+            "providers",
+            "harness.workspace",
+            "harness.skills",
+            "harness.tools",
+            "harness.rollouts",
+            "harness.agents",
+        }
+    ),
     # trace ingest writes what a rollout would have written (docs/architecture.md#layers)
     "harness.ingest": frozenset(
         {

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
+from app.sanitize import visible
+from app.secrets import scrub
 from core.traces import Source, Trace
 
 MAX_ANSWER_CHARS = 32_000  # an answer longer than this is cut (and a checker sees the cut)
@@ -159,3 +161,12 @@ def task_json(task: AgentTask, skills: SkillsVersion, endpoint: ModelEndpoint) -
         },
         ensure_ascii=False,
     )
+
+
+def clean_answer(text: str) -> tuple[str | None, str]:
+    """An agent's answer made safe to store and show (secrets scrubbed, control characters
+    shown as text, app/sanitize.py; cut to MAX_ANSWER_CHARS), or None and why."""
+    answer = visible(scrub(text.strip()))[:MAX_ANSWER_CHARS]
+    if not answer:
+        return None, "the answer is empty"
+    return answer, ""

@@ -32,12 +32,12 @@ from loguru import logger
 
 from app.errors import UserError
 from app.harness.workspace.atomic import check_no_links
+from app.harness.workspace.benchmark_format import TASK_TYPE_RE
 from app.harness.workspace.ids import check_run_id, check_version
 from app.harness.workspace.log import HarnessLog, RunStatus
 from app.harness.workspace.spdx import LICENCE_KEY
 from app.harness.workspace.store import (
     SKILLS_SIDECAR,
-    TASK_TYPE_RE,
     _commit_store,
     check_store_name,
     load_seed,
@@ -83,7 +83,7 @@ def _key_line(lines: list[str], key: str) -> int:
     return 1
 
 
-class _PlainYamlLoader(yaml.SafeLoader):
+class _PlainYamlLoader(yaml.SafeLoader):  # type: ignore[misc, unused-ignore]  # untyped yaml
     """SafeLoader without anchors and aliases: a few lines of nested aliases ("billion
     laughs") expand to gigabytes once a value is used, and the Agent Skills format needs
     neither, so they are refused at the event that names them, before any node is built."""
@@ -653,7 +653,9 @@ class Tally:
         }
 
 
-def skill_provenance(root: Path, eval_run_id: str, files: dict[str, str]) -> dict[str, dict]:
+def skill_provenance(
+    root: Path, eval_run_id: str, files: dict[str, str]
+) -> dict[str, dict[str, str]]:
     """Per skill file, its own accuracy in the eval run: the units of the task types that read
     it (core/evolution/budget.py `resolve_skill_file`), under `accuracy`, with the task types
     named. Empty when the run's summary has no per-task-type counts (a run logged before they
@@ -667,7 +669,7 @@ def skill_provenance(root: Path, eval_run_id: str, files: dict[str, str]) -> dic
     if not isinstance(per_type, dict):
         return {}
     tallies = {t: tally for t, e in per_type.items() if (tally := Tally.of(e)) is not None}
-    out: dict[str, dict] = {}
+    out: dict[str, dict[str, str]] = {}
     for file_name in skill_files(files):
         types = sorted(t for t in tallies if resolve_skill_file(t, files) == file_name)
         tally = sum((tallies[t] for t in types), Tally(0, 0))

@@ -131,11 +131,18 @@ class SandboxPool:
         return env
 
     async def run_command(
-        self, argv: Sequence[str], cwd: Path, *, limits: Limits | None = None, stdin: bytes = b""
+        self,
+        argv: Sequence[str],
+        cwd: Path,
+        *,
+        limits: Limits | None = None,
+        stdin: bytes = b"",
+        env: dict[str, str] | None = None,
     ) -> RunResult:
-        """Any program, after child.py applied the limits."""
+        """Any program, after child.py applied the limits; `env` is added to the allow-listed
+        environment (an agent's endpoint and its per-rollout key, app/harness/agents/)."""
         lim = limits or self.limits
-        return await self._run(["exec", *argv], cwd, lim, stdin, ())
+        return await self._run(["exec", *argv], cwd, lim, stdin, (), env)
 
     async def run_python(
         self,
@@ -151,22 +158,35 @@ class SandboxPool:
         return await self._run([mode, target], cwd, limits or self.limits, stdin, path)
 
     async def _run(
-        self, tail: list[str], cwd: Path, lim: Limits, stdin: bytes, path: Sequence[str]
+        self,
+        tail: list[str],
+        cwd: Path,
+        lim: Limits,
+        stdin: bytes,
+        path: Sequence[str],
+        env: dict[str, str] | None = None,
     ) -> RunResult:
         argv = [sys.executable, "-I", "-B", str(CHILD), lim.for_child(path), *tail]
         argv = self.wrap(argv) if self.wrap else argv
         if self._limiter is None:
             self._limiter = anyio.CapacityLimiter(self.concurrency)
         async with self._limiter:
-            return await self._spawn(argv, cwd, lim, stdin)
+            return await self._spawn(argv, cwd, lim, stdin, env)
 
-    async def _spawn(self, argv: list[str], cwd: Path, lim: Limits, stdin: bytes) -> RunResult:
+    async def _spawn(
+        self,
+        argv: list[str],
+        cwd: Path,
+        lim: Limits,
+        stdin: bytes,
+        env: dict[str, str] | None = None,
+    ) -> RunResult:
         started = time.perf_counter()
         if self._stopped:
             return RunResult(Outcome.STOPPED, None, "", "", 0.0, "the sandbox pool was stopped")
         try:
             proc = await anyio.open_process(
-                argv, cwd=cwd, env=self.environment(cwd), start_new_session=True
+                argv, cwd=cwd, env=self.environment(cwd, env), start_new_session=True
             )
         except OSError as e:
             return RunResult(Outcome.SPAWN_ERROR, None, "", "", 0.0, f"cannot start: {e}")

@@ -1,0 +1,56 @@
+"""Agent functions for tests/app/agents/test_python_agent.py (loaded as module:function)."""
+
+from __future__ import annotations
+
+import time
+
+import openai
+
+from app.harness.agents.protocol import AgentTask, ModelEndpoint, SkillsVersion
+from app.harness.agents.python_agent import AgentOutput
+from core.traces import Role, Source, Step, StepKind, Trace
+
+
+async def good(task: AgentTask, skills: SkillsVersion, endpoint: ModelEndpoint) -> str:
+    client = openai.AsyncOpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key, max_retries=0)
+    reply = await client.chat.completions.create(
+        model=endpoint.model,
+        messages=[
+            {"role": "system", "content": skills.skills[f"{task.task_type}.md"]},
+            {"role": "user", "content": task.question},
+        ],
+    )
+    return reply.choices[0].message.content or ""
+
+
+def with_trace(task: AgentTask, skills: SkillsVersion, endpoint: ModelEndpoint) -> AgentOutput:
+    steps = (
+        Step(StepKind.MESSAGE, Role.USER, task.question),
+        Step(StepKind.MESSAGE, Role.ASSISTANT, "7"),
+    )
+    return AgentOutput("7", Trace(Source.GATEWAY, "mine", steps))
+
+
+def crashes(task: AgentTask, skills: SkillsVersion, endpoint: ModelEndpoint) -> str:
+    raise RuntimeError("no luck\x1b[31m")
+
+
+def hangs(task: AgentTask, skills: SkillsVersion, endpoint: ModelEndpoint) -> str:
+    time.sleep(1)  # abandoned by the 0.2 s time-out; short, so the interpreter exits soon
+    return "late"
+
+
+def garbage(task: AgentTask, skills: SkillsVersion, endpoint: ModelEndpoint) -> object:
+    return {"not": "an answer"}
+
+
+async def greedy(task: AgentTask, skills: SkillsVersion, endpoint: ModelEndpoint) -> str:
+    client = openai.AsyncOpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key, max_retries=0)
+    for _ in range(5):  # the test's cap is 2: the third call raises PermissionDeniedError
+        await client.chat.completions.create(
+            model=endpoint.model, messages=[{"role": "user", "content": task.question}]
+        )
+    return "never"
+
+
+not_callable = 3
