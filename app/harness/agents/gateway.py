@@ -40,6 +40,7 @@ from app.harness.agents.wire import (
     completion_chunks,
     parse_gateway_request,
 )
+from app.harness.rollouts.telemetry import calls_logged_as
 from app.openai_http import (
     ChatRequestError,
     HostCheck,
@@ -74,6 +75,7 @@ class _Rollout:
     deadline: float  # time.monotonic()
     calls: list[RecordedCall] = field(default_factory=list)
     started: int = 0  # calls let through to the provider (counted before it answers)
+    log_as: str = ""  # the run whose llm_calls rows the provider's telemetry writes
     closed: bool = False
     last_messages: list[Message] = field(default_factory=list)
 
@@ -108,11 +110,14 @@ class Gateway:
         *,
         call_cap: int = DEFAULT_CALL_CAP,
         time_limit_s: float = DEFAULT_TIME_LIMIT_S,
+        log_as: str = "",
     ) -> str:
-        """A new bearer key; the calls made with it are recorded for `rollout_id`."""
+        """A new bearer key; the calls made with it are recorded for `rollout_id`. `log_as`:
+        the run id the provider's telemetry logs these calls under (its `llm_calls` rows);
+        the request's task does not inherit the caller's `calls_logged_as`."""
         key = KEY_PREFIX + secrets.token_urlsafe(24)
         deadline = time.monotonic() + time_limit_s
-        self._rollouts[_digest(key)] = _Rollout(rollout_id, call_cap, deadline)
+        self._rollouts[_digest(key)] = _Rollout(rollout_id, call_cap, deadline, log_as=log_as)
         return key
 
     def endpoint(self, key: str) -> ModelEndpoint:
@@ -200,7 +205,8 @@ class Gateway:
             stream=request.stream,
         )
         started = time.perf_counter()
-        reply = await self._complete(request, rollout.deadline)
+        with calls_logged_as(rollout.log_as) if rollout.log_as else contextlib.nullcontext():
+            reply = await self._complete(request, rollout.deadline)
         latency = time.perf_counter() - started
         if isinstance(reply, _CallFailure):
             rollout.calls.append(

@@ -39,8 +39,12 @@ async def run_rollout(
     rollout_id: str,
     call_cap: int = DEFAULT_CALL_CAP,
     time_limit_s: float = DEFAULT_TIME_LIMIT_S,
+    log_as: str = "",
 ) -> Rollout:
-    key = gateway.open_rollout(rollout_id, call_cap=call_cap, time_limit_s=time_limit_s)
+    """`log_as`: the run id whose `llm_calls` rows the agent's model calls become."""
+    key = gateway.open_rollout(
+        rollout_id, call_cap=call_cap, time_limit_s=time_limit_s, log_as=log_as
+    )
     try:
         result = await agent.run(task, skills, gateway.endpoint(key))
     finally:

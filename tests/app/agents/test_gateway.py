@@ -219,3 +219,25 @@ async def test_a_failing_provider_is_a_502_not_a_dead_server() -> None:
         assert "\x1b" not in str(caught.value)
         calls = gw.close_rollout(key)
     assert calls[0].status == CallStatus.ERROR and "boom" in calls[0].error
+
+
+async def test_calls_are_logged_under_the_rollouts_run() -> None:
+    from app.harness.agents.gateway import running_gateway
+    from app.harness.rollouts.telemetry import current_run_id
+    from core.types import LLMResponse
+
+    seen: list[str] = []
+
+    class Spy:
+        async def complete(self, messages, **kwargs):  # type: ignore[no-untyped-def]
+            seen.append(current_run_id.get())
+            return LLMResponse(text="ANSWER: 1")
+
+    async with running_gateway(Spy()) as gw:
+        for log_as in ("train1-e1-s1-rollout", ""):
+            key = gw.open_rollout("r", log_as=log_as)
+            await client(gw, key).chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "hi"}]
+            )
+            gw.close_rollout(key)
+    assert seen == ["train1-e1-s1-rollout", ""]
