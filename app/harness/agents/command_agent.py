@@ -65,6 +65,7 @@ class CommandSettings:
     memory_bytes: int = 4 << 30  # address space; a Node CLI reserves gigabytes
     env: Mapping[str, str] = field(default_factory=dict)
     root: Path | None = None  # where the per-rollout folders go (default: the system's temp)
+    concurrency: int = 8  # processes at once; an agent mostly waits on its model
     keep_folder: bool = False  # leave the folder for inspection
 
 
@@ -78,7 +79,7 @@ class CommandAgent:
             _check_relative(settings.answer_file)
         self.settings = settings
         root = settings.root or Path(tempfile.gettempdir())
-        self.pool = SandboxPool(root, concurrency=os.cpu_count() or 1, limits=self._limits())
+        self.pool = SandboxPool(root, concurrency=settings.concurrency, limits=self._limits())
 
     def _limits(self) -> Limits:
         s = self.settings

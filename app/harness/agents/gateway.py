@@ -60,7 +60,7 @@ KEY_PREFIX = "sk-rollout-"
 DEFAULT_CALL_CAP = 32
 DEFAULT_TIME_LIMIT_S = 600.0
 CLOSED_KEPT = 10_000  # closed rollouts remembered, so a late call is told "closed", not "unknown"
-LATE_CALLS_KEPT = 100  # refused calls recorded per closed rollout
+REFUSALS_KEPT = 100  # refused calls recorded per rollout (more are refused unrecorded)
 START_TIMEOUT_S = 10.0
 
 
@@ -181,7 +181,8 @@ class Gateway:
         return None
 
     def _refuse(self, rollout: _Rollout, status: CallStatus) -> JSONResponse:
-        if not rollout.closed or len(rollout.calls) < rollout.started + LATE_CALLS_KEPT:
+        # an agent may keep knocking until its time limit: refusals are recorded up to a bound
+        if len(rollout.calls) < rollout.started + REFUSALS_KEPT:
             rollout.calls.append(RecordedCall(index=len(rollout.calls), status=status))
         message = {
             CallStatus.REFUSED_CLOSED: "this rollout is over; its key no longer works",

@@ -76,7 +76,9 @@ class PythonAgent:
         if inspect.iscoroutinefunction(self.function):
             return await self.function(task, skills, endpoint)
         call = functools.partial(self.function, task, skills, endpoint)
-        return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+        value = await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+        # a plain function may hand back a coroutine (a partial of an async one, a decorator)
+        return await value if inspect.isawaitable(value) else value
 
 
 def interpret(value: Any, latency_s: float) -> AgentResult:

@@ -54,3 +54,12 @@ async def greedy(task: AgentTask, skills: SkillsVersion, endpoint: ModelEndpoint
 
 
 not_callable = 3
+
+
+def hands_back_a_coroutine(
+    task: AgentTask, skills: SkillsVersion, endpoint: ModelEndpoint
+) -> object:
+    async def later() -> str:
+        return "from a coroutine"
+
+    return later()

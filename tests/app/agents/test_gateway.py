@@ -241,3 +241,17 @@ async def test_calls_are_logged_under_the_rollouts_run() -> None:
             )
             gw.close_rollout(key)
     assert seen == ["train1-e1-s1-rollout", ""]
+
+
+@with_gateway
+async def test_refusals_are_recorded_up_to_a_bound(gateway: Gateway) -> None:
+    from app.harness.agents.gateway import REFUSALS_KEPT
+
+    key = gateway.open_rollout("knocks", call_cap=0)
+    headers = {"Authorization": f"Bearer {key}"}
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    async with httpx.AsyncClient(base_url=gateway.base_url, headers=headers) as http:
+        for _ in range(REFUSALS_KEPT + 20):
+            assert (await http.post("/chat/completions", json=body)).status_code == 403
+    calls = gateway.close_rollout(key)
+    assert len(calls) == REFUSALS_KEPT and all(c.status.refused for c in calls)

@@ -54,6 +54,8 @@ async def test_crash_timeout_and_garbage_are_results() -> None:
     assert hang.failure is not None and hang.failure.kind == FailureKind.TIMEOUT
     junk = await PythonAgent(f"{PLUGINS}:garbage").run(TASK, SKILLS, NOWHERE)
     assert junk.failure is not None and junk.failure.kind == FailureKind.GARBAGE
+    late = await PythonAgent(f"{PLUGINS}:hands_back_a_coroutine").run(TASK, SKILLS, NOWHERE)
+    assert late.ok and late.answer == "from a coroutine"
 
 
 @pytest.mark.parametrize("target", ["nomodule", f"{PLUGINS}:missing", f"{PLUGINS}:not_callable"])
