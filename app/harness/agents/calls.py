@@ -21,6 +21,7 @@ from core.types import ToolCall
 
 class CallStatus(StrEnum):
     OK = "ok"
+    PENDING = "pending"  # still waiting for the provider (a rollout closed while it was)
     REFUSED_CAP = "refused:call_cap"  # past the rollout's call cap
     REFUSED_TIME = "refused:time_limit"  # after the rollout's time limit
     REFUSED_CLOSED = "refused:closed"  # after close_rollout

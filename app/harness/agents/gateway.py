@@ -198,23 +198,26 @@ class Gateway:
         rollout.last_messages = request.messages
         base = RecordedCall(
             index=index,
-            status=CallStatus.OK,
+            status=CallStatus.PENDING,
             prefix_len=prefix,
             new_messages=tuple(request.messages[prefix:]),
             tools=tuple(t.name for t in request.tools),
             requested_model=request.model[:200],
             stream=request.stream,
         )
+        # its slot is taken now, in arrival order: the prefix above is relative to the request
+        # before it, and parallel calls of one agent finish in any order
+        rollout.calls.append(base)
         started = time.perf_counter()
         with calls_logged_as(rollout.log_as) if rollout.log_as else contextlib.nullcontext():
             reply = await self._complete(request, rollout.deadline)
         latency = time.perf_counter() - started
         if isinstance(reply, _CallFailure):
-            rollout.calls.append(
-                replace(base, status=reply.status, latency_s=latency, error=reply.message)
+            rollout.calls[index] = replace(
+                base, status=reply.status, latency_s=latency, error=reply.message
             )
             return reply.response()
-        rollout.calls.append(_recorded(base, reply, latency))
+        rollout.calls[index] = _recorded(base, reply, latency)
         meta = ReplyMeta(
             f"chatcmpl-{rollout.rollout_id[:40]}-{index}", self.model_name, int(time.time())
         )
@@ -353,6 +356,7 @@ def _common_prefix(before: list[Message], now: list[Message]) -> int:
 def _recorded(base: RecordedCall, reply: LLMResponse, latency: float) -> RecordedCall:
     return replace(
         base,
+        status=CallStatus.OK,
         reply_text=reply.text,
         tool_calls=reply.tool_calls,
         tokens_in=reply.usage.tokens_in,

@@ -255,3 +255,34 @@ async def test_refusals_are_recorded_up_to_a_bound(gateway: Gateway) -> None:
             assert (await http.post("/chat/completions", json=body)).status_code == 403
     calls = gateway.close_rollout(key)
     assert len(calls) == REFUSALS_KEPT and all(c.status.refused for c in calls)
+
+
+async def test_parallel_calls_of_one_rollout_keep_arrival_order() -> None:
+    from app.harness.agents.calls import request_histories
+    from app.harness.agents.gateway import running_gateway
+    from core.types import LLMResponse
+
+    class Slow:
+        async def complete(self, messages, **kwargs):  # type: ignore[no-untyped-def]
+            # the first request answers last
+            await anyio.sleep(0.3 if messages[-1]["content"] == "first" else 0.0)
+            return LLMResponse(text=messages[-1]["content"])
+
+    sent = {
+        "first": [{"role": "user", "content": "first"}],
+        "second": [{"role": "system", "content": "s"}, {"role": "user", "content": "second"}],
+    }
+    async with running_gateway(Slow()) as gw:
+        key = gw.open_rollout("p")
+
+        async def ask(name: str) -> None:
+            await client(gw, key).chat.completions.create(model="m", messages=sent[name])
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ask, "first")
+            await anyio.sleep(0.1)
+            tg.start_soon(ask, "second")
+        calls = gw.close_rollout(key)
+    assert [c.reply_text for c in calls] == ["first", "second"]
+    histories = list(request_histories(calls))
+    assert [[m["content"] for m in h] for h in histories] == [["first"], ["s", "second"]]
