@@ -24,6 +24,7 @@ import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import anyio
 import uvicorn
@@ -241,6 +242,9 @@ class Gateway:
                     max_tokens=request.max_tokens,
                     seed=request.seed,
                     role="agent",
+                    # only when asked for, as CachingProvider passes it: the provider's own
+                    # default applies otherwise (app/providers/factory.py BudgetedProvider)
+                    **_format(request),
                 )
         except TimeoutError:
             return _CallFailure(
@@ -326,11 +330,11 @@ async def running_gateway(
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(server.serve, [sock])
-            with anyio.fail_after(START_TIMEOUT_S):
-                while not server.started:
-                    await anyio.sleep(0.002)
-            gateway.url = f"http://127.0.0.1:{port}"
-            try:
+            try:  # a server that never starts is stopped too, or the group would wait for it
+                with anyio.fail_after(START_TIMEOUT_S):
+                    while not server.started:
+                        await anyio.sleep(0.002)
+                gateway.url = f"http://127.0.0.1:{port}"
                 yield gateway
             finally:
                 server.should_exit = True
@@ -365,6 +369,10 @@ def _recorded(base: RecordedCall, reply: LLMResponse, latency: float) -> Recorde
         latency_s=latency,
         cache_hit=reply.cache_hit,
     )
+
+
+def _format(request: GatewayRequest) -> dict[str, Any]:
+    return {"response_format": request.response_format} if request.response_format else {}
 
 
 def _clean(e: BaseException) -> str:

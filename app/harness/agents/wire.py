@@ -70,8 +70,8 @@ class _Message(BaseModel):
 
 
 class _Request(BaseModel):
-    # other OpenAI fields (tool_choice, top_p, user, ...) are accepted and not forwarded: the
-    # provider layer's interface has no place for them (core/protocols.py)
+    # other OpenAI fields (tool_choice, top_p, stop, user, ...) are accepted and not forwarded:
+    # the provider layer's interface has no place for them (core/protocols.py)
     model_config = ConfigDict(extra="allow")
     model: str = Field(max_length=256)
     messages: list[_Message] = Field(min_length=1, max_length=MAX_MESSAGES)
@@ -82,6 +82,7 @@ class _Request(BaseModel):
     max_tokens: int | None = Field(default=None, ge=1)
     max_completion_tokens: int | None = Field(default=None, ge=1)
     seed: int | None = None
+    response_format: dict[str, Any] | None = None
     n: int = 1
 
 
@@ -97,6 +98,7 @@ class GatewayRequest:
     seed: int
     stream: bool
     include_usage: bool
+    response_format: dict[str, Any] | None = None
 
 
 def parse_gateway_request(body: bytes, max_bytes: int = MAX_BODY_BYTES) -> GatewayRequest:
@@ -122,6 +124,7 @@ def parse_gateway_request(body: bytes, max_bytes: int = MAX_BODY_BYTES) -> Gatew
         seed=request.seed or 0,
         stream=request.stream,
         include_usage=bool((request.stream_options or {}).get("include_usage")),
+        response_format=request.response_format,
     )
 
 

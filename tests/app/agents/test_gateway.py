@@ -286,3 +286,33 @@ async def test_parallel_calls_of_one_rollout_keep_arrival_order() -> None:
     assert [c.reply_text for c in calls] == ["first", "second"]
     histories = list(request_histories(calls))
     assert [[m["content"] for m in h] for h in histories] == [["first"], ["s", "second"]]
+
+
+async def test_sampling_fields_and_response_format_reach_the_provider() -> None:
+    from app.harness.agents.gateway import running_gateway
+    from core.types import LLMResponse
+
+    seen: list[dict] = []
+
+    class Spy:
+        async def complete(self, messages, **kwargs):  # type: ignore[no-untyped-def]
+            seen.append(kwargs)
+            return LLMResponse(text="{}")
+
+    async with running_gateway(Spy()) as gw:
+        key = gw.open_rollout("f")
+        await client(gw, key).chat.completions.create(
+            model="m",
+            messages=[{"role": "user", "content": "hi"}],
+            temperature=0.7,
+            max_tokens=10**9,
+            seed=5,
+            response_format={"type": "json_object"},
+        )
+        await client(gw, key).chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "hi"}]
+        )
+    assert seen[0]["temperature"] == 0.7 and seen[0]["seed"] == 5
+    assert seen[0]["max_tokens"] == 32_768  # capped
+    assert seen[0]["response_format"] == {"type": "json_object"}
+    assert "response_format" not in seen[1] and seen[1]["max_tokens"] == 1_024
