@@ -31,7 +31,7 @@ from app.harness.training.runner import Runner, read_final
 from app.harness.workspace import workspace as ws
 from app.harness.workspace.atomic import write_json_atomic
 from app.harness.workspace.config import RunConfig
-from app.harness.workspace.log_reader import LogReader
+from app.harness.workspace.harness_log.reader import LogReader
 from app.progress import NO_BARS, Bars
 from core import distill as d
 from core.types import InferenceResult, Question

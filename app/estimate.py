@@ -35,8 +35,8 @@ from loguru import logger
 from app.harness.rollouts.benchmark_validation import power_findings
 from app.harness.workspace.atomic import read_json_object, write_json_atomic
 from app.harness.workspace.config import RunConfig, fingerprint
-from app.harness.workspace.log_reader import open_reader
-from app.harness.workspace.log_rows import RoleCalls
+from app.harness.workspace.harness_log.reader import open_reader
+from app.harness.workspace.harness_log.rows import RoleCalls
 from app.harness.workspace.store import Seed
 from app.harness.workspace.workspace import WorkspacePaths
 from app.providers.sim.oracle import ORACLE_MODEL

@@ -11,7 +11,7 @@ from typing import Any
 
 from app.harness.rollouts.benchmark_validation import gate_families
 from app.harness.workspace.config import build_config
-from app.harness.workspace.log_reader import LogReader
+from app.harness.workspace.harness_log.reader import LogReader
 from app.harness.workspace.store import load_benchmark
 from core.benchmark_checks import (
     families_at_mean_effect,

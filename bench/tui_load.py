@@ -59,7 +59,7 @@ T0 = "2025-01-02T03:04:05+00:00"
 # -- build --------------------------------------------------------------------------------
 def build(ws: Path, n_predictions: int, n_steps: int, n_versions: int) -> dict:
     from app.harness.workspace.atomic import write_json_atomic
-    from app.harness.workspace.log import HarnessLog
+    from app.harness.workspace.harness_log import HarnessLog
     from app.harness.workspace.store import benchmark_dir, load_seed, seed_dir
     from app.harness.workspace.workspace import (
         advance_version,

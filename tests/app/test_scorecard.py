@@ -154,7 +154,7 @@ def test_select_informative_needs_an_earlier_fork(tmp_path: Path) -> None:
 
 def test_memories_dedupe_by_tool_sequence_and_retire_after_versions(tmp_path: Path) -> None:
     from app.harness.rollouts import memory
-    from app.harness.workspace.log import HarnessLog
+    from app.harness.workspace.harness_log import HarnessLog
 
     log = HarnessLog(tmp_path / "harness.db")
     steps = [

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.errors import UserError
-from app.harness.workspace.log import HarnessLog
+from app.harness.workspace.harness_log import HarnessLog
 from app.sanitize import visible
 from core.checkers import RUBRIC
 from core.types import Question

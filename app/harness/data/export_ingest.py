@@ -44,7 +44,7 @@ INGEST_KIND = "ingest"
 
 def is_ingest_run(session: Session, run_id: str) -> bool:
     run = session.log.run(run_id)
-    return run is not None and run["kind"] == INGEST_KIND
+    return run is not None and run.kind == INGEST_KIND
 
 
 def ingested_lines(

@@ -215,8 +215,8 @@ def load_trajectories(session: Session, run_id: str, skip: set[str]) -> Iterator
         )
     model = _run_model(session, run_id)
     run = log.run(run_id)
-    served = run is not None and run["kind"] == "serve"
-    ingested = run is not None and run["kind"] == "ingest"
+    served = run is not None and run.kind == "serve"
+    ingested = run is not None and run.kind == "ingest"
     prompts_cache: dict[tuple[str, str], AgentPrompts] = {}
     for row in rows:
         question = session.questions_by_id.get(row["question_id"])

@@ -82,7 +82,7 @@ class LineageSources:
         if rollout_id not in self._configs:
             run = self.session.log.run(rollout_id)
             try:
-                config = json.loads(run["config_json"] or "{}") if run else {}
+                config = json.loads(run.config_json or "{}") if run else {}
             except json.JSONDecodeError:
                 config = {}
             self._configs[rollout_id] = config if isinstance(config, dict) else {}

@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from app.harness.workspace.log import HarnessLog
+from app.harness.workspace.harness_log import HarnessLog
 from core.scorecard import (
     ForkSummary,
     QuestionHealth,

@@ -34,7 +34,7 @@ from app.harness.rollouts.agent_prompts import AgentPrompts
 from app.harness.rollouts.memory import with_memories
 from app.harness.rollouts.question_units import build_units, unit_correctness_view
 from app.harness.rollouts.session import Session
-from app.harness.workspace.log import HarnessLog
+from app.harness.workspace.harness_log import HarnessLog
 from app.secrets import scrub_json
 from core import ranking
 from core.scorecard import (

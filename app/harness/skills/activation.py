@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from app.harness.workspace.log import HarnessLog
+from app.harness.workspace.harness_log import HarnessLog
 
 
 @dataclass(frozen=True)

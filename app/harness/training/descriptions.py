@@ -47,7 +47,7 @@ from app.harness.training.contamination_guard import refused_as_contamination
 from app.harness.training.train_state import TrainContext, TrainState
 from app.harness.training.vocabulary import Count
 from app.harness.workspace.atomic import write_json_atomic
-from app.harness.workspace.log import RunStatus
+from app.harness.workspace.harness_log import RunStatus
 from app.paths import read_prompt
 from app.providers.errors import BudgetExceeded, ProviderError
 from core.evolution.acceptance import chunks

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from app.harness.training.vocabulary import EndReason, TrainPhase
-from app.harness.workspace.log import HarnessLog
+from app.harness.workspace.harness_log import HarnessLog
 from app.progress import CallsEta
 
 # app/estimate.py ESTIMATE_FILE, in the workspace's analyses/ (`estimate` writes it and

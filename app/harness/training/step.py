@@ -38,7 +38,9 @@ from app.harness.training.validate import GateSpec, ValidationOutcome, Validator
 from app.harness.training.vocabulary import Count, SkipAction, StepAction
 from app.harness.workspace import killpoints
 from app.harness.workspace.config import RunConfig
-from app.harness.workspace.log import HarnessLog, RunStatus
+from app.harness.workspace.harness_log import HarnessLog, RunStatus
+from app.harness.workspace.harness_log.gates import DiagnosisRecord, ShadowGateRecord
+from app.harness.workspace.harness_log.gates import EvolutionRecord as LoggedEvolution
 from core.concurrency import fan_out
 from core.evolution.budget import edit_budget_at, resolve_skill_file
 from core.evolution.diagnose import (
@@ -289,20 +291,19 @@ async def diagnose_batch(
     diagnoses = in_batch_order(failures, [*triaged.decided, *judged])
     _warn_contradictions(prefix + "diag", diagnoses)
     _warn_nowhere(prefix + "diag", diagnoses)
-    ctx.log.insert_rows(
-        "diagnoses",
+    ctx.log.add_diagnoses(
         [
-            {
-                "run_id": prefix + "diag",
-                "question_id": d.question_id,
-                "task_type": d.task_type,
-                "category": d.category,
-                "target": d.target,
-                "rationale": d.rationale,
-                "degraded": int(d.degraded),
-                "parse_error": parse_errors.get(d.question_id),
-                "decided_by": d.decided_by,
-            }
+            DiagnosisRecord(
+                run_id=prefix + "diag",
+                question_id=d.question_id,
+                task_type=d.task_type,
+                category=d.category,
+                target=d.target,
+                rationale=d.rationale,
+                degraded=int(d.degraded),
+                parse_error=parse_errors.get(d.question_id),
+                decided_by=d.decided_by,
+            )
             for d in diagnoses
         ],
     )
@@ -599,14 +600,11 @@ def settle(
     """Phase D for one task type: evidence, report, then accept or reject."""
     ctx, state, epoch, step = scope.ctx, scope.state, scope.epoch, scope.step
     d = outcome.decision
-    ctx.log.insert_rows(
-        "gate_evidence",
-        evidence_rows(outcome.gate_run_id, outcome.task_type, outcome.decision, epoch, step),
+    ctx.log.add_gate_evidence(
+        evidence_rows(outcome.gate_run_id, outcome.task_type, outcome.decision, epoch, step)
     )
-    ctx.log.insert_rows(
-        "quadrant_pair", quadrant_rows(outcome, scope.run_id("report"), epoch, step)
-    )
-    ctx.log.insert_rows("shadow_gate", [shadow_row(scope, outcome)])
+    ctx.log.add_quadrants(quadrant_rows(outcome, scope.run_id("report"), epoch, step))
+    ctx.log.add_shadow_gate(shadow_row(scope, outcome))
     paths = ctx.session.refresh_paths()
     new_version = None
     carried = state.continuations.pop(record.task_type, None)
@@ -733,7 +731,7 @@ def accept(scope: StepScope, record: EvolutionRecord, outcome: ValidationOutcome
     return version
 
 
-def shadow_row(scope: StepScope, outcome: ValidationOutcome) -> dict[str, Any]:
+def shadow_row(scope: StepScope, outcome: ValidationOutcome) -> ShadowGateRecord:
     """What the other bet would have decided on the same evidence (analysis only)."""
     params = scope.ctx.gate_params
     d0 = outcome.decision
@@ -753,16 +751,16 @@ def shadow_row(scope: StepScope, outcome: ValidationOutcome) -> dict[str, Any]:
         if gate.done:
             break
     d = gate.finish(exhausted=True)
-    return {
-        "run_id": scope.run_id("report"),
-        "epoch": scope.epoch,
-        "step": scope.step,
-        "task_type": outcome.task_type,
-        "strategy": other,
-        "action": d.action,
-        "e_value": d.e_value,
-        "n_used": d.n_used,
-    }
+    return ShadowGateRecord(
+        run_id=scope.run_id("report"),
+        epoch=scope.epoch,
+        step=scope.step,
+        task_type=outcome.task_type,
+        strategy=other,
+        action=d.action,
+        e_value=d.e_value,
+        n_used=d.n_used,
+    )
 
 
 def _skip(
@@ -808,26 +806,25 @@ def _skip_on_probation(scope: StepScope, task_type: str, tally: FailureTally) ->
 def _log_evolution(scope: StepScope, record: EvolutionRecord) -> None:
     run_id = scope.run_id("evolve")
     plain = record.to_dict()
-    scope.ctx.log.insert_rows(
-        "evolutions",
+    scope.ctx.log.add_evolutions(
         [
-            {
-                "run_id": run_id,
-                "epoch": scope.epoch,
-                "step": scope.step,
-                "task_type": record.task_type,
-                "target_kind": record.target_kind,
-                "target_file": record.target_file,
-                "status": record.status,
-                "request_summary": record.request_summary,
-                "edits_json": json.dumps(plain["edits"]),
-                "apply_report_json": json.dumps(plain["apply_report"]),
-                "clip_json": json.dumps(plain["clip"]),
-                "source_version": record.source_version,
-                "result_version": None,  # set by `settle` once the gate accepts it
-                "parse_errors_json": json.dumps(record.parse_errors),
-                "attempts_json": json.dumps(plain["attempts"]),
-            }
+            LoggedEvolution(
+                run_id=run_id,
+                epoch=scope.epoch,
+                step=scope.step,
+                task_type=record.task_type,
+                target_kind=record.target_kind,
+                target_file=record.target_file,
+                status=record.status,
+                request_summary=record.request_summary,
+                edits_json=json.dumps(plain["edits"]),
+                apply_report_json=json.dumps(plain["apply_report"]),
+                clip_json=json.dumps(plain["clip"]),
+                source_version=record.source_version,
+                result_version=None,  # set by `settle` once the gate accepts it
+                parse_errors_json=json.dumps(record.parse_errors),
+                attempts_json=json.dumps(plain["attempts"]),
+            )
         ],
     )
     record_attempts(
