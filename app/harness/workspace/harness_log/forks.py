@@ -208,12 +208,22 @@ class TrajectoryClassRecord(LogRecord):
 
 @dataclass(frozen=True)
 class BranchVerdict:
-    """One verdict as lineage and admission read it."""
+    """One verifier's verdict on one branch, as lineage reads it."""
+
+    question_id: str
+    branch_index: int
+    verifier: str
+    status: str
+    passed: int
+
+
+@dataclass(frozen=True)
+class PassingBranchVerdict:
+    """A branch ranked with objective 1 and one of its verdicts (None: it has none)."""
 
     question_id: str
     branch_index: int
     verifier: str | None
-    status: str | None
     passed: int | None
 
 
@@ -336,11 +346,11 @@ class ForksTable(LogConnection):
             )
         ]
 
-    def passing_verdicts(self, rollout_id: str) -> list[BranchVerdict]:
+    def passing_verdicts(self, rollout_id: str) -> list[PassingBranchVerdict]:
         """Each branch ranked with objective 1 and each of its verdicts (a branch without
         verdicts once, with None for the verdict)."""
         return [
-            BranchVerdict(r[0], r[1], r[2], None, r[3])
+            PassingBranchVerdict(*r)
             for r in self.conn.execute(
                 "SELECT r.question_id, r.branch_index, v.verifier, v.passed FROM rankings r "
                 "LEFT JOIN verdicts v ON v.run_id = r.run_id AND v.question_id = r.question_id "
@@ -350,10 +360,13 @@ class ForksTable(LogConnection):
         ]
 
     def verifier_names(self, rollout_id: str) -> list[str]:
-        return self._column(
-            "SELECT DISTINCT verifier FROM verdicts WHERE run_id = ? ORDER BY verifier",
-            (rollout_id,),
-        )
+        return [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT DISTINCT verifier FROM verdicts WHERE run_id = ? ORDER BY verifier",
+                (rollout_id,),
+            )
+        ]
 
     def verdict_cost(self, rollout_id: str) -> float:
         return float(

@@ -70,12 +70,17 @@ class IngestTable(LogConnection):
             )
         ]
 
-    def ingested_trace(
-        self, trace_id: str, ingest_run: str | None = None
-    ) -> IngestedTraceRecord | None:
-        """The trace (as `ingest_run` stored it, if given)."""
+    def ingested_trace(self, trace_id: str, ingest_run: str) -> IngestedTraceRecord | None:
+        """The trace as `ingest_run` stored it."""
         rows = self.query(
-            "SELECT * FROM ingested_traces WHERE trace_id = ? AND (? IS NULL OR ingest_run = ?)",
-            (trace_id, ingest_run, ingest_run),
+            "SELECT * FROM ingested_traces WHERE trace_id = ? AND ingest_run = ?",
+            (trace_id, ingest_run),
         )
         return IngestedTraceRecord(**rows[0]) if rows else None
+
+    def recorded_model(self, trace_id: str) -> tuple[str | None] | None:
+        """(the model the trace recorded,) or None when no such trace was ingested."""
+        row = self.conn.execute(
+            "SELECT model FROM ingested_traces WHERE trace_id = ?", (trace_id,)
+        ).fetchone()
+        return (row[0],) if row is not None else None
