@@ -531,12 +531,7 @@ class Runner:
         skills_dir = session.paths.root / "skills" / run.skills_version.split("+")[0]
         prompts_dir = session.paths.root / "prompts" / run.prompts_version
         prompts = session.agent_prompts(skills_dir, prompts_dir)
-        ids = [
-            r["question_id"]
-            for r in session.log.query(
-                "SELECT question_id FROM predictions WHERE run_id = ? ORDER BY id", (run_id,)
-            )
-        ]
+        ids = session.log.question_ids(run_id)
         batch = [session.questions_by_id[i] for i in ids if i in session.questions_by_id]
         ctx = _DiagnoseContext(session, load_templates())
         session.log.clear_runs_with_prefix(f"{run_id}-diagnose-")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Protocol
 
 import anyio
 from loguru import logger
@@ -41,6 +41,7 @@ from app.harness.workspace.config import RunConfig
 from app.harness.workspace.harness_log import HarnessLog, RunStatus
 from app.harness.workspace.harness_log.gates import DiagnosisRecord, ShadowGateRecord
 from app.harness.workspace.harness_log.gates import EvolutionRecord as LoggedEvolution
+from app.harness.workspace.harness_log.predictions import PredictionTrajectory
 from core.concurrency import fan_out
 from core.evolution.budget import edit_budget_at, resolve_skill_file
 from core.evolution.diagnose import (
@@ -204,36 +205,29 @@ class DiagnosisContext(Protocol):
     def log(self) -> HarnessLog: ...
 
 
-def rollout_rows(log: HarnessLog, run_id: str) -> dict[str, Any]:
-    """A rollout's prediction rows by question id (what `failures_from_rows` reads)."""
-    return {
-        r["question_id"]: r
-        for r in log.query(
-            "SELECT question_id, prediction, correct, stop_reason, steps_json FROM predictions "
-            "WHERE run_id = ?",
-            (run_id,),
-        )
-    }
+def rollout_rows(log: HarnessLog, run_id: str) -> dict[str, PredictionTrajectory]:
+    """A rollout's predictions by question id (what `failures_from_rows` reads)."""
+    return {r.question_id: r for r in log.trajectories(run_id, by_question=False)}
 
 
 def failures_from_rows(
-    prompts: AgentPrompts, batch: Sequence[Question], rows: Mapping[str, Any]
+    prompts: AgentPrompts, batch: Sequence[Question], rows: Mapping[str, PredictionTrajectory]
 ) -> tuple[list[Failure], list[tuple[Question, str]]]:
     """The batch's failures (with the prompts the agent saw) and its successes (question,
     prediction), from the rollout's prediction rows."""
     failures, successes = [], []
     for q in batch:
         row = rows[q.question_id]
-        if row["correct"]:
-            successes.append((q, row["prediction"]))
+        if row.correct:
+            successes.append((q, row.prediction))
             continue
         tools = "\n".join(f"- {t.name}: {t.description}" for t in prompts.tools_for(q))
         failures.append(
             Failure(
                 question=q,
-                prediction=row["prediction"] or "",
-                stop_reason=row["stop_reason"],
-                steps=tuple(json.loads(row["steps_json"])),
+                prediction=row.prediction or "",
+                stop_reason=row.stop_reason,
+                steps=tuple(json.loads(row.steps_json)),
                 system=prompts.system,
                 skill=prompts.skill_text(q.task_type),
                 tools=tools or "(none)",

@@ -95,11 +95,11 @@ class PredictionTrajectory:
     """A prediction with its trajectory (what diagnosis and skill activation read)."""
 
     question_id: str
-    task_type: str | None
-    prediction: str | None
+    task_type: str  # every writer writes a task type, an answer and a stop reason (`build`)
+    prediction: str
     correct: int | None
-    stop_reason: str | None
-    steps_json: str | None
+    stop_reason: str
+    steps_json: str
 
 
 @dataclass(frozen=True)
@@ -152,13 +152,15 @@ class PredictionsTable(LogConnection):
             )
         }
 
-    def trajectories(self, run_id: str) -> list[PredictionTrajectory]:
-        """The run's predictions with their trajectories, by question id."""
+    def trajectories(self, run_id: str, *, by_question: bool = True) -> list[PredictionTrajectory]:
+        """The run's predictions with their trajectories, by question id (`by_question`) or
+        in the order SQLite reads them off its index (callers that count or key them)."""
+        order = "ORDER BY question_id" if by_question else ""
         return [
             PredictionTrajectory(**r)
             for r in self.query(
                 "SELECT question_id, task_type, prediction, correct, stop_reason, steps_json "
-                "FROM predictions WHERE run_id = ? ORDER BY question_id",
+                f"FROM predictions WHERE run_id = ? {order}",
                 (run_id,),
             )
         ]
@@ -173,8 +175,8 @@ class PredictionsTable(LogConnection):
         ]
 
     def answers(self, run_id: str) -> list[PredictionAnswer]:
-        """The run's predictions without trajectories, in the order written."""
-        return self._answers("run_id = ?", (run_id,))
+        """The run's predictions without trajectories, in the order SQLite reads them."""
+        return self._answers("run_id = ?", (run_id,), order="")
 
     def candidate_answers(self, run_id: str, candidate_suffix: str) -> list[PredictionAnswer]:
         """A gate run's predictions by a candidate skills version (`...<suffix>`)."""
@@ -192,12 +194,14 @@ class PredictionsTable(LogConnection):
             (task_type, run_like, also_run, f"%{candidate_suffix}"),
         )
 
-    def _answers(self, where: str, params: Sequence[Any]) -> list[PredictionAnswer]:
+    def _answers(
+        self, where: str, params: Sequence[Any], order: str = "ORDER BY id"
+    ) -> list[PredictionAnswer]:
         return [
             PredictionAnswer(**r)
             for r in self.query(
                 "SELECT question_id, task_type, prediction, correct, skills_version "
-                f"FROM predictions WHERE {where} ORDER BY id",
+                f"FROM predictions WHERE {where} {order}",
                 params,
             )
         ]

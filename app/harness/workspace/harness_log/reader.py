@@ -110,6 +110,12 @@ class LogReader(LogQueries):
         self.calls = CallReader(log)
         self.forks = ForkReader(log)
 
+    @property
+    def tables(self) -> HarnessLog:
+        """Every table's typed reads on this reader's read-only connection (the reads only a
+        report needs are kept with their table, not here)."""
+        return self.log
+
     def close(self) -> None:
         self.log.close()
 
