@@ -10,7 +10,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.harness.workspace.harness_log.connection import LogConnection, LogRecord
+from app.harness.workspace.harness_log.connection import LogConnection, LogQueries, LogRecord
+from app.harness.workspace.harness_log.rows import (
+    PREDICTION_COLUMNS,
+    PREDICTIONS_KEYSET,
+    PageCursor,
+    PredictionFilter,
+    PredictionRow,
+)
 from app.secrets import scrub
 
 
@@ -222,3 +229,113 @@ class PredictionsTable(LogConnection):
             (run_id,),
         ).fetchone()
         return bool(row[0])
+
+
+class PredictionViews(LogQueries):
+    """Predictions as the TUI's predictions page and `report` read them (`LogReader`)."""
+
+    @staticmethod
+    def _prediction_where(run_id: str, flt: PredictionFilter) -> tuple[list[str], list[Any]]:
+        where: list[str] = ["run_id = ?"]
+        params: list[Any] = [run_id]
+        if flt.correct is not None:
+            where.append("correct = ?")
+            params.append(int(flt.correct))
+        if flt.task_type:
+            where.append("task_type = ?")
+            params.append(flt.task_type)
+        if flt.stop_reason:
+            where.append("stop_reason = ?")
+            params.append(flt.stop_reason)
+        if flt.search:
+            like = (
+                "%" + flt.search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            )
+            where.append(
+                "(question_id LIKE ? ESCAPE '\\' OR prediction LIKE ? ESCAPE '\\' "
+                "OR answer LIKE ? ESCAPE '\\' OR steps_json LIKE ? ESCAPE '\\')"
+            )
+            params += [like] * 4
+        return where, params
+
+    def predictions_page(
+        self, run_id: str, flt: PredictionFilter, cursor: PageCursor, limit: int
+    ) -> list[PredictionRow]:
+        """Up to limit + 1 predictions of the cursor's page (PREDICTIONS_KEYSET) on the unique
+        index (run_id, question_id), so a page costs the same however large the run."""
+        where, params = self._prediction_where(run_id, flt)
+        conditions, keys, order = PREDICTIONS_KEYSET.where(cursor)
+        sql = (
+            f"SELECT {', '.join(PREDICTION_COLUMNS)} FROM predictions "
+            f"INDEXED BY idx_pred_run_q WHERE {' AND '.join(where + conditions)} {order} LIMIT ?"
+        )
+        return [PredictionRow(**r) for r in self._rows(sql, [*params, *keys, limit + 1])]
+
+    def predictions_count(self, run_id: str, flt: PredictionFilter) -> int:
+        where, params = self._prediction_where(run_id, flt)
+        return int(
+            self._scalar(f"SELECT COUNT(*) FROM predictions WHERE {' AND '.join(where)}", params)
+        )
+
+    def predictions_before(self, run_id: str, question_id: str) -> int:
+        """How many of the run's predictions sort before `question_id` (covering index)."""
+        return int(
+            self._scalar(
+                "SELECT COUNT(*) FROM predictions WHERE run_id = ? AND question_id < ?",
+                (run_id, question_id),
+            )
+        )
+
+    def prediction_task_types(self, run_id: str) -> list[str]:
+        return self._column(
+            "SELECT DISTINCT task_type FROM predictions WHERE run_id = ? LIMIT 100", (run_id,)
+        )
+
+    def prediction_columns(self, pred_id: int) -> dict[str, Any] | None:
+        """One prediction with every column as stored (its trajectory in `steps_json`)."""
+        rows = self._rows("SELECT * FROM predictions WHERE id = ?", (pred_id,))
+        return rows[0] if rows else None
+
+    def ingested_counts(self) -> dict[str, dict[str, int]]:
+        """Ingested traces by source: how many, and how many failed (schema 8 and later)."""
+        if not self.has_table("ingested_traces"):
+            return {}
+        return {
+            r["source"]: {"traces": r["n"], "failed": r["failed"] or 0, "families": r["fam"]}
+            for r in self._rows(
+                "SELECT source, COUNT(*) AS n, SUM(failed) AS failed, COUNT(DISTINCT family) AS fam "
+                "FROM ingested_traces GROUP BY source ORDER BY source"
+            )
+        }
+
+    def answer_sources(self) -> dict[str, int]:
+        """Predictions by how their answer was found (schema 3 and later)."""
+        return {
+            r["answer_source"]: r["n"]
+            for r in self._rows(
+                "SELECT answer_source, COUNT(*) AS n FROM predictions WHERE answer_source IS NOT NULL "
+                "GROUP BY answer_source"
+            )
+        }
+
+    def extracted_correct(self) -> int:
+        """Right answers found without an `ANSWER:` line."""
+        return int(
+            self._scalar(
+                "SELECT COUNT(*) AS n FROM predictions WHERE answer_source IS NOT NULL AND "
+                "answer_source != 'answer_line' AND correct = 1"
+            )
+        )
+
+    def prediction_latencies(self, run_id: str) -> list[float]:
+        """latency_s of every answered question of a run, sorted (savings: p50/p95)."""
+        return sorted(
+            r["latency_s"]
+            for r in self._rows(
+                "SELECT latency_s FROM predictions WHERE run_id = ? AND latency_s IS NOT NULL",
+                (run_id,),
+            )
+        )
+
+    def prediction_count(self, run_id: str) -> int:
+        return int(self._scalar("SELECT COUNT(*) FROM predictions WHERE run_id = ?", (run_id,)))

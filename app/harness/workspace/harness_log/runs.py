@@ -10,8 +10,21 @@ from enum import StrEnum
 from typing import Any
 
 from app.harness.workspace.clock import now_iso
-from app.harness.workspace.harness_log.connection import LogConnection, LogRecord, escape_like
+from app.harness.workspace.harness_log.connection import (
+    LogConnection,
+    LogQueries,
+    LogRecord,
+    escape_like,
+)
+from app.harness.workspace.harness_log.rows import (
+    RUNS_KEYSET,
+    PageCursor,
+    RunListRow,
+    RunRow,
+    json_object,
+)
 from app.harness.workspace.harness_log.schema import RUN_TABLES
+from app.sanitize import visible_tree
 from app.secrets import scrub
 
 
@@ -251,3 +264,166 @@ class RunsTable(LogConnection):
                 "(SELECT DISTINCT run_id FROM branches) ORDER BY seq"
             )
         ]
+
+
+# The `_runs` columns a runs page reads (not the config, which can be large).
+_RUN_LIST_COLUMNS = (
+    "seq",
+    "run_id",
+    "kind",
+    "parent_run_id",
+    "skills_version",
+    "prompts_version",
+    "status",
+    "started_at",
+    "finished_at",
+    "provenance_json",
+    "summary_json",
+)
+
+
+class RunViews(LogQueries):
+    """The runs as `report`, the API and the TUI list them (`LogReader`)."""
+
+    @staticmethod
+    def _run(r: dict[str, Any]) -> RunRow:
+        return RunRow(
+            seq=r["seq"],
+            run_id=r["run_id"],
+            kind=r["kind"],
+            parent_run_id=r["parent_run_id"],
+            skills_version=r["skills_version"],
+            prompts_version=r["prompts_version"],
+            status=r["status"],
+            started_at=r["started_at"],
+            finished_at=r["finished_at"],
+            summary=json_object(r.get("summary_json")),
+            provenance=json_object(r.get("provenance_json")),
+        )
+
+    def runs(self) -> list[RunRow]:
+        """Every run, oldest first."""
+        return [self._run(r) for r in self._rows("SELECT * FROM _runs ORDER BY seq")]
+
+    def run(self, run_id: str) -> RunRow | None:
+        rows = self._rows("SELECT * FROM _runs WHERE run_id = ?", (run_id,))
+        return self._run(rows[0]) if rows else None
+
+    def run_columns(self, run_id: str) -> dict[str, Any] | None:
+        """One `_runs` row with every column as stored (the TUI's run detail shows them)."""
+        rows = self._rows("SELECT * FROM _runs WHERE run_id = ?", (run_id,))
+        return rows[0] if rows else None
+
+    def run_config(self, run_id: str) -> str | None:
+        """The run's config as recorded (JSON text; None without the run)."""
+        run = self.log.run(run_id)
+        return run.config_json if run is not None else None
+
+    def latest_run(self, kind: str) -> RunRow | None:
+        rows = self._rows("SELECT * FROM _runs WHERE kind = ? ORDER BY seq DESC LIMIT 1", (kind,))
+        return self._run(rows[0]) if rows else None
+
+    def baseline_accuracy_on(self, kind: str) -> float | None:
+        """Unit accuracy of the latest baseline run on the questions of the latest run of
+        `kind` ("validation", "test"): a learning curve's epoch-0 point. The trainer scores its
+        baseline on the same pools (app/harness/training/runner.py, a unit right only when
+        every member is); None before both runs exist."""
+        baseline, pool = self.latest_run("baseline"), self.latest_run(kind)
+        if baseline is None or pool is None:
+            return None
+        value = self._scalar(
+            "SELECT AVG(ok) FROM (SELECT MIN(COALESCE(b.correct, 0)) AS ok FROM predictions b "
+            "WHERE b.run_id = ? AND b.question_id IN "
+            "(SELECT question_id FROM predictions WHERE run_id = ?) "
+            "GROUP BY COALESCE(b.unit_id, b.question_id))",
+            (baseline.run_id, pool.run_id),
+        )
+        return float(value) if value is not None else None
+
+    def done_run_ids(self, kinds: Sequence[str]) -> list[str]:
+        """Finished runs of these kinds, oldest first."""
+        marks = ", ".join("?" for _ in kinds)
+        return [
+            r["run_id"]
+            for r in self._rows(
+                f"SELECT run_id FROM _runs WHERE kind IN ({marks}) AND status = ? ORDER BY seq",
+                [*kinds, RunStatus.DONE],
+            )
+        ]
+
+    def run_kinds(self) -> list[str]:
+        return self._column("SELECT DISTINCT kind FROM _runs ORDER BY kind")
+
+    def any_model(self, model: str) -> bool:
+        """Whether any run recorded `model` for one of its roles in its provenance."""
+        return (
+            self.log.conn.execute(
+                "SELECT 1 FROM _runs, json_each(_runs.provenance_json, '$.models') AS m "
+                "WHERE json_valid(provenance_json) AND m.value = ? LIMIT 1",
+                (model,),
+            ).fetchone()
+            is not None
+        )
+
+    def any_simulated(self) -> bool:
+        """Whether any run recorded the simulated model in its provenance."""
+        return (
+            self.log.conn.execute(
+                "SELECT 1 FROM _runs WHERE json_valid(provenance_json) AND "
+                "json_extract(provenance_json, '$.simulated_model') = 1 LIMIT 1"
+            ).fetchone()
+            is not None
+        )
+
+    def runs_page(self, kind: str | None, cursor: PageCursor, limit: int) -> list[RunListRow]:
+        """Up to limit + 1 runs of the cursor's page (RUNS_KEYSET), in query order."""
+        conditions, keys, order = RUNS_KEYSET.where(cursor)
+        where, params = (["kind = ?", *conditions], [kind, *keys]) if kind else (conditions, keys)
+        clause = f"WHERE {' AND '.join(where)}" if where else ""
+        rows = [
+            self._run(r)
+            for r in self._rows(
+                f"SELECT {', '.join(_RUN_LIST_COLUMNS)} FROM _runs {clause} {order} LIMIT ?",
+                [*params, limit + 1],
+            )
+        ]
+        ids = [r.run_id for r in rows]
+        resumed: dict[str, int] = {}
+        for x in self.resumes(ids):
+            resumed[x.run_id] = resumed.get(x.run_id, 0) + 1
+        counts = {
+            c["run_id"]: c
+            for c in (
+                self._rows(
+                    f"SELECT run_id, COUNT(*) AS n, SUM(correct) AS n_correct FROM predictions "
+                    f"WHERE run_id IN ({', '.join('?' for _ in ids)}) GROUP BY run_id",
+                    ids,
+                )
+                if ids
+                else []
+            )
+        }
+        return [self._list_row(r, counts.get(r.run_id), resumed.get(r.run_id, 0)) for r in rows]
+
+    @staticmethod
+    def _list_row(r: RunRow, count: dict[str, Any] | None, resumes: int) -> RunListRow:
+        return RunListRow(
+            seq=r.seq,
+            run_id=r.run_id,
+            kind=r.kind,
+            parent_run_id=r.parent_run_id,
+            skills_version=r.skills_version,
+            prompts_version=r.prompts_version,
+            status=r.status,
+            started_at=r.started_at,
+            finished_at=r.finished_at,
+            n_predictions=count["n"] if count else 0,
+            n_correct=(count["n_correct"] or 0) if count else 0,
+            simulated=bool(visible_tree(r.provenance).get("simulated_model")),
+            accuracy=visible_tree(r.summary).get("accuracy"),
+            resumes=resumes,
+        )
+
+    def resumes(self, run_ids: Sequence[str] | None = None) -> list[Resume]:
+        """The recorded resumes (of the given runs), oldest first ([] before migration 6)."""
+        return self.log.resumes(run_ids)
