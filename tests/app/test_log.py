@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,11 +17,15 @@ import pytest
 from app.errors import UserError
 from app.harness.workspace.harness_log import (
     MIGRATIONS,
+    RECORD_TYPES,
     RUN_TABLES,
     SCHEMA_VERSION,
     HarnessLog,
     escape_like,
 )
+from app.harness.workspace.harness_log.connection import record_columns
+from app.harness.workspace.harness_log.predictions import PredictionRecord
+from app.secrets import process_secrets
 from tests.support.log_rows import insert_rows, upsert_predictions
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -455,3 +460,48 @@ def test_set_result_version_names_one_evolution(log: HarnessLog) -> None:
         {"task_type": "ledger", "result_version": None},
         {"task_type": "tax", "result_version": "skills-v2"},
     ]
+
+
+# -- records -------------------------------------------------------------------------------
+
+
+def test_each_record_type_has_its_tables_columns(log: HarnessLog) -> None:
+    """A record's fields are its table's columns (`id` left to SQLite), so a migration that
+    adds a column fails here until the record has it."""
+    assert set(RECORD_TYPES) | {"memories", "resumes"} >= set(RUN_TABLES)
+    for table, kind in RECORD_TYPES.items():
+        assert set(record_columns(kind)) - {"id"} == set(columns(log, table)) - {"id"}, table
+
+
+def test_one_builder_makes_every_predictions_row(
+    log: HarnessLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The answer and trajectory are scrubbed of secrets and `correct` stored as 0/1 or
+    NULL, whichever writer builds the row."""
+    monkeypatch.setenv("SKILL_TRAINER_TEST_SECRET_KEY", "hunter2-hunter2-hunter2")
+    process_secrets.cache_clear()
+    try:
+        row = PredictionRecord.build(
+            run_id="r1",
+            question_id="q1",
+            unit_id="q1",
+            task_type="ledger",
+            prediction="hunter2-hunter2-hunter2 is the key",
+            answer="42",
+            correct=True,
+            stop_reason="final",
+            steps=[{"type": "model", "text": "hunter2-hunter2-hunter2"}],
+            tokens=(10, 2),
+            cost_usd=0.001,
+            latency_s=0.5,
+            versions=("v1", "v1"),
+            created_at="2026-01-01T00:00:00+00:00",
+        )
+    finally:
+        monkeypatch.delenv("SKILL_TRAINER_TEST_SECRET_KEY")
+        process_secrets.cache_clear()
+    assert "hunter2" not in row.prediction and "hunter2" not in row.steps_json
+    assert row.correct == 1 and json.loads(row.steps_json)[0]["type"] == "model"
+    log.upsert_predictions([row, replace(row, question_id="q2", correct=None)])
+    assert log.correctness("r1") == {"q1": True, "q2": False}
+    assert [t.question_id for t in log.trajectories("r1")] == ["q1", "q2"]
