@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast setup lint typecheck bench real-model real-learning
+.PHONY: demo test test-fast setup lint typecheck docs bench real-model real-learning
 
 # editable_mode=compat: the editable install is a plain path line in a .pth, not an import hook
 # run at every interpreter start (a Ctrl-C landing in that hook printed a traceback;
@@ -25,11 +25,11 @@ test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
-	$(VENV)/bin/python -m pytest -q --durations=20
+	$(VENV)/bin/python -m pytest -q -n auto --maxprocesses 4 --durations=20
 
 # The edit-test loop: no formatter, type checker or slow reliability tests (CI runs them all).
 test-fast: $(STAMP)
-	$(VENV)/bin/python -m pytest -q -m "not slow"
+	$(VENV)/bin/python -m pytest -q -n auto --maxprocesses 4 -m "not slow"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -37,6 +37,11 @@ lint: $(STAMP)
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
+
+# docs/commands.md: every command's --help (app/cli/_reference.py; tests/test_command_reference.py
+# fails when it is out of date).
+docs: $(STAMP)
+	$(VENV)/bin/python -m app.cli._reference --write docs/commands.md
 
 # --timeout: seconds per bench; a slower one gets its floor (bench/run_all.py TIMEOUT_FLOOR_S:
 # acceptance_large 2700 s, 100 trainings on 216-unit worlds).

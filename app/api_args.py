@@ -1,7 +1,8 @@
-"""Argument checks and config resolution shared by app/api.py and the CLI.
+"""Argument checks and config resolution shared by the API (app/api/) and the CLI.
 
-Kept apart from app/api.py so a command can resolve its config and refuse a missing API key
-(app/providers/key_check.py) without importing the whole harness first.
+Kept outside the app/api/ package so a command can resolve its config and refuse a missing API
+key (app/providers/key_check.py) without importing the whole harness first: importing any module
+of app/api/ runs app/api/__init__.py, which loads every domain of the API.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from app.cli_support import SIM_NOTICE
 from app.paths import command_prefix, near
+from app.providers.sim.notices import SIM_NOTICE
 
 if TYPE_CHECKING:
     from app.api import TrainResult

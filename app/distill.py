@@ -11,7 +11,7 @@
 4. Teacher, student before and student after answer the held-out test pool; the figures go to
    `analyses/distill.json`, written atomically.
 
-The whole command holds the workspace's writer lock (app/api.py `distill`).
+The whole command holds the workspace's writer lock (app/api/distillation.py `distill`).
 """
 
 from __future__ import annotations

@@ -7,7 +7,6 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from app.cli_support import ORACLE_MODEL, ORACLE_NOTICE
 from app.estimate import estimate_vs_actual
 from app.harness.training.checkpoint import load_checkpoint
 from app.harness.training.run_progress import progress_view
@@ -18,6 +17,7 @@ from app.harness.workspace.harness_log.reader import LogReader, open_reader
 from app.harness.workspace.harness_log.rows import RoleCalls, RunRow, SpendRow
 from app.harness.workspace.workspace import KINDS, list_versions, read_manifest, read_meta
 from app.learning_report import learning_failures, learning_lines
+from app.providers.sim.notices import ORACLE_MODEL, ORACLE_NOTICE
 
 
 def workspace_summary(root: Path) -> dict[str, Any]:

@@ -83,6 +83,7 @@ from core.evolution.acceptance import RuleSetup, make_rule, run_rule
 from core.evolution.gate import (
     AcceptanceStrategy,
     GateParams,
+    GateState,
     ProbationTest,
     SequentialGate,
     family_outcome,
@@ -523,7 +524,7 @@ def _harness_api():
     )
 
 
-def _state_on_probation(continuation: dict) -> object:
+def _state_on_probation(continuation: GateState) -> object:
     """A run state with task type "t" on probation, as `step.accept` leaves it."""
     *_, (Best, Probation, TrainState) = _harness_api()
     best = Best(skills="skills/v1", prompts="prompts/v1", val_acc=0.5, run_id="r", epoch=0)
@@ -618,7 +619,7 @@ def continued_test(
             decision = run_rule(rule, pairs).decision
             segments += 1
             test = rule.gate.state()
-            used |= {e["unit_id"] for e in decision.evidence}
+            used |= {e.unit_id for e in decision.evidence}
             if decision.action == "accept":
                 accepted += 1
                 break
@@ -680,7 +681,7 @@ def pooled_reproposal(
                 if not pools_evidence(decision, state):
                     break
                 test = state
-                used |= {e["unit_id"] for e in decision.evidence}
+                used |= {e.unit_id for e in decision.evidence}
     return accepted / reps, tests / reps
 
 

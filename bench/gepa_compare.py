@@ -728,7 +728,7 @@ def main() -> int:
         type=int,
         default=None,
         help=f"units per task type ({DEFAULT_UNITS}, the demo's world: at 72 the trainer's gate "
-        "can confirm no one-rule edit, see app/api.py DEMO_QUESTIONS)",
+        "can confirm no one-rule edit, see app/api/training.py DEMO_QUESTIONS)",
     )
     parser.add_argument("--jobs", type=int, default=2, help="world seeds run at once")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per training")

@@ -54,7 +54,7 @@ def main(argv: list[str]) -> int:
     return rc
 
 
-# The demo's world (app/api.py DEMO_QUESTIONS): on sim-basic the gate confirms no one-rule
+# The demo's world (app/api/training.py DEMO_QUESTIONS): on sim-basic the gate confirms no one-rule
 # edit, so no run would learn and the accuracies would say nothing.
 BENCHMARK, UNITS = "sim-large", 216
 

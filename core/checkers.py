@@ -23,7 +23,7 @@ MAX_REGEX_INPUT = 1000
 def extract_answer(text: str) -> str | None:
     """The answer after the last `ANSWER:` marker of a reply, or None when there is none.
 
-    The rule (README "What the model must output"): a marker is `answer:` in any case, anywhere
+    The rule (docs/real-models.md): a marker is `answer:` in any case, anywhere
     on a line, so "... the capital IS Bangkok. ANSWER: Bangkok" gives "Bangkok"; its answer is
     the rest of that line, stripped of spaces and markdown bold (`**ANSWER:** Oslo`). The last
     marker wins. A marker inside a sentence with nothing after it on its line ("Here is my

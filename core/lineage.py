@@ -36,10 +36,6 @@ def digest(obj: Any) -> str:
     return "sha256:" + hashlib.sha256(canonical(obj)).hexdigest()
 
 
-def digest_bytes(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
-
-
 def lineage_id(hashes: Mapping[str, str], key: bytes | None = None) -> str:
     """The id over every component digest and the record digest."""
     body = canonical({k: hashes[k] for k in sorted(hashes)})

@@ -23,7 +23,7 @@ import functools
 import itertools
 import math
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 
@@ -693,26 +693,60 @@ def mixture_e(wins: int, losses: int, bets: Sequence[tuple[float, float]] = MIXT
     )
 
 
-def _crossing_probability(horizon: int, crosses: Callable[[int, int], bool]) -> float:
-    """P(some prefix of `horizon` fair ±1 steps reaches a (W, L) where `crosses(W, L)`)."""
-    alive = {(0, 0): 1.0}
+def _crossing_probability(horizon: int, first_crossing: Sequence[int]) -> float:
+    """P(some prefix of `horizon` fair ±1 steps reaches a (W, L) with W >= first_crossing[L]).
+
+    The crossing set of a level is an up-set in W and a down-set in L (`mixture_e` grows with
+    W and shrinks with L), so one threshold per L describes it. `alive[w]` is the probability
+    of standing at (w, n - w) after n steps without having crossed.
+    """
+    alive = [1.0]
     hit = 0.0
-    for _ in range(horizon):
-        nxt: dict[tuple[int, int], float] = {}
-        for (wins, losses), p in alive.items():
-            for state in ((wins + 1, losses), (wins, losses + 1)):
-                if crosses(*state):
-                    hit += p / 2
-                else:
-                    nxt[state] = nxt.get(state, 0.0) + p / 2
+    for n in range(horizon):
+        nxt = [0.0] * (n + 2)
+        for wins, p in enumerate(alive):
+            if not p:
+                continue
+            losses = n - wins
+            half = p / 2
+            if wins + 1 >= first_crossing[losses]:
+                hit += half
+            else:
+                nxt[wins + 1] += half
+            if wins >= first_crossing[losses + 1]:
+                hit += half
+            else:
+                nxt[wins] += half
         alive = nxt
     return hit
+
+
+@functools.lru_cache(maxsize=4)
+def _e_values(size: int, bets: tuple[tuple[float, float], ...]) -> tuple[tuple[float, ...], ...]:
+    """`mixture_e(W, L, bets)` for every W + L <= size, as rows by W: computed once, so each
+    level tried below compares numbers instead of recomputing the mixture."""
+    return tuple(
+        tuple(mixture_e(wins, losses, bets) for losses in range(size + 1 - wins))
+        for wins in range(size + 1)
+    )
+
+
+def _first_crossings(grid: tuple[tuple[float, ...], ...], horizon: int, level: float) -> list[int]:
+    """For each L in 0..horizon, the fewest W with mixture_e(W, L) >= level (horizon + 1:
+    none within the horizon). Non-decreasing in L, so one pointer walks it."""
+    first: list[int] = []
+    wins = 0
+    for losses in range(horizon + 1):
+        while wins <= horizon - losses and grid[wins][losses] < level:
+            wins += 1
+        first.append(wins if wins <= horizon - losses else horizon + 1)
+    return first
 
 
 CALIBRATION_MAX_HORIZON = 400
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=512)
 def calibrated_threshold(
     horizon: int, alpha: float, bets: tuple[tuple[float, float], ...] = MIXTURE_BETS
 ) -> float:
@@ -730,24 +764,22 @@ def calibrated_threshold(
     ville = 1.0 / alpha
     if horizon < 1 or horizon > CALIBRATION_MAX_HORIZON:
         return ville
+    # one grid serves every horizon up to the next power of two (rows by W, W + L <= size)
+    grid = _e_values(min(CALIBRATION_MAX_HORIZON, 1 << (horizon - 1).bit_length()), bets)
     levels = sorted(
         {
             e
             for wins in range(horizon + 1)
-            for losses in range(horizon + 1 - wins)
-            if 1.0 < (e := mixture_e(wins, losses, bets)) <= ville
+            for e in grid[wins][: horizon + 1 - wins]
+            if 1.0 < e <= ville
         }
         | {ville}
     )
     lo, hi, best = 0, len(levels) - 1, ville
     while lo <= hi:
         mid = (lo + hi) // 2
-        level = levels[mid] * (1 - 1e-12)
-
-        def crosses(wins: int, losses: int, level: float = level) -> bool:
-            return mixture_e(wins, losses, bets) >= level
-
-        if _crossing_probability(horizon, crosses) <= alpha:
+        first = _first_crossings(grid, horizon, levels[mid] * (1 - 1e-12))
+        if _crossing_probability(horizon, first) <= alpha:
             best, hi = levels[mid], mid - 1
         else:
             lo = mid + 1

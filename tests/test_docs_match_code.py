@@ -1,6 +1,8 @@
-"""Facts the README and docs state that the code decides: every command of the CLI has a row
-in the README's command table, `distill`'s exit codes are the ones core/distill.py returns,
-and the pass threshold docs/checkers.md gives is the one a benchmark row gets."""
+"""Facts the docs state that the code decides: every command of the CLI has a row in the command
+table of docs/cli.md (the README links the pages instead of keeping a table), `distill`'s exit
+codes are the ones core/distill.py returns, the gate's one-sentence guarantee in
+docs/training.md states the level the gate's parameters set, the README's real-model config
+loads, and the pass threshold docs/checkers.md gives is the one a benchmark row gets."""
 
 from __future__ import annotations
 
@@ -16,11 +18,14 @@ from app.harness.workspace.benchmark_format import (
     CheckerDefaults,
     row_to_question,
 )
+from app.harness.workspace.config import load_config
 from core.checkers import pass_threshold
 from core.distill import EXIT_CODES, Verdict
+from core.evolution.gate import GateParams
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+CLI_PAGE = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
 
 
 def subcommands() -> dict[str, argparse.ArgumentParser]:
@@ -53,32 +58,63 @@ def command_table_commands(markdown: str) -> set[str]:
     return found
 
 
-def test_every_cli_command_has_a_row_in_the_readme_command_table() -> None:
+def test_every_cli_command_has_a_row_in_the_command_table() -> None:
     commands = cli_commands()
     assert set(COMMANDS) == commands
-    listed = command_table_commands(README)
-    assert commands - listed == set(), "commands missing from the README's command table"
+    listed = command_table_commands(CLI_PAGE)
+    assert commands - listed == set(), "commands missing from docs/cli.md's command table"
     assert listed - commands - {"command"} == set(), "rows naming no command"
 
 
-def test_the_readme_names_every_command_that_takes_json() -> None:
-    text = " ".join(README.split())
+def test_the_readme_links_the_command_pages_and_keeps_no_table() -> None:
+    assert command_table_commands(README) == set(), "the command table lives in docs/cli.md"
+    assert "](docs/commands.md)" in README and "](docs/cli.md)" in README
+
+
+def test_the_cli_page_names_every_command_that_takes_json() -> None:
+    text = " ".join(CLI_PAGE.split())
     sentence = re.search(
         r"Every command but ((?:`[a-z-]+`(?:, | and ))*`[a-z-]+`) takes `--json`", text
     )
-    assert sentence, "the Commands section says which commands take --json"
+    assert sentence, "docs/cli.md says which commands take --json"
     named = set(re.findall(r"`([a-z-]+)`", sentence.group(1)))
     lacking = {n for n, p in subcommands().items() if "--json" not in p._option_string_actions}
     assert named == lacking
 
 
-def test_the_readme_states_distills_exit_codes() -> None:
-    text = " ".join(README.split())
+def test_the_docs_state_distills_exit_codes() -> None:
+    text = " ".join(CLI_PAGE.split())
+    distill = " ".join((ROOT / "docs" / "distill.md").read_text(encoding="utf-8").split())
     assert EXIT_CODES[Verdict.DISTILL] == 0
+    assert "exit 0 `distill`" in distill
     for verdict in (Verdict.NOT_WORTH_IT, Verdict.INSUFFICIENT_EVIDENCE):
         code = EXIT_CODES[verdict]
-        assert f"{code} (`{verdict.value}`" in text, "the exit codes paragraph of Commands"
+        assert f"{code} (`{verdict.value}`" in text, "the exit codes paragraph of docs/cli.md"
         assert f"{code} `{verdict.value}`" in text, "distill's row of the command table"
+        assert f"{code} `{verdict.value}`" in distill, "docs/distill.md's example"
+
+
+def test_the_gate_page_states_the_gates_level() -> None:
+    """The one-sentence guarantee is the gate's null: its level is 1/e_confirm."""
+    page = " ".join((ROOT / "docs" / "training.md").read_text(encoding="utf-8").split())
+    sentence = re.search(r"\*\*One sentence\.\*\* (.*?)\n?\*\*What it counts", page)
+    assert sentence, "docs/training.md keeps the gate's one-sentence guarantee"
+    level = f"{100 / GateParams().e_confirm:g}%"
+    assert (
+        f"If an edit does not raise the expected accuracy on the questions it is tested on (whatever came before), the gate accepts it with probability at most {level}"
+        in sentence.group(1)
+    )
+    assert "](docs/training.md)" in README, "the README links the gate's page"
+
+
+def test_the_readmes_real_model_config_loads(tmp_path: Path) -> None:
+    """The README's config block for a real model is a config `train --config` takes."""
+    block = re.search(r"```toml\n(.*?)```", README, flags=re.DOTALL)
+    assert block, "the README shows how to point at a real model"
+    path = tmp_path / "real.toml"
+    path.write_text(block.group(1), encoding="utf-8")
+    config = load_config(path)
+    assert not config.agent_model.startswith("sim/") and config.max_cost_usd is not None
 
 
 def test_docs_give_the_pass_threshold_a_benchmark_row_gets() -> None:

@@ -25,36 +25,22 @@ PACKAGES = ("app", "core")
 # cycle cannot leave a stale exemption behind.
 ALLOWED_CYCLE_EDGES: frozenset[tuple[str, str]] = frozenset()
 
-# The layers of docs/architecture.md#layers and what each may import. A top-level module of
-# app/ is "support" unless it is a command or the API. The harness is five rooms, each its own
-# layer: workspace/ at the bottom, then skills/, then rollouts/, with training/ and data/ side by
-# side on top (neither imports the other).
-ENTRY_POINTS = frozenset(
+# The layers of docs/architecture.md#layers and what each may import. The command line is
+# app/launch.py and everything under app/cli/; the API is app/api/ and the top-level modules
+# below it that build what it returns (API_MODULES); any other top-level module of app/ is
+# "support". The harness is five rooms, each its own layer: workspace/ at the bottom, then
+# skills/, then rollouts/, with training/ and data/ side by side on top (neither imports the
+# other).
+CLI_MODULES = frozenset({"app.launch"})
+API_MODULES = frozenset(
     {
-        "app.launch",
-        "app.cli",
-        "app.cli_support",
-        "app.commands",
-        "app.fork_commands",
-        "app.validate_commands",
-        "app.serve_commands",
-        "app.export_commands",
-        "app.curation_commands",
-        "app.checker_commands",
-        "app.offline_commands",
-        "app.estimate",
-        "app.tools_commands",
-        "app.demo",
-        "app.report",
-        "app.learning_report",
         "app.api",
         "app.api_args",
-        "app.ingest_commands",
-        "app.webreport_commands",
-        "app.scorecard_commands",
-        "app.distill_commands",
+        "app.demo",
         "app.distill",
-        "app.list_commands",
+        "app.estimate",
+        "app.learning_report",
+        "app.report",
     }
 )
 HARNESS_ROOMS: dict[str, frozenset[str]] = {
@@ -128,7 +114,8 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "harness": frozenset({"core", "support"}),
     **HARNESS_ROOMS,
     "tui": frozenset({"core", "support", *HARNESS_ROOMS, "tui"}),
-    "cli": frozenset({"core", "support", "providers", *HARNESS_ROOMS, "tui", "cli"}),
+    "api": frozenset({"core", "support", "providers", *HARNESS_ROOMS, "api"}),
+    "cli": frozenset({"core", "support", "providers", *HARNESS_ROOMS, "tui", "api", "cli"}),
 }
 # Single modules a layer may import from a layer above it, with the reason.
 LAYER_EXCEPTIONS: dict[tuple[str, str], str] = {
@@ -353,11 +340,17 @@ def layer_of(module: str) -> str:
     parts = module.split(".")
     if parts[0] == "core":
         return "core"
+    if module.startswith("app.api."):  # the API's domain modules sit where app.api does
+        return layer_of("app.api")
     if len(parts) > 2 and parts[1] == "harness":
         return f"harness.{parts[2]}"
-    if len(parts) > 2 or (len(parts) == 2 and parts[1] in ("harness", "providers", "tui")):
+    if module in CLI_MODULES:
+        return "cli"
+    if module in API_MODULES:
+        return "api"
+    if len(parts) > 2 or (len(parts) == 2 and parts[1] in ("harness", "providers", "tui", "cli")):
         return parts[1]
-    return "cli" if module in ENTRY_POINTS else "support"
+    return "support"
 
 
 def layer_violations(graph: Graph) -> list[str]:
@@ -374,6 +367,28 @@ def layer_violations(graph: Graph) -> list[str]:
 def test_each_layer_imports_only_the_layers_below_it() -> None:
     found = layer_violations(import_graph())
     assert not found, "imports across layers (docs/architecture.md#layers):\n" + "\n".join(found)
+
+
+def cli_imports_of_the_api(graph: Graph) -> list[str]:
+    """Imports of the command line (app/cli/) by the API or a module it builds on: the API is
+    what the command line and other programs call, so it must work without it."""
+    return sorted(
+        f"{src} imports {dst}"
+        for src, targets in graph.items()
+        if layer_of(src) == "api"
+        for dst in targets
+        if layer_of(dst) == "cli"
+    )
+
+
+def test_the_api_never_imports_the_cli() -> None:
+    """The CLI calls the API, never the other way round: app/api/ must work without the CLI."""
+    found = cli_imports_of_the_api(import_graph())
+    assert not found, (
+        "the API (app/api/, app/api_args.py, app/report.py, app/estimate.py, "
+        "app/learning_report.py, app/distill.py, app/demo.py) imports the command line; move "
+        "what it needs out of app/cli/:\n" + "\n".join(found)
+    )
 
 
 def test_allowed_cycle_edges_are_still_needed() -> None:
@@ -414,6 +429,11 @@ def test_modules_fall_in_their_layers() -> None:
             "app.harness.training.runner",
             "app.tui.screens.base",
             "app.cli",
+            "app.cli.judge_quality",
+            "app.launch",
+            "app.api",
+            "app.api.train",
+            "app.report",
         )
     ] == [
         "core",
@@ -426,7 +446,15 @@ def test_modules_fall_in_their_layers() -> None:
         "harness.training",
         "tui",
         "cli",
+        "cli",
+        "cli",
+        "api",
+        "api",
+        "api",
     ]
+    assert cli_imports_of_the_api(
+        {"app.report": {"app.cli._output"}, "app.cli.report": {"app.report"}}
+    ) == ["app.report imports app.cli._output"]
     assert layer_violations(
         {"app.harness.workspace.log": {"app.tui.data"}, "app.tui.data": set()}
     ) == ["app.harness.workspace.log (harness.workspace) imports app.tui.data (tui)"]

@@ -109,6 +109,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     return Installed(wheel=wheel, venv=tmp / "venv", elsewhere=elsewhere)
 
 
+@pytest.mark.slow
 def test_the_wheel_holds_the_resources_and_every_module(installed: Installed) -> None:
     names = set(zipfile.ZipFile(installed.wheel).namelist())
     resources = {
@@ -147,6 +148,7 @@ def test_the_installed_packages_are_marked_typed(installed: Installed) -> None:
         assert Path(where).is_relative_to(installed.venv), where
 
 
+@pytest.mark.slow
 def test_the_installed_script_runs_demo_and_report_from_an_unrelated_folder(
     installed: Installed,
 ) -> None:

@@ -1,7 +1,9 @@
-"""The README's shell blocks run as written, in order, in a fresh checkout (a copy of the files
-git tracks, with this checkout's `.venv` linked in): each block, run by bash with `-e -o
-pipefail`, must exit 0, so no example writes into the checkout, collides with another's
-workspace or names a run that does not exist.
+"""The README's shell blocks, and those of the docs pages its sections moved to, run as written,
+in order, in a fresh checkout (a copy of the files git tracks, with this checkout's `.venv`
+linked in): each block, run by bash with `-e -o pipefail`, must exit 0, so no example writes into
+the checkout, collides with another's workspace or names a run that does not exist. The pages
+run in the order of PAGES, the order the README once held their sections in, since later
+examples use what earlier ones made (the demo's workspace, a fork's rollouts).
 
 To stay cheap, the test changes the blocks in these ways only, and nothing else:
 
@@ -14,11 +16,11 @@ To stay cheap, the test changes the blocks in these ways only, and nothing else:
 - `tui` lines are left out: the terminal UI waits for keys (tests/tui drive it);
 - the blocks of SKIPPED_SECTIONS are left out, each for its stated reason.
 
-That run costs about 90 s of CPU (4 min on a busy 2-core machine), too much for the suite's
-budget, so it runs only when asked: `SKILL_TRAINER_README_BLOCKS=1 .venv/bin/python -m pytest
-tests/test_readme_blocks.py`. Every run checks the cheap part: each README command line parses
-with the CLI's own parser, no two examples create the same workspace, and every path a command
-names is under `workspaces/` or in the repository.
+That run costs several minutes of CPU, too much for the suite's budget, so it runs only when
+asked: `SKILL_TRAINER_README_BLOCKS=1 .venv/bin/python -m pytest tests/test_readme_blocks.py`.
+Every run checks the cheap part: each command line of those pages parses with the CLI's own
+parser, no two examples create the same workspace, and every path a command names is under
+`workspaces/` or in the repository.
 """
 
 from __future__ import annotations
@@ -46,20 +48,48 @@ MAIN = f"{PYTHON} main.py "
 FAST = " --set epochs=1 --no-progress"
 TRAINING = ("train", "demo", "distill")
 BLOCK_TIMEOUT_S = 300
+# The README first, then the pages that hold the examples it once held, in its old order.
+PAGES = (
+    "README.md",
+    "docs/getting-started.md",
+    "docs/agent-skills.md",
+    "docs/own-data.md",
+    "docs/tui.md",
+    "docs/best-of-n.md",
+    "docs/serving.md",
+    "docs/distill.md",
+    "docs/traces-export.md",
+    "docs/curation.md",
+    "docs/scorecard.md",
+    "docs/checkers.md",
+    "docs/offline.md",
+    "docs/ingest.md",
+    "docs/tools.md",
+    "docs/tools-world.md",
+    "docs/real-models.md",
+    "docs/real-learning.md",
+)
 SKIPPED_SECTIONS = {
-    "A local OpenAI-compatible server (tested recipe)": "needs the network and a 30-minute "
-    "build of llama-cpp-python (`make real-model` runs it)",
+    ("docs/real-models.md", "A local OpenAI-compatible server (tested recipe)"): "needs the "
+    "network and a 30-minute build of llama-cpp-python (`make real-model` runs it)",
+    ("docs/ingest.md", "Trace ingest"): "the command's synopsis (`skill-trainer ingest -w WS "
+    "...`), not an example",
 }
 
 
 @dataclass(frozen=True)
 class Block:
     section: str
-    line: int  # of the opening fence in README.md
+    line: int  # of the opening fence in its page
     text: str
+    page: str = "README.md"
+
+    @property
+    def where(self) -> str:
+        return f"{self.page}:{self.line}"
 
 
-def shell_blocks(markdown: str) -> list[Block]:
+def shell_blocks(markdown: str, page: str = "README.md") -> list[Block]:
     blocks = []
     section = ""
     tokens = MarkdownIt("commonmark").parse(markdown)
@@ -67,8 +97,17 @@ def shell_blocks(markdown: str) -> list[Block]:
         if token.type == "heading_open":
             section = tokens[i + 1].content
         elif token.type == "fence" and token.info.strip() == "sh" and token.map:
-            blocks.append(Block(section, token.map[0] + 1, token.content))
+            blocks.append(Block(section, token.map[0] + 1, token.content, page))
     return blocks
+
+
+def page_blocks(root: Path = ROOT) -> list[Block]:
+    """The shell blocks of every page of PAGES, in order."""
+    return [
+        block
+        for page in PAGES
+        for block in shell_blocks((root / page).read_text(encoding="utf-8"), page)
+    ]
 
 
 def logical_lines(text: str) -> list[str]:
@@ -185,11 +224,14 @@ def child_env(checkout: Path) -> dict[str, str]:
     return {**env, "PYTHONPATH": str(checkout), "NO_COLOR": "1"}
 
 
-def test_blocks_parse_from_the_readme() -> None:
-    blocks = shell_blocks((ROOT / "README.md").read_text(encoding="utf-8"))
-    sections = {b.section for b in blocks}
-    assert set(SKIPPED_SECTIONS) <= sections, "a skip names a section the README lacks"
+def test_blocks_parse_from_the_pages() -> None:
+    blocks = page_blocks()
+    sections = {(b.page, b.section) for b in blocks}
+    assert set(SKIPPED_SECTIONS) <= sections, "a skip names a section no page has"
     assert len(blocks) > 10 and blocks[0].text.startswith("make demo")
+    assert all(b.page == "README.md" for b in blocks[:2]), "the README's own blocks come first"
+    moved = {page for page in PAGES if f"]({page})" in (ROOT / "README.md").read_text("utf-8")}
+    assert moved == set(PAGES) - {"README.md"}, "the README links every page whose blocks run"
 
 
 def test_the_script_changes_only_what_the_docstring_says(tmp_path: Path) -> None:
@@ -218,10 +260,10 @@ def test_the_script_changes_only_what_the_docstring_says(tmp_path: Path) -> None
     ]
 
 
-def readme_command_lines(markdown: str) -> Iterator[tuple[Block, list[str]]]:
+def readme_command_lines(blocks: list[Block]) -> Iterator[tuple[Block, list[str]]]:
     """Each `main.py` line of the shell blocks as its arguments, `$VAR`s of the block's own
     `VAR="..."` lines expanded."""
-    for block in shell_blocks(markdown):
+    for block in blocks:
         variables: dict[str, str] = {}
         for line in logical_lines(block.text):
             assignment = re.fullmatch(r'(\w+)="([^"]*)"', line)
@@ -253,12 +295,11 @@ def path_problems(argv: list[str]) -> list[str]:
 
 
 def test_every_readme_command_parses_and_keeps_to_workspaces(capsys, monkeypatch) -> None:
-    monkeypatch.chdir(ROOT)  # the README's commands run from the checkout
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    monkeypatch.chdir(ROOT)  # the pages' commands run from the checkout
     problems: list[str] = []
-    created: dict[str, int] = {}
-    for block, argv in readme_command_lines(readme):
-        where = f"README.md:{block.line} `{' '.join(argv)[:80]}`"
+    created: dict[str, str] = {}
+    for block, argv in readme_command_lines(page_blocks()):
+        where = f"{block.where} `{' '.join(argv)[:80]}`"
         try:
             problems += [f"{where}: {p}" for p in path_problems(argv)]
         except SystemExit:
@@ -268,18 +309,16 @@ def test_every_readme_command_parses_and_keeps_to_workspaces(capsys, monkeypatch
             parsed = parse_args(argv).workspace
             workspace = str(parsed.relative_to(ROOT) if parsed else "workspaces/demo")
             if workspace in created:
-                problems.append(
-                    f"{where}: {workspace} is created at README.md:{created[workspace]}"
-                )
-            created[workspace] = block.line
-    assert len(created) > 8, "the README's examples create their workspaces"
+                problems.append(f"{where}: {workspace} is created at {created[workspace]}")
+            created[workspace] = block.where
+    assert len(created) > 8, "the examples create their workspaces"
     assert problems == [], "\n".join(problems)
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(
     not os.environ.get("SKILL_TRAINER_README_BLOCKS"),
-    reason="90 s of CPU: set SKILL_TRAINER_README_BLOCKS=1 to run the README's blocks",
+    reason="minutes of CPU: set SKILL_TRAINER_README_BLOCKS=1 to run the pages' blocks",
 )
 def test_the_readme_shell_blocks_run_in_order_in_a_fresh_checkout(tmp_path: Path) -> None:
     if shutil.which("git") is None or not (ROOT / ".git").exists():
@@ -287,15 +326,15 @@ def test_the_readme_shell_blocks_run_in_order_in_a_fresh_checkout(tmp_path: Path
     checkout = fresh_checkout(tmp_path / "checkout")
     env = child_env(checkout)
     timings = []
-    for block in shell_blocks((checkout / "README.md").read_text(encoding="utf-8")):
-        if block.section in SKIPPED_SECTIONS:
+    for block in page_blocks(checkout):
+        if (block.page, block.section) in SKIPPED_SECTIONS:
             continue
         started = time.monotonic()
         code, output = run_block(script(block, checkout, free_port()), checkout, env)
-        timings.append(f"{time.monotonic() - started:5.1f}s README.md:{block.line}")
-        assert code == 0, f"README.md:{block.line} ({block.section}) exited {code}:\n{output}"
+        timings.append(f"{time.monotonic() - started:5.1f}s {block.where}")
+        assert code == 0, f"{block.where} ({block.section}) exited {code}:\n{output}"
     print("\n".join(timings))
-    assert untracked_files(checkout) == [], "README commands wrote outside workspaces/"
+    assert untracked_files(checkout) == [], "the pages' commands wrote outside workspaces/"
 
 
 def untracked_files(checkout: Path) -> list[str]:

@@ -30,6 +30,9 @@ HASH_LINE_LANGUAGES = {"sh", "bash", "shell", "console", "python", "toml", "yaml
 HEADING_LINE = re.compile(r"#{1,6}(?:[ \t]|$)")
 FENCE_LINE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
 EXTERNAL = re.compile(r"[a-z][a-z0-9+.-]*:", re.IGNORECASE)  # https:, mailto:, ...
+# docs/commands.md is generated from each command's --help by its own change; until that lands,
+# a link to it may point at a missing file. Once the file exists it is checked like any other.
+GENERATED_ELSEWHERE = {ROOT / "docs" / "commands.md"}
 
 
 def parser() -> MarkdownIt:
@@ -170,6 +173,8 @@ def dead_links(page: Path) -> list[str]:
         target = (page.parent / unquote(path_part)).resolve() if path_part else page
         where = f"{rel(page)}:{line}: link {href!r}"
         if path_part and not target.exists():
+            if target in GENERATED_ELSEWHERE:
+                continue
             found.append(f"{where}: no such file")
         elif path_part and ROOT not in target.parents:
             found.append(f"{where}: outside the repository")
@@ -187,6 +192,25 @@ def test_the_page_renders_as_written(page: Path) -> None:
         + dead_links(page)
     )
     assert not problems, "\n".join(problems)
+
+
+README_HEAD = """# skill-trainer
+
+```sh
+make demo   # sets up .venv, then trains workspaces/demo offline on the built-in simulated model
+make test   # sets up .venv, then runs ruff (lint, format check), mypy and the test suite
+```
+"""
+
+
+def test_the_readme_stays_a_front_door() -> None:
+    """Short, with the two commands first; the detail lives on the docs pages it links."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert text.startswith(README_HEAD)
+    assert len(text.splitlines()) <= 150, "README.md is the front door: detail goes in docs/"
+    linked = {href.partition("#")[0] for _, href in links(ROOT / "README.md")}
+    pages = {f"docs/{page.name}" for page in (ROOT / "docs").glob("*.md")}
+    assert pages - linked == set(), "docs pages the README does not link"
 
 
 def test_the_checks_see_a_fence_left_open(tmp_path: Path) -> None:

@@ -245,7 +245,8 @@ class ResponseCache:
 
     def __len__(self) -> int:
         with self._lock:
-            return self._conn.execute("SELECT count(*) FROM responses").fetchone()[0]
+            count: int = self._conn.execute("SELECT count(*) FROM responses").fetchone()[0]
+            return count
 
     def close(self) -> None:
         with self._lock:

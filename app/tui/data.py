@@ -48,7 +48,7 @@ from app.tui.status import (
     status_from_runs,
 )
 
-# app/providers/sim/oracle.py ORACLE_MODEL (tests/app/test_sim_oracle.py keeps them equal; the
+# app/providers/sim/notices.py ORACLE_MODEL (tests/app/test_sim_oracle.py keeps them equal; the
 # TUI imports no provider code)
 ORACLE_MODEL = "sim/oracle"
 
@@ -235,7 +235,8 @@ class WorkspaceData:
 
     # -- files ------------------------------------------------------------------------------
     def manifest(self) -> dict[str, Any]:
-        return visible_tree(read_manifest(self.root))
+        manifest: dict[str, Any] = visible_tree(read_manifest(self.root))
+        return manifest
 
     def checkpoint(self) -> dict[str, Any] | None:
         data = _read_json(self.root / "checkpoint.json")

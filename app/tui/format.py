@@ -90,10 +90,11 @@ def short(text: Any, width: int = 40) -> str:
 
 def pretty_args(arguments: Any) -> str:
     if isinstance(arguments, str):
+        text = arguments
         try:
-            arguments = json.loads(arguments)
+            arguments = json.loads(text)
         except ValueError:
-            return arguments
+            return text
     return json.dumps(arguments, ensure_ascii=False, sort_keys=True)
 
 

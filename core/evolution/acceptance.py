@@ -52,6 +52,7 @@ from typing import Protocol
 from core.evolution.gate import (
     OUTCOME_NAMES,
     AcceptanceStrategy,
+    EvidenceRow,
     GateAction,
     GateDecision,
     GateEndedBy,
@@ -377,24 +378,24 @@ def fixed_decision(
 ) -> GateDecision:
     """A one-shot rule's decision, with the same per-unit evidence rows as the e-process."""
     wins = losses = 0
-    evidence = []
+    evidence: list[EvidenceRow] = []
     for n, (family, pairs) in enumerate(observed, start=1):
         g = family_outcome(pairs)
         wins, losses = wins + (g == 1), losses + (g == -1)
         for unit_id, base, cand in pairs:
             evidence.append(
-                {
-                    "unit_id": unit_id,
-                    "family": family,
-                    "base": base,
-                    "cand": cand,
-                    "outcome": OUTCOME_NAMES[g],
-                    "e_win": e_value,
-                    "e_harm": 1.0,
-                    "W": wins,
-                    "L": losses,
-                    "n": n,
-                }
+                EvidenceRow(
+                    unit_id=unit_id,
+                    family=family,
+                    base=base,
+                    cand=cand,
+                    outcome=OUTCOME_NAMES[g],
+                    e_win=e_value,
+                    e_harm=1.0,
+                    W=wins,
+                    L=losses,
+                    n=n,
+                )
             )
     n = len(observed)
     return GateDecision(

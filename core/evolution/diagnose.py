@@ -178,6 +178,11 @@ class CasePack:
     def unit_ids(self) -> frozenset[str]:
         return frozenset(c.unit_id for c in (*self.failures, *self.successes))
 
+    @property
+    def tool_name(self) -> str | None:
+        """The tool a "tool:<name>" pack is for; None for a task type's or the system's."""
+        return self.target.removeprefix("tool:") if self.target.startswith("tool:") else None
+
     def render(self) -> str:
         parts = [c.render("failure") for c in self.failures]
         parts += [c.render("success") for c in self.successes]

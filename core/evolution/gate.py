@@ -100,7 +100,6 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
 
 from core.stats import MIXTURE_BETS, STRATEGIES, EProcessPair, calibrated_threshold, mixture_e
 
@@ -269,6 +268,57 @@ class GateParams:
         return self.e_confirm
 
 
+@dataclass(frozen=True)
+class BetState:
+    """The bet's wealth and counts at one point of a test (`_Evidence`), to go on from. Each
+    bet keeps what it needs: the fixed / KT bet its wealth (`e_win`, `e_harm`), the mixture bet
+    on d each of its bets' log wealth; the fields a bet does not keep are None."""
+
+    wins: int
+    losses: int
+    # None: a state written before d was counted, when every family was a single unit, so
+    # d's sign was g's (`wins`, `losses`)
+    d_wins: int | None = None
+    d_losses: int | None = None
+    e_win: float | None = None
+    e_harm: float | None = None
+    log_win: tuple[float, ...] | None = None
+    log_harm: tuple[float, ...] | None = None
+    on_lattice: bool | None = None
+
+
+@dataclass(frozen=True)
+class GateState:
+    """What a test needs to go on later (`SequentialGate.state`, `SequentialGate.resume`): a
+    provisional accept's probation, a continued or a pooled test."""
+
+    evidence: BetState
+    n: int  # families observed
+    units: int  # units observed
+    horizon: int
+    threshold: float  # the accept level, fixed before the first family
+
+
+@dataclass(frozen=True)
+class EvidenceRow:
+    """One observed unit of a gate test and the test's state after its family."""
+
+    unit_id: str
+    family: str
+    base: Outcome
+    cand: Outcome
+    outcome: FamilyOutcome  # the family's: d > 0, d < 0 or a tie
+    e_win: float
+    e_harm: float
+    W: int  # families with d > 0 so far (`SequentialGate.W`)
+    L: int
+    n: int  # families observed so far
+    # the family's mean difference (`family_mean`) and the ±1/0 outcome the decisions counted;
+    # None for a one-shot rule (core/evolution/acceptance.py), which counts the sign of the sum
+    d: float | None = None
+    g: int | None = None
+
+
 class _Evidence:
     """E_win / E_harm for the chosen bet, and the counts the decisions and reports use.
 
@@ -357,35 +407,33 @@ class _Evidence:
             p.lambda_strategy, p.lambda_dir, p.lambda_max, self.wins, self.losses, steps
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "wins": self.wins,
-            "losses": self.losses,
-            "d_wins": self.d_wins,
-            "d_losses": self.d_losses,
-        }
-        if self._eproc is not None:
-            out.update(e_win=self._eproc.e_win, e_harm=self._eproc.e_harm)
-        if self._mean_mixture:
-            out.update(
-                log_win=list(self._log_win),
-                log_harm=list(self._log_harm),
-                on_lattice=self._on_lattice,
-            )
-        return out
+    def snapshot(self) -> BetState:
+        """What `restore` needs to go on: the counts, and the wealth of the bet in use."""
+        eproc, mean_mixture = self._eproc, self._mean_mixture
+        return BetState(
+            wins=self.wins,
+            losses=self.losses,
+            d_wins=self.d_wins,
+            d_losses=self.d_losses,
+            e_win=eproc.e_win if eproc is not None else None,
+            e_harm=eproc.e_harm if eproc is not None else None,
+            log_win=tuple(self._log_win) if mean_mixture else None,
+            log_harm=tuple(self._log_harm) if mean_mixture else None,
+            on_lattice=self._on_lattice if mean_mixture else None,
+        )
 
-    def restore(self, data: Mapping[str, Any]) -> None:
-        self.wins, self.losses = int(data["wins"]), int(data["losses"])
-        # A state written before d was counted held single-unit meanings: d's sign is g.
-        self.d_wins = int(data.get("d_wins", self.wins))
-        self.d_losses = int(data.get("d_losses", self.losses))
+    def restore(self, bet: BetState) -> None:
+        self.wins, self.losses = bet.wins, bet.losses
+        self.d_wins = self.wins if bet.d_wins is None else bet.d_wins
+        self.d_losses = self.losses if bet.d_losses is None else bet.d_losses
         if self._eproc is not None:
+            if bet.e_win is None or bet.e_harm is None:
+                raise ValueError("the state of a fixed or KT bet holds no e_win and e_harm")
             self._eproc.wins, self._eproc.losses = self.wins, self.losses
-            self._eproc.e_win, self._eproc.e_harm = float(data["e_win"]), float(data["e_harm"])
-        if self._mean_mixture and "log_win" in data:
-            self._log_win = [float(x) for x in data["log_win"]]
-            self._log_harm = [float(x) for x in data["log_harm"]]
-            self._on_lattice = bool(data.get("on_lattice", False))
+            self._eproc.e_win, self._eproc.e_harm = bet.e_win, bet.e_harm
+        if self._mean_mixture and bet.log_win is not None and bet.log_harm is not None:
+            self._log_win, self._log_harm = list(bet.log_win), list(bet.log_harm)
+            self._on_lattice = bool(bet.on_lattice)
         elif self._mean_mixture:  # a state from a ±1/0 bet: its wealth from the counts
             for k, (lam, _) in enumerate(MIXTURE_BETS):
                 up, down = math.log1p(lam), math.log1p(-lam)
@@ -415,13 +463,13 @@ class GateDecision:
     # moved on (= W, L for single-unit families); the shrunk one pulls small-n effects to 0
     delta_hat: float
     delta_shrunk: float
-    evidence: tuple[dict[str, Any], ...] = ()
+    evidence: tuple[EvidenceRow, ...] = ()
     ended_by: GateEndedBy = GateEndedBy.THRESHOLD
     threshold: float = 20.0  # the accept level this test used
     horizon: int = 0  # families the test could see (stage 1 + stage 2)
     units_used: int = 0  # units evaluated (all members of the observed families)
     strategy: AcceptanceStrategy = AcceptanceStrategy.EPROCESS
-    continuation: dict[str, Any] | None = None  # a provisional accept's test state
+    continuation: GateState | None = None  # a provisional accept's test state
 
     @property
     def accepted(self) -> bool:
@@ -533,7 +581,7 @@ class SequentialGate:
         self.decision: GateAction | None = None
         self.stop_reason: GateStopReason | None = None
         self.ended_by: GateEndedBy | None = None
-        self.evidence: list[dict[str, Any]] = []
+        self.evidence: list[EvidenceRow] = []
         self._seen: set[str] = set()
 
     @property
@@ -636,21 +684,21 @@ class SequentialGate:
 
     def _evidence_row(
         self, family_id: str, unit_id: str, base: Outcome, cand: Outcome, d: float, g: int
-    ) -> dict[str, Any]:
-        return {
-            "unit_id": unit_id,
-            "family": family_id,
-            "base": _stored(base),
-            "cand": _stored(cand),
-            "outcome": OUTCOME_NAMES[(d > 0) - (d < 0)],
-            "d": d,  # the family's mean difference
-            "g": g,  # the ±1/0 outcome the decisions counted for the family
-            "e_win": self.e_win,
-            "e_harm": self.e_harm,
-            "W": self.W,
-            "L": self.L,
-            "n": self.n,
-        }
+    ) -> EvidenceRow:
+        return EvidenceRow(
+            unit_id=unit_id,
+            family=family_id,
+            base=_stored(base),
+            cand=_stored(cand),
+            outcome=OUTCOME_NAMES[(d > 0) - (d < 0)],
+            e_win=self.e_win,
+            e_harm=self.e_harm,
+            W=self.W,
+            L=self.L,
+            n=self.n,
+            d=d,
+            g=g,
+        )
 
     def finish(self, exhausted: bool = True) -> GateDecision:
         """Settle the gate. `exhausted`: the ladder ran out before the horizon.
@@ -684,24 +732,24 @@ class SequentialGate:
         return (self.bet_W - self.bet_L) / denom if denom else 0.0
 
     @classmethod
-    def resume(cls, params: GateParams, state: Mapping[str, Any]) -> SequentialGate:
+    def resume(cls, params: GateParams, state: GateState) -> SequentialGate:
         """The test `state()` describes, going on with no stage boundary left."""
-        gate = cls(params, horizon=int(state["horizon"]), stage1=int(state["horizon"]))
-        gate.threshold = float(state["threshold"])
-        gate._ev.restore(state["evidence"])
-        gate.n, gate.units = int(state["n"]), int(state["units"])
+        gate = cls(params, horizon=state.horizon, stage1=state.horizon)
+        gate.threshold = state.threshold
+        gate._ev.restore(state.evidence)
+        gate.n, gate.units = state.n, state.units
         gate.segment_start = gate.n
         return gate
 
-    def state(self) -> dict[str, Any]:
-        """What a probation needs to go on with this test (JSON-plain)."""
-        return {
-            "evidence": self._ev.to_dict(),
-            "n": self.n,
-            "units": self.units,
-            "horizon": self.horizon,
-            "threshold": self.threshold,
-        }
+    def state(self) -> GateState:
+        """What a probation, or a test that goes on in a later step, needs to go on."""
+        return GateState(
+            evidence=self._ev.snapshot(),
+            n=self.n,
+            units=self.units,
+            horizon=self.horizon,
+            threshold=self.threshold,
+        )
 
     def _decision(
         self, action: GateAction, stop_reason: str, ended_by: GateEndedBy
@@ -731,7 +779,7 @@ class ProbationTest:
     ("harm", curtailed, families exhausted) is "rollback". Because it is one test from the
     first family to the last, P(a null edit is accepted at the gate or kept here) ≤ α."""
 
-    def __init__(self, params: GateParams, state: Mapping[str, Any]) -> None:
+    def __init__(self, params: GateParams, state: GateState) -> None:
         self.gate = SequentialGate.resume(params, state)
 
     def observe_family(self, family_id: str, pairs: Sequence[Pair]) -> GateAction | None:

@@ -302,10 +302,10 @@ HOSTILE_CALLS = {
 def test_dispatch_refuses_hostile_calls_with_a_reason(name):
     call = HOSTILE_CALLS[name]
     with pytest.raises(ToolArgumentError) as info:
-        if isinstance(call.arguments, str):
-            raise ToolArgumentError("arguments are not valid JSON")  # what inference does
         agent_prompts().dispatch(call.name, call.arguments, question())
     assert str(info.value).strip()
+    if isinstance(call.arguments, str):
+        assert "not valid JSON" in str(info.value)
 
 
 def test_hostile_tool_calls_are_recorded_in_the_trajectory_and_the_log(tmp_path):

@@ -1,5 +1,5 @@
-"""The Python API (app/api.py): the README's example, async twins, typed results, and the
-CLI's refusals arriving as named exceptions."""
+"""The Python API (app/api/): the README's example (also on docs/python-api.md), async twins,
+typed results, and the CLI's refusals arriving as named exceptions."""
 
 from __future__ import annotations
 
@@ -17,12 +17,22 @@ ROOT = Path(__file__).resolve().parents[2]
 SMALL = {"epochs": 1, "task_types": ["ledger", "units"]}
 
 
+def python_block(path: Path, section: str) -> str:
+    text = path.read_text(encoding="utf-8").split(section, 1)[1]
+    return re.search(r"```python\n(.*?)```", text, flags=re.DOTALL).group(1)
+
+
 def readme_api_example() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text.split("## Python API", 1)[1]
-    return re.search(r"```python\n(.*?)```", section, flags=re.DOTALL).group(1)
+    return python_block(ROOT / "README.md", "## From Python")
 
 
+def test_the_api_page_shows_the_readme_example() -> None:
+    assert python_block(ROOT / "docs" / "python-api.md", "# The Python API") == (
+        readme_api_example()
+    )
+
+
+@pytest.mark.slow
 def test_the_readme_example_runs_and_prints_the_learning(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     exec(compile(readme_api_example(), "README.md", "exec"), {})

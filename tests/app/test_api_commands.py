@@ -1,6 +1,7 @@
 """The API functions behind `diagnose`, `promote`, `import-skills`, `export-skills`, `fork`,
-`rank` and `export` (app/api.py): typed results that match what the commands write, async
-twins, and bad arguments refused in one line before anything is written."""
+`rank` and `export` (app/api/evaluation.py, workspace.py, best_of_n.py, exports.py): typed
+results that match what the commands write, async twins, and bad arguments refused in one line
+before anything is written."""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def ws(trained: Path, tmp_path: Path) -> Path:
 
 
 def as_json(result: object) -> object:
-    """What `--json` prints for a typed result (app/cli_support.py `out_json`)."""
+    """What `--json` prints for a typed result (app/cli/_output.py `out_json`)."""
     return json.loads(json.dumps(dataclasses.asdict(result), default=str))  # type: ignore[arg-type]
 
 
@@ -200,9 +201,8 @@ def test_bad_arguments_are_refused_in_one_line_and_change_nothing(ws, call, mess
     assert after == before
 
 
-def test_the_readme_lists_every_api_function():
-    section = (ROOT / "README.md").read_text(encoding="utf-8").split("## Python API", 1)[1]
-    section = section.split("\n## ", 1)[0]
+def test_the_api_page_lists_every_api_function():
+    section = (ROOT / "docs" / "python-api.md").read_text(encoding="utf-8")
     listed = set(re.findall(r"^\| `(\w+)\(", section, flags=re.MULTILINE))
     functions = {n for n in api.__all__ if n[0].islower() and not n.endswith("_async")}
     assert listed == functions

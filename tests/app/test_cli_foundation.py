@@ -55,31 +55,10 @@ def test_help_lists_every_command() -> None:
     proc = run_main_py("--help")
     assert proc.returncode == 0, proc.stderr
     listed = set(re.findall(r"^\s{4}([\w-]+)\s", proc.stdout, flags=re.MULTILINE))
-    expected = {
-        "demo",
-        "init",
-        "train",
-        "infer",
-        "eval",
-        "diagnose",
-        "promote",
-        "report",
-        "tui",
-        "import-skills",
-        "export-skills",
-        "fork",
-        "rank",
-        "export",
-        "validate-benchmark",
-        "serve",
-        "judge-quality",
-        "estimate",
-        "ingest",
-        "check-tools",
-        "scorecard",
-        "distill",
-        "list",
-    }
+    # a command is the module of app/cli/ named after it (app/cli/__init__.py)
+    modules = (ROOT / "app" / "cli").glob("*.py")
+    expected = {m.stem.replace("_", "-") for m in modules if not m.name.startswith("_")}
+    assert {"train", "report", "judge-quality"} <= expected
     assert expected <= listed, proc.stdout
     assert set(COMMANDS) == expected
 
@@ -121,10 +100,10 @@ class FakeRunner:
 
 @pytest.fixture
 def fake_runner(monkeypatch) -> type[FakeRunner]:
-    import app.api
+    import app.api.training
 
     FakeRunner.calls = []
-    monkeypatch.setattr(app.api, "Runner", FakeRunner)
+    monkeypatch.setattr(app.api.training, "Runner", FakeRunner)
     return FakeRunner
 
 

@@ -1,6 +1,6 @@
 """What a new user meets first: a mistyped option, `-v` anywhere, `--json` on every command
 that reports a result, `init`'s result on stdout, and a missing API key refused before litellm
-is imported (app/cli.py, app/commands.py, app/fork_commands.py, app/providers/key_check.py)."""
+is imported (app/cli/, app/cli/_output.py `model_config_from`, app/providers/key_check.py)."""
 
 from __future__ import annotations
 

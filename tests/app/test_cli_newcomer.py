@@ -1,6 +1,6 @@
 """What a newcomer with their own data meets: every `--help` example names files that exist,
 `--json` on every command that makes something, `list`, and the "did you mean" hints of the
-config and the benchmark format (app/cli.py, app/commands.py, app/list_commands.py)."""
+config and the benchmark format (app/cli/, app/cli/list.py)."""
 
 from __future__ import annotations
 
@@ -127,7 +127,7 @@ def json_of(capsys, argv: list[str]) -> dict:
 def test_the_commands_that_make_something_take_json(
     evaluated: tuple[Path, api.EvalResult], tmp_path: Path, capsys, monkeypatch
 ) -> None:
-    import app.api
+    import app.api.training
 
     ws, run = evaluated
 
@@ -136,7 +136,7 @@ def test_the_commands_that_make_something_take_json(
         capsys, ["init", str(new), "--seed", "sim-starter", "--questions", "sim-basic", "--json"]
     )
     assert (init["root"], init["seed"], init["skills_version"]) == (str(new), "sim-starter", "v1")
-    monkeypatch.setattr(app.api, "Runner", NoTraining)
+    monkeypatch.setattr(app.api.training, "Runner", NoTraining)  # train and demo
     train = json_of(capsys, ["train", "-w", str(ws), "--no-progress", "--json"])
     assert train["workspace"] == str(ws) and train["simulated_model"] is True
     demo = json_of(capsys, ["demo", "-w", str(tmp_path / "demo"), "--no-progress", "--json"])

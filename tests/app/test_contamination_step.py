@@ -11,6 +11,8 @@ import shutil
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from app.cli import main
 from app.harness.rollouts.pools import split_pools
 from app.harness.training.vocabulary import Count, SkipAction
@@ -35,6 +37,7 @@ def _with_line(reply: str, line: str, section: str) -> str:
     return json.dumps(data)
 
 
+@pytest.mark.slow
 def test_edits_quoting_a_held_out_question_are_refused_before_the_gate(
     tmp_path, monkeypatch, capsys
 ):

@@ -1,4 +1,4 @@
-"""Best-of-N rollouts (README "Best-of-N rollouts"): fork, verifiers, judge, ranker,
+"""Best-of-N rollouts (docs/best-of-n.md): fork, verifiers, judge, ranker,
 memories, on the sim."""
 
 from __future__ import annotations
@@ -168,6 +168,7 @@ def test_one_concurrency_limit_covers_the_whole_fork(fresh_ws, tmp_path) -> None
     assert counting.peak == 5
 
 
+@pytest.mark.slow
 def test_killed_fork_resumes_without_repeating_finished_branches(fresh_ws, tmp_path) -> None:
     ws = copy_ws(fresh_ws, tmp_path / "a")
     ref = copy_ws(fresh_ws, tmp_path / "b")
@@ -531,6 +532,7 @@ def test_memory_k_with_no_memories_stored_says_it_added_nothing(forked, tmp_path
     assert "memories: none stored yet, so memory_k=2 added nothing" in ev.stdout
 
 
+@pytest.mark.slow
 def test_eval_and_train_run_with_memories(forked, tmp_path) -> None:
     ws = copy_ws(forked, tmp_path)
     with Session(ws, load_config(None)) as s:

@@ -9,6 +9,7 @@ import json
 import sqlite3
 from pathlib import Path
 
+from app.harness.training.checkpoint import state_from_json, state_json
 from app.harness.training.continuation import (
     first_segment_gate,
     goes_on,
@@ -16,12 +17,24 @@ from app.harness.training.continuation import (
     resumed_gate,
 )
 from app.harness.training.gate_ladder import Ladder
-from app.harness.training.train_state import Continuation, PooledTest, TrainState
+from app.harness.training.train_state import Continuation, PooledTest
 from core.evolution.edits import Edit, edit_set_key
-from core.evolution.gate import GateAction, GateDecision, GateParams, SequentialGate
+from core.evolution.gate import (
+    BetState,
+    GateAction,
+    GateDecision,
+    GateParams,
+    GateState,
+    SequentialGate,
+)
 from tests.support.training import train_on_sim_basic
 
 CONFIG = "epochs = 2\nbatch_size = 48\nedit_budget_start = 3\nconcurrency = 8\n[gate]\nn_max = 4\n"
+
+
+def _state(n: int, horizon: int) -> GateState:
+    """A mixture bet's state after n families, all won."""
+    return GateState(BetState(wins=n, losses=0), n=n, units=n, horizon=horizon, threshold=20.0)
 
 
 def _families(n: int, prefix: str = "f") -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -53,14 +66,14 @@ def test_no_continuation_without_net_wins_or_past_the_horizon() -> None:
         gate.observe(f"f{i}", i % 2 == 1, i % 2 == 0)
     assert not goes_on(gate.finish(exhausted=True), gate.state(), observed_before=0)
     full = GateDecision(GateAction.REJECT, 7, 3, 10, 3.0, 0.2, "insufficient_evidence", 0.4, 0.2)
-    assert goes_on(full, {"horizon": 30}, observed_before=0)
-    assert not goes_on(full, {"horizon": 10}, observed_before=0)  # its horizon is used up
+    assert goes_on(full, _state(n=10, horizon=30), observed_before=0)
+    assert not goes_on(full, _state(n=10, horizon=10), observed_before=0)  # horizon used up
     assert not goes_on(full, None, observed_before=0)  # not a test that may go on
 
 
 def test_continuations_survive_the_checkpoint_state() -> None:
     edit = Edit(op="add", section="Rules", content="- a rule")
-    state = TrainState.from_dict(
+    state = state_from_json(
         {
             "train_id": "train1",
             "correctness": {},
@@ -72,10 +85,10 @@ def test_continuations_survive_the_checkpoint_state() -> None:
     assert (state.shown_units, state.continuations, state.pooled) == ([], {}, {})  # older
     state.show(["u2", "u1"])
     state.continuations["t"] = Continuation(
-        "t", "t.md", "A", "A2", (edit,), {"n": 4, "horizon": 30}, ("u1", "u3"), 1, 2, 1
+        "t", "t.md", "A", "A2", (edit,), _state(n=4, horizon=30), ("u1", "u3"), 1, 2, 1
     )
-    state.pooled["t"] = {edit_set_key([edit]): PooledTest({"n": 12, "horizon": 40}, ("u4",), 2)}
-    again = TrainState.from_dict(json.loads(json.dumps(state.to_dict())))
+    state.pooled["t"] = {edit_set_key([edit]): PooledTest(_state(n=12, horizon=40), ("u4",), 2)}
+    again = state_from_json(json.loads(json.dumps(state_json(state))))
     assert again == state
     assert again.shown_units == ["u1", "u2"]
 

@@ -1,8 +1,9 @@
-"""A new user's walk-through, from the README's "Bring your own benchmark" section alone: the
+"""A new user's walk-through, from the section "Your own benchmark, start to finish" of
+docs/own-data.md alone (the page the README's "Your own data in five commands" links): the
 section's shell blocks run in order in an empty folder, as written (files written by heredocs,
 the section's own script that writes the benchmark, then validate-benchmark, init, estimate,
 train on sim/oracle and report through the CLI), each step's output checked. A step of the
-README that does not work as written fails here, and so does a task type that does not train:
+page that does not work as written fails here, and so does a task type that does not train:
 every task type of the section's benchmark must reach the gate and get an edit accepted."""
 
 from __future__ import annotations
@@ -18,16 +19,23 @@ from pathlib import Path
 from app.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
-SECTION = "## Bring your own benchmark"
+PAGE = ROOT / "docs" / "own-data.md"
+SECTION = "## Your own benchmark, start to finish"
 PREFIX = ".venv/bin/python main.py "
 HEREDOC = re.compile(r"^(cat > (\S+)|\.venv/bin/python -) <<'(\w+)'$")
 
 
-def readme_section() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+def page_section() -> str:
+    text = PAGE.read_text(encoding="utf-8")
     start = text.index(SECTION)
-    end = text.index("\n## ", start + len(SECTION))
-    return text[start:end]
+    end = text.find("\n## ", start + len(SECTION))
+    return text[start:] if end == -1 else text[start:end]
+
+
+def test_the_readme_sends_a_new_user_to_the_walk_through() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "](docs/own-data.md)" in readme
+    assert "tests/app/test_new_user_walkthrough.py" in page_section()
 
 
 def sh_steps(section: str) -> list[tuple[str, object]]:
@@ -54,7 +62,7 @@ def sh_steps(section: str) -> list[tuple[str, object]]:
             elif line.startswith(PREFIX):
                 steps.append(("main", shlex.split(line[len(PREFIX) :])))
             else:
-                assert not line, f"README step the walk-through does not know: {line!r}"
+                assert not line, f"a step the walk-through does not know: {line!r}"
     return steps
 
 
@@ -65,13 +73,13 @@ def run(argv: list[str], capsys) -> str:
     return captured.out + captured.err
 
 
-def test_a_new_user_follows_the_readme_from_benchmark_to_report(
+def test_a_new_user_follows_the_page_from_benchmark_to_report(
     tmp_path: Path, monkeypatch, capsys
 ) -> None:
     monkeypatch.chdir(tmp_path)  # the user's folder: workspaces/mychecks.py imports from here
     (tmp_path / "examples").symlink_to(ROOT / "examples")
     seen: dict[str, str] = {}
-    for kind, arg in sh_steps(readme_section()):
+    for kind, arg in sh_steps(page_section()):
         if kind == "mkdir":
             Path(str(arg)).mkdir(parents=True, exist_ok=True)
         elif kind == "write":

@@ -138,6 +138,7 @@ def test_parse_description_is_defensive():
     assert too_long[0] is None and "max 1024" in too_long[1]
 
 
+@pytest.mark.slow
 def test_training_descriptions_raises_activation_and_versions_show_the_diff(tmp_path):
     import shutil
     from pathlib import Path
@@ -237,6 +238,7 @@ def test_tui_step_summary_shows_activation():
     assert "activation" not in console.export_text()
 
 
+@pytest.mark.slow
 def test_killed_in_the_description_phase_resumes_to_the_same_state(tmp_path):
     """SIGKILL right after the 2nd description version (epoch 1's slow update), resume: the
     same versions (contents and descriptions) and best as an uninterrupted run."""

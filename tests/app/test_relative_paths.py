@@ -1,5 +1,5 @@
 """Relative paths are made absolute once, where the CLI and the API take them (app/paths.py
-`absolute`, app/cli.py `parse_args`, app/api.py `_workspace`): code below, and the sandboxed
+`absolute`, app/cli/_main.py `parse_args`, app/api/_common.py `_workspace`): code below, and the
 children it starts in folders of their own, never see a path relative to some other folder."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from app import api
-from app.cli import _subcommands, build_parser, main, parse_args
+from app.cli import build_parser, main, parse_args
+from app.cli._main import _subcommands
 from app.providers.sim.generate import write_benchmark
 from app.providers.sim.world import build_world
 

@@ -91,6 +91,7 @@ def train_summary(ws: Path) -> tuple[str, dict[str, Any]]:
     return status, json.loads(summary)
 
 
+@pytest.mark.slow
 def test_an_early_stop_says_the_last_epoch_run_and_why(reference: Path) -> None:
     progress = json.loads((reference / "checkpoint.json").read_text())["progress"]
     last = progress["epoch"]
@@ -102,6 +103,7 @@ def test_an_early_stop_says_the_last_epoch_run_and_why(reference: Path) -> None:
     assert train_summary(reference)[1]["reason"] == text.split(" (")[0]
 
 
+@pytest.mark.slow
 def test_report_shows_the_early_stop(reference: Path, capsys) -> None:
     assert main(["report", "-w", str(reference)]) == 0
     out = capsys.readouterr().out

@@ -88,14 +88,14 @@ def test_resume_asks_again_for_a_role_api_base_that_held_credentials(
 ) -> None:
     """Credentials in a URL are never stored (config.fingerprint redacts them), so a resume
     would send the evolver's calls to a redacted URL: it asks for the URL instead."""
-    import app.api
+    import app.api.training
 
     secret = "http://alice:s3cret@127.0.0.1:9/v1"
     config = load_config(None, {"evolver_model": "openai/strong", "evolver_api_base": secret})
     saved = {"config_fingerprint": fingerprint(config, "hash")}
     assert "s3cret" not in json.dumps(saved)
     (tmp_path / "checkpoint.json").write_text(json.dumps(saved))  # the config is read from it
-    monkeypatch.setattr(app.api, "load_checkpoint", lambda root: saved)  # its other keys
+    monkeypatch.setattr(app.api.training, "load_checkpoint", lambda root: saved)  # its other keys
     with pytest.raises(
         UserError, match=r"run's evolver_api_base held credentials.*--set evolver_api_base="
     ):

@@ -128,6 +128,7 @@ def _needles(canaries: dict[str, str]) -> list[bytes]:
     return out
 
 
+@pytest.mark.slow
 def test_no_canary_byte_anywhere_in_the_workspaces(leaky_run):
     base, canaries = leaky_run["base"], leaky_run["canaries"]
     archived = [p for p in (base / "workspaces").iterdir() if ".archived-" in p.name]

@@ -9,9 +9,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from app import cli_support
 from app.cli import main
-from app.providers.sim import oracle
+from app.providers.sim import notices, oracle
 from app.tui import data as tui_data
 from app.tui.app import make_app
 from core.checkers import check
@@ -79,10 +78,9 @@ def test_answers_right_at_the_set_rate_whatever_the_skills_say() -> None:
     assert 0.5 < sum(plain) / len(plain) < 0.7
 
 
-def test_the_cli_copy_of_the_notice_is_the_oracles() -> None:
-    assert cli_support.ORACLE_MODEL == oracle.ORACLE_MODEL
-    assert cli_support.ORACLE_NOTICE == oracle.ORACLE_NOTICE
-    assert tui_data.ORACLE_MODEL == oracle.ORACLE_MODEL
+def test_the_tuis_copy_of_the_oracles_name_is_the_providers() -> None:
+    assert oracle.ORACLE_MODEL == notices.ORACLE_MODEL
+    assert tui_data.ORACLE_MODEL == notices.ORACLE_MODEL
 
 
 async def _tui_banner(ws: Path) -> str:
@@ -106,7 +104,7 @@ def test_a_user_benchmark_runs_init_train_report_offline(tmp_path: Path, capsys)
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "test accuracy: baseline" in out
-    assert cli_support.SIM_NOTICE in out and oracle.ORACLE_NOTICE in out
+    assert notices.SIM_NOTICE in out and notices.ORACLE_NOTICE in out
     assert main(["report", "-w", str(ws), "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     train = next(r for r in summary["runs"] if r["kind"] == "train")
@@ -115,7 +113,7 @@ def test_a_user_benchmark_runs_init_train_report_offline(tmp_path: Path, capsys)
     assert roles["agent"] > 0 and roles["evolver"] > 0 and roles["judge"] > 0
     # every task type was answered, right at about the set rate, by the checkers
     assert main(["report", "-w", str(ws)]) == 0
-    assert oracle.ORACLE_NOTICE in capsys.readouterr().out
+    assert notices.ORACLE_NOTICE in capsys.readouterr().out
     text = anyio.run(_tui_banner, ws)  # the TUI says it too
     assert "SIMULATED MODEL" in text and "sim/oracle answered at a set rate" in text
     assert main(["eval", "-w", str(ws), "v1", "--json", *ORACLE_SET]) == 0

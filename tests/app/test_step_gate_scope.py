@@ -19,6 +19,7 @@ from app.harness.training.vocabulary import SkipAction
 from app.harness.workspace.config import RunConfig
 from core.evolution.diagnose import CaseItem, CasePack, DiagnosisResult
 from core.evolution.evolve import EvolutionRecord, EvolutionStatus, TargetKind
+from core.evolution.gate import BetState, GateState
 from core.types import Question, QuestionUnit
 
 TYPES = ("a", "b")
@@ -141,7 +142,7 @@ def test_a_task_type_on_probation_proposes_no_edit(monkeypatch: pytest.MonkeyPat
         target_file="a.md",
         anchor_text="A0",
         accepted_version="v4",
-        test={},
+        test=GateState(BetState(wins=3, losses=0), n=3, units=3, horizon=9, threshold=20.0),
         families=(),
         edits=(),
         epoch=2,
@@ -166,7 +167,7 @@ def test_a_task_type_on_probation_proposes_no_edit(monkeypatch: pytest.MonkeyPat
 def test_a_continued_test_never_observes_a_family_twice() -> None:
     from app.harness.training.train_state import Continuation
 
-    test = {"evidence": {"wins": 3, "losses": 1}, "n": 4, "units": 4, "horizon": 9}
+    test = GateState(BetState(wins=3, losses=1), n=4, units=4, horizon=9, threshold=20.0)
     carried = Continuation("a", "a.md", "A", "A2", (), test, ("a-d0", "a-d1"), 1, 0)
     scope = _scope(_state(shown_units=["a-d5"], continuations={"a": carried}))
     # this step's pack was not shown (the type proposed nothing): its families stay fresh

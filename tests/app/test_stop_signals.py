@@ -63,6 +63,7 @@ def train_status(ws: Path) -> tuple:
         conn.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig, reason", [(signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "Ctrl-C")])
 def test_stop_signal_mid_run_marks_the_run_stopped_and_resume_finishes(ws, tmp_path, sig, reason):
     proc = start(ws)
@@ -141,7 +142,7 @@ def test_main_leaves_an_ignored_sigint_ignored_and_unblocked(ws):
 
 SIGTERM_AFTER_AN_IGNORED_CTRL_C = """
 import asyncio, asyncio.runners, os, signal, sys, time
-from app.cli import _signals_stop_the_command
+from app.cli._signals import signals_stop_the_command
 
 interrupts = []
 on_sigint = asyncio.runners.Runner._on_sigint
@@ -156,7 +157,7 @@ async def work():
     await asyncio.sleep(5)
 
 signal.signal(signal.SIGINT, signal.SIG_IGN)
-with _signals_stop_the_command():
+with signals_stop_the_command():
     try:
         asyncio.run(work())
     except KeyboardInterrupt:

@@ -168,6 +168,7 @@ def test_deeply_nested_checkpoint_is_one_line(ws, capsys):
 SPECIAL_NAMES = ["hash#tag", "what?mode=rw", "per%20cent", "with space", "nön-äscii ✓"]
 
 
+@pytest.mark.slow
 def test_every_command_works_on_a_workspace_path_with_special_characters(tmp_path):
     parent = tmp_path.joinpath(*SPECIAL_NAMES)
     ws = parent / f"ws {' '.join(SPECIAL_NAMES)}"
@@ -232,6 +233,7 @@ def small_disk(tmp_path):
         subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
+@pytest.mark.slow
 def test_disk_full_is_one_line_and_resume_finishes_once_space_is_back(small_disk, tmp_path):
     ws = small_disk / "ws"
     assert run("init", str(ws), *INIT).returncode == 0

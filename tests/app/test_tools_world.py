@@ -200,6 +200,7 @@ def predictions(ws: Path, where: str = "1") -> list[tuple[str, int, list[dict]]]
         con.close()
 
 
+@pytest.mark.slow
 def test_training_runs_real_tool_calls_and_learns_a_tool_rule(trained: Path) -> None:
     rows = predictions(trained)
     tool_steps = [s for _, _, steps in rows for s in steps if s.get("type") == "tool"]

@@ -74,6 +74,7 @@ def copy_fresh(fresh_ws: Path, tmp_path: Path) -> Path:
     return ws
 
 
+@pytest.mark.slow
 def test_training_learns_and_the_gate_filters(reference: Path):
     final = json.loads((reference / "analyses" / "final_test_eval.json").read_text())
     assert final["simulated_model"] is True
@@ -158,6 +159,7 @@ def test_resume_after_sigkill_ends_in_the_reference_state(
     assert not list((ws / ".staging").glob("*")) if (ws / ".staging").exists() else True
 
 
+@pytest.mark.slow
 def test_structural_change_refuses_resume(fresh_ws, config_file, tmp_path):
     ws = copy_fresh(fresh_ws, tmp_path)
     killed = run_cli(
@@ -198,6 +200,7 @@ def test_structural_change_refuses_resume(fresh_ws, config_file, tmp_path):
     assert "concurrency" in decision.stderr
 
 
+@pytest.mark.slow
 def test_faults_at_5_percent_complete(fresh_ws, config_file, tmp_path):
     ws = copy_fresh(fresh_ws, tmp_path)
     proc = run_cli(
@@ -216,6 +219,7 @@ def test_faults_at_5_percent_complete(fresh_ws, config_file, tmp_path):
     assert (ws / "analyses" / "final_test_eval.json").exists()
 
 
+@pytest.mark.slow
 def test_faults_at_50_percent_stop_cleanly_then_resume(fresh_ws, config_file, tmp_path):
     ws = copy_fresh(fresh_ws, tmp_path)
     failing = run_cli(
@@ -322,6 +326,7 @@ def test_diagnose_and_promote(reference, tmp_path, capsys):
     )
 
 
+@pytest.mark.slow
 def test_cost_budget_stops_cleanly_and_resume_continues(fresh_ws, config_file, tmp_path):
     ws = copy_fresh(fresh_ws, tmp_path)
     stopped = run_cli(
@@ -357,6 +362,7 @@ def test_cost_budget_stops_cleanly_and_resume_continues(fresh_ws, config_file, t
     assert (ws / "analyses" / "final_test_eval.json").exists()
 
 
+@pytest.mark.slow
 def test_demo_command_prints_the_curve_and_the_sim_notice(tmp_path):
     ws = tmp_path / "demo"
     # two epochs of the demo's four: the whole demo runs in tests/test_packaging.py
@@ -380,6 +386,7 @@ def test_demo_command_prints_the_curve_and_the_sim_notice(tmp_path):
     assert list(tmp_path.glob("demo.archived-*"))
 
 
+@pytest.mark.slow
 def test_train_ends_with_the_held_out_result(fresh_ws, tmp_path, capsys):
     ws = copy_fresh(fresh_ws, tmp_path)
     assert main(["train", "-w", str(ws), "--set", "epochs=1", *LARGE, "--no-progress"]) == 0

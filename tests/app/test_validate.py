@@ -180,9 +180,9 @@ def test_true_rules_accept_decoys_and_no_ops_reject(tmp_path: Path, base, units)
         d = outcome.decision
         # Evidence follows the ladder exactly, a prefix of its families, one row per unit.
         used = [u for _, ids in spec.ladder.families[: d.n_used] for u in ids]
-        assert [row["unit_id"] for row in d.evidence] == used
+        assert [row.unit_id for row in d.evidence] == used
         assert list(outcome.candidate_correctness) == used
-        by_family = {r["family"]: r["outcome"] for r in d.evidence}
+        by_family = {r.family: r.outcome for r in d.evidence}
         assert list(by_family) == [f for f, _ in spec.ladder.families[: d.n_used]]
         seen = list(by_family.values())
         assert (seen.count("W"), seen.count("L")) == (d.W, d.L)
@@ -264,11 +264,11 @@ def test_comparison_strategies_go_through_the_same_path(
             assert d.action == "accept" and d.evidence == () and d.n_used == 0
         elif strategy == "minibatch":
             families = [f for f, _ in spec.ladder.families[:3]]
-            assert [r["family"] for r in d.evidence] == families
+            assert [r.family for r in d.evidence] == families
             members = dict(spec.ladder.families)
-            assert all(r["unit_id"] in members[r["family"]] for r in d.evidence)
-            right_c = sum(r["cand"] for r in d.evidence)
-            right_b = sum(r["base"] for r in d.evidence)
+            assert all(r.unit_id in members[r.family] for r in d.evidence)
+            right_c = sum(bool(r.cand) for r in d.evidence)
+            right_b = sum(bool(r.base) for r in d.evidence)
             assert d.accepted == (right_c > right_b)
         else:  # the whole ladder, then a one-sided exact McNemar on family outcomes
             assert d.n_used == len(spec.ladder.families)

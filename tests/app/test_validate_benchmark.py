@@ -1,4 +1,4 @@
-"""`validate-benchmark` (app/validate_commands.py, app/harness/rollouts/benchmark_validation.py):
+"""`validate-benchmark` (app/cli/validate_benchmark.py, app/harness/rollouts/benchmark_validation.py):
 each defect of a fixture benchmark caught at its file:line, errors exit 2 and warnings 0,
 `--json` typed, `init` prints the findings as warnings without refusing, and the built-in
 benchmarks have no errors."""

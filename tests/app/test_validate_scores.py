@@ -83,14 +83,12 @@ def test_scored_gate_compares_scores_and_counts_no_verdict_against_the_candidate
     d = outcome.decision
     assert d.threshold == GateParams().e_confirm  # scored: Ville's level, never the exact one
     assert outcome.imputed_units == 1
-    by_unit = {e["unit_id"]: e for e in d.evidence}
-    assert by_unit["q0"]["base"] == pytest.approx(0.5) and by_unit["q0"]["cand"] == pytest.approx(
-        0.8
-    )
-    assert by_unit["q0"]["d"] == pytest.approx(0.3)
+    by_unit = {e.unit_id: e for e in d.evidence}
+    assert by_unit["q0"].base == pytest.approx(0.5) and by_unit["q0"].cand == pytest.approx(0.8)
+    assert by_unit["q0"].d == pytest.approx(0.3)
     # observed (the test cannot stop within 4 families): no verdict, so the candidate's worst
     # case, 0, against the baseline's 0.5
-    assert by_unit["q3"]["cand"] is None and by_unit["q3"]["d"] == pytest.approx(-0.5)
+    assert by_unit["q3"].cand is None and by_unit["q3"].d == pytest.approx(-0.5)
     rows = {r.unit_id: r for r in evidence_rows("g", "support", d, 1, 1)}
     assert rows["q3"].cand is None and rows["q0"].cand == pytest.approx(0.8)
     # pass/fail at the threshold (0.7): the baseline fails, the candidate passes

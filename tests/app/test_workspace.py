@@ -398,6 +398,7 @@ def start_loop(ws: Path, *extra: str, env: dict | None = None) -> subprocess.Pop
     return proc
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_instants_leaves_consistent_workspace(ws: Path) -> None:
     rng = random.Random(20240607)
     start_count = len(list_versions(ws, "skills"))

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 NAMES = (
     "fork.branches_per_s",
@@ -20,6 +22,7 @@ NAMES = (
 )
 
 
+@pytest.mark.slow
 def test_fork_bench_prints_its_results() -> None:
     proc = subprocess.run(
         [sys.executable, "bench/fork.py", "--reps", "1"],

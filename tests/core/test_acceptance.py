@@ -19,6 +19,8 @@ from core.evolution.acceptance import (
 )
 from core.evolution.gate import (
     AcceptanceStrategy,
+    EvidenceRow,
+    FamilyOutcome,
     GateAction,
     GateParams,
     Pair,
@@ -139,6 +141,20 @@ def test_mcnemar_rule_is_the_exact_sign_test_on_every_short_path() -> None:
         assert asked.asked == [f for f, _ in ladder]  # the whole ladder, in order
         accepted += d.accepted
     assert 0 < accepted < 3**7
+
+
+def test_a_one_shot_rule_writes_typed_evidence_rows_without_d_or_g() -> None:
+    """One row per unit, as the e-process writes them; the family's outcome is the sign of its
+    sum, and d and g (what the e-process bets on) are None."""
+    ladder = (("f0", ("a", "b")), ("f1", ("c",)))
+    pairs = {"a": (False, True), "b": (True, True), "c": (True, False)}
+    d = run_rule(make_rule("mcnemar", RuleSetup(stage1=ladder)), Recorder(pairs)).decision
+    assert d.evidence == (
+        EvidenceRow("a", "f0", False, True, FamilyOutcome.W, d.e_value, 1.0, 1, 0, 1),
+        EvidenceRow("b", "f0", True, True, FamilyOutcome.W, d.e_value, 1.0, 1, 0, 1),
+        EvidenceRow("c", "f1", True, False, FamilyOutcome.L, d.e_value, 1.0, 1, 1, 2),
+    )
+    assert all(row.d is None and row.g is None for row in d.evidence)
 
 
 def test_mcnemar_rule_asks_in_chunks_across_the_stage_boundary() -> None:

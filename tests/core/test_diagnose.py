@@ -360,6 +360,12 @@ def test_pack_render_and_round_trip() -> None:
     assert pack.unit_ids == frozenset({"ua", "ub"})
 
 
+def test_a_pack_names_its_tool_only_for_a_tool_target() -> None:
+    assert CasePack("tool:read_context", ()).tool_name == "read_context"
+    assert CasePack("system", ()).tool_name is None
+    assert CasePack("dates", ()).tool_name is None  # a task type's pack
+
+
 def test_merge_packs_dedupes_sorts_and_caps() -> None:
     items = [CaseItem(f"q{i:02d}", f"q{i:02d}", "?", "1", "2") for i in range(30)]
     packs = [CasePack("system", tuple(items[:20])), CasePack("system", tuple(items[10:]))]

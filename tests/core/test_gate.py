@@ -5,7 +5,6 @@ pair counting."""
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import random
 from dataclasses import replace
@@ -13,8 +12,12 @@ from dataclasses import replace
 import pytest
 
 from core.evolution.gate import (
+    BetState,
+    EvidenceRow,
+    FamilyOutcome,
     GateEndedBy,
     GateParams,
+    GateState,
     GateStopReason,
     PairResult,
     ProbationTest,
@@ -145,6 +148,7 @@ def test_calibrated_level_stays_below_ville_and_falls_back_to_it() -> None:
         calibrated_threshold(10, 0.0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("discordance", "horizon"), [(0.3, 60), (1.0, 20), (0.6, 200)])
 def test_null_false_accept_rate_is_at_most_alpha(discordance: float, horizon: int) -> None:
     """Seeded Monte Carlo of the whole test (gate + probation continuation, stage split 2:1)
@@ -222,20 +226,20 @@ def test_provisional_accept_at_the_end_of_stage_one() -> None:
         "stage",
         6,
     )
-    assert d.continuation == {
-        "evidence": {
-            "wins": 3,
-            "losses": 0,
-            "d_wins": 3,
-            "d_losses": 0,
-            "e_win": pytest.approx(1.3**3),
-            "e_harm": pytest.approx(0.7**3),
-        },
-        "n": 6,
-        "units": 6,
-        "horizon": 12,
-        "threshold": 20.0,
-    }
+    assert d.continuation == GateState(
+        evidence=BetState(
+            wins=3,
+            losses=0,
+            d_wins=3,
+            d_losses=0,
+            e_win=pytest.approx(1.3**3),
+            e_harm=pytest.approx(0.7**3),
+        ),
+        n=6,
+        units=6,
+        horizon=12,
+        threshold=20.0,
+    )
 
 
 def test_no_provisional_without_a_stage_two() -> None:
@@ -285,8 +289,8 @@ def test_a_family_is_one_observation() -> None:
     gate = SequentialGate(GateParams(), horizon=40)
     gate.observe_family("f0", members)
     assert (gate.W, gate.L, gate.n, gate.units) == (1, 0, 1, 10)
-    assert [e["family"] for e in gate.evidence] == ["f0"] * 10
-    assert all(e["outcome"] == "W" and e["W"] == 1 for e in gate.evidence)
+    assert [e.family for e in gate.evidence] == ["f0"] * 10
+    assert all(e.outcome == "W" and e.W == 1 for e in gate.evidence)
 
 
 def test_run_gate_families_with_mixed_outcomes() -> None:
@@ -294,7 +298,7 @@ def test_run_gate_families_with_mixed_outcomes() -> None:
     d = run_gate_families(fams, GateParams(family_evidence="rounded"), horizon=8)
     # every family has d = 1/2 > 0 (a W in reports); the bet counts each as +1 half the time
     assert (d.W, d.L, d.units_used) == (d.n_used, 0, 2 * d.n_used)
-    assert d.e_value == mixture_e(*[sum(r["g"] == s for r in d.evidence) // 2 for s in (1, -1)])
+    assert d.e_value == mixture_e(*[sum(r.g == s for r in d.evidence) // 2 for s in (1, -1)])
 
 
 def test_misuse_raises() -> None:
@@ -429,13 +433,7 @@ def test_gate_plus_probation_is_one_test_exhaustively(horizon: int) -> None:
 
 def test_probation_test_keeps_threshold_and_counts() -> None:
     params = GateParams()  # a state with counts only (a ±1/0 bet's) resumes its wealth from them
-    state = {
-        "evidence": {"wins": 5, "losses": 0},
-        "n": 6,
-        "units": 9,
-        "horizon": 14,
-        "threshold": 20.0,
-    }
+    state = GateState(BetState(wins=5, losses=0), n=6, units=9, horizon=14, threshold=20.0)
     probation = ProbationTest(params, state)
     assert (probation.gate.W, probation.gate.n, probation.gate.threshold) == (5, 6, 20.0)
     assert mixture_e(5, 0) < 20.0 <= mixture_e(6, 0)
@@ -535,7 +533,7 @@ def test_rounded_evidence_rows_carry_d_and_the_counted_outcome() -> None:
     g = rounded_outcome(["a", "b"], 0.5)
     assert (gate.W, gate.L, gate.bet_W, gate.bet_L) == (1, 0, int(g == 1), 0)
     assert gate.e_win == mixture_e(gate.bet_W, gate.bet_L)
-    assert {(r["d"], r["g"], r["outcome"]) for r in gate.evidence} == {(0.5, g, "W")}
+    assert {(r.d, r.g, r.outcome) for r in gate.evidence} == {(0.5, g, "W")}
 
 
 def test_family_evidence_is_validated() -> None:
@@ -564,8 +562,8 @@ def test_betting_on_d_over_single_units_is_the_lattice_mixture_exactly() -> None
 
 @pytest.mark.parametrize("evidence", ["rounded", "mean"])
 def test_probation_resumes_the_family_evidence_exactly(evidence: str) -> None:
-    """state() through JSON, then resume: the same E_win/E_harm and counts, and the same
-    further path, as the test that was never interrupted."""
+    """state(), then resume: the same E_win/E_harm and counts, and the same further path, as
+    the test that was never interrupted (through checkpoint.json: tests/app/test_train_state.py)."""
     params = replace(GateParams(), family_evidence=evidence)
     rng = random.Random(7)
     fams = [
@@ -577,7 +575,7 @@ def test_probation_resumes_the_family_evidence_exactly(evidence: str) -> None:
     for family, pairs in fams[:10]:
         whole.observe_family(family, pairs)
         cut.observe_family(family, pairs)
-    state = json.loads(json.dumps(cut.state()))
+    state = cut.state()
     resumed = SequentialGate.resume(replace(params, curtail=False, futility_share=0.0), state)
     for family, pairs in fams[10:25]:
         for gate in (whole, resumed):
@@ -594,8 +592,8 @@ def test_probation_resumes_the_family_evidence_exactly(evidence: str) -> None:
 
 
 def test_a_state_without_d_counts_resumes_with_single_unit_meaning() -> None:
-    state = {"evidence": {"wins": 4, "losses": 1}, "n": 6, "units": 6, "horizon": 20}
-    gate = SequentialGate.resume(GateParams(), {**state, "threshold": 12.0})
+    state = GateState(BetState(wins=4, losses=1), n=6, units=6, horizon=20, threshold=12.0)
+    gate = SequentialGate.resume(GateParams(), state)
     assert (gate.W, gate.L, gate.bet_W, gate.bet_L) == (4, 1, 4, 1)
 
 
@@ -613,3 +611,99 @@ def test_fixed_and_kt_bets_on_the_mean(strategy: str) -> None:
         bettor.wins, bettor.losses = bettor.wins + (d > 0), bettor.losses + (d < 0)
         gate.observe_family(family, pairs)
         assert gate.e_win == pytest.approx(expected)
+
+
+# --------------------------------------------------------------------------- typed test state
+
+
+@pytest.mark.parametrize(
+    "strategy, evidence, kept",
+    [
+        ("mixture", "mean", {"log_win", "log_harm", "on_lattice"}),
+        ("mixture", "rounded", set()),
+        ("fixed", "mean", {"e_win", "e_harm"}),
+        ("kt", "rounded", {"e_win", "e_harm"}),
+    ],
+)
+def test_a_state_keeps_what_its_bet_needs_and_resumes_exactly(
+    strategy: str, evidence: str, kept: set[str]
+) -> None:
+    """Each bet keeps its own wealth in BetState (the rest None); resuming from it goes on
+    exactly as the test that was never interrupted."""
+    params = GateParams(
+        lambda_strategy=strategy, family_evidence=evidence, curtail=False, futility_share=0.0
+    )
+    rng = random.Random(11)
+    fams = [
+        (f"f{i}", [(f"f{i}.{k}", rng.random() < 0.5, rng.random() < 0.7) for k in range(2)])
+        for i in range(30)
+    ]
+    whole, cut = SequentialGate(params, horizon=30), SequentialGate(params, horizon=30)
+    for family, pairs in fams[:8]:
+        whole.observe_family(family, pairs)
+        cut.observe_family(family, pairs)
+    state = cut.state()
+    bet = state.evidence
+    wealth = {"e_win", "e_harm", "log_win", "log_harm", "on_lattice"}
+    assert {name for name in wealth if getattr(bet, name) is not None} == kept
+    assert (bet.wins, bet.losses, bet.d_wins, bet.d_losses) == (
+        cut.bet_W,
+        cut.bet_L,
+        cut.W,
+        cut.L,
+    )
+    assert (state.n, state.units, state.horizon, state.threshold) == (8, 16, 30, cut.threshold)
+    resumed = SequentialGate.resume(params, state)
+    assert resumed.state() == state
+    for family, pairs in fams[8:]:
+        for gate in (whole, resumed):
+            if not gate.done:
+                gate.observe_family(family, pairs)
+        assert (resumed.e_win, resumed.e_harm, resumed.W, resumed.L, resumed.n) == (
+            whole.e_win,
+            whole.e_harm,
+            whole.W,
+            whole.L,
+            whole.n,
+        )
+
+
+def test_a_fixed_bet_state_without_its_wealth_is_refused() -> None:
+    state = GateState(BetState(wins=2, losses=0), n=2, units=2, horizon=10, threshold=20.0)
+    with pytest.raises(ValueError, match="e_win and e_harm"):
+        SequentialGate.resume(GateParams(lambda_strategy="fixed"), state)
+
+
+def test_a_mean_state_from_a_counts_only_bet_takes_its_wealth_from_the_counts() -> None:
+    """A ±1/0 bet's state (no log wealth) resumed by the mixture bet on d: the wealth the counts
+    give, on the lattice."""
+    state = GateState(BetState(wins=3, losses=1), n=4, units=4, horizon=20, threshold=20.0)
+    gate = SequentialGate.resume(GateParams(family_evidence="mean"), state)
+    assert gate.e_win == pytest.approx(mixture_e(3, 1), rel=1e-12)
+    assert gate.state().evidence.on_lattice is True
+    gate.observe_family("f", [("a", False, True), ("b", False, False)])  # d = 0.5
+    assert gate.state().evidence.on_lattice is False
+
+
+def test_evidence_rows_are_typed_per_unit() -> None:
+    gate = SequentialGate(GateParams(), horizon=10)
+    gate.observe_family("f0", [("a", False, True), ("b", True, True)])
+    gate.observe("c", True, None)
+    first, second, third = gate.evidence
+    assert first == EvidenceRow(
+        unit_id="a",
+        family="f0",
+        base=False,
+        cand=True,
+        outcome=FamilyOutcome.W,
+        e_win=first.e_win,
+        e_harm=first.e_harm,
+        W=1,
+        L=0,
+        n=1,
+        d=0.5,
+        g=1,
+    )
+    assert (second.unit_id, second.family, second.n) == ("b", "f0", 1)
+    assert (third.family, third.cand, third.outcome, third.d, third.g) == ("c", None, "L", -1, -1)
+    assert (third.W, third.L, third.n) == (1, 1, 2)

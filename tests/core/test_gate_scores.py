@@ -54,7 +54,7 @@ def test_zero_one_scores_give_exactly_the_pass_fail_decision(
         b.stop_reason,
     )
     assert a.e_value == b.e_value and a.e_harm == b.e_harm
-    assert [e["d"] for e in a.evidence] == [e["d"] for e in b.evidence]
+    assert [e.d for e in a.evidence] == [e.d for e in b.evidence]
 
 
 def test_unit_difference_is_the_paired_score_difference() -> None:

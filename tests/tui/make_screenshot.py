@@ -1,4 +1,4 @@
-"""Write docs/tui.svg (the README's screenshot) from the synthetic test workspace.
+"""Write docs/tui.svg (docs/tui.md's screenshot) from the synthetic test workspace.
 
 .venv/bin/python -m tests.tui.make_screenshot [OUT.svg] [--screen overview|steps|...]
 """

@@ -229,6 +229,7 @@ async def test_predictions_page_keys(demo_ws, monkeypatch):
         assert table.row_count == 10 and table.has_prev
 
 
+@pytest.mark.slow
 async def test_warm_up_then_live_refresh_of_new_rows_and_running_status(fresh_ws):
     from app.tui.app import MODES
 
@@ -291,6 +292,7 @@ async def test_warm_up_then_live_refresh_of_new_rows_and_running_status(fresh_ws
         assert table.row_count == n + 2
 
 
+@pytest.mark.slow
 async def test_help_mouse_and_quit(demo_ws):
     app = make_app(demo_ws.root, poll_interval=0, warm_up=False)
     async with app.run_test(size=SIZE) as pilot:
@@ -337,6 +339,7 @@ def test_resolve_workspace_by_name(tmp_path, demo_ws):
     assert tui_app.resolve_workspace(None, folder) is None
 
 
+@pytest.mark.slow
 async def test_fresh_workspace_without_any_training(tmp_path):
     from app.harness.workspace.store import benchmark_dir, load_seed, seed_dir
     from app.harness.workspace.workspace import init_workspace

@@ -46,10 +46,11 @@ class Comparison:
 
 def _args(value: Any) -> str:
     if isinstance(value, str):
+        text = value
         try:
-            value = json.loads(value)
+            value = json.loads(text)
         except ValueError:
-            return value
+            return text
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 

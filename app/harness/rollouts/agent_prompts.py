@@ -183,7 +183,13 @@ class AgentPrompts:
         return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
     def dispatch(self, name: str, arguments: Any, question: Question) -> str:
-        """Run one tool call; bad calls raise ToolArgumentError with the reason."""
+        """Run one tool call; bad calls raise ToolArgumentError with the reason.
+
+        `arguments` is the parsed JSON object, or the raw string when the model's JSON did not
+        parse (the provider layer keeps it as text so the reason reaches the trajectory).
+        """
+        if isinstance(arguments, str):
+            raise ToolArgumentError("arguments are not valid JSON")
         if name not in {t.name for t in self.tools_for(question)}:
             raise ToolArgumentError(f"unknown tool {str(name)[:80]!r}")
         name = self.real_name(name)

@@ -74,7 +74,8 @@ def load_user_function(name: str, what: str) -> Callable[..., Any]:
     fn = getattr(module, attr, None)
     if not callable(fn):
         raise UserError(f"{what} {name}: {module_name} has no function {attr!r}")
-    return fn
+    function: Callable[..., Any] = fn
+    return function
 
 
 # --------------------------------------------------------------------------- the worker
@@ -449,7 +450,7 @@ def configure_user_pool(settings: PoolSettings) -> None:
 
 def user_pool() -> CheckerPool:
     with _shared_lock:
-        pool = _shared["pool"]
+        pool: CheckerPool | None = _shared["pool"]
         if pool is None or pool.closed:
             s: PoolSettings = _shared["settings"]
             pool = CheckerPool(s.workers, s.timeout_s, env_allow=s.env_allow)
@@ -481,13 +482,6 @@ class PooledFunction:
         if isinstance(value, dict) and set(value) == {"__type__"}:
             return Opaque(str(value["__type__"]))
         return value
-
-
-def check_status_counts(results: list[CheckResult]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for r in results:
-        counts[r.status] = counts.get(r.status, 0) + 1
-    return counts
 
 
 __all__ = [

@@ -295,8 +295,6 @@ async def _tool_round(
             added.append({"role": "tool", "tool_call_id": call.id, "content": output})
             continue
         try:
-            if isinstance(call.arguments, str):
-                raise ToolArgumentError("arguments are not valid JSON")
             output = prompts.dispatch(call.name, call.arguments, question)
             if prompts.real_name(call.name) != "read_skill":  # instructions, not data to skim
                 output = summarise_tool_output(output)

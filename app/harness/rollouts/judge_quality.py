@@ -32,7 +32,7 @@ from app.errors import UserError
 from app.harness.rollouts.rubric import RubricSettings, rubric_check
 from app.harness.rollouts.telemetry import calls_logged_as
 from app.harness.workspace.atomic import read_json, write_json_atomic
-from app.harness.workspace.workspace import now_iso
+from app.harness.workspace.clock import now_iso
 from app.sanitize import visible
 from core.checkers import RUBRIC
 from core.concurrency import fan_out

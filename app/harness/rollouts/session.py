@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from loguru import logger
 
@@ -150,7 +151,7 @@ class Session:
             tools=self.tools,
         )
 
-    def provenance(self, prompts: AgentPrompts) -> dict:
+    def provenance(self, prompts: AgentPrompts) -> dict[str, Any]:
         c = self.config
         return run_provenance(
             skills_version=prompts.skills_version,
@@ -174,7 +175,7 @@ class Session:
         kind: str,
         prompts: AgentPrompts,
         parent_run_id: str | None = None,
-        provenance: dict | None = None,
+        provenance: dict[str, Any] | None = None,
     ) -> None:
         self.log.register_run(
             run_id,
@@ -197,7 +198,7 @@ class Session:
         parent_run_id: str | None = None,
         guard: bool = True,
         sample: int = 0,
-        provenance: dict | None = None,
+        provenance: dict[str, Any] | None = None,
     ) -> InferenceResult:
         """Register a run, answer the questions, record the summary."""
         prompts = prompts or self.agent_prompts()

@@ -27,10 +27,11 @@ def call_key(arguments: Any) -> str:
     """The arguments as canonical JSON (a JSON text is read first: recorded arguments are
     often the text the model wrote)."""
     if isinstance(arguments, str):
+        text = arguments
         try:
-            arguments = json.loads(arguments)
+            arguments = json.loads(text)
         except ValueError:
-            return arguments
+            return text
     return json.dumps(arguments, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 

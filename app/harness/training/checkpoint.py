@@ -1,19 +1,32 @@
 """checkpoint.json: training progress, serialised state and config fingerprint
-(docs/architecture.md#checkpoint-and-resume)."""
+(docs/architecture.md#checkpoint-and-resume).
+
+The one place TrainState meets JSON: `state_json` writes it and `state_from_json` reads it
+back, in the shapes checkpoint.json has always had (a case pack as `CasePack.to_dict`, the gate
+pools as gate_pools.json holds them, a curve point flat, a gate test's bet without the fields
+its bet does not keep), so a checkpoint written before the state was typed resumes as is."""
 
 from __future__ import annotations
 
+import json
 import shutil
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from loguru import logger
+from pydantic import TypeAdapter, ValidationError
 
 from app.errors import DamagedFile, UserError
-from app.harness.training.train_state import CheckpointStateError, TrainState
+from app.harness.training.train_state import TrainState
 from app.harness.training.vocabulary import TrainPhase
 from app.harness.workspace.atomic import read_json_object, write_json_atomic
-from app.harness.workspace.config import RunConfig, fingerprint, fingerprint_changes
+from app.harness.workspace.config import (
+    RunConfig,
+    describe_problem,
+    fingerprint,
+    fingerprint_changes,
+)
 from app.harness.workspace.workspace import (
     KINDS,
     list_versions,
@@ -21,6 +34,7 @@ from app.harness.workspace.workspace import (
     version_number,
     write_manifest,
 )
+from core.evolution.gate import GateState
 
 SCHEMA = 1
 PHASES = tuple(phase.value for phase in TrainPhase)
@@ -30,7 +44,7 @@ def write_checkpoint(
     root: Path,
     *,
     progress: dict[str, Any],
-    state: dict[str, Any],
+    state: TrainState | None,
     epoch_batches: list[list[str]] | None,
     config: RunConfig,
     benchmark_hash: str,
@@ -41,7 +55,7 @@ def write_checkpoint(
     data = {
         "schema": SCHEMA,
         "progress": progress,
-        "state": state,
+        "state": state_json(state) if state is not None else {},
         "manifest": manifest,
         "version_snapshot": {
             "skills": manifest["current"]["skills"],
@@ -141,13 +155,66 @@ def checkpoint_problem(data: dict[str, Any]) -> str | None:
 
 def _state_problem(state: dict[str, Any]) -> str | None:
     try:
-        TrainState.from_dict(state)
+        state_from_json(state)
     except CheckpointStateError as e:
         return str(e)
     return None
 
 
-def _wrong(key: str, want: type | tuple, value: Any) -> str:
+class CheckpointStateError(ValueError):
+    """A checkpoint's state does not have TrainState's shape; the message names the key."""
+
+
+_STATE = TypeAdapter(TrainState)
+_CURVE_ACCURACIES = ("epoch", "val_acc", "test_acc")  # a curve point's keys beside its counts
+
+
+def state_json(state: TrainState) -> dict[str, Any]:
+    """checkpoint.json's "state" (the module docstring says which shapes it keeps)."""
+    data = asdict(state)
+    data["system_packs"] = [pack.to_dict() for pack in state.system_packs]
+    data["tool_packs"] = [pack.to_dict() for pack in state.tool_packs]
+    data["gate_pools"] = state.gate_pools.to_dict()
+    data["curve"] = [point.flat() for point in state.curve]
+    for kept in ("probations", "continuations"):
+        for task_type, held in getattr(state, kept).items():
+            data[kept][task_type]["test"] = _gate_state_json(held.test)
+    for task_type, by_key in state.pooled.items():
+        for key, pooled in by_key.items():
+            data["pooled"][task_type][key]["test"] = _gate_state_json(pooled.test)
+    return data
+
+
+def _gate_state_json(test: GateState) -> dict[str, Any]:
+    """A gate test's state; its bet holds only what that bet keeps (None: not kept)."""
+    data = asdict(test)
+    data["evidence"] = {k: v for k, v in data["evidence"].items() if v is not None}
+    return data
+
+
+def state_from_json(data: dict[str, Any]) -> TrainState:
+    """The state a checkpoint recorded; keys this version no longer has are ignored, keys
+    added since load empty. Raises CheckpointStateError naming the first wrong key
+    (`state.best.val_acc`)."""
+    typed_shape = {**data}
+    if isinstance(data.get("curve"), list):
+        typed_shape["curve"] = [_nested_curve_point(point) for point in data["curve"]]
+    try:  # as JSON, strictly: what was written must come back with the same types
+        return _STATE.validate_json(json.dumps(typed_shape), strict=True)
+    except ValidationError as e:
+        raise CheckpointStateError(describe_problem(e.errors()[0], prefix="state")) from None
+
+
+def _nested_curve_point(point: Any) -> Any:
+    """A flat curve point with its counts gathered under "counts", as CurvePoint holds them
+    (anything else is left for the validation to name)."""
+    if not isinstance(point, dict):
+        return point
+    counts = {k: v for k, v in point.items() if k not in _CURVE_ACCURACIES}
+    return {**{k: point[k] for k in _CURVE_ACCURACIES if k in point}, "counts": counts}
+
+
+def _wrong(key: str, want: type | tuple[type, ...], value: Any) -> str:
     name = "number" if isinstance(want, tuple) else want.__name__
     name = {
         "dict": "an object",

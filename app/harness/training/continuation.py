@@ -44,16 +44,16 @@ whole ladder in one step and nothing changes: the level is the same, and a rejec
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from app.harness.training.gate_ladder import Ladder
 from core.evolution.acceptance import EProcessRule, RuleSetup
-from core.evolution.edits import EditReport
+from core.evolution.edits import Edit, EditReport
 from core.evolution.evolve import EvolutionRecord, EvolutionStatus, TargetKind
 from core.evolution.gate import (
     GateDecision,
     GateEndedBy,
     GateParams,
+    GateState,
     GateStopReason,
     SequentialGate,
 )
@@ -77,12 +77,12 @@ def first_segment_gate(params: GateParams, ladder: Ladder, horizon: int) -> Sequ
     return SequentialGate(whole, horizon=horizon, stage1=stage1)
 
 
-def resumed_gate(params: GateParams, test: dict[str, Any]) -> SequentialGate:
+def resumed_gate(params: GateParams, test: GateState) -> SequentialGate:
     """The gate going on from `test` (SequentialGate.state()), with no stage boundary left."""
-    return SequentialGate.resume(replace(params, n_max=max(int(test["horizon"]), 1)), test)
+    return SequentialGate.resume(replace(params, n_max=max(test.horizon, 1)), test)
 
 
-def goes_on(decision: GateDecision, test: dict[str, Any] | None, observed_before: int) -> bool:
+def goes_on(decision: GateDecision, test: GateState | None, observed_before: int) -> bool:
     """Whether a rejected segment's test continues in a later step: it ran out of this step's
     families, not of its horizon, with more wins than losses, and it used at least one family
     (a segment that found none fresh ends the test)."""
@@ -90,11 +90,11 @@ def goes_on(decision: GateDecision, test: dict[str, Any] | None, observed_before
         test is not None
         and decision.stop_reason == GateStopReason.INSUFFICIENT_EVIDENCE
         and decision.W > decision.L
-        and observed_before < decision.n_used < int(test["horizon"])
+        and observed_before < decision.n_used < test.horizon
     )
 
 
-def pools_evidence(decision: GateDecision, test: dict[str, Any] | None) -> bool:
+def pools_evidence(decision: GateDecision, test: GateState | None) -> bool:
     """Whether a rejected test is kept for a re-proposal of the same edit set instead of
     blacklisting its edits: it stopped short of its horizon for want of a signal (the no-signal
     stop) with no more losses than wins. A test that showed harm, was curtailed (no accept
@@ -103,7 +103,7 @@ def pools_evidence(decision: GateDecision, test: dict[str, Any] | None) -> bool:
         test is not None
         and decision.ended_by == GateEndedBy.NO_SIGNAL
         and decision.W >= decision.L
-        and decision.n_used < int(test["horizon"])
+        and decision.n_used < test.horizon
     )
 
 
@@ -112,7 +112,7 @@ def carried_record(
     target_file: str,
     original: str,
     evolved: str,
-    edits: tuple[Any, ...],
+    edits: tuple[Edit, ...],
     source_version: str,
 ) -> EvolutionRecord:
     """The record a continued test is settled with: the same edit, applied as before."""

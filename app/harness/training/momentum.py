@@ -17,9 +17,10 @@ from app.providers.errors import BudgetExceeded
 from core.evolution.budget import resolve_skill_file
 from core.evolution.edits import replace_momentum
 from core.evolution.evolve import momentum_guidance
+from core.types import Question
 
 
-def sample_questions(ctx: TrainContext, task_type: str, epoch: int) -> list:
+def sample_questions(ctx: TrainContext, task_type: str, epoch: int) -> list[Question]:
     candidates = ctx.questions_of(ctx.evolver_diagnosis, task_type)  # never a gate-only one
     n = min(ctx.config.momentum_samples, len(candidates))
     return random.Random(f"momentum:{epoch}:{task_type}").sample(candidates, n) if n else []

@@ -21,7 +21,7 @@ from core.evolution.gate import GateDecision
 current_step_flags: ContextVar[tuple[str, ...]] = ContextVar("current_step_flags", default=())
 # The step's rollout activation per task type (skill_mode "progressive"/"tool";
 # app/harness/skills/activation.py), set by the step that writes the reports.
-current_step_activation: ContextVar[dict | None] = ContextVar(
+current_step_activation: ContextVar[dict[str, Any] | None] = ContextVar(
     "current_step_activation", default=None
 )
 
@@ -134,14 +134,14 @@ def evidence_rows(
             step=step,
             task_type=task_type,
             idx=i,
-            unit_id=e["unit_id"],
-            base=_stored(e["base"]),
-            cand=_stored(e["cand"]),
-            outcome=e["outcome"],
-            w=e["W"],
-            l=e["L"],
-            e_win=e["e_win"],
-            e_harm=e["e_harm"],
+            unit_id=e.unit_id,
+            base=_stored(e.base),
+            cand=_stored(e.cand),
+            outcome=e.outcome,
+            w=e.W,
+            l=e.L,
+            e_win=e.e_win,
+            e_harm=e.e_harm,
         )
         for i, e in enumerate(decision.evidence)
     ]

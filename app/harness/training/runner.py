@@ -15,7 +15,6 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, NoReturn
 
-import anyio
 from loguru import logger
 
 from app.errors import RunFailed, UserError, first_leaf, is_stop, stop_reason
@@ -39,6 +38,7 @@ from app.harness.training.checkpoint import (
     check_resume_config,
     load_checkpoint,
     restore_workspace,
+    state_from_json,
     write_checkpoint,
 )
 from app.harness.training.gate_ladder import BaselineCache, GatePools
@@ -257,7 +257,7 @@ class Runner:
         ending: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Write checkpoint.json; returns its progress. `ending`: how a finished run ended."""
-        state.gate_pools = ctx.gate_pools.to_dict()
+        state.gate_pools = ctx.gate_pools
         state.baseline_cache = dict(ctx.baseline_cache.entries)
         state.baseline_scores = dict(ctx.baseline_cache.scores)
         self.session.recorder.flush()
@@ -275,7 +275,7 @@ class Runner:
         write_checkpoint(
             ctx.root,
             progress=progress,
-            state=state.to_dict(),
+            state=state,
             epoch_batches=batches,
             config=self.config,
             benchmark_hash=self.session.benchmark.content_hash,
@@ -304,12 +304,12 @@ class Runner:
         if judged is not None:  # rubric scores from an unchecked judge (docs/checkers.md)
             logger.warning(judged)
         if ckpt and ckpt["progress"]["phase"] == TrainPhase.FINISHED:
-            self._mark_finished(TrainState.from_dict(ckpt["state"]), ckpt["progress"])
+            self._mark_finished(state_from_json(ckpt["state"]), ckpt["progress"])
             return None
         if ckpt:  # the run's history says it was resumed, when, and from where
             session.log.record_resume(ckpt["progress"]["train_id"], ckpt["progress"])
         if ckpt and ckpt["progress"]["phase"] != TrainPhase.SETUP:
-            state = TrainState.from_dict(ckpt["state"])
+            state = state_from_json(ckpt["state"])
             self._train_id = state.train_id
             self._carry_spend(state.train_id, ckpt)
             ctx = self._context(pools, task_types, units, state, ckpt["progress"]["total_steps"])
@@ -390,14 +390,13 @@ class Runner:
         state: TrainState,
         total_steps: int,
     ) -> TrainContext:
-        gate_pools = GatePools.from_dict(state.gate_pools)
         return TrainContext(
             session=self.session,
             config=self.config,
             pools=pools,
             task_types=task_types,
             units=units,
-            gate_pools=gate_pools,
+            gate_pools=state.gate_pools,
             baseline_cache=BaselineCache(state.baseline_cache, state.baseline_scores),
             templates=load_templates(),
             total_steps=total_steps,
@@ -421,7 +420,7 @@ class Runner:
                 "spent_usd": self._spent(),
                 "at": now_iso(),
             },
-            state={},
+            state=None,
             epoch_batches=None,
             config=self.config,
             benchmark_hash=session.benchmark.content_hash,
@@ -472,7 +471,7 @@ class Runner:
             best=best,
             baseline_val_acc=baseline_val,
             baseline_versions=versions,
-            gate_pools=gate_pools.to_dict(),
+            gate_pools=gate_pools,
             baseline_cache=dict(cache.entries),
             baseline_scores=dict(cache.scores),
         )
@@ -519,9 +518,6 @@ class Runner:
         return result.correctness
 
     # -- other modes ------------------------------------------------------------------------
-    def diagnose_run(self, run_id: str) -> dict[str, Any]:
-        return anyio.run(self.diagnose_run_async, run_id)
-
     async def diagnose_run_async(self, run_id: str) -> dict[str, Any]:
         session = self.session
         check_run_id(run_id, "run id")
@@ -590,7 +586,7 @@ async def final_test_eval(ctx: TrainContext, state: TrainState) -> dict[str, Any
         },
         "holdout_task_types": list(ctx.config.holdout_task_types),
         "best": asdict(state.best),
-        "curve": state.curve,
+        "curve": [point.flat() for point in state.curve],
         "simulated_model": ctx.config.uses_sim,
     }
     write_json_atomic(ctx.root / "analyses" / "final_test_eval.json", report)
@@ -601,7 +597,7 @@ def done_summary(state: TrainState, progress: dict[str, Any]) -> dict[str, Any]:
     """A finished train run's summary in the log: best, curve, and why it stopped."""
     return {
         "best": asdict(state.best),
-        "curve": state.curve,
+        "curve": [point.flat() for point in state.curve],
         "reason": ending_text(progress),
         "end": str(progress.get("end") or ""),
     }

@@ -23,7 +23,7 @@ from app.harness.rollouts.telemetry import calls_logged_as
 from app.harness.training.contamination_guard import refused_as_contamination
 from app.harness.training.momentum import run_slow_momentum
 from app.harness.training.observation import evidence_rows, write_epoch_report
-from app.harness.training.train_state import Best, Probation, TrainContext, TrainState
+from app.harness.training.train_state import Best, CurvePoint, Probation, TrainContext, TrainState
 from app.harness.training.vocabulary import Count
 from app.harness.workspace import killpoints
 from app.harness.workspace.harness_log.gates import DualMetricRecord, HoldoutRecord
@@ -34,7 +34,7 @@ from core.evolution.edits import RejectedEdit
 from core.evolution.evolve import TargetKind, evolve, prompt_file_prompt
 from core.evolution.gate import GateDecision, ProbationTest, ProbationVerdict, SequentialGate
 from core.evolution.relevance import added_text
-from core.types import InferenceResult
+from core.types import InferenceResult, Question
 
 # An epoch report's counts, in this order; the second group only when not zero.
 EPOCH_REPORT_COUNTS = (
@@ -266,13 +266,13 @@ async def evolve_prompts(ctx: TrainContext, state: TrainState, epoch: int, prefi
         (
             "system.md",
             "evolve_system",
-            merge_packs([CasePack.from_dict(p) for p in state.system_packs], "system"),
+            merge_packs(state.system_packs, "system"),
             "",
         )
     ]
-    tool_names = sorted({p["target"][5:] for p in state.tool_packs})
+    tool_names = sorted({p.tool_name for p in state.tool_packs if p.tool_name})
     for name in tool_names:
-        packs = [CasePack.from_dict(p) for p in state.tool_packs if p["target"] == f"tool:{name}"]
+        packs = [p for p in state.tool_packs if p.tool_name == name]
         targets.append((f"tool_{name}.md", "evolve_tool", merge_packs(packs, f"tool:{name}"), name))
     changed = []
     with calls_logged_as(prefix + "prompts"):
@@ -453,7 +453,11 @@ async def holdout_four_way(
 
 
 async def _test_accuracy(
-    ctx: TrainContext, state: TrainState, versions: tuple[str, str], test: list, prefix: str
+    ctx: TrainContext,
+    state: TrainState,
+    versions: tuple[str, str],
+    test: list[Question],
+    prefix: str,
 ) -> float:
     if versions == (state.baseline_versions["skills"], state.baseline_versions["prompts"]):
         units = build_units(test)
@@ -478,8 +482,8 @@ def report_epoch(
     epoch: int,
     r: InferenceResult,
     r2: InferenceResult | None,
-    holdout: dict,
-    verdicts: list,
+    holdout: dict[str, Any],
+    verdicts: list[dict[str, Any]],
     prefix: str,
     prompts_test: dict[str, Any] | None = None,
 ) -> None:
@@ -510,9 +514,7 @@ def report_epoch(
         "per_task_type": r.per_task_type,
     }
     write_epoch_report(ctx.root, ctx.log, report, prefix + "report")
-    state.curve.append(
-        {"epoch": epoch, "val_acc": val_acc, "test_acc": test_acc, **report["counts"]}
-    )
+    state.curve.append(CurvePoint(epoch, val_acc, test_acc, dict(report["counts"])))
     logger.info(
         "epoch {}: validation {:.3f}{}  best {:.3f} ({})",
         epoch,

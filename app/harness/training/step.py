@@ -71,7 +71,14 @@ from core.evolution.evolve import (
     evolve,
     skill_prompt,
 )
-from core.evolution.gate import AcceptanceStrategy, GateAction, Pair, SequentialGate
+from core.evolution.gate import (
+    AcceptanceStrategy,
+    GateAction,
+    GateDecision,
+    GateState,
+    Pair,
+    SequentialGate,
+)
 from core.evolution.relevance import added_text, relevance_scores
 from core.evolution.triage import overrule_judge, triage_failures
 from core.types import Question
@@ -183,8 +190,8 @@ async def run_step(
     if ctx.config.skill_mode in ("tool", "progressive"):
         current_step_activation.set(run_activation(ctx.log, rollout_id))
     diagnosis = await diagnose_batch(ctx, scope.prompts, batch, scope.prefix)
-    state.system_packs += [diagnosis.system_pack.to_dict()] if diagnosis.system_pack else []
-    state.tool_packs += [p.to_dict() for p in diagnosis.tool_packs.values()]
+    state.system_packs += [diagnosis.system_pack] if diagnosis.system_pack else []
+    state.tool_packs += diagnosis.tool_packs.values()
     await gate_step(scope, diagnosis)
     current_step_flags.set(())
     current_step_activation.set(None)
@@ -609,7 +616,7 @@ def settle(
     if d.accepted:
         new_version = accept(scope, record, outcome)
         ctx.log.set_result_version(origin + "evolve", record.task_type, new_version)
-    elif goes_on(d, outcome.test_state, int(carried.test["n"]) if carried else 0):
+    elif goes_on(d, outcome.test_state, carried.test.n if carried else 0):
         note = _continue_later(scope, record, outcome, carried)
     elif carried is None and pools_evidence(d, outcome.test_state):
         note += _pool(scope, record, outcome, key, pooled)
@@ -653,7 +660,8 @@ def _continue_later(
     carried: Continuation | None,
 ) -> str:
     """Keep a rejected segment's test for a later step; returns the step report's note."""
-    test = dict(outcome.test_state or {})
+    test = outcome.test_state
+    assert test is not None  # `goes_on` keeps only an eprocess test, which has a state
     used = {*(carried.used_units if carried else ()), *outcome.observed_units}
     scope.state.continuations[record.task_type] = Continuation(
         task_type=record.task_type,
@@ -669,7 +677,7 @@ def _continue_later(
     )
     scope.state.count(Count.CONTINUED)
     scope.state.count(Count.REJECTED)
-    return f"; goes on in a later step ({test['n']}/{test['horizon']} families)"
+    return f"; goes on in a later step ({test.n}/{test.horizon} families)"
 
 
 def _pool(
@@ -682,10 +690,12 @@ def _pool(
     """Keep a test that stopped for want of a signal under its edit set's `key`, not
     blacklisting its edits: when the evolver proposes the same set again, the test goes on
     (continuation.py `pools_evidence`)."""
+    test = outcome.test_state
+    assert test is not None  # `pools_evidence` keeps only an eprocess test, which has a state
     used = {*(pooled.used_units if pooled else ()), *outcome.observed_units}
     segments = pooled.segments + 1 if pooled else 1
     scope.state.pooled.setdefault(record.task_type, {})[key] = PooledTest(
-        test=dict(outcome.test_state or {}), used_units=tuple(sorted(used)), segments=segments
+        test=test, used_units=tuple(sorted(used)), segments=segments
     )
     scope.state.count(Count.POOLED)
     scope.state.count(Count.REJECTED)
@@ -713,7 +723,7 @@ def accept(scope: StepScope, record: EvolutionRecord, outcome: ValidationOutcome
             target_file=record.target_file,
             anchor_text=record.original,
             accepted_version=version,
-            test=dict(outcome.decision.continuation or {}),
+            test=provisional_test(outcome.decision),
             families=outcome.stage2,
             edits=record.applied(),
             epoch=scope.epoch,
@@ -723,6 +733,13 @@ def accept(scope: StepScope, record: EvolutionRecord, outcome: ValidationOutcome
     state.rejected.pop(task_type, None)
     state.mark_changed(task_type)
     return version
+
+
+def provisional_test(decision: GateDecision) -> GateState:
+    """The test a provisional accept's probation goes on with."""
+    if decision.continuation is None:
+        raise ValueError(f"a {decision.strategy} provisional accept carries no test to go on")
+    return decision.continuation
 
 
 def shadow_row(scope: StepScope, outcome: ValidationOutcome) -> ShadowGateRecord:
@@ -737,9 +754,7 @@ def shadow_row(scope: StepScope, outcome: ValidationOutcome) -> ShadowGateRecord
     )
     families: dict[str, list[Pair]] = {}
     for e in d0.evidence:
-        families.setdefault(e.get("family", e["unit_id"]), []).append(
-            (e["unit_id"], e["base"], e["cand"])
-        )
+        families.setdefault(e.family, []).append((e.unit_id, e.base, e.cand))
     for family, pairs in families.items():
         gate.observe_family(family, pairs)
         if gate.done:

@@ -1,27 +1,27 @@
 """The mutable state of one `train()` and the read-only context it runs in.
 
-TrainState is dataclasses of JSON data: the checkpoint is `to_dict()`, and `from_dict()`
-checks a checkpoint's state against the same types (every key, nested ones included) and
-rebuilds exactly the state an uninterrupted run had.
+TrainState is typed values all the way down (dataclasses, enums), so a training step reads
+and writes attributes and never translates to or from dicts. checkpoint.json's "state" is
+written and read in app/harness/training/checkpoint.py alone, which checks a checkpoint's
+state against these same types (every key, nested ones included) and rebuilds exactly the
+state an uninterrupted run had.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
-
-from pydantic import TypeAdapter, ValidationError
 
 from app.harness.rollouts.pools import Pools
 from app.harness.training.gate_ladder import BaselineCache, Family, GatePools
 from app.harness.training.vocabulary import TrainPhase
-from app.harness.workspace.config import RunConfig, describe_problem
+from app.harness.workspace.config import RunConfig
 from core.evolution.contamination import HeldOutIndex
+from core.evolution.diagnose import CasePack
 from core.evolution.edits import Edit, RejectedEdit
-from core.evolution.gate import GateParams
+from core.evolution.gate import GateParams, GateState
 from core.types import Question, QuestionUnit
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ class Probation:
     target_file: str
     anchor_text: str  # the file before the accept; restored on rollback
     accepted_version: str
-    test: dict[str, Any]  # the gate test's state at the provisional accept (it goes on)
+    test: GateState  # the gate test's state at the provisional accept (it goes on)
     families: tuple[Family, ...]  # the reserved stage-2 families
     edits: tuple[Edit, ...]  # applied edits; blacklisted on rollback
     epoch: int
@@ -74,7 +74,7 @@ class Continuation:
     original: str  # the file the edit was applied to
     evolved: str  # the candidate file
     edits: tuple[Edit, ...]
-    test: dict[str, Any]  # SequentialGate.state() at the end of the last segment
+    test: GateState  # SequentialGate.state() at the end of the last segment
     used_units: tuple[str, ...]  # every unit the test observed, sorted: never observed again
     epoch: int  # where the edit was proposed (its evolutions row)
     step: int
@@ -87,13 +87,29 @@ class PooledTest:
     observed, when the evolver proposes the same set again (app/harness/training/continuation.py
     `pools_evidence`)."""
 
-    test: dict[str, Any]  # SequentialGate.state() when the last segment ended
+    test: GateState  # SequentialGate.state() when the last segment ended
     used_units: tuple[str, ...]  # every unit the test observed, sorted: never observed again
     segments: int = 1
 
 
-class CheckpointStateError(ValueError):
-    """A checkpoint's state does not have TrainState's shape; the message names the key."""
+@dataclass(frozen=True)
+class CurvePoint:
+    """One epoch of the learning curve: its accuracies and its epoch report's counts."""
+
+    epoch: int
+    val_acc: float
+    test_acc: float | None  # None: no test evaluation that epoch
+    counts: dict[str, int]  # the epoch report's "counts" (vocabulary.py `Count`)
+
+    def flat(self) -> dict[str, float | None]:
+        """The point as reports show it (final_test_eval.json, a run's summary) and the
+        checkpoint keeps it: the counts beside the accuracies."""
+        return {
+            "epoch": self.epoch,
+            "val_acc": self.val_acc,
+            "test_acc": self.test_acc,
+            **self.counts,
+        }
 
 
 @dataclass
@@ -104,8 +120,10 @@ class TrainState:
     baseline_val_acc: float
     baseline_versions: dict[str, str]
     rejected: dict[str, list[RejectedEdit]] = field(default_factory=dict)  # by task type
-    system_packs: list[dict[str, Any]] = field(default_factory=list)
-    tool_packs: list[dict[str, Any]] = field(default_factory=list)
+    # the epoch's case packs for the system prompt and the tool descriptions, in step order:
+    # the slow update merges them (app/harness/training/slow_update.py `evolve_prompts`)
+    system_packs: list[CasePack] = field(default_factory=list)
+    tool_packs: list[CasePack] = field(default_factory=list)
     global_step: int = 0
     changed_this_epoch: list[str] = field(default_factory=list)
     epoch_start_skills: dict[str, str] = field(default_factory=dict)
@@ -113,12 +131,12 @@ class TrainState:
     probations: dict[str, Probation] = field(default_factory=dict)  # by task type
     cooldown: dict[str, int] = field(default_factory=dict)
     epoch_counts: dict[str, int] = field(default_factory=dict)
-    gate_pools: dict[str, Any] = field(default_factory=dict)
+    gate_pools: GatePools = field(default_factory=GatePools)
     baseline_cache: dict[str, bool] = field(default_factory=dict)
     # the gate outcome of each scored unit (its score; None: no verdict), keyed as
     # baseline_cache (app/harness/training/gate_ladder.py `BaselineCache.scores`)
     baseline_scores: dict[str, float | None] = field(default_factory=dict)
-    curve: list[dict[str, Any]] = field(default_factory=list)
+    curve: list[CurvePoint] = field(default_factory=list)
     # Every unit the evolver was shown with its answer in this run (case packs), sorted: the
     # gate ladder leaves their families out for good (app/harness/training/gate_ladder.py).
     # A checkpoint written before this field existed loads it empty.
@@ -126,18 +144,6 @@ class TrainState:
     continuations: dict[str, Continuation] = field(default_factory=dict)  # by task type
     # task type -> edit-set key (core/evolution/edits.py `edit_set_key`) -> its kept test
     pooled: dict[str, dict[str, PooledTest]] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TrainState:
-        """The state a checkpoint recorded; keys this version no longer has are ignored.
-        Raises CheckpointStateError naming the first wrong key (`state.best.val_acc`)."""
-        try:  # as JSON, strictly: what was written must come back with the same types
-            return _STATE.validate_json(json.dumps(data), strict=True)
-        except ValidationError as e:
-            raise CheckpointStateError(describe_problem(e.errors()[0], prefix="state")) from None
 
     def rejected_edits(self, task_type: str) -> list[RejectedEdit]:
         return list(self.rejected.get(task_type, []))
@@ -157,9 +163,6 @@ class TrainState:
         if task_type not in self.changed_this_epoch:
             self.changed_this_epoch.append(task_type)
             self.changed_this_epoch.sort()
-
-
-_STATE = TypeAdapter(TrainState)
 
 
 @dataclass(frozen=True)

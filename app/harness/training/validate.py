@@ -31,7 +31,7 @@ from app.harness.workspace import killpoints
 from app.harness.workspace.harness_log import HarnessLog
 from core.concurrency import fan_out
 from core.evolution.acceptance import AcceptanceRule, EProcessRule, RuleSetup, make_rule
-from core.evolution.gate import AcceptanceStrategy, GateDecision, GateParams, Pair
+from core.evolution.gate import AcceptanceStrategy, GateDecision, GateParams, GateState, Pair
 from core.protocols import LLMProvider
 from core.types import Prediction, Question, QuestionUnit, StopReason
 
@@ -56,7 +56,7 @@ class GateSpec:
     # the families of its whole ladder when n_max cut it (0: the ladder is the whole test), or
     # the state of the test this segment continues.
     whole_horizon: int = 0
-    resume: dict[str, Any] | None = None
+    resume: GateState | None = None
     # the task type's checker gives scores (question_units.is_scored): the gate compares them
     scored: bool = False
 
@@ -98,7 +98,7 @@ class ValidationOutcome:
     error_share: float = 0.0
     candidate_questions: dict[str, bool] = field(default_factory=dict)  # question_id -> correct
     stage2: tuple[Family, ...] = ()  # families a provisional accept leaves to its probation
-    test_state: dict[str, Any] | None = None  # an eprocess test's state (continuation.py)
+    test_state: GateState | None = None  # an eprocess test's state (continuation.py)
     imputed_units: int = 0  # no verdict on a side: counted as the candidate's worst case
     observed_units: tuple[str, ...] = ()  # every unit the rule used, imputed ones included
 

@@ -312,7 +312,7 @@ def _split_keys(data: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]
 
 def describe_problem(error: ErrorDetails, prefix: str = "") -> str:
     """One pydantic error as a short clause naming the key, under `prefix` (never pydantic's
-    own multi-line layout). Shared with the checkpoint's state (app/harness/training/train_state.py)."""
+    own multi-line layout). Shared with the checkpoint's state (app/harness/training/checkpoint.py)."""
     loc = [prefix] if prefix else []
     loc += [str(part) for part in error["loc"] if not isinstance(part, int)]
     key = ".".join(loc)
@@ -415,7 +415,9 @@ def _canonical(key: str) -> str:
     return f"{GATE}.{sub}" if sub != key and sub in GATE_KEYS else key
 
 
-def fingerprint_changes(saved: dict, current: dict) -> tuple[list[str], list[str]]:
+def fingerprint_changes(
+    saved: dict[str, Any], current: dict[str, Any]
+) -> tuple[list[str], list[str]]:
     """(structural changes, decision changes) as 'key: old -> new' strings. A key the saved
     fingerprint lacks (it predates the key) counts as its default, the value
     `recorded_config` gives it."""
@@ -434,7 +436,7 @@ def fingerprint_changes(saved: dict, current: dict) -> tuple[list[str], list[str
     return diff(STRUCTURAL), diff(DECISION)
 
 
-def recorded_config(saved: dict, source: str) -> RunConfig:
+def recorded_config(saved: dict[str, Any], source: str) -> RunConfig:
     """The config a checkpoint's fingerprint records. Keys this version no longer has are
     warned about and ignored, so an upgrade never strands a long run."""
     recorded: dict[str, Any] = {}

@@ -8,7 +8,7 @@ name cannot be a file name (a path separator, a leading dot) gets no file of its
 the default, as everywhere else.
 
 The starter is rebuilt, never stored: the manifest records `seed_starter` (the prompts seed it
-took) so `train --fresh` builds the same one again (app/api.py `_restart_from_seed`).
+took) so `train --fresh` builds the same one again (app/api/training.py `_restart_from_seed`).
 """
 
 from __future__ import annotations

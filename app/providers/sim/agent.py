@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from typing import Any
 
 from app.providers.sim.rng import draw
 from app.providers.sim.world import CUES, FACT_MARKER, TOOL_RULE, CaseSpec, World, normalise
@@ -101,7 +102,7 @@ def tag(text: str, name: str) -> str | None:
     return text[open_end + 1 : close].strip()
 
 
-def read_view(messages: list[dict], tools: list[ToolSpec] | None) -> AgentView:
+def read_view(messages: list[dict[str, Any]], tools: list[ToolSpec] | None) -> AgentView:
     system = "".join(m.get("content") or "" for m in messages if m.get("role") == "system")
     first_user = next((m.get("content") or "" for m in messages if m.get("role") == "user"), "")
     called: dict[str, list[str]] = {}

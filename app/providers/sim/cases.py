@@ -6,6 +6,7 @@ Shared by app/providers/sim/world.py and app/providers/sim/tool_world.py.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,7 @@ class CaseSpec:
     family: str
     context: str
     checker: str
-    checker_args: dict
+    checker_args: dict[str, Any]
     # the tool world only (app/providers/sim/tool_world.py); empty in every other world
     tools: tuple[str, ...] = ()
     record_id: str = ""

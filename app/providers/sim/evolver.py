@@ -11,6 +11,7 @@ import json
 import re
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 from app.providers.sim.agent import tag
 from app.providers.sim.rng import draw, pick
@@ -89,7 +90,7 @@ def diagnose(world: World, prompt: str, shares: EvolverShares) -> str:
     return json.dumps({"category": category, "target": target, "rationale": rationale})
 
 
-def _pack_cases(world: World, prompt: str) -> list:
+def _pack_cases(world: World, prompt: str) -> list[CaseSpec]:
     return [c for c, _ in _pack_failures(world, prompt)]
 
 
@@ -137,12 +138,14 @@ def evolve_skill(world: World, prompt: str, shares: EvolverShares) -> str:
     return json.dumps({"edits": edits[: _budget(prompt) + 1], "suggestions": []})
 
 
-def _already_rejected(edit: dict, rejected: str) -> bool:
+def _already_rejected(edit: dict[str, Any], rejected: str) -> bool:
     text = normalise(edit.get("content") or edit.get("old") or "")
     return bool(text) and text in rejected
 
 
-def _useful_edits(world: World, counts: Counter, skill: str, rejected: str) -> list[dict]:
+def _useful_edits(
+    world: World, counts: Counter[str], skill: str, rejected: str
+) -> list[dict[str, Any]]:
     edits = []
     for rule_id, n in counts.most_common():
         rule = world.rules[rule_id]
@@ -161,7 +164,7 @@ def _useful_edits(world: World, counts: Counter, skill: str, rejected: str) -> l
     return edits
 
 
-def _add(content: str, priority: float, rationale: str) -> dict:
+def _add(content: str, priority: float, rationale: str) -> dict[str, Any]:
     return {
         "op": "add",
         "section": "Rules",
@@ -171,7 +174,7 @@ def _add(content: str, priority: float, rationale: str) -> dict:
     }
 
 
-def _adversarial_edit(world: World, prompt: str) -> dict:
+def _adversarial_edit(world: World, prompt: str) -> dict[str, Any]:
     choices = (
         {"op": "add", "section": "Rules", "content": "- escaped", "file": "../../escape.md"},
         {"op": "add", "section": "Rules", "content": "- abs", "file": "/tmp/skill-trainer-pwn.md"},

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.providers.sim import agent
+from app.providers.sim.notices import ORACLE_MODEL
 from app.providers.sim.provider import SIM_PRICE_IN_PER_MTOK, SIM_PRICE_OUT_PER_MTOK
 from app.providers.sim.rng import draw, pick
 from app.providers.sim.world import normalise
@@ -29,11 +30,6 @@ from core.evolution.diagnose import CATEGORIES
 from core.protocols import Message
 from core.types import LLMResponse, Question, ToolCall, ToolSpec, Usage
 
-ORACLE_MODEL = "sim/oracle"
-ORACLE_NOTICE = (
-    "note: sim/oracle answers at a set rate (sim_oracle_accuracy) whatever the skills say; "
-    "figures check plumbing, formats, checkers and cost, not learning"
-)
 DEFAULT_ACCURACY = 0.6
 # checkers core/checkers.py `check` evaluates; for any other the oracle cannot build a wrong
 # answer the checker is sure to see, so it replies off-topic

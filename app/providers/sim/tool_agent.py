@@ -12,6 +12,7 @@ failed `check`: the oracle would pass, the seal fails the rollout.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from app.providers.sim.agent import P_CONFUSED, P_KNOWN, P_UNKNOWN, AgentView
 from app.providers.sim.tool_world import EXPECTED_FILE, GUESSED_FIELD, readable, retry_rule_id
@@ -46,7 +47,7 @@ def _again(view: AgentView, name: str, retry: bool) -> bool:
     return retry and len(results) == 1 and not readable(results[0])
 
 
-def _last(view: AgentView, name: str) -> dict | None:
+def _last(view: AgentView, name: str) -> dict[str, Any] | None:
     results = view.called.get(name, [])
     if not results or not readable(results[-1]):
         return None

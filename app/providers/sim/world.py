@@ -10,6 +10,7 @@ import random
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from app.providers.sim import tool_world
 from app.providers.sim.cases import CaseSpec, Rule
@@ -249,7 +250,7 @@ def _ask(task_type: str) -> str:
     }[task_type]
 
 
-def _answer(rng: random.Random, task_type: str) -> tuple[str, tuple[str, ...], dict]:
+def _answer(rng: random.Random, task_type: str) -> tuple[str, tuple[str, ...], dict[str, Any]]:
     if task_type in ("ledger", "units"):
         value = rng.randint(10, 5000)
         wrong = tuple(str(value + d) for d in (rng.randint(3, 90), -rng.randint(3, 9), 1000))

@@ -37,7 +37,7 @@ class ScreenHost(Protocol):
     def open_workspace(self, path: Path) -> None: ...
 
 
-class BaseScreen(Screen):
+class BaseScreen(Screen[None]):
     """A screen that loads its data off the UI thread and reloads when the log changes.
 
     Subclasses set `WATCH` (the change kinds they show: steps, predictions, runs, epochs,
@@ -95,7 +95,7 @@ class BaseScreen(Screen):
         *,
         group: str,
         cancellable: bool = False,
-    ) -> Worker:
+    ) -> Worker[Any]:
         """Run `query()` in a thread; `apply(result)` on the UI thread unless superseded.
 
         `cancellable` passes `cancelled=` (a callable) to the query so a long SQL statement
@@ -123,7 +123,7 @@ class BaseScreen(Screen):
         with contextlib.suppress(RuntimeError):  # the app is shutting down
             self.app.call_from_thread(fn, *args)
 
-    def _deliver(self, worker: Worker, apply: Callable[[Any], None], result: Any) -> None:
+    def _deliver(self, worker: Worker[Any], apply: Callable[[Any], None], result: Any) -> None:
         if worker.is_cancelled or not self.is_attached:
             return
         apply(result)
@@ -141,7 +141,7 @@ class BaseScreen(Screen):
     def filter_widgets(self) -> list[Widget]:
         return [w for w in self.query(".filter") if w.display]
 
-    def main_table(self) -> DataTable | None:
+    def main_table(self) -> DataTable[Any] | None:
         tables = [t for t in self.query(DataTable) if t.has_class("main")]
         return tables[0] if tables else None
 

@@ -20,7 +20,7 @@ from app.tui.screens.base import ScreenHost
 from app.tui.widgets.key_bar import KeyBar
 
 
-class PickerScreen(Screen):
+class PickerScreen(Screen[None]):
     def __init__(self, folder: Path) -> None:
         super().__init__(id="picker")
         self.folder = Path(folder)

@@ -7,6 +7,8 @@ line of text, with each key a click target for its action.
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.style import Style
 from rich.text import Text
 from textual.app import App
@@ -17,7 +19,7 @@ from textual.widgets import Static
 class KeyBar(Static):
     def __init__(self) -> None:
         super().__init__("", id="keys", markup=False)
-        self._last: tuple | None = None
+        self._last: tuple[object, ...] | None = None
 
     def on_mount(self) -> None:
         self.screen.bindings_updated_signal.subscribe(self, self._bindings_changed)
@@ -26,7 +28,7 @@ class KeyBar(Static):
     def on_unmount(self) -> None:
         self.screen.bindings_updated_signal.unsubscribe(self)
 
-    def _bindings_changed(self, screen: Screen) -> None:
+    def _bindings_changed(self, screen: Screen[Any]) -> None:
         if self.is_attached and screen is self.screen:
             self.refresh_keys()
 

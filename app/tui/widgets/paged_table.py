@@ -19,7 +19,7 @@ from textual.widgets import DataTable
 from app.tui import format as fmt
 
 
-class PagedTable(DataTable):
+class PagedTable(DataTable[Any]):
     BINDINGS = [
         Binding("right_square_bracket", "next_page", "Next page"),
         Binding("left_square_bracket", "prev_page", "Prev page"),

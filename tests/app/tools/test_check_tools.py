@@ -1,4 +1,4 @@
-"""check-tools on the README's example benchmark and on a broken one (CLI and API)."""
+"""check-tools on the example benchmark of docs/tools.md and on a broken one (CLI and API)."""
 
 from __future__ import annotations
 

@@ -252,6 +252,7 @@ def test_bad_tool_tables_name_the_key(tmp_path: Path) -> None:
         parse_tables({"tools": [{"name": "read_skill", "kind": "python", "target": "m:f"}]}, BENCH)
 
 
+@pytest.mark.slow
 def test_an_mcp_server_is_listed_called_and_its_death_recorded(tmp_path: Path) -> None:
     server = {"name": "srv", "kind": "mcp", "command": [sys.executable, str(MCP_SERVER)]}
     tools = [
