@@ -160,7 +160,7 @@ def export_rollouts(
     prompts_cache: dict[tuple[str, str], AgentPrompts] = {}
     for rid in rollout_ids:
         rows = [r.as_dict() for r in log.ranked_branches(rid)]  # the layouts read by column
-        by_q: dict[str, list[dict]] = {}
+        by_q: dict[str, list[dict[str, Any]]] = {}
         for r in rows:
             by_q.setdefault(r["question_id"], []).append(r)
         for qid, ranked in by_q.items():

@@ -65,7 +65,7 @@ def _values_of(kind: type[LogRecord]) -> operator.attrgetter[Any]:
     return _GETTERS[kind]
 
 
-def _record_values(records: Sequence[LogRecord], columns: tuple[str, ...]) -> list[tuple]:
+def _record_values(records: Sequence[LogRecord], columns: tuple[str, ...]) -> list[tuple[Any, ...]]:
     """Row tuples with secret values replaced: nothing secret is ever stored in the log."""
     secrets = process_secrets()
     values = _values_of(type(records[0]))

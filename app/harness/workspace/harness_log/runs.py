@@ -90,8 +90,8 @@ class RunsTable(LogConnection):
         prompts_version: str = "",
         questions_ref: str = "",
         parent_run_id: str | None = None,
-        config: dict | None = None,
-        provenance: dict | None = None,
+        config: dict[str, Any] | None = None,
+        provenance: dict[str, Any] | None = None,
     ) -> None:
         with self._txn():
             self.clear_run(run_id)
@@ -115,7 +115,9 @@ class RunsTable(LogConnection):
                 ),
             )
 
-    def finish_run(self, run_id: str, status: RunStatus, summary: dict | None = None) -> None:
+    def finish_run(
+        self, run_id: str, status: RunStatus, summary: dict[str, Any] | None = None
+    ) -> None:
         with self._txn():
             self.conn.execute(
                 "UPDATE _runs SET status=?, finished_at=?, summary_json=? WHERE run_id=?",
@@ -197,7 +199,7 @@ class RunsTable(LogConnection):
 
     # -- reads ------------------------------------------------------------------------------
     def max_run_seq(self) -> int:
-        return self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM _runs").fetchone()[0]
+        return int(self._scalar("SELECT COALESCE(MAX(seq), 0) FROM _runs"))
 
     def run(self, run_id: str) -> RunRecord | None:
         rows = self.query("SELECT * FROM _runs WHERE run_id = ?", (run_id,))
