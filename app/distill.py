@@ -31,7 +31,7 @@ from app.harness.training.runner import Runner, read_final
 from app.harness.workspace import workspace as ws
 from app.harness.workspace.atomic import write_json_atomic
 from app.harness.workspace.config import RunConfig
-from app.harness.workspace.log_reader import LogReader
+from app.harness.workspace.harness_log.reader import LogReader
 from app.progress import NO_BARS, Bars
 from core import distill as d
 from core.types import InferenceResult, Question
@@ -270,22 +270,18 @@ async def _answer(
 
 def _store_winners(session: Session, diag: InferenceResult) -> int:
     """The teacher's right answers on the diagnosis pool, stored as verified memories."""
-    rows = session.log.query(
-        "SELECT question_id, task_type, prediction FROM predictions WHERE run_id = ?",
-        (diag.run_id,),
-    )
     by_id = session.questions_by_id
     winners = [
         {
-            "question_id": r["question_id"],
+            "question_id": r.question_id,
             "branch_index": 0,
-            "task_type": r["task_type"],
-            "question": by_id[r["question_id"]].question,
-            "prediction": r["prediction"] or "",
+            "task_type": r.task_type,
+            "question": by_id[r.question_id].question,
+            "prediction": r.prediction or "",
             "tool_calls_json": None,
         }
-        for r in rows
-        if r["question_id"] in by_id
+        for r in session.log.answers(diag.run_id)
+        if r.question_id in by_id
     ]
     objective = {(qid, 0): int(ok) for qid, ok in diag.correctness.items()}
     return memory.store_winners(session.log, diag.run_id, winners, objective)["stored"]
@@ -294,20 +290,15 @@ def _store_winners(session: Session, diag: InferenceResult) -> int:
 def _figures(session: Session, result: InferenceResult, model: str, alpha: float) -> ModelFigures:
     unit_of = {q.question_id: q.unit_id for q in session.benchmark.questions}
     acc = d.accuracy(d.unit_correctness(result.correctness, unit_of), alpha)
-    rows = session.log.query(
-        "SELECT COUNT(*) AS n, COALESCE(SUM(tokens_in), 0) AS tin, "
-        "COALESCE(SUM(tokens_out), 0) AS tout, MAX(skills_version) AS v FROM predictions "
-        "WHERE run_id = ?",
-        (result.run_id,),
-    )[0]
+    totals = session.log.totals(result.run_id)
     price, missing = run_price(LogReader(session.log), result.run_id)
     cost = None
     if price is not None:
-        usd = (rows["tin"] * price.in_per_mtok + rows["tout"] * price.out_per_mtok) / 1e6
-        cost = d.per_thousand(usd, int(rows["n"]))
+        usd = (totals.tokens_in * price.in_per_mtok + totals.tokens_out * price.out_per_mtok) / 1e6
+        cost = d.per_thousand(usd, totals.n)
     return ModelFigures(
         model=model,
-        skills_version=str(rows["v"] or ""),
+        skills_version=str(totals.skills_version or ""),
         run_id=result.run_id,
         accuracy=acc.value,
         correct=acc.correct,

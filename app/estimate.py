@@ -35,8 +35,8 @@ from loguru import logger
 from app.harness.rollouts.benchmark_validation import power_findings
 from app.harness.workspace.atomic import read_json_object, write_json_atomic
 from app.harness.workspace.config import RunConfig, fingerprint
-from app.harness.workspace.log_reader import open_reader
-from app.harness.workspace.log_rows import RoleCalls
+from app.harness.workspace.harness_log.reader import open_reader
+from app.harness.workspace.harness_log.rows import RoleCalls
 from app.harness.workspace.store import Seed
 from app.harness.workspace.workspace import WorkspacePaths
 from app.providers.sim.oracle import ORACLE_MODEL
@@ -152,14 +152,7 @@ def _one_per_task_type(questions: tuple[Question, ...]) -> list[Question]:
 def _agent_calls(db: Path, run_id: str) -> RoleCalls:
     """The agent calls of one run of a scratch copy's log, summed."""
     with open_reader(db) as log:
-        rows = log.log.query(
-            "SELECT COUNT(*) AS n, SUM(cache_hit) AS hits, SUM(cost_usd) AS cost, "
-            "SUM(tokens_in) AS t_in, SUM(tokens_out) AS t_out "
-            "FROM llm_calls WHERE run_id = ? AND role = 'agent'",
-            (run_id,),
-        )
-    r = rows[0]
-    return RoleCalls("agent", int(r["n"]), r["hits"], r["cost"], r["t_in"], r["t_out"])
+        return log.calls.role_totals(run_id, "agent")
 
 
 def _stand_in(config: RunConfig, rules: int) -> RunConfig:
@@ -360,8 +353,7 @@ def pin_estimate(root: Path, config: RunConfig) -> None:
     first_call, trains, tied = 1, 0, False
     if db.is_file():
         with open_reader(db) as log:
-            query = "SELECT COALESCE(MAX(id), 0) + 1 AS n FROM llm_calls"
-            first_call = int(log.log.query(query)[0]["n"])
+            first_call = log.tables.next_call_id()
             trains = sum(1 for r in log.runs() if r.kind == "train")
             tied = bool(est.get("train_id")) and log.run(str(est["train_id"])) is not None
     if tied:  # made for a run that has started since; a new estimate is needed for this one
@@ -375,13 +367,8 @@ def pin_estimate(root: Path, config: RunConfig) -> None:
 def _actual_calls(root: Path, est: dict[str, Any]) -> dict[str, dict[str, float]]:
     """New calls and cost per role of the run the estimate was tied to (its baseline too)."""
     with open_reader(Path(root) / "harness.db") as log:
-        rows = log.log.query(
-            "SELECT role, SUM(1 - cache_hit) AS paid, SUM(cost_usd) AS cost FROM llm_calls "
-            "WHERE id >= ? AND (run_id = 'baseline' OR run_id = ? OR run_id LIKE ? ESCAPE '\\') "
-            "GROUP BY role",
-            (est["first_call_id"], est["train_id"], est["train_id"] + "-%"),
-        )
-    return {str(r["role"]): {"paid": r["paid"] or 0, "cost": r["cost"] or 0.0} for r in rows}
+        rows = log.tables.paid_calls_of_train(est["first_call_id"], est["train_id"])
+    return {str(r.role): {"paid": r.paid, "cost": r.cost_usd} for r in rows}
 
 
 def estimate_vs_actual(root: Path) -> list[str]:

@@ -11,7 +11,8 @@ from typing import Any
 
 from app.harness.rollouts.benchmark_validation import gate_families
 from app.harness.workspace.config import build_config
-from app.harness.workspace.log_reader import LogReader
+from app.harness.workspace.harness_log.predictions import PredictionAnswer
+from app.harness.workspace.harness_log.reader import LogReader
 from app.harness.workspace.store import load_benchmark
 from core.benchmark_checks import (
     families_at_mean_effect,
@@ -72,24 +73,14 @@ def _families_needed(gate: GateParams, singletons: bool, e: TypeEvidence) -> int
 def _gate_params(log: LogReader, run_id: str) -> GateParams:
     """The training run's gate settings as recorded (the defaults if unreadable)."""
     try:
-        stored = json.loads((log.run_columns(run_id) or {}).get("config_json") or "{}")
+        stored = json.loads(log.run_config(run_id) or "{}")
         return build_config(stored, "train run config").gate
     except Exception:  # an older or damaged record: the default gate is the honest guess
         return GateParams()
 
 
-def _rows(log: LogReader, sql: str, params: tuple[Any, ...]) -> list[dict[str, Any]]:
-    return log.log.query(sql, params)
-
-
 def _task_types(log: LogReader, like: str) -> set[str]:
-    rows = _rows(
-        log,
-        "SELECT DISTINCT task_type FROM step_reports WHERE run_id LIKE ? "
-        "UNION SELECT DISTINCT task_type FROM diagnoses WHERE run_id LIKE ?",
-        (like, like),
-    )
-    return {str(r["task_type"]) for r in rows if r["task_type"]}
+    return log.tables.reported_task_types(like)
 
 
 def _questions(root: Path) -> list[Question]:
@@ -120,39 +111,26 @@ def _evidence(
 ) -> tuple[TypeEvidence, list[int]]:
     """The type's counts (gate families, families needed and blind tests are left for the
     caller, which knows the gate) and the horizons of its gate tests."""
-    evolutions = _rows(
-        log,
-        "SELECT status, edits_json FROM evolutions WHERE run_id LIKE ? AND task_type = ?",
-        (like, task_type),
-    )
-    usable = sum(
-        1 for e in evolutions if e["status"] == USABLE and json.loads(e["edits_json"] or "[]")
-    )
-    steps = _rows(
-        log,
-        "SELECT action, stop_reason, gate_run_id, report_json, w, l, n_used FROM step_reports "
-        "WHERE run_id LIKE ? AND task_type = ?",
-        (like, task_type),
-    )
-    gated = [s for s in steps if s["gate_run_id"]]
+    evolutions = log.tables.evolution_edits(like, task_type)
+    usable = sum(1 for e in evolutions if e.status == USABLE and json.loads(e.edits_json or "[]"))
+    steps = log.tables.step_outcomes(like, task_type)
+    gated = [s for s in steps if s.gate_run_id]
     units = _GateUnits(log, like, task_type, questions) if gated else None
     for s in gated:
         assert units is not None  # built whenever a step was gated
-        units.add(str(s["gate_run_id"]), s["report_json"])
+        units.add(str(s.gate_run_id), s.report_json)
     judged, contradicted = _judge_counts(log, like, task_type, context_of)
-    horizons = [_horizon(s["report_json"]) for s in gated]
+    horizons = [_horizon(s.report_json) for s in gated]
     seen = [h for h in horizons if h is not None]
     evidence = TypeEvidence(
         task_type=task_type,
-        accepted=sum(1 for s in steps if s["action"] in ACCEPTED),
+        accepted=sum(1 for s in steps if s.action in ACCEPTED),
         evolver_replies=len(evolutions),
         usable_replies=usable,
         gated=len(gated),
         candidate_units=units.addressed if units else 0,
         candidate_failures=units.still_failed if units else 0,
-        insufficient=sum(
-            1 for s in steps if s["stop_reason"] == GateStopReason.INSUFFICIENT_EVIDENCE
-        ),
+        insufficient=sum(1 for s in steps if s.stop_reason == GateStopReason.INSUFFICIENT_EVIDENCE),
         blind_tests=0,
         fewest_seen=min(seen) if seen else None,
         gate_families=0,
@@ -163,9 +141,9 @@ def _evidence(
         unchanged_failures=units.unchanged if units else 0,
         control_units=units.control if units else 0,
         control_fixed=units.control_fixed if units else 0,
-        effect_wins=sum(int(s["w"] or 0) for s in gated),
-        effect_losses=sum(int(s["l"] or 0) for s in gated),
-        effect_families=sum(int(s["n_used"] or 0) for s in gated),
+        effect_wins=sum(int(s.w or 0) for s in gated),
+        effect_losses=sum(int(s.l or 0) for s in gated),
+        effect_families=sum(int(s.n_used or 0) for s in gated),
         effect_sum=units.effect_sum if units else 0.0,
     )
     return evidence, seen
@@ -212,26 +190,17 @@ class _GateUnits:
             return
         terms = rule_terms(_added_text(report_json), self.texts)
         cand_answers = {
-            str(r["question_id"]): r
-            for r in _rows(
-                self.log,
-                "SELECT question_id, prediction, correct, skills_version FROM predictions "
-                "WHERE run_id = ? AND skills_version LIKE ? ORDER BY id",
-                (gate_run_id, f"%{CANDIDATE_SUFFIX}"),
-            )
+            str(r.question_id): r
+            for r in self.log.tables.candidate_answers(gate_run_id, CANDIDATE_SUFFIX)
         }
-        for r in _rows(
-            self.log,
-            "SELECT unit_id, base, cand FROM gate_evidence WHERE run_id = ?",
-            (gate_run_id,),
-        ):
-            self.effect_sum += self.share.get(str(r["unit_id"]), 1.0) * unit_difference(
-                _outcome(r["base"]), _outcome(r["cand"])
+        for r in self.log.tables.unit_outcomes(gate_run_id):
+            self.effect_sum += self.share.get(str(r.unit_id), 1.0) * unit_difference(
+                _outcome(r.base), _outcome(r.cand)
             )
-            if _right(r["base"]):
+            if _right(r.base):
                 continue  # right before the edit: no failure for the edit to address
-            members = self.of_unit.get(str(r["unit_id"]), [])
-            fixed = _right(r["cand"])
+            members = self.of_unit.get(str(r.unit_id), [])
+            fixed = _right(r.cand)
             if terms and not any(addresses(terms, q.question) for q in members):
                 self.control += 1
                 self.control_fixed += fixed
@@ -242,16 +211,14 @@ class _GateUnits:
                 for q in members:
                     self._compare(cand_answers.get(q.question_id))
 
-    def _compare(self, row: dict[str, Any] | None) -> None:
-        if row is None or row["correct"]:
+    def _compare(self, row: PredictionAnswer | None) -> None:
+        if row is None or row.correct:
             return
-        version = str(row["skills_version"] or "")
-        base = self.base_answers.get(
-            (str(row["question_id"]), version.removesuffix(CANDIDATE_SUFFIX))
-        )
+        version = str(row.skills_version or "")
+        base = self.base_answers.get((str(row.question_id), version.removesuffix(CANDIDATE_SUFFIX)))
         if base is not None:
             self.compared += 1
-            self.unchanged += _same_answer(base, row["prediction"])
+            self.unchanged += _same_answer(base, row.prediction)
 
 
 def _added_text(report_json: str | None) -> str:
@@ -281,15 +248,8 @@ def _base_answers(log: LogReader, like: str, task_type: str) -> dict[tuple[str, 
     """(question, skills version) -> the latest answer a run of that version that is not a
     candidate's gave (the baseline, a rollout, a gate's base run): what the base skill of a
     gate answered the same question. One read per task type, not one per gate unit."""
-    rows = _rows(
-        log,
-        "SELECT question_id, skills_version, prediction FROM predictions WHERE task_type = ? "
-        "AND (run_id LIKE ? OR run_id = ?) AND skills_version NOT LIKE ? ORDER BY id",
-        (task_type, like, BASELINE_RUN, f"%{CANDIDATE_SUFFIX}"),
-    )
-    return {
-        (str(r["question_id"]), str(r["skills_version"])): str(r["prediction"] or "") for r in rows
-    }
+    rows = log.tables.base_answers(task_type, like, BASELINE_RUN, CANDIDATE_SUFFIX)
+    return {(str(r.question_id), str(r.skills_version)): str(r.prediction or "") for r in rows}
 
 
 def _same_answer(a: str, b: str | None) -> bool:
@@ -309,24 +269,12 @@ def _judge_counts(
     log: LogReader, like: str, task_type: str, context_of: dict[str, bool]
 ) -> tuple[int, int]:
     """(verdicts the judge model made, those whose cause the log contradicts)."""
-    who = (
-        "COALESCE(d.decided_by, 'judge')" if "decided_by" in log.columns("diagnoses") else "'judge'"
-    )
-    rows = _rows(
-        log,
-        f"SELECT d.category, d.question_id, {who} AS decided_by, "
-        "(SELECT p.stop_reason FROM predictions p WHERE p.question_id = d.question_id AND "
-        "p.run_id = substr(d.run_id, 1, length(d.run_id) - 5) || '-rollout' "
-        "ORDER BY p.id DESC LIMIT 1) AS stop "
-        "FROM diagnoses d WHERE d.run_id LIKE ? AND d.task_type = ?",
-        (like, task_type),
-    )
-    judged = [r for r in rows if r["decided_by"] == "judge"]
+    judged = [r for r in log.tables.judged_failures(like, task_type) if r.decided_by == "judge"]
     contradicted = sum(
         1
         for r in judged
-        if (r["category"] == "runtime_fault" and r["stop"] == StopReason.FINAL)
-        or (r["category"] == "missing_context" and not context_of.get(str(r["question_id"]), True))
+        if (r.category == "runtime_fault" and r.stop_reason == StopReason.FINAL)
+        or (r.category == "missing_context" and not context_of.get(str(r.question_id), True))
     )
     return len(judged), contradicted
 

@@ -12,9 +12,9 @@ from app.harness.training.checkpoint import load_checkpoint
 from app.harness.training.run_progress import progress_view
 from app.harness.training.vocabulary import Count, SkipAction
 from app.harness.workspace.atomic import read_json_object
-from app.harness.workspace.log import Resume, RunStatus
-from app.harness.workspace.log_reader import LogReader, open_reader
-from app.harness.workspace.log_rows import RoleCalls, RunRow, SpendRow
+from app.harness.workspace.harness_log import Resume, RunStatus
+from app.harness.workspace.harness_log.reader import LogReader, open_reader
+from app.harness.workspace.harness_log.rows import RoleCalls, RunRow, SpendRow
 from app.harness.workspace.workspace import KINDS, list_versions, read_manifest, read_meta
 from app.learning_report import learning_failures, learning_lines
 from app.providers.sim.notices import ORACLE_MODEL, ORACLE_NOTICE

@@ -4,7 +4,7 @@ Two tiers, both with the keyed placeholder of core/redact.py (the same secret al
 the same `[REDACTED:…]`):
 
 - `scrub` runs on every log line, cache entry, run summary and atomic file write, and the
-  harness log's row writer (app/harness/workspace/log.py `_clean`) runs the same two passes:
+  harness log's row writer (app/harness/workspace/harness_log/connection.py `_clean`) runs the same two passes:
   the environment's secret values and credentials inside URLs. It is kept to those two on
   purpose: on one of bench/log_write.py's 3.7 kB trajectory rows they cost about 4 µs of CPU,
   the key-format passes about 105 µs and all passes about 175 µs, against a budget of 50 µs a row

@@ -80,7 +80,7 @@ def do_fork(ws: Path, branches: int, overrides: dict) -> tuple[float, dict]:
             32,
         )
         result = anyio.run(lambda: run_fork(s, spec, "bench-fork"))
-        summary = s.log.run("bench-fork")["summary_json"]
+        summary = s.log.run("bench-fork").summary_json
     import json
 
     return result.branches_per_s, json.loads(summary)

@@ -48,7 +48,7 @@ from app.harness.rollouts.agent_prompts import AgentPrompts  # noqa: E402
 from app.harness.rollouts.inference import AgentSettings, run_inference  # noqa: E402
 from app.harness.rollouts.session import Session  # noqa: E402
 from app.harness.workspace.config import RunConfig  # noqa: E402
-from app.harness.workspace.log import HarnessLog  # noqa: E402
+from app.harness.workspace.harness_log import HarnessLog  # noqa: E402
 from app.harness.workspace.store import benchmark_dir, load_benchmark, load_seed, seed_dir  # noqa: E402
 from app.harness.workspace.workspace import init_workspace  # noqa: E402
 from app.paths import builtin_store  # noqa: E402

@@ -7,7 +7,7 @@ trajectory of about --traj-bytes of JSON each), then writes them into a fresh ha
 
   harness   `HarnessLog.upsert_predictions` in batches of --batch (one transaction each; the
             path `run_inference` uses; the schema's three indexes are maintained)
-  insert    `HarnessLog.insert_rows("predictions", ...)` in the same batches
+  insert    `HarnessLog.insert("predictions", ...)` in the same batches
   plain     one `sqlite3.executemany` in one transaction into the same schema and pragmas
             (WAL, synchronous=NORMAL): the floor the harness is compared against
 
@@ -38,7 +38,8 @@ sys.path.insert(0, str(ROOT))  # a script: make `app` importable from anywhere
 for _name in ("pandas", "numpy"):  # sqlite-utils imports pandas if present; not needed here
     sys.modules.setdefault(_name, None)  # type: ignore[arg-type]
 
-from app.harness.workspace.log import HarnessLog  # noqa: E402
+from app.harness.workspace.harness_log import HarnessLog  # noqa: E402
+from app.harness.workspace.harness_log.predictions import PredictionRecord  # noqa: E402
 
 TARGET_ROWS_PER_S = 20_000
 TASK_TYPES = ("dates", "ledger", "pricing", "routing", "tagging", "units")
@@ -161,15 +162,16 @@ def db_size(path: Path) -> int:
 
 
 def run_harness(path: Path, rows: list[dict], batch: int, method: str) -> tuple[float, float]:
+    records = [PredictionRecord.from_columns(r) for r in rows]  # as the harness builds them
     log = HarnessLog(path)
     try:
         start, cpu = time.perf_counter(), time.process_time()
-        for i in range(0, len(rows), batch):
-            chunk = rows[i : i + batch]
+        for i in range(0, len(records), batch):
+            chunk = records[i : i + batch]
             if method == "upsert":
                 log.upsert_predictions(chunk)
             else:
-                log.insert_rows("predictions", chunk)
+                log.insert(chunk)
         elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     finally:
         log.close()
@@ -219,7 +221,7 @@ def main() -> None:
     parser.add_argument(
         "--with-insert-rows",
         action="store_true",
-        help="also time HarnessLog.insert_rows (same SQL minus OR REPLACE)",
+        help="also time HarnessLog.insert (same SQL minus OR REPLACE)",
     )
     parser.add_argument(
         "--tiny",
@@ -246,7 +248,7 @@ def main() -> None:
         variants["insert"] = lambda p: run_harness(p, rows, args.batch, "insert")
     label = {
         "harness": f"HarnessLog.upsert_predictions, batches of {args.batch}",
-        "insert": f"HarnessLog.insert_rows, batches of {args.batch}",
+        "insert": f"HarnessLog.insert, batches of {args.batch}",
         "plain": "sqlite3.executemany, one transaction",
     }
     walls: dict[str, list[float]] = {name: [] for name in variants}

@@ -5,8 +5,8 @@
     .venv/bin/python bench/tui_load.py --predictions 100000 --steps 2000   # smaller, faster
 
 The workspace is built with the project's own writers (init_workspace from the store's
-`sim-starter` seed and `sim-basic` benchmark, advance_version, HarnessLog.insert_rows /
-upsert_predictions) in a child process, so the measuring process holds only the TUI: its peak
+`sim-starter` seed and `sim-basic` benchmark, advance_version, HarnessLog.insert /
+upsert_predictions, from column dicts) in a child process, so the measuring process holds only the TUI: its peak
 RSS (resource.getrusage) is the TUI's. Each figure is wall time from the key press (or app
 start) until the screen's data workers finished and the screen repainted, headless
 (`App.run_test`). Targets: every screen < 1.5 s, peak RSS < 400 MB.
@@ -59,7 +59,8 @@ T0 = "2025-01-02T03:04:05+00:00"
 # -- build --------------------------------------------------------------------------------
 def build(ws: Path, n_predictions: int, n_steps: int, n_versions: int) -> dict:
     from app.harness.workspace.atomic import write_json_atomic
-    from app.harness.workspace.log import HarnessLog
+    from app.harness.workspace.harness_log import RECORD_TYPES, HarnessLog
+    from app.harness.workspace.harness_log.predictions import PredictionRecord
     from app.harness.workspace.store import benchmark_dir, load_seed, seed_dir
     from app.harness.workspace.workspace import (
         advance_version,
@@ -70,6 +71,10 @@ def build(ws: Path, n_predictions: int, n_steps: int, n_versions: int) -> dict:
     )
     from app.paths import builtin_store
     from app.tui.data import unified_diff
+
+    def insert_rows(log: HarnessLog, table: str, rows: list[dict]) -> None:
+        """Rows given by column name, as the table's records (a missing column is NULL)."""
+        log.insert([RECORD_TYPES[table].from_columns(r) for r in rows])
 
     rng = random.Random(7)
     t_start = time.perf_counter()
@@ -296,11 +301,11 @@ def build(ws: Path, n_predictions: int, n_steps: int, n_versions: int) -> dict:
         }
         for r in runs
     ]
-    log.insert_rows("_runs", full_runs)
+    insert_rows(log, "_runs", full_runs)
     for i in range(0, len(step_rows), 5000):
-        log.insert_rows("step_reports", step_rows[i : i + 5000])
+        insert_rows(log, "step_reports", step_rows[i : i + 5000])
     for i in range(0, len(evidence_rows), 20000):
-        log.insert_rows("gate_evidence", evidence_rows[i : i + 20000])
+        insert_rows(log, "gate_evidence", evidence_rows[i : i + 20000])
     t_steps = time.perf_counter() - t_start - t_versions
 
     def trajectory(q: dict, correct: bool) -> str:
@@ -345,7 +350,7 @@ def build(ws: Path, n_predictions: int, n_steps: int, n_versions: int) -> dict:
     def flush() -> None:
         nonlocal batch, written
         if batch:
-            log.upsert_predictions(batch)
+            log.upsert_predictions([PredictionRecord.from_columns(r) for r in batch])
             written += len(batch)
             batch = []
 
@@ -402,9 +407,9 @@ def build(ws: Path, n_predictions: int, n_steps: int, n_versions: int) -> dict:
             }
         )
         if len(calls) >= 50000:
-            log.insert_rows("llm_calls", calls)
+            insert_rows(log, "llm_calls", calls)
             calls = []
-    log.insert_rows("llm_calls", calls)
+    insert_rows(log, "llm_calls", calls)
     epoch_rows = [
         {
             "run_id": "train",
@@ -422,7 +427,7 @@ def build(ws: Path, n_predictions: int, n_steps: int, n_versions: int) -> dict:
         }
         for e in range(epochs)
     ]
-    log.insert_rows("epoch_reports", epoch_rows)
+    insert_rows(log, "epoch_reports", epoch_rows)
     log.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     log.close()
     write_json_atomic(

@@ -1,6 +1,6 @@
 """The branches view's data (app/tui/screens/branches.py): a fork's questions, each question's
 branches with verdicts, judge scores and rank, one branch's reasoning and trajectory. The
-queries are `LogReader`'s (app/harness/workspace/log_reader.py); each function here takes a reader
+queries are `LogReader`'s (app/harness/workspace/harness_log/reader.py); each function here takes a reader
 (WorkspaceData.reader, None when there is no log yet), runs in a worker and returns the rows
 the tables render by column key."""
 
@@ -10,7 +10,7 @@ import json
 from dataclasses import asdict
 from typing import Any
 
-from app.harness.workspace.log_reader import LogReader
+from app.harness.workspace.harness_log.reader import LogReader
 
 
 def fork_runs(log: LogReader | None) -> list[dict[str, Any]]:

@@ -2,7 +2,7 @@
 shows, read on demand.
 
 Every query opens its own short-lived read-only connection (`open_reader` in
-`app/harness/workspace/log_reader.py`, which holds every query), runs a bounded query and closes it, so
+`app/harness/workspace/harness_log/reader.py`, which holds every query), runs a bounded query and closes it, so
 the TUI never holds a lock or a long read transaction while `train` writes. Nothing here loads
 a whole table: step reports page with LIMIT/OFFSET (at most tens of thousands of rows, sorted
 in SQL), runs and predictions page by keyset on indexed columns (`app/tui/pagers.py`), and the
@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from app.harness.training.run_progress import progress_view
-from app.harness.workspace.log_reader import LogReader, QueryCancelled, open_reader
-from app.harness.workspace.log_rows import (
+from app.harness.workspace.harness_log.reader import LogReader, QueryCancelled, open_reader
+from app.harness.workspace.harness_log.rows import (
     PREDICTION_COLUMNS,
     PREDICTIONS_KEYSET,
     RUNS_KEYSET,

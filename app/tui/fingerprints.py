@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from app.harness.workspace.log_reader import LogReader
+from app.harness.workspace.harness_log.reader import LogReader
 
 
 def pid_alive(pid: int) -> bool:

@@ -9,7 +9,7 @@ from typing import Any
 from rich.text import Text
 
 from app.harness.training.vocabulary import SkipAction
-from app.harness.workspace.log import RunStatus
+from app.harness.workspace.harness_log import RunStatus
 from app.tui.data import ShownStatus, colour_diff_lines
 from core.evolution.gate import FamilyOutcome, GateAction
 

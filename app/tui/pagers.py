@@ -1,5 +1,5 @@
 """Pages of the TUI's lists (docs/architecture.md#commands-and-the-tui): what a screen holds of
-a list and how it moves through it. The queries are in `app/harness/workspace/log_reader.py`; a page's
+a list and how it moves through it. The queries are in `app/harness/workspace/harness_log/reader.py`; a page's
 rows are plain dicts here because the tables render them by column key."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from app.harness.workspace.log_rows import Keyset, PageCursor
+from app.harness.workspace.harness_log.rows import Keyset, PageCursor
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,9 @@ from enum import StrEnum
 from typing import Any
 
 from app.harness.training.vocabulary import Count, SkipAction
-from app.harness.workspace.log import RunStatus
-from app.harness.workspace.log_reader import LogReader
-from app.harness.workspace.log_rows import EpochRow
+from app.harness.workspace.harness_log import RunStatus
+from app.harness.workspace.harness_log.reader import LogReader
+from app.harness.workspace.harness_log.rows import EpochRow
 from app.sanitize import visible
 from app.tui.fingerprints import pid_alive
 from core.evolution.gate import GateAction

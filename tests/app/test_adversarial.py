@@ -25,7 +25,7 @@ from app.cli import main
 from app.harness.rollouts.agent_prompts import AgentPrompts, ToolArgumentError
 from app.harness.rollouts.inference import AgentSettings, answer_question, run_inference
 from app.harness.training.step import StepScope, _log_evolution
-from app.harness.workspace.log import HarnessLog
+from app.harness.workspace.harness_log import HarnessLog
 from app.harness.workspace.store import load_seed, seed_dir
 from app.harness.workspace.workspace import META_FILE, list_versions
 from app.paths import builtin_store, read_prompt

@@ -389,7 +389,7 @@ def test_each_exported_skill_carries_its_own_accuracy_and_the_runs_by_name(tmp_p
     import json
     import sqlite3
 
-    from app.harness.workspace.log import HarnessLog
+    from app.harness.workspace.harness_log import HarnessLog
 
     ws = tmp_path / "ws"
     init = ["init", str(ws), "--seed", "sim-starter", "--questions", "sim-basic"]

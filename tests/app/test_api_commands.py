@@ -18,7 +18,7 @@ from app import api
 from app.cli import main
 from app.harness.data.export import LAYOUTS
 from app.harness.data.export_formats import CURATED_LAYOUTS
-from app.harness.workspace.log import HarnessLog
+from app.harness.workspace.harness_log import HarnessLog
 from app.harness.workspace.store import load_seed
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,7 +15,7 @@ from app.harness.rollouts.checking import AnswerChecker
 from app.harness.rollouts.custom_checkers import CheckerPool
 from app.harness.rollouts.inference import AgentSettings, run_inference
 from app.harness.rollouts.rubric import RubricSettings, parse_rubric_score
-from app.harness.workspace.log import HarnessLog
+from app.harness.workspace.harness_log import HarnessLog
 from app.paths import read_prompt
 from core.checkers import CheckStatus
 from core.types import Question

@@ -10,7 +10,7 @@ import pytest
 from app import api
 from app.cli import main
 from app.harness.rollouts.pools import split_pools
-from app.harness.workspace.log_reader import open_reader
+from app.harness.workspace.harness_log.reader import open_reader
 from app.harness.workspace.store import load_benchmark
 from app.providers.sim.provider import (
     SIM_PRICE_IN_PER_MTOK,

@@ -474,7 +474,7 @@ def test_only_verified_winners_are_remembered_and_bm25_finds_the_same_rule(forke
             )
         )
         found = memory.retrieve(s.log, probe.question, 3)
-        assert found and world.case_for_text(found[0]["task"]).rule_id == probe.rule_id
+        assert found and world.case_for_text(found[0].task).rule_id == probe.rule_id
         # question text is never read as FTS syntax: quotes and operators are just words
         assert len(memory.retrieve(s.log, 'ledger" OR NEAR( * "marked', 3)) == 3
         assert memory.retrieve(s.log, '" ) ( *', 3) == []

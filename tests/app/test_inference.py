@@ -13,7 +13,7 @@ from app.errors import RunFailed
 from app.harness.rollouts import inference
 from app.harness.rollouts.agent_prompts import AgentPrompts
 from app.harness.rollouts.inference import AgentSettings, answer_question, run_inference
-from app.harness.workspace.log import HarnessLog
+from app.harness.workspace.harness_log import HarnessLog
 from app.harness.workspace.store import load_seed, seed_dir
 from app.paths import builtin_store, read_prompt
 from app.providers.errors import BudgetExceeded, ProviderError, TransientError

@@ -1,4 +1,4 @@
-"""The read layer over the harness log (app/harness/workspace/log_reader.py): typed rows that agree with
+"""The read layer over the harness log (app/harness/workspace/harness_log/reader.py): typed rows that agree with
 what the run recorded, and reading never changes the log, an old-schema one included."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from app import api
-from app.harness.workspace.log import MIGRATIONS, Resume, RunStatus
-from app.harness.workspace.log_reader import open_reader
-from app.harness.workspace.log_rows import (
+from app.harness.workspace.harness_log import MIGRATIONS, Resume, RunStatus
+from app.harness.workspace.harness_log.reader import open_reader
+from app.harness.workspace.harness_log.rows import (
     BranchRow,
     EpochRow,
     ForkQuestion,

@@ -12,7 +12,8 @@ import pytest
 
 from app.harness.rollouts import memory
 from app.harness.rollouts.agent_prompts import AgentPrompts
-from app.harness.workspace.log import HarnessLog
+from app.harness.workspace.harness_log import HarnessLog
+from app.harness.workspace.harness_log.memories import RecalledMemory
 from app.providers.sim.agent import memory_tasks
 from core.types import Question
 
@@ -48,8 +49,17 @@ def _assert_one_intact_block(block: str, n: int) -> None:
 
 def test_hostile_memory_text_cannot_close_or_open_the_block() -> None:
     rows = [
-        {"task": t, "key_steps": memory.key_steps(w["tool_calls_json"]), "final_answer": t}
-        for t, w in ((t, _winner(i, t)) for i, t in enumerate(HOSTILE))
+        RecalledMemory(
+            question_id=f"q{i}",
+            task_type=None,
+            task=t,
+            key_steps=memory.key_steps(w["tool_calls_json"]),
+            final_answer=t,
+            run_id="r",
+            skills_version=None,
+            bm25=0.0,
+        )
+        for i, t, w in ((i, t, _winner(i, t)) for i, t in enumerate(HOSTILE))
     ]
     block = memory.format_block(rows)
     _assert_one_intact_block(block, len(HOSTILE))

@@ -10,7 +10,7 @@ import pytest
 from rich.progress import Progress
 
 from app.harness.training.run_progress import calls_eta
-from app.harness.workspace.log import HarnessLog
+from app.harness.workspace.harness_log import HarnessLog
 from app.progress import CallsEta, EtaColumn, eta_seconds, eta_text
 
 

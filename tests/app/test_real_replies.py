@@ -227,7 +227,7 @@ def test_tool_mode_warns_before_the_run_when_litellm_says_no_functions(monkeypat
 
 # -- one structured call -----------------------------------------------------------------------
 def provider_for(fake: FakeOpenAI, tmp_path: Path, **kw) -> tuple[CachingProvider, LogRecorder]:
-    from app.harness.workspace.log import HarnessLog
+    from app.harness.workspace.harness_log import HarnessLog
 
     log = HarnessLog(tmp_path / "h.db")
     recorder = LogRecorder(log)

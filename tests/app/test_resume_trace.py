@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
-from app.harness.workspace.log import SCHEMA_VERSION, HarnessLog
+from app.harness.workspace.harness_log import SCHEMA_VERSION, HarnessLog
 from app.tui.data import WorkspaceData
 from app.tui.screens.runs import run_cells
 
@@ -52,7 +52,7 @@ def test_the_resume_is_recorded_with_its_checkpoint(resumed: Path) -> None:
     killed_at = json.loads((resumed / "killed_at.json").read_text())
     with HarnessLog(resumed / "harness.db", readonly=True) as log:
         (resume,) = log.resumes()
-        status = log.run(resume.run_id)["status"]
+        status = log.run(resume.run_id).status
     assert (resume.run_id, status) == (killed_at["train_id"], "done")
     assert (resume.epoch, resume.phase) == (1, "in_epoch")
     assert resume.step_completed == killed_at["step_completed"] >= 0

@@ -154,7 +154,7 @@ def test_select_informative_needs_an_earlier_fork(tmp_path: Path) -> None:
 
 def test_memories_dedupe_by_tool_sequence_and_retire_after_versions(tmp_path: Path) -> None:
     from app.harness.rollouts import memory
-    from app.harness.workspace.log import HarnessLog
+    from app.harness.workspace.harness_log import HarnessLog
 
     log = HarnessLog(tmp_path / "harness.db")
     steps = [
@@ -182,10 +182,10 @@ def test_memories_dedupe_by_tool_sequence_and_retire_after_versions(tmp_path: Pa
     deduped = memory.retrieve(log, task, 4, how=memory.Retrieval(dedupe=True))
     # q1 and q2 are one procedure (case and a repeated call folded): three distinct sequences
     assert len(deduped) == 3
-    assert len({memory.normalised_steps(m["key_steps"]) for m in deduped}) == 3
+    assert len({memory.normalised_steps(m.key_steps) for m in deduped}) == 3
     # at v5, retiring after 2 versions drops v1 and v3; q4 has no version and stays
     kept = memory.retrieve(log, task, 4, how=memory.Retrieval(retire_after=2, skills_version="v5"))
-    assert sorted(m["question_id"] for m in kept) == ["q3", "q4"]
+    assert sorted(m.question_id for m in kept) == ["q3", "q4"]
     only = memory.retrieve(log, task, 4, how=memory.Retrieval(run_id="other"))
     assert only == []
 

@@ -24,7 +24,7 @@ from app.harness.rollouts.agent_prompts import AgentPrompts
 from app.harness.rollouts.inference import AgentSettings, answer_question, run_inference
 from app.harness.rollouts.question_units import build_units, unit_correctness_view
 from app.harness.training.step import failures_from_rows, rollout_rows
-from app.harness.workspace.log import HarnessLog
+from app.harness.workspace.harness_log import HarnessLog
 from app.harness.workspace.store import benchmark_dir, load_benchmark, load_seed, seed_dir
 from app.harness.workspace.workspace import (
     WorkspacePaths,

@@ -55,7 +55,8 @@ HARNESS = """
     from app.harness.rollouts.custom_checkers import CheckerPool
     from app.harness.rollouts.inference import AgentSettings, run_inference
     from app.harness.tools.runtime import ToolRuntime
-    from app.harness.workspace.log import HarnessLog
+    from app.harness.workspace.harness_log import HarnessLog
+    from tests.support.log_rows import insert_rows
     from app.harness.workspace.store import load_benchmark
     from core.types import Question, ToolCall
     from tests.app.test_inference import prompts, reply, scripted
@@ -82,7 +83,8 @@ HARNESS = """
         finally:
             rt.close()
             checker.close()
-        log.insert_rows(
+        insert_rows(
+            log,
             "branches",
             [{"run_id": "f1", "question_id": "s1", "branch_index": 0, "stop_reason": "final"}],
         )

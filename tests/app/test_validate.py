@@ -24,7 +24,7 @@ from app.harness.training.validate import (
     quadrants,
     with_skill,
 )
-from app.harness.workspace.log import HarnessLog
+from app.harness.workspace.harness_log import HarnessLog
 from app.harness.workspace.store import benchmark_dir, load_benchmark, load_seed, seed_dir
 from app.harness.workspace.workspace import WorkspacePaths, init_workspace
 from app.paths import builtin_store

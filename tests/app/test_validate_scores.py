@@ -17,7 +17,7 @@ from app.harness.rollouts.rubric import RubricSettings
 from app.harness.training.gate_ladder import BaselineCache, Ladder
 from app.harness.training.observation import evidence_rows
 from app.harness.training.validate import GateSpec, Validator, with_skill
-from app.harness.workspace.log import HarnessLog
+from app.harness.workspace.harness_log import HarnessLog
 from app.paths import read_prompt
 from core.evolution.gate import GateParams
 from core.types import Question
@@ -89,8 +89,8 @@ def test_scored_gate_compares_scores_and_counts_no_verdict_against_the_candidate
     # observed (the test cannot stop within 4 families): no verdict, so the candidate's worst
     # case, 0, against the baseline's 0.5
     assert by_unit["q3"].cand is None and by_unit["q3"].d == pytest.approx(-0.5)
-    rows = {r["unit_id"]: r for r in evidence_rows("g", "support", d, 1, 1)}
-    assert rows["q3"]["cand"] is None and rows["q0"]["cand"] == pytest.approx(0.8)
+    rows = {r.unit_id: r for r in evidence_rows("g", "support", d, 1, 1)}
+    assert rows["q3"].cand is None and rows["q0"].cand == pytest.approx(0.8)
     # pass/fail at the threshold (0.7): the baseline fails, the candidate passes
     assert outcome.baseline_correctness["q0"] is False and outcome.candidate_correctness["q0"]
     assert "q3" not in outcome.candidate_correctness

@@ -19,10 +19,11 @@ from pathlib import Path
 import pytest
 
 from app.harness.workspace.config import RunConfig
-from app.harness.workspace.log import HarnessLog
+from app.harness.workspace.harness_log import HarnessLog
 from app.providers.sim.evolver import USELESS_LINES
 from app.providers.sim.provider import NOISE_SHARE
 from app.providers.sim.world import build_world
+from tests.support.log_rows import insert_rows
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 RULE = build_world().rules["dates.r1"]
@@ -87,13 +88,14 @@ def test_null_edit_tally_from_the_harness_log(acc, tmp_path: Path) -> None:
     log = HarnessLog(tmp_path / "harness.db")
     for step, task_type, contents, applied, action, version in cases:
         prefix = f"train1-e1-s{step}-"
-        log.insert_rows("evolutions", [_evolution(prefix, task_type, contents, applied, version)])
-        log.insert_rows("step_reports", [_report(prefix, task_type, action)])
+        insert_rows(log, "evolutions", [_evolution(prefix, task_type, contents, applied, version)])
+        insert_rows(log, "step_reports", [_report(prefix, task_type, action)])
     probations = [
         {"task_type": "dates", "verdict": "keep", "accepted_version": "v3"},
         {"task_type": "units", "verdict": "rollback", "accepted_version": "v4"},
     ]
-    log.insert_rows(
+    insert_rows(
+        log,
         "epoch_reports",
         [{"run_id": "train1-e1-slow-report", "epoch": 1, "report_json": json.dumps({})}]
         + [

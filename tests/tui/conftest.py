@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from app.harness.workspace.atomic import write_json_atomic
-from app.harness.workspace.log import HarnessLog
+from app.harness.workspace.harness_log import HarnessLog
 from app.harness.workspace.store import benchmark_dir, load_seed, seed_dir
 from app.harness.workspace.workspace import (
     advance_version,
@@ -26,6 +26,7 @@ from app.harness.workspace.workspace import (
 )
 from app.paths import builtin_store
 from app.tui.data import unified_diff
+from tests.support.log_rows import insert_rows, upsert_predictions
 
 T0 = "2025-01-02T03:04:05+00:00"
 TRAIN_RUN = "train-20250102-0304"
@@ -456,8 +457,8 @@ def make_workspace(tmp_path: Path, name: str = "demo-ws") -> DemoWorkspace:
             evidence_rows += _evidence(gate, epoch, step, task, pattern)
         if action == "accept":
             demo.accepted_step = report
-    log.insert_rows("step_reports", step_rows)
-    log.insert_rows("gate_evidence", evidence_rows)
+    insert_rows(log, "step_reports", step_rows)
+    insert_rows(log, "gate_evidence", evidence_rows)
 
     # -- predictions with trajectories ----------------------------------------------------
     questions = [
@@ -493,7 +494,7 @@ def make_workspace(tmp_path: Path, name: str = "demo-ws") -> DemoWorkspace:
                 "created_at": _stamp(i),
             }
         )
-    log.upsert_predictions(preds)
+    upsert_predictions(log, preds)
     demo.predictions = preds
 
     calls = []
@@ -513,7 +514,7 @@ def make_workspace(tmp_path: Path, name: str = "demo-ws") -> DemoWorkspace:
                 "at": _stamp(i),
             }
         )
-    log.insert_rows("llm_calls", calls)
+    insert_rows(log, "llm_calls", calls)
 
     # -- epoch reports + checkpoint --------------------------------------------------------
     epoch_rows = []
@@ -566,7 +567,7 @@ def make_workspace(tmp_path: Path, name: str = "demo-ws") -> DemoWorkspace:
                 "report_json": json.dumps(report),
             }
         )
-    log.insert_rows("epoch_reports", epoch_rows)
+    insert_rows(log, "epoch_reports", epoch_rows)
     log.close()
     write_json_atomic(
         root / "checkpoint.json",

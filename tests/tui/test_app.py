@@ -10,7 +10,7 @@ from textual.widgets import DataTable, Input, Select, Static
 
 from app.errors import UserError
 from app.harness.workspace.atomic import write_json_atomic
-from app.harness.workspace.log import HarnessLog
+from app.harness.workspace.harness_log import HarnessLog
 from app.tui import app as tui_app
 from app.tui.app import make_app
 from app.tui.screens import runs as runs_screen
@@ -23,6 +23,7 @@ from app.tui.screens.versions import VersionsScreen
 from app.tui.widgets.diff_view import DiffView
 from app.tui.widgets.paged_table import PagedTable
 from app.tui.widgets.step_detail import StepDetail
+from tests.support.log_rows import insert_rows
 from tests.tui.helpers import SIZE, screen_text, settle
 
 
@@ -275,7 +276,7 @@ async def test_warm_up_then_live_refresh_of_new_rows_and_running_status(fresh_ws
             "report_json": None,
         }
         with HarnessLog(fresh_ws.root / "harness.db") as log:
-            log.insert_rows("step_reports", [new_row])
+            insert_rows(log, "step_reports", [new_row])
         app._poll()
         await settle(pilot)
         await pilot.press("2")  # the warmed screen is stale: it reloads when shown
@@ -285,7 +286,7 @@ async def test_warm_up_then_live_refresh_of_new_rows_and_running_status(fresh_ws
         assert table.row_count == n + 1
         assert str(table.get_row_at(0)[0]) == "3"
         with HarnessLog(fresh_ws.root / "harness.db") as log:  # and while it is shown
-            log.insert_rows("step_reports", [{**new_row, "step": 2}])
+            insert_rows(log, "step_reports", [{**new_row, "step": 2}])
         app._poll()
         await settle(pilot)
         assert table.row_count == n + 2

@@ -7,13 +7,14 @@ import os
 import socket
 
 from app.harness.workspace.atomic import write_json_atomic
-from app.harness.workspace.log import HarnessLog
+from app.harness.workspace.harness_log import HarnessLog
 from app.tui.data import (
     PredictionFilter,
     StepFilter,
     WorkspaceData,
     list_workspaces,
 )
+from tests.support.log_rows import insert_rows
 
 
 def test_steps_page_one_row_per_report_and_filters(demo_ws):
@@ -156,14 +157,14 @@ def test_cost_totals_incremental_and_after_deletes(fresh_ws):
         "at": "t",
     }
     with HarnessLog(fresh_ws.root / "harness.db") as log:
-        log.insert_rows("llm_calls", [row, row])
+        insert_rows(log, "llm_calls", [row, row])
     with data.reader() as r:
         after = {c["role"]: c for c in data.calls_by_role(r)}
     assert after["agent"]["calls"] == 22
     assert after["agent"]["cost_usd"] == before["agent"]["cost_usd"] + 2.0
     with HarnessLog(fresh_ws.root / "harness.db") as log:
         log.clear_run("e1_s1_rollout")  # deletes below the high-water mark
-        log.insert_rows("llm_calls", [row])
+        insert_rows(log, "llm_calls", [row])
     with data.reader() as r:
         final = {c["role"]: c for c in data.calls_by_role(r)}
     assert set(final) == {"agent"} and final["agent"]["calls"] == 3
@@ -174,7 +175,8 @@ def test_fingerprint_changes_only_what_changed(fresh_ws):
     a = data.fingerprint()
     assert data.fingerprint() == a
     with HarnessLog(fresh_ws.root / "harness.db") as log:
-        log.insert_rows(
+        insert_rows(
+            log,
             "step_reports",
             [{"run_id": "r", "epoch": 3, "step": 1, "task_type": "ledger", "action": "reject"}],
         )

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from app.harness.workspace.log import HarnessLog
+from app.harness.workspace.harness_log import HarnessLog
 from app.tui.data import WorkspaceData
 from app.tui.format import DASH
 from app.tui.screens.runs import run_cells
 from app.tui.screens.trajectory import event_widget
 from app.tui.widgets.charts import ACCURACY_TICKS, AccuracyChart, EvidenceChart, whole_ticks
+from tests.support.log_rows import upsert_predictions
 from tests.tui.helpers import SIZE, settle
 
 
@@ -42,7 +43,7 @@ def test_baseline_from_the_log_when_the_checkpoint_lacks_it(fresh_ws):
             {**p, "run_id": run_id, "correct": int(run_id == "t-val" or i < 2)}
             for i, p in enumerate(preds)
         ]
-        log.upsert_predictions(rows)
+        upsert_predictions(log, rows)
     log.close()
     ov = WorkspaceData(root).overview(with_calls=False)
     assert ov.baseline_val == 2 / 6  # the baseline's 2 right of the validation run's 6

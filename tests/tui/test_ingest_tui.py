@@ -7,7 +7,7 @@ from pathlib import Path
 
 from app import api
 from app.cli import main
-from app.harness.workspace.log import HarnessLog
+from app.harness.workspace.harness_log import HarnessLog
 from app.tui.app import make_app
 from app.tui.screens.trajectory import TrajectoryScreen
 from tests.tui.helpers import SIZE, screen_text, settle

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.errors import UserError
-from app.harness.workspace.log import HarnessLog
+from app.harness.workspace.harness_log import HarnessLog
 from app.sanitize import visible
 from core.checkers import RUBRIC
 from core.types import Question
@@ -89,22 +89,16 @@ def judge_only_branches(
     log: HarnessLog, rollout_id: str, questions: Mapping[str, Question]
 ) -> set[tuple[str, int]]:
     """(question id, branch) of the rollout's passing branches that only a rubric judge passed."""
-    rows = log.query(
-        "SELECT r.question_id, r.branch_index, v.verifier, v.passed FROM rankings r "
-        "LEFT JOIN verdicts v ON v.run_id = r.run_id AND v.question_id = r.question_id "
-        "AND v.branch_index = r.branch_index WHERE r.run_id = ? AND r.objective = 1",
-        (rollout_id,),
-    )
     candidates: set[tuple[str, int]] = set()
     vouched: set[tuple[str, int]] = set()
-    for r in rows:
-        key = (str(r["question_id"]), int(r["branch_index"]))
+    for r in log.passing_verdicts(rollout_id):
+        key = (str(r.question_id), int(r.branch_index))
         question = questions.get(key[0])
         if question is None or question.checker != RUBRIC:
             continue
         candidates.add(key)
-        name = str(r["verifier"] or "")
-        if r["passed"] and name not in NOT_ABOUT_THE_ANSWER and name != "checker":
+        name = str(r.verifier or "")
+        if r.passed and name not in NOT_ABOUT_THE_ANSWER and name != "checker":
             vouched.add(key)  # a user verifier passed it too: not the judge's word alone
     return candidates - vouched
 

@@ -19,10 +19,15 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from app.harness.data.verifiers import Verdict, load_verifier, objective_score, run_verifier
-from app.harness.workspace.log import HarnessLog
-from app.harness.workspace.workspace import now_iso
-from app.secrets import scrub
+from app.harness.data.verifiers import (
+    Verdict,
+    branch_key,
+    load_verifier,
+    objective_score,
+    run_verifier,
+)
+from app.harness.workspace.harness_log import HarnessLog
+from app.harness.workspace.harness_log.forks import TrajectoryClassRecord, VerdictRecord
 from core import curation
 from core.curation import BranchTrace, Fault, Stage, Turn
 from core.types import Question
@@ -98,7 +103,7 @@ def classify_rollout(
 ) -> dict[str, Any]:
     """Class every branch (passing = objective score 1), store the classes (replacing an
     earlier ranking's) and return the counts for the rank report."""
-    rows: list[dict[str, Any]] = []
+    rows: list[TrajectoryClassRecord] = []
     counts = {c.value: 0 for c in curation.TrajectoryClass}
     for qid, branches in by_q.items():
         traces = [
@@ -112,27 +117,25 @@ def classify_rollout(
         for index, c in curation.classify_question(traces, winners.get(qid)).items():
             counts[c.cls.value] += 1
             rows.append(
-                {
-                    "run_id": rollout_id,
-                    "question_id": qid,
-                    "branch_index": index,
-                    "class": c.cls.value,
-                    "turns": c.turns,
-                    "fault_turn": c.fault_turn,
-                    "remediation_turn": c.remediation_turn,
-                    "divergence_turn": c.divergence_turn,
-                    "detail_json": json.dumps(c.to_json(), sort_keys=True),
-                }
+                TrajectoryClassRecord(
+                    run_id=rollout_id,
+                    question_id=qid,
+                    branch_index=index,
+                    class_=c.cls.value,
+                    turns=c.turns,
+                    fault_turn=c.fault_turn,
+                    remediation_turn=c.remediation_turn,
+                    divergence_turn=c.divergence_turn,
+                    detail_json=json.dumps(c.to_json(), sort_keys=True),
+                )
             )
-    with log._txn():
-        log.conn.execute("DELETE FROM trajectory_classes WHERE run_id = ?", (rollout_id,))
-        log.insert_rows("trajectory_classes", rows)
+    log.replace_trajectory_classes(rollout_id, rows)
     total = len(rows)
     return {
         "counts": counts,
         "shares": {k: (v / total if total else 0.0) for k, v in counts.items()},
         "recovery_with_retry": sum(
-            1 for r in rows if r["class"] == "recovery" and json.loads(r["detail_json"])["retried"]
+            1 for r in rows if r.class_ == "recovery" and json.loads(r.detail_json)["retried"]
         ),
     }
 
@@ -140,26 +143,14 @@ def classify_rollout(
 def stored_classes(log: HarnessLog, rollout_id: str) -> dict[tuple[str, int], dict[str, Any]]:
     """The classes `rank` stored; for a fork ranked before classes existed, the same classes
     computed from its rankings (objective scores, best-ranked passing branch), not stored."""
-    stored = {
-        (r["question_id"], r["branch_index"]): json.loads(r["detail_json"])
-        for r in log.query(
-            "SELECT question_id, branch_index, detail_json FROM trajectory_classes "
-            "WHERE run_id = ?",
-            (rollout_id,),
-        )
-    }
+    stored = {key: json.loads(detail) for key, detail in log.class_details(rollout_id).items()}
     return stored or _classes_from_rankings(log, rollout_id)
 
 
 def _classes_from_rankings(
     log: HarnessLog, rollout_id: str
 ) -> dict[tuple[str, int], dict[str, Any]]:
-    rows = log.query(
-        "SELECT b.*, r.rank, r.objective FROM branches b JOIN rankings r ON r.run_id = b.run_id "
-        "AND r.question_id = b.question_id AND r.branch_index = b.branch_index "
-        "WHERE b.run_id = ? ORDER BY b.question_id, r.rank",
-        (rollout_id,),
-    )
+    rows = [r.as_dict() for r in log.ranked_branches(rollout_id)]  # steps_of takes a mapping
     by_q: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         by_q.setdefault(r["question_id"], []).append(r)
@@ -224,9 +215,7 @@ def verify_cascade(
     verifiers are recorded `skipped`. Verdicts are stored (replacing earlier ones); returns
     each branch's objective score and the cascade report."""
     fns = [(name, load_verifier(name)) for name in names]
-    rows = log.query(
-        "SELECT * FROM branches WHERE run_id = ? ORDER BY question_id, branch_index", (rollout_id,)
-    )
+    rows = [b.as_dict() for b in log.branches(rollout_id)]  # a verifier takes a mapping
     sample = [(questions.get(b["question_id"]), b) for b in rows[:CALIBRATION_BRANCHES]]
     costs, basis = stage_costs(fns, declared or {}, sample)
     order = curation.cascade_order(costs, [n for n, _ in fns])
@@ -236,7 +225,7 @@ def verify_cascade(
     elapsed = dict.fromkeys(order, 0.0)
     rejects: dict[str, list[str]] = {n: [] for n in order}
     scores: dict[tuple[str, int], int] = {}
-    out: list[dict[str, Any]] = []
+    out: list[VerdictRecord] = []
     for branch in rows:
         qid, index = branch["question_id"], branch["branch_index"]
         question = questions.get(qid)
@@ -257,9 +246,7 @@ def verify_cascade(
                 stopped = True
                 rejects[name].append(f"{qid}#{index}")
         scores[(qid, index)] = objective_score(verdicts) if not stopped else 0
-    with log._txn():
-        log.conn.execute("DELETE FROM verdicts WHERE run_id = ?", (rollout_id,))
-        log.insert_rows("verdicts", out)
+    log.replace_verdicts(rollout_id, out)
     return scores, cascade_report(order, costs, basis, entered, passed, elapsed, rejects, len(rows))
 
 
@@ -305,17 +292,5 @@ def cascade_report(
 
 def _verdict_row(
     rollout_id: str, branch: Mapping[str, Any], name: str, v: Verdict, took: float | None
-) -> dict[str, Any]:
-    return {
-        "run_id": rollout_id,
-        "question_id": branch["question_id"],
-        "branch_index": branch["branch_index"],
-        "verifier": name,
-        "status": v.status,
-        "passed": int(v.passed),
-        "score": v.score,
-        "reason": scrub(v.reason),
-        "cost_usd": v.cost_usd,
-        "at": now_iso(),
-        "elapsed_s": None if took is None else round(took, 9),
-    }
+) -> VerdictRecord:
+    return VerdictRecord.build(rollout_id, branch_key(branch), name, v.outcome(), took)

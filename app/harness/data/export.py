@@ -134,7 +134,7 @@ def export_rollouts(
         )
     _check_target(session.paths.root, Path(out_dir), overwrite)
     for rid in rollout_ids:
-        if not log.query("SELECT 1 FROM rankings WHERE run_id = ? LIMIT 1", (rid,)):
+        if not log.has_ranking(rid):
             raise UserError(
                 f"{session.paths.db}: rollout {rid!r} has no ranking; "
                 f"run `rank -w {session.paths.root} {rid}` first"
@@ -159,14 +159,8 @@ def export_rollouts(
     skipped_test = 0
     prompts_cache: dict[tuple[str, str], AgentPrompts] = {}
     for rid in rollout_ids:
-        rows = log.query(
-            "SELECT b.*, r.rank, r.reward, r.objective, r.judge, r.bt, r.components_json "
-            "FROM branches b JOIN rankings r ON r.run_id = b.run_id AND "
-            "r.question_id = b.question_id AND r.branch_index = b.branch_index "
-            "WHERE b.run_id = ? ORDER BY b.question_id, r.rank",
-            (rid,),
-        )
-        by_q: dict[str, list[dict]] = {}
+        rows = [r.as_dict() for r in log.ranked_branches(rid)]  # the layouts read by column
+        by_q: dict[str, list[dict[str, Any]]] = {}
         for r in rows:
             by_q.setdefault(r["question_id"], []).append(r)
         for qid, ranked in by_q.items():

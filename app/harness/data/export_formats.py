@@ -329,10 +329,7 @@ def _candidates(
     stripped: dict[int, AgentPrompts] = {}
     for rid in rollout_ids:
         classes = stored_classes(session.log, rid)
-        rows = session.log.query(
-            "SELECT * FROM branches WHERE run_id = ? ORDER BY question_id, branch_index", (rid,)
-        )
-        for b in rows:
+        for b in (branch.as_dict() for branch in session.log.branches(rid)):
             question = session.questions_by_id.get(b["question_id"])
             detail = classes.get((b["question_id"], b["branch_index"]))
             if question is None or detail is None or b["question_id"] in test_ids:

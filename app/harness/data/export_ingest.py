@@ -30,6 +30,7 @@ from app.harness.data.fork import held_out_question_ids
 from app.harness.data.licences import ingest_run_licence, sources_licence
 from app.harness.data.lineage import SIDECAR_SUFFIX, lineage_key
 from app.harness.data.trace_lineage import trace_components, trace_source
+from app.harness.workspace.harness_log.ingest import IngestedTraceRecord
 from app.secrets import scrub_json
 from core import lineage
 from core.trace_training import TraceUse, TraceVerdict, chat_messages, split_prompt, tool_names
@@ -44,7 +45,7 @@ INGEST_KIND = "ingest"
 
 def is_ingest_run(session: Session, run_id: str) -> bool:
     run = session.log.run(run_id)
-    return run is not None and run["kind"] == INGEST_KIND
+    return run is not None and run.kind == INGEST_KIND
 
 
 def ingested_lines(
@@ -91,14 +92,11 @@ def _lines(
     counts: Counter[str] = Counter()
     key = lineage_key()
     for rid in run_ids:
-        rows = session.log.query(
-            "SELECT * FROM ingested_traces WHERE ingest_run = ? ORDER BY trace_id", (rid,)
-        )
-        for row in rows:
-            if row["trace_id"] in skip:
+        for row in session.log.ingested_traces(rid):
+            if row.trace_id in skip:
                 counts["test_pool_skipped"] += 1
                 continue
-            trace = trace_from_json(json.loads(row["trace_json"]))
+            trace = trace_from_json(json.loads(row.trace_json))
             v = trace_verdict(trace)
             counts[f"{v.use.value}: {v.why}"] += 1
             counts[v.use.value] += 1
@@ -111,7 +109,7 @@ def _records(
     lines: dict[str, list[str]],
     trace: Trace,
     v: TraceVerdict,
-    row: Mapping[str, Any],
+    row: IngestedTraceRecord,
     key: bytes | None,
 ) -> None:
     def seal(record: dict[str, Any]) -> dict[str, Any]:
@@ -175,7 +173,7 @@ def _pair(
 
 
 def _seal(
-    record: dict[str, Any], row: Mapping[str, Any], trace: Trace, key: bytes | None
+    record: dict[str, Any], row: IngestedTraceRecord, trace: Trace, key: bytes | None
 ) -> dict[str, Any]:
     source = trace_source(row)
     hashes = {**trace_components(row, trace), "source": lineage.digest(source)}

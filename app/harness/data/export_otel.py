@@ -198,16 +198,8 @@ def load_trajectories(session: Session, run_id: str, skip: set[str]) -> Iterator
     """A fork's branches, else a run's predictions; questions in `skip` (the test pool) and
     questions no longer in the benchmark are left out."""
     log = session.log
-    rows = log.query(
-        "SELECT * FROM branches WHERE run_id = ? ORDER BY question_id, branch_index", (run_id,)
-    )
-    if not rows:
-        rows = log.query(
-            "SELECT *, 0 AS branch_index, NULL AS temperature, NULL AS seed, "
-            "NULL AS session_id, NULL AS final_text FROM predictions WHERE run_id = ? "
-            "ORDER BY question_id",
-            (run_id,),
-        )
+    branches = log.branches(run_id) or log.predictions_as_branches(run_id)
+    rows = [b.as_dict() for b in branches]  # the trajectory builders read a row by column
     if not rows:
         raise UserError(
             f"{session.paths.db}: run {run_id!r} has no branches or predictions to export "
@@ -215,8 +207,8 @@ def load_trajectories(session: Session, run_id: str, skip: set[str]) -> Iterator
         )
     model = _run_model(session, run_id)
     run = log.run(run_id)
-    served = run is not None and run["kind"] == "serve"
-    ingested = run is not None and run["kind"] == "ingest"
+    served = run is not None and run.kind == "serve"
+    ingested = run is not None and run.kind == "ingest"
     prompts_cache: dict[tuple[str, str], AgentPrompts] = {}
     for row in rows:
         question = session.questions_by_id.get(row["question_id"])
@@ -234,9 +226,7 @@ def _ingested_trajectory(session: Session, row: dict[str, Any], question: Questi
     """An ingest run's trace as it was recorded: its own model, its own opening messages
     (the system and user messages before its first model turn; not the workspace's prompts,
     which never saw it) and the feedback it came with (docs/ingest.md#to-a-benchmark)."""
-    recorded = session.log.query(
-        "SELECT model FROM ingested_traces WHERE trace_id = ?", (row["question_id"],)
-    )
+    recorded = session.log.recorded_model(row["question_id"])
     try:
         events = json.loads(row["steps_json"] or "[]")
     except ValueError:
@@ -250,7 +240,7 @@ def _ingested_trajectory(session: Session, row: dict[str, Any], question: Questi
     ]
     feedback = next((e.get("feedback") for e in events if e.get("type") == "feedback"), None)
     rest = [e for e in events[first_turn:] if e.get("type") != "feedback"]
-    model = str(recorded[0]["model"] or "") if recorded else ""
+    model = str(recorded[0] or "") if recorded else ""
     trajectory = _trajectory({**row, "steps_json": json.dumps(rest)}, question, model, opening)
     scores = tuple(f for f in feedback or [] if isinstance(f, dict) and f.get("score") is not None)
     return replace(trajectory, feedback=scores)
@@ -275,9 +265,9 @@ def served_question(row: dict[str, Any]) -> Question | None:
 
 
 def _run_model(session: Session, run_id: str) -> str:
-    rows = session.log.query("SELECT config_json FROM _runs WHERE run_id = ?", (run_id,))
+    run = session.log.run(run_id)
     try:
-        model = json.loads(rows[0]["config_json"] or "{}").get("agent_model") if rows else None
+        model = json.loads(run.config_json or "{}").get("agent_model") if run else None
     except (ValueError, AttributeError):
         model = None
     return model if isinstance(model, str) and model else session.config.agent_model

@@ -4,7 +4,7 @@ independent branches.
 A fork is one run in the harness log (`_runs.kind = "fork"`, run_id = the rollout id shared
 by every branch). Each branch is one `answer_question` call (app/harness/rollouts/inference.py) with
 its own temperature and seed (the branch index) and its own session id
-`<rollout>-b<index>-<uuid>`; its row in `branches` (app/harness/workspace/log.py, migration 4) carries
+`<rollout>-b<index>-<uuid>`; its row in `branches` (app/harness/workspace/harness_log/schema.py, migration 4) carries
 the predictions table's columns plus the branch's own: the trajectory exactly as the agent
 saw it (tool outputs summarised by core/trajectory.py before the model read them), the tool
 calls alone, and the final reply.
@@ -30,8 +30,9 @@ from app.harness.rollouts.inference import answer_question, prediction_row
 from app.harness.rollouts.pools import split_pools
 from app.harness.rollouts.telemetry import calls_logged_as
 from app.harness.workspace import killpoints
+from app.harness.workspace.harness_log import HarnessLog, RunRecord, RunStatus
+from app.harness.workspace.harness_log.forks import BranchRecord
 from app.harness.workspace.ids import check_run_id
-from app.harness.workspace.log import HarnessLog, RunStatus
 from app.progress import NO_BARS, Bars
 from core.concurrency import fan_out
 from core.scorecard import pass_at_1_and_n
@@ -102,12 +103,12 @@ def _checked_spec(data: dict[str, Any]) -> ForkSpec:
     return ForkSpec(tuple(ids), tuple(float(t) for t in temps), concurrency, pool)
 
 
-def stored_spec(run: dict[str, Any], where: str) -> ForkSpec:
+def stored_spec(run: RunRecord, where: str) -> ForkSpec:
     """The spec a fork started with, from its run row's provenance_json; a row that is not
     JSON or holds no usable spec is refused in one line (nothing is resumed or changed)."""
     fix = "start a new fork under another --rollout-id"
     try:
-        provenance = json.loads(run["provenance_json"] or "{}")
+        provenance = json.loads(run.provenance_json or "{}")
     except json.JSONDecodeError as e:
         raise UserError(
             f"{where}: provenance_json is not JSON ({e.msg} at char {e.pos}), so its fork spec "
@@ -208,30 +209,21 @@ def session_id(rollout_id: str, index: int) -> str:
 
 def branch_row(
     p: Prediction, rollout_id: str, index: int, temperature: float, sid: str
-) -> dict[str, Any]:
-    row = prediction_row(p, rollout_id)
+) -> BranchRecord:
     tools = [s for s in p.steps if s.get("type") == "tool"]
     final = next((s.get("text") or "" for s in reversed(p.steps) if s.get("type") == "model"), "")
-    row.update(
-        {
-            "branch_index": index,
-            "session_id": sid,
-            "temperature": temperature,
-            "seed": index,
-            "tool_calls_json": json.dumps(tools, ensure_ascii=False),
-            "final_text": final,
-        }
+    return BranchRecord.of_prediction(
+        prediction_row(p, rollout_id),
+        branch_index=index,
+        session_id=sid,
+        temperature=temperature,
+        tool_calls_json=json.dumps(tools, ensure_ascii=False),
+        final_text=final,
     )
-    return row
 
 
 def done_branches(log: HarnessLog, rollout_id: str) -> set[tuple[str, int]]:
-    return {
-        (r["question_id"], r["branch_index"])
-        for r in log.query(
-            "SELECT question_id, branch_index FROM branches WHERE run_id = ?", (rollout_id,)
-        )
-    }
+    return set(log.branch_outcomes(rollout_id))
 
 
 @dataclass
@@ -262,15 +254,15 @@ async def run_fork(
     existing = log.run(rollout_id)
     if existing is not None and not resume:
         raise UserError(
-            f"--rollout-id {rollout_id}: a {existing['kind']} run of that id exists; "
+            f"--rollout-id {rollout_id}: a {existing.kind} run of that id exists; "
             "add --resume to finish a fork, or pick another id"
         )
     if existing is None and resume:
         raise UserError(
             f"--rollout-id {rollout_id}: no fork of that id to resume; drop --resume to start one"
         )
-    if existing is not None and existing["kind"] != "fork":
-        raise UserError(f"--rollout-id {rollout_id}: run is a {existing['kind']} run, not a fork")
+    if existing is not None and existing.kind != "fork":
+        raise UserError(f"--rollout-id {rollout_id}: run is a {existing.kind} run, not a fork")
     if existing is None:
         prompts = session.agent_prompts()
         session.register(rollout_id, "fork", prompts, provenance={"fork": spec.to_json()})
@@ -278,15 +270,11 @@ async def run_fork(
         # the versions the fork started with, even if the workspace has moved on since
         root = session.paths.root
         prompts = session.agent_prompts(
-            root / "skills" / existing["skills_version"],
-            root / "prompts" / existing["prompts_version"],
+            root / "skills" / existing.skills_version,
+            root / "prompts" / existing.prompts_version,
         )
         spec = stored_spec(existing, f"{session.paths.db}: run {rollout_id}")
-        with log._txn():
-            log.conn.execute(
-                "UPDATE _runs SET status=?, finished_at=NULL WHERE run_id=?",
-                (RunStatus.RUNNING, rollout_id),
-            )
+        log.reopen_run(rollout_id, RunStatus.RUNNING)
     by_id = session.questions_by_id
     missing = [q for q in spec.question_ids if q not in by_id]
     if missing:
@@ -299,7 +287,7 @@ async def run_fork(
         if (q, i) not in done
     ]
     base = replace(session.agent_settings, concurrency=spec.concurrency)
-    pending: list[dict[str, Any]] = []
+    pending: list[BranchRecord] = []
     bar = bars.task("branches", len(todo))
     started = time.perf_counter()
 
@@ -351,19 +339,16 @@ async def run_fork(
     return ForkResult(rollout_id, len(spec.question_ids), total, len(todo), len(done), elapsed)
 
 
-def _write(log: HarnessLog, rows: list[dict[str, Any]]) -> None:
+def _write(log: HarnessLog, rows: list[BranchRecord]) -> None:
     """Branch rows; a branch already written (a resumed fork) is kept as it is."""
-    log.insert_rows("branches", rows, skip_existing=True)
+    log.add_branches(rows)
 
 
 def fork_summary(log: HarnessLog, rollout_id: str) -> dict[str, Any]:
     """pass@1 (mean over questions of the share of branches right) and pass@N (any branch
     right) over the fork's questions (core/scorecard.py `pass_at_1_and_n`)."""
-    rows = log.query(
-        "SELECT question_id, branch_index, correct FROM branches WHERE run_id = ?", (rollout_id,)
-    )
     by_q: dict[str, list[bool]] = {}
-    for r in rows:
-        by_q.setdefault(r["question_id"], []).append(bool(r["correct"]))
+    for (qid, _), correct in log.branch_outcomes(rollout_id).items():
+        by_q.setdefault(qid, []).append(bool(correct))
     pass_1, pass_n = pass_at_1_and_n(by_q)
     return {"questions": len(by_q), "pass_at_1": pass_1, "pass_at_n": pass_n}

@@ -19,10 +19,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from string import Template
-from typing import Any
 
 import anyio
 
+from app.harness.workspace.harness_log.forks import JudgmentRecord
 from app.paths import read_prompt
 from app.providers.errors import BudgetExceeded, ProviderError
 from app.secrets import scrub
@@ -214,21 +214,21 @@ def mean_score(samples: list[Sample]) -> float:
 
 def sample_row(
     rollout_id: str, question_id: str, s: Sample, a: int, b: int | None, model: str, at: str
-) -> dict[str, Any]:
-    return {
-        "run_id": rollout_id,
-        "question_id": question_id,
-        "kind": s.kind,
-        "branch_a": a,
-        "branch_b": b,
-        "shown_first": s.shown_first,
-        "sample": s.sample,
-        "score": s.score,
-        "preferred": s.preferred,
-        "capped": int(s.capped),
-        "parse_error": s.parse_error or None,
-        "reasoning": s.reasoning,
-        "model": model,
-        "cost_usd": s.cost_usd,
-        "at": at,
-    }
+) -> JudgmentRecord:
+    return JudgmentRecord(
+        run_id=rollout_id,
+        question_id=question_id,
+        kind=s.kind,
+        branch_a=a,
+        branch_b=b,
+        shown_first=s.shown_first,
+        sample=s.sample,
+        score=s.score,
+        preferred=s.preferred,
+        capped=int(s.capped),
+        parse_error=s.parse_error or None,
+        reasoning=s.reasoning,
+        model=model,
+        cost_usd=s.cost_usd,
+        at=at,
+    )

@@ -84,13 +84,7 @@ def seed_licence(session: Session) -> LicenceSource | None:
 
 
 def _skills_versions(session: Session, rollout_ids: Sequence[str]) -> list[str]:
-    marks = ",".join("?" * len(rollout_ids))
-    rows = session.log.query(
-        f"SELECT DISTINCT skills_version FROM branches WHERE run_id IN ({marks}) "
-        "ORDER BY skills_version",
-        rollout_ids,
-    )
-    return [str(r["skills_version"]) for r in rows if r["skills_version"]]
+    return session.log.branch_skills_versions(rollout_ids)
 
 
 def skill_licences(session: Session, rollout_ids: Sequence[str]) -> list[LicenceSource]:
@@ -126,16 +120,10 @@ def _skill_source(
 def trace_licences(session: Session, rollout_ids: Sequence[str]) -> list[LicenceSource]:
     """Every ingest run logged before the newest exported rollout (its traces may have
     reached that rollout's skills through diagnose and memories)."""
-    marks = ",".join("?" * len(rollout_ids))
-    rows = session.log.query(
-        f"SELECT run_id, config_json, summary_json FROM _runs WHERE kind = 'ingest' AND seq < "
-        f"(SELECT COALESCE(MAX(seq), 0) FROM _runs WHERE run_id IN ({marks})) ORDER BY seq",
-        rollout_ids,
-    )
     out = []
-    for r in rows:
-        config, summary = _json_object(r["config_json"]), _json_object(r["summary_json"])
-        where = f"{session.paths.root / 'harness.db'}: ingest run {r['run_id']} {INGEST_KEY}"
+    for r in session.log.ingest_runs_before(rollout_ids):
+        config, summary = _json_object(r.config_json), _json_object(r.summary_json)
+        where = f"{session.paths.root / 'harness.db'}: ingest run {r.run_id} {INGEST_KEY}"
         name = Path(str(config.get("file", "?"))).name
         # the latest ingest of the file declares it (app/harness/ingest/service.py `_how`)
         out.append(_source(f"ingest of {visible(name)}", where, summary.get(INGEST_KEY)))
@@ -174,10 +162,8 @@ def export_licences(
 
 def ingest_run_licence(session: Session, run_id: str) -> LicenceSource:
     """The licence `ingest --license` declared for one ingest run (none: restricted)."""
-    rows = session.log.query(
-        "SELECT config_json, summary_json FROM _runs WHERE run_id = ?", (run_id,)
-    )
-    summary = _json_object(rows[0]["summary_json"]) if rows else {}
+    run = session.log.run(run_id)
+    summary = _json_object(run.summary_json) if run else {}
     where = f"{session.paths.root / 'harness.db'}: ingest run {run_id} {INGEST_KEY}"
     return _source(f"ingest run {run_id}", where, summary.get(INGEST_KEY))
 

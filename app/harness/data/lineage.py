@@ -82,7 +82,7 @@ class LineageSources:
         if rollout_id not in self._configs:
             run = self.session.log.run(rollout_id)
             try:
-                config = json.loads(run["config_json"] or "{}") if run else {}
+                config = json.loads(run.config_json or "{}") if run else {}
             except json.JSONDecodeError:
                 config = {}
             self._configs[rollout_id] = config if isinstance(config, dict) else {}
@@ -91,13 +91,9 @@ class LineageSources:
     def _verdict_list(self, rollout_id: str, qid: str, index: int) -> list[list[str]]:
         if rollout_id not in self._verdicts:
             by_branch: dict[tuple[str, int], list[list[str]]] = {}
-            for r in self.session.log.query(
-                "SELECT question_id, branch_index, verifier, status FROM verdicts "
-                "WHERE run_id = ? ORDER BY id",
-                (rollout_id,),
-            ):
-                key = (r["question_id"], r["branch_index"])
-                by_branch.setdefault(key, []).append([r["verifier"], r["status"]])
+            for r in self.session.log.verdicts_of(rollout_id):
+                key = (r.question_id, r.branch_index)
+                by_branch.setdefault(key, []).append([r.verifier, r.status])
             self._verdicts[rollout_id] = by_branch
         return self._verdicts[rollout_id].get((qid, index), [])
 
@@ -317,14 +313,16 @@ def _check_components(found: Mapping[str, Any], sources: LineageSources) -> str 
         from app.harness.data.trace_lineage import check_trace_components
 
         return check_trace_components(found, src, sources.session)
-    rows = sources.session.log.query(
-        "SELECT * FROM branches WHERE run_id = ? AND question_id = ? AND branch_index = ?",
-        (src.get("rollout_id"), src.get("question_id"), src.get("branch_index")),
+    rollout_id, qid, index = src.get("rollout_id"), src.get("question_id"), src.get("branch_index")
+    branch = (
+        sources.session.log.branch(rollout_id, qid, index)
+        if isinstance(rollout_id, str) and isinstance(qid, str) and isinstance(index, int)
+        else None  # a source that names no branch by its column types matches none
     )
-    question = sources.session.questions_by_id.get(str(src.get("question_id")))
-    if not rows or question is None:
+    question = sources.session.questions_by_id.get(str(qid))
+    if branch is None or question is None:
         return f"source branch {src} is no longer in the workspace"
-    now = sources.components(rows[0], question)
+    now = sources.components(branch.as_dict(), question)
     for name in lineage.COMPONENTS:
         if found["hashes"].get(name) != now[name]:
             return f"{name} hash differs from the workspace's"

@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
 
-from app.harness.workspace.log import HarnessLog
+from app.harness.workspace.harness_log import HarnessLog
+from app.harness.workspace.harness_log.forks import BranchRecord
 from core.scorecard import (
     ForkSummary,
     QuestionHealth,
@@ -33,54 +33,40 @@ def tool_names(tool_calls_json: str | None) -> list[str]:
     return [str(c.get("name", "?"))[:40] for c in calls if isinstance(c, dict)]
 
 
-def branch_rows(log: HarnessLog, rollout_id: str) -> list[dict[str, Any]]:
-    return log.query(
-        "SELECT * FROM branches WHERE run_id = ? ORDER BY question_id, branch_index",
-        (rollout_id,),
-    )
-
-
-def passes(log: HarnessLog, rollout_id: str, branches: Sequence[dict[str, Any]]) -> dict:
+def passes(
+    log: HarnessLog, rollout_id: str, branches: Sequence[BranchRecord]
+) -> dict[tuple[str, int], bool]:
     """(question, branch) -> passed: rank's objective, else the branch's `correct`."""
-    ranked = log.query(
-        "SELECT question_id, branch_index, objective FROM rankings WHERE run_id = ?",
-        (rollout_id,),
-    )
+    ranked = log.objectives(rollout_id)
     if ranked:
-        return {(r["question_id"], r["branch_index"]): r["objective"] == 1 for r in ranked}
-    return {(b["question_id"], b["branch_index"]): bool(b["correct"]) for b in branches}
+        return {key: objective == 1 for key, objective in ranked.items()}
+    return {(b.question_id, b.branch_index): bool(b.correct) for b in branches}
 
 
 def health_rows(
-    branches: Sequence[dict[str, Any]], passed: dict[tuple[str, int], bool]
+    branches: Sequence[BranchRecord], passed: dict[tuple[str, int], bool]
 ) -> list[QuestionHealth]:
-    by_q: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by_q: dict[str, list[BranchRecord]] = defaultdict(list)
     for b in branches:
-        by_q[b["question_id"]].append(b)
+        by_q[b.question_id].append(b)
     return [
         question_health(
             qid,
-            [passed.get((qid, b["branch_index"]), False) for b in rows],
-            [normalise_tool_sequence(tool_names(b.get("tool_calls_json"))) for b in rows],
+            [passed.get((qid, b.branch_index), False) for b in rows],
+            [normalise_tool_sequence(tool_names(b.tool_calls_json)) for b in rows],
         )
         for qid, rows in sorted(by_q.items())
     ]
 
 
 def rollout_health(log: HarnessLog, rollout_id: str) -> list[QuestionHealth]:
-    branches = branch_rows(log, rollout_id)
+    branches = log.branches(rollout_id)
     return health_rows(branches, passes(log, rollout_id, branches))
 
 
 def fork_ids(log: HarnessLog) -> list[str]:
     """Fork rollouts that have branches, oldest first."""
-    return [
-        r["run_id"]
-        for r in log.query(
-            "SELECT run_id FROM _runs WHERE kind = 'fork' AND run_id IN "
-            "(SELECT DISTINCT run_id FROM branches) ORDER BY seq"
-        )
-    ]
+    return log.fork_run_ids_with_branches()
 
 
 def previous_fork(log: HarnessLog, rollout_id: str) -> str | None:

@@ -53,6 +53,7 @@ from app.harness.rollouts.custom_checkers import UserCodeError
 from app.harness.rollouts.telemetry import calls_logged_as
 from app.harness.workspace.atomic import write_json_atomic
 from app.harness.workspace.clock import now_iso
+from app.harness.workspace.harness_log.forks import JudgmentRecord, RankingRecord
 from app.harness.workspace.ids import check_run_id
 from app.secrets import scrub
 from core import ranking
@@ -112,7 +113,7 @@ async def rank_rollout(
     check_run_id(rollout_id, "rollout id")
     log, config = session.log, session.config
     run = log.run(rollout_id)
-    if run is not None and run["kind"] == "ingest":
+    if run is not None and run.kind == "ingest":
         # a trace is one recorded branch, judged by its user: nothing to rank it against
         raise UserError(
             f"{session.paths.db}: {rollout_id!r} is an ingest run, no fork: each trace is one "
@@ -122,7 +123,7 @@ async def rank_rollout(
             f"preference negatives, `diagnose -w {session.paths.root} {rollout_id}` triages "
             "its failures (docs/ingest.md#as-training-data)"
         )
-    if run is None or run["kind"] != "fork":
+    if run is None or run.kind != "fork":
         raise UserError(f"{session.paths.db}: no fork run {rollout_id!r}")
     weights = dict(weights or ranking.DEFAULT_WEIGHTS)
     user_rewards = {k: load_user_code(k, "reward") for k in weights if ":" in k}
@@ -161,9 +162,8 @@ async def _rank(
         objective, cascade = verify_cascade(
             log, rollout_id, session.questions_by_id, verifiers, cascade_costs
         )
-    rows = log.query(
-        "SELECT * FROM branches WHERE run_id = ? ORDER BY question_id, branch_index", (rollout_id,)
-    )
+    # as mappings: the checkers and user reward functions take a branch as one
+    rows = [b.as_dict() for b in log.branches(rollout_id)]
     by_q: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         by_q.setdefault(row["question_id"], []).append(row)
@@ -178,8 +178,8 @@ async def _rank(
         concurrency=config.concurrency,
     )
     at = now_iso()
-    judgment_rows: list[dict[str, Any]] = []
-    ranking_rows: list[dict[str, Any]] = []
+    judgment_rows: list[JudgmentRecord] = []
+    ranking_rows: list[RankingRecord] = []
     winners: list[dict[str, Any]] = []
     winner_of: dict[str, int] = {}  # the best-ranked verified branch: negatives' reference
     top_correct, first_correct, any_correct = [], [], []
@@ -256,17 +256,17 @@ async def _rank(
         for r in ranked:
             c = r.components
             ranking_rows.append(
-                {
-                    "run_id": rollout_id,
-                    "question_id": qid,
-                    "branch_index": r.branch_index,
-                    "rank": r.rank,
-                    "reward": r.reward,
-                    "objective": c["objective"],
-                    "judge": c["judge"],
-                    "bt": c["bt"],
-                    "components_json": _json(c),
-                }
+                RankingRecord(
+                    run_id=rollout_id,
+                    question_id=qid,
+                    branch_index=r.branch_index,
+                    rank=r.rank,
+                    reward=r.reward,
+                    objective=c["objective"],
+                    judge=c["judge"],
+                    bt=c["bt"],
+                    components_json=_json(c),
+                )
             )
         by_index = {b["branch_index"]: b for b in branches}
         best = by_index[ranked[0].branch_index]
@@ -279,11 +279,7 @@ async def _rank(
         first_correct.append(objective.get((qid, 0), 0) == 1)
         passed[qid] = [objective.get((qid, b["branch_index"]), 0) == 1 for b in branches]
         any_correct.append(any(passed[qid]))
-    with log._txn():
-        log.conn.execute("DELETE FROM judgments WHERE run_id = ?", (rollout_id,))
-        log.conn.execute("DELETE FROM rankings WHERE run_id = ?", (rollout_id,))
-        log.insert_rows("judgments", judgment_rows)
-        log.insert_rows("rankings", ranking_rows)
+    log.replace_rankings(rollout_id, judgment_rows, ranking_rows)
     classes = classify_rollout(log, rollout_id, by_q, objective, winner_of)
     session.recorder.flush()
     mem = None

@@ -34,7 +34,8 @@ from app.harness.rollouts.agent_prompts import AgentPrompts
 from app.harness.rollouts.memory import with_memories
 from app.harness.rollouts.question_units import build_units, unit_correctness_view
 from app.harness.rollouts.session import Session
-from app.harness.workspace.log import HarnessLog
+from app.harness.workspace.harness_log import HarnessLog
+from app.harness.workspace.harness_log.forks import BranchRecord
 from app.secrets import scrub_json
 from core import ranking
 from core.scorecard import (
@@ -123,8 +124,7 @@ def rerun_flakiness(
 
 def _unit_correct(log: HarnessLog, run_id: str, units: list[QuestionUnit]) -> dict[str, bool]:
     """unit id -> right (every member right), from a run's predictions."""
-    rows = log.query("SELECT question_id, correct FROM predictions WHERE run_id = ?", (run_id,))
-    return unit_correctness_view(units, {r["question_id"]: bool(r["correct"]) for r in rows})
+    return unit_correctness_view(units, log.correctness(run_id))
 
 
 async def heldout_with_memories(
@@ -132,8 +132,7 @@ async def heldout_with_memories(
 ) -> dict[str, Any]:
     """The test pool answered with the rollout's memories (k per question) and without."""
     log = session.log
-    stored = log.query("SELECT COUNT(*) AS n FROM memories WHERE run_id = ?", (rollout_id,))
-    memories = int(stored[0]["n"])
+    memories = log.memory_count(rollout_id)
     test_ids = held_out_question_ids(session.benchmark, session.config.holdout_task_types)
     questions = [q for q in session.benchmark.questions if q.question_id in test_ids]
     report: dict[str, Any] = {"memories": memories, "test_questions": len(questions)}
@@ -165,11 +164,8 @@ async def heldout_with_memories(
     return {**report, "paired": paired, "run_ids": [with_id, without_id]}
 
 
-def _rollout_rows(log: HarnessLog, rollout_id: str) -> list[dict[str, Any]]:
-    branches = log.query(
-        "SELECT * FROM branches WHERE run_id = ? ORDER BY question_id, branch_index",
-        (rollout_id,),
-    )
+def _rollout_rows(log: HarnessLog, rollout_id: str) -> list[BranchRecord]:
+    branches = log.branches(rollout_id)
     if not branches:
         raise UserError(f"rollout {rollout_id!r}: no branches (fork it first)")
     return branches
@@ -185,37 +181,21 @@ async def build_scorecard(
 ) -> dict[str, Any]:
     log = session.log
     branches = _rollout_rows(log, rollout_id)
-    ranked = log.query(
-        "SELECT question_id, branch_index, objective FROM rankings WHERE run_id = ?",
-        (rollout_id,),
-    )
+    ranked = log.objectives(rollout_id)
     if not ranked:
         raise UserError(f"rollout {rollout_id!r}: not ranked (run `rank -w WS {rollout_id}`)")
-    objective = {(r["question_id"], r["branch_index"]): int(r["objective"] == 1) for r in ranked}
-    verifiers = [
-        r["verifier"]
-        for r in log.query(
-            "SELECT DISTINCT verifier FROM verdicts WHERE run_id = ? ORDER BY verifier",
-            (rollout_id,),
-        )
-    ]
-    classes = log.query(
-        "SELECT class, COUNT(*) AS n FROM trajectory_classes WHERE run_id = ? GROUP BY class",
-        (rollout_id,),
-    )
-    class_counts = {r["class"]: int(r["n"]) for r in classes}
+    objective = {key: int(value == 1) for key, value in ranked.items()}
+    verifiers = log.verifier_names(rollout_id)
+    class_counts = log.class_counts(rollout_id)
     generated, accepted = len(branches), sum(objective.values())
     eta = yield_rate(accepted, generated)
-    flake, items = rerun_flakiness(session, branches, verifiers, reruns)
-    leaked, planted = canary_leaks(branches)
+    as_mappings = [b.as_dict() for b in branches]  # verifiers take a branch as a mapping
+    flake, items = rerun_flakiness(session, as_mappings, verifiers, reruns)
+    leaked, planted = canary_leaks(as_mappings)
     clean = sum(class_counts.get(c, 0) for c in CLEAN_CLASSES)
-    model_cost = sum(float(b["cost_usd"] or 0.0) for b in branches)
-    verdict_cost = float(
-        log.query(
-            "SELECT COALESCE(SUM(cost_usd), 0) AS c FROM verdicts WHERE run_id = ?", (rollout_id,)
-        )[0]["c"]
-    )
-    tokens = sum(int(b["tokens_in"] or 0) + int(b["tokens_out"] or 0) for b in branches)
+    model_cost = sum(float(b.cost_usd or 0.0) for b in branches)
+    verdict_cost = log.verdict_cost(rollout_id)
+    tokens = sum(int(b.tokens_in or 0) + int(b.tokens_out or 0) for b in branches)
     heldout = await heldout_with_memories(session, rollout_id, memory_k, heldout_run_ids)
     health = health_rows(branches, {k: v == 1 for k, v in objective.items()})
     before = previous_fork(log, rollout_id)

@@ -10,7 +10,7 @@ A verifier takes (question, branch) and returns a Verdict. Built in:
 - `trajectory`: the trajectory is well formed: every tool call the model made got exactly one
   result, in order, and no step is a provider error.
 A user verifier is named `module:function`; it is called with the Question and the branch
-row (a dict with the `branches` columns of app/harness/workspace/log.py) and returns a Verdict, a dict
+row (a dict with the `branches` columns of app/harness/workspace/harness_log/schema.py) and returns a Verdict, a dict
 {"status" | "ok", "reason", "score"?, "cost_usd"?} or a bool. Anything else, or an exception,
 is recorded as `unknown` with the reason. It runs in the checker worker pool
 (app/harness/rollouts/custom_checkers.py), never in this process: a verifier that hangs, exits,
@@ -24,14 +24,14 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from app.errors import UserError
 from app.harness.rollouts.custom_checkers import Opaque, PooledFunction, UserCodeError
-from app.harness.workspace.log import HarnessLog
-from app.harness.workspace.workspace import now_iso
+from app.harness.workspace.harness_log import HarnessLog
+from app.harness.workspace.harness_log.forks import VerdictRecord
 from app.secrets import scrub
 from core.checkers import CheckStatus, check, pass_threshold
 from core.types import CHECKERS, Question, StopReason
@@ -50,6 +50,10 @@ class Verdict:
     @property
     def passed(self) -> bool:
         return self.status == "pass"
+
+    def outcome(self) -> tuple[str, bool, float | None, str, float | None]:
+        """(status, passed, score, reason, cost): what a verdict row records."""
+        return self.status, self.passed, self.score, self.reason, self.cost_usd
 
 
 def checker_verifier(question: Question, branch: dict[str, Any]) -> Verdict:
@@ -211,11 +215,9 @@ def verify_rollout(
     """Run the pipeline on every branch, store the verdicts (replacing earlier ones), and
     return each branch's objective score."""
     fns = [(name, load_verifier(name)) for name in names]
-    rows = log.query(
-        "SELECT * FROM branches WHERE run_id = ? ORDER BY question_id, branch_index", (rollout_id,)
-    )
+    rows = [b.as_dict() for b in log.branches(rollout_id)]  # a verifier takes a mapping
     scores: dict[tuple[str, int], int] = {}
-    out: list[dict[str, Any]] = []
+    out: list[VerdictRecord] = []
     for branch in rows:
         question = questions.get(branch["question_id"])
         verdicts = []
@@ -226,22 +228,12 @@ def verify_rollout(
                 else Verdict("unknown", "question no longer in the benchmark")
             )
             verdicts.append(v)
-            out.append(
-                {
-                    "run_id": rollout_id,
-                    "question_id": branch["question_id"],
-                    "branch_index": branch["branch_index"],
-                    "verifier": name,
-                    "status": v.status,
-                    "passed": int(v.passed),
-                    "score": v.score,
-                    "reason": scrub(v.reason),
-                    "cost_usd": v.cost_usd,
-                    "at": now_iso(),
-                }
-            )
+            out.append(VerdictRecord.build(rollout_id, branch_key(branch), name, v.outcome()))
         scores[(branch["question_id"], branch["branch_index"])] = objective_score(verdicts)
-    with log._txn():
-        log.conn.execute("DELETE FROM verdicts WHERE run_id = ?", (rollout_id,))
-        log.insert_rows("verdicts", out)
+    log.replace_verdicts(rollout_id, out)
     return scores
+
+
+def branch_key(branch: Mapping[str, Any]) -> tuple[str, int]:
+    """(question id, branch index) of a branch row."""
+    return branch["question_id"], branch["branch_index"]

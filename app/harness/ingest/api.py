@@ -9,7 +9,7 @@ from app.errors import UserError
 from app.harness.ingest.detect import SOURCE_CHOICES
 from app.harness.ingest.service import IngestOptions, IngestSummary, ingest_file
 from app.harness.workspace.benchmark_format import TASK_TYPE_RE
-from app.harness.workspace.log import HarnessLog
+from app.harness.workspace.harness_log import HarnessLog
 from app.harness.workspace.spdx import checked_expression
 from app.harness.workspace.workspace import resolve_paths
 from app.harness.workspace.writer_lock import WriterLock

@@ -30,7 +30,9 @@ from app.harness.ingest.benchmark import (
 )
 from app.harness.ingest.parse import Detected, traces
 from app.harness.workspace.clock import now_iso
-from app.harness.workspace.log import HarnessLog, RunStatus
+from app.harness.workspace.harness_log import HarnessLog, RunStatus
+from app.harness.workspace.harness_log.ingest import IngestedTraceRecord
+from app.harness.workspace.harness_log.predictions import PredictionRecord
 from app.progress import NO_BARS, Bars
 from app.secrets import scrub_deep
 from core.redact import MIN_SECRET_LEN
@@ -279,10 +281,10 @@ def _how(options: IngestOptions) -> dict[str, Any]:
 def _done_before(log: HarnessLog, run_id: str, options: IngestOptions) -> IngestSummary | None:
     """The summary of an earlier ingest of the same bytes with the same options, if any."""
     row = log.run(run_id)
-    if row is None or row.get("status") != RunStatus.DONE:
+    if row is None or row.status != RunStatus.DONE:
         return None
     try:
-        recorded = json.loads(row.get("summary_json") or "{}")
+        recorded = json.loads(row.summary_json or "{}")
     except ValueError:
         return None
     if not isinstance(recorded, dict) or any(
@@ -394,49 +396,40 @@ def _store(log: HarnessLog, batch: list[Clean], run_id: str, options: IngestOpti
     path = options.file
     if not batch:
         return 0
-    ids = [c.tid for c in batch]
-    marks = ",".join("?" for _ in ids)
-    known = {
-        r["trace_id"]
-        for r in log.query(f"SELECT trace_id FROM ingested_traces WHERE trace_id IN ({marks})", ids)
-    }
+    known = log.known_trace_ids([c.tid for c in batch])
     fresh = [c for c in batch if c.tid not in known]
     at = now_iso()
-    log.insert_rows("ingested_traces", [_trace_row(c, run_id, path, at) for c in fresh])
-    log.insert_rows(
-        "predictions",
-        [_prediction_row(c, run_id, at, options) for c in fresh],
-        skip_existing=True,
-    )
+    log.add_ingested_traces([_trace_row(c, run_id, path, at) for c in fresh])
+    log.add_predictions([_prediction_row(c, run_id, at, options) for c in fresh])
     return len(fresh)
 
 
-def _trace_row(clean: Clean, run_id: str, path: Path, at: str) -> dict[str, Any]:
+def _trace_row(clean: Clean, run_id: str, path: Path, at: str) -> IngestedTraceRecord:
     trace, tid, line = clean.trace, clean.tid, clean.line
-    return {
-        "trace_id": tid,
-        "source": trace.source.value,
-        "native_id": trace.native_id,
-        "session_id": trace.session_id,
-        "family": clean.family,
-        "task": trace.task[:2000],
-        "final_answer": trace.final_answer[:2000],
-        "model": trace.model,
-        "tokens_in": trace.tokens_in,
-        "tokens_out": trace.tokens_out,
-        "cost_usd": trace.cost_usd,
-        "latency_s": trace.latency_s,
-        "failed": int(trace.failed),
-        "n_steps": len(trace.steps),
-        "trace_json": clean.json,
-        "file": path.name,
-        "line": line,
-        "ingest_run": run_id,
-        "ingested_at": at,
-    }
+    return IngestedTraceRecord(
+        trace_id=tid,
+        source=trace.source.value,
+        native_id=trace.native_id,
+        session_id=trace.session_id,
+        family=clean.family,
+        task=trace.task[:2000],
+        final_answer=trace.final_answer[:2000],
+        model=trace.model,
+        tokens_in=trace.tokens_in,
+        tokens_out=trace.tokens_out,
+        cost_usd=trace.cost_usd,
+        latency_s=trace.latency_s,
+        failed=int(trace.failed),
+        n_steps=len(trace.steps),
+        trace_json=clean.json,
+        file=path.name,
+        line=line,
+        ingest_run=run_id,
+        ingested_at=at,
+    )
 
 
-def _prediction_row(clean: Clean, run_id: str, at: str, options: IngestOptions) -> dict[str, Any]:
+def _prediction_row(clean: Clean, run_id: str, at: str, options: IngestOptions) -> PredictionRecord:
     """The trace as a trajectory the TUI's trajectory screen shows (its event types). Its
     question id and task type are the ones `--to-benchmark` gives its question, so a workspace
     initialised from that benchmark knows the question; a failed trace, or one scored below
@@ -444,25 +437,22 @@ def _prediction_row(clean: Clean, run_id: str, at: str, options: IngestOptions) 
     trace, tid = clean.trace, clean.tid
     scores = [f.score for f in trace.feedback if f.score is not None]
     correct = 0 if trace.failed else (None if not scores else int(min(scores) >= 0.5))
-    return {
-        "run_id": run_id,
-        "question_id": tid,
-        "unit_id": tid,
-        "task_type": options.task_type,
-        "prediction": trace.final_answer[:2000],
-        "answer": "",
-        "correct": correct,
-        "stop_reason": "error" if trace.failed else "final",
-        "steps_json": json.dumps(trajectory_events(trace), ensure_ascii=False),
-        "tokens_in": trace.tokens_in,
-        "tokens_out": trace.tokens_out,
-        "cost_usd": trace.cost_usd,
-        "latency_s": trace.latency_s,
-        "skills_version": options.versions[0],
-        "prompts_version": options.versions[1],
-        "created_at": _recorded_end(trace) or at,
-        "answer_source": None,
-    }
+    return PredictionRecord.build(
+        run_id=run_id,
+        question_id=tid,
+        unit_id=tid,
+        task_type=options.task_type,
+        prediction=trace.final_answer[:2000],
+        answer="",
+        correct=correct,
+        stop_reason="error" if trace.failed else "final",
+        steps=trajectory_events(trace),
+        tokens=(trace.tokens_in, trace.tokens_out),
+        cost_usd=trace.cost_usd,
+        latency_s=trace.latency_s,
+        versions=options.versions,
+        created_at=_recorded_end(trace) or at,
+    )
 
 
 def _recorded_end(trace: Trace) -> str:

@@ -23,7 +23,8 @@ from app.harness.rollouts.question_units import build_units, unit_correctness_vi
 from app.harness.rollouts.telemetry import calls_logged_as
 from app.harness.tools.runtime import ToolRollout, ToolRuntime
 from app.harness.workspace import killpoints
-from app.harness.workspace.log import HarnessLog
+from app.harness.workspace.harness_log import HarnessLog
+from app.harness.workspace.harness_log.predictions import PredictionRecord
 from app.harness.workspace.workspace import now_iso
 from app.progress import NO_BARS, Bars
 from app.providers.errors import BudgetExceeded, ProviderError
@@ -314,29 +315,25 @@ async def _tool_round(
     return added
 
 
-def prediction_row(p: Prediction, run_id: str) -> dict[str, Any]:
-    return {
-        "run_id": run_id,
-        "question_id": p.question_id,
-        "unit_id": p.unit_id,
-        "task_type": p.task_type,
-        "prediction": scrub(p.prediction),
-        "answer": p.answer,
-        "correct": int(p.correct),
-        "stop_reason": p.stop_reason,
-        "steps_json": scrub(json.dumps(p.steps, ensure_ascii=False)),
-        "tokens_in": p.tokens_in,
-        "tokens_out": p.tokens_out,
-        "cost_usd": p.cost_usd,
-        "latency_s": round(p.latency_s, 4),
-        "skills_version": p.skills_version,
-        "prompts_version": p.prompts_version,
-        "created_at": now_iso(),
-        "answer_source": p.answer_source or None,
-        "score": p.score,
-        "check_status": p.check_status,
-        "check_reason": p.check_reason or None,
-    }
+def prediction_row(p: Prediction, run_id: str) -> PredictionRecord:
+    return PredictionRecord.build(
+        run_id=run_id,
+        question_id=p.question_id,
+        unit_id=p.unit_id,
+        task_type=p.task_type,
+        prediction=p.prediction,
+        answer=p.answer,
+        correct=p.correct,
+        stop_reason=p.stop_reason,
+        steps=p.steps,
+        tokens=(p.tokens_in, p.tokens_out),
+        cost_usd=p.cost_usd,
+        latency_s=round(p.latency_s, 4),
+        versions=(p.skills_version, p.prompts_version),
+        created_at=now_iso(),
+        answer_source=p.answer_source,
+        check=(p.score, p.check_status, p.check_reason),
+    )
 
 
 async def run_inference(
@@ -353,7 +350,7 @@ async def run_inference(
 ) -> InferenceResult:
     """Answer every question concurrently; write predictions in batches; unit accuracy."""
     results: dict[str, Prediction] = {}  # in the order the answers arrive, as written
-    pending: list[dict[str, Any]] = []
+    pending: list[PredictionRecord] = []
     bar = bars.task(label, len(questions))
 
     async def answer(q: Question) -> None:

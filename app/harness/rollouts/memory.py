@@ -1,7 +1,7 @@
 """Rollout memories: verified winners, retrieved by BM25, injected as a block.
 
 - Storage: `memories` in the workspace's harness log plus an FTS5 index `memories_fts`
-  (app/harness/workspace/log.py, migration 4). Only branches whose objective score is 1 are stored;
+  (app/harness/workspace/harness_log/schema.py, migration 4). Only branches whose objective score is 1 are stored;
   the others are counted, never stored (`store_winners`).
 - Retrieval: SQLite FTS5 `bm25()` over the task text, the words of the new task OR-ed
   (each quoted, so no FTS syntax from question text is ever interpreted; tokens with digits
@@ -22,13 +22,14 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from app.harness.rollouts.agent_prompts import AgentPrompts
 from app.harness.workspace.clock import now_iso
-from app.harness.workspace.log import HarnessLog
+from app.harness.workspace.harness_log import HarnessLog
+from app.harness.workspace.harness_log.memories import MemoryRecord, RecalledMemory
 from core.scorecard import normalise_tool_sequence
 from core.types import Question
 
@@ -59,37 +60,26 @@ def store_winners(
     """Store the given branches whose objective score is 1; count the rest. `winners` is one
     branch row per question (the ranker's best), each with `question_id`, `branch_index`,
     `task_type`, `question`, `prediction`, `tool_calls_json`."""
-    stored = dropped = 0
+    dropped = 0
     rows = []
     for b in winners:
         if objective.get((b["question_id"], b["branch_index"])) != 1:
             dropped += 1
             continue
-        rows.append(b)
-    with log._txn():
-        for b in rows:
-            cur = log.conn.execute(
-                "INSERT OR IGNORE INTO memories (run_id, question_id, branch_index, task_type, "
-                "task, key_steps, final_answer, created_at, skills_version) "
-                "VALUES (?,?,?,?,?,?,?,?,?)",
-                (
-                    rollout_id,
-                    b["question_id"],
-                    b["branch_index"],
-                    b["task_type"],
-                    one_line(b["question"]),
-                    key_steps(b.get("tool_calls_json")),
-                    one_line(b.get("prediction") or "", 200),
-                    now_iso(),
-                    b.get("skills_version") or None,
-                ),
+        rows.append(
+            MemoryRecord(
+                run_id=rollout_id,
+                question_id=b["question_id"],
+                branch_index=b["branch_index"],
+                task_type=b["task_type"],
+                task=one_line(b["question"]),
+                key_steps=key_steps(b.get("tool_calls_json")),
+                final_answer=one_line(b.get("prediction") or "", 200),
+                created_at=now_iso(),
+                skills_version=b.get("skills_version") or None,
             )
-            if cur.rowcount:
-                log.conn.execute(
-                    "INSERT INTO memories_fts (rowid, task, task_type) VALUES (?,?,?)",
-                    (cur.lastrowid, one_line(b["question"]), b["task_type"]),
-                )
-                stored += 1
+        )
+    stored = log.add_memories(rows)
     return {"stored": stored, "dropped_unverified": dropped, "already_stored": len(rows) - stored}
 
 
@@ -98,19 +88,13 @@ def teacher_examples(log: HarnessLog, question_ids: list[str]) -> dict[str, tupl
     teacher's run (app/distill.py) for these questions; {} in any other workspace."""
     if not question_ids:
         return {}
-    marks = ",".join("?" * len(question_ids))
-    rows = log.query(
-        "SELECT m.question_id, m.final_answer, r.config_json FROM memories m "
-        f"JOIN _runs r ON r.run_id = m.run_id WHERE r.kind = 'distill' AND m.question_id IN ({marks})",
-        question_ids,
-    )
     out = {}
-    for r in rows:
+    for r in log.teacher_answers(question_ids):
         try:
-            model = str(json.loads(r["config_json"] or "{}").get("agent_model") or "the teacher")
+            model = str(json.loads(r.config_json or "{}").get("agent_model") or "the teacher")
         except ValueError:
             model = "the teacher"
-        out[r["question_id"]] = (model, r["final_answer"] or "")
+        out[r.question_id] = (model, r.final_answer or "")
     return out
 
 
@@ -148,7 +132,7 @@ def retrieve(
     k: int,
     exclude_question: str | None = None,
     how: Retrieval = Retrieval(),  # noqa: B008 - frozen, never mutated
-) -> list[dict]:
+) -> list[RecalledMemory]:
     """The k best memories for `task` (BM25), picked as `how` says."""
     if k <= 0:
         return []
@@ -157,23 +141,14 @@ def retrieve(
         return []
     filtering = how.dedupe or how.retire_after > 0
     limit = k * _CANDIDATES_PER_MEMORY if filtering else k
-    with log._lock:
-        cur = log.conn.execute(
-            "SELECT m.question_id, m.task_type, m.task, m.key_steps, m.final_answer, "
-            "m.run_id, m.skills_version, bm25(memories_fts) AS bm25 FROM memories_fts "
-            "JOIN memories m ON m.id = memories_fts.rowid WHERE memories_fts MATCH ? "
-            "AND m.question_id != ? AND (? IS NULL OR m.run_id = ?) ORDER BY bm25 LIMIT ?",
-            (query, exclude_question or "", how.run_id, how.run_id, limit),
-        )
-        names = [d[0] for d in cur.description]
-        rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+    rows = log.recall(query, exclude_question or "", how.run_id, limit)
     if how.retire_after > 0:
-        rows = [r for r in rows if not _retired(r["skills_version"], how)]
+        rows = [r for r in rows if not _retired(r.skills_version, how)]
     if how.dedupe:
         seen: set[str] = set()
         kept = []
         for r in rows:
-            key = normalised_steps(r["key_steps"])
+            key = normalised_steps(r.key_steps)
             if key not in seen:
                 seen.add(key)
                 kept.append(r)
@@ -200,7 +175,7 @@ def _retired(version: str | None, how: Retrieval) -> bool:
 
 
 def count(log: HarnessLog) -> int:
-    return log.query("SELECT COUNT(*) AS n FROM memories")[0]["n"]
+    return log.memory_count()
 
 
 def fence(text: str) -> str:
@@ -211,7 +186,7 @@ def fence(text: str) -> str:
     return html.escape(text, quote=False)
 
 
-def format_block(memories: list[dict]) -> str:
+def format_block(memories: Sequence[RecalledMemory]) -> str:
     """The block the agent sees (app/providers/sim/agent.py reads its `Task:` lines)."""
     if not memories:
         return ""
@@ -219,9 +194,9 @@ def format_block(memories: list[dict]) -> str:
     for m in memories:
         lines += [
             "",
-            f"Task: {fence(one_line(m['task']))}",
-            f"Key steps: {fence(one_line(m['key_steps']))}",
-            f"Verified answer: {fence(one_line(m['final_answer'], 200))}",
+            f"Task: {fence(one_line(m.task))}",
+            f"Key steps: {fence(one_line(m.key_steps))}",
+            f"Verified answer: {fence(one_line(m.final_answer, 200))}",
         ]
     lines.append("</memories>")
     return "\n".join(lines)

@@ -17,7 +17,8 @@ from loguru import logger
 from app.harness.workspace.atomic import read_json, write_json_atomic
 from app.harness.workspace.clock import now_iso
 from app.harness.workspace.config import RunConfig
-from app.harness.workspace.log import HarnessLog
+from app.harness.workspace.harness_log import HarnessLog
+from app.harness.workspace.harness_log.calls import ReplyAttemptRecord
 from core.redact import redact_url_credentials
 from core.structured import LEVELS, FormatLadder
 
@@ -159,28 +160,23 @@ def record_attempts(
     """One `reply_attempts` row per request of each structured call (one transaction)."""
     at = now_iso()
     rows = [
-        {
-            "run_id": run_id,
-            "purpose": purpose,
-            "subject": subject,
-            "attempt": a.get("attempt"),
-            "response_format": a.get("response_format"),
-            "status": a.get("status"),
-            "error": a.get("error", ""),
-            "reply": a.get("reply", ""),
-            "at": at,
-        }
+        ReplyAttemptRecord(
+            run_id=run_id,
+            purpose=purpose,
+            subject=subject,
+            attempt=a.get("attempt"),
+            response_format=a.get("response_format"),
+            status=a.get("status"),
+            error=a.get("error", ""),
+            reply=a.get("reply", ""),
+            at=at,
+        )
         for subject, attempts in calls
         for a in attempts
     ]
-    log.insert_rows("reply_attempts", rows)
+    log.add_reply_attempts(rows)
 
 
 def no_tool_calls(log: HarnessLog, run_id: str) -> bool:
     """True when no prediction of the run called any tool."""
-    row = log.conn.execute(
-        "SELECT COUNT(*) FROM predictions WHERE run_id = ? AND "
-        'steps_json LIKE \'%"type": "tool"%\'',
-        (run_id,),
-    ).fetchone()
-    return row[0] == 0
+    return not log.any_tool_call(run_id)

@@ -18,7 +18,7 @@ from app.harness.rollouts.rubric import RubricSettings
 from app.harness.rollouts.telemetry import LogRecorder
 from app.harness.tools.runtime import ToolRuntime
 from app.harness.workspace.config import RunConfig
-from app.harness.workspace.log import HarnessLog, RunStatus
+from app.harness.workspace.harness_log import HarnessLog, RunStatus
 from app.harness.workspace.store import Benchmark, load_benchmark
 from app.harness.workspace.workspace import (
     WorkspacePaths,

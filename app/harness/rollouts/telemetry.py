@@ -8,7 +8,8 @@ from contextvars import ContextVar
 from typing import Any
 
 from app.harness.workspace.clock import now_iso
-from app.harness.workspace.log import HarnessLog
+from app.harness.workspace.harness_log import HarnessLog
+from app.harness.workspace.harness_log.calls import CallRecord
 
 current_run_id: ContextVar[str] = ContextVar("current_run_id", default="")
 FLUSH_EVERY = 500
@@ -62,20 +63,4 @@ class LogRecorder:
 
     def flush(self) -> None:
         rows, self._rows = self._rows, []
-        columns = (
-            "run_id",
-            "role",
-            "model",
-            "tokens_in",
-            "tokens_out",
-            "cost_usd",
-            "latency_s",
-            "status",
-            "cache_hit",
-            "at",
-            "attempts",
-            "retries",
-            "timeouts",
-            "response_format",
-        )
-        self.log.insert_rows("llm_calls", [{c: r.get(c) for c in columns} for r in rows])
+        self.log.add_calls([CallRecord.from_columns(r) for r in rows])

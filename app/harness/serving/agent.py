@@ -20,7 +20,8 @@ import anyio
 from app.harness.rollouts.agent_prompts import AgentPrompts
 from app.harness.rollouts.inference import AgentSettings, answer_question, prediction_row
 from app.harness.rollouts.telemetry import LogRecorder, calls_logged_as
-from app.harness.workspace.log import HarnessLog
+from app.harness.workspace.harness_log import HarnessLog
+from app.harness.workspace.harness_log.predictions import PredictionRecord
 from core.evolution.budget import resolve_skill_file
 from core.protocols import LLMProvider
 from core.types import Prediction, Question, StopReason
@@ -80,7 +81,7 @@ class ServedAgent:
         self.recorder = recorder
         self.limiter = limiter
         self.counters = ServeCounters()
-        self._pending: list[dict[str, Any]] = []
+        self._pending: list[PredictionRecord] = []
 
     async def answer(
         self, task: str, task_type: str, context: str, tools: tuple[str, ...] | None = None
@@ -136,7 +137,7 @@ class ServedAgent:
             agent_s=p.latency_s,
         )
 
-    def _row(self, p: Prediction, question: Question) -> dict[str, Any]:
+    def _row(self, p: Prediction, question: Question) -> PredictionRecord:
         request = {
             "type": "request",
             "task": question.question[:TASK_IN_LOG_CHARS],
@@ -144,10 +145,10 @@ class ServedAgent:
             "context_chars": len(question.context),
         }
         steps = [request] + [_unchecked(s) for s in p.steps]
-        row = prediction_row(replace(p, steps=tuple(steps)), self.run_id)
-        row["answer"] = None
-        row["correct"] = None
-        return row
+        # a served request has no reference answer: nothing to grade it by
+        return replace(
+            prediction_row(replace(p, steps=tuple(steps)), self.run_id), answer=None, correct=None
+        )
 
     def flush(self) -> None:
         """Write the answered requests and their model calls (one transaction each)."""

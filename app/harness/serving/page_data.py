@@ -15,8 +15,8 @@ from typing import Any
 from app.errors import UserError
 from app.harness.serving.savings import SavingsReport, savings_report
 from app.harness.workspace.atomic import read_json_object
-from app.harness.workspace.log_reader import LogReader, open_reader
-from app.harness.workspace.log_rows import StepFilter
+from app.harness.workspace.harness_log.reader import LogReader, open_reader
+from app.harness.workspace.harness_log.rows import StepFilter
 from app.harness.workspace.workspace import read_manifest
 from app.sanitize import visible
 from app.secrets import scrub

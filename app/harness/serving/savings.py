@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.errors import UserError
-from app.harness.workspace.log_reader import LogReader, open_reader
-from app.harness.workspace.log_rows import RunRow
+from app.harness.workspace.harness_log.reader import LogReader, open_reader
+from app.harness.workspace.harness_log.rows import RunRow
 from app.harness.workspace.workspace import resolve_paths
 from app.providers.sim.provider import STRONG_PRICE_FACTOR, sim_price
 from core.savings import Figure, Price, RunUsage, priced_baseline, run_baseline, run_figures

@@ -33,8 +33,8 @@ from app.harness.serving.app import build_app, flush_periodically
 from app.harness.serving.routing import Router
 from app.harness.workspace import workspace as ws
 from app.harness.workspace.config import RunConfig
-from app.harness.workspace.log import RunStatus
-from app.harness.workspace.log_reader import LogReader
+from app.harness.workspace.harness_log import RunStatus
+from app.harness.workspace.harness_log.reader import LogReader
 from app.harness.workspace.writer_lock import WorkspaceBusy, WriterLock
 from app.openai_http import listening_socket, loopback_hosts
 from app.secrets import scrub

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from app.harness.workspace.log import HarnessLog
+from app.harness.workspace.harness_log import HarnessLog
 
 
 @dataclass(frozen=True)
@@ -88,11 +88,8 @@ def summarise(records: Iterable[Activation]) -> dict[str, dict[str, Any]]:
 
 def run_activation(log: HarnessLog, run_id: str) -> dict[str, dict[str, Any]]:
     """Activation of one run's predictions ({} when the run recorded none)."""
-    rows = log.query(
-        "SELECT task_type, steps_json FROM predictions WHERE run_id = ? ORDER BY question_id",
-        (run_id,),
-    )
-    records = [a for r in rows if (a := from_steps(r["task_type"], r["steps_json"]))]
+    rows = log.trajectories(run_id)
+    records = [a for r in rows if (a := from_steps(r.task_type, r.steps_json))]
     return summarise(records)
 
 
@@ -102,22 +99,17 @@ def failures(
     """Activation failures of a run, per expected skill file: questions that opened no skill
     (`none`) or another one (`wrong`), and questions of other files that opened this one
     (`stolen`): what a description update learns from."""
-    rows = log.query(
-        "SELECT p.task_type, p.steps_json, p.question_id FROM predictions p "
-        "WHERE p.run_id = ? ORDER BY p.question_id",
-        (run_id,),
-    )
     out: dict[str, dict[str, list[str]]] = {}
-    for row in rows:
-        a = from_steps(row["task_type"], row["steps_json"])
+    for row in log.trajectories(run_id):
+        a = from_steps(row.task_type, row.steps_json)
         if a is None or a.expected in a.opened:
             continue
         entry = out.setdefault(a.expected, {"none": [], "wrong": [], "stolen": []})
         kind = "wrong" if a.opened else "none"
         if len(entry[kind]) < limit_per_file:
-            entry[kind].append(row["question_id"])
+            entry[kind].append(row.question_id)
         for f in a.opened:
             other = out.setdefault(f, {"none": [], "wrong": [], "stolen": []})
             if len(other["stolen"]) < limit_per_file:
-                other["stolen"].append(row["question_id"])
+                other["stolen"].append(row.question_id)
     return out

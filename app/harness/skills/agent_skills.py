@@ -33,8 +33,8 @@ from loguru import logger
 from app.errors import UserError
 from app.harness.workspace.atomic import check_no_links
 from app.harness.workspace.benchmark_format import TASK_TYPE_RE
+from app.harness.workspace.harness_log import HarnessLog, RunRecord, RunStatus
 from app.harness.workspace.ids import check_run_id, check_version
-from app.harness.workspace.log import HarnessLog, RunStatus
 from app.harness.workspace.spdx import LICENCE_KEY
 from app.harness.workspace.store import (
     SKILLS_SIDECAR,
@@ -593,24 +593,24 @@ def version_provenance(root: Path, version: str, eval_run_id: str | None) -> dic
     if run is None:
         prov["eval-run"] = "none"
         return prov
-    if run["status"] != RunStatus.DONE or run["skills_version"] != version:
+    if run.status != RunStatus.DONE or run.skills_version != version:
         raise UserError(
-            f"run {run['run_id']} is {run['status']} and evaluated skills "
-            f"{run['skills_version']}; need a finished run of {version}"
+            f"run {run.run_id} is {run.status} and evaluated skills "
+            f"{run.skills_version}; need a finished run of {version}"
         )
     try:
-        summary = json.loads(run["summary_json"] or "{}")
+        summary = json.loads(run.summary_json or "{}")
     except json.JSONDecodeError:
         summary = {}
     prov.update(
         {
-            "eval-run": str(run["run_id"]),
-            "eval-kind": str(run["kind"]),
-            "prompts-version": str(run["prompts_version"]),
+            "eval-run": str(run.run_id),
+            "eval-kind": str(run.kind),
+            "prompts-version": str(run.prompts_version),
         }
     )
     try:
-        provenance = json.loads(run.get("provenance_json") or "{}")
+        provenance = json.loads(run.provenance_json or "{}")
     except json.JSONDecodeError:
         provenance = {}
     if isinstance(provenance, dict) and "simulated_model" in provenance:
@@ -663,7 +663,7 @@ def skill_provenance(
     with HarnessLog(root / "harness.db", readonly=True) as log:
         run = log.run(eval_run_id)
     try:
-        per_type = json.loads((run or {}).get("summary_json") or "{}").get("per_task_type")
+        per_type = json.loads((run.summary_json if run else None) or "{}").get("per_task_type")
     except (json.JSONDecodeError, AttributeError):
         per_type = None
     if not isinstance(per_type, dict):
@@ -677,15 +677,10 @@ def skill_provenance(
     return out
 
 
-def _latest_eval(log: HarnessLog, version: str) -> dict[str, Any] | None:
+def _latest_eval(log: HarnessLog, version: str) -> RunRecord | None:
     """The latest finished `eval` of the version, else training's final test run of it."""
-    rows = log.query(
-        "SELECT run_id FROM _runs WHERE kind IN ('eval', 'test') AND status = "
-        "'done' AND skills_version = ? ORDER BY kind = 'eval' DESC, seq DESC "
-        "LIMIT 1",
-        (version,),
-    )
-    return log.run(rows[0]["run_id"]) if rows else None
+    run_id = log.latest_done_eval_id(version)
+    return log.run(run_id) if run_id is not None else None
 
 
 def export_version(

@@ -47,7 +47,7 @@ from app.harness.training.contamination_guard import refused_as_contamination
 from app.harness.training.train_state import TrainContext, TrainState
 from app.harness.training.vocabulary import Count
 from app.harness.workspace.atomic import write_json_atomic
-from app.harness.workspace.log import RunStatus
+from app.harness.workspace.harness_log import RunStatus
 from app.paths import read_prompt
 from app.providers.errors import BudgetExceeded, ProviderError
 from core.evolution.acceptance import chunks
@@ -254,13 +254,10 @@ async def _rollout(
     )
     wanted = {q.question_id for q in questions}
     out = {}
-    for row in ctx.log.query(
-        "SELECT question_id, task_type, correct, steps_json FROM predictions WHERE run_id = ?",
-        (run_id,),
-    ):
-        if row["question_id"] in wanted:
-            a = from_steps(row["task_type"], row["steps_json"])
-            out[row["question_id"]] = (bool(a and a.expected in a.opened), bool(row["correct"]))
+    for row in ctx.log.trajectories(run_id, by_question=False):
+        if row.question_id in wanted:
+            a = from_steps(row.task_type, row.steps_json)
+            out[row.question_id] = (bool(a and a.expected in a.opened), bool(row.correct))
     return out
 
 
@@ -374,11 +371,9 @@ async def _steal_check(
     sample = random.Random(f"steal:{prefix}:{stem}").sample(others, min(STEAL_SAMPLE, len(others)))
     ids = {q.question_id for q in sample}
     base = 0
-    for row in ctx.log.query(
-        "SELECT question_id, task_type, steps_json FROM predictions WHERE run_id = ?", (r_run_id,)
-    ):
-        a = from_steps(row["task_type"], row["steps_json"])
-        base += bool(row["question_id"] in ids and a and file in a.opened)
+    for row in ctx.log.trajectories(r_run_id, by_question=False):
+        a = from_steps(row.task_type, row.steps_json)
+        base += bool(row.question_id in ids and a and file in a.opened)
     run_id = f"{prefix}desc-{stem}-steal"
     ctx.session.register(run_id, "gate", cand, parent_run_id=state.train_id)
     await run_inference(
@@ -392,9 +387,7 @@ async def _steal_check(
     )
     ctx.log.finish_run(run_id, RunStatus.DONE, {"description_gate": file})
     opened = 0
-    for row in ctx.log.query(
-        "SELECT task_type, steps_json FROM predictions WHERE run_id = ?", (run_id,)
-    ):
-        a = from_steps(row["task_type"], row["steps_json"])
+    for row in ctx.log.trajectories(run_id, by_question=False):
+        a = from_steps(row.task_type, row.steps_json)
         opened += bool(a and file in a.opened)
     return {"n": len(sample), "base": base, "cand": opened}

@@ -11,7 +11,9 @@ from typing import Any
 from app.harness.training.validate import ValidationOutcome
 from app.harness.workspace.atomic import write_json_atomic
 from app.harness.workspace.clock import now_iso
-from app.harness.workspace.log import HarnessLog
+from app.harness.workspace.harness_log import HarnessLog
+from app.harness.workspace.harness_log.gates import GateEvidenceRecord, QuadrantRecord
+from app.harness.workspace.harness_log.steps import EpochReportRecord, StepReportRecord
 from core.evolution.evolve import EvolutionRecord
 from core.evolution.gate import GateDecision
 
@@ -100,50 +102,47 @@ def write_step_report(root: Path, log: HarnessLog, report: dict[str, Any], row_r
 
     name = f"e{report['epoch']}_s{report['step']}_{report['task_type']}.json"
     write_json_atomic(Path(root) / "reports" / "steps" / name, report)
-    log.insert_rows(
-        "step_reports",
-        [
-            {
-                "run_id": row_run_id,
-                "epoch": report["epoch"],
-                "step": report["step"],
-                "task_type": report["task_type"],
-                "action": report["action"],
-                "cand_acc": report["cand_acc"],
-                "base_acc": report["base_acc"],
-                "w": report["W"],
-                "l": report["L"],
-                "e_value": report["e_value"],
-                "n_used": report["n_used"],
-                "stop_reason": report["stop_reason"],
-                "edit_budget": report["edit_budget"],
-                "gate_run_id": report["gate_run_id"],
-                "report_json": json.dumps(report),
-            }
-        ],
+    log.add_step_report(
+        StepReportRecord(
+            run_id=row_run_id,
+            epoch=report["epoch"],
+            step=report["step"],
+            task_type=report["task_type"],
+            action=report["action"],
+            cand_acc=report["cand_acc"],
+            base_acc=report["base_acc"],
+            w=report["W"],
+            l=report["L"],
+            e_value=report["e_value"],
+            n_used=report["n_used"],
+            stop_reason=report["stop_reason"],
+            edit_budget=report["edit_budget"],
+            gate_run_id=report["gate_run_id"],
+            report_json=json.dumps(report),
+        )
     )
 
 
 def evidence_rows(
     run_id: str, task_type: str, decision: GateDecision, epoch: int, step: int
-) -> list[dict[str, Any]]:
+) -> list[GateEvidenceRecord]:
     """`gate_evidence` rows, one per unit, for a gate run or a probation's continuation."""
     return [
-        {
-            "run_id": run_id,
-            "epoch": epoch,
-            "step": step,
-            "task_type": task_type,
-            "idx": i,
-            "unit_id": e.unit_id,
-            "base": _stored(e.base),
-            "cand": _stored(e.cand),
-            "outcome": e.outcome,
-            "w": e.W,
-            "l": e.L,
-            "e_win": e.e_win,
-            "e_harm": e.e_harm,
-        }
+        GateEvidenceRecord(
+            run_id=run_id,
+            epoch=epoch,
+            step=step,
+            task_type=task_type,
+            idx=i,
+            unit_id=e.unit_id,
+            base=_stored(e.base),
+            cand=_stored(e.cand),
+            outcome=e.outcome,
+            w=e.W,
+            l=e.L,
+            e_win=e.e_win,
+            e_harm=e.e_harm,
+        )
         for i, e in enumerate(decision.evidence)
     ]
 
@@ -158,16 +157,16 @@ def _stored(outcome: bool | float | None) -> int | float | None:
 
 def quadrant_rows(
     outcome: ValidationOutcome, run_id: str, epoch: int, step: int
-) -> list[dict[str, Any]]:
+) -> list[QuadrantRecord]:
     return [
-        {
-            "run_id": run_id,
-            "epoch": epoch,
-            "step": step,
-            "task_type": outcome.task_type,
-            "unit_id": u,
-            "quadrant": q,
-        }
+        QuadrantRecord(
+            run_id=run_id,
+            epoch=epoch,
+            step=step,
+            task_type=outcome.task_type,
+            unit_id=u,
+            quadrant=q,
+        )
         for q, units in outcome.quadrants.items()
         for u in units
     ]
@@ -179,15 +178,12 @@ def write_epoch_report(
     import json
 
     write_json_atomic(Path(root) / "reports" / "epochs" / f"e{report['epoch']}.json", report)
-    log.insert_rows(
-        "epoch_reports",
-        [
-            {
-                "run_id": row_run_id,
-                "epoch": report["epoch"],
-                "val_acc": report["val_acc"],
-                "test_acc": report.get("test_acc"),
-                "report_json": json.dumps(report),
-            }
-        ],
+    log.add_epoch_report(
+        EpochReportRecord(
+            run_id=row_run_id,
+            epoch=report["epoch"],
+            val_acc=report["val_acc"],
+            test_acc=report.get("test_acc"),
+            report_json=json.dumps(report),
+        )
     )

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from app.harness.training.vocabulary import EndReason, TrainPhase
-from app.harness.workspace.log import HarnessLog
+from app.harness.workspace.harness_log import HarnessLog
 from app.progress import CallsEta
 
 # app/estimate.py ESTIMATE_FILE, in the workspace's analyses/ (`estimate` writes it and
@@ -78,9 +78,6 @@ def calls_eta(analyses: Path, log: HarnessLog) -> CallsEta | None:
     train_id, expected, first = est.get("train_id"), est.get("calls"), est.get("first_call_id")
     if not (isinstance(train_id, str) and isinstance(expected, int) and isinstance(first, int)):
         return None
-    rows = log.query(  # the calls app/estimate.py `_actual_calls` compares with the estimate
-        "SELECT COALESCE(SUM(1 - cache_hit), 0) AS paid FROM llm_calls WHERE id >= ? AND "
-        "(run_id = 'baseline' OR run_id = ? OR run_id LIKE ? ESCAPE '\\')",
-        (first, train_id, train_id + "-%"),
-    )
-    return CallsEta(train_id, expected, int(rows[0]["paid"]), time.monotonic())
+    # the calls app/estimate.py `_actual_calls` compares with the estimate
+    paid = log.paid_call_count_of_train(first, train_id)
+    return CallsEta(train_id, expected, paid, time.monotonic())

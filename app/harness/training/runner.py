@@ -50,8 +50,8 @@ from app.harness.training.vocabulary import EndReason, TrainPhase
 from app.harness.workspace import killpoints
 from app.harness.workspace.atomic import read_json, write_json_atomic
 from app.harness.workspace.clock import now_iso
+from app.harness.workspace.harness_log import HarnessLog, RunStatus
 from app.harness.workspace.ids import check_run_id, check_version
-from app.harness.workspace.log import HarnessLog, RunStatus
 from app.harness.workspace.store import promote_to_seed
 from app.harness.workspace.workspace import (
     clean_staging,
@@ -330,7 +330,7 @@ class Runner:
     def _mark_finished(self, state: TrainState, progress: dict[str, Any]) -> None:
         """A run killed between its "finished" checkpoint and its "done" mark is done."""
         run = self.session.log.run(state.train_id)
-        if run is not None and run["status"] != RunStatus.DONE:
+        if run is not None and run.status != RunStatus.DONE:
             summary = done_summary(state, progress)
             self.session.log.finish_run(state.train_id, RunStatus.DONE, summary)
 
@@ -346,7 +346,7 @@ class Runner:
         return self.session.cache.spend_total(self.session.recorder.owner or "")
 
     def _new_train_id(self) -> str:
-        n = sum(1 for r in self.session.log.runs() if r["kind"] == "train") + 1
+        n = sum(1 for r in self.session.log.runs() if r.kind == "train") + 1
         return f"train{n}"
 
     def _pools(self) -> tuple[Pools, tuple[str, ...]]:
@@ -503,9 +503,9 @@ class Runner:
         run = log.run(BASELINE_RUN)
         if (
             run
-            and run["status"] == RunStatus.DONE
-            and run["skills_version"] == prompts.skills_version
-            and run["prompts_version"] == prompts.prompts_version
+            and run.status == RunStatus.DONE
+            and run.skills_version == prompts.skills_version
+            and run.prompts_version == prompts.prompts_version
         ):
             return log.correctness(BASELINE_RUN)
         result = await self.session.infer(
@@ -524,15 +524,10 @@ class Runner:
         run = session.log.run(run_id)
         if run is None:
             raise UserError(f"no run {run_id!r} in {session.paths.db}")
-        skills_dir = session.paths.root / "skills" / run["skills_version"].split("+")[0]
-        prompts_dir = session.paths.root / "prompts" / run["prompts_version"]
+        skills_dir = session.paths.root / "skills" / run.skills_version.split("+")[0]
+        prompts_dir = session.paths.root / "prompts" / run.prompts_version
         prompts = session.agent_prompts(skills_dir, prompts_dir)
-        ids = [
-            r["question_id"]
-            for r in session.log.query(
-                "SELECT question_id FROM predictions WHERE run_id = ? ORDER BY id", (run_id,)
-            )
-        ]
+        ids = session.log.question_ids(run_id)
         batch = [session.questions_by_id[i] for i in ids if i in session.questions_by_id]
         ctx = _DiagnoseContext(session, load_templates())
         session.log.clear_runs_with_prefix(f"{run_id}-diagnose-")
@@ -610,28 +605,26 @@ def done_summary(state: TrainState, progress: dict[str, Any]) -> dict[str, Any]:
 
 def promote(root: Path, version: str, eval_run_id: str, name: str, store: Path) -> Path:
     """Copy a skills version (with the prompts its eval used) into a new store seed."""
-    from app.harness.workspace.log import HarnessLog
+    from app.harness.workspace.harness_log import HarnessLog
 
     version = check_version(version, "version")
     check_run_id(eval_run_id, "--eval-run")
     paths = resolve_paths(root)
     with HarnessLog(paths.db, readonly=True) as log:
         run = log.run(eval_run_id)
-    if run is None or run["status"] != RunStatus.DONE:
+    if run is None or run.status != RunStatus.DONE:
         raise UserError(f"no finished run {eval_run_id!r} in {paths.db} to justify the promotion")
-    if run["skills_version"] != version:
-        raise UserError(
-            f"run {eval_run_id} evaluated skills {run['skills_version']}, not {version}"
-        )
+    if run.skills_version != version:
+        raise UserError(f"run {eval_run_id} evaluated skills {run.skills_version}, not {version}")
     # read and verified (sha256, no symlinks) before anything reaches the store
     skills = read_version_files(paths.root / "skills" / version)
-    prompts = read_version_files(paths.root / "prompts" / run["prompts_version"])
-    summary = json.loads(run["summary_json"] or "{}")
+    prompts = read_version_files(paths.root / "prompts" / run.prompts_version)
+    summary = json.loads(run.summary_json or "{}")
     manifest = read_manifest(root)
     provenance = {
         "workspace": str(paths.root),
         "skills_version": version,
-        "prompts_version": run["prompts_version"],
+        "prompts_version": run.prompts_version,
         "eval_run_id": eval_run_id,
         "eval_accuracy": summary.get("accuracy"),
         "seed": manifest.get("seed"),

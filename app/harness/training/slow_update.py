@@ -26,6 +26,7 @@ from app.harness.training.observation import evidence_rows, write_epoch_report
 from app.harness.training.train_state import Best, CurvePoint, Probation, TrainContext, TrainState
 from app.harness.training.vocabulary import Count
 from app.harness.workspace import killpoints
+from app.harness.workspace.harness_log.gates import DualMetricRecord, HoldoutRecord
 from app.harness.workspace.workspace import update_best, update_manifest
 from core.evolution.budget import edit_budget_at
 from core.evolution.diagnose import CasePack, merge_packs
@@ -77,16 +78,13 @@ async def run_slow_update(ctx: TrainContext, state: TrainState, epoch: int) -> N
         parent_run_id=state.train_id,
     )
     # 2. dual metric: the epoch's hard (validation) accuracy
-    ctx.log.insert_rows(
-        "dual_metric",
-        [
-            {
-                "run_id": prefix + "val",
-                "epoch": epoch,
-                "eval_run_id": prefix + "val",
-                "hard_acc": r.accuracy,
-            }
-        ],
+    ctx.log.add_dual_metric(
+        DualMetricRecord(
+            run_id=prefix + "val",
+            epoch=epoch,
+            eval_run_id=prefix + "val",
+            hard_acc=r.accuracy,
+        )
     )
     # 3. write R's per-question correctness back
     state.correctness.update(r.correctness)
@@ -196,9 +194,8 @@ async def _probation_test(
             break
         test.observe_family(family, [(u, base_view[u], cand_view[u]) for u in ids])
     verdict, decision = test.verdict()
-    ctx.log.insert_rows(
-        "gate_evidence",
-        evidence_rows(f"{prefix}probation-{p.task_type}", p.task_type, decision, p.epoch, p.step),
+    ctx.log.add_gate_evidence(
+        evidence_rows(f"{prefix}probation-{p.task_type}", p.task_type, decision, p.epoch, p.step)
     )
     return verdict, decision
 
@@ -340,9 +337,8 @@ async def settle_prompt_change(
     )
     decision = prompt_test(ctx, r, r2, prefix)
     keep = keeps_prompt_change(decision, ctx.config.gate.prompt_rule)
-    ctx.log.insert_rows(
-        "gate_evidence",
-        evidence_rows(prefix + "prompts-gate", PROMPTS_SUBJECT, decision, epoch, -1),
+    ctx.log.add_gate_evidence(
+        evidence_rows(prefix + "prompts-gate", PROMPTS_SUBJECT, decision, epoch, -1)
     )
     verdict = "kept" if keep else "reverted"
     summary = {
@@ -434,23 +430,22 @@ async def holdout_four_way(
         "best_mixed": (best[0], current[1]),
     }
     done: dict[tuple[str, str], float] = {}
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     for label, versions in labels.items():
         if versions not in done:
             done[versions] = await _test_accuracy(ctx, state, versions, test, prefix)
         out[label] = {"skills": versions[0], "prompts": versions[1], "accuracy": done[versions]}
-    ctx.log.insert_rows(
-        "holdout_eval",
+    ctx.log.add_holdout_evals(
         [
-            {
-                "run_id": prefix + "holdout",
-                "epoch": int(prefix.split("-e")[-1].split("-")[0]),
-                "label": label,
-                "skills_version": v["skills"],
-                "prompts_version": v["prompts"],
-                "accuracy": v["accuracy"],
-                "eval_run_id": f"{prefix}holdout-{v['skills']}-{v['prompts']}",
-            }
+            HoldoutRecord(
+                run_id=prefix + "holdout",
+                epoch=int(prefix.split("-e")[-1].split("-")[0]),
+                label=label,
+                skills_version=v["skills"],
+                prompts_version=v["prompts"],
+                accuracy=v["accuracy"],
+                eval_run_id=f"{prefix}holdout-{v['skills']}-{v['prompts']}",
+            )
             for label, v in out.items()
         ],
     )

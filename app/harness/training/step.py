@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Protocol
 
 import anyio
 from loguru import logger
@@ -38,7 +38,10 @@ from app.harness.training.validate import GateSpec, ValidationOutcome, Validator
 from app.harness.training.vocabulary import Count, SkipAction, StepAction
 from app.harness.workspace import killpoints
 from app.harness.workspace.config import RunConfig
-from app.harness.workspace.log import HarnessLog, RunStatus
+from app.harness.workspace.harness_log import HarnessLog, RunStatus
+from app.harness.workspace.harness_log.gates import DiagnosisRecord, ShadowGateRecord
+from app.harness.workspace.harness_log.gates import EvolutionRecord as LoggedEvolution
+from app.harness.workspace.harness_log.predictions import PredictionTrajectory
 from core.concurrency import fan_out
 from core.evolution.budget import edit_budget_at, resolve_skill_file
 from core.evolution.diagnose import (
@@ -209,36 +212,29 @@ class DiagnosisContext(Protocol):
     def log(self) -> HarnessLog: ...
 
 
-def rollout_rows(log: HarnessLog, run_id: str) -> dict[str, Any]:
-    """A rollout's prediction rows by question id (what `failures_from_rows` reads)."""
-    return {
-        r["question_id"]: r
-        for r in log.query(
-            "SELECT question_id, prediction, correct, stop_reason, steps_json FROM predictions "
-            "WHERE run_id = ?",
-            (run_id,),
-        )
-    }
+def rollout_rows(log: HarnessLog, run_id: str) -> dict[str, PredictionTrajectory]:
+    """A rollout's predictions by question id (what `failures_from_rows` reads)."""
+    return {r.question_id: r for r in log.trajectories(run_id, by_question=False)}
 
 
 def failures_from_rows(
-    prompts: AgentPrompts, batch: Sequence[Question], rows: Mapping[str, Any]
+    prompts: AgentPrompts, batch: Sequence[Question], rows: Mapping[str, PredictionTrajectory]
 ) -> tuple[list[Failure], list[tuple[Question, str]]]:
     """The batch's failures (with the prompts the agent saw) and its successes (question,
     prediction), from the rollout's prediction rows."""
     failures, successes = [], []
     for q in batch:
         row = rows[q.question_id]
-        if row["correct"]:
-            successes.append((q, row["prediction"]))
+        if row.correct:
+            successes.append((q, row.prediction))
             continue
         tools = "\n".join(f"- {t.name}: {t.description}" for t in prompts.tools_for(q))
         failures.append(
             Failure(
                 question=q,
-                prediction=row["prediction"] or "",
-                stop_reason=row["stop_reason"],
-                steps=tuple(json.loads(row["steps_json"])),
+                prediction=row.prediction or "",
+                stop_reason=row.stop_reason,
+                steps=tuple(json.loads(row.steps_json)),
                 system=prompts.system,
                 skill=prompts.skill_text(q.task_type),
                 tools=tools or "(none)",
@@ -296,20 +292,19 @@ async def diagnose_batch(
     diagnoses = in_batch_order(failures, [*triaged.decided, *judged])
     _warn_contradictions(prefix + "diag", diagnoses)
     _warn_nowhere(prefix + "diag", diagnoses)
-    ctx.log.insert_rows(
-        "diagnoses",
+    ctx.log.add_diagnoses(
         [
-            {
-                "run_id": prefix + "diag",
-                "question_id": d.question_id,
-                "task_type": d.task_type,
-                "category": d.category,
-                "target": d.target,
-                "rationale": d.rationale,
-                "degraded": int(d.degraded),
-                "parse_error": parse_errors.get(d.question_id),
-                "decided_by": d.decided_by,
-            }
+            DiagnosisRecord(
+                run_id=prefix + "diag",
+                question_id=d.question_id,
+                task_type=d.task_type,
+                category=d.category,
+                target=d.target,
+                rationale=d.rationale,
+                degraded=int(d.degraded),
+                parse_error=parse_errors.get(d.question_id),
+                decided_by=d.decided_by,
+            )
             for d in diagnoses
         ],
     )
@@ -606,14 +601,11 @@ def settle(
     """Phase D for one task type: evidence, report, then accept or reject."""
     ctx, state, epoch, step = scope.ctx, scope.state, scope.epoch, scope.step
     d = outcome.decision
-    ctx.log.insert_rows(
-        "gate_evidence",
-        evidence_rows(outcome.gate_run_id, outcome.task_type, outcome.decision, epoch, step),
+    ctx.log.add_gate_evidence(
+        evidence_rows(outcome.gate_run_id, outcome.task_type, outcome.decision, epoch, step)
     )
-    ctx.log.insert_rows(
-        "quadrant_pair", quadrant_rows(outcome, scope.run_id("report"), epoch, step)
-    )
-    ctx.log.insert_rows("shadow_gate", [shadow_row(scope, outcome)])
+    ctx.log.add_quadrants(quadrant_rows(outcome, scope.run_id("report"), epoch, step))
+    ctx.log.add_shadow_gate(shadow_row(scope, outcome))
     paths = ctx.session.refresh_paths()
     new_version = None
     carried = state.continuations.pop(record.task_type, None)
@@ -750,7 +742,7 @@ def provisional_test(decision: GateDecision) -> GateState:
     return decision.continuation
 
 
-def shadow_row(scope: StepScope, outcome: ValidationOutcome) -> dict[str, Any]:
+def shadow_row(scope: StepScope, outcome: ValidationOutcome) -> ShadowGateRecord:
     """What the other bet would have decided on the same evidence (analysis only)."""
     params = scope.ctx.gate_params
     d0 = outcome.decision
@@ -768,16 +760,16 @@ def shadow_row(scope: StepScope, outcome: ValidationOutcome) -> dict[str, Any]:
         if gate.done:
             break
     d = gate.finish(exhausted=True)
-    return {
-        "run_id": scope.run_id("report"),
-        "epoch": scope.epoch,
-        "step": scope.step,
-        "task_type": outcome.task_type,
-        "strategy": other,
-        "action": d.action,
-        "e_value": d.e_value,
-        "n_used": d.n_used,
-    }
+    return ShadowGateRecord(
+        run_id=scope.run_id("report"),
+        epoch=scope.epoch,
+        step=scope.step,
+        task_type=outcome.task_type,
+        strategy=other,
+        action=d.action,
+        e_value=d.e_value,
+        n_used=d.n_used,
+    )
 
 
 def _skip(
@@ -823,26 +815,25 @@ def _skip_on_probation(scope: StepScope, task_type: str, tally: FailureTally) ->
 def _log_evolution(scope: StepScope, record: EvolutionRecord) -> None:
     run_id = scope.run_id("evolve")
     plain = record.to_dict()
-    scope.ctx.log.insert_rows(
-        "evolutions",
+    scope.ctx.log.add_evolutions(
         [
-            {
-                "run_id": run_id,
-                "epoch": scope.epoch,
-                "step": scope.step,
-                "task_type": record.task_type,
-                "target_kind": record.target_kind,
-                "target_file": record.target_file,
-                "status": record.status,
-                "request_summary": record.request_summary,
-                "edits_json": json.dumps(plain["edits"]),
-                "apply_report_json": json.dumps(plain["apply_report"]),
-                "clip_json": json.dumps(plain["clip"]),
-                "source_version": record.source_version,
-                "result_version": None,  # set by `settle` once the gate accepts it
-                "parse_errors_json": json.dumps(record.parse_errors),
-                "attempts_json": json.dumps(plain["attempts"]),
-            }
+            LoggedEvolution(
+                run_id=run_id,
+                epoch=scope.epoch,
+                step=scope.step,
+                task_type=record.task_type,
+                target_kind=record.target_kind,
+                target_file=record.target_file,
+                status=record.status,
+                request_summary=record.request_summary,
+                edits_json=json.dumps(plain["edits"]),
+                apply_report_json=json.dumps(plain["apply_report"]),
+                clip_json=json.dumps(plain["clip"]),
+                source_version=record.source_version,
+                result_version=None,  # set by `settle` once the gate accepts it
+                parse_errors_json=json.dumps(record.parse_errors),
+                attempts_json=json.dumps(plain["attempts"]),
+            )
         ],
     )
     record_attempts(

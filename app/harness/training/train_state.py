@@ -27,7 +27,7 @@ from core.types import Question, QuestionUnit
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from app.harness.workspace.log import HarnessLog
+    from app.harness.workspace.harness_log import HarnessLog
 
 if TYPE_CHECKING:  # the checkpoint reads TrainState without loading the model stack
     from app.harness.rollouts.session import Session

@@ -28,7 +28,7 @@ from app.harness.rollouts.telemetry import calls_logged_as
 from app.harness.training.continuation import SegmentRule, first_segment_gate, resumed_gate
 from app.harness.training.gate_ladder import BaselineCache, Family, Ladder
 from app.harness.workspace import killpoints
-from app.harness.workspace.log import HarnessLog
+from app.harness.workspace.harness_log import HarnessLog
 from core.concurrency import fan_out
 from core.evolution.acceptance import AcceptanceRule, EProcessRule, RuleSetup, make_rule
 from core.evolution.gate import AcceptanceStrategy, GateDecision, GateParams, GateState, Pair

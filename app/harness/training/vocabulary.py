@@ -3,7 +3,7 @@
 Each is a StrEnum whose values are the strings stored on disk, so a member compares equal to
 the stored string, serialises as it, and old workspaces read the same. The gate's own names
 (accept, reject, ...) are `core.evolution.gate.GateAction`; a run's status in harness.db is
-`app.harness.workspace.log.RunStatus`.
+`app.harness.workspace.harness_log.RunStatus`.
 """
 
 from __future__ import annotations

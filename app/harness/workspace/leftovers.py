@@ -26,7 +26,7 @@ from pathlib import Path
 from loguru import logger
 
 from app.harness.workspace.atomic import write_json_atomic
-from app.harness.workspace.log import HarnessLog
+from app.harness.workspace.harness_log import HarnessLog
 
 STAGING = ".staging"
 OUT_NOTE_SUFFIX = ".out.json"

@@ -28,7 +28,7 @@ from app.harness.workspace.atomic import (
     write_json_atomic,
 )
 from app.harness.workspace.clock import now_iso
-from app.harness.workspace.log import HarnessLog
+from app.harness.workspace.harness_log import HarnessLog
 from app.harness.workspace.starter import STARTER_KEY
 from app.harness.workspace.store import Benchmark, Seed, load_benchmark, skills_without_task_type
 from app.secrets import scrub

@@ -16,7 +16,8 @@ sys.path.insert(0, str(ROOT))
 for _name in ("pandas", "numpy"):
     sys.modules.setdefault(_name, None)  # type: ignore[arg-type]
 
-from app.harness.workspace.log import HarnessLog  # noqa: E402
+from app.harness.workspace.harness_log import HarnessLog  # noqa: E402
+from tests.support.log_rows import insert_rows  # noqa: E402
 
 
 def main() -> None:
@@ -39,7 +40,7 @@ def main() -> None:
             }
             for i in range(start, min(start + batch, total))
         ]
-        log.insert_rows("predictions", rows)
+        insert_rows(log, "predictions", rows)
     n = log.conn.execute("SELECT COUNT(*) FROM predictions").fetchone()[0]
     log.close()
     print(f"done {n}", flush=True)

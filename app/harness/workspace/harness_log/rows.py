@@ -1,4 +1,4 @@
-"""The typed rows the harness log's read layer returns (app/harness/workspace/log_reader.py) and the
+"""The typed rows the harness log's read layer returns (app/harness/workspace/harness_log/reader.py) and the
 parameters its queries take: filters, keyset cursors, sort keys. Plain values, no I/O; the
 column names are the log's (docs/architecture.md#the-harness-log)."""
 
