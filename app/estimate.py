@@ -39,7 +39,7 @@ from app.harness.workspace.harness_log.reader import open_reader
 from app.harness.workspace.harness_log.rows import RoleCalls
 from app.harness.workspace.store import Seed
 from app.harness.workspace.workspace import WorkspacePaths
-from app.providers.sim.oracle import ORACLE_MODEL
+from app.providers.sim.notices import ORACLE_MODEL
 from app.providers.sim.provider import sim_price
 from core.types import Question
 

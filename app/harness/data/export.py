@@ -328,7 +328,7 @@ def _staged(root: Path, out_dir: Path) -> Iterator[Path]:
         note.unlink(missing_ok=True)
 
 
-def _dump(obj: dict) -> str:
+def _dump(obj: dict[str, Any]) -> str:
     """One record as a JSON line, every string value through every redaction pass (key
     formats, e-mail and private IP addresses, high-entropy tokens: app/secrets.py `scrub_json`)
     first: model replies can echo what a tool read, and an export leaves the workspace."""

@@ -100,7 +100,9 @@ def parse_mix_option(text: str) -> dict[str, float]:
 
 
 # -- messages from a branch's steps --------------------------------------------------------------
-def trajectory_messages(steps: Sequence[Mapping[str, Any]], *, json_arguments: bool) -> list[dict]:
+def trajectory_messages(
+    steps: Sequence[Mapping[str, Any]], *, json_arguments: bool
+) -> list[dict[str, Any]]:
     """The agent's side of a branch as chat messages: each model turn as an assistant message
     (with its tool calls), each tool result as a `tool` message answering its call."""
     out: list[dict[str, Any]] = []

@@ -137,7 +137,9 @@ def _records(
         _pair(lines, trace, v, (trl_msgs[:-1], openai_msgs[:-1]), seal)
 
 
-def _kto(lines: dict[str, list[str]], messages: list[dict], label: bool, seal: Any) -> None:
+def _kto(
+    lines: dict[str, list[str]], messages: list[dict[str, Any]], label: bool, seal: Any
+) -> None:
     prompt, completion = split_prompt(messages)
     kto = scrub_json({"prompt": prompt, "completion": completion, "label": label})
     lines["kto.jsonl"].append(_dump({**kto, "lineage": seal(kto)}))

@@ -628,7 +628,9 @@ def _unix_nanos(iso: str) -> int:
 # --- Inspect -------------------------------------------------------------------------------
 
 
-def inspect_log(run_id: str, trajectories: Sequence[Trajectory], session: Session) -> dict:
+def inspect_log(
+    run_id: str, trajectories: Sequence[Trajectory], session: Session
+) -> dict[str, Any]:
     """An Inspect AI eval log (its JSON form, log format version 2) of one run."""
     model = trajectories[0].model if trajectories else session.config.agent_model
     samples = [_inspect_sample(t) for t in trajectories]

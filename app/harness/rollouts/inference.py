@@ -23,9 +23,9 @@ from app.harness.rollouts.question_units import build_units, unit_correctness_vi
 from app.harness.rollouts.telemetry import calls_logged_as
 from app.harness.tools.runtime import ToolRollout, ToolRuntime
 from app.harness.workspace import killpoints
+from app.harness.workspace.clock import now_iso
 from app.harness.workspace.harness_log import HarnessLog
 from app.harness.workspace.harness_log.predictions import PredictionRecord
-from app.harness.workspace.workspace import now_iso
 from app.progress import NO_BARS, Bars
 from app.providers.errors import BudgetExceeded, ProviderError
 from app.secrets import scrub

@@ -105,7 +105,8 @@ class ModelIO:
             return self.config.structured_output
         saved = self._state["formats"].get(model, {})
         if saved.get("level") in LEVELS and saved.get("api_base") == _as_stored(base):
-            return saved["level"]
+            known: str = saved["level"]
+            return known
         level = detect_level(model, base)
         self._remember(model, level, "detected from litellm's model information", base)
         return level

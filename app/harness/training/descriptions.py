@@ -40,14 +40,13 @@ from app.harness.skills.agent_skills import (
     MAX_DESCRIPTION,
     SIDECAR,
     default_name,
-    read_sidecar,
-    write_sidecar,
 )
 from app.harness.training.contamination_guard import refused_as_contamination
 from app.harness.training.train_state import TrainContext, TrainState
 from app.harness.training.vocabulary import Count
 from app.harness.workspace.atomic import write_json_atomic
 from app.harness.workspace.harness_log import RunStatus
+from app.harness.workspace.store import read_sidecar, write_sidecar
 from app.paths import read_prompt
 from app.providers.errors import BudgetExceeded, ProviderError
 from core.evolution.acceptance import chunks
@@ -55,6 +54,7 @@ from core.evolution.budget import resolve_skill_file
 from core.evolution.edits import sanitize_text
 from core.evolution.gate import GateAction, GateStopReason, SequentialGate
 from core.jsonscan import find_json_object
+from core.types import Question
 
 MAX_SHOWN = 8
 STEAL_SAMPLE = 48
@@ -88,7 +88,7 @@ def with_description(prompts: AgentPrompts, file: str, description: str) -> Agen
     )
 
 
-def _question_lines(questions: list, ids: list[str]) -> str:
+def _question_lines(questions: list[Question], ids: list[str]) -> str:
     by_id = {q.question_id: q for q in questions}
     shown = [by_id[i] for i in ids if i in by_id][:MAX_SHOWN]
     return "\n".join(f"<question>{q.question}</question>" for q in shown) or "(none)"
@@ -139,7 +139,7 @@ async def _one(
     prompts: AgentPrompts,
     file: str,
     fails: dict[str, list[str]],
-    val: list,
+    val: list[Question],
     template: str,
     r_run_id: str,
 ) -> dict[str, Any]:
@@ -237,7 +237,7 @@ def _task_type_for(ctx: TrainContext, prompts: AgentPrompts, file: str) -> str |
 
 
 async def _rollout(
-    ctx: TrainContext, prompts: AgentPrompts, questions: list, run_id: str
+    ctx: TrainContext, prompts: AgentPrompts, questions: list[Question], run_id: str
 ) -> dict[str, tuple[bool, bool]]:
     """question_id -> (right skill opened, correct)."""
     session = ctx.session
@@ -268,7 +268,7 @@ async def _gate(
     base: AgentPrompts,
     cand: AgentPrompts,
     file: str,
-    val: list,
+    val: list[Question],
     r_run_id: str,
 ) -> dict[str, Any]:
     task_type = _task_type_for(ctx, base, file)
@@ -360,7 +360,7 @@ async def _steal_check(
     ctx: TrainContext,
     cand: AgentPrompts,
     file: str,
-    val: list,
+    val: list[Question],
     r_run_id: str,
     prefix: str,
     stem: str,

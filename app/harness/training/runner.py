@@ -67,7 +67,7 @@ from app.providers.errors import BudgetExceeded
 from app.secrets import scrub
 from core.evolution.budget import resolve_skill_file
 from core.evolution.diagnose import FailureTally
-from core.types import Question
+from core.types import Question, QuestionUnit
 
 TEMPLATES = ("diagnose_failure", "evolve_skill", "evolve_system", "evolve_tool", "momentum")
 BASELINE_RUN = "baseline"
@@ -386,7 +386,7 @@ class Runner:
         self,
         pools: Pools,
         task_types: tuple[str, ...],
-        units: dict,
+        units: dict[str, QuestionUnit],
         state: TrainState,
         total_steps: int,
     ) -> TrainContext:
@@ -403,7 +403,11 @@ class Runner:
         )
 
     async def _fresh_setup(
-        self, train_id: str, pools: Pools, task_types: tuple[str, ...], units: dict
+        self,
+        train_id: str,
+        pools: Pools,
+        task_types: tuple[str, ...],
+        units: dict[str, QuestionUnit],
     ) -> tuple[TrainContext, TrainState, ResumePlan]:
         session = self.session
         prompts = session.agent_prompts()

@@ -49,6 +49,7 @@ from core.evolution.diagnose import (
     RAW_NOTE,
     CasePack,
     Diagnosis,
+    DiagnosisCall,
     DiagnosisResult,
     Failure,
     FailureTally,
@@ -253,7 +254,7 @@ async def diagnose_batch(
     rows = rollout_rows(ctx.log, rollout_run_id or prefix + "rollout")
     failures, successes = failures_from_rows(prompts, batch, rows)
     triaged = triage_failures(failures)  # rules first; the judge sees only the rest
-    calls: list = []
+    calls: list[DiagnosisCall] = []
     with calls_logged_as(prefix + "diag"):
         judged = await diagnose_failures(
             ctx.session.providers["judge"],
