@@ -42,7 +42,7 @@ through its hidden rules; no answer key reaches it.
 
 `--tiny`: three of the formats (otlp, langfuse, inspect: a span export, a JSON document with
 feedback, an eval log), one epoch each; chat-json goes all the way in
-tests/app/test_ingest_train.py. It shows the bench runs; its figures measure nothing.
+tests/app/ingest/test_ingest_train.py. It shows the bench runs; its figures measure nothing.
 """
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 # `X as X`: reachable as `api.X` as before the split, though not in `__all__`, whose functions are
-# exactly the API table of docs/python-api.md (tests/app/test_api_commands.py).
+# exactly the API table of docs/python-api.md (tests/app/api/test_api_commands.py).
 from app import paths as paths
 from app.api.benchmarks import BenchmarkValidation, validate_benchmark
 from app.api.benchmarks import check_tools as check_tools

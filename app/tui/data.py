@@ -48,7 +48,7 @@ from app.tui.status import (
     status_from_runs,
 )
 
-# app/providers/sim/notices.py ORACLE_MODEL (tests/app/test_sim_oracle.py keeps them equal; the
+# app/providers/sim/notices.py ORACLE_MODEL (tests/app/providers/test_sim_oracle.py keeps them equal; the
 # TUI imports no provider code)
 ORACLE_MODEL = "sim/oracle"
 

@@ -1,4 +1,4 @@
-"""Training checkers for tests/app/test_custom_checkers.py: well-behaved and hostile ones.
+"""Training checkers for tests/app/rollouts/test_custom_checkers.py: well-behaved and hostile ones.
 Each is called as f(question, prediction) in a checker worker process."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""User verifiers and rewards named `tests.app.fork_plugins:<function>` by tests/app/test_fork.py."""
+"""User verifiers and rewards named `tests.app.fork_plugins:<function>` by tests/app/data/test_fork.py."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A user verifier named `tests.app.scorecard_plugins:flaky` by tests/app/test_scorecard.py:
+"""A user verifier named `tests.app.scorecard_plugins:flaky` by tests/app/data/test_scorecard.py:
 on branch 0 of every question its verdict flips on each call; elsewhere it always passes."""
 
 from __future__ import annotations

@@ -563,7 +563,7 @@ def test_betting_on_d_over_single_units_is_the_lattice_mixture_exactly() -> None
 @pytest.mark.parametrize("evidence", ["rounded", "mean"])
 def test_probation_resumes_the_family_evidence_exactly(evidence: str) -> None:
     """state(), then resume: the same E_win/E_harm and counts, and the same further path, as
-    the test that was never interrupted (through checkpoint.json: tests/app/test_train_state.py)."""
+    the test that was never interrupted (through checkpoint.json: tests/app/training/test_train_state.py)."""
     params = replace(GateParams(), family_evidence=evidence)
     rng = random.Random(7)
     fams = [

@@ -1,6 +1,6 @@
 """export: a ranked fork as training data, one JSONL file per layout.
 
-Layouts (each line one JSON object; field by field in tests/app/test_export.py):
+Layouts (each line one JSON object; field by field in tests/app/data/test_export.py):
 - `dpo_trl.jsonl`, TRL's conversational preference type with an explicit prompt, as its
   DPO trainer reads it (huggingface.co/docs/trl, "Dataset formats": Preference,
   Conversational):

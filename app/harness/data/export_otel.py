@@ -36,7 +36,7 @@ harness: children are laid out one after another in equal slices of the trajecto
 (the order is exact, the durations are not), and token usage is given once, on the root.
 
 Inspect (`inspect-<run>.json`, one per run): an Inspect AI eval log in its JSON form
-(`inspect_ai.log.read_eval_log` reads it; checked in tests/app/test_export_otel.py): one
+(`inspect_ai.log.read_eval_log` reads it; checked in tests/app/data/test_export_otel.py): one
 sample per question and branch (`epoch` = branch index + 1), `input` the question, `target`
 the reference answer, `messages` the conversation (system, user, assistant with
 `tool_calls`, tool with `tool_call_id` and `function`), `output` the final reply with usage,

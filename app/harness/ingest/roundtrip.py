@@ -1,5 +1,5 @@
 """Does a trace read back from `export --format otlp` hold every step of the trajectory it
-was written from? (bench/ingest.py `ingest.roundtrip_steps_equal`, tests/app/test_ingest_roundtrip.py)
+was written from? (bench/ingest.py `ingest.roundtrip_steps_equal`, tests/app/ingest/test_ingest_roundtrip.py)
 
 A step is compared by what a reader needs of it: a model message by its text, a tool call by
 its name and arguments (as JSON values, so key order and spacing do not count), an observation

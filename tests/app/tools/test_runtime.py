@@ -20,7 +20,7 @@ from app.harness.tools.runtime import ToolRollout, ToolRuntime
 from app.harness.tools.spec import parse_tables
 from app.harness.workspace.store import load_benchmark
 from core.types import Question, ToolCall
-from tests.app.test_inference import prompts, reply, scripted
+from tests.app.rollouts.test_inference import prompts, reply, scripted
 from tests.app.tools.conftest import processes_with
 
 BENCH = Path(__file__).parent / "data" / "bench"
