@@ -438,7 +438,7 @@ def test_modules_fall_in_their_layers() -> None:
             "app.providers.sim.world",
             "app.harness",
             "app.harness.workspace",
-            "app.harness.workspace.log",
+            "app.harness.workspace.harness_log.runs",
             "app.harness.training.runner",
             "app.tui.screens.base",
             "app.cli",
@@ -511,7 +511,7 @@ def test_function_local_imports_count_and_type_checking_imports_do_not(tmp_path:
     source.write_text(
         "from typing import TYPE_CHECKING\n"
         "import core.stats\n"
-        "from app.harness.workspace import log\n"
+        "from app.harness.workspace import harness_log\n"
         "if TYPE_CHECKING:\n"
         "    from app.tui.app import TrainerApp\n"
         "def f():\n"
@@ -519,4 +519,9 @@ def test_function_local_imports_count_and_type_checking_imports_do_not(tmp_path:
         "    import app.nothing_here\n"
     )
     found = imported_modules("app.m", source, project_modules())
-    assert found == {"core.stats", "app.harness.workspace.log", "core.evolution.gate", "app"}
+    assert found == {
+        "core.stats",
+        "app.harness.workspace.harness_log",
+        "core.evolution.gate",
+        "app",
+    }

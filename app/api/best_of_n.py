@@ -24,7 +24,7 @@ from app.api_args import ConfigSource, workspace_config
 from app.api_args import expect as _expect
 from app.errors import UserError
 from app.harness.rollouts.session import Session
-from app.harness.workspace.log_reader import LogReader
+from app.harness.workspace.harness_log import LogReader
 from app.harness.workspace.writer_lock import WriterLock
 from app.progress import Bars
 

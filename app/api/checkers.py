@@ -70,7 +70,7 @@ async def judge_quality_async(
         record_check,
     )
     from app.harness.rollouts.rubric import RubricSettings
-    from app.harness.workspace.log import RunStatus
+    from app.harness.workspace.harness_log import RunStatus
     from core.judge_quality import assess
 
     root = _workspace(workspace)

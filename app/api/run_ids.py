@@ -10,8 +10,8 @@ from loguru import logger
 
 from app.errors import UserError
 from app.harness.rollouts.session import Session
+from app.harness.workspace.harness_log import LogReader
 from app.harness.workspace.ids import check_run_id
-from app.harness.workspace.log_reader import LogReader
 
 
 def next_run_id(session: Session, prefix: str) -> str:

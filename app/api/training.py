@@ -24,7 +24,7 @@ from app.harness.training.runner import Runner, read_final
 from app.harness.training.vocabulary import Count, EndReason
 from app.harness.workspace import workspace as ws
 from app.harness.workspace.config import RunConfig
-from app.harness.workspace.log_reader import open_reader
+from app.harness.workspace.harness_log import open_reader
 from app.harness.workspace.store import benchmark_dir, load_seed, seed_dir
 from app.harness.workspace.writer_lock import WriterLock
 from app.progress import Bars

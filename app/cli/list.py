@@ -3,7 +3,7 @@
 Seeds and benchmarks come from `--store` first and then the built-in store, in the order
 `init` looks them up (app/api.py `find_seed`, `find_benchmark`): a built-in one of the same
 name as a store's is listed as hidden by it. Runs are a workspace's top-level runs from its
-log (read-only, app/harness/workspace/log_reader.py), each with the count of runs it started
+log (read-only, app/harness/workspace/harness_log/reader.py), each with the count of runs it started
 (gate, rollout and validation runs of a train). Reads a few small files; calls no model.
 """
 
@@ -95,7 +95,7 @@ def _entry(kind: str, name: str, source: str, store: Path, hidden: bool) -> Stor
 
 def run_entries(workspace: Path) -> list[RunEntry]:
     """The workspace's runs that no other run started, oldest first."""
-    from app.harness.workspace.log_reader import open_reader
+    from app.harness.workspace.harness_log import open_reader
     from app.harness.workspace.workspace import read_manifest
 
     read_manifest(workspace)  # one line when it is not a workspace

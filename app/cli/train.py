@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
 
 def train_models(workspace: Path, train_id: str) -> list[str]:
     """The models a train run recorded in its provenance (none when it has no row)."""
-    from app.harness.workspace.log_reader import open_reader
+    from app.harness.workspace.harness_log import open_reader
 
     db = Path(workspace) / "harness.db"
     if not train_id or not db.is_file():
