@@ -71,6 +71,10 @@ NOT_CONFIG = {
     "aws_access_key_id": "a planted canary's name in app/harness/data/scorecard.py",
     "oracle_function": "a benchmark.toml [fixtures.<name>] key (docs/tools.md)",
     "tool_rate": "a benchmark.toml [faults] key (docs/tools.md)",
+    "model_name": "an argument of app/harness/agents/gateway.py running_gateway",
+    "call_cap": "an argument of app/harness/agents/gateway.py open_rollout",
+    "time_limit_s": "an argument of app/harness/agents/gateway.py open_rollout",
+    "open_rollout": "a method of app/harness/agents/gateway.py, named in its refusals",
 }
 
 

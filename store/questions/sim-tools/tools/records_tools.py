@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 RECORDS = Path(__file__).with_name("records.json")
 LEDGER = Path("ledger.json")
@@ -17,7 +18,7 @@ EXPECTED = Path("tests") / "expected.json"
 MAX_CONTENT = 10_000
 
 
-def lookup(record_id: str) -> dict:
+def lookup(record_id: str) -> dict[str, Any]:
     """Look a record up in the records service and return its row (with its balance).
 
     record_id: the record's id, like R-1234
@@ -29,12 +30,12 @@ def lookup(record_id: str) -> dict:
     return dict(row)
 
 
-def read_schema() -> dict:
+def read_schema() -> dict[str, Any]:
     """Describe the ledger file of this folder: its fields and which one holds the total."""
     return dict(json.loads(SCHEMA.read_text(encoding="utf-8")))
 
 
-def write_field(field: str, value: int) -> dict:
+def write_field(field: str, value: int) -> dict[str, Any]:
     """Set one field of ledger.json to an integer value.
 
     field: the field's name
@@ -46,12 +47,12 @@ def write_field(field: str, value: int) -> dict:
     return {"ok": True, "field": field[:64], "value": int(value)}
 
 
-def check() -> dict:
+def check() -> dict[str, Any]:
     """Run the ledger's checks: whether the total field holds the expected total."""
     return {"passed": ledger_ok("."), "checked": str(EXPECTED)}
 
 
-def write_file(path: str, content: str) -> dict:
+def write_file(path: str, content: str) -> dict[str, Any]:
     """Write a text file inside this folder.
 
     path: a relative path inside the folder
