@@ -220,6 +220,9 @@ def verdict_step(
         "checker": question.checker,
         "stop_reason": stop,
         "answer_source": source,
+        # the context came with the task, not through read_context: triage's context_unread
+        # rule (core/evolution/triage.py) has no call to look for
+        "context_in_task": bool(question.context),
         "agent": {
             "calls": result.usage.calls,
             "refused": result.usage.refused,
