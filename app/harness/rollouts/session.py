@@ -77,8 +77,9 @@ class Session:
         self.tools: ToolRuntime | None = None
         self.external: ExternalRollouts | None = None
         try:
-            # the configured outside agent (docs/agents.md); None runs the built-in loop
-            self.external = external_agent(config)
+            # the configured outside agent (docs/agents.md); None runs the built-in loop. A
+            # session that makes no model calls (export) has no rollouts to run it in.
+            self.external = external_agent(config) if calls_models else None
             # the benchmark's declared tools and fixtures (docs/tools.md), started on first use
             self.tools = ToolRuntime.for_benchmark(
                 self.benchmark.tool_tables,
