@@ -47,6 +47,7 @@ from core.types import CHECKERS, InferenceResult, LLMResponse, Prediction, Quest
 BUILTIN_CHECKERS = frozenset(CHECKERS)
 WRITE_BATCH = 200
 INFRA_ERROR_SHARE = 0.10
+AGENT_CRASH = "crash"  # an outside agent's stop reason when it did not start or exited non-zero
 
 
 class ExternalAgent(Protocol):
@@ -466,4 +467,14 @@ def guard_infra(result: InferenceResult, context: str) -> None:
         raise RunFailed(
             f"{context}: {errors}/{total} answers failed with provider errors "
             f"(> {INFRA_ERROR_SHARE:.0%}); the model endpoint looks unhealthy"
+        )
+    # an outside agent that crashes on every question is misconfigured (a wrong path, a
+    # missing package), not learning: stop before a whole run trains on nothing. The built-in
+    # loop never stops with "crash" (app/harness/agents/protocol.py FailureKind)
+    crashes = result.stop_reason_counts.get(AGENT_CRASH, 0)
+    if total and crashes == total:
+        raise RunFailed(
+            f"{context}: the outside agent crashed on all {total} questions; see a "
+            "prediction's error step (report, or the tui), and check agent_command or "
+            "agent_function"
         )

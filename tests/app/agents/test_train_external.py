@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from app import api
-from app.errors import UserError
+from app.errors import RunFailed, UserError
 from app.harness.workspace.config import RunConfig, build_config
 from app.providers.sim.generate import write_benchmark
 from app.providers.sim.world import build_world
@@ -107,7 +107,8 @@ def test_a_python_agent_answers_infer_and_its_failures_are_stop_reasons(tmp_path
     assert calls == len(steps)  # each rollout's one model call, logged under its run
 
     crashes = {**good, "agent_function": "tests.app.agents.agent_plugins:crashes"}
-    api.infer(ws, overrides=crashes, task_types=["dates"], run_id="crashes")
+    with pytest.raises(RunFailed, match="the outside agent crashed on all 28 questions"):
+        api.infer(ws, overrides=crashes, task_types=["dates"], run_id="crashes")
     stops = rows(
         ws, "SELECT DISTINCT stop_reason, correct FROM predictions WHERE run_id = ?", "crashes"
     )
