@@ -119,6 +119,32 @@ def test_a_python_agent_answers_infer_and_its_failures_are_stop_reasons(tmp_path
     assert "\x1b" not in steps_json  # the agent's control characters are shown as text
 
 
+@pytest.mark.slow  # about 30 s: a training epoch with the e-process gate, in-process
+def test_the_gate_validates_candidates_with_the_outside_agent(tmp_path: Path) -> None:
+    """The default gate (eprocess): its ladders' rollouts, baseline and candidate, are the
+    outside agent's, logged under the gate's runs."""
+    ws = small_workspace(tmp_path)
+    learner = {
+        **SMALL,
+        "gate": {"strategy": "eprocess"},
+        "agent_kind": "python",
+        "agent_function": "tests.app.agents.agent_plugins:reads_skills",
+    }
+    result = api.train(ws, overrides=learner)
+    assert result.status == "done", result.reason
+    gate_runs = rows(
+        ws,
+        "SELECT p.run_id, COUNT(*) FROM predictions p WHERE p.run_id LIKE 'train1-e1-s%-gate%' "
+        "GROUP BY 1",
+    )
+    assert gate_runs, "no gate rollouts"
+    for run, n in gate_runs:
+        (calls,) = rows(ws, "SELECT COUNT(*) FROM llm_calls WHERE run_id = ?", run)[0]
+        assert calls == n, (run, n, calls)  # one model call per rollout of this agent
+        (steps,) = rows(ws, "SELECT steps_json FROM predictions WHERE run_id = ? LIMIT 1", run)[0]
+        assert json.loads(steps)[-1]["agent"]["calls"] == 1
+
+
 # ------------------------------------------------------------------ train, end to end
 
 
