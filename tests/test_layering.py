@@ -93,7 +93,8 @@ HARNESS_ROOMS: dict[str, frozenset[str]] = {
             "harness.serving",
         }
     ),
-    # bring your own agent (docs/agents.md): beside serving; nothing imports it yet
+    # bring your own agent (docs/agents.md): beside serving; the rollouts' Session builds the
+    # configured agent through LAYER_EXCEPTIONS' one module
     "harness.agents": frozenset(
         {
             "core",
@@ -134,6 +135,10 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
 LAYER_EXCEPTIONS: dict[tuple[str, str], str] = {
     ("providers", "app.harness.workspace.config"): (
         "the provider factory builds providers from RunConfig"
+    ),
+    ("harness.rollouts", "app.harness.agents.training_seam"): (
+        "Session builds the configured outside agent (RunConfig agent_kind, docs/agents.md); "
+        "the rollouts call it only through ExternalAgent, declared in inference.py"
     ),
 }
 

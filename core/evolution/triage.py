@@ -11,7 +11,8 @@ judge would say, and costs no model call. Rules, in order; the first that fires 
   arguments were not a JSON object, never followed by a successful call of the same tool;
 - `rule:context_unread` -> missing_context: the question comes with context (`Question.context`,
   offered through the `read_context` tool) and no `read_context` call succeeded, so the agent
-  answered without the facts;
+  answered without the facts (not for an outside agent, whose verdict step says
+  `context_in_task`: it got the context with its task, app/harness/agents/training_seam.py);
 - `rule:skill_unopened` -> activation: the rollout records which skill file its task type needs
   (`skill_expected`, skill modes "tool" and "progressive", app/harness/skills/activation.py)
   and it did not open it, so no edit of that file's text reached the agent.
@@ -115,6 +116,9 @@ def _unparsed_arguments(f: Failure) -> _Verdict | None:
 def _context_unread(f: Failure) -> _Verdict | None:
     if not f.question.context:
         return None
+    verdict = next(iter(_steps(f, "verdict")[-1:]), {})
+    if verdict.get("context_in_task"):
+        return None  # an outside agent is handed the context with its task: no call to miss
     if any(s.get("name") == CONTEXT_TOOL and s.get("status") == "ok" for s in _steps(f, "tool")):
         return None
     why = "the question comes with context, and the agent never read it (no read_context call)"

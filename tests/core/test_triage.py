@@ -80,6 +80,14 @@ def test_a_provider_error_is_a_runtime_fault() -> None:
     assert "simulated timeout" in d.rationale
 
 
+def test_an_outside_agent_handed_the_context_with_its_task_did_not_miss_it() -> None:
+    f = failure(question(context=CONTEXT), [model(), verdict(context_in_task=True)])
+    assert rule_diagnosis(f) is None  # the judge decides
+    unread = failure(question(context=CONTEXT), [model(), verdict()])
+    d = rule_diagnosis(unread)
+    assert d is not None and d.decided_by == RULE_CONTEXT_UNREAD
+
+
 def test_unparsable_tool_arguments_are_an_interface_problem_of_that_tool() -> None:
     bad = tool("read_context", '{"section": "fu', status="error", output="error: not JSON")
     f = failure(question(context=CONTEXT), [model(("read_context", '{"section": "fu')), bad])

@@ -2,8 +2,8 @@
 close the key, and complete the agent's result with what the gateway recorded (its usage,
 and its trajectory when the agent reported none).
 
-This is the function the training loop will call per question once outside agents are wired
-in (docs/agents.md#what-is-not-wired-yet).
+The rollouts call it per question through app/harness/agents/training_seam.py
+(docs/agents.md#in-training).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 independent branches.
 
 A fork is one run in the harness log (`_runs.kind = "fork"`, run_id = the rollout id shared
-by every branch). Each branch is one `answer_question` call (app/harness/rollouts/inference.py) with
+by every branch). Each branch is one `rollout_question` call (app/harness/rollouts/inference.py) with
 its own temperature and seed (the branch index) and its own session id
 `<rollout>-b<index>-<uuid>`; its row in `branches` (app/harness/workspace/harness_log/schema.py, migration 4) carries
 the predictions table's columns plus the branch's own: the trajectory exactly as the agent
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from app.errors import UserError
-from app.harness.rollouts.inference import answer_question, prediction_row
+from app.harness.rollouts.inference import prediction_row, rollout_question, serving_agent
 from app.harness.rollouts.pools import split_pools
 from app.harness.rollouts.telemetry import calls_logged_as
 from app.harness.workspace import killpoints
@@ -287,6 +287,7 @@ async def run_fork(
         if (q, i) not in done
     ]
     base = replace(session.agent_settings, concurrency=spec.concurrency)
+    running = base  # with an outside agent's gateway once it runs
     pending: list[BranchRecord] = []
     bar = bars.task("branches", len(todo))
     started = time.perf_counter()
@@ -294,8 +295,8 @@ async def run_fork(
     async def run_branch(branch: tuple[Question, int]) -> None:
         question, index = branch
         temperature = spec.temperatures[index]
-        settings = replace(base, temperature=temperature, sample=index)
-        p = await answer_question(session.providers["agent"], prompts, question, settings)
+        settings = replace(running, temperature=temperature, sample=index)
+        p = await rollout_question(session.providers["agent"], prompts, question, settings)
         pending.append(branch_row(p, rollout_id, index, temperature, session_id(rollout_id, index)))
         if len(pending) >= FORK_WRITE_BATCH:
             batch = pending[:]
@@ -306,7 +307,9 @@ async def run_fork(
 
     try:
         with calls_logged_as(rollout_id):
-            await fan_out(run_branch, todo, limiter=anyio.CapacityLimiter(spec.concurrency))
+            async with serving_agent(base, session.providers["agent"]) as running:
+                limiter = anyio.CapacityLimiter(spec.concurrency)
+                await fan_out(run_branch, todo, limiter=limiter)
     except BaseException as e:
         _write(log, pending)
         pending.clear()

@@ -7,12 +7,14 @@ written to the log in batches; unit-level accuracy is returned.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 
@@ -45,6 +47,23 @@ from core.types import CHECKERS, InferenceResult, LLMResponse, Prediction, Quest
 BUILTIN_CHECKERS = frozenset(CHECKERS)
 WRITE_BATCH = 200
 INFRA_ERROR_SHARE = 0.10
+AGENT_CRASH = "crash"  # an outside agent's stop reason when it did not start or exited non-zero
+
+
+class ExternalAgent(Protocol):
+    """An agent that lives outside this repository (docs/agents.md), as the rollouts see it;
+    app/harness/agents/training_seam.py implements it. Declared here, below the agents room,
+    so the rollouts can call it without importing that room."""
+
+    def serving(self, provider: LLMProvider) -> AbstractAsyncContextManager[ExternalAgent]:
+        """This agent with its model gateway running around `provider`, for one batch."""
+        ...
+
+    async def answer(
+        self, prompts: AgentPrompts, question: Question, settings: AgentSettings
+    ) -> Prediction:
+        """One rollout, as the Prediction the built-in loop would have made."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -58,9 +77,36 @@ class AgentSettings:
     # who checks answers (app/harness/rollouts/checking.py); built-in checkers only by default
     checker: AnswerChecker = field(default=BUILTIN_ONLY, compare=False, repr=False)
     tools: ToolRuntime | None = None  # the benchmark's declared tools (docs/tools.md)
+    # None: the built-in loop (`answer_question`); else the configured outside agent
+    external: ExternalAgent | None = field(default=None, compare=False, repr=False)
 
     def fallbacks_for(self, task_type: str) -> tuple[str, ...]:
         return self.answer_fallbacks.get(task_type, self.answer_fallbacks.get("*", ()))
+
+
+async def rollout_question(
+    provider: LLMProvider, prompts: AgentPrompts, question: Question, settings: AgentSettings
+) -> Prediction:
+    """One question's rollout by whichever agent `settings` names: every caller that answers
+    questions (inference, the gate, fork) comes through here, so they all run the same agent.
+    An outside agent must be inside `serving_agent` (its gateway)."""
+    if settings.external is None:
+        return await answer_question(provider, prompts, question, settings)
+    return await settings.external.answer(prompts, question, settings)
+
+
+@contextlib.asynccontextmanager
+async def serving_agent(
+    settings: AgentSettings, provider: LLMProvider
+) -> AsyncIterator[AgentSettings]:
+    """`settings` ready for a batch of rollouts: an outside agent's gateway is started around
+    `provider` for the block (one gateway per batch, not per question); the built-in loop
+    needs nothing."""
+    if settings.external is None:
+        yield settings
+        return
+    async with settings.external.serving(provider) as running:
+        yield replace(settings, external=running)
 
 
 async def answer_question(
@@ -354,7 +400,7 @@ async def run_inference(
     bar = bars.task(label, len(questions))
 
     async def answer(q: Question) -> None:
-        p = await answer_question(provider, prompts, q, settings)
+        p = await rollout_question(provider, prompts, q, running)
         results[q.question_id] = p
         pending.append(prediction_row(p, run_id))
         if len(pending) >= WRITE_BATCH:
@@ -364,9 +410,12 @@ async def run_inference(
         killpoints.reached("rollout")
         bar.advance()
 
+    running = settings
     try:
         with calls_logged_as(run_id):
-            await fan_out(answer, questions, limiter=anyio.CapacityLimiter(settings.concurrency))
+            async with serving_agent(settings, provider) as running:
+                limiter = anyio.CapacityLimiter(settings.concurrency)
+                await fan_out(answer, questions, limiter=limiter)
     finally:
         log.upsert_predictions(pending)
         bar.done()
@@ -418,4 +467,14 @@ def guard_infra(result: InferenceResult, context: str) -> None:
         raise RunFailed(
             f"{context}: {errors}/{total} answers failed with provider errors "
             f"(> {INFRA_ERROR_SHARE:.0%}); the model endpoint looks unhealthy"
+        )
+    # an outside agent that crashes on every question is misconfigured (a wrong path, a
+    # missing package), not learning: stop before a whole run trains on nothing. The built-in
+    # loop never stops with "crash" (app/harness/agents/protocol.py FailureKind)
+    crashes = result.stop_reason_counts.get(AGENT_CRASH, 0)
+    if total and crashes == total:
+        raise RunFailed(
+            f"{context}: the outside agent crashed on all {total} questions; see a "
+            "prediction's error step (report, or the tui), and check agent_command or "
+            "agent_function"
         )

@@ -9,6 +9,7 @@ from typing import Any
 from loguru import logger
 
 from app.errors import UserError, first_leaf, is_stop, stop_reason
+from app.harness.agents.training_seam import ExternalRollouts, external_agent
 from app.harness.rollouts.agent_prompts import AgentPrompts
 from app.harness.rollouts.checking import AnswerChecker
 from app.harness.rollouts.custom_checkers import CheckerPool, PoolSettings, configure_user_pool
@@ -74,7 +75,11 @@ class Session:
             q.question_id: q for q in self.benchmark.questions
         }
         self.tools: ToolRuntime | None = None
+        self.external: ExternalRollouts | None = None
         try:
+            # the configured outside agent (docs/agents.md); None runs the built-in loop. A
+            # session that makes no model calls (export) has no rollouts to run it in.
+            self.external = external_agent(config) if calls_models else None
             # the benchmark's declared tools and fixtures (docs/tools.md), started on first use
             self.tools = ToolRuntime.for_benchmark(
                 self.benchmark.tool_tables,
@@ -90,6 +95,8 @@ class Session:
             raise
 
     def close(self) -> None:
+        if self.external is not None:
+            self.external.close()
         self.checker.close()
         if self.tools is not None:
             self.tools.close()
@@ -149,6 +156,7 @@ class Session:
             answer_fallbacks=self.benchmark.answer_fallbacks,
             checker=self.checker,
             tools=self.tools,
+            external=self.external,
         )
 
     def provenance(self, prompts: AgentPrompts) -> dict[str, Any]:

@@ -18,7 +18,12 @@ import anyio
 
 from app.errors import RunFailed
 from app.harness.rollouts.agent_prompts import AgentPrompts
-from app.harness.rollouts.inference import AgentSettings, answer_question, prediction_row
+from app.harness.rollouts.inference import (
+    AgentSettings,
+    prediction_row,
+    rollout_question,
+    serving_agent,
+)
 from app.harness.rollouts.question_units import (
     is_scored,
     unit_correctness_view,
@@ -178,10 +183,12 @@ class Validator:
         out: dict[str, Any] = {}  # in the order the answers arrive
 
         async def answer(q: Question) -> None:
-            out[q.question_id] = await answer_question(self.provider, prompts, q, self.settings)
+            out[q.question_id] = await rollout_question(self.provider, prompts, q, running)
 
+        running = self.settings
         with calls_logged_as(run_id):
-            await fan_out(answer, questions, limiter=self.limiter)
+            async with serving_agent(self.settings, self.provider) as running:
+                await fan_out(answer, questions, limiter=self.limiter)
         ordered = [out[q.question_id] for q in questions if q.question_id in out]
         self.log.upsert_predictions([prediction_row(p, run_id) for p in ordered])
         return out

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from loguru import logger
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 from pydantic_core import ErrorDetails
 
@@ -121,6 +121,18 @@ class RunConfig(BaseModel):
     # agent loop (skill modes: app/harness/rollouts/agent_prompts.py)
     skill_mode: Literal["inline", "tool", "progressive"] = _s("inline")
     max_steps: int = _s(6, **POSITIVE)
+
+    # which agent the rollouts run (docs/agents.md); `[agent] kind = "command"` is
+    # `agent_kind`. "builtin": the loop of app/harness/rollouts/inference.py. "command": the
+    # executable `agent_command` (an argv list), one sandboxed process per rollout; "python":
+    # the `agent_function` (`module:function`) in this process. Both call the run's agent
+    # model through the recording gateway (app/harness/agents/gateway.py), each rollout at
+    # most `agent_call_cap` model calls and `agent_timeout_s` seconds.
+    agent_kind: Literal["builtin", "command", "python"] = _d("builtin")
+    agent_command: tuple[str, ...] = _d(())
+    agent_function: str = _d("")
+    agent_timeout_s: float = _d(300.0, gt=0.0, le=86_400.0)
+    agent_call_cap: int = _d(32, ge=1, le=10_000)
 
     # training schedule
     seed: int = _s(1)
@@ -233,6 +245,25 @@ class RunConfig(BaseModel):
             raise ValueError(f"one of auto, {', '.join(LEVELS)}")
         return value
 
+    @model_validator(mode="after")
+    def _agent_named(self) -> RunConfig:
+        """An outside agent needs what to run; what to run needs an outside agent."""
+        if self.agent_kind == "command" and not (self.agent_command and self.agent_command[0]):
+            raise ValueError(
+                "key 'agent_command' must be the command to run, a non-empty list of "
+                'strings such as ["python", "agent.py"], when agent_kind = "command"'
+            )
+        if self.agent_kind == "python" and not _is_target(self.agent_function):
+            raise ValueError(
+                "key 'agent_function' must be 'module:function' when agent_kind = \"python\" "
+                f"(got {self.agent_function!r})"
+            )
+        if self.agent_kind != "command" and self.agent_command:
+            raise ValueError(f"key 'agent_command' is set but agent_kind is {self.agent_kind!r}")
+        if self.agent_kind != "python" and self.agent_function:
+            raise ValueError(f"key 'agent_function' is set but agent_kind is {self.agent_kind!r}")
+        return self
+
     @property
     def uses_sim(self) -> bool:
         return any(m.startswith("sim/") for m in self.models.values())
@@ -253,6 +284,12 @@ class RunConfig(BaseModel):
             self.api_base if base is None else base,
             self.api_key_env if key_env is None else key_env,
         )
+
+
+def _is_target(text: str) -> bool:
+    """`module:function`, both parts present (the loader checks they exist)."""
+    module, colon, function = text.partition(":")
+    return bool(colon and module.strip() and function.strip())
 
 
 GATE_KEYS = tuple(f.name for f in fields(GateConfig))
@@ -324,6 +361,8 @@ def describe_problem(error: ErrorDetails, prefix: str = "") -> str:
         return f"unknown config key '{key}'{'' if prefix else _did_you_mean(key)}"
     if kind == "missing":
         return f"key '{key}' missing"
+    if kind == "value_error" and not key:  # a check across keys names its keys itself
+        return error["msg"].removeprefix("Value error, ")
     cause = ctx.get("error")
     if isinstance(cause, GateParamError):  # GateParams' own range check, on the section
         return f"key '{GATE}.{cause.name}' must be {cause.requirement} (got {cause.value!r})"

@@ -63,3 +63,22 @@ def hands_back_a_coroutine(
         return "from a coroutine"
 
     return later()
+
+
+async def reads_skills(task: AgentTask, skills: SkillsVersion, endpoint: ModelEndpoint) -> str:
+    """examples/agents/command-openai/agent.py in-process: the system prompt and the skill of
+    the task's type (else the default one), the question with its context."""
+    skill = skills.skills.get(f"{task.task_type}.md") or skills.skills.get("default-strategy.md")
+    system = f"{skills.system_prompt}\n\n# Skill {task.task_type}\n\n{skill or ''}"
+    user = f"<question>\n{task.question}\n</question>"
+    if task.context:
+        user += f"\n\n<context>\n{task.context}\n</context>"
+    client = openai.AsyncOpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key, max_retries=0)
+    reply = await client.chat.completions.create(
+        model=endpoint.model,
+        messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
+    )
+    text = reply.choices[0].message.content or ""
+    return next(
+        (ln[7:].strip() for ln in reversed(text.splitlines()) if ln.startswith("ANSWER:")), ""
+    )
