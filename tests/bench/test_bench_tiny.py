@@ -37,6 +37,7 @@ SLOW = {
     "tui_load": "builds a workspace, then paints every TUI screen",
     "gate_validity": "its exact dynamic programmes do not shrink with --tiny",
     "ingest_train": "three ingests, inits and trainings as CLI processes",
+    "skillopt_compare": "three trainings as CLI processes and three SkillOpt runs",
 }
 
 
@@ -52,12 +53,28 @@ def _run_all_module():
 RESULT: re.Pattern[str] = _run_all_module().RESULT  # the one format the table is built from
 
 
+# name -> (the package it needs, which optional extra of pyproject.toml holds it): without the
+# package its --tiny run is skipped with that reason rather than failed
+NEEDS = {"skillopt_compare": ("skillopt", "bench")}
+
+
+def _marks(name: str) -> list:
+    marks = [pytest.mark.slow] if name in SLOW else []
+    if name in NEEDS:
+        package, extra = NEEDS[name]
+        marks.append(
+            pytest.mark.skipif(
+                importlib.util.find_spec(package) is None,
+                reason=f"bench/{name}.py needs `{package}` (the `{extra}` extra): "
+                f"pip install -e '.[{extra}]'",
+            )
+        )
+    return marks
+
+
 def _scripts() -> list:
     names = sorted(p.stem for p in BENCH.glob("*.py") if not p.name.startswith("_"))
-    return [
-        pytest.param(n, marks=pytest.mark.slow, id=n) if n in SLOW else pytest.param(n, id=n)
-        for n in names
-    ]
+    return [pytest.param(n, marks=_marks(n), id=n) for n in names]
 
 
 def _env(name: str) -> dict[str, str]:
