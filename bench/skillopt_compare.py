@@ -24,7 +24,10 @@ For every world seed W (sim world W, U units per task type) it runs, in fresh wo
 - the null evolver (`sim_useless_share = 1`, `sim_harmful_share = 0`: every skill edit the
   simulated evolver proposes is one of app/providers/sim/evolver.py `USELESS_LINES`, which
   change nothing the world rewards), skills only: once through the trainer (its gate's null
-  tally, bench/acceptance.py `null_edit_tally`) and once through SkillOpt's loop.
+  tally, bench/acceptance.py `null_edit_tally`) and once through SkillOpt's loop; at the
+  world's default answer noise (0.03), and (not with --tiny) again at bench/acceptance.py's
+  `noisy0.3` (`..._noisy0.3` RESULT names), where a null candidate and its baseline disagree
+  by chance on about a fifth of the units.
 
 Same world, splits and models for all: SkillOpt's workspace is opened with the configuration
 the trainer's train run recorded (bench/gepa_compare.py `trainer_config`), and its splits are
@@ -91,7 +94,10 @@ moment (the skills and prompts its gate had accepted; the trainer's own best-by-
 choice is made at epoch ends). SkillOpt is stopped once it reaches max(BUDGETS) (its last
 curve point), before its own final tests. RESULT values are means over the world seeds that
 reached N (a RESULT only when all did); `# ` lines give each seed's value and a Wilson 95%
-interval over that seed's test units, and a pooled one over all seeds' test units.
+interval over that seed's test units, and a pooled one over all seeds' test units. The
+trainer's runs end by themselves (at 72 units below 3000 calls), so each trainer arm also
+prints `final_test_at_end`: its own final test (its best version by validation) at its
+`model_calls`.
 
 Null-accept rates: the gate decisions on null candidates over those taken. SkillOpt: every
 step whose candidate the gate judged and to which at least one edit applied (with the null
@@ -99,7 +105,8 @@ evolver every such candidate adds only useless lines; the force-accepted slow up
 gate decision and is not counted). The trainer: bench/acceptance.py `null_edit_tally`.
 
     .venv/bin/python bench/skillopt_compare.py [--seeds 1 2 3 4 5] [--units 72 216]
-        [--jobs 2] [--timeout 900] [--keep] [--tiny]
+        [--budgets 150 300 1000 3000] [--parts skills full null null_noisy0.3] [--jobs 2]
+        [--timeout 900] [--keep] [--tiny]
 
 `--tiny`: world seed 1, 72 units, the trainer runs one epoch, budget 150 only: it shows the
 bench runs end to end, its figures measure nothing. Without the `skillopt` package (the
@@ -1093,7 +1100,14 @@ def main() -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
     parser.add_argument("--units", type=int, nargs="+", default=None, help="units per task type")
     parser.add_argument("--budgets", type=int, nargs="+", default=None, help="curve points")
-    parser.add_argument("--jobs", type=int, default=2, help="world seeds run at once")
+    parser.add_argument(
+        "--parts",
+        nargs="+",
+        choices=PARTS,
+        default=None,
+        help="which of each seed's tasks to run (default all; --tiny: all but null_noisy0.3)",
+    )
+    parser.add_argument("--jobs", type=int, default=2, help="tasks run at once")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per training")
     parser.add_argument("--keep", action="store_true", help="keep the temporary workspaces")
     parser.add_argument("--tiny", action="store_true", help="one small run: checks the bench runs")
@@ -1136,7 +1150,7 @@ def main() -> int:
     )
     merged = {(job.units, job.seed): SeedOutcome(job) for job in jobs}
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        parts = TINY_PARTS if args.tiny else PARTS
+        parts = args.parts or (TINY_PARTS if args.tiny else PARTS)
         futures = {pool.submit(run_part, job, part): (job, part) for job in jobs for part in parts}
         for future in as_completed(futures):
             job, part = futures[future]
