@@ -61,9 +61,10 @@ none, and nothing from SkillOpt's prompt files is in this repository). Per stage
   bench/gepa_compare.py `SkillAdapter._evolve` sends it, with the case pack built from those
   failures, the analyst's budget L); for `_full` also one prompts/evolve_system.md request and
   one prompts/evolve_tool.md request per tool, with all the minibatch's failures. Each
-  component's change, as a line diff, becomes SkillOpt edits: an added block is
-  `insert_after` the component's FILE line, a removed line is `delete`. SkillOpt truncates
-  to L itself;
+  component's change, as a line diff, becomes SkillOpt edits, one per line: an added line is
+  `insert_after` the component's FILE line, a removed line is `delete`. The reply lists the
+  skill files' edits first (the file with most failures first), then the prompt files';
+  SkillOpt truncates to the first L itself;
 - `analyst` on successful trajectories: no edits, answered without a model (the simulated
   evolver proposes nothing from a pack without failures: evolver.py `evolve_skill`);
 - `merge`: the patches' edits, identical ones (op, target, content) merged with their support
@@ -108,8 +109,9 @@ gate decision and is not counted). The trainer: bench/acceptance.py `null_edit_t
         [--budgets 150 300 1000 3000] [--parts skills full null null_noisy0.3] [--jobs 2]
         [--timeout 900] [--keep] [--tiny]
 
-`--tiny`: world seed 1, 72 units, the trainer runs one epoch, budget 150 only: it shows the
-bench runs end to end, its figures measure nothing. Without the `skillopt` package (the
+`--tiny`: world seed 1, 72 units, the trainer runs one epoch, budget 300 only, no noisy0.3
+null run: it shows the bench runs end to end (about 30 s), its figures measure nothing. The
+full grid (5 worlds x 2 sizes x 4 tasks) took 32 min on the shared 2-core machine (load 15). Without the `skillopt` package (the
 project's `bench` extra) the bench exits 2. Figures come from the simulated model.
 """
 
