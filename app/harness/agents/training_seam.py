@@ -22,11 +22,11 @@ from typing import Any
 from app.harness.agents.calls import CallStatus
 from app.harness.agents.command_agent import CommandAgent, CommandSettings
 from app.harness.agents.gateway import Gateway, running_gateway
-from app.harness.agents.protocol import Agent, AgentResult, AgentTask, SkillsVersion
+from app.harness.agents.protocol import Agent, AgentTask, SkillsVersion
 from app.harness.agents.python_agent import PythonAgent
 from app.harness.agents.rollout import Rollout, run_rollout
 from app.harness.rollouts.agent_prompts import AgentPrompts
-from app.harness.rollouts.inference import BUILTIN_CHECKERS, AgentSettings
+from app.harness.rollouts.inference import AgentSettings, verdict_step
 from app.harness.rollouts.telemetry import current_run_id
 from app.harness.workspace.config import RunConfig
 from app.providers.errors import BudgetExceeded
@@ -166,7 +166,18 @@ async def prediction_from(
     steps = trace_steps(result.trace)
     if result.failure is not None:
         steps.append({"type": "error", "error": f"{result.failure.kind}: {result.failure.detail}"})
-    steps.append(verdict_step(question, final, correct, stop, source, check, result))
+    agent = {
+        # the context came with the task, not through read_context: triage's context_unread
+        # rule (core/evolution/triage.py) has no call to look for
+        "context_in_task": bool(question.context),
+        "agent": {
+            "calls": result.usage.calls,
+            "refused": result.usage.refused,
+            "exit_code": result.exit_code,
+            "failure": result.failure.as_json() if result.failure else None,
+        },
+    }
+    steps.append(verdict_step(question, final, correct, stop, source, check, agent))
     return Prediction(
         run_id="",
         question_id=question.question_id,
@@ -200,46 +211,6 @@ def stop_reason(rollout: Rollout) -> str:
     if any(c.status in INFRA_STATUSES for c in rollout.calls):
         return StopReason.ERROR
     return failure.kind.value
-
-
-def verdict_step(
-    question: Question,
-    final: str,
-    correct: bool,
-    stop: str,
-    source: str,
-    check: CheckResult,
-    result: AgentResult,
-) -> dict[str, Any]:
-    """The built-in loop's verdict step, plus what the outside agent's rollout was."""
-    verdict: dict[str, Any] = {
-        "type": "verdict",
-        "prediction": final,
-        "answer": question.answer,
-        "correct": correct,
-        "checker": question.checker,
-        "stop_reason": stop,
-        "answer_source": source,
-        # the context came with the task, not through read_context: triage's context_unread
-        # rule (core/evolution/triage.py) has no call to look for
-        "context_in_task": bool(question.context),
-        "agent": {
-            "calls": result.usage.calls,
-            "refused": result.usage.refused,
-            "exit_code": result.exit_code,
-            "failure": result.failure.as_json() if result.failure else None,
-        },
-    }
-    if question.checker not in BUILTIN_CHECKERS:
-        verdict.update(
-            score=check.score,
-            check_status=str(check.status),
-            check_reason=scrub(check.reason),
-            invalid_replies=check.invalid_replies,
-        )
-        if check.samples:
-            verdict["judge_samples"] = list(check.samples)
-    return verdict
 
 
 def trace_steps(trace: Trace) -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ import contextlib
 import json
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -109,6 +109,39 @@ async def serving_agent(
         yield replace(settings, external=running)
 
 
+def verdict_step(
+    question: Question,
+    final: str,
+    correct: bool,
+    stop: str,
+    source: str,
+    check: CheckResult,
+    extra: Mapping[str, Any],
+) -> dict[str, Any]:
+    """A rollout's closing step: the answer, its check and why it stopped. `extra` (a fixture's
+    verdict, an outside agent's record) goes right after the answer's source."""
+    verdict: dict[str, Any] = {
+        "type": "verdict",
+        "prediction": final,
+        "answer": question.answer,
+        "correct": correct,
+        "checker": question.checker,
+        "stop_reason": stop,
+        "answer_source": source,
+        **extra,
+    }
+    if question.checker not in BUILTIN_CHECKERS:  # builtin rows stay exactly as they were
+        verdict.update(
+            score=check.score,
+            check_status=str(check.status),
+            check_reason=scrub(check.reason),
+            invalid_replies=check.invalid_replies,
+        )
+        if check.samples:
+            verdict["judge_samples"] = list(check.samples)
+    return verdict
+
+
 async def answer_question(
     provider: LLMProvider, prompts: AgentPrompts, question: Question, settings: AgentSettings
 ) -> Prediction:
@@ -179,25 +212,7 @@ async def answer_question(
             result = CheckResult.scored(1.0 if passed else 0.0, "fixture oracle")
     correct = passes(question, result)
     source = source if stop == StopReason.FINAL else ""
-    verdict = {
-        "type": "verdict",
-        "prediction": final,
-        "answer": question.answer,
-        "correct": correct,
-        "checker": question.checker,
-        "stop_reason": stop,
-        "answer_source": source,
-        **judged,
-    }
-    if question.checker not in BUILTIN_CHECKERS:  # builtin rows stay exactly as they were
-        verdict.update(
-            score=result.score,
-            check_status=str(result.status),
-            check_reason=scrub(result.reason),
-            invalid_replies=result.invalid_replies,
-        )
-        if result.samples:
-            verdict["judge_samples"] = list(result.samples)
+    verdict = verdict_step(question, final, correct, stop, source, result, judged)
     if prompts.skill_mode in (
         "tool",
         "progressive",
