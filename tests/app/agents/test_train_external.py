@@ -2,11 +2,10 @@
 and `train` run it through the gateway, offline on the simulated model, and the trainer's
 edits to its skill files reach it.
 
-The end-to-end run trains examples/agents/command-openai/agent.py (a process per rollout,
-which imports the `openai` client: about a second of CPU each), so it is kept small: a
-24-unit sim-basic world, one epoch. Its gate is `accept_all` with a helpful evolver
-(`sim_harmful_share = sim_useless_share = 0`): at 24 units per type the e-process gate
-confirms next to no edit for the built-in loop either (tests/app/training/test_train.py
+The end-to-end run trains examples/agents/command-script/agent.py (a process per rollout,
+standard library only: about 50 ms each), kept small: a 24-unit sim-basic world, one
+epoch. Its gate is `accept_all` with a helpful evolver (`sim_harmful_share =
+sim_useless_share = 0`): at 24 units per type the e-process gate confirms next to no edit for the built-in loop either (tests/app/training/test_train.py
 trains on sim-large for that reason), and what this test checks is the wiring (the agent's
 failures are diagnosed, the edits land in its skill files, it reads them on the next
 rollout), not the gate's statistics.
@@ -30,7 +29,7 @@ from app.providers.sim.generate import write_benchmark
 from app.providers.sim.world import build_world
 
 ROOT = Path(__file__).resolve().parents[3]
-AGENT = ROOT / "examples" / "agents" / "command-openai" / "agent.py"
+AGENT = ROOT / "examples" / "agents" / "command-script" / "agent.py"
 UNITS = 24
 SMALL: dict[str, Any] = {
     "sim_units_per_type": UNITS,
