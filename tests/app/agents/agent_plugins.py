@@ -66,7 +66,7 @@ def hands_back_a_coroutine(
 
 
 async def reads_skills(task: AgentTask, skills: SkillsVersion, endpoint: ModelEndpoint) -> str:
-    """examples/agents/command-openai/agent.py in-process: the system prompt and the skill of
+    """examples/agents/command-script/agent.py in-process: the system prompt and the skill of
     the task's type (else the default one), the question with its context."""
     skill = skills.skills.get(f"{task.task_type}.md") or skills.skills.get("default-strategy.md")
     system = f"{skills.system_prompt}\n\n# Skill {task.task_type}\n\n{skill or ''}"
