@@ -6,8 +6,8 @@ app/harness/skills/agent_skills.py, as coding-agent CLIs read it), an `AGENTS.md
 (system prompt, skills, tools) and `task.json`; the same JSON arrives on stdin. It runs under
 the tool sandbox (app/harness/tools/sandbox.py: wall-clock timeout, CPU/memory/file limits,
 its own process group killed at the end, an allow-listed environment) with only
-`OPENAI_BASE_URL` and `OPENAI_API_KEY` added, the gateway's URL and the rollout's own key:
-the harness's API keys never reach it.
+`OPENAI_BASE_URL` and `OPENAI_API_KEY` (and `ANTHROPIC_BASE_URL` and `ANTHROPIC_API_KEY`)
+added, the gateway's URL and the rollout's own key: the harness's API keys never reach it.
 
 The answer is the last `ANSWER:` line of stdout, or the declared answer file. A crash, a
 hang, a non-zero exit, a flood of output or an answer that is not there is one `AgentResult`
@@ -114,6 +114,9 @@ class CommandAgent:
             **self.settings.env,
             "OPENAI_BASE_URL": endpoint.base_url,
             "OPENAI_API_KEY": endpoint.api_key,
+            # the same gateway and key for Anthropic clients (Claude Code, the anthropic SDK)
+            "ANTHROPIC_BASE_URL": endpoint.anthropic_base_url,
+            "ANTHROPIC_API_KEY": endpoint.api_key,
             "SKILL_TRAINER_MODEL": endpoint.model,
             "SKILL_TRAINER_TASK_FILE": TASK_FILE,
         }

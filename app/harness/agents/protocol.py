@@ -90,6 +90,12 @@ class ModelEndpoint:
     api_key: str = field(repr=False)
     model: str
 
+    @property
+    def anthropic_base_url(self) -> str:
+        """The base URL for Anthropic clients, which append `/v1/messages` themselves: the
+        server's root, without the `/v1` OpenAI clients want."""
+        return self.base_url.removesuffix("/").removesuffix("/v1")
+
 
 @dataclass(frozen=True)
 class AgentUsage:

@@ -59,7 +59,9 @@ GARBAGE = "import sys\nsys.stdout.buffer.write(bytes(range(256)) * 4)\n"
 SNOOPS = """
 import os
 seen = os.environ.get("SKILL_TRAINER_TEST_SECRET", "none")
-print("ANSWER: " + seen + " " + os.environ["OPENAI_API_KEY"][:11])
+same = os.environ["ANTHROPIC_API_KEY"] == os.environ["OPENAI_API_KEY"]
+print("ANSWER: " + seen + " " + os.environ["OPENAI_API_KEY"][:11] + " " + str(same)
+      + " " + os.environ["ANTHROPIC_BASE_URL"])
 """
 FORKS_AND_HANGS = """
 import subprocess, sys, time
@@ -133,9 +135,11 @@ async def test_agent_sees_no_secret_of_the_parent(
 ) -> None:
     monkeypatch.setenv("SKILL_TRAINER_TEST_SECRET", "sk-parent-secret-value")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-the-parents-own-key")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-the-parents-own-key")
     result = await agent(tmp_path, SNOOPS).run(TASK, SKILLS, _endpoint())
     assert result.ok, result.failure
-    assert result.answer == "none sk-rollout-"  # the rollout's key, not the parent's
+    # the rollout's key, not the parent's, under both names; Anthropic clients add /v1 themselves
+    assert result.answer == "none sk-rollout- True http://127.0.0.1:9"
 
 
 async def test_answer_file_and_its_bounds(tmp_path: Path) -> None:
