@@ -1,6 +1,8 @@
 """The recording model gateway: an OpenAI-compatible endpoint on 127.0.0.1 that an outside
 agent uses as its model, so every call it makes is answered by the run's provider (with its
-cache, retries and spend cap) and recorded against the rollout that made it.
+cache, retries and spend cap) and recorded against the rollout that made it. It also speaks
+the Anthropic Messages API (`POST /v1/messages`, app/harness/agents/anthropic_wire.py) on the
+same forwarding path: each wire format is a `Dialect` (wire.py), and the record is the same.
 
 Each rollout gets its own bearer key (`open_rollout`), a call cap and a time limit; past
 either, or after `close_rollout`, a request is refused with OpenAI-shaped error JSON (403, so
@@ -31,23 +33,16 @@ import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
+from app.harness.agents.anthropic_wire import ANTHROPIC
 from app.harness.agents.calls import CallStatus, RecordedCall
 from app.harness.agents.protocol import ModelEndpoint
-from app.harness.agents.wire import (
-    MAX_BODY_BYTES,
-    GatewayRequest,
-    ReplyMeta,
-    completion_body,
-    completion_chunks,
-    parse_gateway_request,
-)
+from app.harness.agents.wire import MAX_BODY_BYTES, OPENAI, Dialect, GatewayRequest, ReplyMeta
 from app.harness.rollouts.telemetry import calls_logged_as
 from app.openai_http import (
     ChatRequestError,
     HostCheck,
     bearer,
     body_within,
-    error_response,
     listening_socket,
     loopback_hosts,
 )
@@ -150,27 +145,29 @@ class Gateway:
 
     # ------------------------------------------------------------------ one request
 
-    async def handle(self, request: Request) -> Response:
-        rollout = self._find(bearer(request)) if bearer(request) else None
+    async def handle(self, request: Request, dialect: Dialect = OPENAI) -> Response:
+        """One model call in `dialect`'s wire format (chat completions, Anthropic Messages):
+        the same checks, forwarding and record for each."""
+        key = dialect.key(request)
+        rollout = self._find(key) if key else None
         if rollout is None:
-            return _unknown_key()
+            return _unknown_key(dialect)
         if (refusal := self._refusal(rollout)) is not None:
-            return self._refuse(rollout, refusal)
+            return self._refuse(rollout, refusal, dialect)
         body = await body_within(request, self.max_body_bytes)
         if body is None:
-            return error_response(
-                413, f"request body larger than {self.max_body_bytes} bytes", code="too_large"
-            )
+            message = f"request body larger than {self.max_body_bytes} bytes"
+            return _error(dialect, 413, message, "too_large")
         try:
-            parsed = parse_gateway_request(body, self.max_body_bytes)
+            parsed = dialect.parse(body, self.max_body_bytes)
         except ChatRequestError as e:
-            return error_response(e.status, visible(str(e)), code=e.code, param=e.param)
+            return _error(dialect, e.status, visible(str(e)), e.code, e.param)
         # checked again: the body may have taken long to arrive, and the count must be taken
         # with no await between the check and the increment (parallel calls of one agent)
         if (refusal := self._refusal(rollout)) is not None:
-            return self._refuse(rollout, refusal)
+            return self._refuse(rollout, refusal, dialect)
         rollout.started += 1
-        return await self._forward(rollout, parsed)
+        return await self._forward(rollout, parsed, dialect)
 
     def _refusal(self, rollout: _Rollout) -> CallStatus | None:
         if rollout.closed:
@@ -181,7 +178,7 @@ class Gateway:
             return CallStatus.REFUSED_CAP
         return None
 
-    def _refuse(self, rollout: _Rollout, status: CallStatus) -> JSONResponse:
+    def _refuse(self, rollout: _Rollout, status: CallStatus, dialect: Dialect) -> JSONResponse:
         # an agent may keep knocking until its time limit: refusals are recorded up to a bound
         if len(rollout.calls) < rollout.started + REFUSALS_KEPT:
             rollout.calls.append(RecordedCall(index=len(rollout.calls), status=status))
@@ -191,9 +188,11 @@ class Gateway:
             CallStatus.REFUSED_CAP: f"this rollout's call cap ({rollout.call_cap}) is reached",
         }[status]
         code = status.value.split(":", 1)[1]
-        return error_response(403, message, code=f"rollout_{code}", kind="permission_error")
+        return _error(dialect, 403, message, f"rollout_{code}")
 
-    async def _forward(self, rollout: _Rollout, request: GatewayRequest) -> Response:
+    async def _forward(
+        self, rollout: _Rollout, request: GatewayRequest, dialect: Dialect
+    ) -> Response:
         index = len(rollout.calls)
         prefix = _common_prefix(rollout.last_messages, request.messages)
         rollout.last_messages = request.messages
@@ -217,16 +216,17 @@ class Gateway:
             rollout.calls[index] = replace(
                 base, status=reply.status, latency_s=latency, error=reply.message
             )
-            return reply.response()
+            return _error(dialect, reply.http_status, reply.message, reply.code)
         rollout.calls[index] = _recorded(base, reply, latency)
         meta = ReplyMeta(
-            f"chatcmpl-{rollout.rollout_id[:40]}-{index}", self.model_name, int(time.time())
+            f"{dialect.id_prefix}{rollout.rollout_id[:40]}-{index}",
+            self.model_name,
+            int(time.time()),
         )
         if not request.stream:
-            return JSONResponse(completion_body(reply, meta))
+            return JSONResponse(dialect.body(reply, meta))
         return StreamingResponse(
-            iter(completion_chunks(reply, meta, request.include_usage)),
-            media_type="text/event-stream",
+            iter(dialect.events(reply, meta, request)), media_type="text/event-stream"
         )
 
     async def _complete(
@@ -248,14 +248,18 @@ class Gateway:
                 )
         except TimeoutError:
             return _CallFailure(
-                CallStatus.TIMEOUT, 504, "the model did not answer within the rollout's time limit"
+                CallStatus.TIMEOUT,
+                504,
+                "timeout",
+                "the model did not answer within the rollout's time limit",
             )
         except BudgetExceeded as e:
-            return _CallFailure(CallStatus.BUDGET, 402, f"spend cap reached: {_clean(e)}")
-        except Exception as e:  # the provider's failure is the call's, never the server's
             return _CallFailure(
-                CallStatus.ERROR, 502, f"the model failed: {type(e).__name__}: {_clean(e)}"
+                CallStatus.BUDGET, 402, "budget_exceeded", f"spend cap reached: {_clean(e)}"
             )
+        except Exception as e:  # the provider's failure is the call's, never the server's
+            message = f"the model failed: {type(e).__name__}: {_clean(e)}"
+            return _CallFailure(CallStatus.ERROR, 502, "upstream_error", message)
 
     def build_app(self, port: int) -> FastAPI:
         app = FastAPI(
@@ -265,7 +269,7 @@ class Gateway:
         @app.get("/v1/models", response_model=None)
         async def models(request: Request) -> Response:
             if not bearer(request) or self._find(bearer(request)) is None:
-                return _unknown_key()
+                return _unknown_key(OPENAI)
             model = {
                 "id": self.model_name,
                 "object": "model",
@@ -276,7 +280,11 @@ class Gateway:
 
         @app.post("/v1/chat/completions", response_model=None)
         async def chat(request: Request) -> Response:
-            return await self.handle(request)
+            return await self.handle(request, OPENAI)
+
+        @app.post("/v1/messages", response_model=None)
+        async def messages(request: Request) -> Response:
+            return await self.handle(request, ANTHROPIC)
 
         # a web page the user has open could otherwise reach a loopback port by DNS rebinding
         app.add_middleware(HostCheck, allowed=loopback_hosts(port))
@@ -289,14 +297,8 @@ class _CallFailure:
 
     status: CallStatus
     http_status: int
+    code: str
     message: str
-
-    def response(self) -> JSONResponse:
-        code, kind = {
-            504: ("timeout", "api_error"),
-            402: ("budget_exceeded", "insufficient_quota"),
-        }.get(self.http_status, ("upstream_error", "api_error"))
-        return error_response(self.http_status, self.message, code=code, kind=kind)
 
 
 class _QuietServer(uvicorn.Server):
@@ -379,10 +381,13 @@ def _clean(e: BaseException) -> str:
     return visible(scrub(str(e)))[:300]
 
 
-def _unknown_key() -> JSONResponse:
-    return error_response(
-        401,
-        "missing or unknown rollout key (Authorization: Bearer <the key open_rollout issued>)",
-        code="invalid_api_key",
-        kind="authentication_error",
+def _error(
+    dialect: Dialect, status: int, message: str, code: str, param: str | None = None
+) -> JSONResponse:
+    return JSONResponse(dialect.error(status, message, code, param), status_code=status)
+
+
+def _unknown_key(dialect: Dialect) -> JSONResponse:
+    return _error(
+        dialect, 401, f"missing or unknown rollout key ({dialect.key_hint})", "invalid_api_key"
     )

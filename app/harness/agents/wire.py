@@ -10,12 +10,21 @@ and a bad request is one `ChatRequestError` naming the field.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
+from fastapi import Request
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from app.openai_http import SSE_DONE, ChatRequestError, load_json_body, sse_event
+from app.openai_http import (
+    SSE_DONE,
+    ChatRequestError,
+    bearer,
+    error_body,
+    load_json_body,
+    sse_event,
+)
 from core.protocols import Message
 from core.types import LLMResponse, ToolSpec
 
@@ -26,6 +35,8 @@ MAX_TOOL_CALLS = 64  # in one assistant message
 MAX_OUTPUT_TOKENS = 32_768
 DEFAULT_MAX_TOKENS = 1_024  # the provider layer's default (core/protocols.py)
 STREAM_PIECE_CHARS = 64
+
+_M = TypeVar("_M", bound=BaseModel)
 
 
 class _Function(BaseModel):
@@ -101,14 +112,18 @@ class GatewayRequest:
     response_format: dict[str, Any] | None = None
 
 
-def parse_gateway_request(body: bytes, max_bytes: int = MAX_BODY_BYTES) -> GatewayRequest:
-    data = load_json_body(body, max_bytes)
+def validated(model: type[_M], data: Any) -> _M:
+    """`data` as `model`, or one `ChatRequestError` naming the first bad field."""
     try:
-        request = _Request.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as e:
         first = e.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "body"
         raise ChatRequestError(f"{where[:200]}: {first['msg'][:300]}", param=where[:200]) from None
+
+
+def parse_gateway_request(body: bytes, max_bytes: int = MAX_BODY_BYTES) -> GatewayRequest:
+    request = validated(_Request, load_json_body(body, max_bytes))
     if request.n != 1:
         raise ChatRequestError("n: the gateway gives one reply per request", param="n")
     limit = request.max_completion_tokens or request.max_tokens or DEFAULT_MAX_TOKENS
@@ -256,3 +271,40 @@ def _chunk_head(meta: ReplyMeta) -> dict[str, Any]:
         "created": meta.created,
         "model": meta.model,
     }
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """One wire format the gateway speaks: where the key is, the request in, the reply and the
+    error JSON out. Every dialect shares the gateway's one forwarding path (its refusals,
+    bounds, call cap, time limit and recording)."""
+
+    name: str
+    id_prefix: str  # of a reply's id
+    key_hint: str  # how to send the key, for the 401 message
+    key: Callable[[Request], str]
+    parse: Callable[[bytes, int], GatewayRequest]
+    # (HTTP status, message, OpenAI-style code, the field) -> the error body
+    error: Callable[[int, str, str, str | None], dict[str, Any]]
+    body: Callable[[LLMResponse, ReplyMeta], dict[str, Any]]
+    events: Callable[[LLMResponse, ReplyMeta, GatewayRequest], list[str]]
+
+
+_OPENAI_KINDS = {401: "authentication_error", 402: "insufficient_quota", 403: "permission_error"}
+
+
+def openai_error(status: int, message: str, code: str, param: str | None) -> dict[str, Any]:
+    kind = _OPENAI_KINDS.get(status, "api_error" if status >= 500 else "invalid_request_error")
+    return error_body(message, code=code, param=param, kind=kind)
+
+
+OPENAI = Dialect(
+    name="openai",
+    id_prefix="chatcmpl-",
+    key_hint="Authorization: Bearer <the key open_rollout issued>",
+    key=bearer,
+    parse=parse_gateway_request,
+    error=openai_error,
+    body=completion_body,
+    events=lambda reply, meta, request: completion_chunks(reply, meta, request.include_usage),
+)
