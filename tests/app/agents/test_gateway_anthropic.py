@@ -224,13 +224,15 @@ async def test_an_oversized_body_is_413() -> None:
         assert gateway.close_rollout(key) == ()
 
 
-async def test_tool_choice_none_offers_no_tools_and_errors_are_tool_results() -> None:
+async def test_what_is_forwarded_and_a_failing_provider() -> None:
     from core.types import LLMResponse
 
     seen: list[dict] = []
 
     class Spy:
         async def complete(self, messages, **kwargs):  # type: ignore[no-untyped-def]
+            if messages[-1]["content"] == "boom":
+                raise RuntimeError("the model is down")
             seen.append({"messages": messages, **kwargs})
             return LLMResponse(text="ANSWER: 5")
 
@@ -271,6 +273,12 @@ async def test_tool_choice_none_offers_no_tools_and_errors_are_tool_results() ->
             assert (await http.post("/v1/messages", json=body)).status_code == 200
             body["tool_choice"] = {"type": "auto"}
             assert (await http.post("/v1/messages", json=body)).status_code == 200
+            body["messages"] = [{"role": "user", "content": "boom"}]
+            failed = await http.post("/v1/messages", json=body)
+        calls = gateway.close_rollout(key)
+    assert failed.status_code == 502 and failed.json()["error"]["type"] == "api_error"
+    assert "the model is down" in failed.json()["error"]["message"]
+    assert [c.status for c in calls] == [CallStatus.OK, CallStatus.OK, CallStatus.ERROR]
     assert seen[0]["tools"] is None and seen[0]["max_tokens"] == 32_768
     assert seen[0]["temperature"] == 0.25
     assert seen[0]["response_format"] == {
