@@ -5,9 +5,10 @@ the Anthropic Messages API (`POST /v1/messages`, app/harness/agents/anthropic_wi
 same forwarding path: each wire format is a `Dialect` (wire.py), and the record is the same.
 
 Each rollout gets its own bearer key (`open_rollout`), a call cap and a time limit; past
-either, or after `close_rollout`, a request is refused with OpenAI-shaped error JSON (403, so
-OpenAI clients do not retry it) and recorded as refused. An unknown key, a malformed or
-oversized body is a 4xx with one line, and nothing an agent sends stops the server.
+either, or after `close_rollout`, a request is refused with error JSON in its wire format's
+shape (403, so OpenAI and Anthropic clients do not retry it) and recorded as refused. An
+unknown key, a malformed or oversized body is a 4xx with one line, and nothing an agent sends
+stops the server.
 
     async with running_gateway(provider, model_name="sim/basic") as gateway:
         key = gateway.open_rollout("q1", call_cap=16, time_limit_s=120)
