@@ -118,7 +118,7 @@ def test_a_python_agent_answers_infer_and_its_failures_are_stop_reasons(tmp_path
     assert "\x1b" not in steps_json  # the agent's control characters are shown as text
 
 
-@pytest.mark.slow  # about 30 s: a training epoch with the e-process gate, in-process
+@pytest.mark.slow  # a training epoch on one task type with the e-process gate, in-process
 def test_the_gate_validates_candidates_with_the_outside_agent(tmp_path: Path) -> None:
     """The default gate (eprocess): its ladders' rollouts, baseline and candidate, are the
     outside agent's, logged under the gate's runs."""
@@ -126,6 +126,8 @@ def test_the_gate_validates_candidates_with_the_outside_agent(tmp_path: Path) ->
     learner = {
         **SMALL,
         "gate": {"strategy": "eprocess"},
+        "task_types": ["dates"],
+        "max_steps": 2,
         "agent_kind": "python",
         "agent_function": "tests.app.agents.agent_plugins:reads_skills",
     }
