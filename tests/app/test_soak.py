@@ -7,7 +7,7 @@ layer (`app.tui.data.WorkspaceData`) in a worker thread about every 0.2 s, and t
 itself, headless (`App.run_test()`), switching screens with keys 1-4 and opening a step.
 
 Duration: at least one whole training run; then further rounds (each on a fresh copy of the
-initialised workspace) until `SKILL_TRAINER_SOAK_SECONDS` (default 20, which the suite's time
+initialised workspace) until `SKILL_TRAINER_SOAK_SECONDS` (default 12, which the suite's time
 budget affords; set 600 for a long soak) have passed; a round still running at that deadline is
 stopped, and readers keep polling it.
 Every failure counts: a non-zero or unparsable `report`, any exception in a data-layer read,
@@ -34,7 +34,7 @@ from app.cli import main
 from app.tui.data import PredictionFilter, QueryCancelled, StepFilter, WorkspaceData
 
 ROOT = Path(__file__).resolve().parents[2]
-SOAK_SECONDS = float(os.environ.get("SKILL_TRAINER_SOAK_SECONDS", "20"))
+SOAK_SECONDS = float(os.environ.get("SKILL_TRAINER_SOAK_SECONDS", "12"))
 ROUND_TIMEOUT_S = 300.0
 TRAIN = [
     "--set",
