@@ -1,5 +1,8 @@
 """A Python function as the agent: `module:function`, loaded as custom checkers load theirs
-(app/harness/rollouts/custom_checkers.py `load_user_function`).
+(app/harness/rollouts/custom_checkers.py `load_user_function`), or `path/to/agent.py:function`,
+a file loaded by its path (a folder such as `examples/agents/openai-agents-sdk/` is no
+importable package). The config makes a relative file path absolute when it is read
+(app/harness/workspace/config.py `anchor_agent_file`).
 
 The function receives the typed task, skills version and endpoint
 (app/harness/agents/protocol.py) and returns the answer as a string, or an `AgentOutput`
@@ -15,13 +18,19 @@ as a command agent (`python -m ...`).
 from __future__ import annotations
 
 import functools
+import hashlib
+import importlib.util
 import inspect
+import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import anyio
 
+from app.errors import UserError
 from app.harness.agents.protocol import (
     AgentResult,
     AgentTask,
@@ -53,7 +62,7 @@ class PythonAgent:
 
     def __init__(self, target: str, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
         self.target = target
-        self.function = load_user_function(target, "agent")
+        self.function = load_agent_function(target)
         self.timeout_s = timeout_s
 
     async def run(
@@ -79,6 +88,46 @@ class PythonAgent:
         value = await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
         # a plain function may hand back a coroutine (a partial of an async one, a decorator)
         return await value if inspect.isawaitable(value) else value
+
+
+def is_file_target(target: str) -> bool:
+    """`path/to/agent.py:function` rather than `module:function`."""
+    return target.rpartition(":")[0].endswith(".py")
+
+
+def load_agent_function(target: str) -> Callable[..., Any]:
+    """The agent's function: `module:function` imported, or `file.py:function` loaded from
+    that file under a module name of its own (one per path, so two agents named `agent.py`
+    do not collide). A bad one is one `UserError` naming the key and the file."""
+    if not is_file_target(target):
+        return load_user_function(target, "agent_function")
+    file_name, _, attr = target.rpartition(":")
+    path = Path(file_name)
+    where = f"agent_function {target!r}"
+    if not path.is_absolute():  # the config anchors it; a caller that did not gets the cwd
+        path = Path.cwd() / path
+    if not path.is_file():
+        raise UserError(f"{where}: no file {path}")
+    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
+    module_name = f"skill_trainer_agent_{digest}"
+    module = sys.modules.get(module_name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        if spec is None or spec.loader is None:
+            raise UserError(f"{where}: {path} cannot be loaded as Python")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module  # before running it, as an import does
+        try:
+            spec.loader.exec_module(module)
+        except Exception as e:  # an error in user code names the file, one line
+            del sys.modules[module_name]
+            detail = visible(scrub(str(e)))[:300]
+            raise UserError(f"{where}: cannot load {path} ({type(e).__name__}: {detail})") from None
+    fn = getattr(module, attr, None)
+    if not callable(fn):
+        raise UserError(f"{where}: {path} has no function {attr!r}")
+    function: Callable[..., Any] = fn
+    return function
 
 
 def interpret(value: Any, latency_s: float) -> AgentResult:

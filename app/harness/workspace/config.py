@@ -25,6 +25,7 @@ from pydantic_core import ErrorDetails
 
 from app.errors import DamagedFile, UserError
 from app.harness.workspace.atomic import read_json_object
+from app.paths import absolute
 from app.toml_compat import tomllib
 from core.evolution.gate import GateParamError, GateParams
 from core.redact import redact_url_credentials
@@ -255,8 +256,8 @@ class RunConfig(BaseModel):
             )
         if self.agent_kind == "python" and not _is_target(self.agent_function):
             raise ValueError(
-                "key 'agent_function' must be 'module:function' when agent_kind = \"python\" "
-                f"(got {self.agent_function!r})"
+                "key 'agent_function' must be 'module:function' or 'path/to/file.py:function' "
+                f'when agent_kind = "python" (got {self.agent_function!r})'
             )
         if self.agent_kind != "command" and self.agent_command:
             raise ValueError(f"key 'agent_command' is set but agent_kind is {self.agent_kind!r}")
@@ -312,11 +313,20 @@ def kind_of(name: str) -> str:
 # -- loading -----------------------------------------------------------------------------------
 
 
-def build_config(data: Mapping[str, Any], source: str, base: RunConfig | None = None) -> RunConfig:
+def build_config(
+    data: Mapping[str, Any],
+    source: str,
+    base: RunConfig | None = None,
+    relative_to: Path | None = None,
+) -> RunConfig:
     """`base` with the keys of `data` set; any problem is one UserError line naming the key(s)
     and `source`. Keys may be nested (`{"gate": {"n_max": 60}}`), dotted (`gate.n_max`) or
-    spelled the pre-section way (`gate_n_max`)."""
+    spelled the pre-section way (`gate_n_max`). A relative file path in `data`'s
+    `agent_function` is anchored at `relative_to` (the config file's folder), else at the
+    current directory."""
     top, gate = _split_keys(data)
+    if isinstance(top.get("agent_function"), str):
+        top["agent_function"] = anchor_agent_file(top["agent_function"], relative_to)
     merged = (base or RunConfig()).model_dump(mode="json")
     merged[GATE].update(gate)
     merged.update(top)  # a [gate] that is not a table lands here, and is refused as such
@@ -325,6 +335,21 @@ def build_config(data: Mapping[str, Any], source: str, base: RunConfig | None = 
     except ValidationError as e:
         problems = (describe_problem(error) for error in e.errors())
         raise UserError(f"{source}: " + "; ".join(problems)) from None
+
+
+def anchor_agent_file(target: str, folder: Path | None) -> str:
+    """`path/to/agent.py:run` with the path made absolute: a config file's relative path
+    names a file beside that config (as a benchmark.toml's tool paths name files of its
+    folder), one given on the command line or to the API a file of the current directory
+    (as every path argument does, app/paths.py `absolute`). `module:function` is unchanged.
+    The run records the absolute path, so `eval` after `train` finds the same file."""
+    file_name, colon, function = target.rpartition(":")
+    if not colon or not file_name.endswith(".py"):
+        return target
+    path = Path(file_name).expanduser()
+    if not path.is_absolute():
+        path = (folder or Path.cwd()) / path
+    return f"{absolute(path)}:{function}"
 
 
 def _split_keys(data: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -409,7 +434,7 @@ def load_config(path: Path | None, overrides: Mapping[str, Any] | None = None) -
             raise UserError(f"{path}: cannot read the config file ({e.strerror})") from None
         except tomllib.TOMLDecodeError as e:
             raise UserError(f"{path}: invalid TOML: {e}") from None
-        config = build_config(data, str(path), config)
+        config = build_config(data, str(path), config, relative_to=Path(path).parent)
     if overrides:
         config = build_config(overrides, "command line", config)
     return config

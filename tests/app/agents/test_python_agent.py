@@ -1,6 +1,9 @@
-"""`module:function` agents, and the rollout glue that completes their results."""
+"""`module:function` and `path/to/agent.py:function` agents, and the rollout glue that
+completes their results."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -9,6 +12,7 @@ from app.harness.agents.gateway import Gateway
 from app.harness.agents.protocol import AgentTask, FailureKind, ModelEndpoint, SkillsVersion
 from app.harness.agents.python_agent import PythonAgent
 from app.harness.agents.rollout import run_rollout
+from app.harness.workspace.config import build_config, load_config
 from tests.app.agents.conftest import with_gateway
 
 PLUGINS = "tests.app.agents.agent_plugins"
@@ -62,3 +66,58 @@ async def test_crash_timeout_and_garbage_are_results() -> None:
 def test_bad_targets_are_refused_at_load(target: str) -> None:
     with pytest.raises(UserError):
         PythonAgent(target)
+
+
+# ------------------------------------------------------------------ path/to/agent.py:function
+
+
+def write_agent(folder: Path, answer: str) -> Path:
+    folder.mkdir(parents=True)
+    path = folder / "agent.py"
+    path.write_text(f"def run(task, skills, endpoint):\n    return {answer!r}\n", encoding="utf-8")
+    return path
+
+
+async def test_a_file_path_names_the_agent_and_two_agent_py_do_not_collide(
+    tmp_path: Path,
+) -> None:
+    one = write_agent(tmp_path / "my-agent", "one")  # a hyphenated folder: no module name
+    two = write_agent(tmp_path / "other-agent", "two")
+    first = await PythonAgent(f"{one}:run").run(TASK, SKILLS, NOWHERE)
+    second = await PythonAgent(f"{two}:run").run(TASK, SKILLS, NOWHERE)
+    assert (first.answer, second.answer) == ("one", "two")
+
+
+def test_a_bad_file_path_is_one_line_naming_the_key_and_the_file(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.py"
+    broken.write_text("raise ImportError('no framework here')\n", encoding="utf-8")
+    agent = write_agent(tmp_path / "a", "x")
+    cases = [
+        (f"{tmp_path / 'missing.py'}:run", f"no file {tmp_path / 'missing.py'}"),
+        (f"{agent}:nope", f"{agent} has no function 'nope'"),
+        (f"{broken}:run", f"cannot load {broken} (ImportError: no framework here)"),
+    ]
+    for target, message in cases:
+        with pytest.raises(UserError) as err:
+            PythonAgent(target)
+        text = str(err.value)
+        assert text.startswith(f"agent_function {target!r}") and message in text, text
+        assert "\n" not in text
+
+
+def test_a_relative_agent_file_is_anchored_at_the_config_file_or_the_cwd(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config_file = tmp_path / "conf" / "train.toml"
+    config_file.parent.mkdir()
+    config_file.write_text(
+        '[agent]\nkind = "python"\nfunction = "../agents/agent.py:run"\n', encoding="utf-8"
+    )
+    assert load_config(config_file).agent_function == f"{tmp_path / 'agents' / 'agent.py'}:run"
+    monkeypatch.chdir(tmp_path / "conf")
+    given = {"agent_kind": "python", "agent_function": "agent.py:run"}  # --set, or the API
+    assert (
+        build_config(given, "command line").agent_function == f"{config_file.parent}/agent.py:run"
+    )
+    for unchanged in (f"{PLUGINS}:good", "/abs/agent.py:run"):
+        assert build_config({**given, "agent_function": unchanged}, "x").agent_function == unchanged
