@@ -322,11 +322,14 @@ def build_config(
     """`base` with the keys of `data` set; any problem is one UserError line naming the key(s)
     and `source`. Keys may be nested (`{"gate": {"n_max": 60}}`), dotted (`gate.n_max`) or
     spelled the pre-section way (`gate_n_max`). A relative file path in `data`'s
-    `agent_function` is anchored at `relative_to` (the config file's folder), else at the
-    current directory."""
+    `agent_function`, and an `agent_command` argument naming an existing file by a relative
+    path, are anchored at `relative_to` (the config file's folder), else at the current
+    directory."""
     top, gate = _split_keys(data)
     if isinstance(top.get("agent_function"), str):
         top["agent_function"] = anchor_agent_file(top["agent_function"], relative_to)
+    if isinstance(top.get("agent_command"), list):
+        top["agent_command"] = anchor_command_files(top["agent_command"], relative_to)
     merged = (base or RunConfig()).model_dump(mode="json")
     merged[GATE].update(gate)
     merged.update(top)  # a [gate] that is not a table lands here, and is refused as such
@@ -350,6 +353,20 @@ def anchor_agent_file(target: str, folder: Path | None) -> str:
     if not path.is_absolute():
         path = (folder or Path.cwd()) / path
     return f"{absolute(path)}:{function}"
+
+
+def anchor_command_files(argv: list[Any], folder: Path | None) -> list[Any]:
+    """A command agent's arguments with each relative path that names an existing file (beside
+    the config file, else in the current directory) made absolute: the agent runs in a
+    temporary folder, where `agent.py` would name nothing. Other arguments are unchanged (as
+    MCP servers' arguments, app/harness/tools/runtime.py)."""
+    base = folder or Path.cwd()
+    return [
+        str(absolute(base / a))
+        if isinstance(a, str) and a and not Path(a).is_absolute() and (base / a).is_file()
+        else a
+        for a in argv
+    ]
 
 
 def _split_keys(data: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -86,6 +86,27 @@ def test_builtin_is_the_default_and_the_agent_keys_are_checked() -> None:
         assert message in str(err.value) and "\n" not in str(err.value)
 
 
+def test_a_relative_agent_file_in_the_command_is_anchored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent runs in a temporary folder: `agent.py` must name the file the user meant,
+    beside the config file or in the current directory; other arguments are left alone."""
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "agent.py").write_text("")
+    (tmp_path / "here.py").write_text("")
+    monkeypatch.chdir(tmp_path)
+    from_file = build_config(
+        {"agent": {"kind": "command", "command": ["python3", "agent.py", "--fast"]}},
+        "c.toml",
+        relative_to=tmp_path / "cfg",
+    )
+    assert from_file.agent_command == ("python3", str(tmp_path / "cfg" / "agent.py"), "--fast")
+    from_cli = build_config(
+        {"agent.kind": "command", "agent.command": ["python3", "here.py", "x.py"]}, "command line"
+    )
+    assert from_cli.agent_command == ("python3", str(tmp_path / "here.py"), "x.py")
+
+
 # ------------------------------------------------------------------ a python agent, in-process
 
 
