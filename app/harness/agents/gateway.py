@@ -43,6 +43,7 @@ from app.harness.agents.wire import (
     parse_gateway_request,
 )
 from app.harness.rollouts.telemetry import calls_logged_as
+from app.harness.workspace import killpoints
 from app.openai_http import (
     ChatRequestError,
     HostCheck,
@@ -221,6 +222,9 @@ class Gateway:
             )
             return reply.response()
         rollout.calls[index] = _recorded(base, reply, latency)
+        # a crash test's point inside an outside agent's rollout: the model has answered, the
+        # agent has not yet seen the reply (tests/app/agents/test_resume_external.py)
+        killpoints.reached("agent_call")
         meta = ReplyMeta(
             f"chatcmpl-{rollout.rollout_id[:40]}-{index}", self.model_name, int(time.time())
         )
