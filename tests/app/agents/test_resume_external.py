@@ -1,7 +1,7 @@
 """`train --resume` after SIGKILL in the middle of an outside agent's rollouts ends in the
-state an uninterrupted run reaches (issue 38): killed inside a rollout (between the model's
-reply and the agent reading it) and at a gate point, each resumed and compared with a
-reference run (tests/app/agents/external_resume.py, which bench scripts import)."""
+state an uninterrupted run reaches: killed inside a rollout (between the model's reply and
+the agent reading it) and at a gate point, each resumed and compared with a reference run
+(tests/app/agents/external_resume.py, which bench scripts import)."""
 
 from __future__ import annotations
 
