@@ -16,6 +16,7 @@ tests/app/training/test_train.py compares the built-in loop's.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sqlite3
@@ -24,7 +25,9 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+from tests.support.snapshot import _strip as strip_volatile
 from tests.support.snapshot import diff_states, workspace_state
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -110,9 +113,11 @@ def killed_and_resumed(fresh: Path, folder: Path, config: Path, kill_at: str) ->
 def resume_differences(reference: Path, resumed: Path) -> list[str]:
     """What differs between the two workspaces' final states (tests/support/snapshot.py:
     manifest, skills and prompts, step and epoch reports, the final test, the gate's evidence,
-    every prediction, the runs), plus what a resume must not leave behind: a prediction
-    written twice, a damaged log, staged files."""
+    every prediction, the runs; and checkpoint.json), plus what a resume must not leave
+    behind: a prediction written twice, a damaged log, staged files."""
     problems = diff_states(workspace_state(reference), workspace_state(resumed))
+    if checkpoint(reference) != checkpoint(resumed):
+        problems.append("differs: checkpoint.json")
     conn = sqlite3.connect(resumed / "harness.db")
     try:
         dupes = conn.execute(
@@ -130,6 +135,14 @@ def resume_differences(reference: Path, resumed: Path) -> list[str]:
     if staging.exists() and any(staging.iterdir()):
         problems.append("files left in .staging")
     return problems
+
+
+def checkpoint(ws: Path) -> Any:
+    """checkpoint.json without its timestamps; the spend rounded to 1e-9 USD: a resumed run
+    adds the same costs in another order (0.065275000000000001 or ...03)."""
+    data = json.loads((ws / "checkpoint.json").read_text(encoding="utf-8"))
+    data["progress"]["spent_usd"] = round(data["progress"]["spent_usd"], 9)
+    return strip_volatile(data)
 
 
 def resume_identical(
