@@ -7,9 +7,12 @@ of app/api/ runs app/api/__init__.py, which loads every domain of the API.
 
 from __future__ import annotations
 
+import re
+import shlex
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from app.errors import UserError
 from app.harness.workspace.config import (
@@ -22,6 +25,95 @@ from app.paths import absolute
 
 # What a command's `config` argument may be: a RunConfig, a TOML file's path, or None (defaults).
 ConfigSource = RunConfig | str | Path | None
+
+
+AGENT_SPEC_HELP = (
+    "builtin, python:MODULE:FUNCTION (or MODULE:FUNCTION), or command:COMMAND LINE "
+    "(split as a shell would, e.g. 'command:python agent.py --fast')"
+)
+_DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+
+
+@dataclass(frozen=True)
+class AgentChoice:
+    """Which agent runs a command's rollouts, whatever the config says (`eval --agent`):
+    the built-in loop, a Python `module:function`, or a command (an argv list). `parse`
+    reads the `--agent` spelling; `spec` writes it back, and is what a result records."""
+
+    kind: Literal["builtin", "python", "command"]
+    function: str = ""  # python: "module:function"
+    command: tuple[str, ...] = ()  # command: the argv
+
+    def __post_init__(self) -> None:
+        if isinstance(self.command, list):  # a list given from Python: kept as the tuple
+            object.__setattr__(self, "command", tuple(self.command))
+        ok = {
+            "builtin": not self.function and not self.command,
+            "python": _is_function(self.function) and not self.command,
+            "command": bool(self.command)
+            and all(isinstance(a, str) for a in self.command)
+            and bool(self.command[0])
+            and not self.function,
+        }.get(self.kind, False)
+        if not ok:
+            raise UserError(f"agent: expected {AGENT_SPEC_HELP}; got {self!r:.120}")
+
+    @classmethod
+    def parse(cls, spec: str) -> AgentChoice:
+        """`builtin`, `python:module:function` (a bare `module:function` too) or
+        `command:<command line>`, split with shlex (POSIX quoting)."""
+        if not isinstance(spec, str):
+            raise bad("agent", spec, AGENT_SPEC_HELP)
+        text = spec.strip()
+        kind, colon, rest = text.partition(":")
+        if text == "builtin":
+            return cls("builtin")
+        if colon and kind == "command":
+            try:
+                argv = tuple(shlex.split(rest))
+            except ValueError as e:  # an unclosed quote
+                raise UserError(f"agent {spec!r:.120}: {e} in the command line") from None
+            if not argv:
+                raise UserError(f"agent {spec!r:.120}: no command after 'command:'")
+            return cls("command", command=argv)
+        function = rest if colon and kind == "python" else text
+        if kind == "builtin" or not _is_function(function):  # builtin:x is no module
+            raise UserError(f"agent {spec!r:.120}: expected {AGENT_SPEC_HELP}")
+        return cls("python", function=function)
+
+    @property
+    def spec(self) -> str:
+        return agent_spec(self.kind, self.function, self.command)
+
+    def overrides(self) -> dict[str, Any]:
+        """The config keys that select this agent (the other kind's keys cleared, so a config
+        with a command agent can be evaluated under a Python one)."""
+        return {
+            "agent_kind": self.kind,
+            "agent_function": self.function,
+            "agent_command": list(self.command),
+        }
+
+
+def agent_spec(kind: str, function: str, command: tuple[str, ...]) -> str:
+    """A config's agent (agent_kind, agent_function, agent_command) as an `--agent` spec."""
+    if kind == "python":
+        return f"python:{function}"
+    if kind == "command":
+        return f"command:{shlex.join(command)}"
+    return "builtin"
+
+
+def agent_choice(value: AgentChoice | str | None) -> AgentChoice | None:
+    """The API's `agent` argument: an AgentChoice, its `--agent` spelling, or None."""
+    if value is None or isinstance(value, AgentChoice):
+        return value
+    return AgentChoice.parse(value)
+
+
+def _is_function(text: str) -> bool:
+    module, colon, function = text.partition(":")
+    return bool(colon) and bool(_DOTTED.fullmatch(module)) and function.isidentifier()
 
 
 def expect(label: str, value: object, ok: bool, expected: str) -> None:

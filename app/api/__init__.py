@@ -129,6 +129,7 @@ from app.api.workspace import (
     init_workspace,
     promote,
 )
+from app.api_args import AgentChoice
 from app.api_args import ConfigSource as ConfigSource
 from app.api_args import resolve_config as resolve_config
 from app.api_args import workspace_config as workspace_config
@@ -149,6 +150,7 @@ if TYPE_CHECKING:  # each loads with the command that needs it (uvicorn and Fast
 scrub_log_records()
 
 __all__ = [
+    "AgentChoice",
     "BenchmarkValidation",
     "DiagnoseResult",
     "EpochPoint",

@@ -12,7 +12,7 @@ from typing import Any
 
 from app.api._common import _budget_is_run_failed, _run_sync, _task_types, _workspace
 from app.api.run_ids import claim_run_id, next_run_id
-from app.api_args import ConfigSource, workspace_config
+from app.api_args import AgentChoice, ConfigSource, agent_choice, agent_spec, workspace_config
 from app.api_args import expect as _expect
 from app.errors import UserError
 from app.harness.rollouts import memory
@@ -20,6 +20,7 @@ from app.harness.rollouts.session import Session
 from app.harness.training.runner import Runner
 from app.harness.workspace import workspace as ws
 from app.harness.workspace.atomic import write_json_atomic
+from app.harness.workspace.config import build_config
 from app.harness.workspace.ids import check_version
 from app.harness.workspace.writer_lock import WriterLock
 from app.progress import Bars
@@ -52,6 +53,9 @@ class EvalResult:
     memories_stored: int | None = None
     # built-in tool -> the name it was shown under (`tool_aliases` of `evaluate`)
     tool_aliases: dict[str, str] = field(default_factory=dict)
+    # the agent that answered, as `eval --agent` spells it: "builtin", "python:mod:fn",
+    # "command:python agent.py"
+    agent: str = "builtin"
 
 
 @dataclass(frozen=True)
@@ -67,11 +71,15 @@ def evaluate(
     overrides: Mapping[str, Any] | None = None,
     progress: bool | None = False,
     tool_aliases: Mapping[str, str] | None = None,
+    agent: AgentChoice | str | None = None,
 ) -> EvalResult:
     """Answer the whole benchmark with skills `version` (e.g. "v3") and the current prompts;
     the report goes to `analyses/eval_<run_id>.json`. `tool_aliases` shows built-in tools
     under new names ({"read_context": "lookup"}): how much of a gain survives a changed tool
-    interface (docs/scorecard.md#holdouts)."""
+    interface (docs/scorecard.md#holdouts). `agent` runs the rollouts with another agent than
+    the config's, for this eval only (transfer: docs/agents.md): an `AgentChoice` or its
+    `--agent` spelling, "builtin", "python:module:function" or "command:python agent.py";
+    it applies after `overrides`."""
     return _run_sync(
         evaluate_async,
         workspace,
@@ -80,6 +88,7 @@ def evaluate(
         overrides=overrides,
         progress=progress,
         tool_aliases=tool_aliases,
+        agent=agent,
     )
 
 
@@ -91,13 +100,17 @@ async def evaluate_async(
     overrides: Mapping[str, Any] | None = None,
     progress: bool | None = False,
     tool_aliases: Mapping[str, str] | None = None,
+    agent: AgentChoice | str | None = None,
 ) -> EvalResult:
     from app.harness.rollouts.agent_prompts import check_tool_aliases
 
     version = check_version(version, "version")
     aliases = check_tool_aliases(tool_aliases)
+    choice = agent_choice(agent)
     root = _workspace(workspace)
     run_config = workspace_config(root, config, overrides)
+    if choice is not None:
+        run_config = build_config(choice.overrides(), f"agent {choice.spec!r}", run_config)
     with (
         WriterLock(root, "eval"),
         Session(root, run_config, Bars(enabled=progress)) as session,
@@ -228,6 +241,9 @@ def _eval_result(
         cache_hits=hits - before[1],
         simulated_model=session.config.uses_sim,
         memories_stored=memory.count(session.log) if session.config.memory_k > 0 else None,
+        agent=agent_spec(
+            session.config.agent_kind, session.config.agent_function, session.config.agent_command
+        ),
     )
 
 
@@ -246,6 +262,7 @@ def _eval_report(result: EvalResult) -> dict[str, Any]:
         "new_model_calls": result.new_model_calls,
         "simulated_model": result.simulated_model,
         "tool_aliases": result.tool_aliases,
+        "agent": result.agent,
     }
 
 

@@ -21,21 +21,37 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="show a built-in tool under a new name (repeatable), e.g. read_context=lookup: "
         "how much of a gain survives a changed tool interface",
     )
+    p.add_argument(
+        "--agent",
+        metavar="SPEC",
+        help="run this eval with another agent than the config's (do skills trained with one "
+        "agent transfer to another?): builtin, python:MODULE:FUNCTION, or command:COMMAND LINE "
+        "(split as a shell would), e.g. --agent 'command:python agent.py'",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
+    from app.api_args import AgentChoice  # loaded with the config model, not for --help
+
+    agent = None if args.agent is None else AgentChoice.parse(args.agent)  # before the harness
     config = model_config_from(args)
     from app import api
     from app.cli._printers import memories_line, print_result
 
     aliases = parse_tool_aliases(getattr(args, "tool_alias", None) or [])
     result = api.evaluate(
-        args.workspace, args.version, config, progress=progress_from(args), tool_aliases=aliases
+        args.workspace,
+        args.version,
+        config,
+        progress=progress_from(args),
+        tool_aliases=aliases,
+        agent=agent,
     )
     if args.json:
         out_json(result)
         return 0
     print_result(result, f"eval {result.skills_version} (run {result.run_id})")
+    out(f"  agent: {result.agent}")
     if result.tool_aliases:
         shown = ", ".join(f"{k} shown as {v}" for k, v in result.tool_aliases.items())
         out(f"  renamed tools: {shown}")
