@@ -17,6 +17,7 @@ end of stderr is kept.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import shutil
@@ -25,6 +26,8 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import anyio
 
 from app.harness.agents.protocol import (
     AgentResult,
@@ -37,7 +40,7 @@ from app.harness.agents.protocol import (
     failed,
     task_json,
 )
-from app.harness.skills.agent_skills import catalog, export_skills
+from app.harness.skills.agent_skills import SKILL_FILE, catalog, skill_documents
 from app.harness.tools.sandbox import Limits, Outcome, RunResult, SandboxPool
 from app.sanitize import visible
 from app.secrets import scrub
@@ -45,6 +48,7 @@ from app.secrets import scrub
 ANSWER_PREFIX = "ANSWER:"
 TASK_FILE = "task.json"
 INDEX_FILE = "AGENTS.md"
+SKILLS_DIR = Path(".agents") / "skills"
 ANSWER_FILE_MAX_BYTES = 256 << 10
 
 
@@ -94,10 +98,12 @@ class CommandAgent:
     async def run(
         self, task: AgentTask, skills: SkillsVersion, endpoint: ModelEndpoint
     ) -> AgentResult:
+        # the folder's file work runs in a worker thread: creating and removing its dozen
+        # entries blocked the event loop (and every other rollout) for tens of ms on a busy disk
         folder = Path(tempfile.mkdtemp(prefix="agent-", dir=self.pool.root))
         try:
             payload = task_json(task, skills, endpoint)
-            prepare_folder(folder, skills, payload)
+            await anyio.to_thread.run_sync(prepare_folder, folder, skills, payload)
             result = await self.pool.run_command(
                 self.settings.argv,
                 folder,
@@ -107,7 +113,8 @@ class CommandAgent:
             return self._result(result, folder)
         finally:
             if not self.settings.keep_folder:
-                shutil.rmtree(folder, ignore_errors=True)
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(_remove, folder)
 
     def _environment(self, endpoint: ModelEndpoint) -> dict[str, str]:
         return {
@@ -149,12 +156,25 @@ class CommandAgent:
 
 
 def prepare_folder(folder: Path, skills: SkillsVersion, payload: str) -> None:
-    """The skills as an Agent Skills tree, the AGENTS.md index and task.json."""
-    files = dict(skills.skills)
-    if any(name.endswith(".md") for name in files):
-        export_skills(files, folder, {"skills-version": skills.version})
+    """The skills as an Agent Skills tree (as `export-skills` writes it), the AGENTS.md index
+    and task.json, in `folder`, a fresh private folder (so written directly, not staged)."""
+    documents = _skill_tree(tuple(sorted(skills.skills.items())), skills.version)
+    for name, text in documents:
+        skill_folder = folder / SKILLS_DIR / name
+        skill_folder.mkdir(parents=True)
+        (skill_folder / SKILL_FILE).write_text(text, encoding="utf-8")
     (folder / INDEX_FILE).write_text(agents_index(skills), encoding="utf-8")
     (folder / TASK_FILE).write_text(payload, encoding="utf-8")
+
+
+@functools.lru_cache(maxsize=64)
+def _skill_tree(files: tuple[tuple[str, str], ...], version: str) -> tuple[tuple[str, str], ...]:
+    """The SKILL.md documents of a skills version, rendered once: a run's rollouts share a
+    handful of versions, and rendering (YAML frontmatter) took a third of a rollout's CPU."""
+    skills = dict(files)
+    if not any(name.endswith(".md") for name in skills):
+        return ()
+    return tuple(skill_documents(skills, {"skills-version": version}))
 
 
 def agents_index(skills: SkillsVersion) -> str:
@@ -197,6 +217,10 @@ def read_answer_file(folder: Path, name: str) -> tuple[str | None, str]:
     except UnicodeDecodeError:
         return None, f"answer file {name}: not UTF-8 text"
     return clean_answer(text)
+
+
+def _remove(folder: Path) -> None:
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def _check_relative(name: str) -> None:

@@ -480,20 +480,13 @@ def export_skills(
     return stage_skills(files, out, provenance, resources_root, per_skill).publish()
 
 
-def stage_skills(
+def skill_documents(
     files: dict[str, str],
-    out: Path,
     provenance: dict[str, str],
-    resources_root: Path | None = None,
     per_skill: dict[str, dict[str, str]] | None = None,
-) -> StagedSkills:
-    """Every skill of `files` written under `<out>/.agents/skills/.staging-*`, after checking
-    that no target exists and no path below `out` is a symbolic link.
-
-    `provenance` (string values) joins each skill's `metadata` under `skill-trainer.<key>`,
-    then `per_skill[file]` (that skill's own figures, `skill_provenance`) joins that skill's.
-    """
-    base = Path(out) / ".agents" / "skills"
+) -> list[tuple[str, str]]:
+    """(skill name, SKILL.md text) for each skill file of `files`, frontmatter checked; two
+    files exporting to one name are refused."""
     entries = []
     for file_name, name, description in catalog(files):
         kept = dict(read_sidecar(files).get(file_name, {}))
@@ -508,20 +501,39 @@ def stage_skills(
         meta["skill-trainer.body-sha256"] = hashlib.sha256(body.encode()).hexdigest()
         fm["metadata"] = meta
         validate_frontmatter(fm, Path(f"{file_name} (export)"), [], None)
-        entries.append((name, fm, body))
-    names = [n for n, _, _ in entries]
+        entries.append((name, render_skill(fm, body)))
+    names = [n for n, _ in entries]
     dup = next((n for n in names if names.count(n) > 1), None)
     if dup:
         raise UserError(f"two skill files export to the same skill name {dup!r}")
+    return entries
+
+
+def stage_skills(
+    files: dict[str, str],
+    out: Path,
+    provenance: dict[str, str],
+    resources_root: Path | None = None,
+    per_skill: dict[str, dict[str, str]] | None = None,
+) -> StagedSkills:
+    """Every skill of `files` written under `<out>/.agents/skills/.staging-*`, after checking
+    that no target exists and no path below `out` is a symbolic link.
+
+    `provenance` (string values) joins each skill's `metadata` under `skill-trainer.<key>`,
+    then `per_skill[file]` (that skill's own figures, `skill_provenance`) joins that skill's.
+    """
+    base = Path(out) / ".agents" / "skills"
+    documents = skill_documents(files, provenance, per_skill)
+    names = [name for name, _ in documents]
     for name in names:
         _check_free(Path(out), base / name)
     staged = StagedSkills(Path(out), base / f".staging-{uuid.uuid4().hex[:8]}", names, [])
     staged.created = _make_folders(base)
     try:
         staged.staging.mkdir()
-        for name, fm, body in entries:
+        for name, text in documents:
             source = (resources_root / name) if resources_root else None
-            _write_skill(staged.staging / name, render_skill(fm, body), source)
+            _write_skill(staged.staging / name, text, source)
     except BaseException:
         staged.discard()
         raise
