@@ -93,7 +93,13 @@ NOT_IN_RUN_ALL = {"real_model", "llama_server", "real_learning"}
 # 216-unit worlds (5 seeds x 5 settings x 4 strategies): one noisy0.3 eprocess training took
 # 18 CPU-s, so the whole about 9-10 min on 2 free cores; the floor leaves room for a busy machine.
 # skillopt_compare.py (5 worlds at 72 and 216 units, 40 tasks) took 32 min on a loaded machine.
-TIMEOUT_FLOOR_S = {"acceptance_large": 2700.0, "skillopt_compare": 3600.0}
+# external_agents.py trains four agents at 216 units; its command agent, a process per rollout
+# (about 15,000), took 39 min on a loaded machine.
+TIMEOUT_FLOOR_S = {
+    "acceptance_large": 2700.0,
+    "skillopt_compare": 3600.0,
+    "external_agents": 3600.0,
+}
 
 
 def timeout_for(name: str, timeout: float, tiny: bool) -> float:

@@ -38,6 +38,7 @@ SLOW = {
     "gate_validity": "its exact dynamic programmes do not shrink with --tiny",
     "ingest_train": "three ingests, inits and trainings as CLI processes",
     "skillopt_compare": "three trainings as CLI processes and three SkillOpt runs",
+    "external_agents": "two trainings, one with a process per rollout, and an eval",
 }
 
 

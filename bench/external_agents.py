@@ -1,0 +1,330 @@
+"""Train the skills of outside agents (docs/agents.md), and move skills between agents.
+
+A benchmark, not a test: it prints figures. On a sim-basic world of --units units per task
+type (216 by default) and the default training config, it trains each agent from the same
+starter skills, offline, every model call through the recording gateway in front of the
+simulated model:
+
+- `builtin`: the trainer's own loop (app/harness/rollouts/inference.py), for reference;
+- `command-script`: examples/agents/command-script/agent.py, a process per rollout;
+- `openai-agents-sdk`, `langgraph`: examples/agents/<name>/agent.py in this process, when
+  their packages are installed (the `agents` extra; `# skipped` otherwise).
+
+For each outside agent A it prints `external_agents.A.baseline_test` and `.final_test` (the
+held-out test's accuracy before and after training; target final - baseline >= 0.3),
+`.calls_lost` (model calls the agent got an answer to, counted on the agent's side, minus the
+`llm_calls` rows of role `agent` the run logged; target 0) and `.transfer_test` (the built-in
+loop's best skills evaluated under A, on the same held-out questions). Then
+`external_agents.gateway_overhead_p95_ms` (bench/agents_gateway.py's measurement: the p95 of
+a call through the gateway minus the p95 of a direct provider call, same process; target
+<= 5) and `external_agents.resume_identical` (1 when `train --resume` after SIGKILL inside an
+outside agent's rollout, and at a gate point, ends in the uninterrupted run's state:
+tests/app/agents/external_resume.py, a Python agent on a 24-unit world).
+
+    .venv/bin/python bench/external_agents.py [--units 216] [--seed 7] [--agents a,b] [--tiny]
+
+`--tiny` (the suite's bench test): 12 units, one task type, one step, builtin and
+command-script only, no resume (tests/app/agents/test_resume_external.py runs it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sqlite3
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "bench"
+sys.path.insert(0, str(ROOT))  # a script: make `app` importable from anywhere
+sys.path.insert(1, str(BENCH))
+
+import agents_gateway  # noqa: E402
+
+from app import api  # noqa: E402
+from app.providers.sim.generate import write_benchmark  # noqa: E402
+from app.providers.sim.world import build_world  # noqa: E402
+from tests.app.agents.external_resume import resume_identical  # noqa: E402
+
+EXAMPLES = ROOT / "examples" / "agents"
+GAIN_TARGET = 0.3
+OVERHEAD_TARGET_MS = 5.0
+FINAL_TEST_RUN = "train1-final-test"
+TINY: dict[str, Any] = {
+    "epochs": 1,
+    "max_steps": 1,
+    "task_types": ["dates"],
+    "gate": {"strategy": "accept_all"},
+    "sim_harmful_share": 0.0,
+    "sim_useless_share": 0.0,
+    "evolve_prompts": False,
+    "momentum_samples": 0,
+    "holdout_each_epoch": False,
+    "eval_min_per_class": 3,
+    "trainable_min_units": 8,
+}
+
+
+@dataclass(frozen=True)
+class AgentUnderTest:
+    name: str
+    overrides: Callable[[Path], dict[str, Any]]  # the [agent] keys, given a folder for counts
+    needs: tuple[str, ...] = ()  # importable packages it needs
+    counted_in_process: bool = False  # its calls are counted by the httpx hook below
+
+    def missing(self) -> list[str]:
+        return [name for name in self.needs if find_spec(name) is None]
+
+
+def command_script(counts: Path) -> dict[str, Any]:
+    agent = EXAMPLES / "command-script" / "agent.py"
+    argv = [sys.executable, str(BENCH / "_count_calls.py"), str(counts / "calls"), str(agent)]
+    return {"agent_kind": "command", "agent_command": argv}
+
+
+def python_example(name: str) -> Callable[[Path], dict[str, Any]]:
+    def overrides(counts: Path) -> dict[str, Any]:
+        return {"agent_kind": "python", "agent_function": f"{EXAMPLES / name / 'agent.py'}:run"}
+
+    return overrides
+
+
+AGENTS = (
+    AgentUnderTest("builtin", lambda counts: {}),
+    AgentUnderTest("command-script", command_script),
+    AgentUnderTest(
+        "openai-agents-sdk",
+        python_example("openai-agents-sdk"),
+        ("agents",),
+        counted_in_process=True,
+    ),
+    AgentUnderTest(
+        "langgraph",
+        python_example("langgraph"),
+        ("langgraph", "langchain_openai"),
+        counted_in_process=True,
+    ),
+)
+
+
+# ------------------------------------------------------------------ counting the agent's calls
+
+
+class InProcessCalls:
+    """Counts the chat completions answered (status 200) to any httpx client of this process:
+    the openai SDK, which both Python examples' frameworks use, sends through httpx."""
+
+    def __init__(self) -> None:
+        self.answered = 0
+
+    @contextlib.contextmanager
+    def hooked(self) -> Iterator[None]:
+        import httpx
+
+        sync_send, async_send = httpx.Client.send, httpx.AsyncClient.send
+
+        def count(response: httpx.Response) -> None:
+            if response.status_code == 200 and response.request.url.path.endswith(
+                "/chat/completions"
+            ):
+                self.answered += 1
+
+        def send(client: httpx.Client, request: httpx.Request, **kw: Any) -> httpx.Response:
+            response = sync_send(client, request, **kw)
+            count(response)
+            return response
+
+        async def asend(
+            client: httpx.AsyncClient, request: httpx.Request, **kw: Any
+        ) -> httpx.Response:
+            response = await async_send(client, request, **kw)
+            count(response)
+            return response
+
+        httpx.Client.send = send  # type: ignore[method-assign]
+        httpx.AsyncClient.send = asend  # type: ignore[method-assign]
+        try:
+            yield
+        finally:
+            httpx.Client.send = sync_send  # type: ignore[method-assign]
+            httpx.AsyncClient.send = async_send  # type: ignore[method-assign]
+
+
+def logged_agent_calls(ws: Path) -> int:
+    con = sqlite3.connect(ws / "harness.db")
+    try:
+        (n,) = con.execute("SELECT COUNT(*) FROM llm_calls WHERE role = 'agent'").fetchone()
+    finally:
+        con.close()
+    return int(n)
+
+
+def test_accuracy(ws: Path, run_id: str, test_ids: set[str]) -> float:
+    con = sqlite3.connect(ws / "harness.db")
+    try:
+        rows = con.execute(
+            "SELECT question_id, correct FROM predictions WHERE run_id = ?", (run_id,)
+        ).fetchall()
+    finally:
+        con.close()
+    scored = [int(correct) for qid, correct in rows if qid in test_ids]
+    return sum(scored) / len(scored) if scored else float("nan")
+
+
+def test_question_ids(ws: Path) -> set[str]:
+    con = sqlite3.connect(ws / "harness.db")
+    try:
+        rows = con.execute(
+            "SELECT DISTINCT question_id FROM predictions WHERE run_id = ?", (FINAL_TEST_RUN,)
+        ).fetchall()
+    finally:
+        con.close()
+    return {qid for (qid,) in rows}
+
+
+# ------------------------------------------------------------------ training
+
+
+@dataclass(frozen=True)
+class Trained:
+    workspace: Path
+    baseline_test: float
+    final_test: float
+    best_version: str
+    calls_lost: int | None
+    seconds: float
+
+
+def new_workspace(root: Path, units: int, seed: int) -> Path:
+    store = root / "store"
+    write_benchmark(
+        build_world("basic", seed, units), store / "questions" / "sim-basic", "sim-basic"
+    )
+    ws = root / "ws"
+    api.init_workspace(ws, seed="sim-starter", questions="sim-basic", store=store)
+    return ws
+
+
+def train(agent: AgentUnderTest, root: Path, settings: Mapping[str, Any], seed: int) -> Trained:
+    units = int(settings["sim_units_per_type"])
+    ws = new_workspace(root, units, seed)
+    counts = root / "counts"
+    counts.mkdir()
+    overrides = {**settings, **agent.overrides(counts)}
+    in_process = InProcessCalls()
+    started = time.perf_counter()
+    with in_process.hooked() if agent.counted_in_process else contextlib.nullcontext():
+        result = api.train(ws, overrides=overrides)
+    seconds = time.perf_counter() - started
+    if result.status != "done":
+        raise SystemExit(f"{agent.name}: training ended {result.status}: {result.reason}")
+    lost: int | None = None
+    if agent.name != "builtin":
+        count_file = counts / "calls"
+        answered = (
+            in_process.answered
+            if agent.counted_in_process
+            else (count_file.stat().st_size if count_file.exists() else 0)
+        )
+        lost = answered - logged_agent_calls(ws)
+    return Trained(
+        ws,
+        result.baseline_test_accuracy,
+        result.test_accuracy,
+        result.best_skills_version,
+        lost,
+        seconds,
+    )
+
+
+def transfer(
+    builtin: Trained, agent: AgentUnderTest, root: Path, settings: Mapping[str, Any]
+) -> float:
+    """The built-in loop's best skills under `agent`, on the built-in run's held-out test."""
+    counts = root / f"transfer-{agent.name}"
+    counts.mkdir()
+    overrides = {**settings, **agent.overrides(counts)}
+    result = api.evaluate(builtin.workspace, builtin.best_version, overrides=overrides)
+    return test_accuracy(builtin.workspace, result.run_id, test_question_ids(builtin.workspace))
+
+
+def gateway_overhead_p95_ms(calls: int) -> float:
+    times = anyio.run(agents_gateway.measure, calls)
+    return agents_gateway.pct(times["http"], 95) - agents_gateway.pct(times["direct"], 95)
+
+
+# ------------------------------------------------------------------ main
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--units", type=int, default=216)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--agents", default=",".join(a.name for a in AGENTS))
+    parser.add_argument("--tiny", action="store_true", help="12 units, one step: for the suite")
+    args = parser.parse_args()
+    names = ["builtin", "command-script"] if args.tiny else args.agents.split(",")
+    unknown = sorted(set(names) - {a.name for a in AGENTS})
+    if unknown:
+        parser.error(f"--agents: no agent {unknown} (have {[a.name for a in AGENTS]})")
+    settings: dict[str, Any] = {"sim_units_per_type": 12 if args.tiny else args.units}
+    if args.tiny:
+        settings.update(TINY)
+    chosen = [a for a in AGENTS if a.name in names or a.name == "builtin"]
+    print(f"# sim-basic, {settings['sim_units_per_type']} units per task type, seed {args.seed}")
+    trained: dict[str, Trained] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-external-") as tmp:
+        for agent in chosen:
+            if missing := agent.missing():
+                print(f"# skipped {agent.name}: not installed: {', '.join(missing)}")
+                continue
+            root = Path(tmp) / agent.name
+            root.mkdir()
+            run = train(agent, root, settings, args.seed)
+            trained[agent.name] = run
+            print(
+                f"# {agent.name}: test {run.baseline_test:.3f} -> {run.final_test:.3f} "
+                f"(best {run.best_version}), {run.seconds:.0f} s"
+            )
+            if agent.name == "builtin":
+                continue
+            prefix = f"RESULT external_agents.{agent.name}"
+            gain = run.final_test - run.baseline_test
+            print(f"{prefix}.baseline_test {run.baseline_test:.3f} accuracy")
+            print(
+                f"{prefix}.final_test {run.final_test:.3f} accuracy "
+                f"(gain {gain:+.3f}, target >= {GAIN_TARGET:g})"
+            )
+            print(f"{prefix}.calls_lost {run.calls_lost} calls target 0")
+        builtin = trained["builtin"]
+        for agent in chosen:
+            if agent.name == "builtin" or agent.name not in trained:
+                continue
+            score = transfer(builtin, agent, Path(tmp), settings)
+            print(
+                f"RESULT external_agents.{agent.name}.transfer_test {score:.3f} accuracy "
+                f"(built-in loop's {builtin.best_version}; built-in test {builtin.final_test:.3f})"
+            )
+    overhead = gateway_overhead_p95_ms(20 if args.tiny else 400)
+    print(
+        f"RESULT external_agents.gateway_overhead_p95_ms {overhead:.2f} ms "
+        f"target <= {OVERHEAD_TARGET_MS:g}"
+    )
+    if args.tiny:
+        print("# resume_identical: not in --tiny (tests/app/agents/test_resume_external.py)")
+    else:
+        print(f"RESULT external_agents.resume_identical {resume_identical()} bool target 1")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
