@@ -73,7 +73,7 @@ def evaluate(
     tool_aliases: Mapping[str, str] | None = None,
     agent: AgentChoice | str | None = None,
 ) -> EvalResult:
-    """Answer the whole benchmark with skills `version` (e.g. "v3") and the current prompts;
+    """Answer the whole benchmark with skills `version` ("v3", or "best") and the current prompts;
     the report goes to `analyses/eval_<run_id>.json`. `tool_aliases` shows built-in tools
     under new names ({"read_context": "lookup"}): how much of a gain survives a changed tool
     interface (docs/scorecard.md#holdouts). `agent` runs the rollouts with another agent than
@@ -92,6 +92,16 @@ def evaluate(
     )
 
 
+def _named_version(root: Path, version: str) -> str:
+    """`vN` (or `skills/vN`), or `best`: the manifest's best version."""
+    if version != "best":
+        return check_version(version, "version")
+    best = ws.read_best(root)
+    if not best:
+        raise UserError(f"{root}/manifest.json: no best version yet (train first)")
+    return check_version(best["skills"], "the manifest's best version")
+
+
 async def evaluate_async(
     workspace: str | Path,
     version: str,
@@ -104,10 +114,10 @@ async def evaluate_async(
 ) -> EvalResult:
     from app.harness.rollouts.agent_prompts import check_tool_aliases
 
-    version = check_version(version, "version")
     aliases = check_tool_aliases(tool_aliases)
     choice = agent_choice(agent)
     root = _workspace(workspace)
+    version = _named_version(root, version)
     run_config = workspace_config(root, config, overrides)
     if choice is not None:
         run_config = build_config(choice.overrides(), f"agent {choice.spec!r}", run_config)

@@ -13,7 +13,7 @@ OPTIONS = ("verbose", "workspace", "model", "json")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("version", help="skills version, e.g. v3")
+    p.add_argument("version", help="skills version, e.g. v3, or best (the best one so far)")
     p.add_argument(
         "--tool-alias",
         action="append",

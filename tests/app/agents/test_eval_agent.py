@@ -14,6 +14,7 @@ import pytest
 from app import api
 from app.api import AgentChoice
 from app.cli import main
+from app.errors import UserError
 from tests.app.agents.test_train_external import SMALL, rows, small_workspace
 
 READS_SKILLS = "tests.app.agents.agent_plugins:reads_skills"
@@ -158,3 +159,15 @@ def test_eval_agent_runs_a_command(ws: Path, builtin_trained: tuple[Path, str]) 
     found = verdicts(ws, result.run_id)
     assert {v["agent"]["exit_code"] for v in found} == {0}
     assert {v["prediction"] for v in found} == {"42"}
+
+
+def test_best_names_the_manifest_best_version(
+    ws: Path, builtin_trained: tuple[Path, str], tmp_path: Path
+) -> None:
+    """`eval best`, as `export-skills --version best`: the README's newcomer line needs no
+    version number read off the train's output."""
+    result = api.evaluate(ws, "best")
+    assert result.skills_version == builtin_trained[1]
+    fresh = small_workspace(tmp_path / "fresh")
+    with pytest.raises(UserError, match=r"manifest.json: no best version yet \(train first\)"):
+        api.evaluate(fresh, "best")
