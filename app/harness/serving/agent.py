@@ -1,4 +1,5 @@
-"""One served request: the agent loop of the workspace's agent, logged as a serve-run prediction.
+"""One served request: the workspace's agent (the built-in loop, or the outside agent `[agent]`
+names, through its gateway: app/harness/agents/), logged as a serve-run prediction.
 
 The request carries no reference answer, so nothing is checked: a served prediction stores
 `answer` and `correct` as NULL and its verdict step says `checked: false`. Its first step is the
@@ -18,7 +19,7 @@ from typing import Any
 import anyio
 
 from app.harness.rollouts.agent_prompts import AgentPrompts
-from app.harness.rollouts.inference import AgentSettings, answer_question, prediction_row
+from app.harness.rollouts.inference import AgentSettings, prediction_row, rollout_question
 from app.harness.rollouts.telemetry import LogRecorder, calls_logged_as
 from app.harness.workspace.harness_log import HarnessLog
 from app.harness.workspace.harness_log.predictions import PredictionRecord
@@ -101,7 +102,7 @@ class ServedAgent:
         try:
             async with self.limiter:
                 with calls_logged_as(self.run_id):
-                    p = await answer_question(self.provider, self.prompts, question, self.settings)
+                    p = await rollout_question(self.provider, self.prompts, question, self.settings)
         except BaseException:
             self.counters.errors += 1
             raise

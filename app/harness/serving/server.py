@@ -27,6 +27,7 @@ import anyio
 import uvicorn
 
 from app.errors import UserError
+from app.harness.rollouts.inference import serving_agent
 from app.harness.rollouts.session import Session
 from app.harness.serving.agent import ServedAgent, ServedAnswer
 from app.harness.serving.app import build_app, flush_periodically
@@ -241,14 +242,17 @@ async def _serve(
     )
     status, stopped_by = RunStatus.FAILED, "error"
     try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(flush_periodically, agent)
-            if stop is not None:
-                tg.start_soon(_stop_when, stop, server)
-            if on_ready is not None:
-                on_ready(ready)
-            await server.serve(sockets=[sock])
-            tg.cancel_scope.cancel()
+        # an outside agent's gateway runs as long as the server: each request is one rollout
+        async with serving_agent(agent.settings, agent.provider) as running:
+            agent.settings = running
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(flush_periodically, agent)
+                if stop is not None:
+                    tg.start_soon(_stop_when, stop, server)
+                if on_ready is not None:
+                    on_ready(ready)
+                await server.serve(sockets=[sock])
+                tg.cancel_scope.cancel()
         status, stopped_by = RunStatus.DONE, server.stopped_by or "stop"
         return ServeOutcome(run_id, stopped_by, agent.summary())
     finally:
