@@ -9,8 +9,10 @@ venv.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import sysconfig
@@ -160,9 +162,16 @@ def test_the_installed_script_runs_demo_and_report_from_an_unrelated_folder(
 
     demo = installed.run("skill-trainer", "demo").stdout
     assert "learning curve" in demo
-    assert "test accuracy: baseline " in demo and " -> final " in demo
+    # the README's figures, from the built-in loop (no [agent] in app/demo.toml)
+    assert "test accuracy: baseline 0.216 -> final 0.920" in demo
     workspace = installed.elsewhere / "workspaces" / "demo"
     assert (workspace / "manifest.json").is_file()
+    con = sqlite3.connect(workspace / "harness.db")
+    try:
+        (config,) = con.execute("SELECT config_json FROM _runs WHERE run_id = 'train1'").fetchone()
+    finally:
+        con.close()
+    assert json.loads(config)["agent_kind"] == "builtin"
 
     report = installed.run("skill-trainer", "report", "-w", str(workspace)).stdout
     assert report.startswith("test accuracy: baseline ")  # the headline first

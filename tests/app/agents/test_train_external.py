@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -205,24 +204,3 @@ def test_the_command_agent_learns_from_its_trained_skills(trained: tuple[Path, A
     )
     report = api.report(ws)
     assert report is not None
-
-
-# ------------------------------------------------------------------ the demo is unchanged
-
-
-@pytest.mark.slow
-def test_the_demo_still_runs_the_builtin_loop_to_the_same_figures(tmp_path: Path) -> None:
-    """`main.py demo` (app/demo.toml, no [agent]): the built-in loop, the same learning curve
-    as before outside agents were wired in."""
-    done = subprocess.run(
-        [sys.executable, "main.py", "demo", "--no-progress", "-w", str(tmp_path / "demo")],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    figures = [line for line in done.stdout.splitlines() if "test accuracy: baseline" in line]
-    assert figures and "test accuracy: baseline 0.216 -> final 0.920" in figures[-1], figures
-    (config,) = rows(tmp_path / "demo", "SELECT config_json FROM _runs WHERE run_id = 'train1'")
-    assert json.loads(config[0])["agent_kind"] == "builtin"
