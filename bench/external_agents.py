@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import sqlite3
 import sys
 import tempfile
@@ -120,43 +121,46 @@ AGENTS = (
 
 
 class InProcessCalls:
-    """Counts the chat completions answered (status 200) to any httpx client of this process:
-    the openai SDK, which both Python examples' frameworks use, sends through httpx."""
+    """Counts the chat completions answered (status 200) to any HTTP client of this process:
+    httpx's, and httpx2's (the openai SDK's transport since its 3.x releases, under both
+    Python examples' frameworks)."""
 
     def __init__(self) -> None:
         self.answered = 0
 
+    def count(self, response: Any) -> None:
+        if response.status_code == 200 and str(response.request.url.path).endswith(
+            "/chat/completions"
+        ):
+            self.answered += 1
+
     @contextlib.contextmanager
     def hooked(self) -> Iterator[None]:
-        import httpx
+        with contextlib.ExitStack() as stack:
+            for name in ("httpx", "httpx2"):
+                if find_spec(name) is not None:
+                    stack.enter_context(self._hook(importlib.import_module(name)))
+            yield
 
-        sync_send, async_send = httpx.Client.send, httpx.AsyncClient.send
+    @contextlib.contextmanager
+    def _hook(self, module: Any) -> Iterator[None]:
+        sync_send, async_send = module.Client.send, module.AsyncClient.send
 
-        def count(response: httpx.Response) -> None:
-            if response.status_code == 200 and response.request.url.path.endswith(
-                "/chat/completions"
-            ):
-                self.answered += 1
-
-        def send(client: httpx.Client, request: httpx.Request, **kw: Any) -> httpx.Response:
+        def send(client: Any, request: Any, **kw: Any) -> Any:
             response = sync_send(client, request, **kw)
-            count(response)
+            self.count(response)
             return response
 
-        async def asend(
-            client: httpx.AsyncClient, request: httpx.Request, **kw: Any
-        ) -> httpx.Response:
+        async def asend(client: Any, request: Any, **kw: Any) -> Any:
             response = await async_send(client, request, **kw)
-            count(response)
+            self.count(response)
             return response
 
-        httpx.Client.send = send  # type: ignore[method-assign]
-        httpx.AsyncClient.send = asend  # type: ignore[method-assign]
+        module.Client.send, module.AsyncClient.send = send, asend
         try:
             yield
         finally:
-            httpx.Client.send = sync_send  # type: ignore[method-assign]
-            httpx.AsyncClient.send = async_send  # type: ignore[method-assign]
+            module.Client.send, module.AsyncClient.send = sync_send, async_send
 
 
 def logged_agent_calls(ws: Path) -> int:
