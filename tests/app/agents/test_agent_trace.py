@@ -18,8 +18,11 @@ from app.harness.agents.command_agent import CommandAgent, CommandSettings
 from app.harness.agents.gateway import Gateway
 from app.harness.agents.protocol import AgentTask, SkillsVersion
 from app.harness.agents.rollout import run_rollout
-from app.harness.agents.training_seam import trace_steps
+from app.harness.agents.training_seam import prediction_from
+from app.harness.rollouts.agent_prompts import AgentPrompts
+from app.harness.rollouts.inference import AgentSettings
 from core.traces import Role, StepKind
+from core.types import Question
 from tests.app.agents.conftest import with_gateway
 
 TASK = AgentTask("ledger-u000", "For client 122 the figures are 302, 191, 296. The total?")
@@ -120,12 +123,21 @@ async def test_tool_spans_join_the_gateways_model_turns(gateway: Gateway, tmp_pa
     assert result.trace.steps[2].arguments == '{"client": 122}'
     assert not worked.is_error and worked.text == "789"
     assert abs(worked.duration_s - 0.04) < 1e-3
-    tools = [s for s in trace_steps(result.trace) if s["type"] == "tool"]
+    assert result.trace.has_tool_error
+    # the prediction diagnosis reads: tool steps with their status and duration, and the
+    # trace file's counts in the verdict step's agent record
+    question = Question(TASK.task_id, "ledger", TASK.question, "789")
+    prompts = AgentPrompts("", {}, dict(SKILLS.skills), "{question}", skills_version="v1")
+    prediction = await prediction_from(rollout, question, prompts, AgentSettings(), 0.1)
+    assert prediction.correct
+    tools = [s for s in prediction.steps if s["type"] == "tool"]
     assert [(t["name"], t["status"], t["duration_s"]) for t in tools] == [
         ("lookup", "error", 0.25),
         ("calc", "ok", worked.duration_s),
     ]
-    assert result.trace.has_tool_error
+    assert "KeyError" in tools[0]["output"]
+    agent = prediction.steps[-1]["agent"]
+    assert agent["trace_spans"] == 2 and agent["trace_lines_skipped"] == 2
 
 
 LINKS = """
