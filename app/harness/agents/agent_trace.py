@@ -55,13 +55,16 @@ def read_trace_file(folder: Path, name: str = TRACE_FILE) -> AgentTraceFile | No
         return None
     except OSError as e:  # a link (ELOOP), no permission
         return AgentTraceFile(note=f"trace file not read: {e.strerror or e}")
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            return AgentTraceFile(note="trace file not read: not a regular file")
-        if info.st_size > TRACE_FILE_MAX_BYTES:
-            return AgentTraceFile(note=_too_large())
-        raw = handle.read(TRACE_FILE_MAX_BYTES + 1)
+    try:
+        with os.fdopen(fd, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                return AgentTraceFile(note="trace file not read: not a regular file")
+            if info.st_size > TRACE_FILE_MAX_BYTES:
+                return AgentTraceFile(note=_too_large())
+            raw = handle.read(TRACE_FILE_MAX_BYTES + 1)
+    except OSError as e:
+        return AgentTraceFile(note=f"trace file not read: {e.strerror or e}")
     if len(raw) > TRACE_FILE_MAX_BYTES:  # grew while read
         return AgentTraceFile(note=_too_large())
     return parse_trace_lines(raw)
