@@ -77,6 +77,9 @@ class Step:
     tool_call_id: str = ""
     arguments: str = ""  # JSON text of the call's arguments (as recorded)
     is_error: bool = False
+    # how long the tool ran, when a tool span recorded it (an outside agent's own trace file,
+    # app/harness/agents/agent_trace.py); 0: not recorded
+    duration_s: float = 0.0
 
     def as_json(self) -> dict[str, Any]:
         # spelled out, and `_value_` rather than the `value` property (a Python-level call):
@@ -92,6 +95,8 @@ class Step:
             out["arguments"] = self.arguments
         if self.is_error:
             out["is_error"] = True
+        if self.duration_s:
+            out["duration_s"] = self.duration_s
         return out
 
 
@@ -378,9 +383,16 @@ class TraceBuilder:
         return open_calls[-1].tool_call_id if open_calls else ""
 
     def observation(
-        self, text: str, name: str = "", call_id: str = "", error: bool = False
+        self,
+        text: str,
+        name: str = "",
+        call_id: str = "",
+        error: bool = False,
+        duration_s: float = 0.0,
     ) -> None:
-        self.add(Step(StepKind.OBSERVATION, Role.TOOL, clip(text), name, call_id, "", error))
+        self.add(
+            Step(StepKind.OBSERVATION, Role.TOOL, clip(text), name, call_id, "", error, duration_s)
+        )
 
     def system_first(self) -> tuple[Step, ...]:
         """The steps, with the system messages of the opening (before the first assistant
@@ -421,6 +433,7 @@ def trace_from_json(data: dict[str, Any]) -> Trace:
                 str(s.get("tool_call_id", "")),
                 str(s.get("arguments", "")),
                 bool(s.get("is_error", False)),
+                float(s.get("duration_s", 0.0)),
             )
             for s in data.get("steps", [])
         ),

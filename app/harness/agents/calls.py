@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 from app.harness.agents.protocol import AgentUsage
+from app.harness.ingest.spans import Span, tool_span
 from core.protocols import Message
 from core.traces import Role, Source, Trace, TraceBuilder, as_text
 from core.types import ToolCall
@@ -53,6 +54,9 @@ class RecordedCall:
     latency_s: float = 0.0
     cache_hit: bool = False
     error: str = ""  # one scrubbed line for ERROR, BUDGET and TIMEOUT
+    # when the request reached the gateway (time.time(); 0: not known): where the agent's own
+    # tool spans go in the trajectory (`trace_from_calls`)
+    started_unix: float = 0.0
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -96,21 +100,44 @@ def usage_from_calls(calls: Sequence[RecordedCall]) -> AgentUsage:
     )
 
 
-def trace_from_calls(calls: Sequence[RecordedCall], native_id: str = "") -> Trace:
+def trace_from_calls(
+    calls: Sequence[RecordedCall], native_id: str = "", tool_spans: Sequence[Span] = ()
+) -> Trace:
     """The trajectory of an agent that reports nothing else: every message it sent (system,
     user, its own earlier turns with their tool calls, tool results) and every reply, each
     step once although each request re-sends the history (TraceBuilder's merge by call id
-    and by count, as for span exports)."""
+    and by count, as for span exports).
+
+    `tool_spans`: the TOOL spans of the agent's own trace file (agent_trace.py), by start
+    time. Each goes in before the first model call that reached the gateway after it started
+    (the same machine's clock), ahead of that call's request messages, so the span's result,
+    with its error and duration, is the one kept for its call id (the request's copy of it is
+    merged away); a span that started before the first call goes after the task, before the
+    first reply. A span matches the model's tool call by its recorded call id, else by tool
+    name and arguments (TraceBuilder.open_call_id); one that matches none is a tool call of
+    its own. Spans with no start time, or started after the last call, go at the end."""
     builder = TraceBuilder(merge=True)
-    for call, history in zip(calls, request_histories(calls), strict=True):
+    pending = list(tool_spans)
+
+    def spans_before(started_unix: float) -> None:
+        while pending and 0 < pending[0].start_ns <= started_unix * 1e9:
+            _add_tool_span(builder, pending.pop(0))
+
+    for index, (call, history) in enumerate(zip(calls, request_histories(calls), strict=True)):
+        if index:
+            spans_before(call.started_unix)
         builder.begin_span()
         names: dict[str, str] = {}
         for message in history:
             _add_message(builder, message, names)
+        if not index:
+            spans_before(call.started_unix)
         if call.status == CallStatus.OK:
             builder.message(Role.ASSISTANT, call.reply_text)
             for tc in call.tool_calls:
                 builder.tool_call(tc.name, _arguments_text(tc.arguments), tc.id)
+    for span in pending:
+        _add_tool_span(builder, span)
     usage = usage_from_calls(calls)
     answered = [c for c in calls if c.status == CallStatus.OK]
     return Trace(
@@ -123,6 +150,13 @@ def trace_from_calls(calls: Sequence[RecordedCall], native_id: str = "") -> Trac
         latency_s=sum(c.latency_s for c in answered),
         error=any(c.status in (CallStatus.ERROR, CallStatus.TIMEOUT) for c in calls),
     )
+
+
+def _add_tool_span(builder: TraceBuilder, span: Span) -> None:
+    builder.begin_span()
+    # an id of its own when it names none and matches no open model call: two runs of one
+    # tool with the same arguments stay two steps
+    tool_span(builder, span, timed=True, fallback_id=f"span-{span.line}-{span.span_id}")
 
 
 _ROLES = {"system": Role.SYSTEM, "developer": Role.SYSTEM, "user": Role.USER}

@@ -13,6 +13,9 @@ The answer is the last `ANSWER:` line of stdout, or the declared answer file. A 
 hang, a non-zero exit, a flood of output or an answer that is not there is one `AgentResult`
 with its `Failure`; stdout is bounded (past the bound the process is killed) and only the
 end of stderr is kept.
+
+`SKILL_TRAINER_TRACE_FILE` names a file in the folder where the agent may write its own
+instrumentor's spans; its tool spans join the trajectory (app/harness/agents/agent_trace.py).
 """
 
 from __future__ import annotations
@@ -24,11 +27,12 @@ import shutil
 import stat
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import anyio
 
+from app.harness.agents.agent_trace import TRACE_FILE, read_trace_file
 from app.harness.agents.protocol import (
     AgentResult,
     AgentTask,
@@ -108,15 +112,16 @@ class CommandAgent:
                 self.settings.argv,
                 folder,
                 stdin=payload.encode(),
-                env=self._environment(endpoint),
+                env=self._environment(endpoint, folder),
             )
-            return self._result(result, folder)
+            trace_file = await anyio.to_thread.run_sync(read_trace_file, folder)
+            return replace(self._result(result, folder), agent_trace=trace_file)
         finally:
             if not self.settings.keep_folder:
                 with anyio.CancelScope(shield=True):
                     await anyio.to_thread.run_sync(_remove, folder)
 
-    def _environment(self, endpoint: ModelEndpoint) -> dict[str, str]:
+    def _environment(self, endpoint: ModelEndpoint, folder: Path) -> dict[str, str]:
         return {
             **self.settings.env,
             "OPENAI_BASE_URL": endpoint.base_url,
@@ -126,6 +131,8 @@ class CommandAgent:
             "ANTHROPIC_API_KEY": endpoint.api_key,
             "SKILL_TRAINER_MODEL": endpoint.model,
             "SKILL_TRAINER_TASK_FILE": TASK_FILE,
+            # where the agent may write its own OTLP/OpenInference spans (agent_trace.py)
+            "SKILL_TRAINER_TRACE_FILE": str(folder / TRACE_FILE),
         }
 
     def _result(self, run: RunResult, folder: Path) -> AgentResult:

@@ -185,7 +185,9 @@ class Gateway:
     def _refuse(self, rollout: _Rollout, status: CallStatus, dialect: Dialect) -> JSONResponse:
         # an agent may keep knocking until its time limit: refusals are recorded up to a bound
         if len(rollout.calls) < rollout.started + REFUSALS_KEPT:
-            rollout.calls.append(RecordedCall(index=len(rollout.calls), status=status))
+            rollout.calls.append(
+                RecordedCall(index=len(rollout.calls), status=status, started_unix=time.time())
+            )
         message = {
             CallStatus.REFUSED_CLOSED: "this rollout is over; its key no longer works",
             CallStatus.REFUSED_TIME: "this rollout's time limit has passed",
@@ -208,6 +210,7 @@ class Gateway:
             tools=tuple(t.name for t in request.tools),
             requested_model=request.model[:200],
             stream=request.stream,
+            started_unix=time.time(),
         )
         # its slot is taken now, in arrival order: the prefix above is relative to the request
         # before it, and parallel calls of one agent finish in any order

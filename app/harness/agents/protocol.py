@@ -12,11 +12,14 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from app.sanitize import visible
 from app.secrets import scrub
 from core.traces import Source, Trace
+
+if TYPE_CHECKING:
+    from app.harness.agents.agent_trace import AgentTraceFile
 
 MAX_ANSWER_CHARS = 32_000  # an answer longer than this is cut (and a checker sees the cut)
 MAX_DETAIL_CHARS = 2_000  # a failure's detail line
@@ -109,7 +112,8 @@ class AgentUsage:
 @dataclass(frozen=True)
 class AgentResult:
     """One rollout's outcome. `failure` None: the agent answered (right or wrong is the
-    checker's business). `exit_code` and `stderr` (bounded) are a command agent's."""
+    checker's business). `exit_code` and `stderr` (bounded) are a command agent's, and so is
+    `agent_trace`, what its own trace file gave (None: it wrote none; agent_trace.py)."""
 
     answer: str
     trace: Trace
@@ -118,6 +122,7 @@ class AgentResult:
     latency_s: float = 0.0
     exit_code: int | None = None
     stderr: str = ""
+    agent_trace: AgentTraceFile | None = None
 
     @property
     def ok(self) -> bool:

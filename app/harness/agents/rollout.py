@@ -53,11 +53,13 @@ async def run_rollout(
 
 
 def with_calls(result: AgentResult, calls: tuple[RecordedCall, ...], native_id: str) -> AgentResult:
-    """`result` with the gateway's usage, its trace when the agent gave none, and the
+    """`result` with the gateway's usage, its trace when the agent gave none (with the tool
+    spans of the agent's own trace file, calls.py `trace_from_calls`), and the
     CALL_CAP failure when the gateway refused calls (the root cause of whatever the agent
     did next: a crash on the refusal, or an answer made without the model)."""
     usage = usage_from_calls(calls)
-    trace = result.trace if result.trace.steps else trace_from_calls(calls, native_id)
+    spans = result.agent_trace.tool_spans if result.agent_trace is not None else ()
+    trace = result.trace if result.trace.steps else trace_from_calls(calls, native_id, spans)
     failure = result.failure
     if usage.refused:
         after = f"; then {failure.kind.value}: {failure.detail}" if failure else ""

@@ -175,6 +175,8 @@ async def prediction_from(
             "refused": result.usage.refused,
             "exit_code": result.exit_code,
             "failure": result.failure.as_json() if result.failure else None,
+            # the agent's own trace file: spans read, lines skipped, why not read
+            **(result.agent_trace.as_json() if result.agent_trace is not None else {}),
         },
     }
     steps.append(verdict_step(question, final, correct, stop, source, check, agent))
@@ -215,9 +217,10 @@ def stop_reason(rollout: Rollout) -> str:
 
 def trace_steps(trace: Trace) -> list[dict[str, Any]]:
     """The agent's own turns in the built-in loop's step shapes: a model step per assistant
-    message (its tool calls attached), a tool step per observation. The opening system and
-    user messages are left out, as the built-in loop leaves them out: diagnosis is given the
-    system prompt and the skill separately (app/harness/training/step.py failures_from_rows)."""
+        message (its tool calls attached), a tool step per observation (with its `duration_s` when
+    the agent's trace file timed it). The opening system and
+        user messages are left out, as the built-in loop leaves them out: diagnosis is given the
+        system prompt and the skill separately (app/harness/training/step.py failures_from_rows)."""
     steps: list[dict[str, Any]] = []
     turn = -1
     for s in trace.steps:
@@ -232,14 +235,15 @@ def trace_steps(trace: Trace) -> list[dict[str, Any]]:
             call = {"id": s.tool_call_id, "name": s.tool_name, "arguments": s.arguments}
             steps[-1]["tool_calls"].append(call)
         elif s.kind == StepKind.OBSERVATION:
-            steps.append(
-                {
-                    "turn": max(turn, 0),
-                    "type": "tool",
-                    "name": s.tool_name,
-                    "arguments": "",
-                    "status": "error" if s.is_error else "ok",
-                    "output": summarise_tool_output(s.text),
-                }
-            )
+            step = {
+                "turn": max(turn, 0),
+                "type": "tool",
+                "name": s.tool_name,
+                "arguments": "",
+                "status": "error" if s.is_error else "ok",
+                "output": summarise_tool_output(s.text),
+            }
+            if s.duration_s:  # from a tool span of the agent's own trace file
+                step["duration_s"] = s.duration_s
+            steps.append(step)
     return steps

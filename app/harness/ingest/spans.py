@@ -313,10 +313,7 @@ def spans_to_trace(spans: list[Span], default_source: Source) -> Trace:
             deferred["gen_ai.output.messages"] = a.pop("gen_ai.output.messages")
         kind = str(a.get("openinference.span.kind") or "").upper()
         op = str(a.get("gen_ai.operation.name") or "")
-        # pydantic-ai's format 2 names no operation on its `running tool` spans
-        is_tool = (
-            kind == "TOOL" or op == "execute_tool" or (not op and not kind and _TOOL_NAME in a)
-        )
+        is_tool = _is_tool(kind, op, a)
         if span.error and not is_tool:
             error = True
         session = session or str(
@@ -342,7 +339,7 @@ def spans_to_trace(spans: list[Span], default_source: Source) -> Trace:
             )
             cost += finite(a.get("llm.cost.total") or a.get("gen_ai.usage.cost"))
         if is_tool:
-            _tool_span(b, span)
+            tool_span(b, span)
         elif kind in ("LLM", "") or op:
             # flattened lists (`<prefix>.0.<leaf>`) are looked for only when a key has an index
             indexed = ".0." in "\0".join(a)  # one C scan; a match cannot straddle two keys
@@ -403,7 +400,23 @@ def _own_feedback(value: Any) -> tuple[Feedback, ...]:
     return tuple(out)
 
 
-def _tool_span(b: TraceBuilder, span: Span) -> None:
+def _is_tool(kind: str, op: str, a: dict[str, Any]) -> bool:
+    # pydantic-ai's format 2 names no operation on its `running tool` spans
+    return kind == "TOOL" or op == "execute_tool" or (not op and not kind and _TOOL_NAME in a)
+
+
+def is_tool_span(span: Span) -> bool:
+    """A span that records one tool's run (OpenInference TOOL, GenAI `execute_tool`)."""
+    a = span.attrs
+    kind = str(a.get("openinference.span.kind") or "").upper()
+    return _is_tool(kind, str(a.get("gen_ai.operation.name") or ""), a)
+
+
+def tool_span(b: TraceBuilder, span: Span, timed: bool = False, fallback_id: str = "") -> None:
+    """The tool's call (unless the model's call with its id is already in) and what it
+    returned or raised. `timed`: the observation keeps the span's duration (ingest leaves it
+    out, so the content ids of ingested traces stay what they were). `fallback_id`: the call
+    id when the span records none and no open call of the tool is in."""
     a = span.attrs
     name = str(a.get("gen_ai.tool.name") or a.get("tool.name") or span.name)
     args = _first(a, _TOOL_ARGS)
@@ -411,6 +424,7 @@ def _tool_span(b: TraceBuilder, span: Span) -> None:
         a.get("gen_ai.tool.call.id")
         or a.get("tool_call.id")
         or b.open_call_id(name, args_text(args))
+        or fallback_id
     )
     result = _first(a, _TOOL_RESULT)
     if result is None:
@@ -421,7 +435,9 @@ def _tool_span(b: TraceBuilder, span: Span) -> None:
         # the span does not record what the tool returned (pydantic-ai's format 2 without
         # content): the model's next messages do, and an empty observation would hide it
         return
-    b.observation(io_text(result), name, call_id, error=span.error)
+    timing = timed and 0 < span.start_ns < span.end_ns
+    duration = round((span.end_ns - span.start_ns) / 1e9, 6) if timing else 0.0
+    b.observation(io_text(result), name, call_id, error=span.error, duration_s=duration)
 
 
 def _exception_text(span: Span) -> str | None:

@@ -32,7 +32,7 @@ def client(gateway: Gateway, key: str) -> anthropic.AsyncAnthropic:
 
 
 def _timeless(calls: tuple[RecordedCall, ...]) -> list[RecordedCall]:
-    return [dataclasses.replace(c, latency_s=0.0) for c in calls]
+    return [dataclasses.replace(c, latency_s=0.0, started_unix=0.0) for c in calls]
 
 
 @with_gateway
