@@ -52,7 +52,7 @@ from app.secrets import scrub
 ANSWER_PREFIX = "ANSWER:"
 TASK_FILE = "task.json"
 INDEX_FILE = "AGENTS.md"
-SKILLS_DIR = Path(".agents") / "skills"
+SKILLS_DIR = ".agents/skills"
 ANSWER_FILE_MAX_BYTES = 256 << 10
 
 
@@ -66,6 +66,8 @@ class CommandSettings:
     harness: only these names and the sandbox's allow-list reach the process)."""
 
     argv: tuple[str, ...]
+    # where in its folder the skills go, as Agent Skills trees (the first is AGENTS.md's)
+    skills_dirs: tuple[str, ...] = (".agents/skills",)
     timeout_s: float = 300.0
     answer_file: str | None = None  # relative to the agent's folder; else stdout's ANSWER:
     stdout_bytes: int = 1 << 20  # past this the process group is killed: a flood
@@ -107,7 +109,9 @@ class CommandAgent:
         folder = Path(tempfile.mkdtemp(prefix="agent-", dir=self.pool.root))
         try:
             payload = task_json(task, skills, endpoint)
-            await anyio.to_thread.run_sync(prepare_folder, folder, skills, payload)
+            await anyio.to_thread.run_sync(
+                prepare_folder, folder, skills, payload, self.settings.skills_dirs
+            )
             result = await self.pool.run_command(
                 self.settings.argv,
                 folder,
@@ -162,15 +166,22 @@ class CommandAgent:
         return answer_from_stdout(stdout)
 
 
-def prepare_folder(folder: Path, skills: SkillsVersion, payload: str) -> None:
-    """The skills as an Agent Skills tree (as `export-skills` writes it), the AGENTS.md index
-    and task.json, in `folder`, a fresh private folder (so written directly, not staged)."""
+def prepare_folder(
+    folder: Path,
+    skills: SkillsVersion,
+    payload: str,
+    skills_dirs: tuple[str, ...] = (SKILLS_DIR,),
+) -> None:
+    """The skills as an Agent Skills tree (as `export-skills` writes it) in each of
+    `skills_dirs`, the AGENTS.md index and task.json, in `folder`, a fresh private folder (so
+    written directly, not staged)."""
     documents = _skill_tree(tuple(sorted(skills.skills.items())), skills.version)
-    for name, text in documents:
-        skill_folder = folder / SKILLS_DIR / name
-        skill_folder.mkdir(parents=True)
-        (skill_folder / SKILL_FILE).write_text(text, encoding="utf-8")
-    (folder / INDEX_FILE).write_text(agents_index(skills), encoding="utf-8")
+    for skills_dir in skills_dirs:
+        for name, text in documents:
+            skill_folder = folder / skills_dir / name
+            skill_folder.mkdir(parents=True)
+            (skill_folder / SKILL_FILE).write_text(text, encoding="utf-8")
+    (folder / INDEX_FILE).write_text(agents_index(skills, skills_dirs[0]), encoding="utf-8")
     (folder / TASK_FILE).write_text(payload, encoding="utf-8")
 
 
@@ -184,12 +195,12 @@ def _skill_tree(files: tuple[tuple[str, str], ...], version: str) -> tuple[tuple
     return tuple(skill_documents(skills, {"skills-version": version}))
 
 
-def agents_index(skills: SkillsVersion) -> str:
+def agents_index(skills: SkillsVersion, skills_dir: str = SKILLS_DIR) -> str:
     """AGENTS.md: the system prompt, then where each skill is and what it is for, then the
     tools' descriptions."""
     lines = ["# Instructions", "", skills.system_prompt.strip() or "(none)", "", "## Skills", ""]
     for _file, name, description in catalog(dict(skills.skills)):
-        lines.append(f"- `{name}` (.agents/skills/{name}/SKILL.md): {description}")
+        lines.append(f"- `{name}` ({skills_dir}/{name}/SKILL.md): {description}")
     if skills.tool_descriptions:
         lines += ["", "## Tools", ""]
         for tool, text in sorted(skills.tool_descriptions.items()):

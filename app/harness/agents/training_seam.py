@@ -110,6 +110,7 @@ def external_agent(config: RunConfig) -> ExternalRollouts | None:
         agent = CommandAgent(
             CommandSettings(
                 argv=config.agent_command,
+                skills_dirs=config.agent_skills_dirs,
                 timeout_s=config.agent_timeout_s,
                 concurrency=config.concurrency,
             )

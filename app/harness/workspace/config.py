@@ -128,9 +128,12 @@ class RunConfig(BaseModel):
     # executable `agent_command` (an argv list), one sandboxed process per rollout; "python":
     # the `agent_function` (`module:function`) in this process. Both call the run's agent
     # model through the recording gateway (app/harness/agents/gateway.py), each rollout at
-    # most `agent_call_cap` model calls and `agent_timeout_s` seconds.
+    # most `agent_call_cap` model calls and `agent_timeout_s` seconds. A command agent finds the
+    # skills as Agent Skills trees in each of `agent_skills_dirs` of its folder (Codex CLI and
+    # OpenCode read `.agents/skills`, Claude Code `.claude/skills`).
     agent_kind: Literal["builtin", "command", "python"] = _d("builtin")
     agent_command: tuple[str, ...] = _d(())
+    agent_skills_dirs: tuple[str, ...] = _d((".agents/skills",))
     agent_function: str = _d("")
     agent_timeout_s: float = _d(300.0, gt=0.0, le=86_400.0)
     agent_call_cap: int = _d(32, ge=1, le=10_000)
@@ -244,6 +247,18 @@ class RunConfig(BaseModel):
     def _known_level(cls, value: str) -> str:
         if value not in ("auto", *LEVELS):
             raise ValueError(f"one of auto, {', '.join(LEVELS)}")
+        return value
+
+    @field_validator("agent_skills_dirs")
+    @classmethod
+    def _skills_dirs_inside(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        """Folders inside the agent's own: relative, no `..`, at least one."""
+        if not value:
+            raise ValueError('at least one folder, e.g. [".agents/skills"]')
+        for folder in value:
+            parts = Path(folder).parts
+            if not parts or Path(folder).is_absolute() or ".." in parts:
+                raise ValueError(f"{folder!r}: a folder inside the agent's, e.g. .claude/skills")
         return value
 
     @model_validator(mode="after")

@@ -198,3 +198,37 @@ def _sleepers() -> list[int]:
         if b"time.sleep(600)" in cmdline and int(entry.name) != os.getpid():
             found.append(int(entry.name))
     return found
+
+
+LISTS_SKILLS = """
+import pathlib
+found = sorted(str(p) for p in pathlib.Path(".").glob("*/skills/*/SKILL.md"))
+index = pathlib.Path("AGENTS.md").read_text()
+print("ANSWER: " + " ".join(found) + " | " + str(".claude/skills/ledger/SKILL.md" in index))
+"""
+
+
+async def test_the_skills_go_to_every_folder_the_config_names(tmp_path: Path) -> None:
+    """`agent_skills_dirs`: `.agents/skills` for Codex CLI and OpenCode, `.claude/skills` for
+    Claude Code; AGENTS.md points at the first."""
+    both = (".claude/skills", ".agents/skills")
+    result = await agent(tmp_path, LISTS_SKILLS, skills_dirs=both).run(TASK, SKILLS, _endpoint())
+    paths, index_names_first = result.answer.split(" | ")
+    assert paths.split() == [
+        f"{d}/{name}/SKILL.md"
+        for d in (".agents/skills", ".claude/skills")
+        for name in ("default-strategy", "ledger")
+    ]
+    assert index_names_first == "True"
+
+
+def test_the_skills_folders_must_be_inside_the_agents() -> None:
+    from app.errors import UserError
+    from app.harness.workspace.config import build_config
+
+    assert build_config({"agent.skills_dirs": [".claude/skills"]}, "c").agent_skills_dirs == (
+        ".claude/skills",
+    )
+    for bad in ([], ["../out"], ["/etc/skills"]):
+        with pytest.raises(UserError, match="agent_skills_dirs"):
+            build_config({"agent.skills_dirs": bad}, "c.toml")
