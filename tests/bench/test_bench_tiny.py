@@ -39,6 +39,7 @@ SLOW = {
     "ingest_train": "three ingests, inits and trainings as CLI processes",
     "skillopt_compare": "three trainings as CLI processes and three SkillOpt runs",
     "external_agents": "two trainings, one with a process per rollout, and an eval",
+    "real_agent": "CLI init and infer, a process per question",
 }
 
 
