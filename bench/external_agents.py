@@ -11,7 +11,7 @@ simulated model:
   their packages are installed (the `agents` extra; `# skipped` otherwise).
 
 For each outside agent A it prints `external_agents.A.baseline_test` and `.final_test` (the
-held-out test's accuracy before and after training; target final - baseline >= 0.3),
+held-out test's accuracy before and after training; `.gain`, final - baseline, target >= 0.3),
 `.calls_lost` (model calls the agent got an answer to, counted on the agent's side, minus the
 `llm_calls` rows of role `agent` the run logged; target 0) and `.transfer_test` (the built-in
 loop's best skills evaluated under A, on the same held-out questions). Then
@@ -304,20 +304,19 @@ def main() -> int:
             prefix = f"RESULT external_agents.{agent.name}"
             gain = run.final_test - run.baseline_test
             print(f"{prefix}.baseline_test {run.baseline_test:.3f} accuracy")
-            print(
-                f"{prefix}.final_test {run.final_test:.3f} accuracy "
-                f"(gain {gain:+.3f}, target >= {GAIN_TARGET:g})"
-            )
-            print(f"{prefix}.calls_lost {run.calls_lost} calls target 0")
+            print(f"{prefix}.final_test {run.final_test:.3f} accuracy")
+            print(f"{prefix}.gain {gain:+.3f} accuracy target >= {GAIN_TARGET:g}")
+            print(f"{prefix}.calls_lost {run.calls_lost} calls target == 0")
         builtin = trained["builtin"]
         for agent in chosen:
             if agent.name == "builtin" or agent.name not in trained:
                 continue
             score = transfer(builtin, agent, Path(tmp), settings)
             print(
-                f"RESULT external_agents.{agent.name}.transfer_test {score:.3f} accuracy "
-                f"(built-in loop's {builtin.best_version}; built-in test {builtin.final_test:.3f})"
+                f"# {agent.name}: the built-in loop's {builtin.best_version} (its own test "
+                f"{builtin.final_test:.3f}) under this agent"
             )
+            print(f"RESULT external_agents.{agent.name}.transfer_test {score:.3f} accuracy")
     overhead = gateway_overhead_p95_ms(20 if args.tiny else 400)
     print(
         f"RESULT external_agents.gateway_overhead_p95_ms {overhead:.2f} ms "
@@ -326,7 +325,7 @@ def main() -> int:
     if args.tiny:
         print("# resume_identical: not in --tiny (tests/app/agents/test_resume_external.py)")
     else:
-        print(f"RESULT external_agents.resume_identical {resume_identical()} bool target 1")
+        print(f"RESULT external_agents.resume_identical {resume_identical()} bool target == 1")
     return 0
 
 

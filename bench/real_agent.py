@@ -82,11 +82,12 @@ def figures(ws: Path, counts: Path, wall: float, task_type: str) -> list[str]:
     latencies = sorted(float(s) for (s,) in calls) or [0.0]
     p = "RESULT real_agent"
     return [
-        f"{p}.questions {len(rows)} questions ({task_type})",
-        f"{p}.answered {answered}/{len(rows)} questions",
+        f"# task type {task_type}",
+        f"{p}.questions {len(rows)} questions",
+        f"{p}.answered {answered} questions",
         f"{p}.accuracy {correct / max(1, len(rows)):.3f} accuracy",
         f"{p}.agent_calls {got} calls",
-        f"{p}.calls_lost {got - logged} calls target 0",
+        f"{p}.calls_lost {got - logged} calls target == 0",
         f"{p}.model_latency_p50_s {statistics.median(latencies):.3f} s",
         f"{p}.wall_s {wall:.1f} s",
     ]
