@@ -55,24 +55,15 @@ from app import api  # noqa: E402
 from app.providers.sim.generate import write_benchmark  # noqa: E402
 from app.providers.sim.world import build_world  # noqa: E402
 from tests.app.agents.external_resume import resume_identical  # noqa: E402
+from tests.app.agents.test_train_external import SMALL  # noqa: E402
 
 EXAMPLES = ROOT / "examples" / "agents"
 GAIN_TARGET = 0.3
 OVERHEAD_TARGET_MS = 5.0
 FINAL_TEST_RUN = "train1-final-test"
-TINY: dict[str, Any] = {
-    "epochs": 1,
-    "max_steps": 1,
-    "task_types": ["dates"],
-    "gate": {"strategy": "accept_all"},
-    "sim_harmful_share": 0.0,
-    "sim_useless_share": 0.0,
-    "evolve_prompts": False,
-    "momentum_samples": 0,
-    "holdout_each_epoch": False,
-    "eval_min_per_class": 3,
-    "trainable_min_units": 8,
-}
+# --tiny: the small one-epoch config of the agents tests (accept_all, a helpful evolver), on
+# one task type for one step, at 12 units
+TINY: dict[str, Any] = {**SMALL, "max_steps": 1, "task_types": ["dates"], "sim_units_per_type": 12}
 
 
 @dataclass(frozen=True)
@@ -280,9 +271,7 @@ def main() -> int:
     unknown = sorted(set(names) - {a.name for a in AGENTS})
     if unknown:
         parser.error(f"--agents: no agent {unknown} (have {[a.name for a in AGENTS]})")
-    settings: dict[str, Any] = {"sim_units_per_type": 12 if args.tiny else args.units}
-    if args.tiny:
-        settings.update(TINY)
+    settings: dict[str, Any] = dict(TINY) if args.tiny else {"sim_units_per_type": args.units}
     chosen = [a for a in AGENTS if a.name in names or a.name == "builtin"]
     print(f"# sim-basic, {settings['sim_units_per_type']} units per task type, seed {args.seed}")
     trained: dict[str, Trained] = {}
