@@ -4,6 +4,7 @@ Qwen2.5-Coder-1.5B-Instruct server of bench/real_learning.py.
 
     .venv/bin/python bench/real_agent.py            # after `make real-model` built .venv-real
     .venv/bin/python bench/real_agent.py --tiny     # the same pipeline on sim/oracle, seconds
+    .venv/bin/python bench/real_agent.py --train    # then bench/real_learning.py's training
 
 1. reuses `.venv-real/` and the model file bench/real_learning.py assembles and checks;
 2. serves it on 127.0.0.1 (bench/llama_server.py) as the agent model (bench/real_learning.toml:
@@ -93,6 +94,17 @@ def figures(ws: Path, counts: Path, wall: float, task_type: str) -> list[str]:
     ]
 
 
+def train(root: Path, base_config: str) -> list[str]:
+    """bench/real_learning.py's default-gate training, with this agent in every rollout."""
+    import real_learning
+
+    config = root / "train.toml"
+    config.write_text(agent_config(base_config, root / "train-calls"))
+    workspace = root / "train-ws"
+    outcome = real_learning.train_one(workspace, config, real_learning.STRATEGIES[0], [])
+    return real_learning.result_lines(real_learning.figures(workspace, outcome, "real_agent.train"))
+
+
 def tiny() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-real-agent-tiny-") as tmp:
         base = CONFIG.read_text().replace("openai/qwen-coder-1.5b", "sim/oracle")
@@ -106,6 +118,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tiny", action="store_true", help="the pipeline on sim/oracle")
     parser.add_argument("--task-type", default="dates", help="the task type answered")
+    parser.add_argument("--train", action="store_true", help="then train with this agent")
     args = parser.parse_args()
     if args.tiny:
         return tiny()
@@ -123,7 +136,11 @@ def main() -> int:
     try:
         with tempfile.TemporaryDirectory(prefix="bench-real-agent-") as tmp:
             api_base = f'api_base = "http://{real_model.HOST}:{port}/v1"'
-            lines = run(Path(tmp), f"{api_base}\n{CONFIG.read_text()}", args.task_type, [])
+            base = f"{api_base}\n{CONFIG.read_text()}"
+            lines = run(Path(tmp), base, args.task_type, [])
+            print("\n".join(lines), flush=True)
+            if args.train:
+                lines += train(Path(tmp), base)
     finally:
         real_model.stop_server(server)
     (OUT / "results.txt").write_text("\n".join(lines) + "\n")
