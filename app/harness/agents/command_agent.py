@@ -67,7 +67,7 @@ class CommandSettings:
 
     argv: tuple[str, ...]
     # where in its folder the skills go, as Agent Skills trees (the first is AGENTS.md's)
-    skills_dirs: tuple[str, ...] = (".agents/skills",)
+    skills_dirs: tuple[str, ...] = (SKILLS_DIR,)
     timeout_s: float = 300.0
     answer_file: str | None = None  # relative to the agent's folder; else stdout's ANSWER:
     stdout_bytes: int = 1 << 20  # past this the process group is killed: a flood

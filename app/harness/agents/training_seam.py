@@ -218,10 +218,10 @@ def stop_reason(rollout: Rollout) -> str:
 
 def trace_steps(trace: Trace) -> list[dict[str, Any]]:
     """The agent's own turns in the built-in loop's step shapes: a model step per assistant
-        message (its tool calls attached), a tool step per observation (with its `duration_s` when
-    the agent's trace file timed it). The opening system and
-        user messages are left out, as the built-in loop leaves them out: diagnosis is given the
-        system prompt and the skill separately (app/harness/training/step.py failures_from_rows)."""
+    message (its tool calls attached), a tool step per observation (with its `duration_s` when
+    the agent's trace file timed it). The opening system and user messages are left out, as
+    the built-in loop leaves them out: diagnosis is given the system prompt and the skill
+    separately (app/harness/training/step.py failures_from_rows)."""
     steps: list[dict[str, Any]] = []
     turn = -1
     for s in trace.steps:
