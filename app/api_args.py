@@ -28,8 +28,8 @@ ConfigSource = RunConfig | str | Path | None
 
 
 AGENT_SPEC_HELP = (
-    "builtin, python:MODULE:FUNCTION (or MODULE:FUNCTION), or command:COMMAND LINE "
-    "(split as a shell would, e.g. 'command:python agent.py --fast')"
+    "builtin, python:MODULE:FUNCTION or python:FILE.py:FUNCTION (or without 'python:'), or "
+    "command:COMMAND LINE (split as a shell would, e.g. 'command:python agent.py --fast')"
 )
 _DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 
@@ -41,7 +41,7 @@ class AgentChoice:
     reads the `--agent` spelling; `spec` writes it back, and is what a result records."""
 
     kind: Literal["builtin", "python", "command"]
-    function: str = ""  # python: "module:function"
+    function: str = ""  # python: "module:function" or "path/to/agent.py:function"
     command: tuple[str, ...] = ()  # command: the argv
 
     def __post_init__(self) -> None:
@@ -60,8 +60,8 @@ class AgentChoice:
 
     @classmethod
     def parse(cls, spec: str) -> AgentChoice:
-        """`builtin`, `python:module:function` (a bare `module:function` too) or
-        `command:<command line>`, split with shlex (POSIX quoting)."""
+        """`builtin`, `python:module:function` or `python:path/agent.py:function` (either
+        without `python:` too) or `command:<command line>`, split with shlex (POSIX quoting)."""
         if not isinstance(spec, str):
             raise bad("agent", spec, AGENT_SPEC_HELP)
         text = spec.strip()
@@ -112,8 +112,12 @@ def agent_choice(value: AgentChoice | str | None) -> AgentChoice | None:
 
 
 def _is_function(text: str) -> bool:
-    module, colon, function = text.partition(":")
-    return bool(colon) and bool(_DOTTED.fullmatch(module)) and function.isidentifier()
+    """`module:function`, or `path/to/agent.py:function` as `agent_function` takes it (the
+    config makes a relative file absolute, app/harness/workspace/config.py)."""
+    target, colon, function = text.rpartition(":")
+    if not colon or not function.isidentifier():
+        return False
+    return target.endswith(".py") or bool(_DOTTED.fullmatch(target))
 
 
 def expect(label: str, value: object, ok: bool, expected: str) -> None:

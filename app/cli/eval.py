@@ -25,8 +25,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--agent",
         metavar="SPEC",
         help="run this eval with another agent than the config's (do skills trained with one "
-        "agent transfer to another?): builtin, python:MODULE:FUNCTION, or command:COMMAND LINE "
-        "(split as a shell would), e.g. --agent 'command:python agent.py'",
+        "agent transfer to another?): builtin, python:MODULE:FUNCTION or python:FILE.py:FUNCTION, "
+        "or command:COMMAND LINE (split as a shell would), e.g. --agent 'command:python agent.py'",
     )
 
 

@@ -53,6 +53,11 @@ def test_agent_specs_parse_and_write_back() -> None:
             "command", command=("python", "my agent.py", "--fast")
         ),
         "command:/bin/my-agent": AgentChoice("command", command=("/bin/my-agent",)),
+        # a file, as agent_function takes it (the framework examples are files, not modules)
+        "python:examples/agents/langgraph/agent.py:run": AgentChoice(
+            "python", function="examples/agents/langgraph/agent.py:run"
+        ),
+        "my_agent.py:run": AgentChoice("python", function="my_agent.py:run"),
     }
     for spec, choice in cases.items():
         assert AgentChoice.parse(spec) == choice, spec
@@ -75,6 +80,8 @@ def test_agent_specs_parse_and_write_back() -> None:
         ("python:mod", "expected builtin"),
         ("python:mod:fn:extra", "expected builtin"),
         ("my-mod:fn", "expected builtin"),
+        ("python:dir/agent.txt:run", "expected builtin"),
+        ("python:agent.py:not-a-name", "expected builtin"),
         ("command:", "no command after 'command:'"),
         ("command:   ", "no command after 'command:'"),
         ("command:python 'agent.py", "No closing quotation"),
