@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
-import sqlite3
 import sys
 import tempfile
 import time
@@ -55,7 +54,7 @@ from app import api  # noqa: E402
 from app.providers.sim.generate import write_benchmark  # noqa: E402
 from app.providers.sim.world import build_world  # noqa: E402
 from tests.app.agents.external_resume import resume_identical  # noqa: E402
-from tests.app.agents.test_train_external import SMALL  # noqa: E402
+from tests.app.agents.test_train_external import SMALL, rows  # noqa: E402
 
 EXAMPLES = ROOT / "examples" / "agents"
 GAIN_TARGET = 0.3
@@ -155,35 +154,25 @@ class InProcessCalls:
 
 
 def logged_agent_calls(ws: Path) -> int:
-    con = sqlite3.connect(ws / "harness.db")
-    try:
-        (n,) = con.execute("SELECT COUNT(*) FROM llm_calls WHERE role = 'agent'").fetchone()
-    finally:
-        con.close()
-    return int(n)
+    return int(rows(ws, "SELECT COUNT(*) FROM llm_calls WHERE role = 'agent'")[0][0])
 
 
-def test_accuracy(ws: Path, run_id: str, test_ids: set[str]) -> float:
-    con = sqlite3.connect(ws / "harness.db")
-    try:
-        rows = con.execute(
-            "SELECT question_id, correct FROM predictions WHERE run_id = ?", (run_id,)
-        ).fetchall()
-    finally:
-        con.close()
-    scored = [int(correct) for qid, correct in rows if qid in test_ids]
+def held_out_accuracy(ws: Path, run_id: str) -> float:
+    """`run_id`'s accuracy on the questions of the workspace's held-out test run."""
+    held_out = {
+        qid
+        for (qid,) in rows(
+            ws, "SELECT question_id FROM predictions WHERE run_id = ?", FINAL_TEST_RUN
+        )
+    }
+    scored = [
+        int(correct)
+        for qid, correct in rows(
+            ws, "SELECT question_id, correct FROM predictions WHERE run_id = ?", run_id
+        )
+        if qid in held_out
+    ]
     return sum(scored) / len(scored) if scored else float("nan")
-
-
-def test_question_ids(ws: Path) -> set[str]:
-    con = sqlite3.connect(ws / "harness.db")
-    try:
-        rows = con.execute(
-            "SELECT DISTINCT question_id FROM predictions WHERE run_id = ?", (FINAL_TEST_RUN,)
-        ).fetchall()
-    finally:
-        con.close()
-    return {qid for (qid,) in rows}
 
 
 # ------------------------------------------------------------------ training
@@ -249,7 +238,7 @@ def transfer(
     counts.mkdir()
     overrides = {**settings, **agent.overrides(counts)}
     result = api.evaluate(builtin.workspace, builtin.best_version, overrides=overrides)
-    return test_accuracy(builtin.workspace, result.run_id, test_question_ids(builtin.workspace))
+    return held_out_accuracy(builtin.workspace, result.run_id)
 
 
 def gateway_overhead_p95_ms(calls: int) -> float:
