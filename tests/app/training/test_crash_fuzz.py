@@ -18,9 +18,10 @@ from app.cli import main
 from tests.support.snapshot import diff_states, workspace_state
 
 ROOT = Path(__file__).resolve().parents[3]
-# 8 kills fit the suite's 10 minutes (tests/app/training/test_train.py kills at fixed points
-# too); SKILL_TRAINER_FUZZ_KILLS=200 fuzzes longer
-KILLS = int(os.environ.get("SKILL_TRAINER_FUZZ_KILLS", "8"))
+# 14 kills fit the suite's 10 minutes; SKILL_TRAINER_FUZZ_KILLS=200 fuzzes longer. (8 was
+# tried: with the reference timed under another load, 3 of the first 8 seeded delays landed
+# mid-run, under the 60% the last assertion asks.)
+KILLS = int(os.environ.get("SKILL_TRAINER_FUZZ_KILLS", "14"))
 ARGS = [
     "--set",
     "epochs=2",
