@@ -18,9 +18,7 @@ from app.cli import main
 from tests.support.snapshot import diff_states, workspace_state
 
 ROOT = Path(__file__).resolve().parents[3]
-# 14 kills fit the suite's 10 minutes; SKILL_TRAINER_FUZZ_KILLS=200 fuzzes longer. (8 was
-# tried: with the reference timed under another load, 3 of the first 8 seeded delays landed
-# mid-run, under the 60% the last assertion asks.)
+# 14 kills fit the suite's 10 minutes; SKILL_TRAINER_FUZZ_KILLS=200 fuzzes longer
 KILLS = int(os.environ.get("SKILL_TRAINER_FUZZ_KILLS", "14"))
 ARGS = [
     "--set",
@@ -67,7 +65,10 @@ def test_sigkill_at_random_instants_then_resume_matches_reference(fuzz_base, tmp
     for i in range(KILLS):
         ws = tmp_path / f"ws{i}"
         shutil.copytree(seed_ws, ws)
-        delay = rng.uniform(0.3, duration * 0.95)
+        # within the first half of the reference's time: the reference is timed once, under
+        # whatever else the suite's four workers run then, and a run on a quieter moment can
+        # take half as long (at 0.95 of it, 5 of 14 runs ended before their kill)
+        delay = rng.uniform(0.3, duration * 0.5)
         proc = train(ws)
         try:
             proc.wait(timeout=delay)
