@@ -88,7 +88,7 @@ class _Spend:
     @contextlib.contextmanager
     def session(self, root: Path, config: RunConfig, bars: Bars) -> Iterator[Session]:
         with Session(root, config, bars) as session:
-            session.budget.charge(self.usd)
+            session.budget.charge(self.usd, calls=0)
             before = session.budget.spent_usd
             try:
                 yield session

@@ -197,7 +197,7 @@ class ResponseCache:
         text = None if response.defect else scrub(response_to_json(response))  # redacted
         created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())  # UTC, cheap
         with self._lock:
-            paid = spend if spend is not None and response.cost_usd > 0 else None
+            paid = spend  # every paid call, a free local model's too (max_calls counts them)
             self._write(key, text, created, paid, response.cost_usd)
             if text is None:
                 return
@@ -242,6 +242,15 @@ class ResponseCache:
                 (owner_run_id,),
             ).fetchone()
         return float(row[0])
+
+    def paid_calls_by_run(self, owner_run_id: str) -> dict[str, int]:
+        """The paid calls `owner_run_id` was charged, by the run that made them."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT run_id, COUNT(*) FROM spend WHERE owner_run_id = ? GROUP BY run_id",
+                (owner_run_id,),
+            ).fetchall()
+        return {str(run_id): int(n) for run_id, n in rows}
 
     def __len__(self) -> int:
         with self._lock:

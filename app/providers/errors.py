@@ -28,5 +28,9 @@ class BudgetExceeded(ProviderError, core_errors.BudgetExceeded):
     """
 
 
+class CallBudgetSpent(BudgetExceeded):
+    """The training's `max_calls` is spent: training ends, and the best version is tested."""
+
+
 class TransientError(ProviderError):
     """Rate limit, timeout, connection or 5xx errors that outlasted every retry."""

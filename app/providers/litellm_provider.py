@@ -15,7 +15,7 @@ import random
 import re
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -25,6 +25,7 @@ from loguru import logger
 
 from app.providers.errors import (
     BudgetExceeded,
+    CallBudgetSpent,
     ConfigurationError,
     ProviderError,
     TransientError,
@@ -75,7 +76,10 @@ def redact(text: str, extra_secrets: Iterable[str] = ()) -> str:
 
 
 class CostBudget:
-    """Run-wide spending cap shared by every provider of a run (thread- and task-safe).
+    """Run-wide spending cap shared by every provider of a run (thread- and task-safe), and
+    the training's cap on paid model calls (`max_calls`), armed by the Runner (`arm_calls`)
+    with a test of which calls count: measurements (the baseline, the tests on the test
+    pool) are not training and are neither counted nor stopped.
 
     A call that starts under the cap may finish and is charged; after that no call starts.
     Overshoot is therefore bounded by the calls already in flight.
@@ -84,6 +88,9 @@ class CostBudget:
     def __init__(self, max_usd: float | None) -> None:
         self.max_usd = max_usd
         self._spent = 0.0
+        self._max_calls: int | None = None
+        self._counts: Callable[[], bool] = lambda: True
+        self._training_calls = 0  # paid calls counted against max_calls, carried included
         self._lock = threading.Lock()
 
     @property
@@ -92,8 +99,23 @@ class CostBudget:
             return self._spent
 
     @property
+    def training_calls(self) -> int:
+        with self._lock:
+            return self._training_calls
+
+    @property
     def exhausted(self) -> bool:
         return self.max_usd is not None and self.spent_usd >= self.max_usd
+
+    def arm_calls(
+        self, max_calls: int | None, already: int = 0, counts: Callable[[], bool] | None = None
+    ) -> None:
+        """Count from now on the paid calls for which `counts()` holds (asked in the calling
+        task) against `max_calls`; `already` were spent by earlier processes of the run."""
+        with self._lock:
+            self._max_calls = max_calls
+            self._training_calls = already
+            self._counts = counts or (lambda: True)
 
     def check(self) -> None:
         if self.exhausted:
@@ -101,10 +123,18 @@ class CostBudget:
                 f"cost budget of ${self.max_usd:.4f} reached (spent ${self.spent_usd:.4f}); "
                 "no further model calls"
             )
+        with self._lock:
+            cap, used = self._max_calls, self._training_calls
+        if cap is not None and used >= cap and self._counts():
+            raise CallBudgetSpent(f"max_calls of {cap} reached ({used} paid training calls)")
 
-    def charge(self, usd: float) -> None:
+    def charge(self, usd: float, calls: int = 1) -> None:
+        """One paid call (`calls=1`), or money earlier processes spent (`calls=0`)."""
+        counted = calls and self._max_calls is not None and self._counts()
         with self._lock:
             self._spent += usd
+            if counted:
+                self._training_calls += calls
 
 
 @dataclass

@@ -117,7 +117,7 @@ class Session:
         self.recorder.flush()
         self.recorder.owner = owner
         prior = max(spent_before, self.cache.spend_total(owner))
-        self.budget.charge(prior)
+        self.budget.charge(prior, calls=0)
         return prior
 
     def refresh_paths(self) -> WorkspacePaths:

@@ -61,6 +61,11 @@ def ending_text(progress: Mapping[str, Any]) -> str:
             f"finished after epoch {epoch} of {planned}: early stop, no new best validation "
             f"accuracy for {n} epoch{'' if n == 1 else 's'}"
         )
+    if end == EndReason.MAX_CALLS:
+        return (
+            f"finished in epoch {epoch} of {planned}: max_calls spent, the best version "
+            "so far tested"
+        )
     if end == EndReason.ALL_EPOCHS:
         return f"finished after epoch {epoch} of {planned}: all epochs run"
     return f"finished after epoch {epoch}"

@@ -33,6 +33,7 @@ from app.harness.rollouts.question_units import (
     unit_outcome_view,
 )
 from app.harness.rollouts.session import Session
+from app.harness.training import call_budget
 from app.harness.training.batching import build_batches
 from app.harness.training.checkpoint import (
     check_resume_config,
@@ -43,7 +44,7 @@ from app.harness.training.checkpoint import (
 )
 from app.harness.training.gate_ladder import BaselineCache, GatePools
 from app.harness.training.run_progress import calls_eta, ending_text
-from app.harness.training.slow_update import run_slow_update
+from app.harness.training.slow_update import run_slow_update, validate_epoch
 from app.harness.training.step import diagnose_batch, run_step
 from app.harness.training.train_state import Best, ResumePlan, TrainContext, TrainState
 from app.harness.training.vocabulary import EndReason, TrainPhase
@@ -63,7 +64,7 @@ from app.harness.workspace.workspace import (
 )
 from app.paths import read_prompt
 from app.progress import CallsEta
-from app.providers.errors import BudgetExceeded
+from app.providers.errors import BudgetExceeded, CallBudgetSpent
 from app.secrets import scrub
 from core.evolution.budget import resolve_skill_file
 from core.evolution.diagnose import FailureTally
@@ -92,11 +93,40 @@ class Runner:
             lock, {"pid": os.getpid(), "host": socket.gethostname(), "started_at": now_iso()}
         )
         try:
-            await self._train(resume)
+            try:
+                await self._train(resume)
+            except BaseException as e:
+                if not isinstance(first_leaf(e), CallBudgetSpent):
+                    raise
+                logger.info("{}: training ends; the best version so far is tested", first_leaf(e))
+                await self._finish_spent()
         except BaseException as e:
             self._end_badly(e)
         finally:
             lock.unlink(missing_ok=True)
+
+    async def _finish_spent(self) -> None:
+        """`max_calls` spent mid-step: back to the last checkpoint, as --resume goes, and
+        finish from there (app/harness/training/call_budget.py)."""
+        self._finishing = True  # this process's spend is charged already: carry nothing
+        with self.session.bars.live():
+            setup = await self._setup(resume=True, finishing=True)
+            if setup is None:
+                return
+            ctx, state, plan = setup
+            if plan.resume_epoch is not None:  # mid-epoch: validate it, settle probations
+                await self._close_epoch(ctx, state, plan.resume_epoch)
+            last_epoch = plan.resume_epoch or plan.first_epoch - 1
+            await self._finish(ctx, state, last_epoch, EndReason.MAX_CALLS)
+
+    async def _close_epoch(self, ctx: TrainContext, state: TrainState, epoch: int) -> None:
+        """The slow update's validation and best tracking for an epoch cut short, so the
+        edits accepted in it can become the best. Past the cap: its calls are the price of
+        ending cleanly, at most one validation run (and the probations' anchors)."""
+        self.session.budget.arm_calls(None)
+        prefix = f"{state.train_id}-e{epoch}-close-"
+        ctx.log.clear_runs_with_prefix(prefix)
+        await validate_epoch(ctx, state, epoch, prefix)
 
     def _end_badly(self, e: BaseException) -> NoReturn:
         leaf = first_leaf(e)
@@ -283,8 +313,11 @@ class Runner:
         return progress
 
     # -- setup and resume -------------------------------------------------------------------
-    async def _setup(self, resume: bool) -> tuple[TrainContext, TrainState, ResumePlan] | None:
-        """The run's context, state and where to start; None when it already finished."""
+    async def _setup(
+        self, resume: bool, *, finishing: bool = False
+    ) -> tuple[TrainContext, TrainState, ResumePlan] | None:
+        """The run's context, state and where to start; None when it already finished.
+        `finishing`: only to finish, after `max_calls` was spent (not a resume)."""
         session = self.session
         removed = clean_staging(session.paths.root)
         if removed:
@@ -306,7 +339,7 @@ class Runner:
         if ckpt and ckpt["progress"]["phase"] == TrainPhase.FINISHED:
             self._mark_finished(state_from_json(ckpt["state"]), ckpt["progress"])
             return None
-        if ckpt:  # the run's history says it was resumed, when, and from where
+        if ckpt and not finishing:  # the run's history says it was resumed, when, and from where
             session.log.record_resume(ckpt["progress"]["train_id"], ckpt["progress"])
         if ckpt and ckpt["progress"]["phase"] != TrainPhase.SETUP:
             state = state_from_json(ckpt["state"])
@@ -314,7 +347,8 @@ class Runner:
             self._carry_spend(state.train_id, ckpt)
             ctx = self._context(pools, task_types, units, state, ckpt["progress"]["total_steps"])
             logger.info(
-                "resuming {} from epoch {} ({}, step {})",
+                "{} {} from epoch {} ({}, step {})",
+                "finishing" if finishing else "resuming",
                 state.train_id,
                 ckpt["progress"]["epoch"],
                 ckpt["progress"]["phase"],
@@ -335,12 +369,22 @@ class Runner:
             self.session.log.finish_run(state.train_id, RunStatus.DONE, summary)
 
     def _carry_spend(self, train_id: str, ckpt: dict[str, Any] | None) -> None:
-        """`max_cost_usd` bounds the run, not this process: start from what it has spent."""
+        """`max_cost_usd` bounds the run, not this process: start from what it has spent;
+        `max_calls` likewise counts the training calls earlier processes made."""
+        if getattr(self, "_finishing", False):
+            return
         before = (ckpt or {}).get("progress", {}).get("spent_usd") or 0.0
         prior = self.session.charge_run(train_id, before)
         if prior:
             logger.info("{} has spent ${:.4f} so far", train_id, prior)
         self.session.budget.check()
+        paid = self.session.cache.paid_calls_by_run(train_id)
+        call_budget.arm(
+            self.session.budget,
+            self.config.max_calls,
+            train_id,
+            call_budget.training_calls(paid, train_id),
+        )
 
     def _spent(self) -> float:
         return self.session.cache.spend_total(self.session.recorder.owner or "")

@@ -66,6 +66,38 @@ async def run_slow_update(ctx: TrainContext, state: TrainState, epoch: int) -> N
     prefix = slow_prefix(state.train_id, epoch)
     ctx.log.clear_runs_with_prefix(prefix)
     session = ctx.session
+    r, r_prompts, verdicts = await validate_epoch(ctx, state, epoch, prefix)
+    # 6. momentum for task types changed this epoch
+    await run_slow_momentum(ctx, state, epoch, prefix)
+    # 6b. skill descriptions from R's activation failures (progressive mode only)
+    if ctx.config.skill_mode == "progressive":
+        from app.harness.training.descriptions import evolve_descriptions
+
+        await evolve_descriptions(ctx, state, epoch, prefix, prefix + "val")
+    # 7. system and tool prompt evolution from the epoch's packs
+    before_prompts = session.paths.prompts_version
+    changed = (
+        await evolve_prompts(ctx, state, epoch, prefix) if ctx.config.evolve_prompts else False
+    )
+    # 8. R2 when prompts changed: kept (and considered for best) only if it wins the gate's
+    # paired test against R, else reverted
+    r2, prompts_test = (
+        await settle_prompt_change(ctx, state, r, before_prompts, epoch, prefix)
+        if changed
+        else (None, None)
+    )
+    # 9. epoch report and held-out evaluation
+    holdout = await holdout_four_way(ctx, state, prefix) if ctx.config.holdout_each_epoch else {}
+    report_epoch(ctx, state, epoch, r, r2, holdout, verdicts, prefix, prompts_test)
+
+
+async def validate_epoch(
+    ctx: TrainContext, state: TrainState, epoch: int, prefix: str
+) -> tuple[InferenceResult, AgentPrompts, list[dict[str, Any]]]:
+    """Steps 1-5 of the slow update: validation re-run R of the current versions, its dual
+    metric and correctness, the probations settled against R, best = strict argmax. Also how
+    a run whose `max_calls` is spent mid-epoch closes that epoch (runner.py `_finish_spent`)."""
+    session = ctx.session
     val = list(ctx.pools.validation)
     # 1. full validation re-run R with the current versions
     r_prompts = session.agent_prompts()
@@ -93,28 +125,7 @@ async def run_slow_update(ctx: TrainContext, state: TrainState, epoch: int) -> N
     verdicts = await settle_probations(ctx, state, r, epoch, prefix)
     # 5. best = strict argmax of validation accuracy
     consider_best(ctx, state, r, r_prompts, epoch, prefix + "val")
-    # 6. momentum for task types changed this epoch
-    await run_slow_momentum(ctx, state, epoch, prefix)
-    # 6b. skill descriptions from R's activation failures (progressive mode only)
-    if ctx.config.skill_mode == "progressive":
-        from app.harness.training.descriptions import evolve_descriptions
-
-        await evolve_descriptions(ctx, state, epoch, prefix, prefix + "val")
-    # 7. system and tool prompt evolution from the epoch's packs
-    before_prompts = session.paths.prompts_version
-    changed = (
-        await evolve_prompts(ctx, state, epoch, prefix) if ctx.config.evolve_prompts else False
-    )
-    # 8. R2 when prompts changed: kept (and considered for best) only if it wins the gate's
-    # paired test against R, else reverted
-    r2, prompts_test = (
-        await settle_prompt_change(ctx, state, r, before_prompts, epoch, prefix)
-        if changed
-        else (None, None)
-    )
-    # 9. epoch report and held-out evaluation
-    holdout = await holdout_four_way(ctx, state, prefix) if ctx.config.holdout_each_epoch else {}
-    report_epoch(ctx, state, epoch, r, r2, holdout, verdicts, prefix, prompts_test)
+    return r, r_prompts, verdicts
 
 
 async def settle_probations(

@@ -78,3 +78,4 @@ class EndReason(StrEnum):
 
     ALL_EPOCHS = "all_epochs"  # every configured epoch ran
     EARLY_STOP = "early_stop"  # `early_stop_patience` epochs without a new best
+    MAX_CALLS = "max_calls"  # `max_calls` paid training calls spent

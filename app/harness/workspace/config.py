@@ -117,6 +117,9 @@ class RunConfig(BaseModel):
     request_timeout_s: float = _d(60.0, **NON_NEGATIVE)
     max_retries: int = _d(4, **NON_NEGATIVE)
     max_cost_usd: float | None = _d(None, gt=0.0)
+    # paid model calls training may make (the baseline and the test-pool tests not counted):
+    # spent, training ends and the best version is tested (app/harness/training/call_budget.py)
+    max_calls: int | None = _d(None, gt=0)
     concurrency: int = _d(16, **POSITIVE)
 
     # agent loop (skill modes: app/harness/rollouts/agent_prompts.py)
