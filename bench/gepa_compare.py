@@ -1,16 +1,28 @@
 """The real anchor: the `gepa` package's `optimize` against the trainer, at equal model calls.
 
-A benchmark, not a test: it prints figures. For every world seed W it
+A benchmark, not a test: it prints figures. For every world size U (216 and 72 units per task
+type) and world seed W it
 
 1. trains one fresh workspace exactly as bench/acceptance.py does (`main.py init`, then
    `main.py train --config app/demo.toml --set sim_world_seed=W --set sim_units_per_type=U`,
    the demo's edit shares, the default gate) and reads its final test accuracy
    (`analyses/final_test_eval.json`) and its model calls (below);
-2. runs `gepa.optimize` (GEPA's defaults: Pareto candidate selection, round-robin components,
-   minibatches of 3, strict-improvement acceptance, no merge) in a second fresh workspace of
-   the same world, through `SkillAdapter`, with the trainer's model calls as its budget;
-3. evaluates GEPA's best candidate on the test pool with `Session.infer`, the call the
-   trainer's own final test makes (app/harness/training/runner.py `final_test_eval`).
+2. runs `gepa.optimize` in fresh workspaces of the same world, through `SkillAdapter`, with
+   the trainer's model calls as its budget: `gepa` with GEPA's defaults (Pareto candidate
+   selection, round-robin components, minibatches of 3, strict-improvement acceptance, no
+   merge) on every component the trainer evolves (the skill files, the system prompt, the
+   offered tools' descriptions); `gepa_tuned` with TUNED_GEPA (every component reflected on
+   in each iteration, minibatches of 12); `gepa_skills` on the skill files only;
+3. evaluates each GEPA run's best candidate on the test pool with `Session.infer`, the call
+   the trainer's own final test makes (app/harness/training/runner.py `final_test_eval`);
+4. the budget sweep: at each N in BUDGETS, the trainer run to `max_calls = N`
+   (app/harness/training/call_budget.py: its baseline and test-pool tests are not counted; when
+   N is spent it closes its epoch and tests its best version), and `gepa` and `gepa_tuned`
+   at N calls with their evaluation of the seed candidate not counted either (the trainer's
+   baseline is its seed's evaluation). `final_test@N` is the mean test accuracy over the world
+   seeds; `# ` lines give a pooled Wilson 95% interval over all seeds' test units and the calls
+   each arm actually spent (GEPA stops at an iteration boundary, the trainer's epoch close
+   runs past N: both overshoot, by what the line shows).
 
 Same world, same splits, same models. GEPA's workspace is opened with the configuration the
 trainer's train run recorded (`_runs.config_json`), so agent, checker, judge and evolver are
@@ -21,8 +33,8 @@ them): trainset = the diagnosis pool, valset = the validation pool, both as ques
 
 The adapter (`SkillAdapter`, GEPA's `GEPAAdapter` protocol):
 - a candidate is the skill files' text, one component per skill file a trained task type
-  resolves to (core/evolution/budget.py `resolve_skill_file`); system prompt and tool
-  descriptions stay the seed's unless `--prompts` (below);
+  resolves to (core/evolution/budget.py `resolve_skill_file`), and (not for `gepa_skills`) the
+  system prompt and the offered tools' descriptions;
 - `evaluate`: the agent loop of app/harness/rollouts/inference.py (`answer_question`) with the
   candidate's skills in place of the workspace's; a unit scores 1.0 when every member's answer
   passes the question's checker, else 0.0 (the trainer's unit accuracy);
@@ -49,20 +61,23 @@ its final test, so GEPA never gets fewer calls than the trainer. A second GEPA r
 the trainer's calls, on the first world seed (`--double-seeds`), is printed for context
 (`gepa_compare.gepa2x.*`; GEPA's Pareto candidate selection, gepa/gepa_utils.py
 `remove_dominated_programs`, costs time that grows faster than cubically with its pool of
-candidates: at twice the calls world 1 takes about a minute, world 2 did not finish in 20), and
-with `--prompts` one whose components also hold the system prompt and the offered tools'
-descriptions, evolved with the trainer's prompts/evolve_system.md and evolve_tool.md
-(`gepa_compare.gepa_prompts.*`): the trainer evolves those too, so this run shows how much of
-the gap is what GEPA is given to optimise rather than how it optimises.
+candidates: at twice the calls world 1 takes about a minute, world 2 did not finish in 20).
+The prompt components are evolved with the trainer's prompts/evolve_system.md and
+evolve_tool.md; `gepa_skills` shows how much of the gap is what GEPA is given to optimise
+rather than how it optimises.
 
-Target: mean trainer final test >= mean GEPA final test + 0.2 (on the trainer's RESULT line).
-Figures come from the simulated model, not a real LLM.
+Targets: mean trainer final test >= mean GEPA final test + 0.2 (on the trainer's RESULT line);
+in the sweep, trainer >= gepa_tuned + 0.05 at every N >= 300. RESULT names: the first size's
+carry none (`gepa_compare.<arm>.final_test@<N>`), the others' a `u<size>` part
+(`gepa_compare.u72.<arm>.final_test@<N>`). Figures come from the simulated model, not a real
+LLM.
 
-    .venv/bin/python bench/gepa_compare.py [--seeds 1 2 3 4 5] [--units 216] [--jobs 2]
-        [--double-seeds [W ...]] [--prompts] [--timeout 900] [--keep] [--tiny]
+    .venv/bin/python bench/gepa_compare.py [--seeds 1 2 3 4 5] [--units 216 72] [--jobs 2]
+        [--budgets 150 300 1000 3000] [--double-seeds [W ...]] [--timeout 900] [--keep] [--tiny]
 
-`--tiny`: world seed 1, 24 units per task type, a one-epoch training and GEPA at its calls, no
-twice-the-calls run: it shows the bench runs end to end, its figures measure nothing.
+`--tiny`: world seed 1, 24 units per task type, a one-epoch training, GEPA at its calls and a
+sweep at 150 calls only, no twice-the-calls run: it shows the bench runs end to end, its
+figures measure nothing.
 The `gepa` package is in the project's dev extra; without it the bench exits 2.
 """
 

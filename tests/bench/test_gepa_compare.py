@@ -132,6 +132,38 @@ def test_call_budget_stops_when_iterations_cost_nothing_new() -> None:
     assert budget.reason.startswith("stalled")
 
 
+def test_a_free_seed_evaluation_is_not_counted_against_the_limit() -> None:
+    rec = _Recorder()
+    budget = gc.CallBudget(rec, limit=10, stall=1000, free_seed=True)
+    rec.totals.update(calls=40)  # GEPA's evaluation of the seed on the valset
+    assert not budget(None) and budget.seed_calls == 40
+    rec.totals.update(calls=49)
+    assert not budget(None)
+    rec.totals.update(calls=50)
+    assert budget(None) and budget.reason == "budget"
+
+
+def _outcome(seed: int, points: dict[str, tuple[float, bool]]) -> object:
+    job = gc.SeedJob(seed, 72, "", "", "", 1.0, False, ())
+    out = gc.SeedOutcome(job, True)
+    for arm, (acc, ok) in points.items():
+        out.sweep[arm] = {300: gc.Point(ok, acc, 100, 300, "" if ok else "boom")}
+    return out
+
+
+def test_the_sweep_prints_a_result_only_when_every_seed_reached_the_budget(capsys) -> None:
+    both = {"trainer": (0.5, True), "gepa": (0.4, True), "gepa_tuned": (0.3, True)}
+    one_failed = {**both, "gepa": (0.0, False)}
+    problems = gc.report_sweep([_outcome(1, both), _outcome(2, one_failed)], "x")
+    out = capsys.readouterr().out
+    assert "RESULT x.trainer.final_test@300 0.5000 accuracy" in out
+    assert "RESULT x.gepa.final_test@300" not in out  # one seed missing: no mean
+    assert problems == ["x gepa@300: boom"]
+    # pooled Wilson over 200 units with 100 right
+    assert "pooled Wilson 95% [0.431, 0.569] over 200 test units" in out
+    assert "target x.trainer.final_test@300 >= gepa_tuned + 0.05: MET (0.500 vs 0.300)" in out
+
+
 # -- the adapter on the built-in simulated world ---------------------------------------------
 @pytest.fixture(scope="module")
 def session(tmp_path_factory: pytest.TempPathFactory):
