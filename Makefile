@@ -48,7 +48,13 @@ docs: $(STAMP)
 
 # --timeout: seconds per bench; a slower one gets its floor (bench/run_all.py TIMEOUT_FLOOR_S:
 # acceptance_large 2700 s, 100 trainings on 216-unit worlds).
-bench: $(STAMP)
+# the bench extra too (skillopt for bench/skillopt_compare.py), once
+BENCH_STAMP := $(VENV)/.bench-installed
+$(BENCH_STAMP): $(STAMP)
+	$(VENV)/bin/pip install --progress-bar off -e '.[dev,bench]' --config-settings editable_mode=compat
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
 	$(VENV)/bin/python bench/run_all.py --timeout 1200
 
 # Not in CI: about 43 min from a fresh clone on 2 cores (measured): .venv 6.5 min, then
