@@ -60,7 +60,7 @@ ORACLE_SETS = (
     "judge_model=sim/oracle",
     "sim_oracle_accuracy=1.0",
 )
-PACKAGES = {  # benchmark -> (distribution, top-level folder, the extra that installs it)
+PACKAGES = {  # benchmark -> (its distribution on PyPI, the distribution's top-level folder)
     "bfcl": (bfcl.DISTRIBUTION, bfcl.TOP_LEVEL),
     "humaneval": (humaneval.DISTRIBUTION, humaneval.TOP_LEVEL),
 }

