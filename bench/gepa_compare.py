@@ -445,13 +445,11 @@ def trainer_config(trainer_ws: Path) -> Any:
     """The RunConfig the trainer's train run recorded (every setting, as it ran)."""
     from app.harness.workspace.config import build_config
 
-    conn = sqlite3.connect(f"file:{trainer_ws / 'harness.db'}?mode=ro", uri=True)
-    try:
-        row = conn.execute(
-            "SELECT config_json FROM _runs WHERE kind = 'train' ORDER BY seq DESC LIMIT 1"
-        ).fetchone()
-    finally:
-        conn.close()
+    rows = read_rows(
+        trainer_ws / "harness.db",
+        "SELECT config_json FROM _runs WHERE kind = 'train' ORDER BY seq DESC LIMIT 1",
+    )
+    row = rows[0] if rows else None
     if row is None:
         raise ValueError(f"no train run in {trainer_ws / 'harness.db'}")
     return build_config(json.loads(row[0]), f"{trainer_ws.name}: the train run's config")
@@ -469,16 +467,20 @@ def trainer_pools(session: Any) -> tuple[Any, tuple[str, ...]]:
     return pools, kept
 
 
-def paid_calls(ws: Path, run_id: str | None = None) -> int:
-    """`llm_calls` rows with cache_hit = 0 (of one run, or all): the model calls paid for."""
-    conn = sqlite3.connect(f"file:{ws / 'harness.db'}?mode=ro", uri=True)
+def read_rows(db: Path, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+    """One read-only query of a workspace database."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
-        where = "COALESCE(cache_hit, 0) = 0" + (" AND run_id = ?" if run_id else "")
-        (n,) = conn.execute(
-            f"SELECT COUNT(*) FROM llm_calls WHERE {where}", (run_id,) if run_id else ()
-        ).fetchone()
+        return conn.execute(sql, tuple(params)).fetchall()
     finally:
         conn.close()
+
+
+def paid_calls(ws: Path, run_id: str | None = None) -> int:
+    """`llm_calls` rows with cache_hit = 0 (of one run, or all): the model calls paid for."""
+    where = "COALESCE(cache_hit, 0) = 0" + (" AND run_id = ?" if run_id else "")
+    sql = f"SELECT COUNT(*) FROM llm_calls WHERE {where}"
+    ((n,),) = read_rows(ws / "harness.db", sql, (run_id,) if run_id else ())
     return int(n)
 
 
@@ -699,13 +701,10 @@ def ledger_training_calls(ws: Path) -> int:
     """The train run's counted calls in the spend ledger (call_budget.py `training_calls`)."""
     from app.harness.training.call_budget import training_calls
 
-    conn = sqlite3.connect(f"file:{ws / 'response_cache.db'}?mode=ro", uri=True)
-    try:
-        rows = conn.execute(
-            "SELECT run_id, COUNT(*) FROM spend WHERE owner_run_id = 'train1' GROUP BY run_id"
-        ).fetchall()
-    finally:
-        conn.close()
+    rows = read_rows(
+        ws / "response_cache.db",
+        "SELECT run_id, COUNT(*) FROM spend WHERE owner_run_id = 'train1' GROUP BY run_id",
+    )
     return training_calls({str(r): int(n) for r, n in rows}, "train1")
 
 
