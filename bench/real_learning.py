@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import shutil
 import sqlite3
 import subprocess
@@ -379,25 +378,21 @@ def main() -> int:
         return tiny()
     import real_model  # bench/real_model.py: the venv, the server
 
-    threads = os.environ.get("REAL_MODEL_THREADS", "2")
     if args.dry_run:
-        return plan(real_model.VENV / "bin" / "python", threads)
+        return plan(real_model.VENV / "bin" / "python", str(real_model.server_threads()[0]))
     OUT.mkdir(parents=True, exist_ok=True)
     python = real_model.ensure_llama_cpp()
     model = ensure_model(python)
     real_model.OUT = OUT  # its server log lands beside these results
     real_model.ALIAS = ALIAS
-    os.environ["REAL_MODEL_THREADS"] = threads  # measured at 2 threads (bench/REAL_MODEL.md)
     port = args.port or real_model.free_port()
-    server = real_model.start_server(python, model, port)
     extra = ["--set", f'api_base="http://{real_model.HOST}:{port}/v1"']
     if args.epochs:
         extra += ["--set", f"epochs={args.epochs}"]
-    started = time.monotonic()
-    try:
+    # threads from the machine (real_model.server_threads); stopped on SIGTERM/SIGHUP too
+    with real_model.serving(python, model, port):
+        started = time.monotonic()
         lines = run_both(ROOT / "workspaces", CONFIG, extra)
-    finally:
-        real_model.stop_server(server)
     lines.append(f"RESULT real_learning.both_runs_wall_s {time.monotonic() - started:.1f} s")
     (OUT / "results.txt").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

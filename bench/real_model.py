@@ -28,10 +28,12 @@ harness commands this bench runs still take its arguments; its figures say nothi
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import socket
 import sqlite3
 import statistics
@@ -41,6 +43,8 @@ import tempfile
 import time
 import urllib.request
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -201,7 +205,78 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def server_threads() -> tuple[int, str]:
+    """The llama server's thread count and why: REAL_MODEL_THREADS if set, else
+    choose_threads() on this machine's CPUs, physical cores and 1-minute load average."""
+    override = os.environ.get("REAL_MODEL_THREADS", "").strip()
+    if override:
+        return max(1, int(override)), f"REAL_MODEL_THREADS={override}"
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return choose_threads(cpus or 1, physical_cores() or cpus or 1, os.getloadavg()[0])
+
+
+def choose_threads(cpus: int, physical: int, load1: float) -> tuple[int, str]:
+    """One thread per core that is not busy: min(physical cores, CPUs - load), at least 1.
+
+    Measured: llama.cpp's threads wait for each other, so a thread without a core of its own
+    stalls them all. At load 17 on the 2-core machine, 2 threads served 0.27-0.34 tokens/s
+    against 6-8 with 1 thread; on an idle machine 2 threads gave 8.8 (bench/REAL_MODEL.md)."""
+    free = round(cpus - load1)
+    threads = max(1, min(physical, free))
+    why = (
+        f"{cpus} CPUs, {physical} physical cores, load {load1:.2f} over the last minute: "
+        f"{max(free, 0)} not busy; REAL_MODEL_THREADS=N overrides"
+    )
+    return threads, why
+
+
+def physical_cores() -> int | None:
+    """Distinct (physical id, core id) pairs in /proc/cpuinfo; None where it says nothing."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return None
+    cores = set()
+    for block in text.split("\n\n"):
+        fields = dict(
+            (k.strip(), v.strip()) for k, _, v in (ln.partition(":") for ln in block.splitlines())
+        )
+        if "core id" in fields:
+            cores.add((fields.get("physical id", "0"), fields["core id"]))
+    return len(cores) or None
+
+
+def stop_on_signals() -> None:
+    """SIGTERM and SIGHUP (a `timeout`, a `kill`, a cancelled CI job, a closed terminal) end
+    this process the way Ctrl-C does: an exception that runs the `finally` that stops the
+    server. The server runs in its own session, so nothing else would stop it: without this
+    it was left running with parent PID 1. A second signal during that cleanup is ignored."""
+
+    def stop(signum: int, _frame: object) -> None:
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN)
+        log(f"{signal.Signals(signum).name}: stopping")
+        raise SystemExit(128 + signum)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, stop)
+
+
+@contextmanager
+def serving(python: Path, model: Path, port: int) -> Iterator[subprocess.Popen]:
+    """The server for the `with` block, stopped at its end, on an error, on Ctrl-C, SIGTERM
+    or SIGHUP."""
+    stop_on_signals()
+    server = start_server(python, model, port)
+    try:
+        yield server
+    finally:
+        stop_server(server)
+
+
 def start_server(python: Path, model: Path, port: int) -> subprocess.Popen:
+    threads, why = server_threads()
+    log(f"llama server: {threads} thread(s) ({why})")
     server_log = open(OUT / "server.log", "w")  # noqa: SIM115 - closed with the process
     cmd = [
         str(python),
@@ -216,31 +291,36 @@ def start_server(python: Path, model: Path, port: int) -> subprocess.Popen:
         str(port),
         "--n_ctx",
         "4096",
-        # one thread: on a shared 2-core machine two threads spend their time waiting for
-        # each other (prompt speed fell to ~6 tokens/s); REAL_MODEL_THREADS overrides
         "--n_threads",
-        os.environ.get("REAL_MODEL_THREADS", "1"),
+        str(threads),
         "--n_batch",
         "256",
     ]
     log("$ " + " ".join(cmd))
+    # its own session: Ctrl-C reaches this script, which stops the server after the harness
     proc = subprocess.Popen(
         cmd, stdout=server_log, stderr=subprocess.STDOUT, start_new_session=True
     )
+    try:
+        wait_until_ready(proc, port)
+        check_first_request(port)
+    except BaseException:
+        stop_server(proc)
+        raise
+    return proc
+
+
+def wait_until_ready(proc: subprocess.Popen, port: int) -> None:
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             sys.exit(f"server exited with {proc.returncode}; see {OUT / 'server.log'}")
         try:
             with urllib.request.urlopen(f"http://{HOST}:{port}/v1/models", timeout=2):
-                break
+                return
         except OSError:
             time.sleep(1)
-    else:
-        stop_server(proc)
-        sys.exit(f"server did not answer within 180 s; see {OUT / 'server.log'}")
-    check_first_request(port)
-    return proc
+    sys.exit(f"server did not answer within 180 s; see {OUT / 'server.log'}")
 
 
 def check_first_request(port: int) -> None:
@@ -258,13 +338,26 @@ def check_first_request(port: int) -> None:
 
 
 def stop_server(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
+    """SIGTERM to the server's whole process group, SIGKILL after 20 s; whatever is left of
+    the group is killed once its leader is gone. A SIGTERM or SIGHUP that arrives meanwhile
+    waits until the server is stopped (stop_on_signals() would cut this short)."""
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGHUP})
+    try:
+        pgid = proc.pid  # start_new_session: the server leads its own process group
+        _signal_group(pgid, signal.SIGTERM)
         try:
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
-            proc.kill()
+            _signal_group(pgid, signal.SIGKILL)
             proc.wait()
+        _signal_group(pgid, signal.SIGKILL)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
 
 
 # -- 4. the harness -------------------------------------------------------------------------------
@@ -408,11 +501,8 @@ def main() -> int:
     python = ensure_llama_cpp()
     model = ensure_model(python)
     port = args.port or free_port()
-    server = start_server(python, model, port)
-    try:
+    with serving(python, model, port):
         outcome = run_harness(f"http://{HOST}:{port}/v1", args.keep, args.skip_train)
-    finally:
-        stop_server(server)
     lines = result_lines(figures(outcome))
     (OUT / "results.txt").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
