@@ -54,8 +54,11 @@ OUT = ROOT / "bench" / "out" / "real_model"
 BUILD_LOG = OUT / "llama-cpp-build.log"
 HEARTBEAT_S = 30.0  # a build line this often while pip runs silent for half an hour
 BUILD_MINUTES = 30  # measured: llama-cpp-python 0.3 from source, 2 cores, niced
-# cmake's progress lines, and pip's own steps, name the build's phase
-_CMAKE_PROGRESS = re.compile(r"\[\s*(\d+)%\]\s*(.*)")
+# the build's phase: Ninja's `[104/193] <command>` lines (llama-cpp-python builds with Ninja
+# through scikit-build-core, whose own steps start with `***`), CMake's Makefile `[ 45%] ...`
+# lines, else pip's own steps
+_NINJA_PROGRESS = re.compile(r"^\[(\d+)/(\d+)\]\s*(.*)")
+_CMAKE_PROGRESS = re.compile(r"^\[\s*(\d+)%\]\s*(.*)")
 _PIP_STEPS = (
     "Collecting",
     "Downloading",
@@ -146,20 +149,38 @@ def run_with_heartbeat(
 
 
 def build_phase(log_path: Path) -> str:
-    """The last phase the build log shows: cmake's `[ NN%] ...` line, else pip's last step."""
+    """The last phase the build log shows: Ninja's `[N/M] ...` or CMake's `[ NN%] ...` line,
+    scikit-build-core's `*** ...` step, else pip's last step."""
     try:
         with open(log_path, "rb") as f:
-            f.seek(max(0, f.seek(0, os.SEEK_END) - 65536))
+            f.seek(max(0, f.seek(0, os.SEEK_END) - 262144))  # Ninja -v lines run to 1-2 KB
             lines = f.read().decode("utf-8", errors="replace").splitlines()
     except OSError:
         return "starting"
     for line in reversed(lines):
         text = line.strip()
-        if m := _CMAKE_PROGRESS.search(text):
+        if m := _NINJA_PROGRESS.match(text):
+            done, total = int(m.group(1)), int(m.group(2))
+            share = f" ({100 * done // total}%)" if total else ""
+            return f"ninja {done}/{total}{share}: {ninja_target(m.group(3))}"
+        if m := _CMAKE_PROGRESS.match(text):
             return f"compiling, cmake {m.group(1)}%: {m.group(2)[:80]}"
+        if text.startswith("***"):
+            return text[:100]
         if text.startswith(_PIP_STEPS):
             return text[:100]
     return "starting"
+
+
+def ninja_target(command: str) -> str:
+    """What one Ninja step works on: the source a compiler command compiles (`-c FILE`), the
+    file a link writes (`-o FILE`), else the step's text (`Building CXX object ...` without
+    -v)."""
+    words = command.split()
+    for flag, verb in (("-c", "compiling"), ("-o", "linking")):
+        if flag in words[:-1]:
+            return f"{verb} {Path(words[words.index(flag) + 1]).name}"
+    return command[:80]
 
 
 def tail(path: Path, n: int = 20) -> str:
