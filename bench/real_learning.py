@@ -164,8 +164,13 @@ def train_one(workspace: Path, config: Path, strategy: str, extra: list[str]) ->
     if harness("init", str(workspace), "--seed", SEED, "--questions", QUESTIONS):
         sys.exit(f"init of {workspace} failed")
     sets = ["--set", f'gate.strategy="{strategy}"', *extra]
+    import real_model  # bench/real_model.py: a status line a minute while train runs
+
     started = time.monotonic()
-    code = harness("train", "-w", str(workspace), "--config", str(config), *sets, "--no-progress")
+    with real_model.watching(workspace, "train", say=log):
+        code = harness(
+            "train", "-w", str(workspace), "--config", str(config), *sets, "--no-progress"
+        )
     wall = time.monotonic() - started
     harness("report", str(workspace))
     return {"train_exit_code": code, "wall_s": wall}

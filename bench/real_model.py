@@ -40,10 +40,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -53,6 +54,7 @@ VENV = ROOT / ".venv-real"
 OUT = ROOT / "bench" / "out" / "real_model"
 BUILD_LOG = OUT / "llama-cpp-build.log"
 HEARTBEAT_S = 30.0  # a build line this often while pip runs silent for half an hour
+STATUS_S = 60.0  # a status line of a running train or eval this often
 BUILD_MINUTES = 30  # measured: llama-cpp-python 0.3 from source, 2 cores, niced
 # the build's phase: Ninja's `[104/193] <command>` lines (llama-cpp-python builds with Ninja
 # through scikit-build-core, whose own steps start with `***`), CMake's Makefile `[ 45%] ...`
@@ -382,6 +384,63 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
 
 
 # -- 4. the harness -------------------------------------------------------------------------------
+@contextmanager
+def watching(
+    workspace: Path, label: str, every_s: float = STATUS_S, say: Callable[[str], None] = log
+) -> Iterator[None]:
+    """While the block runs, a line every `every_s` s on the run in `workspace` (run_status).
+    `train` draws progress bars on a terminal only, and the benches pass --no-progress: in a
+    log or a CI job a 22-minute training printed 6 lines."""
+    stop = threading.Event()
+    started = time.monotonic()
+
+    def report() -> None:
+        before: int | None = None
+        while not stop.wait(every_s):
+            minutes, seconds = divmod(int(time.monotonic() - started), 60)
+            status, before = run_status(workspace, before)
+            say(f"  {label} running {minutes}:{seconds:02d}: {status}")
+
+    thread = threading.Thread(target=report, name=f"{label}-status", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+
+
+def run_status(workspace: Path, replies_before: int | None = None) -> tuple[str, int | None]:
+    """One line from the workspace, read-only while the run writes: model replies so far (the
+    response cache keeps each at once; `+N` since the last line), the run at work (the log's
+    latest run: baseline, a step's rollout or gate, validation, test) and the steps reported.
+    Returns it with the reply count, for the next line's `+N`."""
+    parts = []
+    replies = None
+    try:
+        replies = 0
+        if (workspace / "response_cache.db").exists():  # created at the first reply
+            with contextlib.closing(_read_only(workspace / "response_cache.db")) as cache:
+                replies = int(cache.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+        pace = f" (+{replies - replies_before})" if replies_before is not None else ""
+        parts.append(f"{replies} model replies{pace}")
+        with contextlib.closing(_read_only(workspace / "harness.db")) as db:
+            row = db.execute("SELECT run_id FROM _runs ORDER BY seq DESC LIMIT 1").fetchone()
+            steps = db.execute("SELECT COUNT(*) FROM step_reports").fetchone()[0]
+        if row:
+            parts.append(f"at {row[0]}")
+        parts.append(f"{steps} step report(s)")
+    except sqlite3.Error as e:  # not written yet, or busy: the next line will tell
+        parts.append(f"log not readable yet ({e})")
+    return ", ".join(parts), replies
+
+
+def _read_only(path: Path) -> sqlite3.Connection:
+    if not path.exists():
+        raise sqlite3.OperationalError(f"no {path.name}")
+    return sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=2)
+
+
 def harness(*args: str) -> int:
     cmd = [sys.executable, str(ROOT / "main.py"), *args]
     return run(cmd, cwd=ROOT).returncode
@@ -407,11 +466,13 @@ def run_harness(
     train_code = None
     if not skip_train:
         mode = ["--resume"] if (workspace / "checkpoint.json").exists() else []
-        train_code = harness("train", "-w", str(workspace), *mode, *common)
+        with watching(workspace, "train"):
+            train_code = harness("train", "-w", str(workspace), *mode, *common)
     train_s = time.monotonic() - started
     manifest = json.loads((workspace / "manifest.json").read_text())
     version = manifest["current"]["skills"].split("/")[-1]
-    eval_code = harness("eval", version, "-w", str(workspace), *common)
+    with watching(workspace, "eval"):
+        eval_code = harness("eval", version, "-w", str(workspace), *common)
     harness("report", str(workspace))
     return {"train_exit_code": train_code, "eval_exit_code": eval_code, "train_s": train_s}
 
