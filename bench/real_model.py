@@ -533,7 +533,9 @@ def figures(
     )
     final_path = workspace / "analyses" / "final_test_eval.json"
     final = json.loads(final_path.read_text()) if final_path.exists() else {}
-    reason = one("SELECT summary_json FROM _runs WHERE kind = 'train' ORDER BY seq DESC LIMIT 1")
+    reason = db.execute(  # none with --skip-train on a fresh workspace
+        "SELECT summary_json FROM _runs WHERE kind = 'train' ORDER BY seq DESC LIMIT 1"
+    ).fetchone()
     db.close()
     nan = float("nan")
     results = [
@@ -566,7 +568,7 @@ def figures(
         ("real_model.eval_exit_code", outcome["eval_exit_code"], "code"),
     ]
     log(f"response formats used per role: {formats}")
-    log(f"train run summary: {reason}")
+    log(f"train run summary: {reason[0] if reason else 'no train run'}")
     return results
 
 
