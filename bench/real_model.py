@@ -125,6 +125,7 @@ def ensure_llama_cpp() -> Path:
         "-v",
         "llama-cpp-python[server]",
     ]
+    stop_on_signals()  # a SIGTERM or SIGHUP stops the half-hour build too
     code = run_with_heartbeat(cmd, BUILD_LOG, HEARTBEAT_S, env)
     if code != 0:
         sys.exit(
@@ -138,7 +139,7 @@ def run_with_heartbeat(
     cmd: list[str], log_path: Path, every_s: float, env: dict[str, str] | None = None
 ) -> int:
     """Run `cmd` with its output in `log_path`; every `every_s` seconds print the elapsed time
-    and the build's phase. Returns the exit code."""
+    and the build's phase. Returns the exit code; `cmd` is killed if this is interrupted."""
     from app.sanitize import visible
 
     log("$ " + " ".join(cmd))
@@ -146,12 +147,18 @@ def run_with_heartbeat(
     start = time.monotonic()
     with open(log_path, "w", encoding="utf-8") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
-        while True:
-            try:
-                return proc.wait(timeout=every_s)
-            except subprocess.TimeoutExpired:
-                minutes, seconds = divmod(int(time.monotonic() - start), 60)
-                log(f"  build running {minutes}:{seconds:02d}: {visible(build_phase(log_path))}")
+        try:
+            while True:
+                try:
+                    return proc.wait(timeout=every_s)
+                except subprocess.TimeoutExpired:
+                    minutes, seconds = divmod(int(time.monotonic() - start), 60)
+                    phase = visible(build_phase(log_path))
+                    log(f"  build running {minutes}:{seconds:02d}: {phase}")
+        except BaseException:  # Ctrl-C, or SIGTERM/SIGHUP through stop_on_signals
+            proc.kill()
+            proc.wait()
+            raise
 
 
 def build_phase(log_path: Path) -> str:

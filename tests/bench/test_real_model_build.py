@@ -130,3 +130,33 @@ def test_the_phase_is_read_from_ninja_and_cmake_lines(rm, tmp_path: Path, log_te
         "Using pip 24.0\nCollecting llama-cpp-python[server]\n" * bool(log_text) + log_text
     )
     assert rm.build_phase(log).startswith(phase)
+
+
+def test_a_sigterm_during_the_build_stops_pip(rm, tmp_path: Path) -> None:
+    import os
+    import signal
+    import threading
+    import time
+
+    held = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    pid_file = tmp_path / "pip.pid"
+    slow_pip = (
+        f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
+    )
+    try:
+        rm.stop_on_signals()
+
+        def terminate_once_pip_runs() -> None:
+            while not pid_file.exists() or not pid_file.read_text():
+                time.sleep(0.05)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+        threading.Thread(target=terminate_once_pip_runs, daemon=True).start()
+        with pytest.raises(SystemExit) as stopped:
+            rm.run_with_heartbeat([sys.executable, "-c", slow_pip], tmp_path / "build.log", 0.2)
+    finally:
+        for sig, handler in held.items():
+            signal.signal(sig, handler)
+    assert stopped.value.code == 128 + signal.SIGTERM
+    with pytest.raises(ProcessLookupError):  # killed and reaped, not left building
+        os.kill(int(pid_file.read_text()), 0)
