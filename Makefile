@@ -60,9 +60,10 @@ $(BENCH_STAMP): $(STAMP)
 bench: $(BENCH_STAMP)
 	$(VENV)/bin/python bench/run_all.py --timeout 1200
 
-# Not in CI: about 43 min from a fresh clone on 2 cores (measured): .venv 6.5 min, then
-# llama-cpp-python built from source into .venv-real (~30 min, once; a progress line every
-# 30 s), then it trains on SmolLM2-135M served on 127.0.0.1 (a few minutes) and prints RESULT
+# Not in CI: from a fresh clone about 43 min on an otherwise idle 2-core machine, 64.5 min with
+# other work sharing the cores (both measured): .venv 6.5 min, then llama-cpp-python built
+# from source into .venv-real (~30 min, once; a progress line every 30 s), then it trains on
+# SmolLM2-135M served on 127.0.0.1 (a few minutes; a status line a minute) and prints RESULT
 # lines (bench/real_model.py). Later runs skip both installs.
 real-model: $(STAMP)
 	$(VENV)/bin/python bench/real_model.py

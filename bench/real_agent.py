@@ -24,7 +24,6 @@ Not in CI and not in `make bench` (bench/run_all.py NOT_IN_RUN_ALL).
 from __future__ import annotations
 
 import argparse
-import os
 import sqlite3
 import statistics
 import subprocess
@@ -130,19 +129,17 @@ def main() -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     real_model.OUT = OUT
     real_model.ALIAS = real_learning.ALIAS
-    os.environ.setdefault("REAL_MODEL_THREADS", "2")
     port = real_model.free_port()
-    server = real_model.start_server(python, model, port)
-    try:
-        with tempfile.TemporaryDirectory(prefix="bench-real-agent-") as tmp:
-            api_base = f'api_base = "http://{real_model.HOST}:{port}/v1"'
-            base = f"{api_base}\n{CONFIG.read_text()}"
-            lines = run(Path(tmp), base, args.task_type, [])
-            print("\n".join(lines), flush=True)
-            if args.train:
-                lines += train(Path(tmp), base)
-    finally:
-        real_model.stop_server(server)
+    with (
+        real_model.serving(python, model, port),  # stopped on SIGTERM/SIGHUP too
+        tempfile.TemporaryDirectory(prefix="bench-real-agent-") as tmp,
+    ):
+        api_base = f'api_base = "http://{real_model.HOST}:{port}/v1"'
+        base = f"{api_base}\n{CONFIG.read_text()}"
+        lines = run(Path(tmp), base, args.task_type, [])
+        print("\n".join(lines), flush=True)
+        if args.train:
+            lines += train(Path(tmp), base)
     (OUT / "results.txt").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0

