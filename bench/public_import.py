@@ -49,7 +49,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # a script: this checkout's app/, core/ and bench.public
 
-from bench.public import bfcl, humaneval  # noqa: E402
+from bench.public import bfcl, bfcl_multi_turn, humaneval  # noqa: E402
 from bench.public.source import PackageSource, SourceError, open_source  # noqa: E402
 
 TINY_LIMIT = 24
@@ -60,8 +60,10 @@ ORACLE_SETS = (
     "judge_model=sim/oracle",
     "sim_oracle_accuracy=1.0",
 )
+PATH_ARG = {"bfcl_multi_turn": "bfcl"}  # the benchmark whose --PATH option gives its package
 PACKAGES = {  # benchmark -> (its distribution on PyPI, the distribution's top-level folder)
     "bfcl": (bfcl.DISTRIBUTION, bfcl.TOP_LEVEL),
+    "bfcl_multi_turn": (bfcl.DISTRIBUTION, bfcl.TOP_LEVEL),
     "humaneval": (humaneval.DISTRIBUTION, humaneval.TOP_LEVEL),
 }
 
@@ -114,6 +116,8 @@ def open_package(name: str, path: str | None) -> PackageSource:
 def import_one(name: str, source: PackageSource, out: Path, limit: int | None) -> bfcl.Imported:
     if name == "bfcl":
         return bfcl.import_bfcl(source, out, limit=limit)
+    if name == "bfcl_multi_turn":
+        return bfcl_multi_turn.import_bfcl_multi_turn(source, out, limit=limit)
     return humaneval.import_humaneval(source, out, limit=limit)
 
 
@@ -135,7 +139,7 @@ def main() -> int:
     sources: dict[str, PackageSource] = {}
     for name in args.benchmarks:
         try:
-            sources[name] = open_package(name, getattr(args, name))
+            sources[name] = open_package(name, getattr(args, PATH_ARG.get(name, name)))
         except (SourceError, OSError) as e:
             print(f"bench/public_import.py: {name}: {e}", file=sys.stderr)
             return 2
