@@ -78,7 +78,9 @@ def execute(objs: dict[str, Any], owner: dict[str, str], calls: list[dict[str, A
     for c in calls:
         try:
             method = getattr(objs[owner[c["name"]]], c["name"])
-            results.append(as_result(method(**c["arguments"])))
+            # a copy: a simulator keeps what it is given (post_tweet's `mentions` list, which
+            # mention() extends later), and the logged calls must stay as they were made
+            results.append(as_result(method(**copy.deepcopy(c["arguments"]))))
         except Exception as e:  # what BFCL's executor records
             results.append(f"Error during execution: {e}")
     return results
