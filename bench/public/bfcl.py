@@ -18,8 +18,8 @@ entries repeat a `live_simple` or `live_multiple` question that needs a call) is
 
 Left out, and why: the Java and JavaScript categories (their arguments are strings in those
 languages' syntax, which BFCL type-converts with tree-sitter); `live_relevance` (no ground
-truth: any call counts); the multi-turn categories (stateful Python simulators as tools: not
-in this importer yet); memory, web search and format sensitivity (agentic categories that
+truth: any call counts); the multi-turn categories (stateful Python simulators as tools: the
+`bfcl_multi_turn` benchmark, bench/public/bfcl_multi_turn.py); memory, web search and format sensitivity (agentic categories that
 need a memory backend, the web, or BFCL's prompt variants).
 """
 

@@ -21,7 +21,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bench.public import bfcl, humaneval  # noqa: E402
+from bench.public import bfcl, bfcl_multi_turn, humaneval  # noqa: E402
 from bench.public.checks import (  # noqa: E402
     NotCalls,
     bfcl_ast,
@@ -87,6 +87,170 @@ def test_bfcl_slice_validates_and_scores_one_on_the_oracle(tmp_path: Path) -> No
         'license = "Apache-2.0"' in toml and "Apache" in (imported.path / "NOTICE.md").read_text()
     )
     _validate_and_run("bfcl", tmp_path / "store", tmp_path, 27)
+
+
+MULTI_TURN_IDS = [f"multi_turn_base_{i}" for i in (1, 3, 6, 9, 10, 12)]
+
+
+def _multi_turn(tmp: Path) -> Path:
+    source = open_source(bfcl.DISTRIBUTION, bfcl.TOP_LEVEL, str(FIXTURES / "bfcl"))
+    imported = bfcl_multi_turn.import_bfcl_multi_turn(source, tmp / "store")
+    assert imported.questions == 6 and imported.skipped == {}
+    return imported.path
+
+
+def _runtime(tools: Path, folder: Path, code: str) -> object:
+    """bfcl_runtime in a child, as the sandbox runs it (the test never imports BFCL's code)."""
+    program = f"import json, sys; sys.path.insert(0, {str(tools)!r}); import bfcl_runtime\n{code}"
+    proc = subprocess.run(
+        [sys.executable, "-I", "-c", program],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout)
+
+
+def test_bfcl_multi_turn_slice_checks_its_tools_and_scores_one_on_the_oracle(
+    tmp_path: Path,
+) -> None:
+    path = _multi_turn(tmp_path)
+    found = rows(path)
+    assert [r["question_id"] for r in found] == MULTI_TURN_IDS
+    first = found[0]  # every turn, in order, in one question; the calls stay out of it
+    assert first["question"].count("Request ") == 4 and first["fixture"] == first["question_id"]
+    assert "ls" in first["tools"] and first["metadata"]["oracle_tool_calls"][0] == {
+        "name": "ls",
+        "arguments": {"a": True},
+    }
+    tools = path / "tools"
+    assert sorted(p.name for p in tools.iterdir()) == [
+        "bfcl_runtime.py",
+        "bfcl_tools.py",
+        "gorilla_file_system.py",
+        "long_context.py",
+    ]
+    assert "bfcl_eval" not in (tools / "gorilla_file_system.py").read_text()
+    notice = (path / "NOTICE.md").read_text()
+    assert "Apache-2.0" in notice and "imports `long_context` from its own folder" in notice
+    proc = cli("check-tools", str(path))  # every tool starts; each oracle rejects S0, accepts
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    proc = cli("validate-benchmark", bfcl_multi_turn.NAME, "--store", str(tmp_path / "store"))
+    errors = [line for line in proc.stdout.splitlines() if ": error: " in line]
+    assert len(errors) == 1 and "nothing_trainable" in errors[0], proc.stdout[-3000:]  # 6 < 12
+    ws = tmp_path / "ws"
+    proc = cli(
+        "init",
+        "-w",
+        str(ws),
+        "--questions",
+        bfcl_multi_turn.NAME,
+        "--store",
+        str(tmp_path / "store"),
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    models = ("agent", "evolver", "judge")
+    for accuracy, expected in ((1.0, 1.0), (0.0, 0.0)):
+        sets = [f"{m}_model=sim/oracle" for m in models] + [f"sim_oracle_accuracy={accuracy}"]
+        proc = cli("eval", "-w", str(ws), *[a for s in sets for a in ("--set", s)], "--json", "v1")
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        result = json.loads(proc.stdout)
+        assert (result["accuracy"], result["total"]) == (expected, 6), result
+
+
+def test_bfcl_multi_turn_state_persists_between_calls_and_the_oracle_compares_it(
+    tmp_path: Path,
+) -> None:
+    import shutil
+
+    path = _multi_turn(tmp_path)
+    tools = path / "tools"
+    work = tmp_path / "work"
+    shutil.copytree(path / "fixtures" / "multi_turn_base_1", work)
+    # one child per call, as the sandbox runs a Python tool: the second sees the first's cd
+    assert _runtime(
+        tools, work, "print(json.dumps(bfcl_runtime.call('cd', {'folder': 'workspace'})))"
+    )
+    pwd = _runtime(tools, work, "print(json.dumps(bfcl_runtime.call('pwd', {})))")
+    assert "workspace" in str(pwd), pwd
+    assert len(json.loads((work / "calls.json").read_text())) == 2
+    reference = json.loads(
+        (path / "fixtures" / "multi_turn_base_1.reference" / "calls.json").read_text()
+    )
+    assert [c["name"] for c in reference] == ["ls", "cd", "mv", "cd", "grep", "tail"]
+    differences = "print(json.dumps(bfcl_runtime.differences('.')))"
+    for calls, wrong in (
+        (reference, False),
+        ([c for c in reference if c["name"] != "mv"], True),  # the file never moved
+        (reference[:-1], True),  # the state is right, but tail's result is missing
+        (reference + [{"name": "mkdir", "arguments": {"dir_name": "extra"}}], True),
+        ([], True),
+    ):
+        (work / "calls.json").write_text(json.dumps(calls))
+        found = _runtime(tools, work, differences)
+        assert bool(found) == wrong, (calls, found)
+
+
+def test_bfcl_multi_turn_replay_leaves_the_logged_calls_as_made(tmp_path: Path) -> None:
+    """A simulator may keep an argument and change it later (TwitterAPI.post_tweet keeps its
+    `mentions` list, which mention() extends): the replay must not change the log."""
+    tools, work = tmp_path / "tools", tmp_path / "work"
+    tools.mkdir()
+    work.mkdir()
+    (tools / "bfcl_runtime.py").write_text(bfcl_multi_turn.RUNTIME.read_text())
+    (tools / "posting_api.py").write_text(
+        "class TwitterAPI:\n"
+        "    def _load_scenario(self, scenario, long_context=False):\n"
+        "        self.tweets = {}\n"
+        "    def post_tweet(self, content, mentions):\n"
+        "        self.tweets[0] = {'content': content, 'mentions': mentions}\n"
+        "        return self.tweets[0]\n"
+        "    def mention(self, tweet_id, mentioned_usernames):\n"
+        "        self.tweets[tweet_id]['mentions'].extend(mentioned_usernames)\n"
+        "        return 'ok'\n"
+    )
+    owner = {"post_tweet": "TwitterAPI", "mention": "TwitterAPI"}
+    config = {"involved_classes": ["TwitterAPI"], "initial_config": {}, "owner": owner}
+    (work / "config.json").write_text(json.dumps(config))
+    (work / "calls.json").write_text("[]")
+    post = {"name": "post_tweet", "arguments": {"content": "hi", "mentions": ["@a"]}}
+    mention = {"name": "mention", "arguments": {"tweet_id": 0, "mentioned_usernames": ["@b"]}}
+    (work / "expected.json").write_text(json.dumps({"turns": [[post, mention]]}))
+    for c in (post, mention):
+        _runtime(tools, work, f"print(json.dumps(bfcl_runtime.call(**{c!r})))")
+    assert json.loads((work / "calls.json").read_text()) == [post, mention]
+    assert _runtime(tools, work, "print(json.dumps(bfcl_runtime.differences('.')))") == []
+
+
+def test_bfcl_multi_turn_ground_truth_and_schemas() -> None:
+    import tomllib
+
+    params = {"sort": ["file_name"], "mv": ["source", "destination"]}
+    assert bfcl_multi_turn.parse_call("sort('final_report.pdf')", params) == {
+        "name": "sort",
+        "arguments": {"file_name": "final_report.pdf"},
+    }
+    assert bfcl_multi_turn.parse_call("mv(source='a',destination='b')", params)["arguments"] == {
+        "source": "a",
+        "destination": "b",
+    }
+    for bad in ("rm(x='a')", "sort(__import__('os').getpid())", "sort('a', 'b')"):
+        with pytest.raises((ValueError, SyntaxError)):
+            bfcl_multi_turn.parse_call(bad, params)
+    bfcl_schema = {
+        "type": "dict",
+        "properties": {"n": {"type": "float", "description": "x"}, "type": {"type": "any"}},
+        "required": ["n"],
+    }
+    schema = bfcl_multi_turn.json_schema(bfcl_schema)
+    assert schema == {
+        "type": "object",
+        "properties": {"n": {"type": "number", "description": "x"}, "type": {}},
+        "required": ["n"],
+    }
+    assert tomllib.loads("p = " + bfcl_multi_turn.toml_inline(schema))["p"] == schema
 
 
 def test_humaneval_slice_validates_and_scores_one_on_the_oracle(tmp_path: Path) -> None:

@@ -7,7 +7,9 @@ and cost accounting, never learning (no edit can ever help, so the gate accepts 
 chance its false-accept bound allows). A wrong answer is wrong in a way the question's checker
 sees (another number, another letter, another string, text the pattern does not match); for a
 checker the oracle cannot evaluate (a custom `module:function` or a rubric) it is a short
-off-topic reply. Its evolver proposes generic, well-formed edits; its judge grades against the
+off-topic reply. A question whose `metadata.oracle_tool_calls` lists declared-tool calls (a
+fixture's benchmark, where the final state decides) gets those calls made first, in one reply,
+when it is answered right, and none when wrong. Its evolver proposes generic, well-formed edits; its judge grades against the
 answer key with a settable noise (`sim_judge_noise`). Replies use the formats of the built-in
 simulated model (app/providers/sim/provider.py): `ANSWER:` lines, tool calls, JSON.
 """
@@ -31,6 +33,9 @@ from core.protocols import Message
 from core.types import LLMResponse, Question, ToolCall, ToolSpec, Usage
 
 DEFAULT_ACCURACY = 0.6
+# a question's metadata key listing the declared-tool calls a right answer makes (their order
+# matters: a fixture's oracle judges the state they leave), as [{"name", "arguments"}]
+REFERENCE_CALLS = "oracle_tool_calls"
 # checkers core/checkers.py `check` evaluates; for any other the oracle cannot build a wrong
 # answer the checker is sure to see, so it replies off-topic
 BUILT_IN_CHECKERS = ("exact", "numeric", "choice", "regex")
@@ -138,6 +143,10 @@ class OracleProvider:
                 p = CONFUSED_ACCURACY
             elif normalise(LEARNABLE_RULES[k]) in view.instruction_text:
                 p = max(p, LEARNED_ACCURACY)
+        if right < p:
+            planned = _reference_calls(view, question, turn)
+            if planned:  # the calls first; the answer once their results are in
+                return _response(messages, "", planned)
         answer = question.answer if right < p else wrong_answer(question)
         text = f"Simulated oracle reply for {question.question_id}.\nANSWER: {answer}"
         return _response(messages, text, ())
@@ -296,6 +305,25 @@ def _tool_call(view: agent.AgentView, question: Question | None, turn: int) -> T
         args = {"section": "full"}
         return ToolCall(id=f"call_{turn}_context", name="read_context", arguments=args)
     return None
+
+
+def _reference_calls(view: agent.AgentView, question: Question, turn: int) -> tuple[ToolCall, ...]:
+    """A question's `metadata.oracle_tool_calls` ([{"name", "arguments"}], what a right answer
+    does with the declared tools: bench/public/bfcl_multi_turn.py writes them), all in one
+    reply, once, and only when every one of them is offered; () otherwise."""
+    planned = question.metadata.get(REFERENCE_CALLS) if question.metadata else None
+    if not isinstance(planned, list) or not planned:
+        return ()
+    calls = []
+    for i, c in enumerate(planned):
+        name = c.get("name") if isinstance(c, dict) else None
+        args = c.get("arguments") if isinstance(c, dict) else None
+        if not isinstance(name, str) or name not in view.tools or not isinstance(args, dict):
+            return ()
+        if name in view.called:  # made already: now the answer
+            return ()
+        calls.append(ToolCall(id=f"call_{turn}_ref_{i}", name=name, arguments=args))
+    return tuple(calls)
 
 
 def _edits(prompt: str, file_tag: str, section: str, budget: int, lines: tuple[str, ...]) -> str:

@@ -16,7 +16,7 @@ from app.tui.app import make_app
 from core.checkers import check
 from core.evolution.diagnose import CATEGORIES
 from core.evolution.edits import parse_edits
-from core.types import Question
+from core.types import Question, ToolSpec
 from tests.app.oracle_bench import NAME, SEED, TASK_TYPES, write_store
 from tests.tui.helpers import SIZE, screen_text, settle
 
@@ -206,3 +206,43 @@ def test_the_judge_grades_a_rubric_answer_on_the_answer_key() -> None:
 
     assert score(answer) == oracle.SCORE_CORRECT
     assert score(oracle.OFF_TOPIC) == score("") == oracle.SCORE_WRONG
+
+
+def test_a_question_with_reference_tool_calls_makes_them_when_right_and_then_answers() -> None:
+    """`metadata.oracle_tool_calls` (bench/public/bfcl_multi_turn.py): a right answer makes the
+    calls, all in one reply and once, then answers; a wrong one, or tools not offered, none."""
+    planned = [
+        {"name": "cd", "arguments": {"folder": "docs"}},
+        {"name": "mkdir", "arguments": {"dir_name": "temp"}},
+    ]
+    question = Question(
+        "m1", "t", "Make temp in docs.", "ok", metadata={"oracle_tool_calls": planned}
+    )
+    plain = Question("m2", "t", "What is 2 + 2?", "4", checker="numeric")
+    tools = [ToolSpec(n, f"tool {n}", {"type": "object"}) for n in ("cd", "mkdir", "ls")]
+
+    async def turns(accuracy: float, offered: list[ToolSpec], q: Question) -> list[object]:
+        provider = oracle.OracleProvider([question, plain], oracle.OracleSettings(accuracy))
+        messages: list[dict] = [{"role": "user", "content": q.question}]
+        first = await provider.complete(messages, tools=offered)
+        if not first.tool_calls:
+            return [first]
+        calls = [
+            {"id": c.id, "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
+            for c in first.tool_calls
+        ]
+        messages.append({"role": "assistant", "content": None, "tool_calls": calls})
+        messages += [{"role": "tool", "tool_call_id": c["id"], "content": "ok"} for c in calls]
+        return [first, await provider.complete(messages, tools=offered)]
+
+    first, second = anyio.run(turns, 1.0, tools, question)
+    assert [(c.name, c.arguments) for c in first.tool_calls] == [
+        (p["name"], p["arguments"]) for p in planned
+    ]
+    assert not second.tool_calls and second.text.endswith("ANSWER: ok")
+    (wrong,) = anyio.run(turns, 0.0, tools, question)
+    assert not wrong.tool_calls and "ANSWER: ok" not in wrong.text
+    (unoffered,) = anyio.run(turns, 1.0, tools[1:], question)
+    assert not unoffered.tool_calls and unoffered.text.endswith("ANSWER: ok")
+    (other,) = anyio.run(turns, 1.0, tools, plain)  # no metadata: as before, no calls
+    assert not other.tool_calls and other.text.endswith("ANSWER: 4")
