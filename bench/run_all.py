@@ -94,8 +94,10 @@ NOT_IN_RUN_ALL = {"real_model", "llama_server", "real_learning", "real_agent"}
 # 18 CPU-s, so the whole about 9-10 min on 2 free cores; the floor leaves room for a busy machine.
 # skillopt_compare.py (5 worlds at 72 and 216 units, 40 tasks) took 32 min on a loaded machine.
 # external_agents.py trains four agents at 216 units; its command agent, a process per rollout
-# (about 15,000), took 39 min on a loaded machine.
+# (about 15,000), took 39 min on a loaded machine. gepa_compare.py (5 worlds at 216 and 72
+# units, GEPA three ways and the budget sweep) took 12 min at load 5-8.
 TIMEOUT_FLOOR_S = {
+    "gepa_compare": 2400.0,
     "acceptance_large": 2700.0,
     "skillopt_compare": 3600.0,
     "external_agents": 3600.0,
