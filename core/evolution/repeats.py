@@ -1,5 +1,5 @@
 """Re-proposed candidates: the evolver's text without the blacklist's annotations, and the key
-under which two candidates are the same hypothesis (docs/training.md#re-proposed-candidates).
+under which two candidates are the same hypothesis (docs/training.md, "A candidate is tested once").
 
 The evolver is shown its task type's rejected edits as a list (core/evolution/edits.py
 `format_blacklist`), each line framed as `- [epoch E, step S] add in "Rules": <text>

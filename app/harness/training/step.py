@@ -28,6 +28,7 @@ from app.harness.training.observation import (
 )
 from app.harness.training.train_state import (
     Continuation,
+    GatedCandidate,
     PooledTest,
     Probation,
     TrainContext,
@@ -81,6 +82,7 @@ from core.evolution.gate import (
     SequentialGate,
 )
 from core.evolution.relevance import added_text, relevance_scores
+from core.evolution.repeats import candidate_key
 from core.evolution.triage import overrule_judge, triage_failures
 from core.types import Question
 
@@ -363,6 +365,7 @@ def _warn_contradictions(run_id: str, diagnoses: Sequence[Diagnosis]) -> None:
 async def gate_step(scope: StepScope, diagnosis: DiagnosisResult) -> None:
     ctx, state = scope.ctx, scope.state
     records = refuse_contaminated(scope, await evolve_phase(scope, diagnosis), diagnosis)
+    records = refuse_repeats(scope, records, diagnosis)
     if not records:
         return
     specs = [
@@ -543,6 +546,65 @@ def refuse_contaminated(
     return kept
 
 
+def refuse_repeats(
+    scope: StepScope, records: dict[str, EvolutionRecord], diagnosis: DiagnosisResult
+) -> dict[str, EvolutionRecord]:
+    """Before any gate: a candidate equal to one whose test already ended (the same base file
+    and the same edits once normalised, core/evolution/repeats.py `candidate_key`) is not
+    gated again; it is reported (`skip_repeat`, with the earlier candidate's step and outcome)
+    and costs no gate call. The rest go on.
+
+    Why skipping is right and not a loss of evidence: the earlier test was that candidate's
+    one test at the gate's level α. A fresh test of the same candidate would give the same
+    hypothesis a second chance to cross the level (two tests at α each accept a null candidate
+    with probability up to 2α, k re-proposals up to (k+1)α), so its verdict stands. Evidence
+    from a re-proposal is pooled only where a test has not ended: a test that stopped for want
+    of a signal is kept, not recorded here, and goes on over units it never observed when the
+    same edits come again (continuation.py `pools_evidence`; it is found by its exact edit set
+    first), as does a test carried over to a later step. The same edits on a different base
+    file (the task type's file changed: an accept, a rollback, momentum guidance) are another
+    candidate and are gated. The candidates whose test ended live in `TrainState.gated`, which
+    the checkpoint holds, so a resumed run skips exactly what the run it resumes would have."""
+    kept = {}
+    for task_type, record in records.items():
+        earlier = repeat_of(scope.state, record)
+        if earlier is None:
+            kept[task_type] = record
+            continue
+        summary = (
+            f"not gated: the same edits on the same file were gated in e{earlier.epoch} "
+            f"s{earlier.step} ({earlier.outcome}); its verdict stands"
+        )
+        logger.info("e{} s{} {:<10} {}", scope.epoch, scope.step, task_type, summary)
+        scope.state.count(Count.REPEATS)
+        scope.write_report(
+            task_type,
+            SkipAction.SKIP_REPEAT,
+            summary,
+            base_version=scope.prompts.skills_version,
+            record=record,
+            tally=diagnosis.tally(task_type),
+        )
+    return kept
+
+
+def repeat_of(state: TrainState, record: EvolutionRecord) -> GatedCandidate | None:
+    """The earlier candidate whose test ended for good that `record` repeats, or None (also
+    for a test that goes on: a carried-over one, or a kept test of the same edit set)."""
+    if record.task_type in state.continuations or pooled_test(state, record) is not None:
+        return None
+    key = candidate_key(record.original, record.applied())
+    return state.gated.get(record.task_type, {}).get(key)
+
+
+def remember_gated(scope: StepScope, record: EvolutionRecord, outcome: str) -> None:
+    """Record a candidate whose test ended for good (`refuse_repeats` reads it)."""
+    key = candidate_key(record.original, record.applied())
+    scope.state.gated.setdefault(record.task_type, {})[key] = GatedCandidate(
+        scope.epoch, scope.step, outcome
+    )
+
+
 def ladder_relevance(scope: StepScope, record: EvolutionRecord) -> dict[str, float] | None:
     """Stage-1 family id -> relevance to the edit's added text (None: `ladder_order` is
     "shuffle"). Texts only: the questions of the task type's diagnosis families."""
@@ -617,14 +679,15 @@ def settle(
     if d.accepted:
         new_version = accept(scope, record, outcome)
         ctx.log.set_result_version(origin + "evolve", record.task_type, new_version)
+        remember_gated(scope, record, d.action)
     elif goes_on(d, outcome.test_state, carried.test.n if carried else 0):
         note = _continue_later(scope, record, outcome, carried)
     elif carried is None and pools_evidence(d, outcome.test_state):
         note += _pool(scope, record, outcome, key, pooled)
     else:
-        _blacklist(
-            scope, record.task_type, record.applied(), f"gate {d.stop_reason} (W={d.W}, L={d.L})"
-        )
+        reason = f"gate {d.stop_reason} (W={d.W}, L={d.L})"
+        _blacklist(scope, record.task_type, record.applied(), reason)
+        remember_gated(scope, record, f"{d.action}: {reason}")
     state.count(DECISION_COUNTS[d.action])
     summary = (
         f"{d.action}: W={d.W} L={d.L} e={d.e_value:.2f} over {d.n_used} families, "
