@@ -46,6 +46,7 @@ from app.harness.workspace.harness_log.predictions import PredictionTrajectory
 from core.concurrency import fan_out
 from core.evolution.budget import edit_budget_at, resolve_skill_file
 from core.evolution.diagnose import (
+    JUDGE,
     NOWHERE_CATEGORIES,
     RAW_NOTE,
     CasePack,
@@ -83,7 +84,13 @@ from core.evolution.gate import (
 )
 from core.evolution.relevance import added_text, relevance_scores
 from core.evolution.repeats import candidate_key
-from core.evolution.triage import overrule_judge, triage_failures
+from core.evolution.triage import (
+    RULE_ANSWERED,
+    RULE_ANSWERED_NOT_A_FAULT,
+    judge_adds_nothing,
+    overrule_judge,
+    triage_failures,
+)
 from core.types import Question
 
 # What each gate decision adds to the epoch's counts (a rejection also counts Count.REJECTED).
@@ -192,7 +199,9 @@ async def run_step(
     current_step_flags.set(tuple(flags))
     if ctx.config.skill_mode in ("tool", "progressive"):
         current_step_activation.set(run_activation(ctx.log, rollout_id))
-    diagnosis = await diagnose_batch(ctx, scope.prompts, batch, scope.prefix)
+    diagnosis = await diagnose_batch(
+        ctx, scope.prompts, batch, scope.prefix, judge_history=f"{state.train_id}-"
+    )
     state.system_packs += [diagnosis.system_pack] if diagnosis.system_pack else []
     state.tool_packs += diagnosis.tool_packs.values()
     await gate_step(scope, diagnosis)
@@ -252,10 +261,24 @@ async def diagnose_batch(
     batch: Sequence[Question],
     prefix: str,
     rollout_run_id: str | None = None,
+    judge_history: str | None = None,
 ) -> DiagnosisResult:
+    """The batch's diagnoses and case packs. `judge_history`: the run-id prefix of the
+    training whose earlier diagnoses `diagnosis_judge = "auto"` reads (None: not a training
+    step, so "auto" asks the judge as "all" does)."""
     rows = rollout_rows(ctx.log, rollout_run_id or prefix + "rollout")
     failures, successes = failures_from_rows(prompts, batch, rows)
-    triaged = triage_failures(failures)  # rules first; the judge sees only the rest
+    asks = judge_answered(ctx, judge_history)
+    triaged = triage_failures(failures, judge_answered=asks)  # rules first; the judge: the rest
+    skipped = sum(d.decided_by == RULE_ANSWERED for d in triaged.decided)
+    if skipped and ctx.config.diagnosis_judge == "auto":
+        logger.info(
+            "{}diag: the judge's first verdicts in this training were all overruled; {} "
+            "answered failure(s) are skill gaps by rule, without a judge call "
+            '(diagnosis_judge = "auto")',
+            prefix,
+            skipped,
+        )
     calls: list[DiagnosisCall] = []
     with calls_logged_as(prefix + "diag"):
         judged = await diagnose_failures(
@@ -316,6 +339,18 @@ async def diagnose_batch(
     # examples in the packs (app/distill.py); none in a workspace that was never distilled
     ids = [f.question.question_id for f in failures]
     return with_worked_examples(packs, memory.teacher_examples(ctx.log, ids))
+
+
+def judge_answered(ctx: DiagnosisContext, judge_history: str | None) -> bool:
+    """Whether the judge is asked about answered failures (config `diagnosis_judge`; for
+    "auto", from the training's diagnoses in the log, so a resumed step decides alike)."""
+    mode = ctx.config.diagnosis_judge
+    if mode == "auto" and judge_history is not None:
+        counts = ctx.log.deciders(judge_history)
+        return not judge_adds_nothing(
+            counts.get(JUDGE, 0), counts.get(RULE_ANSWERED_NOT_A_FAULT, 0)
+        )
+    return mode != "unanswered"
 
 
 def in_batch_order(failures: Sequence[Failure], diagnoses: Sequence[Diagnosis]) -> list[Diagnosis]:
