@@ -152,3 +152,11 @@ def test_a_run_killed_between_repeats_resumes_exactly(tmp_path: Path) -> None:
     assert diff_states(workspace_state(reference), workspace_state(ws)) == []
     assert [r["action"] for r in _reports(ws)] == [r["action"] for r in _reports(reference)]
     assert SkipAction.SKIP_REPEAT in [r["action"] for r in _reports(ws)]
+
+
+def test_the_tui_shows_a_repeat_in_a_colour_of_its_own_and_counts_it_skipped() -> None:
+    from app.tui.format import action
+    from app.tui.status import ACTION_TO_COUNT
+
+    assert action(SkipAction.SKIP_REPEAT).style == "magenta"
+    assert ACTION_TO_COUNT[SkipAction.SKIP_REPEAT] == Count.SKIPPED
