@@ -8,7 +8,10 @@ verdicts stand, "auto" asks it about every failure, as "all" does."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +22,7 @@ from core.evolution.triage import JUDGE_AUTO_AFTER, RULE_ANSWERED, RULE_ANSWERED
 from tests.app.training.test_learning_failures import ORACLE, SCHEDULE, _store
 from tests.support.snapshot import diff_states, workspace_state
 
+ROOT = Path(__file__).resolve().parents[3]
 SETS = [
     *("--set", "sim_oracle_rules=2", "--set", "sim_oracle_accuracy=0.3"),
     *("--set", "epochs=3", "--set", "batch_size=16"),
@@ -99,3 +103,50 @@ def test_auto_keeps_a_judge_whose_verdicts_stand(tmp_path: Path) -> None:
     ws = _train(tmp_path, "auto")  # the oracle's own judge: its verdicts stand
     _, by, _ = _counts(ws)
     assert by and RULE_ANSWERED not in by
+
+
+CHILD = (
+    "import sys; sys.path.insert(0, {root!r}); "
+    "from app.providers.sim import oracle; "
+    "from tests.app.training.test_judge_skip import fault; "
+    "oracle.OracleProvider._diagnosis = fault; "
+    "from app.cli import main; sys.exit(main(sys.argv[1:]))"
+)
+
+
+def _train_child(ws: Path, *extra: str, kill_at: str | None = None) -> int:
+    env = {k: v for k, v in os.environ.items() if k != "SKILL_TRAINER_KILL_AT"}
+    if kill_at:
+        env["SKILL_TRAINER_KILL_AT"] = kill_at
+    argv = ["train", "-w", str(ws), *ORACLE, *SCHEDULE, *SETS, *extra]
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD.format(root=str(ROOT)), *argv],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode in (0, -9), proc.stderr[-2000:]
+    return proc.returncode
+
+
+def _init(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    store = _store(tmp_path)
+    init = ["init", str(ws), "--store", str(store), "--seed", "rc", "--questions", "rc"]
+    assert main(init) == 0
+    return ws
+
+
+def test_auto_decides_alike_after_a_kill(tmp_path: Path) -> None:
+    """Killed at the end of its first step (its diagnoses logged, its checkpoint not written):
+    the resumed run redoes that step with the judge, as the uninterrupted run did, and skips it
+    from the same step on (the history is the log's, cleared with the step it redoes)."""
+    reference = _init(tmp_path / "ref")
+    assert _train_child(reference) == 0
+    ws = _init(tmp_path / "killed")
+    assert _train_child(ws, kill_at="step_end:1") == -9
+    assert _train_child(ws, "--resume") == 0
+    assert diff_states(workspace_state(reference), workspace_state(ws)) == []
+    assert _counts(ws)[1:] == _counts(reference)[1:]
+    assert RULE_ANSWERED in _counts(ws)[1]
