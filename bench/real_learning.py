@@ -226,6 +226,7 @@ def figures_from(
     out += edit_figures(db, train_id)
     out += repeat_figures(db, workspace, train_id)
     out.append(("harmful_accepts", harmful_accepts(db, train_id, before_all), "edits"))
+    out += diagnosis_figures(db, train_id)
     out += role_figures(db)
     out.append(("wall_s", round(float(outcome["wall_s"]), 1), "s"))
     return [(f"{prefix}.{name}", value, unit) for name, value, unit in out]
@@ -333,6 +334,18 @@ def harmful_accepts(db: sqlite3.Connection, train_id: str, baseline: dict[str, i
                 harmful += count
         previous = {**previous, **now}
     return harmful
+
+
+def diagnosis_figures(db: sqlite3.Connection, train_id: str) -> list[tuple[str, object, str]]:
+    """The training steps' diagnoses by who decided them (`diagnosed_by.judge`: the judge's
+    verdict stood; `.rule:answered_not_a_fault`: it was overruled; `.rule:answered`: decided
+    without asking it, `diagnosis_judge`; the other rules before it, core/evolution/triage.py)."""
+    rows = db.execute(
+        "SELECT COALESCE(decided_by, 'judge'), COUNT(*) FROM diagnoses "
+        "WHERE run_id LIKE ? AND run_id LIKE '%-diag' GROUP BY 1 ORDER BY 1",
+        (f"{train_id}-e%",),
+    )
+    return [(f"diagnosed_by.{who}", n, "failures") for who, n in rows]
 
 
 def role_figures(db: sqlite3.Connection) -> list[tuple[str, object, str]]:
