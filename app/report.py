@@ -42,6 +42,7 @@ def workspace_summary(root: Path) -> dict[str, Any]:
             activation = _activation(log)
             triage = [asdict(t) for t in log.triage_counts()]
             contamination = _contamination(log)
+            repeats = log.step_action_counts().get(SkipAction.SKIP_REPEAT, 0)
             ingested = log.ingested_counts()
             learning = learning_failures(root, log)
     else:
@@ -49,6 +50,7 @@ def workspace_summary(root: Path) -> dict[str, Any]:
         calls, spend, model_io, activation, resumes, triage = [], [], {}, {}, [], []
         ingested = {}
         contamination = {"skill_edits": 0, "epoch_counts": 0}
+        repeats = 0
     checkpoint = load_checkpoint(root) if (root / "checkpoint.json").exists() else None
     final = root / "analyses" / "final_test_eval.json"
     final_test = read_json_object(final, "final test report") if final.exists() else None
@@ -70,6 +72,9 @@ def workspace_summary(root: Path) -> dict[str, Any]:
         "ingested": ingested,
         "learning_failures": learning,
         "contamination": contamination,
+        # skill candidates not gated: an equal one's test had ended (app/harness/training/step.py
+        # refuse_repeats), from the step reports
+        "repeats": repeats,
         "progress": checkpoint["progress"] if checkpoint else None,
         "resumes": [asdict(r) for r in resumes],
         "final_test": final_test,
@@ -298,6 +303,11 @@ def format_summary(s: dict[str, Any]) -> str:
             f"\ncontamination  refused before the gate: {refused['skill_edits']} skill edit(s) "
             f"in step reports; {refused['epoch_counts']} change(s) in finished epochs' counts "
             "(skill edits, descriptions, prompts)"
+        )
+    if s.get("repeats"):
+        lines.append(
+            f"\nrepeats    {s['repeats']} skill candidate(s) not gated: the same edits on the same "
+            "file had been gated before (step reports, action skip_repeat)"
         )
     if s.get("spend"):
         sim = any(r.get("simulated_model") for r in s["runs"])

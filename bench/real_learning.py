@@ -53,6 +53,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # a script: this checkout's app/ and core/
 sys.path.insert(0, str(ROOT / "bench"))  # bench/real_model.py's venv and server helpers
 
+from core.evolution.edits import Edit, EditReport, applied_edits  # noqa: E402
+from core.evolution.repeats import candidate_key  # noqa: E402
 from core.stats import mcnemar_exact, wilson_interval  # noqa: E402
 
 OUT = ROOT / "bench" / "out" / "real_learning"
@@ -180,7 +182,7 @@ def train_one(workspace: Path, config: Path, strategy: str, extra: list[str]) ->
 def figures(workspace: Path, outcome: dict, prefix: str) -> list[tuple[str, object, str]]:
     db = sqlite3.connect(f"file:{workspace / 'harness.db'}?mode=ro", uri=True)
     try:
-        rows = figures_from(db, outcome, prefix)
+        rows = figures_from(db, outcome, prefix, workspace)
     finally:
         db.close()
     return rows
@@ -200,7 +202,7 @@ def _types(db: sqlite3.Connection) -> dict[str, str]:
 
 
 def figures_from(
-    db: sqlite3.Connection, outcome: dict, prefix: str
+    db: sqlite3.Connection, outcome: dict, prefix: str, workspace: Path
 ) -> list[tuple[str, object, str]]:
     nan = float("nan")
     row = db.execute(
@@ -233,7 +235,9 @@ def figures_from(
         ("mcnemar_p", mcnemar_exact(wins, losses), "p"),
     ]
     out += edit_figures(db, train_id)
+    out += repeat_figures(db, workspace, train_id)
     out.append(("harmful_accepts", harmful_accepts(db, train_id, before_all), "edits"))
+    out += diagnosis_figures(db, train_id)
     out += role_figures(db)
     out.append(("wall_s", round(float(outcome["wall_s"]), 1), "s"))
     return [(f"{prefix}.{name}", value, unit) for name, value, unit in out]
@@ -271,6 +275,57 @@ def edit_figures(db: sqlite3.Connection, train_id: str) -> list[tuple[str, objec
     return out
 
 
+# a gate test going on from an earlier step (app/harness/training/step.py settle's summaries):
+# the same test as the earlier one's, not a second test of its candidate
+WENT_ON = ("continued from e", "went on from ")
+
+
+def repeat_figures(
+    db: sqlite3.Connection, workspace: Path, train_id: str
+) -> list[tuple[str, object, str]]:
+    """Re-proposed candidates, from the step reports and the skills versions they were built
+    on. `repeats_gated`: candidates that started a gate test although an earlier candidate of
+    the same task type with the same base file and the same edits once normalised
+    (core/evolution/repeats.py `candidate_key`) had reached the gate (target 0: each is a second
+    test of one hypothesis). `repeats_skipped`: skip_repeat step reports, those not gated.
+    `repeats_on_changed_file`: started tests whose edits repeat an earlier gated candidate's
+    on another base file (the file changed in between: another candidate, gated by design)."""
+    versions = {
+        (int(e), int(s), t): v
+        for e, s, t, v in db.execute(
+            "SELECT epoch, step, task_type, source_version FROM evolutions WHERE run_id LIKE ?",
+            (f"{train_id}-%",),
+        )
+    }
+    seen: set[tuple[str, str]] = set()
+    seen_edits: set[tuple[str, str]] = set()
+    gated = changed = skipped = 0
+    for (text,) in db.execute(
+        "SELECT report_json FROM step_reports WHERE run_id LIKE ? ORDER BY epoch, step, task_type",
+        (f"{train_id}-%",),
+    ):
+        r = json.loads(text)
+        skipped += r["action"] == "skip_repeat"
+        if not r.get("gate_run_id") or not r.get("target_file"):
+            continue
+        edits = [Edit.from_dict(e) for e in r["edits"]]
+        applied = applied_edits(edits, [EditReport(**a) for a in r["apply_report"]])
+        version = versions.get((r["epoch"], r["step"], r["task_type"]), r["base_version"])
+        base = workspace / "skills" / version / r["target_file"]
+        key = (r["task_type"], candidate_key(base.read_text() if base.is_file() else "", applied))
+        by_edits = (r["task_type"], candidate_key("", applied))
+        if not any(w in r["summary"] for w in WENT_ON):
+            gated += key in seen
+            changed += key not in seen and by_edits in seen_edits
+        seen.add(key)
+        seen_edits.add(by_edits)
+    return [
+        ("repeats_gated", gated, "candidates"),
+        ("repeats_skipped", skipped, "candidates"),
+        ("repeats_on_changed_file", changed, "candidates"),
+    ]
+
+
 def harmful_accepts(db: sqlite3.Connection, train_id: str, baseline: dict[str, int]) -> int:
     """Accepted edits of a task type in an epoch after which its validation accuracy fell."""
     types = _types(db)
@@ -290,6 +345,18 @@ def harmful_accepts(db: sqlite3.Connection, train_id: str, baseline: dict[str, i
                 harmful += count
         previous = {**previous, **now}
     return harmful
+
+
+def diagnosis_figures(db: sqlite3.Connection, train_id: str) -> list[tuple[str, object, str]]:
+    """The training steps' diagnoses by who decided them (`diagnosed_by.judge`: the judge's
+    verdict stood; `.rule:answered_not_a_fault`: it was overruled; `.rule:answered`: decided
+    without asking it, `diagnosis_judge`; the other rules before it, core/evolution/triage.py)."""
+    rows = db.execute(
+        "SELECT COALESCE(decided_by, 'judge'), COUNT(*) FROM diagnoses "
+        "WHERE run_id LIKE ? AND run_id LIKE '%-diag' GROUP BY 1 ORDER BY 1",
+        (f"{train_id}-e%",),
+    )
+    return [(f"diagnosed_by.{who}", n, "failures") for who, n in rows]
 
 
 def role_figures(db: sqlite3.Connection) -> list[tuple[str, object, str]]:
@@ -318,6 +385,7 @@ def result_lines(results: list[tuple[str, object, str]]) -> list[str]:
         "real_learning.mcnemar_p": "<0.05",
         "real_learning.harmful_accepts": "<=0",
         "real_learning.wall_s": "<=5400",
+        "real_learning.repeats_gated": "==0",
     }
     lines = []
     for name, value, unit in results:
@@ -328,17 +396,40 @@ def result_lines(results: list[tuple[str, object, str]]) -> list[str]:
 
 
 # -- the runs -------------------------------------------------------------------------------------
-def run_both(root: Path, config: Path, extra: list[str]) -> list[str]:
+def run_both(
+    root: Path,
+    config: Path,
+    extra: list[str],
+    strategies: tuple[str, ...] = STRATEGIES,
+    results: Path | None = None,
+) -> list[str]:
+    """Train with each of `strategies` in turn; a training's RESULT lines are printed (and
+    written to `results`, when given) as soon as it ends, not after the last one."""
     lines: list[str] = []
-    for strategy in STRATEGIES:
+    for strategy in strategies:
         workspace = root / f"real-learning-{strategy}"
         outcome = train_one(workspace, config, strategy, extra)
         prefix = "real_learning" if strategy == STRATEGIES[0] else f"real_learning.{strategy}"
-        lines += result_lines(figures(workspace, outcome, prefix))
+        done = result_lines(figures(workspace, outcome, prefix))
+        print("\n".join(done), flush=True)
+        lines += done
+        if results is not None:
+            results.write_text("\n".join(lines) + "\n")
     return lines
 
 
-def plan(python: Path, threads: str) -> int:
+def strategies_arg(value: str) -> tuple[str, ...]:
+    """`--strategies eprocess,accept_all` (or `default` for the default gate's alone)."""
+    names = tuple(STRATEGIES[0] if n.strip() == "default" else n.strip() for n in value.split(","))
+    unknown = [n for n in names if n not in STRATEGIES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"{', '.join(unknown) or value!r}: choose from default, {', '.join(STRATEGIES)}"
+        )
+    return tuple(dict.fromkeys(names))
+
+
+def plan(python: Path, threads: str, strategies: tuple[str, ...] = STRATEGIES) -> int:
     model = OUT / MODEL_FILE
     print("bench/real_learning.py would:")
     state = "present" if python.exists() else "missing: run `make real-model` first (~30 min)"
@@ -356,7 +447,7 @@ def plan(python: Path, threads: str) -> int:
         f"  serve it as '{ALIAS}' on 127.0.0.1 (bench/llama_server.py, {threads} thread(s), "
         "n_ctx 4096) to agent, judge and evolver"
     )
-    for strategy in STRATEGIES:
+    for strategy in strategies:
         ws = ROOT / "workspaces" / f"real-learning-{strategy}"
         print(
             f"  init {ws} --seed {SEED} --questions {QUESTIONS}; train --config "
@@ -366,7 +457,7 @@ def plan(python: Path, threads: str) -> int:
     return 0
 
 
-def tiny() -> int:
+def tiny(strategies: tuple[str, ...] = STRATEGIES) -> int:
     """Steps 4 and 5 with every role on sim/oracle (a learning stand-in), in a temporary folder."""
     with tempfile.TemporaryDirectory(prefix="bench-real-learning-tiny-") as tmp:
         config = Path(tmp) / "tiny.toml"
@@ -374,8 +465,7 @@ def tiny() -> int:
         text = text.replace("[gate]", "sim_oracle_rules = 3\nsim_oracle_accuracy = 0.3\n\n[gate]")
         config.write_text(text)
         log("--tiny: every role on sim/oracle (a stand-in that learns); no model, no server")
-        lines = run_both(Path(tmp), config, [])
-    print("\n".join(lines))
+        run_both(Path(tmp), config, [], strategies)
     return 0
 
 
@@ -385,13 +475,22 @@ def main() -> int:
     parser.add_argument("--dry-run", action="store_true", help="print the plan, run nothing")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--epochs", type=int, default=0, help="override the config's epochs")
+    parser.add_argument(
+        "--strategies",
+        type=strategies_arg,
+        default=STRATEGIES,
+        help="comma-separated gate strategies to train with, in order: eprocess (or default) "
+        "and accept_all (default: both)",
+    )
     args = parser.parse_args()
     if args.tiny:
-        return tiny()
+        return tiny(args.strategies)
     import real_model  # bench/real_model.py: the venv, the server
 
     if args.dry_run:
-        return plan(real_model.VENV / "bin" / "python", str(real_model.server_threads()[0]))
+        return plan(
+            real_model.VENV / "bin" / "python", str(real_model.server_threads()[0]), args.strategies
+        )
     OUT.mkdir(parents=True, exist_ok=True)
     python = real_model.ensure_llama_cpp()
     model = ensure_model(python)
@@ -404,10 +503,11 @@ def main() -> int:
     # threads from the machine (real_model.server_threads); stopped on SIGTERM/SIGHUP too
     with real_model.serving(python, model, port):
         started = time.monotonic()
-        lines = run_both(ROOT / "workspaces", CONFIG, extra)
-    lines.append(f"RESULT real_learning.both_runs_wall_s {time.monotonic() - started:.1f} s")
-    (OUT / "results.txt").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+        lines = run_both(ROOT / "workspaces", CONFIG, extra, args.strategies, OUT / "results.txt")
+    if len(args.strategies) > 1:
+        line = f"RESULT real_learning.both_runs_wall_s {time.monotonic() - started:.1f} s"
+        (OUT / "results.txt").write_text("\n".join([*lines, line]) + "\n")
+        print(line)
     return 0
 
 

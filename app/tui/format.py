@@ -19,6 +19,7 @@ ACTION_STYLES: dict[str, str] = {
     GateAction.REJECT: "red",
     SkipAction.EVOLVE_FAILED: "bold red",
     SkipAction.CONTAMINATION: "bold magenta",
+    SkipAction.SKIP_REPEAT: "magenta",
     SkipAction.SKIP_COOLDOWN: "dim cyan",
     SkipAction.SKIP_PROBATION: "dim yellow",
     SkipAction.SKIP_NO_CHANGE: "dim",

@@ -54,6 +54,7 @@ ACTION_TO_COUNT: dict[str, Count] = {
     SkipAction.SKIP_NO_CHANGE: Count.SKIPPED,
     SkipAction.SKIP_NO_FAILURES: Count.SKIPPED,
     SkipAction.SKIP_NO_SKILL_GAPS: Count.SKIPPED,
+    SkipAction.SKIP_REPEAT: Count.SKIPPED,  # its own colour in the step list (format.py)
     SkipAction.EVOLVE_FAILED: Count.EVOLVE_FAILED,
 }
 

@@ -22,6 +22,7 @@ from core.evolution.edits import (
     ClipInfo,
     Edit,
     EditReport,
+    ParsedEdits,
     RejectedEdit,
     applied_edits,
     apply_edits,
@@ -30,6 +31,7 @@ from core.evolution.edits import (
     rank_clip,
     sanitize_text,
 )
+from core.evolution.repeats import strip_edit_annotations
 from core.jsonscan import find_json_object
 from core.protocols import LLMProvider
 from core.structured import Attempt, FormatLadder, structured_complete
@@ -142,7 +144,7 @@ def process_reply(
     source_version: str = "",
     request_summary: str = "",
 ) -> EvolutionRecord:
-    parsed = parse_edits(reply)
+    parsed = without_annotations(parse_edits(reply))
     copied = placeholder_problems(parsed.edits)
     if copied:  # never apply the prompt's own example text
         bad = {i for i, e in enumerate(parsed.edits) if placeholder_problems([e])}
@@ -173,6 +175,29 @@ def process_reply(
         parse_errors=parsed.errors,
         source_version=source_version,
         request_summary=request_summary,
+    )
+
+
+def without_annotations(parsed: ParsedEdits) -> ParsedEdits:
+    """The edits with the rejected list's annotations taken out of their new text
+    (core/evolution/repeats.py `strip_annotations`): a small evolver copies "(rejected: …)"
+    from the list it is shown into the rule it writes. An edit left with no new text is
+    dropped, with an error naming it."""
+    edits, errors = [], []
+    for index, edit in enumerate(parsed.edits):
+        stripped = strip_edit_annotations(edit)
+        if stripped is not edit and _needed_text_lost(edit, stripped):
+            errors.append(f"edit {index}: its text was only the rejected list's annotation")
+            continue
+        edits.append(stripped)
+    if not errors and all(a is b for a, b in zip(edits, parsed.edits, strict=True)):
+        return parsed
+    return replace(parsed, edits=tuple(edits), errors=(*parsed.errors, *errors))
+
+
+def _needed_text_lost(before: Edit, after: Edit) -> bool:
+    return (bool(before.content.strip()) and not after.content.strip()) or (
+        bool(before.new.strip()) and not after.new.strip()
     )
 
 

@@ -34,6 +34,18 @@ After the judge, one check overrules a verdict the log disproves (`overrule_judg
 
 A `missing_context` verdict on a question without context is reported (app/learning_report.py)
 but not overruled: "the question lacked the facts" is a judgement the log cannot disprove.
+
+Skipping the judge (`diagnosis_judge`, app/harness/workspace/config.py). On an answered
+failure (the run ended normally with a non-empty answer) the judge's verdict is either
+overruled into a skill gap or stands; it adds something only when it stands. With
+`diagnosis_judge = "unanswered"` the judge is not asked about answered failures at all: after
+the rules above, `rule:answered` decides each one a skill gap (target skill, OVERRULED_NOTE),
+and the judge sees only runs that broke or gave no answer. With "auto" (the default) the
+judge is asked as before until it has given JUDGE_AUTO_AFTER verdicts in the training and the
+log overruled every one of them (`judge_adds_nothing`); from then on answered failures are
+decided by `rule:answered`. Qwen2.5-Coder-1.5B as judge was overruled on 61 of 61 failures
+(690-765 s of model time a training); the simulated judges are never overruled (an honest
+judge says runtime_fault only on a run that broke), so "auto" changes nothing there.
 """
 
 from __future__ import annotations
@@ -50,6 +62,11 @@ RULE_UNPARSED_ARGUMENTS = "rule:unparsed_tool_arguments"
 RULE_CONTEXT_UNREAD = "rule:context_unread"
 RULE_SKILL_UNOPENED = "rule:skill_unopened"
 RULE_ANSWERED_NOT_A_FAULT = "rule:answered_not_a_fault"
+RULE_ANSWERED = "rule:answered"
+# "auto" stops asking the judge about answered failures once this many of its verdicts in the
+# training were all overruled: a judge whose verdict stands on a share q of failures gets this
+# far with probability (1 - q)^10 (0.35 at q = 0.1, 0.03 at q = 0.3)
+JUDGE_AUTO_AFTER = 10
 # Descriptive, no instruction in it: a small evolver copies an instruction-like note into the
 # skill as a rule (measured: "compare the answer with the expected one ..." came back verbatim)
 OVERRULED_NOTE = "the run ended normally with an answer the checker rejected"
@@ -64,10 +81,23 @@ class Triage:
     for_judge: tuple[Failure, ...]
 
 
-def triage_failures(failures: Sequence[Failure]) -> Triage:
+def triage_failures(failures: Sequence[Failure], *, judge_answered: bool = True) -> Triage:
+    """Split the failures; with `judge_answered` False an answered failure no rule decides is
+    decided by `rule:answered` (a skill gap) instead of being left for the judge."""
     decided, for_judge = [], []
     for f in failures:
         verdict = rule_diagnosis(f)
+        if verdict is None and not judge_answered and answered(f):
+            q = f.question
+            verdict = Diagnosis(
+                q.question_id,
+                q.unit_id,
+                q.task_type,
+                "skill_gap",
+                "skill",
+                OVERRULED_NOTE,
+                decided_by=RULE_ANSWERED,
+            )
         if verdict is None:
             for_judge.append(f)
         else:
@@ -145,10 +175,21 @@ def overrule_judge(failures: Sequence[Failure], judged: Sequence[Diagnosis]) -> 
     return [_overruled(d, by_id.get(d.question_id)) for d in judged]
 
 
+def answered(failure: Failure) -> bool:
+    """The run ended normally with a non-empty answer (the checker rejected it)."""
+    return failure.stop_reason == StopReason.FINAL and bool(failure.prediction.strip())
+
+
+def judge_adds_nothing(stood: int, overruled: int, after: int = JUDGE_AUTO_AFTER) -> bool:
+    """Whether "auto" stops asking the judge about answered failures: of the judge's parsed
+    verdicts in the training so far, none stood and at least `after` were overruled."""
+    return stood == 0 and overruled >= max(1, after)
+
+
 def _overruled(d: Diagnosis, failure: Failure | None) -> Diagnosis:
     if failure is None or d.decided_by != JUDGE or d.degraded or d.category != "runtime_fault":
         return d
-    if failure.stop_reason != StopReason.FINAL or not failure.prediction.strip():
+    if not answered(failure):
         return d  # the run did break, or gave nothing: the judge may be right
     return Diagnosis(
         d.question_id,

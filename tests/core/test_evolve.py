@@ -411,3 +411,35 @@ def test_record_attempts_are_typed_and_stored_as_before() -> None:
     assert [(a["attempt"], a["status"]) for a in stored] == [(1, "ok")]
     failed = run_evolve(ScriptedProvider([RuntimeError("down")]))
     assert [a.status for a in failed.attempts] == [AttemptStatus.PROVIDER_ERROR]
+
+
+# --------------------------------------------------------------------- rejected-list annotations
+
+
+def test_the_rejected_lists_annotation_never_becomes_rule_text() -> None:
+    """A small evolver copies "(rejected: …)" from the list it is shown into its rule: the
+    rule is applied without it; an edit that was nothing but the annotation is dropped."""
+    annotation = " (rejected: gate futility (W=0, L=3))"
+    record = process(
+        reply(
+            add("- Reply in millimetres." + annotation, priority=2),
+            add(annotation.strip(), priority=5),
+            {
+                "op": "replace",
+                "section": "Rules",
+                "old": "- Work from the figures given in the case.",
+                "new": "- Work from the figures. (rejected: gate no_signal (W=2, L=2))",
+            },
+        )
+    )
+    assert record.status == EvolutionStatus.OK
+    assert "rejected" not in record.evolved
+    assert "- Reply in millimetres.\n" in record.evolved
+    assert "- Work from the figures.\n" in record.evolved
+    assert [e.content or e.new for e in record.edits] == [
+        "- Reply in millimetres.",
+        "- Work from the figures.",
+    ]
+    assert record.parse_errors == ("edit 1: its text was only the rejected list's annotation",)
+    only = process(reply(add(annotation.strip())))
+    assert only.status == EvolutionStatus.PARSE_FAILED and only.evolved == SKILL

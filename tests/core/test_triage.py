@@ -18,12 +18,16 @@ from core.evolution.diagnose import (
     diagnose_failures,
 )
 from core.evolution.triage import (
+    JUDGE_AUTO_AFTER,
     OVERRULED_NOTE,
+    RULE_ANSWERED,
     RULE_ANSWERED_NOT_A_FAULT,
     RULE_CONTEXT_UNREAD,
     RULE_SKILL_UNOPENED,
     RULE_STOP_ERROR,
     RULE_UNPARSED_ARGUMENTS,
+    answered,
+    judge_adds_nothing,
     overrule_judge,
     rule_diagnosis,
     triage_failures,
@@ -214,3 +218,67 @@ def test_an_overruled_verdict_reaches_the_skill_pack() -> None:
     after = build_packs(overrule_judge([f], [judged(q, "runtime_fault")]), [f], [])
     assert not before.skill_packs
     assert [i.question_id for i in after.skill_packs[q.task_type].failures] == [q.question_id]
+
+
+# -- skipping the judge (`diagnosis_judge`) ----------------------------------------------------
+
+
+def test_without_the_judge_an_answered_failure_is_a_skill_gap_by_rule() -> None:
+    ok = [verdict()]
+    failures = [
+        failure(question("ledger-u001"), ok),  # answered: the rule decides
+        failure(question("ledger-u002"), ok, stop="max_steps"),  # did not end: the judge
+        Failure(question("ledger-u003"), "  ", "final", tuple(ok), "SYS", "SKILL", "(none)"),
+        failure(question("ledger-u004", CONTEXT), ok),  # a rule before it decides
+        failure(question("ledger-u005"), [{"turn": 0, "type": "error"}], stop="error"),
+    ]
+    asked = triage_failures(failures)
+    assert [f.question.question_id for f in asked.for_judge] == [
+        "ledger-u001",
+        "ledger-u002",
+        "ledger-u003",
+    ]
+    skipped = triage_failures(failures, judge_answered=False)
+    assert [f.question.question_id for f in skipped.for_judge] == ["ledger-u002", "ledger-u003"]
+    by_id = {d.question_id: d for d in skipped.decided}
+    d = by_id["ledger-u001"]
+    assert (d.category, d.target, d.rationale, d.decided_by) == (
+        "skill_gap",
+        "skill",
+        OVERRULED_NOTE,
+        RULE_ANSWERED,
+    )
+    assert by_id["ledger-u004"].decided_by == RULE_CONTEXT_UNREAD
+    assert by_id["ledger-u005"].decided_by == RULE_STOP_ERROR
+    # the same verdict the judge's runtime_fault would have been overruled into
+    judged = Diagnosis("ledger-u001", "ledger-u001", "ledger", "runtime_fault", "skill", "x")
+    (overruled,) = overrule_judge(failures[:1], [judged])
+    assert (overruled.category, overruled.target, overruled.rationale) == (
+        d.category,
+        d.target,
+        d.rationale,
+    )
+    assert [answered(f) for f in failures] == [True, False, False, True, False]
+
+
+@pytest.mark.parametrize(
+    ("stood", "overruled", "skips"),
+    [
+        (0, 0, False),  # nothing known yet
+        (0, JUDGE_AUTO_AFTER - 1, False),
+        (0, JUDGE_AUTO_AFTER, True),
+        (0, 61, True),  # Qwen2.5-Coder-1.5B on real-conventions
+        (1, 61, False),  # one verdict that stood keeps the judge
+        (5, 0, False),
+    ],
+)
+def test_auto_skips_the_judge_once_every_verdict_was_overruled(
+    stood: int, overruled: int, skips: bool
+) -> None:
+    assert judge_adds_nothing(stood, overruled) is skips
+
+
+def test_judge_adds_nothing_needs_at_least_one_overruled_verdict() -> None:
+    assert not judge_adds_nothing(0, 0, after=0)
+    assert judge_adds_nothing(0, 1, after=0)
+    assert judge_adds_nothing(0, 3, after=3) and not judge_adds_nothing(0, 2, after=3)

@@ -34,6 +34,7 @@ from core.evolution.edits import RejectedEdit
 from core.evolution.evolve import TargetKind, evolve, prompt_file_prompt
 from core.evolution.gate import GateDecision, ProbationTest, ProbationVerdict, SequentialGate
 from core.evolution.relevance import added_text
+from core.evolution.repeats import candidate_key
 from core.types import InferenceResult, Question
 
 # An epoch report's counts, in this order; the second group only when not zero.
@@ -54,6 +55,7 @@ EPOCH_REPORT_COUNTS_IF_ANY = (
     Count.DESCRIPTIONS_ACCEPTED,
     Count.DESCRIPTIONS_REJECTED,
     Count.CONTAMINATION,
+    Count.REPEATS,
 )
 PROMPTS_SUBJECT = "_prompts"  # gate_evidence.task_type of a prompt change's test
 
@@ -238,6 +240,9 @@ def rollback(ctx: TrainContext, state: TrainState, p: Probation, epoch: int) -> 
             for e in p.edits
         ],
     )
+    gated = state.gated.get(p.task_type, {}).get(candidate_key(p.anchor_text, p.edits))
+    if gated is not None:  # its verdict, as a repeat of it is told (step.py refuse_repeats)
+        gated.outcome += f", rolled back at the end of epoch {epoch}"
     state.count(Count.ROLLED_BACK)
 
 

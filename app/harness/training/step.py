@@ -28,6 +28,7 @@ from app.harness.training.observation import (
 )
 from app.harness.training.train_state import (
     Continuation,
+    GatedCandidate,
     PooledTest,
     Probation,
     TrainContext,
@@ -45,6 +46,7 @@ from app.harness.workspace.harness_log.predictions import PredictionTrajectory
 from core.concurrency import fan_out
 from core.evolution.budget import edit_budget_at, resolve_skill_file
 from core.evolution.diagnose import (
+    JUDGE,
     NOWHERE_CATEGORIES,
     RAW_NOTE,
     CasePack,
@@ -81,7 +83,14 @@ from core.evolution.gate import (
     SequentialGate,
 )
 from core.evolution.relevance import added_text, relevance_scores
-from core.evolution.triage import overrule_judge, triage_failures
+from core.evolution.repeats import candidate_key
+from core.evolution.triage import (
+    RULE_ANSWERED,
+    RULE_ANSWERED_NOT_A_FAULT,
+    judge_adds_nothing,
+    overrule_judge,
+    triage_failures,
+)
 from core.types import Question
 
 # What each gate decision adds to the epoch's counts (a rejection also counts Count.REJECTED).
@@ -190,7 +199,9 @@ async def run_step(
     current_step_flags.set(tuple(flags))
     if ctx.config.skill_mode in ("tool", "progressive"):
         current_step_activation.set(run_activation(ctx.log, rollout_id))
-    diagnosis = await diagnose_batch(ctx, scope.prompts, batch, scope.prefix)
+    diagnosis = await diagnose_batch(
+        ctx, scope.prompts, batch, scope.prefix, judge_history=f"{state.train_id}-"
+    )
     state.system_packs += [diagnosis.system_pack] if diagnosis.system_pack else []
     state.tool_packs += diagnosis.tool_packs.values()
     await gate_step(scope, diagnosis)
@@ -250,10 +261,24 @@ async def diagnose_batch(
     batch: Sequence[Question],
     prefix: str,
     rollout_run_id: str | None = None,
+    judge_history: str | None = None,
 ) -> DiagnosisResult:
+    """The batch's diagnoses and case packs. `judge_history`: the run-id prefix of the
+    training whose earlier diagnoses `diagnosis_judge = "auto"` reads (None: not a training
+    step, so "auto" asks the judge as "all" does)."""
     rows = rollout_rows(ctx.log, rollout_run_id or prefix + "rollout")
     failures, successes = failures_from_rows(prompts, batch, rows)
-    triaged = triage_failures(failures)  # rules first; the judge sees only the rest
+    asks = judge_answered(ctx, judge_history)
+    triaged = triage_failures(failures, judge_answered=asks)  # rules first; the judge: the rest
+    skipped = sum(d.decided_by == RULE_ANSWERED for d in triaged.decided)
+    if skipped and ctx.config.diagnosis_judge == "auto":
+        logger.info(
+            "{}diag: the judge's first verdicts in this training were all overruled; {} "
+            "answered failure(s) are skill gaps by rule, without a judge call "
+            '(diagnosis_judge = "auto")',
+            prefix,
+            skipped,
+        )
     calls: list[DiagnosisCall] = []
     with calls_logged_as(prefix + "diag"):
         judged = await diagnose_failures(
@@ -316,6 +341,18 @@ async def diagnose_batch(
     return with_worked_examples(packs, memory.teacher_examples(ctx.log, ids))
 
 
+def judge_answered(ctx: DiagnosisContext, judge_history: str | None) -> bool:
+    """Whether the judge is asked about answered failures (config `diagnosis_judge`; for
+    "auto", from the training's diagnoses in the log, so a resumed step decides alike)."""
+    mode = ctx.config.diagnosis_judge
+    if mode == "auto" and judge_history is not None:
+        counts = ctx.log.deciders(judge_history)
+        return not judge_adds_nothing(
+            counts.get(JUDGE, 0), counts.get(RULE_ANSWERED_NOT_A_FAULT, 0)
+        )
+    return mode != "unanswered"
+
+
 def in_batch_order(failures: Sequence[Failure], diagnoses: Sequence[Diagnosis]) -> list[Diagnosis]:
     by_id = {d.question_id: d for d in diagnoses}
     return [by_id[f.question.question_id] for f in failures]
@@ -363,6 +400,7 @@ def _warn_contradictions(run_id: str, diagnoses: Sequence[Diagnosis]) -> None:
 async def gate_step(scope: StepScope, diagnosis: DiagnosisResult) -> None:
     ctx, state = scope.ctx, scope.state
     records = refuse_contaminated(scope, await evolve_phase(scope, diagnosis), diagnosis)
+    records = refuse_repeats(scope, records, diagnosis)
     if not records:
         return
     specs = [
@@ -543,6 +581,65 @@ def refuse_contaminated(
     return kept
 
 
+def refuse_repeats(
+    scope: StepScope, records: dict[str, EvolutionRecord], diagnosis: DiagnosisResult
+) -> dict[str, EvolutionRecord]:
+    """Before any gate: a candidate equal to one whose test already ended (the same base file
+    and the same edits once normalised, core/evolution/repeats.py `candidate_key`) is not
+    gated again; it is reported (`skip_repeat`, with the earlier candidate's step and outcome)
+    and costs no gate call. The rest go on.
+
+    Why skipping is right and not a loss of evidence: the earlier test was that candidate's
+    one test at the gate's level α. A fresh test of the same candidate would give the same
+    hypothesis a second chance to cross the level (two tests at α each accept a null candidate
+    with probability up to 2α, k re-proposals up to (k+1)α), so its verdict stands. Evidence
+    from a re-proposal is pooled only where a test has not ended: a test that stopped for want
+    of a signal is kept, not recorded here, and goes on over units it never observed when the
+    same edits come again (continuation.py `pools_evidence`; it is found by its exact edit set
+    first), as does a test carried over to a later step. The same edits on a different base
+    file (the task type's file changed: an accept, a rollback, momentum guidance) are another
+    candidate and are gated. The candidates whose test ended live in `TrainState.gated`, which
+    the checkpoint holds, so a resumed run skips exactly what the run it resumes would have."""
+    kept = {}
+    for task_type, record in records.items():
+        earlier = repeat_of(scope.state, record)
+        if earlier is None:
+            kept[task_type] = record
+            continue
+        summary = (
+            f"not gated: the same edits on the same file were gated in e{earlier.epoch} "
+            f"s{earlier.step} ({earlier.outcome}); its verdict stands"
+        )
+        logger.info("e{} s{} {:<10} {}", scope.epoch, scope.step, task_type, summary)
+        scope.state.count(Count.REPEATS)
+        scope.write_report(
+            task_type,
+            SkipAction.SKIP_REPEAT,
+            summary,
+            base_version=scope.prompts.skills_version,
+            record=record,
+            tally=diagnosis.tally(task_type),
+        )
+    return kept
+
+
+def repeat_of(state: TrainState, record: EvolutionRecord) -> GatedCandidate | None:
+    """The earlier candidate whose test ended for good that `record` repeats, or None (also
+    for a test that goes on: a carried-over one, or a kept test of the same edit set)."""
+    if record.task_type in state.continuations or pooled_test(state, record) is not None:
+        return None
+    key = candidate_key(record.original, record.applied())
+    return state.gated.get(record.task_type, {}).get(key)
+
+
+def remember_gated(scope: StepScope, record: EvolutionRecord, outcome: str) -> None:
+    """Record a candidate whose test ended for good (`refuse_repeats` reads it)."""
+    key = candidate_key(record.original, record.applied())
+    scope.state.gated.setdefault(record.task_type, {})[key] = GatedCandidate(
+        scope.epoch, scope.step, outcome
+    )
+
+
 def ladder_relevance(scope: StepScope, record: EvolutionRecord) -> dict[str, float] | None:
     """Stage-1 family id -> relevance to the edit's added text (None: `ladder_order` is
     "shuffle"). Texts only: the questions of the task type's diagnosis families."""
@@ -617,14 +714,15 @@ def settle(
     if d.accepted:
         new_version = accept(scope, record, outcome)
         ctx.log.set_result_version(origin + "evolve", record.task_type, new_version)
+        remember_gated(scope, record, d.action)
     elif goes_on(d, outcome.test_state, carried.test.n if carried else 0):
         note = _continue_later(scope, record, outcome, carried)
     elif carried is None and pools_evidence(d, outcome.test_state):
         note += _pool(scope, record, outcome, key, pooled)
     else:
-        _blacklist(
-            scope, record.task_type, record.applied(), f"gate {d.stop_reason} (W={d.W}, L={d.L})"
-        )
+        reason = f"gate {d.stop_reason} (W={d.W}, L={d.L})"
+        _blacklist(scope, record.task_type, record.applied(), reason)
+        remember_gated(scope, record, f"{d.action}: {reason}")
     state.count(DECISION_COUNTS[d.action])
     summary = (
         f"{d.action}: W={d.W} L={d.L} e={d.e_value:.2f} over {d.n_used} families, "

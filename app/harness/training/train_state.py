@@ -92,6 +92,17 @@ class PooledTest:
     segments: int = 1
 
 
+@dataclass
+class GatedCandidate:
+    """A candidate whose gate test ended for good (accepted, or rejected and blacklisted),
+    kept under its `core.evolution.repeats.candidate_key`: the same candidate proposed again
+    is not gated again (app/harness/training/step.py `refuse_repeats`)."""
+
+    epoch: int  # the step that settled it
+    step: int
+    outcome: str  # what the step report says: "accept", or "reject (gate futility (W=0, L=3))"
+
+
 @dataclass(frozen=True)
 class CurvePoint:
     """One epoch of the learning curve: its accuracies and its epoch report's counts."""
@@ -144,6 +155,9 @@ class TrainState:
     continuations: dict[str, Continuation] = field(default_factory=dict)  # by task type
     # task type -> edit-set key (core/evolution/edits.py `edit_set_key`) -> its kept test
     pooled: dict[str, dict[str, PooledTest]] = field(default_factory=dict)
+    # task type -> candidate key (core/evolution/repeats.py `candidate_key`) -> the candidate
+    # whose test ended for good; a checkpoint written before this field existed loads it empty
+    gated: dict[str, dict[str, GatedCandidate]] = field(default_factory=dict)
 
     def rejected_edits(self, task_type: str) -> list[RejectedEdit]:
         return list(self.rejected.get(task_type, []))

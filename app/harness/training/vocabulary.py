@@ -30,6 +30,9 @@ class SkipAction(StrEnum):
     # the edit's added text holds a held-out question's words or answer
     # (core/evolution/contamination.py); refused before any gate ran
     CONTAMINATION = "contamination"
+    # the candidate is one whose test already ended (the same base file, the same edits once
+    # normalised: core/evolution/repeats.py); not gated again (app/harness/training/step.py)
+    SKIP_REPEAT = "skip_repeat"
 
 
 StepAction = GateAction | SkipAction
@@ -62,6 +65,8 @@ class Count(StrEnum):
     DESCRIPTIONS_REJECTED = "descriptions_rejected"
     # skill edits, descriptions and prompt changes refused by core/evolution/contamination.py
     CONTAMINATION = "contamination"
+    # skill candidates not gated because an equal one's test had ended (SkipAction.SKIP_REPEAT)
+    REPEATS = "repeats"
 
 
 class TrainPhase(StrEnum):

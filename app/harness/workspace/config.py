@@ -212,6 +212,12 @@ class RunConfig(BaseModel):
     # inlined; a pass makes it missing_context, so only confirmed gaps drive skill edits
     # (app/harness/training/triage_probe.py). Costs one rollout per such failure.
     triage_probe: bool = _d(False)
+    # Which failures the judge diagnoses after the triage rules (core/evolution/triage.py):
+    # "all" that no rule decides; "unanswered" only runs that broke or gave no answer (an
+    # answered failure is a skill gap by `rule:answered`, no judge call); "auto" as "all" until
+    # the judge's first JUDGE_AUTO_AFTER verdicts of the training were all overruled, then as
+    # "unanswered" (docs/configuration.md#the-judge-in-diagnosis-diagnosis_judge)
+    diagnosis_judge: Literal["all", "unanswered", "auto"] = _d("auto")
     # Response format for diagnoses and edits: "auto" asks litellm what the model supports
     # (and remembers per model, in the workspace, what a server rejected), else a fixed level
     # (core.structured.LEVELS).

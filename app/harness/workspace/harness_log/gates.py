@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from app.harness.workspace.harness_log.connection import LogConnection, LogRecord
+from app.harness.workspace.harness_log.connection import LogConnection, LogRecord, escape_like
 
 
 @dataclass(frozen=True)
@@ -200,6 +200,19 @@ class GatesTable(LogConnection):
                 (run_like, task_type),
             )
         ]
+
+    def deciders(self, run_prefix: str) -> dict[str, int]:
+        """Parsed (not degraded) diagnoses of the training steps whose run id starts with
+        `run_prefix` (`<train>-e<E>-s<S>-diag`), counted by who decided them."""
+        if "decided_by" not in self.columns("diagnoses"):
+            return {}
+        pattern = escape_like(run_prefix) + "%-diag"
+        rows = self.conn.execute(
+            "SELECT decided_by, COUNT(*) FROM diagnoses WHERE run_id LIKE ? ESCAPE '\\' "
+            "AND substr(run_id, 1, ?) = ? AND degraded = 0 GROUP BY decided_by",
+            (pattern, len(run_prefix), run_prefix),
+        )
+        return {str(who): int(n) for who, n in rows if who is not None}
 
     def judged_failures(self, run_like: str, task_type: str) -> list[JudgedFailure]:
         """The diagnoses of a task type by runs `LIKE run_like` (`<step>-diag`), each with the
