@@ -9,7 +9,8 @@ itself, headless (`App.run_test()`), switching screens with keys 1-4 and opening
 Duration: at least one whole training run; then further rounds (each on a fresh copy of the
 initialised workspace) until `SKILL_TRAINER_SOAK_SECONDS` (default 12, which the suite's time
 budget affords; set 600 for a long soak) have passed; a round still running at that deadline is
-stopped, and readers keep polling it.
+stopped, and readers keep polling it. When the readers have not yet seen training move (a busy
+machine slows a reader's pass to a round's length), up to EXTRA_ROUNDS whole rounds follow.
 Every failure counts: a non-zero or unparsable `report`, any exception in a data-layer read,
 a TUI "query failed" notice, any "database is locked" / OperationalError anywhere (reader or
 writer); and the readers must see progress (the step-report count grows).
@@ -194,11 +195,22 @@ async def _tui_driver(
             soak.fail(f"tui exited with {app.return_code}")
 
 
+EXTRA_ROUNDS = 4
+
+
+def _saw_progress(soak: Soak) -> bool:
+    """The step-report count took three values under the data reader: it saw training move."""
+    return len(set(soak.step_counts)) >= 3
+
+
 async def _train_rounds(seed_ws: Path, base: Path, current: dict, soak: Soak) -> None:
     start = time.monotonic()
     deadline = start + SOAK_SECONDS
     n = 0
-    while n == 0 or time.monotonic() < deadline:
+    # On a loaded machine a reader's pass can take as long as a round's steps, so it may see
+    # only a round's start and end: then whole rounds go on (at most EXTRA_ROUNDS) until the
+    # readers have seen training move
+    while n == 0 or time.monotonic() < deadline or (not _saw_progress(soak) and n <= EXTRA_ROUNDS):
         ws = base / f"round{n}" / "ws"
         shutil.copytree(seed_ws, ws)
         current["ws"] = ws
@@ -214,7 +226,8 @@ async def _train_rounds(seed_ws: Path, base: Path, current: dict, soak: Soak) ->
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.PIPE,
         )
-        limit = ROUND_TIMEOUT_S if n == 0 else max(0.5, deadline - time.monotonic())
+        past = time.monotonic() >= deadline
+        limit = ROUND_TIMEOUT_S if n == 0 or past else max(0.5, deadline - time.monotonic())
         stopped = False
         try:
             _, err = await asyncio.wait_for(proc.communicate(), timeout=limit)
@@ -280,5 +293,5 @@ async def test_readers_never_fail_while_train_writes(tmp_path, monkeypatch):
     assert soak.reports >= MIN_REPORTS, soak.reports
     assert soak.reads >= MIN_READS, soak.reads
     assert soak.tui_presses >= MIN_PRESSES, soak.tui_presses
-    assert len(set(soak.step_counts)) >= 3, "step report count never grew under the reader"
+    assert _saw_progress(soak), "step report count never grew under the reader"
     assert max(soak.report_steps) > min(soak.report_steps), soak.report_steps
