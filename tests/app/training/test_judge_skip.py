@@ -8,10 +8,7 @@ verdicts stand, "auto" asks it about every failure, as "all" does."""
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +18,7 @@ from app.providers.sim import oracle
 from core.evolution.triage import JUDGE_AUTO_AFTER, RULE_ANSWERED, RULE_ANSWERED_NOT_A_FAULT
 from tests.app.training.test_learning_failures import ORACLE, SCHEDULE, _store
 from tests.support.snapshot import diff_states, workspace_state
+from tests.support.training import run_patched_cli
 
 ROOT = Path(__file__).resolve().parents[3]
 SETS = [
@@ -105,29 +103,16 @@ def test_auto_keeps_a_judge_whose_verdicts_stand(tmp_path: Path) -> None:
     assert by and RULE_ANSWERED not in by
 
 
-CHILD = (
-    "import sys; sys.path.insert(0, {root!r}); "
+PATCH = (
     "from app.providers.sim import oracle; "
     "from tests.app.training.test_judge_skip import fault; "
-    "oracle.OracleProvider._diagnosis = fault; "
-    "from app.cli import main; sys.exit(main(sys.argv[1:]))"
+    "oracle.OracleProvider._diagnosis = fault"
 )
 
 
 def _train_child(ws: Path, *extra: str, kill_at: str | None = None) -> int:
-    env = {k: v for k, v in os.environ.items() if k != "SKILL_TRAINER_KILL_AT"}
-    if kill_at:
-        env["SKILL_TRAINER_KILL_AT"] = kill_at
     argv = ["train", "-w", str(ws), *ORACLE, *SCHEDULE, *SETS, *extra]
-    proc = subprocess.run(
-        [sys.executable, "-c", CHILD.format(root=str(ROOT)), *argv],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode in (0, -9), proc.stderr[-2000:]
-    return proc.returncode
+    return run_patched_cli(PATCH, argv, kill_at)
 
 
 def _init(tmp_path: Path) -> Path:

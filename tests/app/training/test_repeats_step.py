@@ -9,10 +9,8 @@ workspace an uninterrupted run ends with."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import sqlite3
-import subprocess
 import sys
 from pathlib import Path
 
@@ -21,6 +19,7 @@ from app.harness.training.vocabulary import Count, SkipAction
 from app.providers.sim import oracle
 from tests.app.training.test_learning_failures import ORACLE, SCHEDULE, _store
 from tests.support.snapshot import diff_states, workspace_state
+from tests.support.training import run_patched_cli
 
 ROOT = Path(__file__).resolve().parents[3]
 # every question needs rule 1; the scripted evolver proposes its decoy, which the gate rejects
@@ -120,24 +119,12 @@ def test_a_repeated_candidate_is_not_gated(tmp_path: Path, capsys, monkeypatch) 
     }
 
 
-CHILD = (
-    "import sys; sys.path.insert(0, {root!r}); "
-    "from tests.app.training.test_repeats_step import install; install(); "
-    "from app.cli import main; sys.exit(main(sys.argv[1:]))"
-)
+PATCH = "from tests.app.training.test_repeats_step import install; install()"
 
 
 def _train_child(ws: Path, *extra: str, kill_at: str | None = None) -> int:
-    env = {k: v for k, v in os.environ.items() if k != "SKILL_TRAINER_KILL_AT"}
-    if kill_at:
-        env["SKILL_TRAINER_KILL_AT"] = kill_at
     argv = ["train", "-w", str(ws), *ORACLE, *SCHEDULE, *SETS, *extra]
-    code = CHILD.format(root=str(ROOT))
-    proc = subprocess.run(
-        [sys.executable, "-c", code, *argv], cwd=ROOT, env=env, capture_output=True, text=True
-    )
-    assert proc.returncode in (0, -9), proc.stderr[-2000:]
-    return proc.returncode
+    return run_patched_cli(PATCH, argv, kill_at)
 
 
 def test_a_run_killed_between_repeats_resumes_exactly(tmp_path: Path) -> None:
