@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from app.harness.rollouts.benchmark_validation import gate_families
+from app.harness.training.vocabulary import BASELINE_RUN
 from app.harness.workspace.config import build_config
 from app.harness.workspace.harness_log.predictions import PredictionAnswer
 from app.harness.workspace.harness_log.reader import LogReader
@@ -241,7 +242,6 @@ def _added_text(report_json: str | None) -> str:
 
 
 CANDIDATE_SUFFIX = "+cand"  # a gate run's skills version: the base version with the candidate
-BASELINE_RUN = "baseline"  # app/harness/training/runner.py BASELINE_RUN (not imported: heavy)
 
 
 def _base_answers(log: LogReader, like: str, task_type: str) -> dict[tuple[str, str], str]:

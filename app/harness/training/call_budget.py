@@ -20,15 +20,14 @@ import re
 from collections.abc import Mapping
 
 from app.harness.rollouts.telemetry import current_run_id
+from app.harness.training.vocabulary import BASELINE_RUN, final_test_run_id
 from app.providers.litellm_provider import CostBudget
-
-BASELINE_RUN = "baseline"  # app/harness/training/runner.py BASELINE_RUN
 
 
 def is_measurement(run_id: str, train_id: str) -> bool:
     """A run of `train_id` that measures the test pool: the baseline, a per-epoch holdout
     (slow_update.py `_test_accuracy`) or the final test (runner.py `final_test_eval`)."""
-    if run_id in (BASELINE_RUN, f"{train_id}-final-test"):
+    if run_id in (BASELINE_RUN, final_test_run_id(train_id)):
         return True
     return re.fullmatch(rf"{re.escape(train_id)}-e\d+-slow-holdout-.+", run_id) is not None
 

@@ -47,7 +47,12 @@ from app.harness.training.run_progress import calls_eta, ending_text
 from app.harness.training.slow_update import run_slow_update, validate_epoch
 from app.harness.training.step import diagnose_batch, run_step
 from app.harness.training.train_state import Best, ResumePlan, TrainContext, TrainState
-from app.harness.training.vocabulary import EndReason, TrainPhase
+from app.harness.training.vocabulary import (
+    BASELINE_RUN,
+    EndReason,
+    TrainPhase,
+    final_test_run_id,
+)
 from app.harness.workspace import killpoints
 from app.harness.workspace.atomic import read_json, write_json_atomic
 from app.harness.workspace.clock import now_iso
@@ -71,7 +76,6 @@ from core.evolution.diagnose import FailureTally
 from core.types import Question, QuestionUnit
 
 TEMPLATES = ("diagnose_failure", "evolve_skill", "evolve_system", "evolve_tool", "momentum")
-BASELINE_RUN = "baseline"
 
 
 def load_templates() -> dict[str, str]:
@@ -83,6 +87,8 @@ class Runner:
         self.session = session
         self.config = session.config
         self._calls_eta: CallsEta | None = None  # the run's ETA from a stored estimate
+        # set once `max_calls` is spent: the setup that follows only finishes the run
+        self._finishing = False
 
     # -- train ----------------------------------------------------------------------------
     async def train_async(self, *, resume: bool) -> None:
@@ -110,7 +116,7 @@ class Runner:
         finish from there (app/harness/training/call_budget.py)."""
         self._finishing = True  # this process's spend is charged already: carry nothing
         with self.session.bars.live():
-            setup = await self._setup(resume=True, finishing=True)
+            setup = await self._setup(resume=True)
             if setup is None:
                 return
             ctx, state, plan = setup
@@ -313,11 +319,9 @@ class Runner:
         return progress
 
     # -- setup and resume -------------------------------------------------------------------
-    async def _setup(
-        self, resume: bool, *, finishing: bool = False
-    ) -> tuple[TrainContext, TrainState, ResumePlan] | None:
+    async def _setup(self, resume: bool) -> tuple[TrainContext, TrainState, ResumePlan] | None:
         """The run's context, state and where to start; None when it already finished.
-        `finishing`: only to finish, after `max_calls` was spent (not a resume)."""
+        After `max_calls` was spent (`_finishing`) it only finishes: no resume is recorded."""
         session = self.session
         removed = clean_staging(session.paths.root)
         if removed:
@@ -339,7 +343,9 @@ class Runner:
         if ckpt and ckpt["progress"]["phase"] == TrainPhase.FINISHED:
             self._mark_finished(state_from_json(ckpt["state"]), ckpt["progress"])
             return None
-        if ckpt and not finishing:  # the run's history says it was resumed, when, and from where
+        if (
+            ckpt and not self._finishing
+        ):  # the run's history says it was resumed, when, and from where
             session.log.record_resume(ckpt["progress"]["train_id"], ckpt["progress"])
         if ckpt and ckpt["progress"]["phase"] != TrainPhase.SETUP:
             state = state_from_json(ckpt["state"])
@@ -348,7 +354,7 @@ class Runner:
             ctx = self._context(pools, task_types, units, state, ckpt["progress"]["total_steps"])
             logger.info(
                 "{} {} from epoch {} ({}, step {})",
-                "finishing" if finishing else "resuming",
+                "finishing" if self._finishing else "resuming",
                 state.train_id,
                 ckpt["progress"]["epoch"],
                 ckpt["progress"]["phase"],
@@ -371,7 +377,7 @@ class Runner:
     def _carry_spend(self, train_id: str, ckpt: dict[str, Any] | None) -> None:
         """`max_cost_usd` bounds the run, not this process: start from what it has spent;
         `max_calls` likewise counts the training calls earlier processes made."""
-        if getattr(self, "_finishing", False):
+        if self._finishing:
             return
         before = (ckpt or {}).get("progress", {}).get("spent_usd") or 0.0
         prior = self.session.charge_run(train_id, before)
@@ -610,7 +616,7 @@ class _DiagnoseContext:
 
 async def final_test_eval(ctx: TrainContext, state: TrainState) -> dict[str, Any]:
     session = ctx.session
-    run_id = f"{state.train_id}-final-test"
+    run_id = final_test_run_id(state.train_id)
     ctx.log.clear_runs_with_prefix(run_id)
     test: list[Question] = list(ctx.pools.test)
     result = await session.infer(

@@ -84,3 +84,13 @@ class EndReason(StrEnum):
     ALL_EPOCHS = "all_epochs"  # every configured epoch ran
     EARLY_STOP = "early_stop"  # `early_stop_patience` epochs without a new best
     MAX_CALLS = "max_calls"  # `max_calls` paid training calls spent
+
+
+# The run ids of a training's test-pool measurements (app/harness/training/call_budget.py
+# leaves them out of `max_calls`): the seed versions on the whole benchmark, once per
+# workspace, and the final test of the best version.
+BASELINE_RUN = "baseline"
+
+
+def final_test_run_id(train_id: str) -> str:
+    return f"{train_id}-final-test"
