@@ -88,16 +88,7 @@ def triage_failures(failures: Sequence[Failure], *, judge_answered: bool = True)
     for f in failures:
         verdict = rule_diagnosis(f)
         if verdict is None and not judge_answered and answered(f):
-            q = f.question
-            verdict = Diagnosis(
-                q.question_id,
-                q.unit_id,
-                q.task_type,
-                "skill_gap",
-                "skill",
-                OVERRULED_NOTE,
-                decided_by=RULE_ANSWERED,
-            )
+            verdict = _answered_skill_gap(f, RULE_ANSWERED)
         if verdict is None:
             for_judge.append(f)
         else:
@@ -191,14 +182,20 @@ def _overruled(d: Diagnosis, failure: Failure | None) -> Diagnosis:
         return d
     if not answered(failure):
         return d  # the run did break, or gave nothing: the judge may be right
+    return _answered_skill_gap(failure, RULE_ANSWERED_NOT_A_FAULT)
+
+
+def _answered_skill_gap(failure: Failure, decided_by: str) -> Diagnosis:
+    """An answered failure as a skill gap of its task type's skill, decided by a rule."""
+    q = failure.question
     return Diagnosis(
-        d.question_id,
-        d.unit_id,
-        d.task_type,
+        q.question_id,
+        q.unit_id,
+        q.task_type,
         "skill_gap",
         "skill",
         OVERRULED_NOTE,
-        decided_by=RULE_ANSWERED_NOT_A_FAULT,
+        decided_by=decided_by,
     )
 
 
