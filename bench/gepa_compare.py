@@ -700,12 +700,13 @@ def train_job(job: SeedJob, ws: Path, *sets: str) -> Job:
 def ledger_training_calls(ws: Path) -> int:
     """The train run's counted calls in the spend ledger (call_budget.py `training_calls`)."""
     from app.harness.training.call_budget import training_calls
+    from app.providers.cache import ResponseCache
 
-    rows = read_rows(
-        ws / "response_cache.db",
-        "SELECT run_id, COUNT(*) FROM spend WHERE owner_run_id = 'train1' GROUP BY run_id",
-    )
-    return training_calls({str(r): int(n) for r, n in rows}, "train1")
+    cache = ResponseCache(ws / "response_cache.db")
+    try:
+        return training_calls(cache.paid_calls_by_run("train1"), "train1")
+    finally:
+        cache.close()
 
 
 def trainer_at(job: SeedJob, base: Path, budget: int) -> Point:
