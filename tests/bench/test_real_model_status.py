@@ -4,28 +4,13 @@ in a log). The line is read from the workspace, read-only, while the run writes 
 
 from __future__ import annotations
 
-import importlib.util
 import sqlite3
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def rm():
-    spec = importlib.util.spec_from_file_location(
-        "bench_real_model_status", ROOT / "bench" / "real_model.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_a_line_says_replies_run_and_steps(rm, tmp_path: Path) -> None:
