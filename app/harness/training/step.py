@@ -79,6 +79,7 @@ from core.evolution.gate import (
     GateAction,
     GateDecision,
     GateState,
+    GateStopReason,
     Pair,
     SequentialGate,
 )
@@ -92,6 +93,9 @@ from core.evolution.triage import (
     triage_failures,
 )
 from core.types import Question
+
+# A rejected edit joins the evolver's rejected list only with evidence against it (`shows_harm`)
+MIN_LOSSES_TO_BLACKLIST = 2
 
 # What each gate decision adds to the epoch's counts (a rejection also counts Count.REJECTED).
 DECISION_COUNTS = {
@@ -721,7 +725,11 @@ def settle(
         note += _pool(scope, record, outcome, key, pooled)
     else:
         reason = f"gate {d.stop_reason} (W={d.W}, L={d.L})"
-        _blacklist(scope, record.task_type, record.applied(), reason)
+        if shows_harm(d):
+            _blacklist(scope, record.task_type, record.applied(), reason)
+        else:  # unproven, not refuted: the evolver may still bundle these edits with others
+            state.count(Count.REJECTED)
+            note += "; not blacklisted: no evidence against it"
         remember_gated(scope, record, f"{d.action}: {reason}")
     state.count(DECISION_COUNTS[d.action])
     summary = (
@@ -741,6 +749,19 @@ def settle(
         new_version=new_version,
         tally=tally,
     )
+
+
+def shows_harm(decision: GateDecision) -> bool:
+    """Whether a rejected candidate's test found evidence against it: it stopped on harm, or it
+    lost at least two questions and more than it won. Only such edits join the rejected list
+    the evolver is shown. An edit rejected for want of evidence (ties, a lone loss, more wins
+    than losses that did not reach the level) is unproven, not refuted: blacklisting it kept
+    true rules out of every later bundle (bench/acceptance.py, 72 units, default setting, 5
+    worlds: final test 0.722 with every rejection blacklisted). The same candidate is still
+    never tested twice (`refuse_repeats`); the gate's per-test bound is unchanged."""
+    if decision.stop_reason == GateStopReason.HARM:
+        return True
+    return decision.L >= MIN_LOSSES_TO_BLACKLIST and decision.L > decision.W
 
 
 def _blacklist(scope: StepScope, task_type: str, edits: Sequence[Edit], reason: str) -> None:
