@@ -60,8 +60,11 @@ TINY_PER_CATEGORY = 24  # 20 a task type is what `train` needs at least
 SAMPLE_SEED = 39
 MAX_QUESTION_CHARS = 1500  # functions + request + instruction; ~430 tokens
 # on top of bench/real_learning.toml: an answer with two or three calls is 40-80 tokens, and a
-# 1.5B model often writes a line or two before its ANSWER line
-SETS = ("agent_max_tokens=160",)
+# 1.5B model often writes a line or two before its ANSWER line (measured: up to 125); and a
+# bound on the training's model calls (the baseline and the test not counted: `max_calls`,
+# app/harness/training/call_budget.py), about twice `train --dry-run`'s estimate of 211 calls
+# for the default subset, so a run on a busy CPU still ends, testing the best version so far
+SETS = ("agent_max_tokens=160", "max_calls=400")
 
 
 def log(message: str) -> None:
