@@ -24,6 +24,9 @@ BFCL v4's single-turn categories, every role on the one local server, the defaul
    category, calls per role, the training's wall time (bench/real_learning.py `figures`), and
    the questions, pool sizes, accepted candidates and whole-script wall time.
 
+Measured (bench/REAL_MODEL.md): 62 minutes with one server thread on the 2-core machine shared
+with other work, a null result (0.333 -> 0.333 on 30 test questions, nothing accepted).
+
 Not in CI, not in `make bench` (bench/run_all.py NOT_IN_RUN_ALL). `--tiny` runs steps 1, 3 and
 4 on 24 questions a category against a stand-in OpenAI-compatible server
 (tests/fakes/openai_server.py, `StandIn` below: the agent answers right once its skill holds
