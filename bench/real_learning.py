@@ -159,11 +159,18 @@ def harness(*args: str) -> int:
     return subprocess.run(cmd, cwd=ROOT).returncode
 
 
-def train_one(workspace: Path, config: Path, strategy: str, extra: list[str]) -> dict:
-    """init -> train -> report in a fresh `workspace`; the train's exit code and wall time."""
+def train_one(
+    workspace: Path,
+    config: Path,
+    strategy: str,
+    extra: list[str],
+    init_args: tuple[str, ...] = ("--seed", SEED, "--questions", QUESTIONS),
+) -> dict:
+    """init (with `init_args`) -> train -> report in a fresh `workspace`; the train's exit code
+    and wall time."""
     if workspace.exists():
         shutil.rmtree(workspace)
-    if harness("init", str(workspace), "--seed", SEED, "--questions", QUESTIONS):
+    if harness("init", str(workspace), *init_args):
         sys.exit(f"init of {workspace} failed")
     sets = ["--set", f'gate.strategy="{strategy}"', *extra]
     import real_model  # bench/real_model.py: a status line a minute while train runs

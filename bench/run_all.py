@@ -85,7 +85,7 @@ class Outcome:
 
 # Not benchmarks of this machine's harness: the real-model smoke run builds llama-cpp-python
 # (~30 min) and has its own target (`make real-model`); llama_server.py is its server launcher.
-NOT_IN_RUN_ALL = {"real_model", "llama_server", "real_learning", "real_agent"}
+NOT_IN_RUN_ALL = {"real_model", "llama_server", "real_learning", "real_agent", "real_public"}
 
 
 # Benches whose full configuration needs more than `make bench`'s --timeout 1200: each gets at

