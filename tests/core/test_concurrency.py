@@ -11,13 +11,21 @@ from core.concurrency import fan_out
 
 def test_results_come_back_in_item_order_whatever_order_the_tasks_finish_in() -> None:
     finished: list[int] = []
+    done = {n: anyio.Event() for n in range(6)}
+    done[5].set()
 
-    async def slower_first(n: int) -> int:
-        await anyio.sleep(0.01 * (5 - n))
+    async def last_item_first(n: int) -> int:
+        # each task waits for the next item's task to finish: the finish order is 4, 3, ..., 0
+        # however the machine schedules them (timed sleeps reorder on a loaded machine)
+        await done[n + 1].wait()
         finished.append(n)
+        done[n].set()
         return n * n
 
-    results = anyio.run(lambda: fan_out(slower_first, range(5)))
+    async def fan() -> list[int]:
+        return await fan_out(last_item_first, range(5))
+
+    results = anyio.run(fan)
     assert finished == [4, 3, 2, 1, 0]
     assert results == [0, 1, 4, 9, 16]
 
