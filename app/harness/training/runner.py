@@ -343,9 +343,8 @@ class Runner:
         if ckpt and ckpt["progress"]["phase"] == TrainPhase.FINISHED:
             self._mark_finished(state_from_json(ckpt["state"]), ckpt["progress"])
             return None
-        if (
-            ckpt and not self._finishing
-        ):  # the run's history says it was resumed, when, and from where
+        # the run's history says it was resumed, when, and from where
+        if ckpt and not self._finishing:
             session.log.record_resume(ckpt["progress"]["train_id"], ckpt["progress"])
         if ckpt and ckpt["progress"]["phase"] != TrainPhase.SETUP:
             state = state_from_json(ckpt["state"])
