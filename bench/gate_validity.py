@@ -68,7 +68,7 @@ import argparse
 import math
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
@@ -88,6 +88,7 @@ from core.evolution.gate import (
     SequentialGate,
     family_outcome,
 )
+from core.evolution.run_level import DEFAULT_RUN_TESTS, lond_level
 from core.stats import mixture_e
 
 DISCORDANCE = (0.02, 0.05, 0.15, 0.3, 0.6, 1.0)
@@ -103,6 +104,7 @@ ALPHA = 0.05
 TARGET_FA = 0.05
 TARGET_SE = 0.005
 TINY_REPS = 20  # --tiny (tests/bench/test_bench_tiny.py)
+TINY_RUN_TESTS = 6  # --tiny: the run-level DP over this many tests
 _REL_SLACK = 1e-9  # the gate's own slack in accept_reachable
 _PAIR = {1: (False, True), -1: (True, False), 0: (True, True)}  # g -> (base, cand)
 
@@ -1062,6 +1064,83 @@ def report_family_units(args: argparse.Namespace, params: GateParams, null_worst
     print(f"RESULT gate.validity.bundle_with_decoy {worst_bundle:.4f} rate target <={TARGET_FA}")
 
 
+# --------------------------------------------------------------------------- run level
+
+# A run of gate tests, each on a fresh singleton ladder of H families (discordance RUN_D): a
+# null edit is a fair coin on its discordant families (the worst case of the null), a useful
+# one wins RUN_P_TRUE of them. Patterns of which tests are null, each run of RUN_TESTS tests:
+# all null; useful ones first, so discoveries raise the level every later null test gets (the
+# hardest case for LOND); alternating; one useful in five.
+RUN_D, RUN_P_TRUE, RUN_TESTS, RUN_H = 0.3, 0.8, 40, (12, 36)
+RUN_PATTERNS = {
+    "all null": lambda t, n: False,
+    "useful first half": lambda t, n: t <= n // 2,
+    "alternating": lambda t, n: t % 2 == 1,
+    "one useful in five": lambda t, n: t % 5 == 1,
+}
+
+
+def run_error_rates(
+    params: GateParams,
+    horizon: int,
+    tests: int,
+    useful: Callable[[int, int], bool],
+    fdr: bool,
+    spread_over: int = DEFAULT_RUN_TESTS,
+) -> tuple[float, float, float]:
+    """(FDR, P(at least one false accept), mean accepts) of a run, exactly: a DP over the
+    (accepts, false accepts) counts across the run's tests, each test's accept probability the
+    exact gate + probation DP (`exact_cell`, final + kept) at the level it runs at: the
+    per-test α, or with `fdr` its LOND level (core/evolution/run_level.py `lond_level`,
+    `run_tests` = `spread_over`)."""
+
+    @cache
+    def p_accept(level: float, is_useful: bool) -> float:
+        e = exact_cell(
+            replace(params, e_confirm=1.0 / level), horizon, RUN_D, RUN_P_TRUE if is_useful else 0.5
+        )
+        return e.final + e.kept
+
+    law: dict[tuple[int, int], float] = {(0, 0): 1.0}
+    for t in range(1, tests + 1):
+        is_useful, nxt = useful(t, tests), {}
+        for (d, v), mass in law.items():
+            level = lond_level(params.alpha, t, d, spread_over) if fdr else params.alpha
+            pa = p_accept(level, is_useful)
+            hit = (d + 1, v + (not is_useful))
+            nxt[hit] = nxt.get(hit, 0.0) + mass * pa
+            nxt[(d, v)] = nxt.get((d, v), 0.0) + mass * (1.0 - pa)
+        law = nxt
+    fdr_value = sum(m * v / max(d, 1) for (d, v), m in law.items())
+    any_false = sum(m for (_, v), m in law.items() if v > 0)
+    return fdr_value, any_false, sum(m * d for (d, _), m in law.items())
+
+
+def report_run_level(params: GateParams, tests: int) -> float:
+    """Print the run-level error of per-test and LOND levels; return LOND's worst FDR."""
+    print(
+        f"\n== run level: {tests} tests per run, each on a fresh ladder of H singleton families "
+        f"(discordance {RUN_D:g}; a useful edit wins {RUN_P_TRUE:g} of its discordant ones, a "
+        "null one half), exact DP over the run. FDR = E[false accepts / max(accepts, 1)]; "
+        "P(any) = P(at least one false accept in the run)"
+    )
+    print(
+        f"{'pattern':>20} {'H':>3} {'per-test FDR':>12} {'P(any)':>7} {'accepts':>7} "
+        f"{'LOND FDR':>9} {'P(any)':>7} {'accepts':>7}"
+    )
+    worst = 0.0
+    for name, useful in RUN_PATTERNS.items():
+        for horizon in RUN_H:
+            per_test = run_error_rates(params, horizon, tests, useful, fdr=False)
+            lond = run_error_rates(params, horizon, tests, useful, fdr=True)
+            worst = max(worst, lond[0])
+            print(
+                f"{name:>20} {horizon:3d} {per_test[0]:12.4f} {per_test[1]:7.4f} "
+                f"{per_test[2]:7.2f} {lond[0]:9.4f} {lond[1]:7.4f} {lond[2]:7.2f}"
+            )
+    return worst
+
+
 # --------------------------------------------------------------------------- family evidence
 
 
@@ -1479,6 +1558,7 @@ def main() -> None:
 
     # 5. the harness's cases
     later_max, cont_max = harness_cases(args, params, finals, mc_ses)
+    run_fdr = report_run_level(params, TINY_RUN_TESTS if args.tiny else RUN_TESTS)
 
     report_power_options(params)
 
@@ -1544,6 +1624,7 @@ def main() -> None:
         f"RESULT gate.validity.probation_with_later_edit {later_max:.4f} rate target <={TARGET_FA}"
     )
     print(f"RESULT gate.validity.continued_test {cont_max:.4f} rate target <={TARGET_FA}")
+    print(f"RESULT gate.validity.run_fdr {run_fdr:.4f} rate target <={TARGET_FA}")
     print(f"\n({time.perf_counter() - start:.1f} s)")
 
 

@@ -118,3 +118,34 @@ def test_ladder_case_runs_on_the_current_ladder_code(gv):
         m, horizon = gv.mc_ladder(np.random.default_rng(1), 30, params, world, warm)
         assert m.reps == 30 and 0 < horizon <= 20
         assert 0.0 <= m.kept <= m.prov <= 1.0
+
+
+def test_the_run_level_dp_matches_runs_through_the_real_gate(gv) -> None:
+    """`run_error_rates` against seeded runs of 4 tests through the real SequentialGate and
+    ProbationTest, each at the LOND level `lond_level` gives it from the accepts so far: the
+    mean accepts agree within 4 standard errors, and the DP's FDR is at most α."""
+    from core.evolution.run_level import lond_level
+
+    params, horizon, tests, reps, spread_over = GateParams(), 36, 4, 300, 2
+    useful = gv.RUN_PATTERNS["useful first half"]
+    fdr, _, mean_accepts = gv.run_error_rates(params, horizon, tests, useful, True, spread_over)
+    rng = np.random.default_rng(7)
+    counts = []
+    for r in range(reps):
+        found = 0
+        for t in range(1, tests + 1):
+            level = lond_level(params.alpha, t, found, spread_over)
+            p = gv.RUN_P_TRUE if useful(t, tests) else 0.5
+            row = gv.draw_outcomes(rng, 1, horizon, gv.RUN_D, p)[0]
+            fams = [
+                (f"r{r}t{t}f{i}", [(f"r{r}t{t}u{i}", *gv._PAIR[int(g)])]) for i, g in enumerate(row)
+            ]
+            verdict = gv.run_real(
+                fams, gv.replace(params, e_confirm=1 / level), horizon, gv.stage1_of(horizon)
+            )
+            found += verdict[0] in ("accept", "keep")
+        counts.append(found)
+    se = np.std(counts) / math.sqrt(reps)
+    assert 0.3 < mean_accepts < 1.7  # some useful tests pass, so later levels do move
+    assert abs(np.mean(counts) - mean_accepts) < 4 * se, (np.mean(counts), mean_accepts, se)
+    assert fdr <= params.alpha

@@ -42,7 +42,7 @@ from app.harness.skills.agent_skills import (
     default_name,
 )
 from app.harness.training.contamination_guard import refused_as_contamination
-from app.harness.training.train_state import TrainContext, TrainState
+from app.harness.training.train_state import TrainContext, TrainState, new_test_params
 from app.harness.training.vocabulary import Count
 from app.harness.workspace.atomic import write_json_atomic
 from app.harness.workspace.harness_log import RunStatus
@@ -197,6 +197,7 @@ async def _one(
             description=f"e{epoch} description of {file}: {old[:40]!r} -> {new[:60]!r}",
         )
         state.count(Count.DESCRIPTIONS_ACCEPTED)
+        state.final_accepts += 1
         # Body edits refused while the skill was not being opened were measured on rollouts
         # that never read them: that evidence says nothing about them now, so they are no
         # longer blacklisted for the task types this skill serves.
@@ -280,8 +281,11 @@ async def _gate(
     ).truncated(ctx.config.gate.n_max)
     horizon = max(1, len(ladder.families))  # no stage 2: descriptions get no probation
     singletons = all(len(ids) == 1 for _, ids in ladder.families)
-    act_gate = SequentialGate(
-        ctx.gate_params, horizon=horizon, stage1=horizon, singletons=singletons
+    act_gate = SequentialGate(  # the test that accepts: numbered for the run-level level
+        new_test_params(ctx.config.gate, state),
+        horizon=horizon,
+        stage1=horizon,
+        singletons=singletons,
     )
     acc_gate = SequentialGate(
         ctx.gate_params, horizon=horizon, stage1=horizon, singletons=singletons

@@ -23,7 +23,14 @@ from app.harness.rollouts.telemetry import calls_logged_as
 from app.harness.training.contamination_guard import refused_as_contamination
 from app.harness.training.momentum import run_slow_momentum
 from app.harness.training.observation import evidence_rows, write_epoch_report
-from app.harness.training.train_state import Best, CurvePoint, Probation, TrainContext, TrainState
+from app.harness.training.train_state import (
+    Best,
+    CurvePoint,
+    Probation,
+    TrainContext,
+    TrainState,
+    new_test_params,
+)
 from app.harness.training.vocabulary import Count
 from app.harness.workspace import killpoints
 from app.harness.workspace.harness_log.gates import DualMetricRecord, HoldoutRecord
@@ -32,7 +39,13 @@ from core.evolution.budget import edit_budget_at
 from core.evolution.diagnose import CasePack, merge_packs
 from core.evolution.edits import RejectedEdit
 from core.evolution.evolve import TargetKind, evolve, prompt_file_prompt
-from core.evolution.gate import GateDecision, ProbationTest, ProbationVerdict, SequentialGate
+from core.evolution.gate import (
+    GateDecision,
+    GateParams,
+    ProbationTest,
+    ProbationVerdict,
+    SequentialGate,
+)
 from core.evolution.relevance import added_text
 from core.evolution.repeats import candidate_key
 from core.types import InferenceResult, Question
@@ -172,6 +185,7 @@ async def settle_probations(
             rollback(ctx, state, p, epoch)
         else:
             state.count(Count.KEPT)
+            state.final_accepts += 1
     return verdicts
 
 
@@ -351,7 +365,7 @@ async def settle_prompt_change(
         label=f"e{epoch} validation (new prompts)",
         parent_run_id=state.train_id,
     )
-    decision = prompt_test(ctx, r, r2, prefix)
+    decision = prompt_test(ctx, r, r2, prefix, new_test_params(ctx.config.gate, state))
     keep = keeps_prompt_change(decision, ctx.config.gate.prompt_rule)
     ctx.log.add_gate_evidence(
         evidence_rows(prefix + "prompts-gate", PROMPTS_SUBJECT, decision, epoch, -1)
@@ -387,6 +401,7 @@ async def settle_prompt_change(
         return None, summary
     state.correctness.update(r2.correctness)
     state.count(Count.PROMPTS_KEPT)
+    state.final_accepts += decision.accepted
     consider_best(ctx, state, r2, prompts, epoch, prefix + "r2")
     return r2, summary
 
@@ -399,16 +414,16 @@ def keeps_prompt_change(decision: GateDecision, rule: str) -> bool:
 
 
 def prompt_test(
-    ctx: TrainContext, r: InferenceResult, r2: InferenceResult, key: str
+    ctx: TrainContext, r: InferenceResult, r2: InferenceResult, key: str, params: GateParams
 ) -> GateDecision:
-    """The prompt change's paired test: core/evolution/gate.py's SequentialGate with the run's
-    gate parameters (whatever `[gate] strategy` does for skill edits), one observation per
+    """The prompt change's paired test: core/evolution/gate.py's SequentialGate with this test's
+    gate parameters (`new_test_params` in train_state.py), one observation per
     validation family, baseline = R (the prompts before), candidate = R2 (after).
 
     The families come in a seeded order that never looks at an outcome, and the prompt change
     was written from diagnosis-pool failures only (the validation pool shares no family with
     them), so the gate's guarantee holds: a change that does not help is kept with
-    probability at most 1/e_confirm. Both runs cover the whole pool, so it costs no calls.
+    probability at most the test's level, 1/e_confirm. Both runs cover the whole pool, so it costs no calls.
     """
     units = build_units(ctx.pools.validation)
     # the gate's observations: families, or units when the benchmark declares them independent
@@ -423,7 +438,7 @@ def prompt_test(
     cand = unit_outcome_view(units, r2.correctness, r2.scores)
     # scores are off the ±1/0 lattice: such a test is held to Ville's level (gate.family_mean)
     singletons = all(len(ids) == 1 for _, ids in order) and not any(map(is_scored, units))
-    gate = SequentialGate(ctx.gate_params, horizon=len(order), singletons=singletons)
+    gate = SequentialGate(params, horizon=len(order), singletons=singletons)
     for family, ids in order:
         if gate.done:
             break

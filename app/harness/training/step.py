@@ -33,6 +33,7 @@ from app.harness.training.train_state import (
     Probation,
     TrainContext,
     TrainState,
+    new_test_params,
 )
 from app.harness.training.triage_probe import probe_skill_gaps
 from app.harness.training.validate import GateSpec, ValidationOutcome, Validator, with_skill
@@ -679,6 +680,7 @@ def gate_spec(scope: StepScope, record: EvolutionRecord, pack: CasePack) -> Gate
     )
     resume = carried.test if carried else (pooled.test if pooled else None)
     return GateSpec(
+        params=new_test_params(c.gate, scope.state) if resume is None else None,
         task_type=task_type,
         target_file=record.target_file,
         candidate=with_skill(scope.prompts, record.target_file, record.evolved),
@@ -717,6 +719,7 @@ def settle(
     note = f"; went on from {pooled.segments} earlier test(s) of the same edits" if pooled else ""
     if d.accepted:
         new_version = accept(scope, record, outcome)
+        state.final_accepts += d.action == GateAction.ACCEPT  # a provisional one: at its keep
         ctx.log.set_result_version(origin + "evolve", record.task_type, new_version)
         remember_gated(scope, record, d.action)
     elif goes_on(d, outcome.test_state, carried.test.n if carried else 0):

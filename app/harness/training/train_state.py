@@ -10,18 +10,19 @@ state an uninterrupted run had.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from app.harness.rollouts.pools import Pools
 from app.harness.training.gate_ladder import BaselineCache, Family, GatePools
 from app.harness.training.vocabulary import TrainPhase
-from app.harness.workspace.config import RunConfig
+from app.harness.workspace.config import GateConfig, RunConfig
 from core.evolution.contamination import HeldOutIndex
 from core.evolution.diagnose import CasePack
 from core.evolution.edits import Edit, RejectedEdit
 from core.evolution.gate import GateParams, GateState
+from core.evolution.run_level import lond_level
 from core.types import Question, QuestionUnit
 
 if TYPE_CHECKING:
@@ -158,6 +159,10 @@ class TrainState:
     # task type -> candidate key (core/evolution/repeats.py `candidate_key`) -> the candidate
     # whose test ended for good; a checkpoint written before this field existed loads it empty
     gated: dict[str, dict[str, GatedCandidate]] = field(default_factory=dict)
+    # gate tests started and edits finally accepted in this run: the run-level levels of
+    # `[gate] run_control = "fdr"` (core/evolution/run_level.py) are functions of these
+    tests_started: int = 0
+    final_accepts: int = 0
 
     def rejected_edits(self, task_type: str) -> list[RejectedEdit]:
         return list(self.rejected.get(task_type, []))
@@ -207,6 +212,18 @@ class ResumePlan:
 
     def first_step_of(self, epoch: int) -> int:
         return self.step_from if epoch == self.resume_epoch else 0
+
+
+def new_test_params(gate: GateConfig, state: TrainState) -> GateParams:
+    """The parameters of a gate test that starts now, numbering it in `state`: the run's own,
+    or with `[gate] run_control = "fdr"` its accept level lowered to the test's LOND level
+    (core/evolution/run_level.py). Continued, pooled and probation tests keep the level they
+    started with (GateState.threshold)."""
+    state.tests_started += 1
+    if gate.run_control != "fdr":
+        return gate
+    level = lond_level(gate.alpha, state.tests_started, state.final_accepts, gate.run_tests)
+    return replace(gate, e_confirm=1.0 / level)
 
 
 @dataclass

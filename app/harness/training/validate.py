@@ -64,6 +64,9 @@ class GateSpec:
     resume: GateState | None = None
     # the task type's checker gives scores (question_units.is_scored): the gate compares them
     scored: bool = False
+    # this test's own parameters when they differ from the run's (a run-level level:
+    # train_state.py `new_test_params`); None: the Validator's
+    params: GateParams | None = None
 
     @property
     def unit_ids(self) -> tuple[str, ...]:
@@ -242,7 +245,7 @@ class Validator:
         # known from the benchmark before any outcome: a scored task type's test is held to
         # Ville's level (core/evolution/gate.py family_mean)
         scored = any(is_scored(self.units[u]) for u in spec.unit_ids if u in self.units)
-        rule = replace(spec, scored=spec.scored or scored).rule(self.params)
+        rule = replace(spec, scored=spec.scored or scored).rule(spec.params or self.params)
         while families := rule.request():
             for _, pairs in rule.observe(await self._evaluate(spec, families, tally)):
                 tally.record(pairs, self.units, self._base_correct)

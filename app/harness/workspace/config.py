@@ -28,6 +28,7 @@ from app.harness.workspace.atomic import read_json_object
 from app.paths import absolute
 from app.toml_compat import tomllib
 from core.evolution.gate import GateParamError, GateParams
+from core.evolution.run_level import DEFAULT_RUN_TESTS
 from core.redact import redact_url_credentials
 from core.structured import LEVELS
 
@@ -77,6 +78,21 @@ class GateConfig(GateParams):
     # learning (bench/acceptance.py, 72 units, default setting, 5 worlds: final test 0.830 at 0,
     # 0.674 at 0.5) and it halves what the evolver learns from
     gate_only_share: float = Field(default=0.0, ge=0.0, lt=1.0)
+    # what α bounds (core/evolution/run_level.py): "per_test", each test's false accept, or
+    # "fdr", the run's false discovery rate, spreading α over about `run_tests` tests (LOND).
+    # Off by default: it costs learning (docs/training.md, "Over a whole run")
+    run_control: Literal["per_test", "fdr"] = "per_test"
+    run_tests: int = Field(default=DEFAULT_RUN_TESTS, ge=1)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        # the run-level bound sums every test's level: each must be a valid test
+        if self.run_control == "fdr" and self.strategy != "eprocess":
+            raise GateParamError("strategy", self.strategy, '"eprocess" when run_control = "fdr"')
+        if self.run_control == "fdr" and self.prompt_rule != "eprocess":
+            raise GateParamError(
+                "prompt_rule", self.prompt_rule, '"eprocess" when run_control = "fdr"'
+            )
 
 
 def _s(default: Any = None, **constraints: Any) -> Any:

@@ -67,6 +67,8 @@ ADDED_SINCE = {
     "continuations": {},
     "baseline_scores": {},
     "pooled": {},
+    "tests_started": 0,  # the run-level counts (core/evolution/run_level.py)
+    "final_accepts": 0,
     "gated": {},
 }
 
@@ -114,7 +116,12 @@ def test_a_dict_state_checkpoint_loads_as_typed_values(dict_state: dict) -> None
 
 def test_a_dict_state_checkpoint_is_written_back_unchanged(dict_state: dict) -> None:
     state = state_from_json(dict_state["state"])
-    assert json.loads(json.dumps(state_json(state))) == {**dict_state["state"], "gated": {}}
+    assert json.loads(json.dumps(state_json(state))) == {
+        **dict_state["state"],
+        "gated": {},
+        "tests_started": 0,
+        "final_accepts": 0,
+    }
 
 
 def test_its_gate_tests_go_on_where_they_stopped(dict_state: dict) -> None:
