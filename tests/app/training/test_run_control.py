@@ -10,12 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from app.cli import main
 from app.errors import UserError
 from app.harness.training.train_state import Best, TrainState, new_test_params
 from app.harness.workspace.config import GateConfig, load_config
 from core.evolution.gate import GateParams
 from core.evolution.run_level import lond_level
-from tests.support.training import train_on_sim_basic
+from tests.app.training.test_train import run_cli
+from tests.support.snapshot import diff_states, workspace_state
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -47,14 +49,30 @@ def test_fdr_needs_every_test_valid() -> None:
     assert load_config(None, {"gate.run_control": "fdr"}).gate.run_tests == 50
 
 
-def test_a_run_under_fdr_starts_each_test_at_its_lond_level(tmp_path: Path) -> None:
-    config = (ROOT / "app" / "demo.toml").read_text().replace("epochs = 4", "epochs = 2")
-    config = config.replace("[gate]\n", '[gate]\nrun_control = "fdr"\n')
-    ws = train_on_sim_basic(tmp_path, config)
-    with sqlite3.connect(ws / "harness.db") as conn:
+FDR_CONFIG = (
+    (ROOT / "app" / "demo.toml")
+    .read_text()
+    .replace("epochs = 4", "epochs = 2")
+    .replace("[gate]\n", '[gate]\nrun_control = "fdr"\n')
+)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> Path:
+    """One sim-basic training under `run_control = "fdr"` (its config beside the workspace)."""
+    ws = tmp_path_factory.mktemp("fdr") / "ws"
+    assert main(["init", str(ws), "--seed", "sim-starter", "--questions", "sim-basic"]) == 0
+    (ws.parent / "fdr.toml").write_text(FDR_CONFIG)
+    proc = run_cli("train", "-w", str(ws), "--config", str(ws.parent / "fdr.toml"), "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    return ws
+
+
+def test_a_run_under_fdr_starts_each_test_at_its_lond_level(trained: Path) -> None:
+    with sqlite3.connect(trained / "harness.db") as conn:
         rows = conn.execute("SELECT report_json FROM step_reports ORDER BY epoch, step, task_type")
         tested = [r for (t,) in rows if (r := json.loads(t))["threshold"] is not None]
-    state = json.loads((ws / "checkpoint.json").read_text())["state"]
+    state = json.loads((trained / "checkpoint.json").read_text())["state"]
     assert tested and state["tests_started"] >= len({r["run_id"] for r in tested}) > 0
     first = tested[0]  # the run's first test: level α·γ_1 with no accepts before it
     lond = GateParams(e_confirm=1 / lond_level(0.05, 1, 0, 50))
@@ -62,3 +80,17 @@ def test_a_run_under_fdr_starts_each_test_at_its_lond_level(tmp_path: Path) -> N
     assert first["threshold"] in levels
     for report in tested:  # every level is stricter than the per-test one for its horizon
         assert report["threshold"] > GateParams().accept_level(report["horizon"], True)
+
+
+@pytest.mark.slow
+def test_a_killed_fdr_run_resumes_to_the_same_end(trained: Path, tmp_path: Path) -> None:
+    """The run-level counts are checkpointed: a killed and resumed run ends equal."""
+    ws = tmp_path / "ws"
+    assert main(["init", str(ws), "--seed", "sim-starter", "--questions", "sim-basic"]) == 0
+    cfg = str(trained.parent / "fdr.toml")
+    train = ("train", "-w", str(ws), "--config", cfg, "--no-progress")
+    killed = run_cli(*train, env={"SKILL_TRAINER_KILL_AT": "step_end:2"})
+    assert killed.returncode == -9, "kill point never reached"
+    resumed = run_cli(*train, "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    assert diff_states(workspace_state(trained), workspace_state(ws)) == []
