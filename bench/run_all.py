@@ -171,7 +171,7 @@ def machine() -> dict[str, str]:
         load = "{:.1f} / {:.1f} / {:.1f}".format(*os.getloadavg())
     except OSError:
         load = "?"
-    commit = _git("rev-parse", "--short", "HEAD") or "?"
+    commit = _git("rev-parse", "--short", "HEAD") or exported_commit()
     dirty = _git("status", "--porcelain")
     return {
         "nproc": str(os.cpu_count()),
@@ -181,6 +181,14 @@ def machine() -> dict[str, str]:
         "load": load,
         "commit": commit + (" (dirty tree)" if dirty else ""),
     }
+
+
+def exported_commit() -> str:
+    """The commit of a copy made with `git archive` (no repository to ask), as the
+    BENCH_COMMIT variable names it: `BENCH_COMMIT=$(git rev-parse --short HEAD)`. "?" when it
+    is unset or not a commit hash."""
+    named = os.environ.get("BENCH_COMMIT", "").strip().lower()
+    return named + " (BENCH_COMMIT)" if re.fullmatch(r"[0-9a-f]{7,40}", named) else "?"
 
 
 def _git(*args: str) -> str:

@@ -24,3 +24,12 @@ def test_bench_output_keeps_no_machine_path() -> None:
     assert "wrote <tmp>/ws/harness.db and ." in cleaned
     table = (ROOT / "bench" / "RESULTS.md").read_text(encoding="utf-8")
     assert str(ROOT) not in table and f"{tmp}/" not in table  # the committed table, as written
+
+
+def test_an_exported_copy_names_its_commit_only_as_a_hash(monkeypatch) -> None:
+    run_all = _run_all_module()
+    monkeypatch.setenv("BENCH_COMMIT", "A16C535")
+    assert run_all.exported_commit() == "a16c535 (BENCH_COMMIT)"
+    for bad in ("", "main", "a16c535\n| row |", "a16c"):
+        monkeypatch.setenv("BENCH_COMMIT", bad)
+        assert run_all.exported_commit() == "?"
