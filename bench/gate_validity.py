@@ -41,6 +41,8 @@ Cases (d = discordance = P(a family is a W or an L); p = P(W | discordant)):
 6. consistency only: the candidate has the baseline's per-unit accuracy but a family's units
    are all right or all wrong together (families of 3 and 5, horizon 60, accuracy 0.7 and 0.5):
    seeded Monte Carlo of the real gate, and of the old sign-of-the-net rule on the same draws.
+Run level: the false discovery rate of a run of tests at the per-test level and at LOND's
+(`[gate] run_control = "fdr"`, core/evolution/run_level.py): an exact DP over the run.
 Also: power of the two family evidences (`GateParams.family_evidence`) on families of 1, 3, 5,
 and what the "no net win" stop's setting costs in power and buys in units.
 Then power (p in 0.6 / 0.7 / 0.8) and mean units, against a fixed one-sided exact McNemar test

@@ -18,8 +18,8 @@ accepts, F_{t−1} everything known when test t starts (α_t and D_t are functio
 suppose each test is valid given that past: P(test t accepts | F_{t−1}) ≤ α_t when its edit
 does not help (the gate's per-test guarantee, whose ladder is fresh and outcome-blind). When a
 test accepts, R ≥ D_t + 1, so
-    FDR = Σ_t E[1{null t accepted} / max(R, 1)] ≤ Σ_t E[P(null t accepted | F_{t−1}) / (D_t + 1)]
-        ≤ Σ_t α·γ_t = α.
+    FDR = Σ_t E[1{null t accepted} / max(R, 1)]
+        ≤ Σ_t E[P(null t accepted | F_{t−1}) / (D_t + 1)] ≤ Σ_t α·γ_t = α.
 No independence between tests is needed. Capping α_t at α only lowers levels. A provisional
 accept is not counted in D until its probation keeps it, which only lowers later levels too.
 

@@ -423,7 +423,8 @@ def prompt_test(
     The families come in a seeded order that never looks at an outcome, and the prompt change
     was written from diagnosis-pool failures only (the validation pool shares no family with
     them), so the gate's guarantee holds: a change that does not help is kept with
-    probability at most the test's level, 1/e_confirm. Both runs cover the whole pool, so it costs no calls.
+    probability at most the test's level, 1/e_confirm. Both runs cover the whole pool, so it
+    costs no calls.
     """
     units = build_units(ctx.pools.validation)
     # the gate's observations: families, or units when the benchmark declares them independent
