@@ -23,13 +23,12 @@ test accepts, R ≥ D_t + 1, so
 No independence between tests is needed. Capping α_t at α only lowers levels. A provisional
 accept is not counted in D until its probation keeps it, which only lowers later levels too.
 
-What it costs is measured by bench/acceptance.py (`--set run_control=fdr`) and stated in
+What it costs is measured by bench/acceptance.py (`--set gate.run_control=fdr`) and stated in
 docs/training.md.
 """
 
 from __future__ import annotations
 
-RUN_CONTROLS = ("per_test", "fdr")
 DEFAULT_RUN_TESTS = 50
 
 

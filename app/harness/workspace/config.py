@@ -87,12 +87,9 @@ class GateConfig(GateParams):
     def __post_init__(self) -> None:
         super().__post_init__()
         # the run-level bound sums every test's level: each must be a valid test
-        if self.run_control == "fdr" and self.strategy != "eprocess":
-            raise GateParamError("strategy", self.strategy, '"eprocess" when run_control = "fdr"')
-        if self.run_control == "fdr" and self.prompt_rule != "eprocess":
-            raise GateParamError(
-                "prompt_rule", self.prompt_rule, '"eprocess" when run_control = "fdr"'
-            )
+        for key, rule in (("strategy", self.strategy), ("prompt_rule", self.prompt_rule)):
+            if self.run_control == "fdr" and rule != "eprocess":
+                raise GateParamError(key, rule, '"eprocess" when run_control = "fdr"')
 
 
 def _s(default: Any = None, **constraints: Any) -> Any:
