@@ -6,11 +6,13 @@ A benchmark, not a test: no model calls, it prints figures. Everything uses the 
 Exact where possible. With the default "mixture" bet the gate's decision after n families
 depends only on (W, L, n): E_win = mixture_e(W, L), E_harm = mixture_e(L, W); accept at
 E_win >= params.accept_level(horizon), reject ("harm") at E_harm >= e_rollback, reject
-("curtailed") once mixture_e(W + remaining, L) < level (never changes a decision, only the
-units), reject ("no_signal") when W <= L once `params.no_signal_after(H)` families are in, and
-at the end of stage 1 a provisional accept (E_win >= e_provisional, W - L >=
-w_net_min, (W - L)/(n + shrink_k) >= delta_min) whose test goes on over stage 2 (probation,
-`ProbationTest`): kept only if it crosses the same level there. So a dynamic programme over the
+("curtailed") once no accept is reachable (never changes a decision, only the units), and
+with the final look (`GateParams.final_look`, default) accept at n = H when W >= c(W + L)
+(`core.stats.final_look_levels`); without it, reject ("no_signal") when W <= L once
+`params.no_signal_after(H)` families are in, and at the end of stage 1 a provisional accept
+(E_win >= e_provisional, W - L >= w_net_min, (W - L)/(n + shrink_k) >= delta_min) whose test
+goes on over stage 2 (probation, `ProbationTest`): kept only if it crosses the same level
+there. So a dynamic programme over the
 (W, L) states, one step per family with P(W) = d·p, P(L) = d·(1 − p), P(tie) = 1 − d, gives the
 exact probabilities of every outcome and the distribution of the stopping time.
 
@@ -91,7 +93,7 @@ from core.evolution.gate import (
     family_outcome,
 )
 from core.evolution.run_level import DEFAULT_RUN_TESTS, lond_level
-from core.stats import mixture_e
+from core.stats import final_look_levels, mixture_e
 
 DISCORDANCE = (0.02, 0.05, 0.15, 0.3, 0.6, 1.0)
 N_MAX = (20, 60, 200)
@@ -142,9 +144,26 @@ def _mixture_table(size: int) -> np.ndarray:
     return np.array([[mixture_e(w, k) for k in range(size + 1)] for w in range(2 * size + 1)])
 
 
+def _final_look_masks(params: GateParams, H: int, level: float):
+    """(W >= c(W + L) on the grid, the final look reachable with `rem` families left) for a
+    test that takes the final look (`SequentialGate.final_look`); (None, None) otherwise."""
+    if not SequentialGate(params, horizon=H, singletons=True).final_look:
+        return None, None
+    c = np.array(final_look_levels(level, params.alpha, H) + (H + 2,) * (3 * H + 1))
+    w = np.arange(H + 1)[:, None]
+    l_ = np.arange(H + 1)[None, :]
+    passes = w >= c[w + l_]
+
+    def reachable(rem: int) -> np.ndarray:  # k more wins, the rest ties (`accept_reachable`)
+        return np.logical_or.reduce([w + k >= c[w + l_ + k] for k in range(rem + 1)])
+
+    return passes, reachable
+
+
 @cache
 def _masks(params: GateParams, horizon: int, stage1: int):
-    """Per step n (1..H): stop masks over the (W, L) grid, in the gate's order of checks."""
+    """Per step n (1..H): (accept, reject, provisional) masks over the (W, L) grid, in the
+    gate's order of checks."""
     M = _mixture_table(max(N_MAX + (horizon,)))
     H = horizon
     w = np.arange(H + 1)[:, None]
@@ -152,21 +171,25 @@ def _masks(params: GateParams, horizon: int, stage1: int):
     e_win = M[: H + 1, : H + 1]
     e_harm = M[: H + 1, : H + 1].T
     level = params.accept_level(H, singletons=True)  # the DP walks ±1/0 outcomes: the lattice
-    acc = e_win >= level
-    harm = ~acc & (e_harm >= params.e_rollback)
-    fut = np.zeros_like(acc)
-    if params.e_futility is not None:
-        fut = ~acc & ~harm & (e_harm >= params.e_futility)
-    free = ~(acc | harm | fut)
+    final_passes, final_reachable = _final_look_masks(params, H, level)
+    looks = final_passes is not None
+    crossed = e_win >= level
     per_n = {}
     for n in range(1, H + 1):
+        acc = crossed | final_passes if looks and n == H else crossed
+        harm = ~acc & (e_harm >= params.e_rollback)
+        fut = np.zeros_like(acc)
+        if params.e_futility is not None:
+            fut = ~acc & ~harm & (e_harm >= params.e_futility)
+        free = ~(acc | harm | fut)
         rem = H - n
         curt = np.zeros_like(acc)
         if params.curtail and n < H:
             best = M[rem : rem + H + 1, : H + 1]  # mixture_e(W + rem, L)
-            curt = free & ~(best * (1.0 + _REL_SLACK) >= level)
+            reach = best * (1.0 + _REL_SLACK) >= level
+            curt = free & ~(reach | final_reachable(rem) if looks else reach)
         prov = np.zeros_like(acc)
-        if n == stage1 < H:
+        if n == stage1 < H and not looks:
             net = w - l_
             prov = (
                 free
@@ -177,10 +200,10 @@ def _masks(params: GateParams, horizon: int, stage1: int):
             )
         nosig = np.zeros_like(acc)
         after = params.no_signal_after(H)
-        if after is not None and after <= n < H:
+        if after is not None and after <= n < H and not looks:
             nosig = free & (w <= l_)
-        per_n[n] = (harm | fut | curt | nosig, prov & ~nosig)
-    return acc, per_n, level
+        per_n[n] = (acc, harm | fut | curt | nosig, prov & ~nosig)
+    return per_n, level
 
 
 def _step(P: np.ndarray, pw: float, pl: float, pt: float) -> np.ndarray:
@@ -192,7 +215,7 @@ def _step(P: np.ndarray, pw: float, pl: float, pt: float) -> np.ndarray:
 
 def exact_cell(params: GateParams, horizon: int, d: float, p: float) -> Exact:
     H, s1 = horizon, stage1_of(horizon)
-    acc, per_n, _ = _masks(params, H, s1)
+    per_n, _ = _masks(params, H, s1)
     pw, pl, pt = d * p, d * (1 - p), 1 - d
     P = np.zeros((H + 1, H + 1))
     P[0, 0] = 1.0
@@ -202,7 +225,7 @@ def exact_cell(params: GateParams, horizon: int, d: float, p: float) -> Exact:
     final = prov_total = kept = 0.0
     for n in range(1, H + 1):
         P = _step(P, pw, pl, pt)
-        stop_rej, prov = per_n[n]
+        acc, stop_rej, prov = per_n[n]
         a = P[acc].sum()
         r = P[stop_rej].sum()
         final += a
@@ -336,12 +359,12 @@ def replay(row: list[int], params: GateParams, horizon: int) -> tuple[str, int, 
     in `run_real`'s return format: comparing the two rep by rep checks that the real code
     decides exactly as the DP assumes."""
     s1 = stage1_of(horizon)
-    acc, per_n, _ = _masks(params, horizon, s1)
+    per_n, _ = _masks(params, horizon, s1)
     w = l_ = 0
     gate_n = None
     for n, g in enumerate(row[:horizon], start=1):
         w, l_ = w + (g == 1), l_ + (g == -1)
-        stop_rej, prov = per_n[n]
+        acc, stop_rej, prov = per_n[n]
         if acc[w, l_]:
             return ("accept", n, n) if gate_n is None else ("keep", gate_n, n)
         if stop_rej[w, l_]:
@@ -782,7 +805,7 @@ def exact_sequence(
     """(final, kept) exactly, as `exact_cell`'s DP but with family n's discordance
     `discordance[n - 1]`: the gate's rate on one fixed, outcome-free order of families."""
     H, s1 = horizon, stage1_of(horizon)
-    acc, per_n, _ = _masks(params, H, s1)
+    per_n, _ = _masks(params, H, s1)
     P = np.zeros((H + 1, H + 1))
     P[0, 0] = 1.0
     Q = np.zeros_like(P)
@@ -790,7 +813,7 @@ def exact_sequence(
     for n in range(1, H + 1):
         d = discordance[n - 1]
         P = _step(P, d * p, d * (1 - p), 1 - d)
-        stop_rej, prov = per_n[n]
+        acc, stop_rej, prov = per_n[n]
         final += P[acc].sum()
         P[acc | stop_rej] = 0.0
         if n > s1:
@@ -1194,22 +1217,29 @@ def report_family_evidence(args: argparse.Namespace, params: GateParams) -> None
 
 # --------------------------------------------------------------------------- power options
 
-# The "no net win" stop (GateParams.futility_share) is the one setting that trades power for
-# units at the power target's cell; the others (bet mixture, harm level) were measured apart.
-FUTILITY_OPTIONS = (("1/3 (default)", 1 / 3), ("1/2", 0.5), ("off", 0.0))
+# The final look (GateParams.final_look) and the "no net win" stop (futility_share, which a
+# test taking the final look never makes) trade power for units at the power target's cell;
+# the others (bet mixture, harm level) were measured apart.
+POWER_OPTIONS = (
+    ("final look (default)", {"final_look": True}),
+    ("no look, stop 1/3", {"final_look": False, "futility_share": 1 / 3}),
+    ("no look, stop 1/2", {"final_look": False, "futility_share": 0.5}),
+    ("no look, no stop", {"final_look": False, "futility_share": 0.0}),
+)
 
 
 def report_power_options(params: GateParams) -> None:
-    """What switching the "no net win" stop later or off buys at the power target and what it
-    costs: exact DP, mean test units over the null grid and over the power grid, and the min
-    power ratio against McNemar at equal units (the `gate.power_vs_mcnemar...` figure)."""
+    """What the final look, or switching the "no net win" stop later or off, buys at the power
+    target and what it costs: exact DP, mean test units over the null grid and over the power
+    grid, and the min power ratio against McNemar at equal units (the
+    `gate.power_vs_mcnemar...` figure)."""
     print(
-        "\n== power options (exact DP): the no-net-win stop. power = n_max 200 d 0.3 p 0.7; "
-        "units = mean test units over the null / power grids"
+        "\n== power options (exact DP): the final look and the no-net-win stop. power = n_max "
+        "200 d 0.3 p 0.7; units = mean test units over the null / power grids"
     )
-    print(f"{'no-net-win stop':>16} {'power':>7} {'null u':>7} {'power u':>8} {'min ratio':>10}")
-    for name, share in FUTILITY_OPTIONS:
-        option = replace(params, futility_share=share)
+    print(f"{'option':>20} {'power':>7} {'null u':>7} {'power u':>8} {'min ratio':>10}")
+    for name, changes in POWER_OPTIONS:
+        option = replace(params, **changes)
         null = exact_grid(option, 0.5).values()
         cells = {p: exact_grid(option, p) for p in POWER_P}
         ratios = [
@@ -1220,7 +1250,7 @@ def report_power_options(params: GateParams) -> None:
         ]
         power_units = [e.test_units for grid in cells.values() for e in grid.values()]
         print(
-            f"{name:>16} {cells[0.7][(200, 0.3)].test:7.4f} "
+            f"{name:>20} {cells[0.7][(200, 0.3)].test:7.4f} "
             f"{np.mean([e.test_units for e in null]):7.1f} {np.mean(power_units):8.1f} "
             f"{min(ratios):10.3f}"
         )

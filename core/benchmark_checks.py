@@ -30,7 +30,7 @@ from enum import StrEnum
 
 from core.checkers import check, normalise_answer
 from core.evolution.gate import GateAction, GateParams, SequentialGate
-from core.stats import mixture_e
+from core.stats import final_look_levels, mixture_e
 from core.types import CHECKERS, Question
 
 RUBRIC_CHECKER = "rubric"
@@ -360,7 +360,12 @@ def gate_families_at_effect(
         return None
     for k in range(1, min(limit, params.n_max) + 1):
         won, lost = round(k * wins / families), round(k * losses / families)
-        if mixture_e(won, lost) >= params.accept_level(k, singletons=singletons):
+        level = params.accept_level(k, singletons=singletons)
+        if mixture_e(won, lost) >= level:
+            return k
+        # a ladder of k families seen whole: the gate's final look (core/evolution/gate.py)
+        looks = SequentialGate(params, horizon=k, singletons=singletons).final_look
+        if looks and won >= final_look_levels(level, params.alpha, k)[won + lost]:
             return k
     return None
 

@@ -746,6 +746,58 @@ def _first_crossings(grid: tuple[tuple[float, ...], ...], horizon: int, level: f
 CALIBRATION_MAX_HORIZON = 400
 
 
+@functools.lru_cache(maxsize=64)
+def final_look_levels(
+    level: float, alpha: float, size: int, bets: tuple[tuple[float, float], ...] = MIXTURE_BETS
+) -> tuple[int, ...]:
+    """For each D in 0..size, the fewest wins W a walk of D discordant outcomes must end on
+    for a final look to accept, jointly with the sequential accept at `level` (D + 1: none).
+
+    The sequential gate accepts once `mixture_e(W, L)` reaches `level`. A final look at the
+    end of a test that used its whole ladder also accepts when W ≥ c(D), D = W + L. c(D) is
+    the smallest count with P(the walk crosses `level` within D steps, or ends with W ≥ c(D))
+    ≤ α for D fair ±1 steps, computed exactly by a dynamic programme over the paths that have
+    not crossed. Why it is valid: when families are independent of each other, given which
+    of them are discordant (D of them) their signs are independent, each a W with probability
+    ≤ ½ under "no improvement"; both events grow with W, so the fair coin is the worst case
+    and P(accept | D) ≤ α for every D. It is McNemar's exact conditioning, paid for by the
+    mass the sequential accepts already spent: at the level of a 48-family ladder, c(D) is
+    the one-sided exact McNemar level at α, or one win more, for every D ≤ 43 (two at D = 44;
+    at 200 families the gap reaches 7 near D = 190, where the threshold itself accepts most).
+    """
+    _check_alpha(alpha)
+    grid = _e_values(size, bets)
+    first = _first_crossings(grid, size, level * (1 - 1e-12))
+    levels = [1]  # D = 0: the empty walk ends on W = 0, which never accepts
+    alive = [1.0]
+    crossed = 0.0
+    for n in range(size):
+        nxt = [0.0] * (n + 2)
+        for wins, p in enumerate(alive):
+            if not p:
+                continue
+            half = p / 2
+            losses = n - wins
+            if wins + 1 >= first[losses]:
+                crossed += half
+            else:
+                nxt[wins + 1] += half
+            if wins >= first[losses + 1]:
+                crossed += half
+            else:
+                nxt[wins] += half
+        alive = nxt
+        steps = n + 1
+        tail, critical = crossed, steps + 1
+        for wins in range(steps, -1, -1):
+            if tail + alive[wins] > alpha * (1 + 1e-12):
+                break
+            tail += alive[wins]
+            critical = wins
+        levels.append(critical)
+    return tuple(levels)
+
+
 @functools.lru_cache(maxsize=512)
 def calibrated_threshold(
     horizon: int, alpha: float, bets: tuple[tuple[float, float], ...] = MIXTURE_BETS

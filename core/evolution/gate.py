@@ -25,16 +25,21 @@ Decisions, checked after every family, in this order (W', L' = the +1 / −1 out
 `bet_W` / `bet_L`; on the ±1/0 lattice a decision depends on the g's only, so the bench's DP
 over (W', L', n) is exact there):
 - E_win ≥ threshold                      -> "accept",  stop_reason "confirmed"
+- the final look (`final_look`, on by default, for a test on the ±1/0 lattice): once the
+  test has seen its whole ladder, W' ≥ c(W' + L'), the exact joint level of
+  `core.stats.final_look_levels`          -> "accept",  stop_reason "confirmed",
+                                             ended_by "final_look"
 - E_harm ≥ e_rollback                    -> "reject",  stop_reason "harm"
 - E_harm ≥ e_futility (off by default)   -> "reject",  stop_reason "futility"
 - no net win (W' ≤ L') once max(futility_min, futility_share·horizon) families of this
-  segment are in (a test resumed later, `resume`, gets a fresh look)
+  segment are in (a test resumed later, `resume`, gets a fresh look; never in a test that
+  takes the final look, which needs its whole ladder)
                                          -> "reject",  stop_reason "futility"
   (saves the units a no-effect edit would spend until curtailment; the power it costs is
   measured in bench/gate_validity.py)
-- no accept is reachable within the horizon even if every remaining family were a W
-  (when `curtail`)                       -> "reject",  stop_reason "futility"
-- at the end of stage 1 when a stage 2 exists: E_win ≥ e_provisional, W' − L' ≥ w_net_min
+- no accept is reachable within the horizon even if every remaining family were a W, by the
+  threshold or by the final look (when `curtail`) -> "reject",  stop_reason "futility"
+- at the end of stage 1 when a stage 2 exists and the test takes no final look: E_win ≥ e_provisional, W' − L' ≥ w_net_min
   and (W' − L')/(n + shrink_k) ≥ delta_min -> "accept_provisional", stop_reason "provisional":
   the same test goes on over stage 2 at probation (`ProbationTest`), and the edit is kept only
   if it crosses the threshold there.
@@ -60,7 +65,21 @@ stage 2) crosses with probability ≤ α (never above Ville's 1/α). With "mean"
 Ville's level e_confirm bounds the rate; when every family of the test is a single unit
 (`singletons`, known from the ladder before any outcome) d is on the ±1/0 lattice, E_win is
 `mixture_e(W, L)` exactly, and the exact calibrated level holds for it too. The harm, futility and curtailment stops only ever reject, so they
-cannot raise that rate; curtailment changes no decision at all. A provisional accept carries
+cannot raise that rate; curtailment changes no decision at all.
+
+The final look. A test on the ±1/0 lattice that sees its whole ladder in one go (not a
+probation or a test resumed in a later step, `resume`) also accepts at the ladder's end when
+its W' reaches c(D), D = W' + L' (`core.stats.final_look_levels`): c(D) is the fewest wins
+with P(a fair walk of D steps crosses the threshold, or ends with W ≥ c(D)) ≤ α, computed
+exactly. Its null reads on independent families: the families' outcomes are independent of
+each other, and on each one the edit is no likelier to turn a wrong answer right than a right
+one wrong. Then, given which families are discordant, their signs are independent coins
+each a W with probability ≤ ½, the ladder is fixed before any outcome, and "crosses or ends
+with W ≥ c(D)" grows with W, so P(accept | D) ≤ α for every D: McNemar's exact conditioning,
+which lets a ladder of rare discordant families confirm an edit: on a ladder of 48 singletons
+it accepts 5 wins of 5, 9 of 10 or 15 of 20 (within one win of a fixed one-sided exact
+McNemar test at α), where the threshold alone needs 6 of 6, 9 of 10 or 11 of 13. A test that goes on later is an e-process only: its
+end is not a ladder fixed in advance, so it takes no final look. A provisional accept carries
 no guarantee by itself; it is an edit on probation. What is not guaranteed: that an accepted
 edit helps on questions unlike the benchmark's.
 
@@ -101,7 +120,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from core.stats import MIXTURE_BETS, STRATEGIES, EProcessPair, calibrated_threshold, mixture_e
+from core.stats import (
+    CALIBRATION_MAX_HORIZON,
+    MIXTURE_BETS,
+    STRATEGIES,
+    EProcessPair,
+    calibrated_threshold,
+    final_look_levels,
+    mixture_e,
+)
 
 
 class GateAction(StrEnum):
@@ -139,6 +166,7 @@ class GateEndedBy(StrEnum):
     end of the families."""
 
     THRESHOLD = "threshold"
+    FINAL_LOOK = "final_look"
     NO_SIGNAL = "no_signal"
     CURTAILED = "curtailed"
     STAGE = "stage"
@@ -221,6 +249,11 @@ class GateParams:
     futility_min: int = 10
     # How a family of several units becomes evidence (FAMILY_EVIDENCE; module docstring).
     family_evidence: str = "mean"
+    # At the end of a test that used its whole ladder in one go, on the ±1/0 lattice, also
+    # accept when W ≥ the exact joint level for the D discordant families seen
+    # (`core.stats.final_look_levels`). Such a test runs to its ladder's end (no provisional
+    # accept, no "no net win" stop; curtailment still ends it once no accept is reachable).
+    final_look: bool = True
 
     def __post_init__(self) -> None:
         """The one range check of every gate parameter (the app's `[gate]` config relies on it)."""
@@ -571,6 +604,14 @@ class SequentialGate:
         # every family this test will see is a single unit: the exact level holds for d itself
         self.singletons = singletons
         self.threshold = self.params.accept_level(self.horizon, singletons)
+        # the final look needs the exact level, which needs the ±1/0 lattice
+        self.final_look = (
+            self.params.final_look
+            and self.params.lambda_strategy == "mixture"
+            and self.params.calibrate
+            and (self.params.family_evidence == "rounded" or singletons)
+            and self.horizon <= CALIBRATION_MAX_HORIZON
+        )
         self._no_signal_after = self.params.no_signal_after(self.horizon)
         self._ev = _Evidence(self.params)
         self.n = 0  # families observed
@@ -656,12 +697,15 @@ class SequentialGate:
         p = self.params
         if self.e_win >= self.threshold:
             self._stop(GateAction.ACCEPT, GateStopReason.CONFIRMED, GateEndedBy.THRESHOLD)
+        elif self.final_look and self.n == self.horizon and self._final_look_passes():
+            self._stop(GateAction.ACCEPT, GateStopReason.CONFIRMED, GateEndedBy.FINAL_LOOK)
         elif self.e_harm >= p.e_rollback:
             self._stop(GateAction.REJECT, GateStopReason.HARM, GateEndedBy.THRESHOLD)
         elif p.e_futility is not None and self.e_harm >= p.e_futility:
             self._stop(GateAction.REJECT, GateStopReason.FUTILITY, GateEndedBy.THRESHOLD)
         elif (
             self._no_signal_after is not None
+            and not self.final_look
             and self.n - self.segment_start >= self._no_signal_after
             and self.bet_W <= self.bet_L
             and self.n < self.horizon
@@ -669,18 +713,37 @@ class SequentialGate:
             self._stop(GateAction.REJECT, GateStopReason.FUTILITY, GateEndedBy.NO_SIGNAL)
         elif p.curtail and self.n < self.horizon and not self.accept_reachable():
             self._stop(GateAction.REJECT, GateStopReason.FUTILITY, GateEndedBy.CURTAILED)
-        elif self.n == self.stage1 < self.horizon and self._provisional_ok():
+        elif (
+            self.n == self.stage1 < self.horizon and not self.final_look and self._provisional_ok()
+        ):
             self._stop(GateAction.ACCEPT_PROVISIONAL, GateStopReason.PROVISIONAL, GateEndedBy.STAGE)
 
     def _stop(self, action: GateAction, stop_reason: GateStopReason, ended_by: GateEndedBy) -> None:
         self.decision, self.stop_reason, self.ended_by = action, stop_reason, ended_by
 
     def accept_reachable(self) -> bool:
-        """Whether some continuation within the horizon could still cross the threshold."""
-        best = self._ev.best_case(self.horizon - self.n)
+        """Whether some continuation within the horizon could still cross the threshold, or
+        pass the final look."""
+        remaining = self.horizon - self.n
+        best = self._ev.best_case(remaining)
         # The slack keeps float rounding from curtailing a run whose best case lands exactly
         # on the threshold; it can only curtail less.
-        return best * (1.0 + _REL_SLACK) >= self.threshold
+        if best * (1.0 + _REL_SLACK) >= self.threshold:
+            return True
+        if not self.final_look:
+            return False
+        # k more wins and the rest ties: the final look's best ends (a loss never helps)
+        levels = self._final_levels()
+        wins, discordant = self.bet_W, self.bet_W + self.bet_L
+        return any(wins + k >= levels[discordant + k] for k in range(remaining + 1))
+
+    def _final_levels(self) -> tuple[int, ...]:
+        return final_look_levels(self.threshold, self.params.alpha, self.horizon)
+
+    def _final_look_passes(self) -> bool:
+        """At the end of the whole ladder: W ≥ the joint level for the D = W + L discordant
+        families (`core.stats.final_look_levels`)."""
+        return self.bet_W >= self._final_levels()[self.bet_W + self.bet_L]
 
     def _evidence_row(
         self, family_id: str, unit_id: str, base: Outcome, cand: Outcome, d: float, g: int
@@ -739,6 +802,8 @@ class SequentialGate:
         gate._ev.restore(state.evidence)
         gate.n, gate.units = state.n, state.units
         gate.segment_start = gate.n
+        # a test that goes on later is an e-process only: its end is not a fixed ladder's end
+        gate.final_look = False
         return gate
 
     def state(self) -> GateState:

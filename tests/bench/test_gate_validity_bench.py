@@ -64,8 +64,9 @@ def _enumerate(gv, params: GateParams, horizon: int, d: float, p: float, outcome
         (9, 0.6, 0.65, (1, -1, 0), False),
     ],
 )
-def test_dp_equals_brute_force_through_the_real_gate(gv, horizon, d, p, outcomes, real):
-    params = GateParams()
+@pytest.mark.parametrize("final_look", [True, False])
+def test_dp_equals_brute_force_through_the_real_gate(gv, horizon, d, p, outcomes, real, final_look):
+    params = GateParams(final_look=final_look)
     exact = gv.exact_cell(params, horizon, d, p)
     brute = _enumerate(gv, params, horizon, d, p, outcomes, real)
     assert exact.final == pytest.approx(brute["accept"], abs=1e-12)
@@ -76,9 +77,15 @@ def test_dp_equals_brute_force_through_the_real_gate(gv, horizon, d, p, outcomes
 
 
 def test_the_brute_force_cases_reach_every_branch(gv):
-    """The enumeration above is only a check if accepts, provisionals and keeps all occur."""
-    e = gv.exact_cell(GateParams(), 12, 1.0, 0.7)
+    """The enumeration above is only a check if accepts, provisionals and keeps all occur
+    (without the final look), and if the final look accepts what the threshold alone does
+    not (with it)."""
+    e = gv.exact_cell(GateParams(final_look=False), 12, 1.0, 0.7)
     assert e.final > 0 and e.prov > 0 and e.kept > 0
+    no_stop = GateParams(final_look=False, futility_share=0.0)
+    assert (
+        gv.exact_cell(GateParams(), 12, 1.0, 0.7).final > gv.exact_cell(no_stop, 12, 1.0, 0.7).final
+    )
 
 
 def test_null_test_rate_is_at_most_alpha(gv):

@@ -341,14 +341,21 @@ def test_labels_keep_their_stored_values() -> None:
     assert {"confirmed", "harm", "futility", "provisional", "insufficient_evidence"} == set(
         GateStopReason
     )
-    assert {"threshold", "no_signal", "curtailed", "stage", "n_max", "exhausted"} == set(
-        GateEndedBy
-    )
+    assert {
+        "threshold",
+        "final_look",
+        "no_signal",
+        "curtailed",
+        "stage",
+        "n_max",
+        "exhausted",
+    } == set(GateEndedBy)
 
 
 def test_no_signal_stop_after_the_burn_in() -> None:
-    """W ≤ L once max(futility_min, share·H) families are in: reject, not before."""
-    params = GateParams(futility_share=1 / 3, futility_min=10, curtail=False)
+    """W ≤ L once max(futility_min, share·H) families are in: reject, not before (a test
+    without the final look: one that takes it runs its whole ladder)."""
+    params = GateParams(futility_share=1 / 3, futility_min=10, curtail=False, final_look=False)
     assert params.no_signal_after(60) == 20 and params.no_signal_after(12) == 10
     assert GateParams(futility_share=0.0).no_signal_after(60) is None
     d = run_gate(_pairs([T] * 60), params, horizon=60)
@@ -707,3 +714,52 @@ def test_evidence_rows_are_typed_per_unit() -> None:
     assert (second.unit_id, second.family, second.n) == ("b", "f0", 1)
     assert (third.family, third.cand, third.outcome, third.d, third.g) == ("c", None, "L", -1, -1)
     assert (third.W, third.L, third.n) == (1, 1, 2)
+
+
+# --------------------------------------------------------------------------- final look
+
+
+def test_final_look_accepts_at_the_ladders_end_what_the_threshold_alone_misses() -> None:
+    """5 wins among 48 singletons, the rest ties: the threshold for 48 needs 6 straight wins,
+    the final look accepts 5 of 5 discordant (P = 1/32 under the null, within the level)."""
+    path = [W] * 5 + [T] * 43
+    on = run_gate(_pairs(path), GateParams(), horizon=48)
+    off = run_gate(_pairs(path), GateParams(final_look=False), horizon=48)
+    assert (on.action, on.ended_by, on.n_used) == ("accept", "final_look", 48)
+    assert off.action == "reject"
+    # one loss among them: 5 of 6 is not enough (c(6) = 6)
+    lost = run_gate(_pairs([W] * 5 + [L] + [T] * 42), GateParams(), horizon=48)
+    assert lost.action == "reject"
+
+
+def test_final_look_is_taken_only_on_the_lattice_and_never_after_a_resume() -> None:
+    assert SequentialGate(GateParams(), horizon=48, singletons=True).final_look
+    assert not SequentialGate(GateParams(), horizon=48, singletons=False).final_look
+    rounded = GateParams(family_evidence="rounded")
+    assert SequentialGate(rounded, horizon=48).final_look
+    assert not SequentialGate(
+        GateParams(lambda_strategy="kt"), horizon=48, singletons=True
+    ).final_look
+    gate = SequentialGate(GateParams(), horizon=48, stage1=32, singletons=True)
+    assert not SequentialGate.resume(GateParams(), gate.state()).final_look
+
+
+def test_a_final_look_test_runs_its_ladder_without_provisional_or_no_signal_stops() -> None:
+    # 20 ties: the no-signal stop would reject at 16 (a third of 48); the final look goes on
+    d = run_gate(_pairs([T] * 20 + [W] * 5 + [T] * 23), GateParams(curtail=False), horizon=48)
+    assert (d.action, d.ended_by) == ("accept", "final_look")
+    # a strong stage 1 is not a provisional accept: the test goes on into stage 2
+    gate = SequentialGate(GateParams(), horizon=48, stage1=8, singletons=True)
+    for i, pair in enumerate([W, W, W, W, L, T, T, T]):
+        gate.observe(f"u{i}", *pair)
+    assert gate.decision is None
+
+
+def test_curtailment_counts_the_final_look_and_changes_no_decision() -> None:
+    """Over every path of 12 singletons, the gate with curtailment decides as without it."""
+    params = GateParams()
+    for path in itertools.product((W, L, T), repeat=8):
+        full = [*path, T, T, W, W]
+        with_c = run_gate(_pairs(full), params, horizon=12)
+        without = run_gate(_pairs(full), replace(params, curtail=False), horizon=12)
+        assert with_c.action == without.action

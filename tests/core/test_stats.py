@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import itertools
 import math
 import random
 
@@ -17,9 +18,12 @@ from core import stats
 from core.stats import (
     EProcessPair,
     bradley_terry,
+    calibrated_threshold,
+    final_look_levels,
     kt_wealth_unclipped,
     mcnemar_exact,
     min_detectable_difference,
+    mixture_e,
     ville_threshold,
     wilson_interval,
 )
@@ -637,3 +641,45 @@ def test_wilson_z_precise_for_tiny_alpha(alpha: float) -> None:
     centre = (p + zz**2 / (2 * n)) / (1 + zz**2 / n)
     half = zz * math.sqrt(p * (1 - p) / n + zz**2 / (4 * n * n)) / (1 + zz**2 / n)
     assert (lo, hi) == pytest.approx((max(0.0, centre - half), min(1.0, centre + half)), abs=1e-9)
+
+
+# --------------------------------------------------------------------------- final look
+
+
+def _joint_rate_by_enumeration(level: float, d: int, critical: int) -> float:
+    """P(a fair walk of d steps crosses `level` or ends with W >= critical), every path."""
+    hits = 0
+    for path in itertools.product((1, -1), repeat=d):
+        wins = losses = 0
+        crossed = False
+        for g in path:
+            wins, losses = wins + (g == 1), losses + (g == -1)
+            crossed = crossed or mixture_e(wins, losses) >= level * (1 - 1e-12)
+        hits += crossed or wins >= critical
+    return hits / 2**d
+
+
+@pytest.mark.parametrize("horizon", [12, 48])
+def test_final_look_levels_are_the_smallest_valid_by_enumeration(horizon: int) -> None:
+    """c(D) keeps P(cross or end with W >= c(D)) <= α, and c(D) − 1 would not, every path."""
+    level = calibrated_threshold(horizon, 0.05)
+    levels = final_look_levels(level, 0.05, horizon)
+    for d in range(1, 13):
+        c = levels[d]
+        assert _joint_rate_by_enumeration(level, d, c) <= 0.05
+        if c <= d:
+            assert _joint_rate_by_enumeration(level, d, c - 1) > 0.05
+
+
+def test_final_look_levels_sit_within_one_win_of_the_exact_mcnemar_level() -> None:
+    """scipy's one-sided exact binomial test: never below McNemar's level (the sequential
+    accepts spend part of α first), and at most one win above it for D ≤ 43 at a 48-family
+    ladder's level (the figure core.stats.final_look_levels states)."""
+    for horizon in (48, 200):
+        levels = final_look_levels(calibrated_threshold(horizon, 0.05), 0.05, horizon)
+        for d in range(1, horizon + 1):
+            ok = [w for w in range(d + 1) if binomtest(w, d, 0.5, "greater").pvalue <= 0.05]
+            mcnemar = ok[0] if ok else d + 1
+            assert levels[d] >= mcnemar
+            if d <= 43:
+                assert levels[d] <= mcnemar + 1

@@ -26,7 +26,10 @@ early_stop_patience = 3
 edit_budget_start = 3
 concurrency = 8
 [gate]
-e_provisional = 3.0  # low, so provisional accepts and their probation are exercised
+# no final look (a test taking it runs its whole ladder and makes no provisional accept) and a
+# low provisional level, so provisional accepts and their probation are exercised
+final_look = false
+e_provisional = 3.0
 """
 
 
