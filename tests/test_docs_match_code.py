@@ -101,7 +101,8 @@ def test_the_gate_page_states_the_gates_level() -> None:
     assert sentence, "docs/training.md keeps the gate's one-sentence guarantee"
     level = f"{100 / GateParams().e_confirm:g}%"
     assert (
-        f"If an edit does not raise the expected accuracy on the questions it is tested on (whatever came before), the gate accepts it with probability at most {level}"
+        "If the questions an edit is tested on are independent of each other and the edit raises"
+        f" the expected accuracy of none of them, the gate accepts it with probability at most {level}"
         in sentence.group(1)
     )
     assert "](docs/training.md)" in README, "the README links the gate's page"
