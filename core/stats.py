@@ -23,7 +23,7 @@ import functools
 import itertools
 import math
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 
@@ -693,12 +693,13 @@ def mixture_e(wins: int, losses: int, bets: Sequence[tuple[float, float]] = MIXT
     )
 
 
-def _crossing_probability(horizon: int, first_crossing: Sequence[int]) -> float:
-    """P(some prefix of `horizon` fair ±1 steps reaches a (W, L) with W >= first_crossing[L]).
+def _fair_walk(horizon: int, first_crossing: Sequence[int]) -> Iterator[tuple[list[float], float]]:
+    """After each of `horizon` fair ±1 steps: (alive, hit), `alive[w]` the probability of
+    standing at (w, n - w) without having reached a (W, L) with W >= first_crossing[L], `hit`
+    the probability of having reached one.
 
     The crossing set of a level is an up-set in W and a down-set in L (`mixture_e` grows with
-    W and shrinks with L), so one threshold per L describes it. `alive[w]` is the probability
-    of standing at (w, n - w) after n steps without having crossed.
+    W and shrinks with L), so one threshold per L describes it.
     """
     alive = [1.0]
     hit = 0.0
@@ -718,7 +719,13 @@ def _crossing_probability(horizon: int, first_crossing: Sequence[int]) -> float:
             else:
                 nxt[wins] += half
         alive = nxt
-    return hit
+        yield alive, hit
+
+
+def _crossing_probability(horizon: int, first_crossing: Sequence[int]) -> float:
+    """P(some prefix of `horizon` fair ±1 steps reaches a (W, L) with W >= first_crossing[L])."""
+    hits = [hit for _, hit in _fair_walk(horizon, first_crossing)]
+    return hits[-1] if hits else 0.0
 
 
 @functools.lru_cache(maxsize=4)
@@ -769,25 +776,7 @@ def final_look_levels(
     grid = _e_values(size, bets)
     first = _first_crossings(grid, size, level * (1 - 1e-12))
     levels = [1]  # D = 0: the empty walk ends on W = 0, which never accepts
-    alive = [1.0]
-    crossed = 0.0
-    for n in range(size):
-        nxt = [0.0] * (n + 2)
-        for wins, p in enumerate(alive):
-            if not p:
-                continue
-            half = p / 2
-            losses = n - wins
-            if wins + 1 >= first[losses]:
-                crossed += half
-            else:
-                nxt[wins + 1] += half
-            if wins >= first[losses + 1]:
-                crossed += half
-            else:
-                nxt[wins] += half
-        alive = nxt
-        steps = n + 1
+    for steps, (alive, crossed) in enumerate(_fair_walk(size, first), start=1):
         tail, critical = crossed, steps + 1
         for wins in range(steps, -1, -1):
             if tail + alive[wins] > alpha * (1 + 1e-12):
