@@ -1,7 +1,7 @@
 """`estimate` against the real (simulated) run: estimated / actual new model calls and cost.
 
 For three configs of the demo (sim-large, app/demo.toml): the default; epochs=2 with
-batch_size=96; and a gate/fork variation (gate.n_max=30, edit_budget_start=1). Each: a fresh
+batch_size=96; and a gate/fork variation (gate.n_max=30, one edit per candidate). Each: a fresh
 workspace, `estimate` (app/estimate.py), then the real training on the simulated model, and
 the ratios of the estimate to what the log records (new calls, cache hits excluded; cost at the
 simulated model's notional prices, app/providers/sim/provider.py, so cost is non-zero and
@@ -25,7 +25,7 @@ DEMO = Path(__file__).resolve().parents[1] / "app" / "demo.toml"
 CONFIGS = {
     "default": {},
     "epochs2_batch96": {"epochs": 2, "batch_size": 96},
-    "gate_variation": {"gate.n_max": 30, "edit_budget_start": 1},
+    "gate_variation": {"gate.n_max": 30, "edit_budget_start": 1, "edit_budget_end": 1},
 }
 
 

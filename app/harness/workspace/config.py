@@ -167,8 +167,10 @@ class RunConfig(BaseModel):
     eval_min_per_class: int = _s(5, **NON_NEGATIVE)
     trainable_min_units: int = _s(12, **NON_NEGATIVE)
     early_stop_patience: int = _d(2, **NON_NEGATIVE)
-    edit_budget_start: int = _d(4, **NON_NEGATIVE)
-    edit_budget_end: int = _d(1, **NON_NEGATIVE)
+    # up to 5 edits per candidate all run long: a one-rule edit is rarely confirmable on a small
+    # benchmark, a bundle is (docs/training.md, "How many edits a candidate carries")
+    edit_budget_start: int = _d(5, **NON_NEGATIVE)
+    edit_budget_end: int = _d(5, **NON_NEGATIVE)
     cooldown_steps: int = _d(2, **NON_NEGATIVE)
     momentum_samples: int = _d(24, **NON_NEGATIVE)
     evolve_prompts: bool = _d(True)
