@@ -22,6 +22,7 @@ from app.harness.workspace.config import (
     parse_override,
     recorded_config,
 )
+from app.paths import demo_config
 from core.evolution.gate import GateParams
 
 
@@ -33,6 +34,13 @@ def write(tmp_path: Path, text: str) -> Path:
 
 def test_defaults_without_a_file() -> None:
     assert load_config(None) == RunConfig()
+
+
+def test_a_candidate_carries_up_to_five_edits_all_run_long() -> None:
+    """The default and the demo agree: 5 edits throughout (docs/training.md, "How many edits a
+    candidate carries", measured against 3 annealed to 1)."""
+    for config in (RunConfig(), load_config(demo_config())):
+        assert (config.edit_budget_start, config.edit_budget_end) == (5, 5)
 
 
 def test_load_from_toml_with_nested_tables_and_overrides(tmp_path: Path) -> None:
