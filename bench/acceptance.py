@@ -38,6 +38,13 @@ from the project root, at most `--jobs` (2) at a time. From each finished worksp
   tested when its step report's action is a gate decision, and accepted when that is `accept`,
   or `accept_provisional` and the probation kept it (or never settled it). Pooled over the
   seeds: the RESULT is the share, the table shows the counts;
+- rejected beyond McNemar: of the candidates the gate rejected after seeing some evidence
+  (step reports with action `reject` and W + L > 0), the share whose own counts W, L an exact
+  one-sided McNemar test at the gate's α (0.05) would have accepted (`core.stats.mcnemar_exact`).
+  It says whether a rejection left a confirmation on the table that a fixed test of the same
+  evidence would have made (a share near 0: the evidence was too thin for any such test, and
+  learning more needs candidates that win more questions, not a looser test). Pooled over the
+  seeds, eprocess only;
 - gate calls: `llm_calls` rows whose run_id contains "-gate" (the step's `<prefix>gate-<type>`
   candidate runs and `<prefix>gatebase` baseline runs) or "-anchor-" (probation's re-run of
   the pre-edit anchor at epoch end); total calls: all `llm_calls` rows. Both
@@ -173,6 +180,8 @@ class Outcome:
     gate_rows: int = 0
     total_calls: int = 0
     total_rows: int = 0
+    rejected: int = 0  # candidates rejected after some evidence (W + L > 0)
+    rejected_mcnemar: int = 0  # ... whose W, L an exact one-sided McNemar test at α accepts
 
 
 # -- child processes -------------------------------------------------------------------------
@@ -314,7 +323,10 @@ def train_one(job: Job) -> Outcome:
 
 def measure(job: Job, ws: Path, seconds: float) -> Outcome:
     from app.providers.sim.world import build_world, normalise
+    from core.evolution.gate import GateParams
+    from core.stats import mcnemar_exact
 
+    alpha = GateParams().alpha  # 1 / e_confirm, as app/demo.toml sets it
     final_path = ws / "analyses" / "final_test_eval.json"
     if not final_path.is_file():
         raise FileNotFoundError(f"{final_path} missing")
@@ -351,6 +363,7 @@ def measure(job: Job, ws: Path, seconds: float) -> Outcome:
             said = normalise(edits or "")
             proposed |= {r.rule_id for r in world.rules.values() if normalise(r.decoy) in said}
         nulls = null_edit_tally(conn)
+        rejected = rejected_counts(conn)
         total_rows, total_calls, gate_rows, gate_calls = conn.execute(
             "SELECT COUNT(*), COALESCE(SUM(COALESCE(cache_hit, 0) = 0), 0), "
             f"COALESCE(SUM({GATE_SQL}), 0), "
@@ -379,7 +392,17 @@ def measure(job: Job, ws: Path, seconds: float) -> Outcome:
         gate_rows=gate_rows,
         total_calls=total_calls,
         total_rows=total_rows,
+        rejected=len(rejected),
+        rejected_mcnemar=sum(mcnemar_exact(w, lost, "greater") <= alpha for w, lost in rejected),
     )
+
+
+def rejected_counts(conn: sqlite3.Connection) -> list[tuple[int, int]]:
+    """(W, L) of every gate test a step report rejected after some evidence."""
+    rows = conn.execute(
+        "SELECT w, l FROM step_reports WHERE action = 'reject' AND w + l > 0"
+    ).fetchall()
+    return [(int(won), int(lost)) for won, lost in rows]
 
 
 def useless_in(version_dir: Path) -> int:
@@ -515,6 +538,8 @@ def summarise(outcomes: list[Outcome], setting: str, strategy: str) -> dict:
         "null_tested": sum(o.null_tested for o in ok),
         "null_accepted": sum(o.null_accepted for o in ok),
         "null_provisional": sum(o.null_provisional for o in ok),
+        "rejected": sum(o.rejected for o in ok),
+        "rejected_mcnemar": sum(o.rejected_mcnemar for o in ok),
         "gate": mean([o.gate_calls for o in ok]),
         "gate_rows": mean([o.gate_rows for o in ok]),
         "total": mean([o.total_calls for o in ok]),
@@ -603,6 +628,13 @@ def report_setting(outcomes: list[Outcome], setting: str, strategies: list[str])
         # null edits accepted / tested: the rule's false-accept rate under the null, in training
         print(f"RESULT {name}.null_accept_rate {fmt(rate, 4)} rate")
         print(f"RESULT {name}.runs_with_false_accept {fmt(s['runs_false_accept'], 2)} share")
+        if r == "eprocess" and s["rejected"]:
+            share = s["rejected_mcnemar"] / s["rejected"]
+            print(
+                f"rejected with evidence: {s['rejected']}; of them an exact one-sided McNemar "
+                f"test at alpha would have accepted {s['rejected_mcnemar']}"
+            )
+            print(f"RESULT {name}.rejected_mcnemar_confirmable {fmt(share, 3)} share")
         if oracle["n"]:
             gain = (s["test"] - s["baseline"]) / (oracle["baseline"] - s["baseline"])
             s["headroom"] = gain

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from string import Template
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +38,8 @@ NOWHERE_CATEGORIES = ("missing_context", "runtime_fault")
 JUDGE = "judge"  # `Diagnosis.decided_by` of a judge's diagnosis; a rule's is "rule:<name>"
 MAX_FAILURES_PER_PACK = 12
 MAX_SUCCESSES_PER_PACK = 3
+# how a failure carried from an earlier step's pack is marked: its answer may predate an edit
+EARLIER_NOTE = "(shown in an earlier step; the answer is from then)"
 TRAJECTORY_CHARS = 3000
 
 
@@ -453,6 +455,27 @@ def build_packs(
             for n, items in sorted(tools.items())
         },
     )
+
+
+def with_earlier_failures(
+    pack: CasePack, earlier: Sequence[CaseItem], still_failing: Callable[[str], bool]
+) -> CasePack:
+    """The pack with failures its task type's evolver was shown in earlier steps appended,
+    newest first, up to MAX_FAILURES_PER_PACK in all: those not in the pack whose question
+    `still_failing` (by question id). Why: the evolver proposes rules for the failures it is
+    shown, and the gate can confirm an edit that carries several rules where it cannot confirm
+    one (docs/training.md, "How many edits a candidate carries"); an earlier pack's questions
+    are left out of every gate ladder already, so showing them again costs the gate nothing."""
+    fresh = {c.question_id for c in pack.failures}
+    room = MAX_FAILURES_PER_PACK - len(pack.failures)
+    carried = [
+        replace(c, note=f"{EARLIER_NOTE} {c.note}")
+        for c in reversed(earlier)
+        if c.question_id not in fresh and still_failing(c.question_id)
+    ]
+    if room <= 0 or not carried:
+        return pack
+    return replace(pack, failures=(*pack.failures, *carried[:room]))
 
 
 def with_worked_examples(

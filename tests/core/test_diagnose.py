@@ -11,6 +11,7 @@ import pytest
 
 from core.evolution.diagnose import (
     CATEGORIES,
+    EARLIER_NOTE,
     MAX_FAILURES_PER_PACK,
     MAX_SUCCESSES_PER_PACK,
     CaseItem,
@@ -23,6 +24,7 @@ from core.evolution.diagnose import (
     merge_packs,
     parse_diagnosis,
     render_trajectory,
+    with_earlier_failures,
 )
 from core.types import Question
 from tests.fakes.scripted import ScriptedProvider, containing
@@ -375,6 +377,35 @@ def test_merge_packs_dedupes_sorts_and_caps() -> None:
     assert ids == sorted(set(ids)) and len(ids) == min(30, MAX_FAILURES_PER_PACK * 2)
     assert merge_packs([], "system") is None
     assert merge_packs([CasePack("system", ())], "system") is None
+
+
+def _items(*ids: str) -> tuple[CaseItem, ...]:
+    return tuple(CaseItem(i, i, "?", "1", "2") for i in ids)
+
+
+def test_earlier_failures_still_failing_follow_the_fresh_ones_newest_first() -> None:
+    pack = CasePack("dates", _items("q5", "q6"), successes=_items("s1"))
+    earlier = _items("q1", "q2", "q3", "q5")  # oldest first; q5 is in the pack again
+    carried = with_earlier_failures(pack, earlier, lambda q: q != "q2")  # q2 passes now
+    assert [c.question_id for c in carried.failures] == ["q5", "q6", "q3", "q1"]
+    assert carried.successes == pack.successes and carried.target == "dates"
+    assert [c.note.startswith(EARLIER_NOTE) for c in carried.failures] == [0, 0, 1, 1]
+
+
+def test_earlier_failures_fill_the_pack_only_up_to_its_cap() -> None:
+    fresh = _items(*(f"f{i:02d}" for i in range(MAX_FAILURES_PER_PACK - 2)))
+    earlier = _items(*(f"e{i:02d}" for i in range(20)))
+    carried = with_earlier_failures(CasePack("dates", fresh), earlier, lambda q: True)
+    assert len(carried.failures) == MAX_FAILURES_PER_PACK
+    assert [c.question_id for c in carried.failures[-2:]] == ["e19", "e18"]
+    full = CasePack("dates", _items(*(f"f{i:02d}" for i in range(MAX_FAILURES_PER_PACK))))
+    assert with_earlier_failures(full, earlier, lambda q: True) is full
+
+
+def test_no_earlier_failure_still_failing_leaves_the_pack_as_it_was() -> None:
+    pack = CasePack("dates", _items("q1"))
+    assert with_earlier_failures(pack, (), lambda q: True) is pack
+    assert with_earlier_failures(pack, _items("q2"), lambda q: False) is pack
 
 
 # ------------------------------------------------------- the real pipeline, on the sim

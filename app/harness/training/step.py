@@ -59,6 +59,7 @@ from core.evolution.diagnose import (
     build_packs,
     diagnose_failures,
     raw_diagnoses,
+    with_earlier_failures,
     with_worked_examples,
 )
 from core.evolution.edits import (
@@ -461,11 +462,14 @@ async def evolve_phase(scope: StepScope, diagnosis: DiagnosisResult) -> dict[str
         else:
             eligible.append(task_type)
 
+    packs = {t: evolver_pack(scope, diagnosis.skill_packs[t]) for t in eligible}
+
     async def evolve_one(task_type: str) -> EvolutionRecord:
-        return await evolve_skill(scope, task_type, diagnosis.skill_packs[task_type])
+        return await evolve_skill(scope, task_type, packs[task_type])
 
     for task_type in eligible:  # their packs go into the evolver's prompts, answers included
-        state.show(diagnosis.skill_packs[task_type].unit_ids)
+        state.show(packs[task_type].unit_ids)
+        state.remember_failures(diagnosis.skill_packs[task_type])
 
     with calls_logged_as(scope.run_id("evolve")):
         evolved = await fan_out(evolve_one, eligible)
@@ -501,6 +505,16 @@ async def evolve_phase(scope: StepScope, diagnosis: DiagnosisResult) -> dict[str
                 tally=diagnosis.tally(task_type),
             )
     return dict(sorted(kept.items()))
+
+
+def evolver_pack(scope: StepScope, pack: CasePack) -> CasePack:
+    """The pack the evolver is shown: the step's failures, and with `carry_failures` those
+    of the task type's earlier packs whose question's latest outcome is still a failure."""
+    if not scope.ctx.config.carry_failures:
+        return pack
+    earlier = scope.state.shown_failures.get(pack.target, [])
+    correctness = scope.state.correctness
+    return with_earlier_failures(pack, earlier, lambda q: correctness.get(q) is False)
 
 
 def carry_on(scope: StepScope, task_type: str) -> EvolutionRecord | None:

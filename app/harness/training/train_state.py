@@ -19,7 +19,7 @@ from app.harness.training.gate_ladder import BaselineCache, Family, GatePools
 from app.harness.training.vocabulary import TrainPhase
 from app.harness.workspace.config import GateConfig, RunConfig
 from core.evolution.contamination import HeldOutIndex
-from core.evolution.diagnose import CasePack
+from core.evolution.diagnose import CaseItem, CasePack
 from core.evolution.edits import Edit, RejectedEdit
 from core.evolution.gate import GateParams, GateState
 from core.evolution.run_level import lond_level
@@ -153,6 +153,10 @@ class TrainState:
     # gate ladder leaves their families out for good (app/harness/training/gate_ladder.py).
     # A checkpoint written before this field existed loads it empty.
     shown_units: list[str] = field(default_factory=list)
+    # task type -> the skill-gap failures its evolver was shown in this run, oldest first, one
+    # per question: a later pack carries those still failing (app/harness/training/step.py
+    # `with_earlier_failures`); a checkpoint written before this field existed loads it empty
+    shown_failures: dict[str, list[CaseItem]] = field(default_factory=dict)
     continuations: dict[str, Continuation] = field(default_factory=dict)  # by task type
     # task type -> edit-set key (core/evolution/edits.py `edit_set_key`) -> its kept test
     pooled: dict[str, dict[str, PooledTest]] = field(default_factory=dict)
@@ -174,6 +178,13 @@ class TrainState:
     def show(self, unit_ids: Iterable[str]) -> None:
         """Record units shown to the evolver (kept sorted, so a resumed run's state is equal)."""
         self.shown_units = sorted(set(self.shown_units).union(unit_ids))
+
+    def remember_failures(self, pack: CasePack) -> None:
+        """Keep a skill pack's failures for later packs of its task type (the newest copy of
+        a question replaces an older one)."""
+        ids = {c.question_id for c in pack.failures}
+        kept = [c for c in self.shown_failures.get(pack.target, []) if c.question_id not in ids]
+        self.shown_failures[pack.target] = [*kept, *pack.failures]
 
     def count(self, key: str, n: int = 1) -> None:
         self.epoch_counts[key] = self.epoch_counts.get(key, 0) + n

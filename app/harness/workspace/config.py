@@ -171,6 +171,9 @@ class RunConfig(BaseModel):
     # benchmark, a bundle is (docs/training.md, "How many edits a candidate carries")
     edit_budget_start: int = _d(5, **NON_NEGATIVE)
     edit_budget_end: int = _d(5, **NON_NEGATIVE)
+    # a task type's evolver is also shown its earlier packs' failures that still fail, up to
+    # 12 per pack (core/evolution/diagnose.py `with_earlier_failures`): more rules per edit
+    carry_failures: bool = _d(True)
     cooldown_steps: int = _d(2, **NON_NEGATIVE)
     momentum_samples: int = _d(24, **NON_NEGATIVE)
     evolve_prompts: bool = _d(True)

@@ -70,6 +70,7 @@ ADDED_SINCE = {
     "tests_started": 0,  # the run-level counts (core/evolution/run_level.py)
     "final_accepts": 0,
     "gated": {},
+    "shown_failures": {},
 }
 
 
