@@ -122,6 +122,7 @@ def test_a_dict_state_checkpoint_is_written_back_unchanged(dict_state: dict) -> 
         "gated": {},
         "tests_started": 0,
         "final_accepts": 0,
+        "shown_failures": {},
     }
 
 
