@@ -27,8 +27,9 @@ gate's guarantee holds (core/evolution/gate.py states it):
   ever removes it and every ladder keeps it (assumption (4) holds for it by construction). On
   the same bench, with the gate as it was then, share 0.5 gave a median ladder of 12 families,
   final test 0.791 (share 0.3: 0.648, 0.7: 0.681). With today's gate (units counted one by one
-  on the simulated benchmarks, pooled re-proposals, only refuted edits blacklisted) it costs:
-  0.674 at 0.5 against 0.830 at 0, so it is off by default;
+  on the simulated benchmarks, pooled re-proposals, only refuted edits blacklisted, earlier
+  failures carried into the evolver's packs) it costs: 0.832 at 0.5 against 0.846 at 0, so it
+  is off by default;
 - stage 1 is the diagnosis pool's families, stage 2 the validation pool's: a provisional
   accept leaves stage 2 to its probation, which evaluates it with the epoch's validation
   re-run. The test pool never feeds the gate.

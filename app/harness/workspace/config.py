@@ -75,8 +75,8 @@ class GateConfig(GateParams):
     # the share of each task type's diagnosis-pool families kept for the gate alone: never in a
     # batch, a case pack or a momentum sample, so every ladder may use them
     # (app/harness/training/gate_ladder.py `GatePools.gate_only_units`). Off by default: it cost
-    # learning (bench/acceptance.py, 72 units, default setting, 5 worlds: final test 0.830 at 0,
-    # 0.674 at 0.5) and it halves what the evolver learns from
+    # learning (bench/acceptance.py, 72 units, default setting, 5 worlds: final test 0.846 at 0,
+    # 0.832 at 0.5) and it halves what the evolver learns from
     gate_only_share: float = Field(default=0.0, ge=0.0, lt=1.0)
     # what α bounds (core/evolution/run_level.py): "per_test", each test's false accept, or
     # "fdr", the run's false discovery rate, spreading α over about `run_tests` tests (LOND).
