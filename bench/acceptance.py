@@ -324,9 +324,7 @@ def train_one(job: Job) -> Outcome:
 def measure(job: Job, ws: Path, seconds: float) -> Outcome:
     from app.providers.sim.world import build_world, normalise
     from core.evolution.gate import GateParams
-    from core.stats import mcnemar_exact
 
-    alpha = GateParams().alpha  # 1 / e_confirm, as app/demo.toml sets it
     final_path = ws / "analyses" / "final_test_eval.json"
     if not final_path.is_file():
         raise FileNotFoundError(f"{final_path} missing")
@@ -393,7 +391,7 @@ def measure(job: Job, ws: Path, seconds: float) -> Outcome:
         total_calls=total_calls,
         total_rows=total_rows,
         rejected=len(rejected),
-        rejected_mcnemar=sum(mcnemar_exact(w, lost, "greater") <= alpha for w, lost in rejected),
+        rejected_mcnemar=mcnemar_confirmable(rejected, GateParams().alpha),
     )
 
 
@@ -403,6 +401,13 @@ def rejected_counts(conn: sqlite3.Connection) -> list[tuple[int, int]]:
         "SELECT w, l FROM step_reports WHERE action = 'reject' AND w + l > 0"
     ).fetchall()
     return [(int(won), int(lost)) for won, lost in rows]
+
+
+def mcnemar_confirmable(counts: list[tuple[int, int]], alpha: float) -> int:
+    """How many (W, L) an exact one-sided McNemar test at `alpha` accepts (W beats L)."""
+    from core.stats import mcnemar_exact
+
+    return sum(mcnemar_exact(won, lost, "greater") <= alpha for won, lost in counts)
 
 
 def useless_in(version_dir: Path) -> int:

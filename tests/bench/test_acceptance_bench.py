@@ -115,6 +115,37 @@ def test_null_edit_tally_from_the_harness_log(acc, tmp_path: Path) -> None:
     assert tally == acc.NullTally(tested=6, accepted=3, provisional=3)
 
 
+def test_rejected_counts_and_the_mcnemar_share(acc, tmp_path: Path, capsys) -> None:
+    log = HarnessLog(tmp_path / "harness.db")
+    rows = [  # (action, W, L): only rejections after some evidence count
+        ("reject", 5, 0),  # exact one-sided McNemar p = 1/32: a fixed test accepts it
+        ("reject", 4, 0),  # p = 1/16: not at 0.05
+        ("reject", 0, 0),  # no evidence: left out
+        ("accept", 6, 0),  # not a rejection
+    ]
+    insert_rows(
+        log,
+        "step_reports",
+        [
+            {"run_id": f"train1-e1-s{i}-report", "task_type": "dates", "action": a, "w": w, "l": n}
+            for i, (a, w, n) in enumerate(rows)
+        ],
+    )
+    conn = sqlite3.connect(tmp_path / "harness.db")
+    try:
+        counts = acc.rejected_counts(conn)
+    finally:
+        conn.close()
+    assert counts == [(5, 0), (4, 0)]
+    assert acc.mcnemar_confirmable(counts, 0.05) == 1
+    assert acc.mcnemar_confirmable(counts, 0.07) == 2
+    outcomes = [_outcome(acc, "default", "eprocess", 1, rejected=2, rejected_mcnemar=1)]
+    acc.report_setting(outcomes, "default", ["eprocess"])
+    assert "RESULT acceptance.default.eprocess.rejected_mcnemar_confirmable 0.500 share" in (
+        capsys.readouterr().out
+    )
+
+
 def test_noisy_setting_sets_the_world_noise_share(acc) -> None:
     job = acc.Job("noisy0.3", "eprocess", 1, 72, "store", "q", "ws", 60.0, False)
     assert job.shares() == {"harmful": 0.2, "useless": 0.15, "adversarial": 0.0, "noise": 0.3}
