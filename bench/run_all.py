@@ -127,11 +127,17 @@ def parse(output: str) -> list[Figure]:
 
 
 def without_machine_paths(text: str) -> str:
-    """A bench's output with this checkout's path made relative (`store/...`) and temporary
-    folders named `<tmp>`: the table is committed, a machine's paths are not."""
+    """A bench's output with this checkout's path made relative (`store/...`), temporary
+    folders named `<tmp>`, the Python installation `<python>` (a traceback's frames in the
+    standard library) and the home folder `~`: the table is committed, a machine's paths are
+    not."""
     text = text.replace(f"{ROOT}{os.sep}", "").replace(str(ROOT), ".")
     tmp = re.escape(tempfile.gettempdir() + os.sep)
-    return re.sub(tmp + r"[^\s/:'\"]+", "<tmp>", text)
+    text = re.sub(tmp + r"[^\s/:'\"]+", "<tmp>", text)
+    for prefix in sorted({sys.base_prefix, sys.prefix}, key=len, reverse=True):
+        text = text.replace(prefix + os.sep, "<python>" + os.sep)
+    home = os.path.expanduser("~")
+    return text.replace(home + os.sep, "~" + os.sep) if len(home) > 1 else text
 
 
 def run_one(name: str, timeout: float, tiny: bool = False) -> Outcome:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -22,8 +24,15 @@ def test_bench_output_keeps_no_machine_path() -> None:
     assert "benchmark sim-basic (store/questions/sim-basic, format_version 1)" in cleaned
     assert "store/questions/sim-basic/questions.jsonl:1: warning" in cleaned
     assert "wrote <tmp>/ws/harness.db and ." in cleaned
+    frame = f'  File "{sys.base_prefix}/lib/python3.11/asyncio/base_events.py", line 519'
+    home = os.path.expanduser("~")
+    cleaned = _run_all_module().without_machine_paths(f"{frame}\n{home}/.cache/x")
+    assert (
+        cleaned == '  File "<python>/lib/python3.11/asyncio/base_events.py", line 519\n~/.cache/x'
+    )
     table = (ROOT / "bench" / "RESULTS.md").read_text(encoding="utf-8")
     assert str(ROOT) not in table and f"{tmp}/" not in table  # the committed table, as written
+    assert f"{sys.base_prefix}/" not in table and f"{home}/" not in table
 
 
 def test_an_exported_copy_names_its_commit_only_as_a_hash(monkeypatch) -> None:
