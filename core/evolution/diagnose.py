@@ -466,16 +466,15 @@ def with_earlier_failures(
     shown, and the gate can confirm an edit that carries several rules where it cannot confirm
     one (docs/training.md, "How many edits a candidate carries"); an earlier pack's questions
     are left out of every gate ladder already, so showing them again costs the gate nothing."""
-    fresh = {c.question_id for c in pack.failures}
     room = MAX_FAILURES_PER_PACK - len(pack.failures)
+    fresh = {c.question_id for c in pack.failures}
     carried = [
-        replace(c, note=f"{EARLIER_NOTE} {c.note}")
-        for c in reversed(earlier)
-        if c.question_id not in fresh and still_failing(c.question_id)
-    ]
-    if room <= 0 or not carried:
+        c for c in reversed(earlier) if c.question_id not in fresh and still_failing(c.question_id)
+    ][: max(room, 0)]
+    if not carried:
         return pack
-    return replace(pack, failures=(*pack.failures, *carried[:room]))
+    marked = (replace(c, note=f"{EARLIER_NOTE} {c.note}") for c in carried)
+    return replace(pack, failures=(*pack.failures, *marked))
 
 
 def with_worked_examples(
