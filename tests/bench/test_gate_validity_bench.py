@@ -156,3 +156,18 @@ def test_the_run_level_dp_matches_runs_through_the_real_gate(gv) -> None:
     assert 0.3 < mean_accepts < 1.7  # some useful tests pass, so later levels do move
     assert abs(np.mean(counts) - mean_accepts) < 4 * se, (np.mean(counts), mean_accepts, se)
     assert fdr <= params.alpha
+
+
+def test_bundle_with_decoy_parts_split_the_candidate(gv):
+    """The bundle keeps its decoy far more often than the decoy's own test accepts it, which
+    stays within the gate's level; a candidate with neither edit is all ties, never kept."""
+    params = GateParams()
+    reps, horizon = 300, 48
+
+    def rate(parts, seed):
+        return gv.bundle_with_decoy(np.random.default_rng(seed), reps, params, horizon, parts)
+
+    bundle, decoy_alone = rate((True, True), 1), rate((False, True), 2)
+    assert rate((False, False), 3) == 0.0
+    assert decoy_alone <= 0.05
+    assert bundle > decoy_alone + 0.15
