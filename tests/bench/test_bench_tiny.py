@@ -41,6 +41,10 @@ SLOW = {
     "external_agents": "two trainings, one with a process per rollout, and an eval",
     "real_agent": "CLI init and infer, a process per question",
     "real_public": "a BFCL import, then init, train and report as CLI processes",
+    "gepa_compare": "a training and four GEPA runs",
+    "ingest": "a 2 MB export and three traces per format, imported and round-tripped",
+    "public_import": "imports and scores BFCL and HumanEval slices",
+    "estimate": "an estimate and a one-epoch training to compare it with",
 }
 
 
