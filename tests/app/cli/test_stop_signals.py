@@ -30,19 +30,26 @@ def ws(tmp_path: Path) -> Path:
     return root
 
 
+def ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def default_sigint() -> None:
+    """Ctrl-C as a terminal delivers it. A child inherits an ignored SIGINT, and Python then
+    installs no handler of its own: a suite started as `make test &` (a shell without job
+    control ignores SIGINT in background commands) would otherwise test an ignored Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start(ws: Path, sigint_ignored: bool = False) -> subprocess.Popen:
     """`train` as a process; `sigint_ignored` starts it the way a shell script's `cmd &` does."""
-
-    def ignore_sigint() -> None:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-
     return subprocess.Popen(
         [sys.executable, "main.py", "train", "-w", str(ws), *ARGS, *SLOW],
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-        preexec_fn=ignore_sigint if sigint_ignored else None,
+        preexec_fn=ignore_sigint if sigint_ignored else default_sigint,
     )
 
 
@@ -189,6 +196,7 @@ def start_and_wait_for_the_package(args: list[str]) -> subprocess.Popen:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=default_sigint,
     )
     assert proc.stderr is not None
     for line in proc.stderr:
