@@ -1,8 +1,9 @@
-"""Suite-wide collection order: the long tests first.
+"""Suite-wide collection order: the modules with long tests first.
 
 pytest-xdist hands tests to its workers in collection order, so a minute-long test collected
-last runs alone while the other workers sit idle, and the suite's wall time is that tail. Every
-worker collects the same items and sorts them the same way (a stable sort on a marker), so the
+last runs alone while the other workers sit idle, and the suite's wall time is that tail. A
+module keeps its tests together (splitting one would set its module-scoped fixtures up twice),
+and every worker collects the same items and sorts them the same way (a stable sort), so the
 order is identical on each, as xdist requires.
 """
 
@@ -12,4 +13,5 @@ import pytest
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    slow_modules = {item.path for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: item.path not in slow_modules)
