@@ -9,16 +9,42 @@ exit code 130 (128 + SIGINT, what shells report for an interrupted command).
 
 from __future__ import annotations
 
+import signal
 import sys
+from types import FrameType
 
 INTERRUPTED = 130
+STARTING = "stopped by Ctrl-C while starting; nothing was done"
+
+
+class _CtrlCNoted:
+    """A SIGINT handler for the import: it only notes the Ctrl-C. Python's own handler raises
+    KeyboardInterrupt wherever the main thread is, and during an import that can be a weakref
+    callback of importlib's module locks, where the exception is printed as "Exception
+    ignored" with a traceback and then dropped: the command went on as if nothing happened."""
+
+    def __init__(self) -> None:
+        self.pressed = False
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        self.pressed = True
 
 
 def run() -> int:
+    noted = _CtrlCNoted()
+    # an ignored Ctrl-C (a background job) stays ignored; only Python's default is replaced
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is signal.default_int_handler:
+        signal.signal(signal.SIGINT, noted)
     try:
         from app.cli import entry
     except KeyboardInterrupt:
-        return _interrupted("stopped by Ctrl-C while starting; nothing was done")
+        return _interrupted(STARTING)
+    finally:
+        if previous is signal.default_int_handler:
+            signal.signal(signal.SIGINT, previous)
+    if noted.pressed:
+        return _interrupted(STARTING)
     try:
         return entry()
     except KeyboardInterrupt:  # outside the command itself (parsing arguments, set-up)
