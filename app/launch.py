@@ -33,16 +33,16 @@ class _CtrlCNoted:
 def run() -> int:
     noted = _CtrlCNoted()
     # an ignored Ctrl-C (a background job) stays ignored; only Python's default is replaced
-    previous = signal.getsignal(signal.SIGINT)
-    if previous is signal.default_int_handler:
+    replaced = signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    if replaced:
         signal.signal(signal.SIGINT, noted)
     try:
         from app.cli import entry
     except KeyboardInterrupt:
         return _interrupted(STARTING)
     finally:
-        if previous is signal.default_int_handler:
-            signal.signal(signal.SIGINT, previous)
+        if replaced:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
     if noted.pressed:
         return _interrupted(STARTING)
     try:

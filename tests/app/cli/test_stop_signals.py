@@ -41,6 +41,18 @@ def default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+def run_script(source: str) -> subprocess.CompletedProcess[str]:
+    """`python -c source` from the checkout, with Ctrl-C at its default, to the end."""
+    return subprocess.run(
+        [sys.executable, "-c", source],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=default_sigint,
+    )
+
+
 def start(ws: Path, sigint_ignored: bool = False) -> subprocess.Popen:
     """`train` as a process; `sigint_ignored` starts it the way a shell script's `cmd &` does."""
     return subprocess.Popen(
@@ -175,13 +187,7 @@ with signals_stop_the_command():
 def test_an_ignored_ctrl_c_pending_when_sigterm_arrives_is_dropped():
     """Two interrupts would make the loop raise KeyboardInterrupt inside a running task, and
     Python print that task's traceback at exit (the flaky end of the test above)."""
-    done = subprocess.run(
-        [sys.executable, "-c", SIGTERM_AFTER_AN_IGNORED_CTRL_C],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    done = run_script(SIGTERM_AFTER_AN_IGNORED_CTRL_C)
     assert done.stdout.split() == ["interrupts", "1"], done.stdout + done.stderr
     assert "Traceback" not in done.stderr
 
@@ -262,14 +268,7 @@ sys.exit(app.launch.run())
 def test_ctrl_c_landing_in_a_weakref_callback_of_the_import_still_stops():
     """Python's own handler raises KeyboardInterrupt inside the callback, where it is printed
     as "Exception ignored" and dropped: the command then ran (seen under load in CI)."""
-    done = subprocess.run(
-        [sys.executable, "-c", CTRL_C_IN_A_WEAKREF_CALLBACK_DURING_THE_IMPORT],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        preexec_fn=default_sigint,
-    )
+    done = run_script(CTRL_C_IN_A_WEAKREF_CALLBACK_DURING_THE_IMPORT)
     assert (done.returncode, done.stderr.splitlines()) == (
         130,
         ["stopped by Ctrl-C while starting; nothing was done"],
