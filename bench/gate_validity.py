@@ -432,7 +432,8 @@ class LadderWorld:
     pools: object
 
 
-def ladder_world(n_max: int, seed: int) -> LadderWorld:
+def ladder_world(n_max: int, seed: int, draws: int = 1) -> LadderWorld:
+    """`draws` > 1: every gate unit also has draws 1..draws-1 on the ladder (`[gate] draws`)."""
     build_batches, GatePools, max_f, max_s, Question, QuestionUnit = _ladder_api()
     n_diag = round(2 * n_max / 3) + max_f + max_s
     n_val = n_max - round(2 * n_max / 3)
@@ -445,7 +446,15 @@ def ladder_world(n_max: int, seed: int) -> LadderWorld:
     diagnosis = questions[:n_diag]
     validation_ids = {q.unit_id for q in questions[n_diag : n_diag + n_val]}
     test_ids = {q.unit_id for q in questions[n_diag + n_val :]}
-    pools = GatePools.build(units, validation_ids, test_ids, seed=seed)
+    pools = GatePools.build(
+        units,
+        validation_ids,
+        test_ids,
+        seed=seed,
+        independent_units=draws > 1,
+        draws=draws,
+        drawable=frozenset(u.unit_id for u in units),
+    )
     return LadderWorld(n_max, units, questions, diagnosis, validation_ids, test_ids, pools)
 
 
@@ -515,6 +524,80 @@ def mc_ladder(
         verdict, final = probation.verdict()
         out.append((verdict, decision.n_used, final.n_used))
     return mc_summary(out, world.n_max), float(np.mean(horizons))
+
+
+def mc_draws(
+    rng: np.random.Generator,
+    reps: int,
+    params: GateParams,
+    world: LadderWorld,
+    draws: int,
+    copied: bool,
+) -> tuple[float, float]:
+    """Case 8b, `[gate] draws`: a null edit through the real ladder with `draws` draws of every
+    question. Per rep: p_u ~ Beta(0.5, 0.5) per question; every draw of the baseline and of the
+    candidate is its own Bernoulli(p_u) (answered afresh), or with `copied` every draw repeats
+    draw 0's outcome (a cache that ignores the sample index: the assumption broken). The batch,
+    the case pack (each shown question takes its draws with it) and the ladder are the real
+    code's; the rule is the Validator's, final look included. Returns P(accepted) and the
+    mean number of observations a ladder holds."""
+    ids = [u.unit_id for u in world.units]
+    hits, horizons = 0, []
+    for r in range(reps):
+        p = rng.beta(0.5, 0.5, len(ids))
+        base_rows = rng.random((draws, len(ids))) < p
+        cand_rows = rng.random((draws, len(ids))) < p
+        if copied:
+            base_rows[:], cand_rows[:] = base_rows[0], cand_rows[0]
+        base, cand = {}, {}
+        for k in range(draws):
+            for i, u in enumerate(ids):
+                key = u if k == 0 else f"{u}#d{k}"
+                base[key], cand[key] = bool(base_rows[k, i]), bool(cand_rows[k, i])
+        seen = {u: base[u] for u in ids}
+        exclude = case_pack(world, seen, seen, seed=3000 + r)
+        ladder = world.pools.ladder_for("t", exclude, key=f"rep{r}-e1-s0-")
+        ladder = ladder.truncated(params.n_max)
+        horizons.append(len(ladder.families))
+        rule = make_rule(
+            AcceptanceStrategy.EPROCESS, RuleSetup(ladder.stage1, ladder.stage2, params)
+        )
+        hits += run_rule(rule, paired(base, cand)).decision.action in ("accept", "keep")
+    return hits / reps, float(np.mean(horizons))
+
+
+def report_draws(
+    args: argparse.Namespace, params: GateParams
+) -> tuple[list[tuple[float, str]], list[float]]:
+    """Case 8b: gate draws answered afresh (the assumption) and copied (the price)."""
+    print(
+        "\n== 8b. gate draws (`[gate] draws`): a null edit, every question's draws on the ladder "
+        "(real ladder and case pack, Validator's rule, Monte Carlo). 'afresh': each draw its own "
+        "sample (what the harness does: its sample index, a separate cache key); 'copied': "
+        "every draw repeats draw 0 (an agent that ignores the sample index and caches)"
+    )
+    print(f"{'questions':>9} {'draws':>5} {'ladder':>7} {'afresh':>7} {'s.e.':>6} {'copied':>7}")
+    worst = 0.0
+    worst_copied = 0.0
+    finals: list[tuple[float, str]] = []
+    ses: list[float] = []
+    for n in (20, 60):
+        for draws in (2, 3):
+            world = ladder_world(n, seed=1, draws=draws)
+            rng = np.random.default_rng([args.seed, 14, n, draws])
+            rate, horizon = mc_draws(rng, args.reps, params, world, draws, copied=False)
+            rng = np.random.default_rng([args.seed, 15, n, draws])
+            copied, _ = mc_draws(rng, args.reps, params, world, draws, copied=True)
+            worst, worst_copied = max(worst, rate), max(worst_copied, copied)
+            finals.append((rate, f"case 8b {n} questions, {draws} draws (MC)"))
+            ses.append(se(rate, args.reps))
+            print(
+                f"{n:9d} {draws:5d} {horizon:7.1f} {fmt_rate(rate)} {se(rate, args.reps):6.4f} "
+                f"{fmt_rate(copied)}"
+            )
+    print(f"RESULT gate.validity.draws_null {worst:.4f} rate target <={TARGET_FA}")
+    print(f"RESULT gate.validity.draws_copied {worst_copied:.4f} rate")
+    return finals, ses
 
 
 # --------------------------------------------------------------------------- the harness's cases
@@ -1555,6 +1638,9 @@ def main() -> None:
     kepts += m_kepts
     mc_ses += m_ses
     report_family_units(args, params, max(e.test for e in null.values()))
+    d_finals, d_ses = report_draws(args, params)
+    finals += d_finals
+    mc_ses += d_ses
     report_family_evidence(args, params)
 
     # 4. slightly harmful

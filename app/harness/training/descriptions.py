@@ -277,7 +277,7 @@ async def _gate(
         return {"action": GateAction.REJECT, "reason": "no task type uses this skill"}
     stem = file[:-3]
     ladder = ctx.gate_pools.ladder_for(
-        task_type, set(), key=f"{prefix}desc-{stem}", with_stage2=False
+        task_type, set(), key=f"{prefix}desc-{stem}", with_stage2=False, with_draws=False
     ).truncated(ctx.config.gate.n_max)
     horizon = max(1, len(ladder.families))  # no stage 2: descriptions get no probation
     singletons = all(len(ids) == 1 for _, ids in ladder.families)

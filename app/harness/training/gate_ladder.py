@@ -32,7 +32,14 @@ gate's guarantee holds (core/evolution/gate.py states it):
   is off by default;
 - stage 1 is the diagnosis pool's families, stage 2 the validation pool's: a provisional
   accept leaves stage 2 to its probation, which evaluates it with the epoch's validation
-  re-run. The test pool never feeds the gate.
+  re-run. The test pool never feeds the gate;
+- `[gate] draws` = k > 1 (only when the benchmark declares its units independent) puts k
+  draws of every pass/fail gate question on the ladder: draw r is a unit of its own
+  (`<unit id>#d<r>`, its questions `<question id>#d<r>`) answered with sample index r, so
+  the model samples it afresh and the response cache keys it apart. Under the gate's null no
+  draw's expected accuracy rises, and draws answered afresh are independent given their
+  question, so each is one more observation. A draw shares its question's exclusions: the
+  evolver shown a question has seen all of its draws.
 """
 
 from __future__ import annotations
@@ -40,7 +47,7 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -68,11 +75,16 @@ class Ladder:
         return Ladder(s1, self.stage2[: max(0, n_max - len(s1))])
 
 
+DRAW_MARK = "#d"  # `<unit id>#d<r>`: draw r of a unit (r >= 1; draw 0 is the unit itself)
+
+
 @dataclass
 class GatePools:
     # type -> stage ("diagnosis" | "validation") -> family id -> unit ids, benchmark order
     families: dict[str, dict[str, dict[str, list[str]]]] = field(default_factory=dict)
     seed: int = 1
+    # draw unit id -> (the unit it draws, its sample index r >= 1); empty unless `[gate] draws`
+    draws: dict[str, tuple[str, int]] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -82,19 +94,55 @@ class GatePools:
         test_unit_ids: set[str],
         seed: int = 1,
         independent_units: bool = False,
+        draws: int = 1,
+        drawable: frozenset[str] = frozenset(),
     ) -> GatePools:
         """Gate-eligible families per type (never a test unit), split by pool. With
         `independent_units` (the benchmark's `family_units = "independent"`) every unit is its
-        own observation: the pools were still split by family."""
+        own observation: the pools were still split by family. Each `drawable` unit then also
+        gets draws 1..draws-1, each its own observation, right after it in benchmark order."""
         pools = cls(seed=seed)
+        taken = {u.unit_id for u in units}
         for unit in units:
             if unit.unit_id in test_unit_ids:
                 continue
             stage = "validation" if unit.unit_id in validation_unit_ids else "diagnosis"
             family = evidence_group(unit, independent_units)
-            by_stage = pools.families.setdefault(unit.task_type, {})
-            by_stage.setdefault(stage, {}).setdefault(family, []).append(unit.unit_id)
+            by_stage = pools.families.setdefault(unit.task_type, {}).setdefault(stage, {})
+            by_stage.setdefault(family, []).append(unit.unit_id)
+            if not independent_units or unit.unit_id not in drawable:
+                continue
+            for r in range(1, draws):
+                draw_id = draw_unit_id(unit.unit_id, r)
+                if draw_id in taken:  # a benchmark id that looks like a draw: no draws for it
+                    break
+                pools.draws[draw_id] = (unit.unit_id, r)
+                by_stage[draw_id] = [draw_id]
         return pools
+
+    def drawn_unit(self, unit_id: str) -> str:
+        """The benchmark unit a ladder unit is (itself, or the unit a draw draws)."""
+        return self.draws[unit_id][0] if unit_id in self.draws else unit_id
+
+    def draw_units(self, units: Mapping[str, QuestionUnit]) -> dict[str, QuestionUnit]:
+        """The draws as units of their own: the drawn unit's questions, ids marked."""
+        out: dict[str, QuestionUnit] = {}
+        for draw_id, (unit_id, r) in self.draws.items():
+            unit = units[unit_id]
+            questions = tuple(
+                replace(q, question_id=draw_unit_id(q.question_id, r), unit_id=draw_id)
+                for q in unit.questions
+            )
+            out[draw_id] = QuestionUnit(draw_id, unit.task_type, questions)
+        return out
+
+    def draw_samples(self, units: Mapping[str, QuestionUnit]) -> dict[str, int]:
+        """question id of a draw -> its sample index r (the agent's `sample` offset)."""
+        return {
+            q.question_id: self.draws[u.unit_id][1]
+            for u in self.draw_units(units).values()
+            for q in u.questions
+        }
 
     @property
     def task_types(self) -> tuple[str, ...]:
@@ -107,19 +155,23 @@ class GatePools:
         key: str,
         with_stage2: bool = True,
         relevance: Mapping[str, float] | None = None,
+        with_draws: bool = True,
     ) -> Ladder:
         """The families to test, in a seeded order that depends on `key` and nothing else.
         With `relevance` (family id -> score, computed from texts alone), stage 1 is put most
         relevant first, ties in the seeded order (core/evolution/relevance.py: why the null
-        stays intact); stage 2 keeps the seeded order."""
+        stays intact); stage 2 keeps the seeded order. A family is left out when it holds an
+        excluded unit or a draw of one; `with_draws=False` leaves out every draw (for a caller
+        that answers with sample 0 only, to which a draw would be a copy)."""
         by_stage = self.families.get(task_type, {})
 
+        def kept(ids: Sequence[str]) -> bool:
+            if not with_draws and any(u in self.draws for u in ids):
+                return False
+            return not exclude_units.intersection(self.drawn_unit(u) for u in ids)
+
         def stage(name: str) -> tuple[Family, ...]:
-            fams = [
-                (f, tuple(ids))
-                for f, ids in by_stage.get(name, {}).items()
-                if not exclude_units.intersection(ids)
-            ]
+            fams = [(f, tuple(ids)) for f, ids in by_stage.get(name, {}).items() if kept(ids)]
             random.Random(f"{self.seed}:{task_type}:{name}:{key}").shuffle(fams)
             return tuple(fams)
 
@@ -134,7 +186,10 @@ class GatePools:
         return {u: f for fams in by_stage.values() for f, ids in fams.items() for u in ids}
 
     def to_dict(self) -> dict[str, Any]:
-        return {"version": FORMAT_VERSION, "seed": self.seed, "families": self.families}
+        data = {"version": FORMAT_VERSION, "seed": self.seed, "families": self.families}
+        if self.draws:  # a file without draws is what it always was
+            data["draws"] = {d: list(src) for d, src in self.draws.items()}
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> GatePools:
@@ -144,6 +199,7 @@ class GatePools:
                 for t, stages in data.get("families", {}).items()
             },
             seed=int(data.get("seed", 1)),
+            draws={d: (str(u), int(r)) for d, (u, r) in data.get("draws", {}).items()},
         )
 
     def save(self, path: Path) -> None:
@@ -181,6 +237,10 @@ def evidence_group(unit: QuestionUnit, independent_units: bool) -> str:
     if independent_units or not unit.questions:
         return unit.unit_id
     return unit.questions[0].family or unit.unit_id
+
+
+def draw_unit_id(unit_or_question_id: str, r: int) -> str:
+    return f"{unit_or_question_id}{DRAW_MARK}{r}"
 
 
 def _split_rank(seed: int, task_type: str, family: str) -> str:

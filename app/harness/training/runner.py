@@ -28,6 +28,7 @@ from app.harness.rollouts.pools import (
 )
 from app.harness.rollouts.question_units import (
     build_units,
+    is_scored,
     unit_accuracy,
     unit_correctness_view,
     unit_outcome_view,
@@ -444,7 +445,8 @@ class Runner:
             config=self.config,
             pools=pools,
             task_types=task_types,
-            units=units,
+            units={**units, **state.gate_pools.draw_units(units)},
+            draw_samples=state.gate_pools.draw_samples(units),
             gate_pools=state.gate_pools,
             baseline_cache=BaselineCache(state.baseline_cache, state.baseline_scores),
             templates=load_templates(),
@@ -488,12 +490,20 @@ class Runner:
         test_units = {q.unit_id for q in pools.test}
         unit_view = unit_correctness_view(gate_units, baseline)
         validation_ids = {q.unit_id for q in pools.validation}
+        if self.config.gate.draws > 1 and not session.benchmark.independent_units:
+            logger.warning(
+                "gate.draws = {}: not used, the benchmark's families are near-duplicates "
+                '(family_units = "independent" in benchmark.toml lets a draw count)',
+                self.config.gate.draws,
+            )
         gate_pools = GatePools.build(
             gate_units,
             validation_ids,
             test_units,
             seed=self.config.seed,
             independent_units=session.benchmark.independent_units,
+            draws=self.config.gate.draws,
+            drawable=frozenset(u.unit_id for u in gate_units if not is_scored(u)),
         )
         gate_pools.save(session.paths.gate_pools)
         cache = BaselineCache()  # the file is a mirror; the state comes from the checkpoint

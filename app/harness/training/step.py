@@ -424,6 +424,7 @@ async def gate_step(scope: StepScope, diagnosis: DiagnosisResult) -> None:
         params=ctx.gate_params,
         baseline_cache=ctx.baseline_cache,
         guard_err=ctx.config.gate.guard_err,
+        draw_samples=ctx.draw_samples,
     )
     outcomes = await validator.validate(specs, scope.run_id("gatebase"))
     for spec in specs:
@@ -842,6 +843,7 @@ def _pool(
 
 def accept(scope: StepScope, record: EvolutionRecord, outcome: ValidationOutcome) -> str:
     session, state = scope.ctx.session, scope.state
+    draws, draw_samples = scope.ctx.gate_pools.draws, scope.ctx.draw_samples
     files = session.version_files("skills", session.paths.skills_version)
     files[record.target_file] = record.evolved
     version = session.publish_version(
@@ -862,12 +864,15 @@ def accept(scope: StepScope, record: EvolutionRecord, outcome: ValidationOutcome
             anchor_text=record.original,
             accepted_version=version,
             test=provisional_test(outcome.decision),
-            families=outcome.stage2,
+            # the validation re-run answers each question once: a draw waits for no probation
+            families=tuple(f for f in outcome.stage2 if not draws.keys() & f[1]),
             edits=record.applied(),
             epoch=scope.epoch,
             step=scope.step,
         )
-    state.correctness.update(outcome.candidate_questions)
+    state.correctness.update(
+        (q, ok) for q, ok in outcome.candidate_questions.items() if q not in draw_samples
+    )
     state.rejected.pop(task_type, None)
     state.mark_changed(task_type)
     return version

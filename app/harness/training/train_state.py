@@ -251,6 +251,8 @@ class TrainContext:
     templates: dict[str, str]
     total_steps: int = 0
     baseline_run_id: str = "baseline"
+    # question id of a gate draw -> its sample index (GatePools.draw_samples)
+    draw_samples: dict[str, int] = field(default_factory=dict)
 
     @property
     def gate_params(self) -> GateParams:

@@ -168,8 +168,11 @@ class Validator:
         params: GateParams,
         baseline_cache: BaselineCache,
         guard_err: float,
+        draw_samples: Mapping[str, int] | None = None,
     ) -> None:
         self.provider = provider
+        # a gate draw's question id -> its sample index (gate_ladder.py, `[gate] draws`)
+        self.draw_samples = draw_samples or {}
         self.base_prompts = base_prompts
         self.units = units
         self.log = log
@@ -186,7 +189,12 @@ class Validator:
         out: dict[str, Any] = {}  # in the order the answers arrive
 
         async def answer(q: Question) -> None:
-            out[q.question_id] = await rollout_question(self.provider, prompts, q, running)
+            settings = running
+            if q.question_id in self.draw_samples:  # answered afresh: its own sample index
+                settings = replace(
+                    running, sample=running.sample + self.draw_samples[q.question_id]
+                )
+            out[q.question_id] = await rollout_question(self.provider, prompts, q, settings)
 
         running = self.settings
         with calls_logged_as(run_id):

@@ -83,6 +83,10 @@ class GateConfig(GateParams):
     # Off by default: it costs learning (docs/training.md, "Over a whole run")
     run_control: Literal["per_test", "fdr"] = "per_test"
     run_tests: int = Field(default=DEFAULT_RUN_TESTS, ge=1)
+    # answers per pass/fail gate question when the benchmark declares its units independent
+    # (app/harness/training/gate_ladder.py): each draw, sampled afresh, is one more observation.
+    # 1 (off) by default: it multiplies the gate's calls (docs/training.md, "More draws")
+    draws: int = Field(default=1, ge=1, le=5)
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -11,11 +11,11 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from pydantic import ValidationError
 
 from app.cli import main
+from app.errors import UserError
 from app.harness.training.gate_ladder import GatePools
-from app.harness.workspace.config import RunConfig
+from app.harness.workspace.config import RunConfig, build_config
 from core.types import Question, QuestionUnit
 from tests.app.training.test_train import SMALL, run_cli
 from tests.support.snapshot import diff_states, workspace_state
@@ -89,8 +89,8 @@ def test_the_split_reads_no_outcome_and_favours_no_family() -> None:
 
 def test_the_share_is_a_gate_setting_below_one() -> None:
     assert RunConfig().gate.gate_only_share == 0.0  # off: chosen on bench/acceptance_large.py
-    with pytest.raises(ValidationError):
-        RunConfig.model_validate({"gate": {"gate_only_share": 1.0}})
+    with pytest.raises(UserError, match=r"t\.toml: .*gate\.gate_only_share"):
+        build_config({"gate": {"gate_only_share": 1.0}}, "t.toml")
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,170 @@
+"""Gate draws (`[gate] draws`, app/harness/training/gate_ladder.py): on a benchmark that
+declares its units independent, every pass/fail gate question is answered `draws` times, each
+draw with its own sample index, and each draw is one observation of the gate's test."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from app.cli import main
+from app.errors import UserError
+from app.harness.training.gate_ladder import GatePools, draw_unit_id
+from app.harness.workspace.config import RunConfig, build_config
+from core.types import Question, QuestionUnit
+from tests.app.training.test_gate_only import SMALL_BASIC
+from tests.app.training.test_train import run_cli
+from tests.support.snapshot import diff_states, workspace_state
+
+
+def unit(uid: str, checker: str = "exact") -> QuestionUnit:
+    q = Question(question_id=f"q-{uid}", task_type="a", question=uid, answer="x", checker=checker)
+    return QuestionUnit(unit_id=uid, task_type="a", questions=(replace_unit(q, uid),))
+
+
+def replace_unit(q: Question, uid: str) -> Question:
+    return Question(**{**q.__dict__, "unit_id": uid, "family": "fam"})
+
+
+def pools(draws: int, independent: bool = True, drawable: set[str] | None = None) -> GatePools:
+    units = [unit(f"u{i}") for i in range(6)]
+    ids = {u.unit_id for u in units}
+    return GatePools.build(
+        units,
+        {"u4", "u5"},
+        {"u0"},
+        seed=3,
+        independent_units=independent,
+        draws=draws,
+        drawable=frozenset(ids if drawable is None else drawable),
+    )
+
+
+def test_each_drawable_unit_gets_its_draws_as_observations_of_their_own() -> None:
+    p = pools(3)
+    assert p.families["a"]["diagnosis"]["u1"] == ["u1"]
+    assert p.families["a"]["diagnosis"][draw_unit_id("u1", 2)] == ["u1#d2"]
+    assert p.families["a"]["validation"]["u4#d1"] == ["u4#d1"]
+    assert p.draws["u3#d2"] == ("u3", 2)
+    assert not any(d.startswith("u0") for d in p.draws), "a test unit got a draw"
+    assert len(p.draws) == 5 * 2
+    assert pools(1).draws == {}
+    # near-duplicate families count once whatever their units: draws would not add a family
+    assert pools(3, independent=False).draws == {}
+    assert set(pools(3, drawable={"u1"}).draws) == {"u1#d1", "u1#d2"}
+
+
+def test_a_shown_unit_takes_its_draws_out_of_every_ladder() -> None:
+    p = pools(3)
+    ladder = p.ladder_for("a", {"u1", "u4"}, key="k")
+    units = {u for _, ids in ladder.families for u in ids}
+    assert not units & {"u1", "u1#d1", "u1#d2", "u4", "u4#d1", "u4#d2"}
+    assert {"u2", "u2#d1", "u2#d2", "u5#d2"} <= units
+    plain = p.ladder_for("a", set(), key="k", with_draws=False)
+    assert {u for _, ids in plain.families for u in ids} == {"u1", "u2", "u3", "u4", "u5"}
+
+
+def test_draw_units_copy_the_questions_under_marked_ids_with_their_sample() -> None:
+    units = {f"u{i}": unit(f"u{i}") for i in range(6)}
+    p = pools(3)
+    drawn = p.draw_units(units)
+    d = drawn["u2#d2"]
+    assert d.unit_id == "u2#d2" and d.task_type == "a"
+    assert [q.question_id for q in d.questions] == ["q-u2#d2"]
+    assert d.questions[0].question == "u2" and d.questions[0].unit_id == "u2#d2"
+    samples = p.draw_samples(units)
+    assert samples["q-u2#d2"] == 2 and samples["q-u5#d1"] == 1 and "q-u2" not in samples
+
+
+def test_a_benchmark_id_that_looks_like_a_draw_gets_no_draws() -> None:
+    units = [unit("u1"), unit("u1#d1")]
+    p = GatePools.build(
+        units, set(), set(), independent_units=True, draws=2, drawable=frozenset({"u1", "u1#d1"})
+    )
+    assert "u1#d1" not in p.draws  # the benchmark's own unit, not a draw of u1
+    assert p.draws == {"u1#d1#d1": ("u1#d1", 1)}
+
+
+def test_draws_survive_the_checkpoint_and_a_file_without_them_loads_as_before(
+    tmp_path: Path,
+) -> None:
+    p = pools(2)
+    path = tmp_path / "gate_pools.json"
+    p.save(path)
+    assert GatePools.load(path) == p
+    assert "draws" not in pools(1).to_dict()
+    assert GatePools.from_dict(pools(1).to_dict()).draws == {}
+
+
+def test_draws_is_a_gate_setting_from_one_to_five() -> None:
+    assert RunConfig().gate.draws == 1
+    assert build_config({"gate": {"draws": 3}}, "t.toml").gate.draws == 3
+    for bad in (0, 6):
+        with pytest.raises(UserError, match=r"t\.toml: .*gate\.draws"):
+            build_config({"gate.draws": bad}, "t.toml")
+
+
+CONFIG = SMALL_BASIC.replace("[gate]", "[gate]\ndraws = 2")
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> Path:
+    """A small training on sim-basic (units declared independent) with two draws; its config
+    (no final look, a low provisional level) also makes provisional accepts and probations."""
+    ws = tmp_path_factory.mktemp("draws") / "ws"
+    assert main(["init", str(ws), "--seed", "sim-starter", "--questions", "sim-basic"]) == 0
+    cfg = ws.parent / "draws.toml"
+    cfg.write_text(CONFIG)
+    proc = run_cli("train", "-w", str(ws), "--config", str(cfg), "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    return ws
+
+
+def test_draws_are_answered_afresh_by_the_gate_and_nowhere_else(trained: Path) -> None:
+    conn = sqlite3.connect(trained / "harness.db")
+    rows = conn.execute(
+        "SELECT r.kind, p.run_id, p.question_id, p.correct FROM predictions p "
+        "JOIN _runs r ON r.run_id = p.run_id"
+    ).fetchall()
+    drawn = {(kind, q) for kind, _, q, _ in rows if "#d" in q}
+    assert drawn, "no gate test answered a draw"
+    assert {kind for kind, _ in drawn} == {"gate"}, "a draw left the gate"
+    # within one candidate run, draw 1 of a question is a fresh sample: it differs from draw
+    # 0 somewhere (a copy would agree everywhere)
+    answers = {(run, q): ok for kind, run, q, ok in rows if kind == "gate"}
+    pairs = [
+        (ok, answers[(run, q.removesuffix("#d1"))])
+        for (run, q), ok in answers.items()
+        if q.endswith("#d1") and (run, q.removesuffix("#d1")) in answers
+    ]
+    assert len(pairs) > 20 and any(a != b for a, b in pairs), "draw 1 copied draw 0"
+    state = json.loads((trained / "checkpoint.json").read_text())["state"]
+    assert not any("#d" in u for u in state["shown_units"])
+    assert not any("#d" in q for q in state["correctness"])
+    final = json.loads((trained / "analyses" / "final_test_eval.json").read_text())
+    assert final["test_accuracy"] > 0
+
+
+@pytest.mark.slow
+def test_resume_with_draws_ends_in_the_reference_state(trained: Path, tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    assert main(["init", str(ws), "--seed", "sim-starter", "--questions", "sim-basic"]) == 0
+    cfg = trained.parent / "draws.toml"
+    killed = run_cli(
+        "train",
+        "-w",
+        str(ws),
+        "--config",
+        str(cfg),
+        "--no-progress",
+        env={"SKILL_TRAINER_KILL_AT": "step_end:2"},
+    )
+    assert killed.returncode == -9, "kill point never reached"
+    resumed = run_cli("train", "-w", str(ws), "--config", str(cfg), "--no-progress", "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    assert diff_states(workspace_state(trained), workspace_state(ws)) == []
+    shutil.rmtree(ws)
