@@ -43,6 +43,10 @@ Cases (d = discordance = P(a family is a W or an L); p = P(W | discordant)):
 6. consistency only: the candidate has the baseline's per-unit accuracy but a family's units
    are all right or all wrong together (families of 3 and 5, horizon 60, accuracy 0.7 and 0.5):
    seeded Monte Carlo of the real gate, and of the old sign-of-the-net rule on the same draws.
+8. the unit null (`family_units = "independent"`) declared falsely, and a decoy bundled with a
+   useful rule; 8b. `[gate] draws`: a null edit with 2 and 3 draws of every question through
+   the real ladder and case pack, each draw answered afresh (the assumption) or a copy of the
+   first (the price of an agent that ignores the sample index): seeded Monte Carlo.
 Run level: the false discovery rate of a run of tests at the per-test level and at LOND's
 (`[gate] run_control = "fdr"`, core/evolution/run_level.py): an exact DP over the run.
 Also: power of the two family evidences (`GateParams.family_evidence`) on families of 1, 3, 5,
