@@ -490,12 +490,12 @@ class Runner:
         test_units = {q.unit_id for q in pools.test}
         unit_view = unit_correctness_view(gate_units, baseline)
         validation_ids = {q.unit_id for q in pools.validation}
-        if self.config.gate.draws > 1 and not session.benchmark.independent_units:
-            logger.warning(
-                "gate.draws = {}: not used, the benchmark's families are near-duplicates "
-                '(family_units = "independent" in benchmark.toml lets a draw count)',
-                self.config.gate.draws,
-            )
+        why_no_draws = (
+            "every gate question is scored (a draw counts a pass/fail answer)"
+            if session.benchmark.independent_units
+            else "the benchmark's families are near-duplicates "
+            '(family_units = "independent" in benchmark.toml lets a draw count)'
+        )
         gate_pools = GatePools.build(
             gate_units,
             validation_ids,
@@ -506,6 +506,8 @@ class Runner:
             drawable=frozenset(u.unit_id for u in gate_units if not is_scored(u)),
         )
         gate_pools.save(session.paths.gate_pools)
+        if self.config.gate.draws > 1 and not gate_pools.draws:
+            logger.warning("gate.draws = {}: not used, {}", self.config.gate.draws, why_no_draws)
         cache = BaselineCache()  # the file is a mirror; the state comes from the checkpoint
         # a scored unit's gate outcome is its score (pass/fail units keep their correctness):
         # without it the gate compared a candidate's score with a baseline of 0

@@ -108,6 +108,30 @@ def test_draws_is_a_gate_setting_from_one_to_five() -> None:
             build_config({"gate.draws": bad}, "t.toml")
 
 
+ORACLE = [f"--set={role}_model=sim/oracle" for role in ("agent", "evolver", "judge")]
+
+
+@pytest.mark.parametrize(
+    ("where", "questions", "why"),
+    [
+        (["--store", "examples/benchmarks"], "support-mini", "families are near-duplicates"),
+        (["--seed", "sim-starter"], "sim-judged", "every gate question is scored"),
+    ],
+)
+def test_draws_that_cannot_count_are_said_unused_in_one_line(
+    tmp_path: Path, where: list[str], questions: str, why: str
+) -> None:
+    ws = tmp_path / "ws"
+    assert main(["init", str(ws), "--questions", questions, *where]) == 0
+    proc = run_cli(
+        "train", "-w", str(ws), *ORACLE, "--set=gate.draws=2", "--set=epochs=1", "--no-progress"
+    )
+    assert proc.returncode == 0, proc.stderr
+    said = [line for line in proc.stderr.splitlines() if "gate.draws = 2" in line]
+    assert len(said) == 1 and "not used, " in said[0] and why in said[0], proc.stderr
+    assert "draws" not in json.loads((ws / "gate_pools.json").read_text())
+
+
 CONFIG = SMALL_BASIC.replace("[gate]", "[gate]\ndraws = 2")
 
 
