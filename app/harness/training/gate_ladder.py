@@ -161,8 +161,8 @@ class GatePools:
         With `relevance` (family id -> score, computed from texts alone), stage 1 is put most
         relevant first, ties in the seeded order (core/evolution/relevance.py: why the null
         stays intact); stage 2 keeps the seeded order. A family is left out when it holds an
-        excluded unit or a draw of one; `with_draws=False` leaves out every draw (for a caller
-        that answers with sample 0 only, to which a draw would be a copy)."""
+        excluded unit or a draw of one. Without `with_draws` every draw is left out (for a
+        caller that answers with sample 0 only, to which a draw would be a copy)."""
         by_stage = self.families.get(task_type, {})
 
         def kept(ids: Sequence[str]) -> bool:
