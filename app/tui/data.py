@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from app.harness.training.gate_ladder import drawn_id
 from app.harness.training.run_progress import progress_view
 from app.harness.workspace.harness_log.reader import LogReader, QueryCancelled, open_reader
 from app.harness.workspace.harness_log.rows import (
@@ -563,6 +564,9 @@ class WorkspaceData:
                     pass
                 self._question_index = index
             offset_of = self._question_index.get(visible(question_id))
+            drawn = drawn_id(question_id)  # a gate draw asks its question again
+            if offset_of is None and drawn is not None:
+                offset_of = self._question_index.get(visible(drawn))
         if offset_of is None:
             return None
         try:

@@ -200,3 +200,16 @@ def test_list_workspaces(tmp_path, demo_ws):
     assert [w["name"] for w in found] == [demo_ws.root.name]
     assert found[0]["status"] == "stopped" and found[0]["skills"] == "skills/v4"
     assert list_workspaces(tmp_path) == []
+
+
+def test_a_gate_draw_shows_the_question_it_asks_again(demo_ws):
+    """A gate draw's prediction (`[gate] draws`) is of `<question id>#d<r>`: the trajectory
+    screen shows the benchmark question it draws."""
+    data = WorkspaceData(demo_ws.root)
+    qid = demo_ws.predictions[0]["question_id"]
+    asked = data.question(qid)
+    assert asked is not None and asked["question_id"] == qid
+    assert data.question(f"{qid}#d2") == asked
+    assert data.question(f"{qid}#d0") is None  # draw 0 is the question itself, never marked
+    assert data.question(f"{qid}#dx") is None
+    assert data.question("no-such-question#d1") is None

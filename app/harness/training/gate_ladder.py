@@ -243,6 +243,12 @@ def draw_unit_id(unit_or_question_id: str, r: int) -> str:
     return f"{unit_or_question_id}{DRAW_MARK}{r}"
 
 
+def drawn_id(draw_id: str) -> str | None:
+    """The unit or question id a draw's id names (`<id>#d<r>`, r >= 1); None if not a draw's."""
+    head, mark, r = draw_id.rpartition(DRAW_MARK)
+    return head if head and mark and r.isdecimal() and int(r) >= 1 else None
+
+
 def _split_rank(seed: int, task_type: str, family: str) -> str:
     return hashlib.sha256(f"gate-only:{seed}:{task_type}:{family}".encode()).hexdigest()
 

@@ -13,7 +13,7 @@ import pytest
 
 from app.cli import main
 from app.errors import UserError
-from app.harness.training.gate_ladder import GatePools, draw_unit_id
+from app.harness.training.gate_ladder import GatePools, draw_unit_id, drawn_id
 from app.harness.workspace.config import RunConfig, build_config
 from core.types import Question, QuestionUnit
 from tests.app.training.test_gate_only import SMALL_BASIC
@@ -78,6 +78,13 @@ def test_draw_units_copy_the_questions_under_marked_ids_with_their_sample() -> N
     assert d.questions[0].question == "u2" and d.questions[0].unit_id == "u2#d2"
     samples = p.draw_samples(units)
     assert samples["q-u2#d2"] == 2 and samples["q-u5#d1"] == 1 and "q-u2" not in samples
+
+
+def test_a_draw_id_names_what_it_draws() -> None:
+    assert drawn_id(draw_unit_id("q-7", 3)) == "q-7"
+    assert drawn_id("a#d1#d2") == "a#d1"
+    for not_a_draw in ("q-7", "q-7#d0", "q-7#d", "q-7#dx", "#d1", "q-7#d-1"):
+        assert drawn_id(not_a_draw) is None, not_a_draw
 
 
 def test_a_benchmark_id_that_looks_like_a_draw_gets_no_draws() -> None:
