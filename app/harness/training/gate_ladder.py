@@ -136,12 +136,11 @@ class GatePools:
             out[draw_id] = QuestionUnit(draw_id, unit.task_type, questions)
         return out
 
-    def draw_samples(self, units: Mapping[str, QuestionUnit]) -> dict[str, int]:
-        """question id of a draw -> its sample index r (the agent's `sample` offset)."""
+    def draw_samples(self, drawn: Mapping[str, QuestionUnit]) -> dict[str, int]:
+        """question id of a draw -> its sample index r (the agent's `sample` offset), from the
+        draws as `draw_units` made them."""
         return {
-            q.question_id: self.draws[u.unit_id][1]
-            for u in self.draw_units(units).values()
-            for q in u.questions
+            q.question_id: self.draws[d][1] for d, unit in drawn.items() for q in unit.questions
         }
 
     @property

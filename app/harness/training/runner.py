@@ -440,13 +440,14 @@ class Runner:
         state: TrainState,
         total_steps: int,
     ) -> TrainContext:
+        drawn = state.gate_pools.draw_units(units)
         return TrainContext(
             session=self.session,
             config=self.config,
             pools=pools,
             task_types=task_types,
-            units={**units, **state.gate_pools.draw_units(units)},
-            draw_samples=state.gate_pools.draw_samples(units),
+            units={**units, **drawn},
+            draw_samples=state.gate_pools.draw_samples(drawn),
             gate_pools=state.gate_pools,
             baseline_cache=BaselineCache(state.baseline_cache, state.baseline_scores),
             templates=load_templates(),
@@ -490,12 +491,6 @@ class Runner:
         test_units = {q.unit_id for q in pools.test}
         unit_view = unit_correctness_view(gate_units, baseline)
         validation_ids = {q.unit_id for q in pools.validation}
-        why_no_draws = (
-            "every gate question is scored (a draw counts a pass/fail answer)"
-            if session.benchmark.independent_units
-            else "the benchmark's families are near-duplicates "
-            '(family_units = "independent" in benchmark.toml lets a draw count)'
-        )
         gate_pools = GatePools.build(
             gate_units,
             validation_ids,
@@ -507,7 +502,13 @@ class Runner:
         )
         gate_pools.save(session.paths.gate_pools)
         if self.config.gate.draws > 1 and not gate_pools.draws:
-            logger.warning("gate.draws = {}: not used, {}", self.config.gate.draws, why_no_draws)
+            why = (
+                "every gate question is scored (a draw counts a pass/fail answer)"
+                if session.benchmark.independent_units
+                else "the benchmark's families are near-duplicates "
+                '(family_units = "independent" in benchmark.toml lets a draw count)'
+            )
+            logger.warning("gate.draws = {}: not used, {}", self.config.gate.draws, why)
         cache = BaselineCache()  # the file is a mirror; the state comes from the checkpoint
         # a scored unit's gate outcome is its score (pass/fail units keep their correctness):
         # without it the gate compared a candidate's score with a baseline of 0

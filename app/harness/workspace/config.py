@@ -85,7 +85,7 @@ class GateConfig(GateParams):
     run_tests: int = Field(default=DEFAULT_RUN_TESTS, ge=1)
     # answers per pass/fail gate question when the benchmark declares its units independent
     # (app/harness/training/gate_ladder.py): each draw, sampled afresh, is one more observation.
-    # 1 (off) by default: it multiplies the gate's calls (docs/training.md, "More draws")
+    # 1 (off) by default: it multiplies the gate's calls (docs/training.md, "More answers per question")
     draws: int = Field(default=1, ge=1, le=5)
 
     def __post_init__(self) -> None:

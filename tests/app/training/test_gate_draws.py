@@ -17,8 +17,7 @@ from app.harness.training.gate_ladder import GatePools, draw_unit_id, drawn_id
 from app.harness.workspace.config import RunConfig, build_config
 from core.types import Question, QuestionUnit
 from tests.app.training.test_gate_only import SMALL_BASIC
-from tests.app.training.test_train import run_cli
-from tests.support.snapshot import diff_states, workspace_state
+from tests.app.training.test_train import resume_differences, run_cli
 
 
 def unit(uid: str, checker: str = "exact") -> QuestionUnit:
@@ -76,7 +75,7 @@ def test_draw_units_copy_the_questions_under_marked_ids_with_their_sample() -> N
     assert d.unit_id == "u2#d2" and d.task_type == "a"
     assert [q.question_id for q in d.questions] == ["q-u2#d2"]
     assert d.questions[0].question == "u2" and d.questions[0].unit_id == "u2#d2"
-    samples = p.draw_samples(units)
+    samples = p.draw_samples(drawn)
     assert samples["q-u2#d2"] == 2 and samples["q-u5#d1"] == 1 and "q-u2" not in samples
 
 
@@ -183,19 +182,5 @@ def test_draws_are_answered_afresh_by_the_gate_and_nowhere_else(trained: Path) -
 @pytest.mark.slow
 def test_resume_with_draws_ends_in_the_reference_state(trained: Path, tmp_path: Path) -> None:
     ws = tmp_path / "ws"
-    assert main(["init", str(ws), "--seed", "sim-starter", "--questions", "sim-basic"]) == 0
-    cfg = trained.parent / "draws.toml"
-    killed = run_cli(
-        "train",
-        "-w",
-        str(ws),
-        "--config",
-        str(cfg),
-        "--no-progress",
-        env={"SKILL_TRAINER_KILL_AT": "step_end:2"},
-    )
-    assert killed.returncode == -9, "kill point never reached"
-    resumed = run_cli("train", "-w", str(ws), "--config", str(cfg), "--no-progress", "--resume")
-    assert resumed.returncode == 0, resumed.stderr
-    assert diff_states(workspace_state(trained), workspace_state(ws)) == []
+    assert resume_differences(trained, trained.parent / "draws.toml", ws) == []
     shutil.rmtree(ws)

@@ -17,8 +17,7 @@ from app.errors import UserError
 from app.harness.training.gate_ladder import GatePools
 from app.harness.workspace.config import RunConfig, build_config
 from core.types import Question, QuestionUnit
-from tests.app.training.test_train import SMALL, run_cli
-from tests.support.snapshot import diff_states, workspace_state
+from tests.app.training.test_train import SMALL, resume_differences, run_cli
 
 # test_train's config on sim-basic (its own runs use sim-large)
 SMALL_BASIC = SMALL.replace("sim_units_per_type = 216\n", "")
@@ -135,19 +134,5 @@ def test_resume_with_gate_only_families_ends_in_the_reference_state(
 ) -> None:
     """The split is recomputed, not checkpointed: a killed and resumed run ends equal."""
     ws = tmp_path / "ws"
-    assert main(["init", str(ws), "--seed", "sim-starter", "--questions", "sim-basic"]) == 0
-    cfg = trained.parent / "small.toml"
-    killed = run_cli(
-        "train",
-        "-w",
-        str(ws),
-        "--config",
-        str(cfg),
-        "--no-progress",
-        env={"SKILL_TRAINER_KILL_AT": "step_end:2"},
-    )
-    assert killed.returncode == -9, "kill point never reached"
-    resumed = run_cli("train", "-w", str(ws), "--config", str(cfg), "--no-progress", "--resume")
-    assert resumed.returncode == 0, resumed.stderr
-    assert diff_states(workspace_state(trained), workspace_state(ws)) == []
+    assert resume_differences(trained, trained.parent / "small.toml", ws) == []
     shutil.rmtree(ws)

@@ -16,8 +16,7 @@ from app.harness.training.train_state import Best, TrainState, new_test_params
 from app.harness.workspace.config import GateConfig, load_config
 from core.evolution.gate import GateParams
 from core.evolution.run_level import lond_level
-from tests.app.training.test_train import run_cli
-from tests.support.snapshot import diff_states, workspace_state
+from tests.app.training.test_train import resume_differences, run_cli
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -85,12 +84,4 @@ def test_a_run_under_fdr_starts_each_test_at_its_lond_level(trained: Path) -> No
 @pytest.mark.slow
 def test_a_killed_fdr_run_resumes_to_the_same_end(trained: Path, tmp_path: Path) -> None:
     """The run-level counts are checkpointed: a killed and resumed run ends equal."""
-    ws = tmp_path / "ws"
-    assert main(["init", str(ws), "--seed", "sim-starter", "--questions", "sim-basic"]) == 0
-    cfg = str(trained.parent / "fdr.toml")
-    train = ("train", "-w", str(ws), "--config", cfg, "--no-progress")
-    killed = run_cli(*train, env={"SKILL_TRAINER_KILL_AT": "step_end:2"})
-    assert killed.returncode == -9, "kill point never reached"
-    resumed = run_cli(*train, "--resume")
-    assert resumed.returncode == 0, resumed.stderr
-    assert diff_states(workspace_state(trained), workspace_state(ws)) == []
+    assert resume_differences(trained, trained.parent / "fdr.toml", tmp_path / "ws") == []
