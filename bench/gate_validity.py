@@ -537,14 +537,17 @@ def mc_draws(
     world: LadderWorld,
     draws: int,
     copied: bool,
+    changed: bool = False,
 ) -> tuple[float, float]:
     """Case 8b, `[gate] draws`: a null edit through the real ladder with `draws` draws of every
     question. Per rep: p_u ~ Beta(0.5, 0.5) per question; every draw of the baseline and of the
     candidate is its own Bernoulli(p_u) (answered afresh), or with `copied` every draw repeats
     draw 0's outcome (a cache that ignores the sample index: the assumption broken). The batch,
     the case pack (each shown question takes its draws with it) and the ladder are the real
-    code's; the rule is the Validator's, final look included. Returns P(accepted) and the
-    mean number of observations a ladder holds."""
+    code's; the rule is the Validator's, final look included. With `changed` (`[gate]
+    draws_for = "changed"`) the ladder is in rounds and a draw is evaluated only once its
+    question's answers differed in an earlier round. Returns P(accepted) and the mean number
+    of observations a ladder holds."""
     ids = [u.unit_id for u in world.units]
     hits, horizons = 0, []
     for r in range(reps):
@@ -560,11 +563,13 @@ def mc_draws(
                 base[key], cand[key] = bool(base_rows[k, i]), bool(cand_rows[k, i])
         seen = {u: base[u] for u in ids}
         exclude = case_pack(world, seen, seen, seed=3000 + r)
-        ladder = world.pools.ladder_for("t", exclude, key=f"rep{r}-e1-s0-")
+        ladder = world.pools.ladder_for("t", exclude, key=f"rep{r}-e1-s0-", in_rounds=changed)
         ladder = ladder.truncated(params.n_max)
         horizons.append(len(ladder.families))
+        redraws = world.pools.redraws(ladder) if changed else {}
         rule = make_rule(
-            AcceptanceStrategy.EPROCESS, RuleSetup(ladder.stage1, ladder.stage2, params)
+            AcceptanceStrategy.EPROCESS,
+            RuleSetup(ladder.stage1, ladder.stage2, params, redraws=redraws),
         )
         hits += run_rule(rule, paired(base, cand)).decision.action in ("accept", "keep")
     return hits / reps, float(np.mean(horizons))
@@ -578,10 +583,15 @@ def report_draws(
         "\n== 8b. gate draws (`[gate] draws`): a null edit, every question's draws on the ladder "
         "(real ladder and case pack, Validator's rule, Monte Carlo). 'afresh': each draw its own "
         "sample (what the harness does: its sample index, a separate cache key); 'copied': "
-        "every draw repeats draw 0 (an agent that ignores the sample index and caches)"
+        "every draw repeats draw 0 (an agent that ignores the sample index and caches); "
+        "'changed': afresh, a draw evaluated only once its question's answers differed "
+        '(`draws_for = "changed"`), and the same copied'
     )
-    print(f"{'questions':>9} {'draws':>5} {'ladder':>7} {'afresh':>7} {'s.e.':>6} {'copied':>7}")
-    worst = 0.0
+    print(
+        f"{'questions':>9} {'draws':>5} {'ladder':>7} {'afresh':>7} {'s.e.':>6} {'copied':>7}"
+        f" {'changed':>7} {'s.e.':>6} {'copied':>7}"
+    )
+    worst = worst_changed = 0.0
     worst_copied = 0.0
     finals: list[tuple[float, str]] = []
     ses: list[float] = []
@@ -592,14 +602,22 @@ def report_draws(
             rate, horizon = mc_draws(rng, args.reps, params, world, draws, copied=False)
             rng = np.random.default_rng([args.seed, 15, n, draws])
             copied, _ = mc_draws(rng, args.reps, params, world, draws, copied=True)
-            worst, worst_copied = max(worst, rate), max(worst_copied, copied)
+            rng = np.random.default_rng([args.seed, 16, n, draws])
+            changed, _ = mc_draws(rng, args.reps, params, world, draws, False, changed=True)
+            rng = np.random.default_rng([args.seed, 17, n, draws])
+            changed_copied, _ = mc_draws(rng, args.reps, params, world, draws, True, changed=True)
+            worst, worst_copied = max(worst, rate), max(worst_copied, copied, changed_copied)
+            worst_changed = max(worst_changed, changed)
             finals.append((rate, f"case 8b {n} questions, {draws} draws (MC)"))
-            ses.append(se(rate, args.reps))
+            finals.append((changed, f"case 8b {n} questions, {draws} draws of changed (MC)"))
+            ses += [se(rate, args.reps), se(changed, args.reps)]
             print(
                 f"{n:9d} {draws:5d} {horizon:7.1f} {fmt_rate(rate)} {se(rate, args.reps):6.4f} "
-                f"{fmt_rate(copied)}"
+                f"{fmt_rate(copied)} {fmt_rate(changed)} {se(changed, args.reps):6.4f} "
+                f"{fmt_rate(changed_copied)}"
             )
     print(f"RESULT gate.validity.draws_null {worst:.4f} rate target <={TARGET_FA}")
+    print(f"RESULT gate.validity.draws_changed_null {worst_changed:.4f} rate target <={TARGET_FA}")
     print(f"RESULT gate.validity.draws_copied {worst_copied:.4f} rate")
     return finals, ses
 

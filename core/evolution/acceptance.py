@@ -59,6 +59,7 @@ from core.evolution.gate import (
     GateParams,
     Pair,
     SequentialGate,
+    family_mean,
     family_outcome,
 )
 from core.stats import mcnemar_exact
@@ -102,6 +103,10 @@ class RuleSetup:
     # the task type's checker gives scores, not only pass/fail (core/checkers.py): known from
     # the benchmark before any outcome, it keeps the test at Ville's level (gate.family_mean)
     scored: bool = False
+    # "eprocess" only: a gate draw's family -> (the family whose question it draws again, its
+    # round r >= 1). Such a draw is evaluated only if an earlier round of that question had its
+    # two answers differ (d != 0); otherwise it counts as a tie, unevaluated (`EProcessRule`).
+    redraws: Mapping[str, tuple[str, int]] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def families(self) -> tuple[LadderFamily, ...]:
@@ -153,6 +158,11 @@ class _Requests:
     def remaining(self) -> bool:
         return bool(self._pending or self._queue)
 
+    def narrow(self, families: tuple[LadderFamily, ...]) -> None:
+        """Ask for only these of the pending request's families (the rest were settled
+        without an answer)."""
+        self._pending = families
+
     def answer(self, observed: Sequence[FamilyPairs]) -> Sequence[FamilyPairs]:
         """`observed` if it answers the pending request unit for unit; else a ValueError (an
         outcome fed to the wrong family would be evidence about another question)."""
@@ -164,8 +174,49 @@ class _Requests:
         return observed
 
 
+class Redraws:
+    """Which of a ladder's gate draws a rule asks for (`RuleSetup.redraws`): a draw only once
+    an earlier round of its question had its two answers differ. Chunks never mix rounds, so
+    every earlier round of a question is in before its next draw is asked for."""
+
+    def __init__(self, setup: RuleSetup) -> None:
+        self.setup = setup
+        self.changed: set[str] = set()  # questions (round-0 families) with a discordant pair
+
+    def chunks(self, families: Sequence[LadderFamily]) -> list[list[LadderFamily]]:
+        """`chunks` of each run of consecutive families of one round."""
+        out: list[list[LadderFamily]] = []
+        run: list[LadderFamily] = []
+        for fam in families:
+            if run and self._round(run[-1][0]) != self._round(fam[0]):
+                out += chunks(run, self.setup.chunk)
+                run = []
+            run.append(fam)
+        return out + chunks(run, self.setup.chunk)
+
+    def _round(self, family: str) -> int:
+        return self.setup.redraws[family][1] if family in self.setup.redraws else 0
+
+    def _question(self, family: str) -> str:
+        return self.setup.redraws[family][0] if family in self.setup.redraws else family
+
+    def wanted(self, family: str) -> bool:
+        return family not in self.setup.redraws or self._question(family) in self.changed
+
+    def note(self, family: str, pairs: Sequence[Pair]) -> None:
+        if family_mean(pairs) != 0:  # discordant: who won it does not matter
+            self.changed.add(self._question(family))
+
+
 class EProcessRule:
-    """The sequential gate: stage 1, then stage 2 unless stage 1 settled it."""
+    """The sequential gate: stage 1, then stage 2 unless stage 1 settled it.
+
+    With `RuleSetup.redraws`, a draw whose question never had its two answers differ in an
+    earlier round is counted as a tie without being evaluated (`skipped`). Whether a draw is
+    evaluated depends on which earlier pairs were discordant, never on who won them, so under
+    the gate's null the signs of the discordant pairs are still independent coins each a win
+    with probability at most ½ given the whole pattern of discordance: the exact level and the
+    final look hold as for a fixed ladder (bench/gate_validity.py case 8c measures it)."""
 
     def __init__(self, setup: RuleSetup) -> None:
         self.setup = setup
@@ -175,22 +226,43 @@ class EProcessRule:
             stage1=len(setup.stage1),
             singletons=setup.singletons,
         )
-        # Chunked per stage: a provisional accept at the end of stage 1 leaves stage 2
-        # unevaluated for its probation.
+        # Chunked per stage (a provisional accept at the end of stage 1 leaves stage 2
+        # unevaluated for its probation) and per draw round.
+        self._redraws = Redraws(setup)
         self._requests = _Requests(
-            [*chunks(setup.stage1, setup.chunk), *chunks(setup.stage2, setup.chunk)]
+            [*self._redraws.chunks(setup.stage1), *self._redraws.chunks(setup.stage2)]
         )
+        self.skipped: list[str] = []  # draws counted as ties, unevaluated
+        self._chunk: tuple[LadderFamily, ...] = ()  # the request being answered, whole
 
     def request(self) -> tuple[LadderFamily, ...]:
-        return () if self.gate.done else self._requests.next()
+        while not self.gate.done and (pending := self._requests.next()):
+            self._chunk = pending
+            asked = tuple(f for f in pending if self._redraws.wanted(f[0]))
+            self._requests.narrow(asked)
+            if asked:
+                return asked
+            self._fold({})  # nothing to ask: every family of the chunk is a tie
+        return ()
 
     def observe(self, observed: Sequence[FamilyPairs]) -> tuple[FamilyPairs, ...]:
+        return self._fold(dict(self._requests.answer(observed)))
+
+    def _fold(self, answered: Mapping[str, Sequence[Pair]]) -> tuple[FamilyPairs, ...]:
+        """The current chunk in ladder order: each family asked for is observed, each draw
+        not asked for counted as a tie in its place; up to the gate's stop."""
         used: list[FamilyPairs] = []
-        for family, pairs in self._requests.answer(observed):
-            self.gate.observe_family(family, pairs)
-            used.append((family, pairs))
+        for family, _ in self._chunk:
             if self.gate.done:
                 break
+            if family not in answered:
+                self.gate.skip(family)
+                self.skipped.append(family)
+                continue
+            self.gate.observe_family(family, answered[family])
+            used.append((family, answered[family]))
+            self._redraws.note(family, answered[family])
+        self._chunk = ()
         return tuple(used)
 
     def verdict(self) -> RuleVerdict:
@@ -205,15 +277,25 @@ class EProcessRule:
 class _OneShot:
     """A rule that asks for a fixed set of families, then decides once on all of them."""
 
-    def __init__(self, requests: Sequence[Sequence[LadderFamily]]) -> None:
+    def __init__(self, requests: Sequence[Sequence[LadderFamily]], redraws: Redraws) -> None:
         self._requests = _Requests(requests)
+        self._redraws = redraws
         self.observed: list[FamilyPairs] = []
 
     def request(self) -> tuple[LadderFamily, ...]:
-        return self._requests.next()
+        """The next families, draws of questions that never changed left out (not observed,
+        so they count for nothing)."""
+        while pending := self._requests.next():
+            asked = tuple(f for f in pending if self._redraws.wanted(f[0]))
+            self._requests.narrow(asked)
+            if asked:
+                return asked
+        return ()
 
     def observe(self, observed: Sequence[FamilyPairs]) -> tuple[FamilyPairs, ...]:
         used = tuple(self._requests.answer(observed))
+        for family, pairs in used:
+            self._redraws.note(family, pairs)
         self.observed += used
         return used
 
@@ -226,7 +308,8 @@ class McNemarRule(_OneShot):
     """A fixed exact one-sided McNemar test on the whole ladder's family outcomes."""
 
     def __init__(self, setup: RuleSetup) -> None:
-        super().__init__(chunks(setup.families, setup.chunk))
+        redraws = Redraws(setup)
+        super().__init__(redraws.chunks(setup.families), redraws)
         self.alpha = setup.params.alpha
 
     def verdict(self) -> RuleVerdict:
@@ -253,7 +336,7 @@ class MinibatchRule(_OneShot):
     def __init__(self, setup: RuleSetup) -> None:
         pick = random.Random(setup.seed)
         units = [(f, (pick.choice(ids),)) for f, ids in setup.families][: setup.minibatch_k]
-        super().__init__([units])
+        super().__init__([units], Redraws(setup))
 
     def verdict(self) -> RuleVerdict:
         self._check_done()
@@ -288,7 +371,8 @@ class StrictImprovementRule(_OneShot):
     """SkillOpt's and Reef's rule: every unit of the ladder, accept on a strictly higher mean."""
 
     def __init__(self, setup: RuleSetup) -> None:
-        super().__init__(chunks(setup.families, setup.chunk))
+        redraws = Redraws(setup)
+        super().__init__(redraws.chunks(setup.families), redraws)
 
     def verdict(self) -> RuleVerdict:
         self._check_done()
@@ -310,7 +394,8 @@ class SEGateRule(_OneShot):
     """cap-evolve's rule: every unit of the ladder, accept when Δ > k·SE (k = `SE_GATE_K`)."""
 
     def __init__(self, setup: RuleSetup) -> None:
-        super().__init__(chunks(setup.families, setup.chunk))
+        redraws = Redraws(setup)
+        super().__init__(redraws.chunks(setup.families), redraws)
 
     def verdict(self) -> RuleVerdict:
         self._check_done()
@@ -334,7 +419,7 @@ class AcceptAllRule(_OneShot):
     """Accept without evaluating anything (the baseline every other rule is compared with)."""
 
     def __init__(self, setup: RuleSetup) -> None:
-        super().__init__([])
+        super().__init__([], Redraws(setup))
 
     def verdict(self) -> RuleVerdict:
         return RuleVerdict(

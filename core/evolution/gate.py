@@ -620,6 +620,7 @@ class SequentialGate:
         # segment's own families, so a test that goes on later gets a fresh look
         self.segment_start = 0
         self.units = 0
+        self.skipped = 0  # families counted as ties unevaluated (`skip`)
         self.decision: GateAction | None = None
         self.stop_reason: GateStopReason | None = None
         self.ended_by: GateEndedBy | None = None
@@ -685,6 +686,22 @@ class SequentialGate:
         self.units += len(pairs)
         for unit_id, base, cand in pairs:
             self.evidence.append(self._evidence_row(family_id, unit_id, base, cand, d, g))
+        self._check()
+        return self.decision
+
+    def skip(self, family_id: str) -> GateAction | None:
+        """Count one family of the ladder as a tie without evaluating it: a gate draw whose
+        question never had its two answers differ (`core.evolution.acceptance.RuleSetup`
+        `redraws`). Exactly what observing a tie does (the wealth does not move, n does), so
+        the horizon, the final look and the stage boundary stay where the ladder put them."""
+        if self.done:
+            raise RuntimeError("gate already stopped: call finish()")
+        if family_id in self._seen:
+            raise ValueError(f"family {family_id!r} observed twice")
+        self._seen.add(family_id)
+        self._ev.update(0.0, 0)
+        self.n += 1
+        self.skipped += 1
         self._check()
         return self.decision
 

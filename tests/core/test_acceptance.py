@@ -265,3 +265,113 @@ def test_the_comparators_drop_units_without_a_verdict_as_their_own_code_does() -
         got = run_rule(make_rule(strategy, setup), Recorder(pairs)).decision  # type: ignore[arg-type]
         # one unit with both verdicts, a win: strict improvement accepts, se_gate (n = 1) not
         assert (got.action == GateAction.ACCEPT) == (strategy == "strict_improvement")
+
+
+def redraw_ladder(questions: int, rounds: int) -> tuple[tuple[LadderFamily, ...], dict]:
+    """`questions` singleton questions, then each draw round in the same order."""
+    qs = singleton_ladder(questions)
+    draws = tuple(
+        (f"f{i}#d{r}", (f"u{i}#d{r}",)) for r in range(1, rounds) for i in range(questions)
+    )
+    redraws = {f"f{i}#d{r}": (f"f{i}", r) for r in range(1, rounds) for i in range(questions)}
+    return qs + draws, redraws
+
+
+def redraw_pairs(ladder: tuple[LadderFamily, ...], path: tuple[int, ...]) -> dict:
+    return {ids[0]: PAIR_OF[g] for (_, ids), g in zip(ladder, path, strict=True)}
+
+
+@pytest.mark.parametrize("final_look", [False, True])
+def test_a_redraw_is_asked_for_only_after_its_question_changed_and_else_counts_as_a_tie(
+    final_look: bool,
+) -> None:
+    """All 3^6 paths over 3 questions and their draws: the rule asks for a draw only when an
+    earlier round of its question was discordant, never before that round is in, and decides
+    exactly as the gate fed the same ladder with every draw it did not ask for a tie."""
+    params = replace(SMALL, final_look=final_look)
+    ladder, redraws = redraw_ladder(3, 2)
+    skipped_some = asked_some = False
+    for path in itertools.product((1, -1, 0), repeat=6):
+        pairs = redraw_pairs(ladder, path)
+        changed = {f"f{i}" for i in range(3) if path[i] != 0}
+        as_ties = [
+            (
+                f,
+                [
+                    (
+                        ids[0],
+                        *(
+                            pairs[ids[0]]
+                            if f not in redraws or redraws[f][0] in changed
+                            else PAIR_OF[0]
+                        ),
+                    )
+                ],
+            )
+            for f, ids in ladder
+        ]
+        gate = SequentialGate(params, horizon=6, stage1=6, singletons=True)
+        for family, fpairs in as_ties:
+            gate.observe_family(family, fpairs)
+            if gate.done:
+                break
+        expected = gate.finish(exhausted=not gate.done)
+        rule = make_rule("eprocess", RuleSetup(stage1=ladder, params=params, redraws=redraws))
+        asked = Recorder(pairs)
+        got = run_rule(rule, asked).decision
+        assert (got.action, got.W, got.L, got.n_used) == (
+            expected.action,
+            expected.W,
+            expected.L,
+            expected.n_used,
+        )
+        draws_asked = [f for f in asked.asked if f in redraws]
+        assert all(redraws[f][0] in changed for f in draws_asked)
+        # every question was answered before any draw was asked for
+        assert asked.asked[: len(asked.asked) - len(draws_asked)] == [f for f, _ in ladder[:3]]
+        skipped_some |= bool(rule.skipped)
+        asked_some |= bool(draws_asked)
+    assert skipped_some and asked_some
+
+
+def null_accept_probability(n_q: int, discordance: list[float], plan: dict | None) -> float:
+    """P(accept) by exact enumeration of every outcome path of n_q questions drawn twice,
+    under the null: each answer pair of question i is discordant with probability
+    discordance[i], a win or a loss with equal chance, independently. `plan`: the redraws
+    (None: every draw evaluated)."""
+    ladder, redraws = redraw_ladder(n_q, 2)
+    setup = RuleSetup(stage1=ladder, params=GateParams(), redraws=plan if plan is not None else {})
+    total = 0.0
+    for path in itertools.product((1, -1, 0), repeat=2 * n_q):
+        weight = math.prod(
+            discordance[i % n_q] / 2 if g else 1 - discordance[i % n_q] for i, g in enumerate(path)
+        )
+        if weight == 0:
+            continue
+        verdict = run_rule(make_rule("eprocess", setup), Recorder(redraw_pairs(ladder, path)))
+        total += weight * (verdict.decision.action == GateAction.ACCEPT)
+    return total
+
+
+def test_redraws_keep_the_exact_level_of_the_gate_computed_on_every_path() -> None:
+    """The guarantee of core/evolution/gate.py with redraws (the final look included): under
+    the null, whatever each question's discordance, P(accept) <= alpha. With every pair
+    discordant every draw is asked for, so it is exactly the fixed ladder's rate."""
+    _, redraws = redraw_ladder(4, 2)
+    every = null_accept_probability(4, [1.0] * 4, None)
+    assert null_accept_probability(4, [1.0] * 4, redraws) == pytest.approx(every)
+    assert 0.02 < every <= GateParams().alpha  # the level is nearly spent: the check bites
+    for discordance in ([0.5] * 4, [1.0, 1.0, 0.2, 0.2], [1.0, 0.6, 0.3, 0.05]):
+        assert null_accept_probability(4, discordance, redraws) <= GateParams().alpha
+
+
+@pytest.mark.parametrize("strategy", ["mcnemar", "strict_improvement", "se_gate"])
+def test_a_one_shot_rule_leaves_out_the_draws_of_questions_that_never_changed(
+    strategy: str,
+) -> None:
+    ladder, redraws = redraw_ladder(4, 3)
+    path = (1, 0, -1, 0) + (1, 1, 1, 1) + (0, 1, 1, 1)
+    asked = Recorder(redraw_pairs(ladder, path))
+    run_rule(make_rule(strategy, RuleSetup(stage1=ladder, redraws=redraws)), asked)
+    # f1 and f3 never changed; f0 and f2 did in round 0, so both of their draws are asked for
+    assert asked.asked == ["f0", "f1", "f2", "f3", "f0#d1", "f2#d1", "f0#d2", "f2#d2"]

@@ -763,3 +763,29 @@ def test_curtailment_counts_the_final_look_and_changes_no_decision() -> None:
         with_c = run_gate(_pairs(full), params, horizon=12)
         without = run_gate(_pairs(full), replace(params, curtail=False), horizon=12)
         assert with_c.action == without.action
+
+
+def test_a_skipped_family_is_exactly_a_tie_and_never_counted_twice() -> None:
+    """`skip` (a gate draw not asked for) moves n and nothing else, as an observed tie does."""
+    params = GateParams(e_confirm=4.0, final_look=False)
+    skipping, observing = (SequentialGate(params, horizon=6) for _ in range(2))
+    for gate, third in ((skipping, None), (observing, (True, True))):
+        gate.observe("u0", False, True)
+        gate.observe("u1", False, True)
+        if third is None:
+            gate.skip("u2")
+        else:
+            gate.observe("u2", *third)
+    assert (skipping.n, skipping.W, skipping.L, skipping.e_win) == (
+        observing.n,
+        observing.W,
+        observing.L,
+        observing.e_win,
+    )
+    assert skipping.skipped == 1 and observing.skipped == 0
+    with pytest.raises(ValueError, match="twice"):
+        skipping.skip("u2")
+    while not skipping.done:
+        skipping.observe(f"w{skipping.n}", False, True)
+    with pytest.raises(RuntimeError, match="stopped"):
+        skipping.skip("late")

@@ -155,13 +155,17 @@ class GatePools:
         with_stage2: bool = True,
         relevance: Mapping[str, float] | None = None,
         with_draws: bool = True,
+        in_rounds: bool = False,
     ) -> Ladder:
         """The families to test, in a seeded order that depends on `key` and nothing else.
         With `relevance` (family id -> score, computed from texts alone), stage 1 is put most
         relevant first, ties in the seeded order (core/evolution/relevance.py: why the null
         stays intact); stage 2 keeps the seeded order. A family is left out when it holds an
         excluded unit or a draw of one. Without `with_draws` every draw is left out (for a
-        caller that answers with sample 0 only, to which a draw would be a copy)."""
+        caller that answers with sample 0 only, to which a draw would be a copy). With
+        `in_rounds` each stage holds its questions first, then their draw 1 in the same order,
+        then draw 2, ... (`[gate] draws_for = "changed"`: a draw is asked for only after its
+        question's earlier draws); a draw whose question is not on the ladder is left out."""
         by_stage = self.families.get(task_type, {})
 
         def kept(ids: Sequence[str]) -> bool:
@@ -177,7 +181,22 @@ class GatePools:
         stage1 = stage("diagnosis")
         if relevance is not None:
             stage1 = by_relevance(stage1, relevance)
-        return Ladder(stage1, stage("validation") if with_stage2 else ())
+        stage2 = stage("validation") if with_stage2 else ()
+        if in_rounds:
+            stage1, stage2 = self._in_rounds(stage1), self._in_rounds(stage2)
+        return Ladder(stage1, stage2)
+
+    def _in_rounds(self, families: Sequence[Family]) -> tuple[Family, ...]:
+        """The questions in the order given, then each draw round in that same order."""
+        questions = [f for f in families if f[0] not in self.draws]
+        place = {f: i for i, (f, _) in enumerate(questions)}
+        draws = [f for f in families if self.draws.get(f[0], ("", 0))[0] in place]
+        draws.sort(key=lambda f: (self.draws[f[0]][1], place[self.draws[f[0]][0]]))
+        return (*questions, *draws)
+
+    def redraws(self, ladder: Ladder) -> dict[str, tuple[str, int]]:
+        """A ladder's draws: draw family -> (the question's family, its round r)."""
+        return {f: self.draws[f] for f, _ in ladder.families if f in self.draws}
 
     def group_of(self, task_type: str) -> dict[str, str]:
         """unit id -> the observation (family, or the unit itself) it belongs to."""

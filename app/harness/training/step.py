@@ -692,6 +692,7 @@ def gate_spec(scope: StepScope, record: EvolutionRecord, pack: CasePack) -> Gate
         key=scope.prefix,
         with_stage2=task_type not in scope.state.probations,
         relevance=ladder_relevance(scope, record),
+        in_rounds=c.gate.draws_for == "changed",
     )
     resume = carried.test if carried else (pooled.test if pooled else None)
     return GateSpec(
@@ -706,6 +707,7 @@ def gate_spec(scope: StepScope, record: EvolutionRecord, pack: CasePack) -> Gate
         # a test whose ladder n_max cut is one test over the whole ladder (continuation.py)
         whole_horizon=len(ladder.families) if resume is None else 0,
         resume=resume,
+        redraws=scope.ctx.gate_pools.redraws(ladder) if c.gate.draws_for == "changed" else {},
     )
 
 

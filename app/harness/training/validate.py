@@ -67,6 +67,9 @@ class GateSpec:
     # this test's own parameters when they differ from the run's (a run-level level:
     # train_state.py `new_test_params`); None: the Validator's
     params: GateParams | None = None
+    # `[gate] draws_for = "changed"`: the ladder's draws, drawn only where an earlier draw of
+    # the question changed its answer (core/evolution/acceptance.py `RuleSetup.redraws`)
+    redraws: Mapping[str, tuple[str, int]] = field(default_factory=dict)
 
     @property
     def unit_ids(self) -> tuple[str, ...]:
@@ -92,6 +95,7 @@ class GateSpec:
             seed=self.gate_run_id,
             minibatch_k=self.minibatch_k,
             scored=self.scored,
+            redraws=self.redraws,
         )
 
 
@@ -258,6 +262,9 @@ class Validator:
             for _, pairs in rule.observe(await self._evaluate(spec, families, tally)):
                 tally.record(pairs, self.units, self._base_correct)
         verdict = rule.verdict()
+        # draws counted as ties unevaluated are used by the test: a later segment skips them
+        if isinstance(rule, EProcessRule):
+            tally.observed += rule.skipped
         return ValidationOutcome(
             task_type=spec.task_type,
             decision=verdict.decision,

@@ -85,8 +85,12 @@ class GateConfig(GateParams):
     run_tests: int = Field(default=DEFAULT_RUN_TESTS, ge=1)
     # answers per pass/fail gate question when the benchmark declares its units independent
     # (app/harness/training/gate_ladder.py): each draw, sampled afresh, is one more observation.
-    # 1 (off) by default: it multiplies the gate's calls (docs/training.md, "More answers per question")
+    # 1 (off) by default: a draw informs only if the agent samples (docs/training.md, "More
+    # answers per question")
     draws: int = Field(default=1, ge=1, le=5)
+    # which questions get those draws: only those whose baseline and candidate answers differed
+    # in an earlier draw ("changed": about the calls of one draw), or "every" one
+    draws_for: Literal["changed", "every"] = "changed"
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -138,13 +138,14 @@ def test_draws_that_cannot_count_are_said_unused_in_one_line(
     assert "draws" not in json.loads((ws / "gate_pools.json").read_text())
 
 
-CONFIG = SMALL_BASIC.replace("[gate]", "[gate]\ndraws = 2")
+CONFIG = SMALL_BASIC.replace("[gate]", '[gate]\ndraws = 2\ndraws_for = "every"')
 
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory) -> Path:
-    """A small training on sim-basic (units declared independent) with two draws; its config
-    (no final look, a low provisional level) also makes provisional accepts and probations."""
+    """A small training on sim-basic (units declared independent) with two draws of every
+    question; its config (no final look, a low provisional level) also makes provisional
+    accepts and probations."""
     ws = tmp_path_factory.mktemp("draws") / "ws"
     assert main(["init", str(ws), "--seed", "sim-starter", "--questions", "sim-basic"]) == 0
     cfg = ws.parent / "draws.toml"
@@ -184,3 +185,67 @@ def test_resume_with_draws_ends_in_the_reference_state(trained: Path, tmp_path: 
     ws = tmp_path / "ws"
     assert resume_differences(trained, trained.parent / "draws.toml", ws) == []
     shutil.rmtree(ws)
+
+
+def test_draws_for_is_every_or_changed() -> None:
+    assert RunConfig().gate.draws_for == "changed"
+    assert build_config({"gate": {"draws_for": "every"}}, "t.toml").gate.draws_for == "every"
+    with pytest.raises(UserError, match=r"t\.toml: .*gate\.draws_for"):
+        build_config({"gate.draws_for": "some"}, "t.toml")
+
+
+@pytest.fixture(scope="module")
+def trained_changed(tmp_path_factory) -> Path:
+    """The same training, three draws of only the questions whose answers changed."""
+    ws = tmp_path_factory.mktemp("changed") / "ws"
+    assert main(["init", str(ws), "--seed", "sim-starter", "--questions", "sim-basic"]) == 0
+    cfg = ws.parent / "changed.toml"
+    cfg.write_text(SMALL_BASIC.replace("[gate]", "[gate]\ndraws = 3"))  # draws_for "changed"
+    proc = run_cli("train", "-w", str(ws), "--config", str(cfg), "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    return ws
+
+
+def test_a_question_is_drawn_again_only_after_its_two_answers_differed(
+    trained_changed: Path,
+) -> None:
+    """In every gate test, a draw is evaluated only when an earlier draw of its question had a
+    baseline and a candidate answer that differed; other questions got no draw at all."""
+    conn = sqlite3.connect(trained_changed / "harness.db")
+    rows = conn.execute(
+        "SELECT run_id, task_type, epoch, step, unit_id, base, cand FROM gate_evidence"
+    ).fetchall()
+    tests: dict[tuple, dict[str, tuple[int, int]]] = {}
+    for run, task, epoch, step, unit_id, base, cand in rows:
+        tests.setdefault((run, task, epoch, step), {})[unit_id] = (base, cand)
+    drawn = skipped = 0
+    for units in tests.values():
+        for unit_id in units:
+            if (question := drawn_id(unit_id)) is None:
+                continue
+            r = int(unit_id.rpartition("#d")[2])
+            earlier = [question] + [draw_unit_id(question, k) for k in range(1, r)]
+            assert any(units[u][0] != units[u][1] for u in earlier if u in units), (
+                f"{unit_id} drawn though its question never changed"
+            )
+            drawn += 1
+        questions = [u for u in units if drawn_id(u) is None]
+        skipped += sum(
+            units[q][0] == units[q][1] and draw_unit_id(q, 1) not in units for q in questions
+        )
+    assert drawn > 5 and skipped > 20, (drawn, skipped)
+    final = json.loads((trained_changed / "analyses" / "final_test_eval.json").read_text())
+    assert final["test_accuracy"] > 0
+
+
+def test_a_ladder_in_rounds_puts_each_draw_after_every_question_in_the_same_order() -> None:
+    p = pools(3)
+    ladder = p.ladder_for("a", {"u2"}, key="k", in_rounds=True)
+    for stage in (ladder.stage1, ladder.stage2):
+        ids = [f for f, _ in stage]
+        questions = [f for f in ids if f not in p.draws]
+        assert ids == questions + [f"{q}#d1" for q in questions] + [f"{q}#d2" for q in questions]
+    assert "u2#d1" not in p.redraws(ladder)
+    assert p.redraws(ladder)["u3#d2"] == ("u3", 2)
+    shuffled = p.ladder_for("a", {"u2"}, key="k")
+    assert set(shuffled.families) == set(ladder.families)
