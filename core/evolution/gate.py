@@ -110,6 +110,15 @@ by the harness (app/harness/training/gate_ladder.py `evidence_group`), so the te
 `singletons` at the exact level and the null reads per unit. Declared falsely for
 near-duplicates that share an outcome, a family counts several times and the bound fails
 (bench/gate_validity.py case 8 measures by how much).
+
+Draws of changed questions. A ladder may hold draws of its questions (`[gate] draws`,
+app/harness/training/gate_ladder.py), each one more observation. The rule may leave a draw
+unevaluated when no earlier draw of its question had its two answers differ (`skip`, driven by
+core/evolution/acceptance.py `RuleSetup.redraws`): the draw counts as a tie in its place. That
+choice reads which earlier pairs were discordant, never who won them, so given the whole pattern
+of discordance the signs are still independent coins each a win with probability at most ½
+under the null: the exact level and the final look hold unchanged (exact enumeration in
+tests/core/test_acceptance.py; bench/gate_validity.py case 8b).
 """
 
 from __future__ import annotations

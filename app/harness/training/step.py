@@ -755,6 +755,7 @@ def settle(
     summary = (
         f"{d.action}: W={d.W} L={d.L} e={d.e_value:.2f} over {d.n_used} families, "
         f"{d.units_used} units ({d.stop_reason})"
+        + _skipped_note(outcome.skipped_draws)
         + (f"; continued from e{carried.epoch} s{carried.step}" if carried else "")
         + note
     )
@@ -769,6 +770,12 @@ def settle(
         new_version=new_version,
         tally=tally,
     )
+
+
+def _skipped_note(skipped_draws: int) -> str:
+    if not skipped_draws:
+        return ""
+    return f"; {skipped_draws} of the families were draws not asked for (no answer changed): ties"
 
 
 def shows_harm(decision: GateDecision) -> bool:

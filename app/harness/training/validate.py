@@ -113,6 +113,7 @@ class ValidationOutcome:
     test_state: GateState | None = None  # an eprocess test's state (continuation.py)
     imputed_units: int = 0  # no verdict on a side: counted as the candidate's worst case
     observed_units: tuple[str, ...] = ()  # every unit the rule used, imputed ones included
+    skipped_draws: int = 0  # gate draws not asked for (no earlier answer changed): ties
 
     @property
     def cand_acc(self) -> float | None:
@@ -263,8 +264,8 @@ class Validator:
                 tally.record(pairs, self.units, self._base_correct)
         verdict = rule.verdict()
         # draws counted as ties unevaluated are used by the test: a later segment skips them
-        if isinstance(rule, EProcessRule):
-            tally.observed += rule.skipped
+        skipped = rule.skipped if isinstance(rule, EProcessRule) else []
+        tally.observed += skipped
         return ValidationOutcome(
             task_type=spec.task_type,
             decision=verdict.decision,
@@ -278,6 +279,7 @@ class Validator:
             test_state=rule.gate.state() if isinstance(rule, EProcessRule) else None,
             imputed_units=tally.imputed,
             observed_units=tuple(tally.observed),
+            skipped_draws=len(skipped),
         )
 
     def _base_correct(self, unit_id: str) -> bool:

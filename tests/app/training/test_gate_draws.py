@@ -5,6 +5,7 @@ draw with its own sample index, and each draw is one observation of the gate's t
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sqlite3
 from pathlib import Path
@@ -234,6 +235,18 @@ def test_a_question_is_drawn_again_only_after_its_two_answers_differed(
             units[q][0] == units[q][1] and draw_unit_id(q, 1) not in units for q in questions
         )
     assert drawn > 5 and skipped > 20, (drawn, skipped)
+    # a report counts the draws it did not ask for, as ties among the families it used
+    reports = [
+        json.loads(p.read_text()) for p in (trained_changed / "reports" / "steps").glob("*.json")
+    ]
+    noted = [r for r in reports if "draws not asked for" in r.get("summary", "")]
+    exact = 0
+    for r in noted:
+        count = int(re.search(r"(\d+) of the families were draws", r["summary"])[1])
+        # n_used and units_used of a test that went on count its earlier segments too
+        assert 0 < count <= r["n_used"] - r["units_used"]
+        exact += count == r["n_used"] - r["units_used"]
+    assert exact > 0
     final = json.loads((trained_changed / "analyses" / "final_test_eval.json").read_text())
     assert final["test_accuracy"] > 0
 
