@@ -15,7 +15,10 @@ the rule actually used: a sequential rule that stops mid-request leaves the rest
 evaluated but unused (not evidence, and not counted as the candidate's results).
 
 Requests are chunks of consecutive ladder families holding at least `RuleSetup.chunk` units, so
-which units get evaluated never depends on how many model calls run at once.
+which units get evaluated never depends on how many model calls run at once. A ladder with gate
+draws (`RuleSetup.redraws`) is chunked per draw round, and a rule asks for a draw only once an
+earlier round of its question had its two answers differ (`Redraws`): the eprocess rule counts
+a draw it did not ask for as a tie in its place, the others leave it out.
 
 The rules (config `[gate] strategy`, `AcceptanceStrategy`):
 - "eprocess" (default): the sequential gate of core/evolution/gate.py over stage 1, then stage 2

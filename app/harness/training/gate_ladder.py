@@ -39,7 +39,10 @@ gate's guarantee holds (core/evolution/gate.py states it):
   the model samples it afresh and the response cache keys it apart. Under the gate's null no
   draw's expected accuracy rises, and draws answered afresh are independent given their
   question, so each is one more observation. A draw shares its question's exclusions: the
-  evolver shown a question has seen all of its draws.
+  evolver shown a question has seen all of its draws. With `[gate] draws_for = "changed"` (the
+  default) the ladder holds its questions first, then each round of draws in the same order
+  (`in_rounds`), and the rule asks for a draw only once an earlier answer of its question
+  changed (core/evolution/acceptance.py `RuleSetup.redraws`).
 """
 
 from __future__ import annotations
