@@ -262,3 +262,13 @@ def test_a_ladder_in_rounds_puts_each_draw_after_every_question_in_the_same_orde
     assert p.redraws(ladder)["u3#d2"] == ("u3", 2)
     shuffled = p.ladder_for("a", {"u2"}, key="k")
     assert set(shuffled.families) == set(ladder.families)
+
+
+@pytest.mark.slow
+def test_resume_killed_inside_a_gate_with_draws_of_changed_questions_ends_in_the_reference_state(
+    trained_changed: Path, tmp_path: Path
+) -> None:
+    ws = tmp_path / "ws"
+    config = trained_changed.parent / "changed.toml"
+    assert resume_differences(trained_changed, config, ws, kill_at="gate:7") == []
+    shutil.rmtree(ws)

@@ -47,12 +47,15 @@ def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     )
 
 
-def resume_differences(reference: Path, config: Path, ws: Path) -> list[str]:
-    """Init `ws` on sim-basic, train it with `config` killed after step 2, resume it, and list
-    how its final state differs from `reference`'s, the same training run uninterrupted."""
+def resume_differences(
+    reference: Path, config: Path, ws: Path, kill_at: str = "step_end:2"
+) -> list[str]:
+    """Init `ws` on sim-basic, train it with `config` killed at `kill_at` (after step 2), resume
+    it, and list how its final state differs from `reference`'s, the same training run
+    uninterrupted."""
     assert main(["init", str(ws), "--seed", "sim-starter", "--questions", "sim-basic"]) == 0
     train = ("train", "-w", str(ws), "--config", str(config), "--no-progress")
-    killed = run_cli(*train, env={"SKILL_TRAINER_KILL_AT": "step_end:2"})
+    killed = run_cli(*train, env={"SKILL_TRAINER_KILL_AT": kill_at})
     assert killed.returncode == -9, "kill point never reached"
     resumed = run_cli(*train, "--resume")
     assert resumed.returncode == 0, resumed.stderr
