@@ -97,7 +97,7 @@ from core.evolution.gate import (
     family_outcome,
 )
 from core.evolution.run_level import DEFAULT_RUN_TESTS, lond_level
-from core.stats import final_look_levels, mixture_e
+from core.stats import CALIBRATION_MAX_HORIZON, final_look_levels, mixture_e
 
 DISCORDANCE = (0.02, 0.05, 0.15, 0.3, 0.6, 1.0)
 N_MAX = (20, 60, 200)
@@ -564,7 +564,10 @@ def mc_draws(
         seen = {u: base[u] for u in ids}
         exclude = case_pack(world, seen, seen, seed=3000 + r)
         ladder = world.pools.ladder_for("t", exclude, key=f"rep{r}-e1-s0-", in_rounds=changed)
-        ladder = ladder.truncated(params.n_max)
+        if changed:  # as the harness fits it (app/harness/training/step.py `gate_spec`)
+            ladder = world.pools.fitted(ladder, params.n_max, CALIBRATION_MAX_HORIZON)[1]
+        else:
+            ladder = ladder.truncated(params.n_max)
         horizons.append(len(ladder.families))
         redraws = world.pools.redraws(ladder) if changed else {}
         rule = make_rule(

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -197,6 +197,23 @@ class GatePools:
         draws.sort(key=lambda f: (self.draws[f[0]][1], place[self.draws[f[0]][0]]))
         return (*questions, *draws)
 
+    def fitted(self, ladder: Ladder, n_max: int, limit: int) -> tuple[Ladder, Ladder]:
+        """A ladder in rounds (`in_rounds`) fitted to one test: (the whole test, this
+        segment). n_max counts questions, not draws: most draws of changed questions are never
+        asked for, so they cost no call. The whole test keeps at most `limit` entries (the exact
+        level's largest horizon, core.stats.CALIBRATION_MAX_HORIZON), the last rounds' draws
+        dropped first, last in ladder order first; the segment is its first n_max questions,
+        stage 1 first, each with its draws. Both follow from the ladder alone."""
+        draws = sorted(
+            (self.draws[f][1], i, f) for i, (f, _) in enumerate(ladder.families) if f in self.draws
+        )
+        excess = max(0, len(ladder.families) - limit)
+        drop = {f for _, _, f in draws[len(draws) - min(excess, len(draws)) :]}
+        whole = _keep(ladder, lambda f: f not in drop)
+        questions = [f for f, _ in whole.families if f not in self.draws][:n_max]
+        kept = set(questions)
+        return whole, _keep(whole, lambda f: self.drawn_unit(f) in kept)
+
     def redraws(self, ladder: Ladder) -> dict[str, tuple[str, int]]:
         """A ladder's draws: draw family -> (the question's family, its round r)."""
         return {f: self.draws[f] for f, _ in ladder.families if f in self.draws}
@@ -250,6 +267,12 @@ class GatePools:
         """The part of a diagnosis pool the evolver may be shown."""
         held = self.gate_only_units(share)
         return tuple(q for q in pool if q.unit_id not in held)
+
+
+def _keep(ladder: Ladder, keep: Callable[[str], bool]) -> Ladder:
+    return Ladder(
+        tuple(f for f in ladder.stage1 if keep(f[0])), tuple(f for f in ladder.stage2 if keep(f[0]))
+    )
 
 
 def evidence_group(unit: QuestionUnit, independent_units: bool) -> str:

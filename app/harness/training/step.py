@@ -94,6 +94,7 @@ from core.evolution.triage import (
     overrule_judge,
     triage_failures,
 )
+from core.stats import CALIBRATION_MAX_HORIZON
 from core.types import Question
 
 # A rejected edit joins the evolver's rejected list only with evidence against it (`shows_harm`)
@@ -686,28 +687,37 @@ def gate_spec(scope: StepScope, record: EvolutionRecord, pack: CasePack) -> Gate
     # it must never observe a family twice; nor may a pooled test (a re-proposed edit set).
     seen = carried.used_units if carried else pack.unit_ids
     used = pooled.used_units if pooled else ()
-    ladder = scope.ctx.gate_pools.ladder_for(
+    pools = scope.ctx.gate_pools
+    changed = c.gate.draws_for == "changed" and bool(pools.draws)
+    ladder = pools.ladder_for(
         task_type,
         {*seen, *used, *scope.state.shown_units},
         key=scope.prefix,
         with_stage2=task_type not in scope.state.probations,
         relevance=ladder_relevance(scope, record),
-        in_rounds=c.gate.draws_for == "changed",
+        in_rounds=changed,
     )
+    if changed:  # n_max counts questions; the draws stay within the exact level's horizon
+        ladder, segment = pools.fitted(ladder, c.gate.n_max, CALIBRATION_MAX_HORIZON)
+    else:
+        segment = ladder.truncated(c.gate.n_max)
     resume = carried.test if carried else (pooled.test if pooled else None)
+    params = new_test_params(c.gate, scope.state) if resume is None else None
+    if params is not None and len(segment.families) > params.n_max:
+        params = replace(params, n_max=len(segment.families))
     return GateSpec(
-        params=new_test_params(c.gate, scope.state) if resume is None else None,
+        params=params,
         task_type=task_type,
         target_file=record.target_file,
         candidate=with_skill(scope.prompts, record.target_file, record.evolved),
-        ladder=ladder.truncated(c.gate.n_max),
+        ladder=segment,
         gate_run_id=scope.run_id(f"gate-{task_type}"),
         strategy=AcceptanceStrategy(c.gate.strategy),
         minibatch_k=c.gate.minibatch_k,
         # a test whose ladder n_max cut is one test over the whole ladder (continuation.py)
         whole_horizon=len(ladder.families) if resume is None else 0,
         resume=resume,
-        redraws=scope.ctx.gate_pools.redraws(ladder) if c.gate.draws_for == "changed" else {},
+        redraws=pools.redraws(ladder) if changed else {},
     )
 
 

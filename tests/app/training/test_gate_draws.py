@@ -272,3 +272,21 @@ def test_resume_killed_inside_a_gate_with_draws_of_changed_questions_ends_in_the
     config = trained_changed.parent / "changed.toml"
     assert resume_differences(trained_changed, config, ws, kill_at="gate:7") == []
     shutil.rmtree(ws)
+
+
+def test_a_fitted_ladder_counts_questions_for_n_max_and_stays_within_the_exact_horizon() -> None:
+    p = pools(3)  # questions u1-u3 (diagnosis), u4-u5 (validation), two draws each
+    ladder = p.ladder_for("a", set(), key="k", in_rounds=True)
+    assert len(ladder.families) == 15
+    whole, segment = p.fitted(ladder, n_max=4, limit=12)
+    # the three entries past the limit are round-2 draws, the last in ladder order
+    dropped = {f for f, _ in ladder.families} - {f for f, _ in whole.families}
+    assert len(dropped) == 3 and all(f.endswith("#d2") for f in dropped)
+    last_round2 = [f for f, _ in ladder.families if f.endswith("#d2")][-3:]
+    assert dropped == set(last_round2)
+    # the segment: the first four questions, stage 1 first, each with the draws it kept
+    questions = [f for f, _ in whole.families if f not in p.draws][:4]
+    assert [f for f, _ in segment.families if f not in p.draws] == questions
+    assert {p.drawn_unit(f) for f, _ in segment.families} == set(questions)
+    assert {f for f, _ in segment.families} <= {f for f, _ in whole.families}
+    assert p.fitted(ladder, n_max=200, limit=400) == (ladder, ladder)
