@@ -106,9 +106,10 @@ class RuleSetup:
     # the task type's checker gives scores, not only pass/fail (core/checkers.py): known from
     # the benchmark before any outcome, it keeps the test at Ville's level (gate.family_mean)
     scored: bool = False
-    # "eprocess" only: a gate draw's family -> (the family whose question it draws again, its
-    # round r >= 1). Such a draw is evaluated only if an earlier round of that question had its
-    # two answers differ (d != 0); otherwise it counts as a tie, unevaluated (`EProcessRule`).
+    # a gate draw's family -> (the family whose question it draws again, its round r >= 1).
+    # Such a draw is evaluated only if an earlier round of that question had its two answers
+    # differ (d != 0); otherwise "eprocess" counts it as a tie, unevaluated (`EProcessRule`),
+    # and the one-shot rules leave it out.
     redraws: Mapping[str, tuple[str, int]] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
@@ -219,7 +220,7 @@ class EProcessRule:
     evaluated depends on which earlier pairs were discordant, never on who won them, so under
     the gate's null the signs of the discordant pairs are still independent coins each a win
     with probability at most ½ given the whole pattern of discordance: the exact level and the
-    final look hold as for a fixed ladder (bench/gate_validity.py case 8c measures it)."""
+    final look hold as for a fixed ladder (bench/gate_validity.py case 8b measures it)."""
 
     def __init__(self, setup: RuleSetup) -> None:
         self.setup = setup
