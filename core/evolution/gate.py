@@ -931,9 +931,10 @@ def run_gate_families(
     *,
     horizon: int | None = None,
     stage1: int | None = None,
+    singletons: bool = False,
 ) -> GateDecision:
     """`run_gate` over families (family_id, pairs)."""
-    gate = SequentialGate(params, horizon=horizon, stage1=stage1)
+    gate = SequentialGate(params, horizon=horizon, stage1=stage1, singletons=singletons)
     for family_id, pairs in families:
         gate.observe_family(family_id, pairs)
         if gate.done:

@@ -25,7 +25,6 @@ from core.evolution.gate import (
     GateAction,
     GateParams,
     Pair,
-    SequentialGate,
     run_gate_families,
 )
 
@@ -76,12 +75,7 @@ def test_eprocess_rule_decides_as_the_sequential_gate_on_every_short_path(
     for path in itertools.product((1, -1, 0), repeat=6):
         pairs = table(path)
         families = [(f, [(u, *pairs[u]) for u in ids]) for f, ids in ladder]
-        gate = SequentialGate(params, horizon=6, stage1=4, singletons=True)
-        for family, fpairs in families:
-            gate.observe_family(family, fpairs)
-            if gate.done:
-                break
-        expected = gate.finish(exhausted=not gate.done)
+        expected = run_gate_families(families, params, horizon=6, stage1=4, singletons=True)
         setup = RuleSetup(stage1=ladder[:4], stage2=ladder[4:], params=params, chunk=3)
         asked = Recorder(pairs)
         got = run_rule(make_rule(AcceptanceStrategy.EPROCESS, setup), asked)
@@ -294,28 +288,12 @@ def test_a_redraw_is_asked_for_only_after_its_question_changed_and_else_counts_a
     for path in itertools.product((1, -1, 0), repeat=6):
         pairs = redraw_pairs(ladder, path)
         changed = {f"f{i}" for i in range(3) if path[i] != 0}
+        asked_for = {f for f in redraws if redraws[f][0] in changed}
         as_ties = [
-            (
-                f,
-                [
-                    (
-                        ids[0],
-                        *(
-                            pairs[ids[0]]
-                            if f not in redraws or redraws[f][0] in changed
-                            else PAIR_OF[0]
-                        ),
-                    )
-                ],
-            )
-            for f, ids in ladder
+            (f, [(u, *(pairs[u] if f not in redraws or f in asked_for else PAIR_OF[0]))])
+            for f, (u,) in ladder
         ]
-        gate = SequentialGate(params, horizon=6, stage1=6, singletons=True)
-        for family, fpairs in as_ties:
-            gate.observe_family(family, fpairs)
-            if gate.done:
-                break
-        expected = gate.finish(exhausted=not gate.done)
+        expected = run_gate_families(as_ties, params, horizon=6, stage1=6, singletons=True)
         rule = make_rule("eprocess", RuleSetup(stage1=ladder, params=params, redraws=redraws))
         asked = Recorder(pairs)
         got = run_rule(rule, asked).decision

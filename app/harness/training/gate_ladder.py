@@ -204,11 +204,16 @@ class GatePools:
         level's largest horizon, core.stats.CALIBRATION_MAX_HORIZON), the last rounds' draws
         dropped first, last in ladder order first; the segment is its first n_max questions,
         stage 1 first, each with its draws. Both follow from the ladder alone."""
-        draws = sorted(
-            (self.draws[f][1], i, f) for i, (f, _) in enumerate(ladder.families) if f in self.draws
+        latest_first = sorted(
+            (
+                (self.draws[f][1], i, f)
+                for i, (f, _) in enumerate(ladder.families)
+                if f in self.draws
+            ),
+            reverse=True,
         )
         excess = max(0, len(ladder.families) - limit)
-        drop = {f for _, _, f in draws[len(draws) - min(excess, len(draws)) :]}
+        drop = {f for _, _, f in latest_first[:excess]}
         whole = _keep(ladder, lambda f: f not in drop)
         questions = [f for f, _ in whole.families if f not in self.draws][:n_max]
         kept = set(questions)
