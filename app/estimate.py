@@ -120,7 +120,7 @@ async def estimate_async(root: Path, config: RunConfig) -> Estimate:
             ws.init_workspace(copy, seed, paths.questions_dir, announce=False)
             runs.append(await _dry_run(copy, config, rules))
         # the same check, and the same words, as validate-benchmark's (one implementation)
-        warnings = tuple(f.message for f in power_findings(bench, config.gate))
+        warnings = tuple(f.message for f in power_findings(bench, gate=config.gate))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     result = _combine(config, runs, sampled["model"], sampled["stand-in"], sample_seconds)

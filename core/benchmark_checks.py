@@ -30,7 +30,7 @@ from enum import StrEnum
 
 from core.checkers import check, normalise_answer
 from core.evolution.gate import GateAction, GateParams, SequentialGate
-from core.stats import final_look_levels, mixture_e
+from core.stats import CALIBRATION_MAX_HORIZON, final_look_levels, mixture_e
 from core.types import CHECKERS, Question
 
 RUBRIC_CHECKER = "rubric"
@@ -389,33 +389,56 @@ def families_at_mean_effect(params: GateParams, d: float, limit: int = 1000) -> 
 
 @dataclass(frozen=True)
 class GateFamilies:
-    """One task type's families that a gate test can look at (diagnosis and validation pools)."""
+    """One task type's families that a gate test can look at (diagnosis and validation pools).
+
+    `draws` > 1: each family is a pass/fail question of a benchmark whose units are independent
+    and a ladder may hold that many answers of it (`[gate] draws`), each its own observation.
+    `n_max_counts_questions` (`[gate] draws_for = "changed"`): a test's `n_max` counts questions
+    and its draws ride along, up to the exact level's longest horizon
+    (app/harness/training/gate_ladder.py `GatePools.fitted`); otherwise `n_max` counts every
+    observation."""
 
     task_type: str
     families: int
     singletons: bool  # every such family is a single question unit
+    draws: int = 1
+    n_max_counts_questions: bool = True
+
+    def observations(self, n_max: int, shown: int = 0) -> int:
+        """The most observations one test's ladder can hold, `shown` families given to the
+        evolver left out (with their draws)."""
+        questions = max(0, self.families - shown)
+        if self.draws == 1:
+            return min(questions, n_max)
+        if self.n_max_counts_questions:
+            return min(min(questions, n_max) * self.draws, CALIBRATION_MAX_HORIZON)
+        return min(questions * self.draws, n_max)
 
 
 def check_gate_power(
     per_type: Iterable[GateFamilies], params: GateParams | None = None
 ) -> list[Finding]:
     """Task types whose gate pools are too small for any edit ever to be accepted. The count
-    is an upper bound: a ladder also leaves out every family the evolver was shown."""
+    (observations: families, or answers with `[gate] draws`) is an upper bound: a ladder also
+    leaves out every family the evolver was shown."""
     params = params or GateParams()
     bound = min_families_for_accept(params.alpha)
     found: list[Finding] = []
     for t in per_type:
-        k = min(t.families, params.n_max)
+        k = t.observations(params.n_max)
         gate_needs = gate_min_families(params, t.singletons)
+        held = f"{k} families in the gate's pools"
+        if t.draws > 1:
+            held = f"{k} answers in the gate's pools ({t.families} questions, {t.draws} draws)"
         if k < bound:
             message = (
-                f"task type '{t.task_type}': {k} families in the gate's pools, and no test at "
+                f"task type '{t.task_type}': {held}, and no test at "
                 f"level α = {params.alpha:g} can accept with fewer than {bound} "
                 f"(2^-{k} = {2.0**-k:.3g} > α): no edit of it can ever be accepted; add families"
             )
         elif gate_needs is not None and k < gate_needs:
             message = (
-                f"task type '{t.task_type}': {k} families in the gate's pools, and the gate "
+                f"task type '{t.task_type}': {held}, and the gate "
                 f"needs {gate_needs} won in a row to accept (families of several questions "
                 f"are held to level 1/α = {params.e_confirm:g}): no edit of it can ever be "
                 "accepted; add families"
@@ -464,7 +487,8 @@ def check_edit_power(
     """Task types where even the best realistic edit cannot be confirmed: the gate needs more
     families won by a one-rule edit than a test on them can see. A test never sees the
     families the evolver was shown, and it is shown at least one failure of the task type
-    before its first edit, so at most `families` - 1 are left. `sizes`: the units of each
+    before its first edit, so at most `families` - 1 are left (with their draws, when a ladder
+    holds several answers of a question: `GateFamilies.observations`). `sizes`: the units of each
     family in the gate's pools, per task type. Task types whose pools are too small for any
     edit (`check_gate_power`) are not named again."""
     params = params or GateParams()
@@ -476,7 +500,7 @@ def check_edit_power(
         if t.task_type in too_small or not own:
             continue
         needed = families_for_one_rule_edit(own, params, t.singletons)
-        available = min(t.families - 1, params.n_max)
+        available = t.observations(params.n_max, shown=1)
         if needed is not None and needed <= available:
             continue
         lo, hi = own[0], own[-1]
@@ -486,11 +510,15 @@ def check_edit_power(
             f"task type '{t.task_type}': no realistic edit can be confirmed: a one-rule edit "
             f"fixes one unit of a family (of {shape} here: d = 1/size), and the gate needs "
             f"{need} such families, every one won, while a test sees at most {available} "
-            f"({t.families} in the gate's pools, less the one the evolver is shown first); "
-            "add families, or make them smaller"
+            f"({t.families} in the gate's pools{_draws_note(t)}, less the one the evolver is "
+            "shown first); add families, or make them smaller"
         )
         found.append(Finding(Defect.NO_REALISTIC_EDIT, message, "", t.task_type))
     return found
+
+
+def _draws_note(t: GateFamilies) -> str:
+    return f", {t.draws} answers of each" if t.draws > 1 else ""
 
 
 def check_questions(questions: Sequence[Question]) -> list[Finding]:

@@ -328,3 +328,33 @@ def test_families_at_mean_effect_is_what_the_real_gate_needs_for_families_of_sev
     assert families_at_mean_effect(params, 0.2) > 14
     assert families_at_mean_effect(params, 0.0) is None
     assert families_at_mean_effect(params, -0.3) is None
+
+
+def test_a_ladder_with_draws_holds_each_questions_answers_within_its_limits() -> None:
+    """`[gate] draws`: n_max counts observations ("every") or questions, the draws riding
+    along up to the exact level's longest horizon ("changed"); the evolver's question takes
+    its draws with it."""
+    every = GateFamilies("t", 30, True, draws=3, n_max_counts_questions=False)
+    changed = GateFamilies("t", 300, True, draws=3)
+    assert GateFamilies("t", 30, True).observations(200) == 30
+    assert GateFamilies("t", 30, True).observations(20, shown=1) == 20
+    assert every.observations(200) == 90 and every.observations(60) == 60
+    assert every.observations(200, shown=1) == 87
+    assert changed.observations(100) == 300 and changed.observations(200) == 400  # the cap
+    assert GateFamilies("t", 30, True, draws=3).observations(200, shown=1) == 87
+
+
+def test_draws_let_few_questions_confirm_an_edit_and_the_warnings_say_so() -> None:
+    """Four questions are too few for any test at 5% (2^-4 > 0.05), but four questions with
+    three answers each hold twelve observations: no warning. Three questions with two draws
+    leave (3 - 1) x 2 = 4 after the evolver's, one short of a one-rule edit's 5."""
+    params = GateParams()
+    (few,) = check_gate_power([GateFamilies("t", 4, True)], params)
+    assert few.defect is Defect.POOLS_TOO_SMALL
+    assert check_gate_power([GateFamilies("t", 4, True, draws=3)], params) == []
+    assert check_edit_power([GateFamilies("t", 4, True, draws=3)], {"t": [1] * 4}, params) == []
+    (short,) = check_edit_power([GateFamilies("t", 3, True, draws=2)], {"t": [1] * 3}, params)
+    assert short.defect is Defect.NO_REALISTIC_EDIT
+    assert "at most 4 (3 in the gate's pools, 2 answers of each" in short.message
+    (tiny,) = check_gate_power([GateFamilies("t", 2, True, draws=2)], params)
+    assert "4 answers in the gate's pools (2 questions, 2 draws)" in tiny.message

@@ -28,7 +28,7 @@ from app.harness.workspace.benchmark_format import (
     unknown_row_keys,
     unknown_toml_keys,
 )
-from app.harness.workspace.config import RunConfig
+from app.harness.workspace.config import GateConfig, RunConfig
 from app.harness.workspace.store import Benchmark, load_benchmark, read_toml
 from core.benchmark_checks import (
     CheckerKind,
@@ -91,10 +91,13 @@ def pool_of_question(benchmark: Benchmark) -> dict[str, str]:
     return {q.question_id: name for name in POOL_NAMES for q in getattr(pools, name)}
 
 
-def gate_families(benchmark: Benchmark) -> list[GateFamilies]:
-    """Per task type, the families in the gate's pools (diagnosis and validation) and whether
-    each is a single unit. An upper bound on a ladder: it also drops the families shown to the
-    evolver (app/harness/training/gate_ladder.py)."""
+def gate_families(benchmark: Benchmark, gate: GateConfig | None = None) -> list[GateFamilies]:
+    """Per task type, the families in the gate's pools (diagnosis and validation), whether
+    each is a single unit, and how many answers of each a ladder holds under `gate`'s `draws`
+    (only pass/fail questions of a benchmark whose units are independent are drawn again:
+    app/harness/training/runner.py). An upper bound on a ladder: it also drops the families
+    shown to the evolver (app/harness/training/gate_ladder.py)."""
+    gate = gate or GateConfig()
     pool_of = pool_of_question(benchmark)
     in_gate = [q for q in benchmark.questions if pool_of[q.question_id] in GATE_POOLS]
     units_of: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
@@ -110,10 +113,17 @@ def gate_families(benchmark: Benchmark) -> list[GateFamilies]:
             families=len(units_of[t]),
             # scores leave the ±1/0 lattice: the gate holds them to Ville's level
             # (core/evolution/acceptance.py `LadderSetup.singletons`)
-            singletons=t not in scored and all(len(u) == 1 for u in units_of[t].values()),
+            singletons=(single := _single(t, units_of, scored)),
+            draws=gate.draws if single and benchmark.independent_units else 1,
+            n_max_counts_questions=gate.draws_for == "changed",
         )
         for t in benchmark.task_types
     ]
+
+
+def _single(t: str, units_of: dict[str, dict[str, set[str]]], scored: set[str]) -> bool:
+    """Whether every gate family of task type `t` is one pass/fail unit."""
+    return t not in scored and all(len(u) == 1 for u in units_of[t].values())
 
 
 def gate_family_sizes(benchmark: Benchmark) -> dict[str, list[int]]:
@@ -133,10 +143,16 @@ def _observation_of(questions: list[Question], independent_units: bool) -> dict[
     return {q.unit_id: q.unit_id if independent_units else q.family for q in questions}
 
 
-def power_findings(benchmark: Benchmark, params: GateParams | None = None) -> list[Finding]:
+def power_findings(
+    benchmark: Benchmark, params: GateParams | None = None, gate: GateConfig | None = None
+) -> list[Finding]:
     """Task types whose gate pools are too small for any edit ever to be accepted, or for a
-    realistic (one-rule) edit to be confirmed (core/benchmark_checks.py `check_edit_power`)."""
-    families = gate_families(benchmark)
+    realistic (one-rule) edit to be confirmed (core/benchmark_checks.py `check_edit_power`).
+    `params`: the gate's thresholds (default: `gate`'s); `gate`: the `[gate]` section, whose
+    `draws` let a ladder hold more answers than questions."""
+    gate = gate or GateConfig()
+    params = params or gate
+    families = gate_families(benchmark, gate)
     return check_gate_power(families, params) + check_edit_power(
         families, gate_family_sizes(benchmark), params
     )
@@ -167,7 +183,7 @@ def validate_benchmark_dir(
     found += check_family_pools(benchmark.questions, pool_of_question(benchmark))
     found += trainability_findings(benchmark, config)
     found += skill_file_findings(benchmark, config, skills, skills_source)
-    found += power_findings(benchmark, params)
+    found += power_findings(benchmark, params, config.gate)
     placed = [_place(f, jsonl, lines, benchmark.questions) for f in found]
     placed += [
         PlacedFinding(

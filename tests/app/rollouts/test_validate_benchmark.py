@@ -218,7 +218,8 @@ def test_json_is_one_typed_document_even_with_errors(tmp_path: Path, capsys) -> 
     pools = pool_of_question(load_benchmark(tmp_path / "store" / "questions" / "mine"))
     in_gate = sum(p != "test" for p in pools.values())  # single-question families here
     assert 5 <= in_gate <= len(BASE)
-    assert data["gate_families"] == [{"task_type": "t", "families": in_gate, "singletons": True}]
+    counted = {"task_type": "t", "families": in_gate, "singletons": True, "draws": 1}
+    assert data["gate_families"] == [{**counted, "n_max_counts_questions": True}]
     (finding,) = data["findings"]
     assert finding["defect"] == "reference_rejected" and finding["severity"] == "error"
     assert finding["line"] == LINE and finding["question_id"] == "x1"
@@ -346,3 +347,47 @@ def test_custom_checkers_are_imported_and_called_before_any_model_call(
     assert f"{jsonl}:{LINE + 3}: error: checker_error (c4): " in out and "ValueError" in out
     assert "(c1)" not in out and "not checked" not in out.replace("0 not checked", "")
     assert out.strip().endswith("4 error(s), 0 warning(s), 0 not checked")
+
+
+@pytest.mark.parametrize("name", ["sim-basic", "real-conventions"])
+def test_gate_families_count_the_draws_the_training_gate_pools_hold(name: str) -> None:
+    """With `[gate] draws`, the count behind the power warnings is GatePools.build's own:
+    every question and its draws (only independent pass/fail units are drawn again)."""
+    from app.harness.rollouts.pools import split_pools
+    from app.harness.rollouts.question_units import build_units, is_scored
+    from app.harness.training.gate_ladder import GatePools
+    from app.harness.workspace.config import GateConfig
+
+    bench = load_benchmark(builtin_store() / "questions" / name)
+    pools = split_pools(bench.questions, bench.split, bench.seed)
+    units = build_units(bench.questions)
+    gate = GatePools.build(
+        units,
+        {q.unit_id for q in pools.validation},
+        {q.unit_id for q in pools.test},
+        independent_units=bench.independent_units,
+        draws=3,
+        drawable=frozenset(u.unit_id for u in units if not is_scored(u)),
+    )
+    expected = {t: sum(len(f) for f in stages.values()) for t, stages in gate.families.items()}
+    every = GateConfig(draws=3, draws_for="every")
+    counted = {g.task_type: g.observations(10**6) for g in validation.gate_families(bench, every)}
+    assert counted == expected
+    assert any(g.draws == 3 for g in validation.gate_families(bench, every)) == bool(gate.draws)
+
+
+def test_draws_clear_the_power_warning_of_a_small_benchmark_of_independent_questions(
+    tmp_path: Path,
+) -> None:
+    """Five and seven questions of one task type, declared independent (4 and 5 in the gate's
+    pools): too few for any edit, or for a one-rule edit, at one answer each; enough with
+    three (`estimate` and `validate-benchmark` share this check)."""
+    from app.harness.workspace.config import GateConfig
+
+    toml = TOML + 'family_units = "independent"\n'
+    for n, defect in ((5, "pools_too_small"), (7, "no_realistic_edit")):
+        store = make_store(tmp_path / str(n), [], BASE[:n], toml)
+        bench = load_benchmark(store / "questions" / "mine")
+        assert [f.defect for f in validation.power_findings(bench)] == [defect]
+        assert validation.power_findings(bench, gate=GateConfig(draws=3)) == []
+        assert validation.power_findings(bench, gate=GateConfig(draws=3, n_max=3)) != []
