@@ -387,6 +387,21 @@ def families_at_mean_effect(params: GateParams, d: float, limit: int = 1000) -> 
     return decision.n_used if decision.action is GateAction.ACCEPT else None
 
 
+def all_won_chance(params: GateParams, families: int, singletons: bool) -> float:
+    """The probability that the e-process gate with `params` accepts a ladder of `families`,
+    every one won, averaged over its coin (`GateParams.final_look_coin`): 1 for a sure
+    accept, the final look's γ for one on the coin, 0 for none. Run through the real gate
+    with the coin at 0, where it accepts whenever the chance is positive, and records it."""
+    if families < 1:
+        return 0.0
+    gate = SequentialGate(params, horizon=families, singletons=singletons, coin=0.0)
+    for n in range(families):
+        if gate.observe_family(f"f{n}", [(f"f{n}", False, True)]) is not None:
+            break
+    decision = gate.finish(exhausted=False)
+    return decision.chance if decision.action is GateAction.ACCEPT else 0.0
+
+
 @dataclass(frozen=True)
 class GateFamilies:
     """One task type's families that a gate test can look at (diagnosis and validation pools).
@@ -430,7 +445,15 @@ def check_gate_power(
         held = f"{k} families in the gate's pools"
         if t.draws > 1:
             held = f"{k} answers in the gate's pools ({t.families} questions, {t.draws} draws)"
-        if k < bound:
+        chance = all_won_chance(params, k, t.singletons)
+        if k < bound and 0.0 < chance < 1.0:
+            message = (
+                f"task type '{t.task_type}': {held}, and no test at level α = "
+                f"{params.alpha:g} can surely accept with fewer than {bound} (2^-{k} = "
+                f"{2.0**-k:.3g} > α): an edit that wins all {k} is accepted only on the "
+                f"gate's coin, with probability {chance:.2f}; add families"
+            )
+        elif k < bound:
             message = (
                 f"task type '{t.task_type}': {held}, and no test at "
                 f"level α = {params.alpha:g} can accept with fewer than {bound} "

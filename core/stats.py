@@ -787,6 +787,37 @@ def final_look_levels(
     return tuple(levels)
 
 
+@functools.lru_cache(maxsize=64)
+def final_look_chances(
+    level: float, alpha: float, size: int, bets: tuple[tuple[float, float], ...] = MIXTURE_BETS
+) -> tuple[float, ...]:
+    """For each D in 0..size, the probability γ(D) with which a final look accepts a walk of D
+    discordant outcomes that ends one win short of `final_look_levels`' c(D), W = c(D) − 1,
+    without having crossed `level`: the γ that makes
+
+        P(crossed within D steps) + P(not crossed, W ≥ c(D)) + γ · P(not crossed, W = c(D) − 1)
+
+    equal α for D fair ±1 steps (0 when nothing is left, or no such walk exists), computed by
+    the same exact dynamic programme. A test that accepts those walks with probability γ,
+    with a coin drawn independently of the outcomes, spends α exactly on every D: the
+    randomized form of McNemar's exact test, the most powerful test of its null for a given
+    D (Neyman-Pearson). The acceptance probability still grows with W (0, γ, 1), so the fair
+    coin stays the worst case, and P(accept | D) ≤ α holds as for c(D) alone."""
+    _check_alpha(alpha)
+    levels = final_look_levels(level, alpha, size, bets)
+    grid = _e_values(size, bets)
+    first = _first_crossings(grid, size, level * (1 - 1e-12))
+    chances = [0.0]
+    for steps, (alive, crossed) in enumerate(_fair_walk(size, first), start=1):
+        critical = levels[steps]
+        spent = crossed + sum(alive[critical:])
+        short = alive[critical - 1] if critical >= 1 else 0.0
+        left = alpha - spent
+        # a hair below the exact γ, so float rounding never spends more than α
+        chances.append(min(1.0, left / short * (1 - 1e-9)) if short > 0 and left > 0 else 0.0)
+    return tuple(chances)
+
+
 @functools.lru_cache(maxsize=512)
 def calibrated_threshold(
     horizon: int, alpha: float, bets: tuple[tuple[float, float], ...] = MIXTURE_BETS

@@ -45,6 +45,7 @@ nothing here), and a test that goes on after the gate travels in `RuleVerdict.re
 
 from __future__ import annotations
 
+import hashlib
 import random
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -92,6 +93,14 @@ def chunks(families: Sequence[LadderFamily], size: int = GATE_CHUNK) -> list[lis
     return out
 
 
+def draw_coin(*keys: object) -> float:
+    """A test's coin (`RuleSetup.coin`): a uniform number in [0, 1) from `keys` by SHA-256. The
+    harness keys it on the run's seed and the test's id, both fixed before any outcome, so the
+    coin is independent of the answers and a resumed run draws the same one."""
+    digest = hashlib.sha256("\x1f".join(map(str, keys)).encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") / 2.0**64
+
+
 @dataclass(frozen=True)
 class RuleSetup:
     """What a rule is given before any outcome: the ladder (families in the order to look at
@@ -111,6 +120,9 @@ class RuleSetup:
     # differ (d != 0); otherwise "eprocess" counts it as a tie, unevaluated (`EProcessRule`),
     # and the one-shot rules leave it out.
     redraws: Mapping[str, tuple[str, int]] = field(default_factory=lambda: MappingProxyType({}))
+    # the eprocess rule's coin for its final look (`GateParams.final_look_coin`): a uniform
+    # number in [0, 1) drawn before any outcome (the harness: `test_coin`); None, no coin
+    coin: float | None = None
 
     @property
     def families(self) -> tuple[LadderFamily, ...]:
@@ -229,6 +241,7 @@ class EProcessRule:
             horizon=len(setup.families),
             stage1=len(setup.stage1),
             singletons=setup.singletons,
+            coin=setup.coin,
         )
         # Chunked per stage (a provisional accept at the end of stage 1 leaves stage 2
         # unevaluated for its probation) and per draw round.

@@ -27,8 +27,10 @@ over (W', L', n) is exact there):
 - E_win ≥ threshold                      -> "accept",  stop_reason "confirmed"
 - the final look (`final_look`, on by default, for a test on the ±1/0 lattice): once the
   test has seen its whole ladder, W' ≥ c(W' + L'), the exact joint level of
-  `core.stats.final_look_levels`          -> "accept",  stop_reason "confirmed",
-                                             ended_by "final_look"
+  `core.stats.final_look_levels`; or one win short of it, W' = c(D) − 1 ≥ coin_min_wins,
+  when the test's coin u < γ(D) (`final_look_coin`, `core.stats.final_look_chances`)
+                                         -> "accept",  stop_reason "confirmed",
+                                             ended_by "final_look" (`chance` < 1 on the coin)
 - E_harm ≥ e_rollback                    -> "reject",  stop_reason "harm"
 - E_harm ≥ e_futility (off by default)   -> "reject",  stop_reason "futility"
 - no net win (W' ≤ L') once max(futility_min, futility_share·horizon) families of this
@@ -79,7 +81,21 @@ with W ≥ c(D)" grows with W, so P(accept | D) ≤ α for every D: McNemar's ex
 which lets a ladder of rare discordant families confirm an edit: on a ladder of 48 singletons
 it accepts 5 wins of 5, 9 of 10 or 15 of 20 (within one win of a fixed one-sided exact
 McNemar test at α), where the threshold alone needs 6 of 6, 9 of 10 or 11 of 13. A test that goes on later is an e-process only: its
-end is not a ladder fixed in advance, so it takes no final look. A provisional accept carries
+end is not a ladder fixed in advance, so it takes no final look.
+
+The coin. Outcomes are counts, so c(D) alone leaves part of α unspent on every D (4 wins of 4
+discordant have probability 1/16 under the null: above α, so c(4) asks for a fifth). With
+`final_look_coin` (on by default) a test that ends one win short, W' = c(D) − 1, is accepted
+when its coin u < γ(D), where γ(D) is exactly what makes P(cross, or W' ≥ c(D), or W' = c(D)
+− 1 and the coin) = α for D fair coins (on a ladder of 48: 0.4 for 3 of 3, 0.8 for 4 of 4,
+0.37 for 5 of 6, 0.73 for 6 of 7).
+This is the randomized form of McNemar's exact test, the most powerful test of its null given
+D (Neyman-Pearson). The guarantee is then a probability over the coin too: the caller draws u
+uniform on [0, 1) before any outcome and independently of them (the harness hashes the run's
+seed and the test's id, core/evolution/acceptance.py `draw_coin`), and P(accept | D) ≤ α for
+every D as before, since the acceptance probability (0, γ, 1) still grows with W'. A coin
+never accepts on fewer than `coin_min_wins` (3) wins: that keeps a null edit that changed one
+or two answers out at every coin (measured: bench/acceptance.py). A provisional accept carries
 no guarantee by itself; it is an edit on probation. What is not guaranteed: that an accepted
 edit helps on questions unlike the benchmark's.
 
@@ -136,6 +152,7 @@ from core.stats import (
     STRATEGIES,
     EProcessPair,
     calibrated_threshold,
+    final_look_chances,
     final_look_levels,
     mixture_e,
 )
@@ -264,6 +281,13 @@ class GateParams:
     # (`core.stats.final_look_levels`). Such a test runs to its ladder's end (no provisional
     # accept, no "no net win" stop; curtailment still ends it once no accept is reachable).
     final_look: bool = True
+    # At the final look, a test that ends one win short of c(D) (W = c(D) − 1, the threshold
+    # not crossed) is accepted with the probability γ(D) that spends the rest of α exactly
+    # (`core.stats.final_look_chances`), on the test's coin: a uniform number the caller draws
+    # before any outcome (`SequentialGate(coin=...)`). Never on fewer than `coin_min_wins`
+    # wins. Off, or with no coin, the final look accepts at W ≥ c(D) only.
+    final_look_coin: bool = True
+    coin_min_wins: int = 3
 
     def __post_init__(self) -> None:
         """The one range check of every gate parameter (the app's `[gate]` config relies on it)."""
@@ -281,6 +305,7 @@ class GateParams:
         share = self.futility_share
         _require("futility_share", share, 0.0 <= share <= 1.0, "in [0, 1]")
         _require("futility_min", self.futility_min, self.futility_min >= 1, ">= 1")
+        _require("coin_min_wins", self.coin_min_wins, self.coin_min_wins >= 1, ">= 1")
         strategies = ", ".join(BET_STRATEGIES)
         ok = self.lambda_strategy in BET_STRATEGIES
         _require("lambda_strategy", self.lambda_strategy, ok, f"one of {strategies}")
@@ -513,6 +538,9 @@ class GateDecision:
     units_used: int = 0  # units evaluated (all members of the observed families)
     strategy: AcceptanceStrategy = AcceptanceStrategy.EPROCESS
     continuation: GateState | None = None  # a provisional accept's test state
+    # an accept on the final look's coin (`GateParams.final_look_coin`): the probability it
+    # had given its evidence; 1.0 for every other decision
+    chance: float = 1.0
 
     @property
     def accepted(self) -> bool:
@@ -607,8 +635,15 @@ class SequentialGate:
         horizon: int | None = None,
         stage1: int | None = None,
         singletons: bool = False,
+        coin: float | None = None,
     ) -> None:
         self.params = params or GateParams()
+        if coin is not None and not 0.0 <= coin < 1.0:
+            raise ValueError(f"coin must be in [0, 1), got {coin!r}")
+        # the test's coin (`GateParams.final_look_coin`), drawn before any outcome
+        self.coin = coin
+        # the probability the accept had given its evidence: < 1 for one on the coin
+        self.chance = 1.0
         self.horizon = min(horizon if horizon is not None else self.params.n_max, self.params.n_max)
         self.stage1 = min(stage1 if stage1 is not None else self.horizon, self.horizon)
         # every family this test will see is a single unit: the exact level holds for d itself
@@ -760,17 +795,40 @@ class SequentialGate:
         if not self.final_look:
             return False
         # k more wins and the rest ties: the final look's best ends (a loss never helps)
-        levels = self._final_levels()
-        wins, discordant = self.bet_W, self.bet_W + self.bet_L
-        return any(wins + k >= levels[discordant + k] for k in range(remaining + 1))
+        wins, losses = self.bet_W, self.bet_L
+        return any(self._looks_accept(wins + k, losses) for k in range(remaining + 1))
 
     def _final_levels(self) -> tuple[int, ...]:
         return final_look_levels(self.threshold, self.params.alpha, self.horizon)
 
+    def final_look_chance(self, wins: int, losses: int) -> float:
+        """The probability that the final look accepts a test whose whole ladder ended on
+        `wins` and `losses` (the bet's ±1 counts) without crossing the threshold: 1 at or above
+        c(D), D = wins + losses (`core.stats.final_look_levels`); γ(D) one win short, with
+        `final_look_coin` and at least `coin_min_wins` wins (`core.stats.final_look_chances`);
+        else 0. An exact computation of P(accept) weights each such end by it."""
+        if not self.final_look:
+            return 0.0
+        critical = self._final_levels()[wins + losses]
+        if wins >= critical:
+            return 1.0
+        p = self.params
+        if not p.final_look_coin or wins != critical - 1 or wins < p.coin_min_wins:
+            return 0.0
+        return final_look_chances(self.threshold, p.alpha, self.horizon)[wins + losses]
+
+    def _looks_accept(self, wins: int, losses: int) -> bool:
+        """Whether the final look accepts that end: for sure, or on this test's coin."""
+        chance = self.final_look_chance(wins, losses)
+        return chance >= 1.0 or (self.coin is not None and self.coin < chance)
+
     def _final_look_passes(self) -> bool:
         """At the end of the whole ladder: W ≥ the joint level for the D = W + L discordant
-        families (`core.stats.final_look_levels`)."""
-        return self.bet_W >= self._final_levels()[self.bet_W + self.bet_L]
+        families (`core.stats.final_look_levels`), or one short on the coin."""
+        if not self._looks_accept(self.bet_W, self.bet_L):
+            return False
+        self.chance = self.final_look_chance(self.bet_W, self.bet_L)
+        return True
 
     def _evidence_row(
         self, family_id: str, unit_id: str, base: Outcome, cand: Outcome, d: float, g: int
@@ -862,6 +920,7 @@ class SequentialGate:
             horizon=self.horizon,
             units_used=self.units,
             continuation=self.state() if action == GateAction.ACCEPT_PROVISIONAL else None,
+            chance=self.chance if action == GateAction.ACCEPT else 1.0,
         )
 
 
@@ -932,9 +991,10 @@ def run_gate_families(
     horizon: int | None = None,
     stage1: int | None = None,
     singletons: bool = False,
+    coin: float | None = None,
 ) -> GateDecision:
     """`run_gate` over families (family_id, pairs)."""
-    gate = SequentialGate(params, horizon=horizon, stage1=stage1, singletons=singletons)
+    gate = SequentialGate(params, horizon=horizon, stage1=stage1, singletons=singletons, coin=coin)
     for family_id, pairs in families:
         gate.observe_family(family_id, pairs)
         if gate.done:

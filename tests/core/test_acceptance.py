@@ -15,6 +15,7 @@ from core.evolution.acceptance import (
     LadderFamily,
     RuleSetup,
     chunks,
+    draw_coin,
     make_rule,
     run_rule,
 )
@@ -353,3 +354,29 @@ def test_a_one_shot_rule_leaves_out_the_draws_of_questions_that_never_changed(
     run_rule(make_rule(strategy, RuleSetup(stage1=ladder, redraws=redraws)), asked)
     # f1 and f3 never changed; f0 and f2 did in round 0, so both of their draws are asked for
     assert asked.asked == ["f0", "f1", "f2", "f3", "f0#d1", "f2#d1", "f0#d2", "f2#d2"]
+
+
+def test_the_eprocess_rule_takes_its_coin_from_the_setup() -> None:
+    """4 of 4 on a ladder of 48 singletons: one win short of the final look's level, accepted
+    on a coin below 0.8 (`GateParams.final_look_coin`), rejected above it or without a coin."""
+    ladder = singleton_ladder(48)
+    outcomes = {f"f{i}": [(f"u{i}", *PAIR_OF[1 if i < 4 else 0])] for i in range(48)}
+
+    def decide(coin: float | None) -> GateAction:
+        rule = make_rule(AcceptanceStrategy.EPROCESS, RuleSetup(ladder, coin=coin))
+        return run_rule(rule, lambda family: outcomes[family[0]]).decision.action
+
+    assert decide(0.79) == GateAction.ACCEPT
+    assert decide(0.81) == GateAction.REJECT and decide(None) == GateAction.REJECT
+
+
+def test_draw_coin_is_a_stable_uniform_number_of_its_keys() -> None:
+    """The same keys give the same coin (a resumed run's), others another; over 4,000 test
+    ids the coins are uniform on [0, 1) (Kolmogorov-Smirnov, scipy)."""
+    from scipy.stats import kstest
+
+    assert draw_coin(1, "train1-e1-s0-gate-dates") == draw_coin(1, "train1-e1-s0-gate-dates")
+    assert draw_coin(1, "train1-e1-s0-gate-dates") != draw_coin(2, "train1-e1-s0-gate-dates")
+    coins = [draw_coin(7, f"train1-e{i % 9}-s{i}-gate-t") for i in range(4000)]
+    assert all(0.0 <= c < 1.0 for c in coins)
+    assert kstest(coins, "uniform").pvalue > 0.01

@@ -12,6 +12,7 @@ from core.benchmark_checks import (
     Defect,
     GateFamilies,
     Severity,
+    all_won_chance,
     check_duplicates,
     check_edit_power,
     check_family_pools,
@@ -284,6 +285,14 @@ def test_pools_too_small_fires_below_the_bound_and_below_the_gates_need() -> Non
     ]
     assert all(f.severity is Severity.WARNING for f in found)
     assert "fewer than 5" in found[0].message and "needs 6" in found[1].message
+    # 4 single questions all won: accepted only on the final look's coin, 0.8 of the time;
+    # 2: not even on the coin (it never accepts on fewer than coin_min_wins = 3 wins)
+    assert "only on the gate's coin, with probability 0.80" in found[0].message
+    (two,) = check_gate_power([GateFamilies("two", 2, singletons=True)])
+    assert "no edit of it can ever be accepted" in two.message
+    assert all_won_chance(GateParams(), 3, True) == pytest.approx(0.4, rel=1e-6)
+    assert all_won_chance(GateParams(final_look_coin=False), 4, True) == 0.0
+    assert all_won_chance(GateParams(), 5, True) == 1.0
 
 
 def test_pools_too_small_follows_the_level_and_n_max() -> None:

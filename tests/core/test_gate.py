@@ -42,6 +42,13 @@ def _pairs(seq: list[tuple[bool, bool]]) -> list[tuple[str, bool, bool]]:
     return [(f"u{i}", base, cand) for i, (base, cand) in enumerate(seq)]
 
 
+def _families(
+    pairs: list[tuple[str, bool, bool]],
+) -> list[tuple[str, list[tuple[str, bool, bool]]]]:
+    """Each pair its own single-unit family."""
+    return [(unit, [(unit, base, cand)]) for unit, base, cand in pairs]
+
+
 def _first_crossing(factor: float, threshold: float) -> int:
     return math.ceil(math.log(threshold) / math.log(factor))
 
@@ -763,6 +770,88 @@ def test_curtailment_counts_the_final_look_and_changes_no_decision() -> None:
         with_c = run_gate(_pairs(full), params, horizon=12)
         without = run_gate(_pairs(full), replace(params, curtail=False), horizon=12)
         assert with_c.action == without.action
+
+
+def test_the_coin_accepts_one_win_short_with_the_chance_that_spends_alpha() -> None:
+    """4 wins of 4 discordant on a ladder of 48 (P = 1/16 under the null, above α): accepted
+    on a coin below γ = 0.05 / (1/16) = 0.8 and only then; never without a coin, with the coin
+    off, or below `coin_min_wins`."""
+    path = _pairs([W] * 4 + [T] * 44)
+    won = run_gate_families(_families(path), GateParams(), horizon=48, singletons=True, coin=0.79)
+    assert (won.action, won.ended_by, won.n_used) == ("accept", "final_look", 48)
+    assert won.chance == pytest.approx(0.8, rel=1e-6)
+    for params, coin in (
+        (GateParams(), 0.81),
+        (GateParams(), None),
+        (GateParams(final_look_coin=False), 0.0),
+        (GateParams(coin_min_wins=5), 0.0),
+    ):
+        lost = run_gate_families(_families(path), params, horizon=48, singletons=True, coin=coin)
+        assert lost.action == "reject" and lost.chance == 1.0
+    # 2 of 2 (γ = 0.2): below the default floor of 3 wins, accepted only when the floor is 1
+    two = _families(_pairs([W, W] + [T] * 46))
+    assert run_gate_families(two, GateParams(), horizon=48, singletons=True, coin=0.0).action == (
+        "reject"
+    )
+    low = run_gate_families(two, GateParams(coin_min_wins=1), horizon=48, singletons=True, coin=0.1)
+    assert low.action == "accept" and low.chance == pytest.approx(0.2, rel=1e-6)
+    # 5 of 5 needs no coin: chance 1
+    sure = run_gate_families(
+        _families(_pairs([W] * 5 + [T] * 43)), GateParams(), horizon=48, singletons=True, coin=0.99
+    )
+    assert sure.action == "accept" and sure.chance == 1.0
+    with pytest.raises(ValueError, match="coin"):
+        SequentialGate(GateParams(), horizon=4, coin=1.0)
+
+
+def _null_rates_over_the_coin(
+    params: GateParams, horizon: int, ties: tuple[float, ...]
+) -> list[float]:
+    """P(accept) of the whole gate (threshold, harm stop, curtailment, final look and coin)
+    under the null, exactly, for each tie probability: every path of `horizon` singletons,
+    each a win or a loss with probability (1 - tie) / 2, averaged over the coin. With coin 0 a
+    path is accepted on every chance > 0, and the coin accepts it for u < chance: its share is
+    the decision's chance."""
+    totals = [0.0] * len(ties)
+    for path in itertools.product((W, L, T), repeat=horizon):
+        d = run_gate_families(
+            _families(_pairs(list(path))), params, horizon=horizon, singletons=True, coin=0.0
+        )
+        if d.action != "accept":
+            continue
+        n_ties = path.count(T)
+        for i, tie in enumerate(ties):
+            weight = tie**n_ties * ((1 - tie) / 2) ** (horizon - n_ties)
+            totals[i] += weight * d.chance
+    return totals
+
+
+def test_the_gate_with_its_coin_keeps_alpha_by_exact_enumeration() -> None:
+    """Every path of 8 singletons, ties 0, 0.5 and 0.8 of the time: the whole gate with the
+    coin accepts a null edit with probability <= α, more often than without it; with a floor
+    of one win and no ties it spends nearly all of α (the harm stop takes the rest)."""
+    ties = (0.0, 0.5, 0.8)
+    for floor in (1, 3):
+        params = GateParams(coin_min_wins=floor)
+        with_coin = _null_rates_over_the_coin(params, 8, ties)
+        without = _null_rates_over_the_coin(replace(params, final_look_coin=False), 8, ties)
+        for rate, base in zip(with_coin, without, strict=True):
+            assert base < rate <= 0.05 * (1 + 1e-9)
+        if floor == 1:
+            assert with_coin[0] > 0.045
+
+
+def test_curtailment_with_a_coin_changes_no_decision() -> None:
+    """Curtailment knows the coin: it stops once no end the coin would accept is reachable,
+    and decides every path as the gate without curtailment does."""
+    for coin in (0.0, 0.35, 0.9):
+        for path in itertools.product((W, L, T), repeat=7):
+            full = _families(_pairs([*path, T, T, W, T, T]))
+            on = run_gate_families(full, GateParams(), horizon=12, singletons=True, coin=coin)
+            off = run_gate_families(
+                full, GateParams(curtail=False), horizon=12, singletons=True, coin=coin
+            )
+            assert (on.action, on.chance) == (off.action, off.chance)
 
 
 def test_a_skipped_family_is_exactly_a_tie_and_never_counted_twice() -> None:

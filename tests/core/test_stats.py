@@ -19,6 +19,7 @@ from core.stats import (
     EProcessPair,
     bradley_terry,
     calibrated_threshold,
+    final_look_chances,
     final_look_levels,
     kt_wealth_unclipped,
     mcnemar_exact,
@@ -683,3 +684,46 @@ def test_final_look_levels_sit_within_one_win_of_the_exact_mcnemar_level() -> No
             assert levels[d] >= mcnemar
             if d <= 43:
                 assert levels[d] <= mcnemar + 1
+
+
+def _rate_with_chance_by_enumeration(level: float, d: int, critical: int, chance: float) -> float:
+    """P(a fair walk of d steps crosses `level`, or ends with W >= critical, or ends with
+    W = critical - 1 without crossing and wins the coin), every path."""
+    total = 0.0
+    for path in itertools.product((1, -1), repeat=d):
+        wins = losses = 0
+        crossed = False
+        for g in path:
+            wins, losses = wins + (g == 1), losses + (g == -1)
+            crossed = crossed or mixture_e(wins, losses) >= level * (1 - 1e-12)
+        total += 1.0 if crossed or wins >= critical else chance * (wins == critical - 1)
+    return total / 2**d
+
+
+@pytest.mark.parametrize("horizon", [12, 48])
+def test_final_look_chances_spend_alpha_exactly_by_enumeration(horizon: int) -> None:
+    """With γ(D) one win short of c(D), P(accept | D) is α to the float, every path: the
+    randomized test spends its whole level on every D, where c(D) alone leaves some unspent."""
+    level = calibrated_threshold(horizon, 0.05)
+    levels = final_look_levels(level, 0.05, horizon)
+    chances = final_look_chances(level, 0.05, horizon)
+    assert chances[0] == 0.0 and all(0.0 <= g <= 1.0 for g in chances)
+    for d in range(1, 13):
+        rate = _rate_with_chance_by_enumeration(level, d, levels[d], chances[d])
+        assert rate == pytest.approx(0.05, rel=1e-8) and rate <= 0.05
+
+
+def test_final_look_chances_are_the_randomized_exact_binomial_test_before_any_crossing() -> None:
+    """On walks too short to cross the threshold, (c(D), γ(D)) is the textbook randomized
+    one-sided exact binomial test at α (scipy): the most powerful test of p <= 1/2 given D."""
+    horizon = 200
+    level = calibrated_threshold(horizon, 0.05)
+    shortest = next(w for w in range(1, 50) if mixture_e(w, 0) >= level)
+    levels = final_look_levels(level, 0.05, horizon)
+    chances = final_look_chances(level, 0.05, horizon)
+    for d in range(1, shortest):
+        c = next(w for w in range(d + 2) if w > d or binom.sf(w - 1, d, 0.5) <= 0.05)
+        gamma = (0.05 - binom.sf(c - 1, d, 0.5)) / binom.pmf(c - 1, d, 0.5)
+        assert levels[d] == c
+        assert chances[d] == pytest.approx(min(1.0, gamma), rel=1e-6)
+    assert chances[4] == pytest.approx(0.8, rel=1e-6)  # 4 wins of 4: 0.05 / (1/16)

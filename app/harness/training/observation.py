@@ -81,6 +81,8 @@ def step_report(
         "strategy": d.strategy if d else None,
         "delta_hat": d.delta_hat if d else None,
         "delta_shrunk": d.delta_shrunk if d else None,
+        # < 1: accepted on the final look's coin with this probability (core/evolution/gate.py)
+        "chance": d.chance if d else None,
         "edit_budget": budget,
         "edits": list(plain.get("edits", [])),
         "apply_report": list(plain.get("apply_report", [])),

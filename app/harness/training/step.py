@@ -45,6 +45,7 @@ from app.harness.workspace.harness_log.gates import DiagnosisRecord, ShadowGateR
 from app.harness.workspace.harness_log.gates import EvolutionRecord as LoggedEvolution
 from app.harness.workspace.harness_log.predictions import PredictionTrajectory
 from core.concurrency import fan_out
+from core.evolution.acceptance import draw_coin
 from core.evolution.budget import edit_budget_at, resolve_skill_file
 from core.evolution.diagnose import (
     JUDGE,
@@ -705,19 +706,21 @@ def gate_spec(scope: StepScope, record: EvolutionRecord, pack: CasePack) -> Gate
     params = new_test_params(c.gate, scope.state) if resume is None else None
     if params is not None and len(segment.families) > params.n_max:
         params = replace(params, n_max=len(segment.families))
+    gate_run_id = scope.run_id(f"gate-{task_type}")
     return GateSpec(
         params=params,
         task_type=task_type,
         target_file=record.target_file,
         candidate=with_skill(scope.prompts, record.target_file, record.evolved),
         ladder=segment,
-        gate_run_id=scope.run_id(f"gate-{task_type}"),
+        gate_run_id=gate_run_id,
         strategy=AcceptanceStrategy(c.gate.strategy),
         minibatch_k=c.gate.minibatch_k,
         # a test whose ladder n_max cut is one test over the whole ladder (continuation.py)
         whole_horizon=len(ladder.families) if resume is None else 0,
         resume=resume,
         redraws=pools.redraws(ladder) if changed else {},
+        coin=draw_coin(c.seed, gate_run_id),
     )
 
 
@@ -765,6 +768,7 @@ def settle(
     summary = (
         f"{d.action}: W={d.W} L={d.L} e={d.e_value:.2f} over {d.n_used} families, "
         f"{d.units_used} units ({d.stop_reason})"
+        + _coin_note(d)
         + _skipped_note(outcome.skipped_draws)
         + (f"; continued from e{carried.epoch} s{carried.step}" if carried else "")
         + note
@@ -779,6 +783,15 @@ def settle(
         outcome=outcome,
         new_version=new_version,
         tally=tally,
+    )
+
+
+def _coin_note(decision: GateDecision) -> str:
+    if decision.chance >= 1.0:
+        return ""
+    return (
+        f"; one win short of the final look's level, accepted on the test's coin "
+        f"(chance {decision.chance:.2f}; core/evolution/gate.py)"
     )
 
 

@@ -70,6 +70,8 @@ class GateSpec:
     # `[gate] draws_for = "changed"`: the ladder's draws, drawn only where an earlier draw of
     # the question changed its answer (core/evolution/acceptance.py `RuleSetup.redraws`)
     redraws: Mapping[str, tuple[str, int]] = field(default_factory=dict)
+    # the eprocess test's coin for its final look (core/evolution/acceptance.py `draw_coin`)
+    coin: float | None = None
 
     @property
     def unit_ids(self) -> tuple[str, ...]:
@@ -96,6 +98,7 @@ class GateSpec:
             minibatch_k=self.minibatch_k,
             scored=self.scored,
             redraws=self.redraws,
+            coin=self.coin,
         )
 
 
