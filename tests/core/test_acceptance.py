@@ -380,3 +380,35 @@ def test_draw_coin_is_a_stable_uniform_number_of_its_keys() -> None:
     coins = [draw_coin(7, f"train1-e{i % 9}-s{i}-gate-t") for i in range(4000)]
     assert all(0.0 <= c < 1.0 for c in coins)
     assert kstest(coins, "uniform").pvalue > 0.01
+
+
+def _worst_null_accept(strategy: AcceptanceStrategy, n: int) -> tuple[float, int]:
+    """A one-shot rule's exact worst case under the unit null on a ladder of n singletons:
+    max over D of P(accept | D discordant, each a fair coin), through the real rule (scipy's
+    binomial weights). Returns (the rate, the D it is reached at)."""
+    from scipy.stats import binom
+
+    ladder = singleton_ladder(n)
+    worst = (0.0, 0)
+    for d in range(1, n + 1):
+        rate = 0.0
+        for wins in range(d + 1):
+            signs = [1] * wins + [-1] * (d - wins) + [0] * (n - d)
+            pairs = {f"f{i}": [(f"u{i}", *PAIR_OF[g])] for i, g in enumerate(signs)}
+            rule = make_rule(strategy, RuleSetup(ladder))
+            verdict = run_rule(rule, lambda family: pairs[family[0]])
+            rate += binom.pmf(wins, d, 0.5) * (verdict.decision.action == GateAction.ACCEPT)
+        worst = max(worst, (rate, d))
+    return worst
+
+
+def test_the_comparison_rules_worst_case_under_the_null_exactly() -> None:
+    """What each comparison rule risks per test when the edit helps no question: McNemar
+    keeps 0.05; cap-evolve's Δ > 2·SE accepts 4 wins of 4 (0.0625, above 0.05, on every
+    ladder); a strict improvement of the mean accepts 1 win of 1 (0.5)."""
+    for n in (20, 48):
+        mcnemar, _ = _worst_null_accept(AcceptanceStrategy.MCNEMAR, n)
+        assert 0.04 < mcnemar <= 0.05
+        assert _worst_null_accept(AcceptanceStrategy.SE_GATE, n) == (pytest.approx(0.0625), 4)
+        strict, _ = _worst_null_accept(AcceptanceStrategy.STRICT_IMPROVEMENT, n)
+        assert strict == pytest.approx(0.5)  # any odd D: P(W > L) = 1/2
