@@ -8,13 +8,26 @@ depends only on (W, L, n): E_win = mixture_e(W, L), E_harm = mixture_e(L, W); ac
 E_win >= params.accept_level(horizon), reject ("harm") at E_harm >= e_rollback, reject
 ("curtailed") once no accept is reachable (never changes a decision, only the units), and
 with the final look (`GateParams.final_look`, default) accept at n = H when W >= c(W + L)
-(`core.stats.final_look_levels`); without it, reject ("no_signal") when W <= L once
+(`core.stats.final_look_levels`), and on the test's coin (`GateParams.final_look_coin`,
+default) with probability γ(W + L) when W = c(W + L) − 1 >= `coin_min_wins`
+(`core.stats.final_look_chances`); without it, reject ("no_signal") when W <= L once
 `params.no_signal_after(H)` families are in, and at the end of stage 1 a provisional accept
 (E_win >= e_provisional, W - L >= w_net_min, (W - L)/(n + shrink_k) >= delta_min) whose test
 goes on over stage 2 (probation, `ProbationTest`): kept only if it crosses the same level
 there. So a dynamic programme over the
 (W, L) states, one step per family with P(W) = d·p, P(L) = d·(1 − p), P(tie) = 1 − d, gives the
 exact probabilities of every outcome and the distribution of the stopping time.
+
+The coin. The harness draws every fresh eprocess test a uniform coin u before any outcome
+(app/harness/training/step.py `gate_spec`), and the final look accepts an end one win short on
+u < γ. The DP averages over u: such an end is accepted with weight γ and rejected with 1 − γ,
+so every accept probability is exactly the harness's gate's over its coin. Curtailment, which
+never changes a decision, stops a state in the DP once no reachable end has a chance > 0 (a
+test at coin 0); the real test at coin u stops once none has a chance above u, so with the
+coin the DP's unit counts are an upper bound. Every Monte Carlo case that runs a fresh test
+over its whole ladder, as the harness does, gives it a coin from the rep's seeded rng
+(`harness_coin`, checked rep by rep against `replay` at that coin); resumed tests, probations
+and the segments of a cut ladder get none, as in the harness.
 
 Stage split modelled here: horizon H = n_max families, stage 1 = the first round(2H/3), stage 2 =
 the last third (the Runner's split is diagnosis-pool vs validation-pool families, 2:1 in the
@@ -47,6 +60,8 @@ Cases (d = discordance = P(a family is a W or an L); p = P(W | discordant)):
    useful rule; 8b. `[gate] draws`: a null edit with 2 and 3 draws of every question through
    the real ladder and case pack, each draw answered afresh (the assumption) or a copy of the
    first (the price of an agent that ignores the sample index): seeded Monte Carlo.
+The final look's coin: the null grid of case 1 and the power at n_max 20 / 60 / 200, d 0.3,
+p 0.7, with and without the coin, exact DP.
 Run level: the false discovery rate of a run of tests at the per-test level and at LOND's
 (`[gate] run_control = "fdr"`, core/evolution/run_level.py): an exact DP over the run.
 Also: power of the two family evidences (`GateParams.family_evidence`) on families of 1, 3, 5,
@@ -97,7 +112,7 @@ from core.evolution.gate import (
     family_outcome,
 )
 from core.evolution.run_level import DEFAULT_RUN_TESTS, lond_level
-from core.stats import CALIBRATION_MAX_HORIZON, final_look_levels, mixture_e
+from core.stats import CALIBRATION_MAX_HORIZON, mixture_e
 
 DISCORDANCE = (0.02, 0.05, 0.15, 0.3, 0.6, 1.0)
 N_MAX = (20, 60, 200)
@@ -148,26 +163,58 @@ def _mixture_table(size: int) -> np.ndarray:
     return np.array([[mixture_e(w, k) for k in range(size + 1)] for w in range(2 * size + 1)])
 
 
-def _final_look_masks(params: GateParams, H: int, level: float):
-    """(W >= c(W + L) on the grid, the final look reachable with `rem` families left) for a
-    test that takes the final look (`SequentialGate.final_look`); (None, None) otherwise."""
-    if not SequentialGate(params, horizon=H, singletons=True).final_look:
-        return None, None
-    c = np.array(final_look_levels(level, params.alpha, H) + (H + 2,) * (3 * H + 1))
-    w = np.arange(H + 1)[:, None]
+def _final_look_ends(params: GateParams, H: int, level: float) -> np.ndarray | None:
+    """The final look's acceptance chance at every end (W, L) of a whole ladder of H, from the
+    real `SequentialGate.final_look_chance`: 1 at W >= c(W + L), γ(W + L) one win short (the
+    coin, `GateParams.final_look_coin`), 0 elsewhere; None for a test that takes no final look.
+    Rows run to W = 2H so `accept_reachable`'s "k more wins" can be read off a slice. Cells
+    with W + L > H are no state of the test (they carry no mass); they keep the value the
+    boolean version of this bench gave them (c = H + 2 past the ladder), so with the coin off
+    every mask, and so every float sum over one, is the same as before the coin."""
+    gate = SequentialGate(params, horizon=H, singletons=True)
+    if not gate.final_look:
+        return None
+    assert gate.threshold == level, (gate.threshold, level)  # the level the DP walks at
+    w = np.arange(2 * H + 1)[:, None]
     l_ = np.arange(H + 1)[None, :]
-    passes = w >= c[w + l_]
+    ends = np.where(w >= H + 2, 1.0, 0.0) * np.ones_like(l_)
+    for D in range(H + 1):
+        for wins in range(D + 1):
+            ends[wins, D - wins] = gate.final_look_chance(wins, D - wins)
+    return ends
 
-    def reachable(rem: int) -> np.ndarray:  # k more wins, the rest ties (`accept_reachable`)
-        return np.logical_or.reduce([w + k >= c[w + l_ + k] for k in range(rem + 1)])
 
-    return passes, reachable
+@dataclass(frozen=True)
+class StepRule:
+    """The gate's decision at one step n, over the (W, L) grid, in its order of checks."""
+
+    acc: np.ndarray  # accepted for sure: the threshold, or at n = H W >= c(W + L)
+    reject: np.ndarray  # harm, futility, no signal, or curtailed with the coin averaged
+    prov: np.ndarray  # provisional accept at the stage-1 end
+    # n = H: the chance γ a state one win short of c(W + L) is accepted on the coin (0 where
+    # acc or nothing); None when no state has one (no final look, or the coin off)
+    chance: np.ndarray | None = None
+    # n < H: states the DP goes on with only because an end with chance in (0, 1) is still
+    # reachable: a test whose coin is at or above that chance curtails them (`replay`)
+    on_coin: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class DPRule:
+    per_n: dict[int, StepRule]  # n = 1..H
+    ends: np.ndarray | None  # `_final_look_ends`
 
 
 @cache
-def _masks(params: GateParams, horizon: int, stage1: int):
-    """Per step n (1..H): (accept, reject, provisional) masks over the (W, L) grid, in the
-    gate's order of checks."""
+def _masks(params: GateParams, horizon: int, stage1: int) -> DPRule:
+    """Per step n (1..H) the gate's decision rule over the (W, L) grid (`StepRule`).
+
+    The final look's coin (`GateParams.final_look_coin`) is averaged over: at n = H a state one
+    win short of c(W + L) is accepted with its chance γ (`StepRule.chance`, the expectation over
+    a uniform coin), and curtailment stops a state only once no reachable end has a chance > 0
+    (what the real gate does at coin 0). Curtailment never changes a decision, so every accept
+    probability is exact for the coin-averaged gate; its unit counts are an upper bound: the
+    real test, at coin u, curtails once no reachable end has a chance above u."""
     M = _mixture_table(max(N_MAX + (horizon,)))
     H = horizon
     w = np.arange(H + 1)[:, None]
@@ -175,12 +222,28 @@ def _masks(params: GateParams, horizon: int, stage1: int):
     e_win = M[: H + 1, : H + 1]
     e_harm = M[: H + 1, : H + 1].T
     level = params.accept_level(H, singletons=True)  # the DP walks ±1/0 outcomes: the lattice
-    final_passes, final_reachable = _final_look_masks(params, H, level)
-    looks = final_passes is not None
+    ends = _final_look_ends(params, H, level)
+    looks = ends is not None
+    # reach_any[rem] / reach_sure[rem]: with rem families left, some end with a chance > 0 /
+    # of 1 is reachable by k more wins and the rest ties (`accept_reachable`; a loss never
+    # helps), built up one rem at a time
+    reach_any: list[np.ndarray] = []
+    reach_sure: list[np.ndarray] = []
+    if looks:
+        assert ends is not None
+        reach_any, reach_sure = [ends[: H + 1] > 0], [ends[: H + 1] >= 1]
+        for rem in range(1, H):
+            reach_any.append(reach_any[-1] | (ends[rem : rem + H + 1] > 0))
+            reach_sure.append(reach_sure[-1] | (ends[rem : rem + H + 1] >= 1))
     crossed = e_win >= level
     per_n = {}
     for n in range(1, H + 1):
-        acc = crossed | final_passes if looks and n == H else crossed
+        acc = crossed | reach_sure[0] if looks and n == H else crossed
+        chance = None
+        if looks and n == H:
+            assert ends is not None
+            coin = np.where(acc, 0.0, ends[: H + 1])
+            chance = coin if coin.any() else None
         harm = ~acc & (e_harm >= params.e_rollback)
         fut = np.zeros_like(acc)
         if params.e_futility is not None:
@@ -188,10 +251,14 @@ def _masks(params: GateParams, horizon: int, stage1: int):
         free = ~(acc | harm | fut)
         rem = H - n
         curt = np.zeros_like(acc)
+        on_coin = None
         if params.curtail and n < H:
             best = M[rem : rem + H + 1, : H + 1]  # mixture_e(W + rem, L)
             reach = best * (1.0 + _REL_SLACK) >= level
-            curt = free & ~(reach | final_reachable(rem) if looks else reach)
+            curt = free & ~(reach | reach_any[rem] if looks else reach)
+            if looks:
+                open_on_coin = free & ~(reach | reach_sure[rem]) & reach_any[rem]
+                on_coin = open_on_coin if open_on_coin.any() else None
         prov = np.zeros_like(acc)
         if n == stage1 < H and not looks:
             net = w - l_
@@ -206,8 +273,17 @@ def _masks(params: GateParams, horizon: int, stage1: int):
         after = params.no_signal_after(H)
         if after is not None and after <= n < H and not looks:
             nosig = free & (w <= l_)
-        per_n[n] = (acc, harm | fut | curt | nosig, prov & ~nosig)
-    return per_n, level
+        per_n[n] = StepRule(acc, harm | fut | curt | nosig, prov & ~nosig, chance, on_coin)
+    return DPRule(per_n, ends)
+
+
+def _accept_on_coin(P: np.ndarray, rule: StepRule) -> tuple[float, np.ndarray]:
+    """The mass the final look's coin accepts at this step, averaged over the coin (γ of each
+    state one win short), and what is left of P: the (1 − γ) rest goes on to the rejects."""
+    if rule.chance is None:
+        return 0.0, P
+    on_coin = P * rule.chance
+    return float(on_coin.sum()), P - on_coin
 
 
 def _step(P: np.ndarray, pw: float, pl: float, pt: float) -> np.ndarray:
@@ -218,8 +294,10 @@ def _step(P: np.ndarray, pw: float, pl: float, pt: float) -> np.ndarray:
 
 
 def exact_cell(params: GateParams, horizon: int, d: float, p: float) -> Exact:
+    """Every outcome's exact probability, the final look's coin averaged over (`_masks`: the
+    accept rates are exact, the unit counts an upper bound when the coin is on)."""
     H, s1 = horizon, stage1_of(horizon)
-    per_n, _ = _masks(params, H, s1)
+    per_n = _masks(params, H, s1).per_n
     pw, pl, pt = d * p, d * (1 - p), 1 - d
     P = np.zeros((H + 1, H + 1))
     P[0, 0] = 1.0
@@ -229,14 +307,17 @@ def exact_cell(params: GateParams, horizon: int, d: float, p: float) -> Exact:
     final = prov_total = kept = 0.0
     for n in range(1, H + 1):
         P = _step(P, pw, pl, pt)
-        acc, stop_rej, prov = per_n[n]
-        a = P[acc].sum()
+        rule = per_n[n]
+        acc, stop_rej, prov = rule.acc, rule.reject, rule.prov
+        on_coin, P = _accept_on_coin(P, rule)
+        a = P[acc].sum() + on_coin
         r = P[stop_rej].sum()
         final += a
         gate_end[n] += a + r
         test_end[n] += a + r
         P[acc | stop_rej] = 0.0
         if n > s1:
+            # a provisional accept's probation is a resumed test: no final look, no coin
             Q = _step(Q, pw, pl, pt)
             k = Q[acc].sum()
             rb = Q[stop_rej].sum()
@@ -311,17 +392,28 @@ def se(rate: float, reps: int) -> float:
     return math.sqrt(max(rate * (1 - rate), 1.0 / reps) / reps)
 
 
+def harness_coin(rng: np.random.Generator, params: GateParams) -> float | None:
+    """The coin the harness gives every fresh eprocess test for its final look
+    (app/harness/training/step.py `gate_spec`: `draw_coin` of the run's seed and the test's
+    id), here a uniform from the rep's seeded rng. With `final_look_coin` off the gate ignores
+    any coin, so none is drawn: the rep's other draws, and so every figure, stay those of the
+    gate without the coin."""
+    return float(rng.random()) if params.final_look_coin else None
+
+
 def run_real(
     families: list[tuple[str, list[tuple[str, bool, bool]]]],
     params: GateParams,
     horizon: int,
     stage1: int,
+    coin: float | None = None,
 ) -> tuple[str, int, int]:
-    """The real gate over families in order, then the real ProbationTest on a provisional
-    accept over the families after stage 1. Returns (verdict, gate families, test families),
-    verdict in accept / keep / rollback / reject."""
+    """The real gate, given `coin` for its final look (`harness_coin`), over families in
+    order, then the real ProbationTest (a resumed test: no final look, no coin) on a
+    provisional accept over the families after stage 1. Returns (verdict, gate families, test
+    families), verdict in accept / keep / rollback / reject."""
     singletons = all(len(pairs) == 1 for _, pairs in families)  # as the harness's rule sets it
-    gate = SequentialGate(params, horizon=horizon, stage1=stage1, singletons=singletons)
+    gate = SequentialGate(params, horizon=horizon, stage1=stage1, singletons=singletons, coin=coin)
     i = 0
     while not gate.done and i < len(families):
         gate.observe_family(*families[i])
@@ -358,24 +450,40 @@ def draw_outcomes(rng: np.random.Generator, reps: int, n: int, d: float, p: floa
     return np.where(u < d * p, 1, np.where(u < d, -1, 0)).astype(np.int8)
 
 
-def replay(row: list[int], params: GateParams, horizon: int) -> tuple[str, int, int]:
-    """The DP's decision rule on one path of family outcomes (same masks as `exact_cell`),
-    in `run_real`'s return format: comparing the two rep by rep checks that the real code
-    decides exactly as the DP assumes."""
+def replay(
+    row: list[int], params: GateParams, horizon: int, coin: float | None = None
+) -> tuple[str, int, int]:
+    """The DP's decision rule on one path of family outcomes (same masks as `exact_cell`) for
+    a test with this `coin` (None: a gate given none), in `run_real`'s return format:
+    comparing the two rep by rep checks that the real code decides exactly as the DP assumes.
+    The coin decides what the DP averages: an accept one win short of the final look's level
+    (coin < γ), and where the gate curtails (once no reachable end has a chance above it)."""
     s1 = stage1_of(horizon)
-    per_n, _ = _masks(params, horizon, s1)
+    dp = _masks(params, horizon, s1)
     w = l_ = 0
     gate_n = None
     for n, g in enumerate(row[:horizon], start=1):
         w, l_ = w + (g == 1), l_ + (g == -1)
-        acc, stop_rej, prov = per_n[n]
-        if acc[w, l_]:
+        rule = dp.per_n[n]
+        on_coin = coin is not None and rule.chance is not None and coin < rule.chance[w, l_]
+        if rule.acc[w, l_] or on_coin:
             return ("accept", n, n) if gate_n is None else ("keep", gate_n, n)
-        if stop_rej[w, l_]:
+        if rule.reject[w, l_] or _curtailed_at(dp, rule, n, w, l_, coin):
             return ("reject", n, n) if gate_n is None else ("rollback", gate_n, n)
-        if gate_n is None and prov[w, l_]:
+        if gate_n is None and rule.prov[w, l_]:
             gate_n = n
     return ("reject", horizon, horizon) if gate_n is None else ("rollback", gate_n, horizon)
+
+
+def _curtailed_at(dp: DPRule, rule: StepRule, n: int, w: int, l_: int, coin: float | None) -> bool:
+    """Whether a test with this coin curtails a state the coin-averaged DP goes on with: only
+    ends with a chance in (0, 1) are still reachable, and the coin is at or above the best of
+    them (`SequentialGate.accept_reachable`; with no coin none of them counts)."""
+    if rule.on_coin is None or not rule.on_coin[w, l_]:
+        return False
+    assert dp.ends is not None
+    best = float(dp.ends[w : w + len(dp.per_n) - n + 1, l_].max())  # k more wins, rest ties
+    return coin is None or coin >= best
 
 
 def mc_families(
@@ -387,16 +495,18 @@ def mc_families(
     p: float,
     size: int,
 ) -> tuple[MC, int]:
-    """Families of `size` units sharing one outcome, through observe_family. Also returns in
-    how many reps the real code's (verdict, gate families, test families) equals `replay`'s."""
+    """Families of `size` units sharing one outcome, through observe_family, each rep's test
+    with its own coin (`harness_coin`). Also returns in how many reps the real code's
+    (verdict, gate families, test families) equals `replay`'s at the same coin."""
     s1 = stage1_of(horizon)
     out, agree = [], 0
     for row in draw_outcomes(rng, reps, horizon, d, p).tolist():
+        coin = harness_coin(rng, params)
         fams = [
             (f"f{i}", [(f"f{i}.{k}", *_PAIR[g]) for k in range(size)]) for i, g in enumerate(row)
         ]
-        result = run_real(fams, params, horizon, s1)
-        agree += result == replay(row, params, horizon)
+        result = run_real(fams, params, horizon, s1, coin)
+        agree += result == replay(row, params, horizon, coin)
         out.append(result)
     return mc_summary(out, horizon), agree
 
@@ -512,8 +622,10 @@ def mc_ladder(
         # The Validator's own rule, driven without the harness. Stage 2: the gate's own (if it
         # goes on) uses the cached baseline; a probation uses a fresh anchor run. Both are null
         # draws with the same p_u.
+        coin = harness_coin(rng, params)  # a fresh test over its whole ladder: the harness's
         rule = make_rule(
-            AcceptanceStrategy.EPROCESS, RuleSetup(ladder.stage1, ladder.stage2, params)
+            AcceptanceStrategy.EPROCESS,
+            RuleSetup(ladder.stage1, ladder.stage2, params, coin=coin),
         )
         settled = run_rule(rule, paired(base, cand))
         decision = settled.decision
@@ -570,9 +682,10 @@ def mc_draws(
             ladder = ladder.truncated(params.n_max)
         horizons.append(len(ladder.families))
         redraws = world.pools.redraws(ladder) if changed else {}
+        coin = harness_coin(rng, params)
         rule = make_rule(
             AcceptanceStrategy.EPROCESS,
-            RuleSetup(ladder.stage1, ladder.stage2, params, redraws=redraws),
+            RuleSetup(ladder.stage1, ladder.stage2, params, redraws=redraws, coin=coin),
         )
         hits += run_rule(rule, paired(base, cand)).decision.action in ("accept", "keep")
     return hits / reps, float(np.mean(horizons))
@@ -687,7 +800,10 @@ def probation_with_later_edit(
     null = draw_outcomes(rng, reps, LATER_H, d, 0.5)
     good = draw_outcomes(rng, reps, LATER_H, d_good, p_good)
     for row, later in zip(null.tolist(), good.tolist(), strict=True):
-        gate = SequentialGate(params, horizon=LATER_H, stage1=s1, singletons=True)
+        # the null edit's fresh test over its whole ladder, with the harness's coin (its
+        # probation, a resumed test, takes none)
+        coin = harness_coin(rng, params)
+        gate = SequentialGate(params, horizon=LATER_H, stage1=s1, singletons=True, coin=coin)
         i = 0
         while not gate.done:
             gate.observe(f"u{i}", *_PAIR[row[i]])
@@ -705,7 +821,7 @@ def probation_with_later_edit(
                     break
             verdict = test.verdict()[0]
         verdicts.append(verdict)
-        agree += verdict == replay(row, params, LATER_H)[0]
+        agree += verdict == replay(row, params, LATER_H, coin)[0]
     n_prov = sum(v in ("keep", "rollback") for v in verdicts)
     kept = verdicts.count("keep")
     rate = (verdicts.count("accept") + kept) / reps
@@ -742,6 +858,8 @@ def continued_test(
             seg = full.truncated(CONT_SEG)
             if not seg.families:
                 break
+            # segments of a cut ladder: the harness gives their gates no coin (validate.py
+            # `GateSpec.rule`: `first_segment_gate`, `resumed_gate`), nor does the bench
             setup = RuleSetup(seg.stage1, (), params)
             if test is not None:
                 gate = resumed_gate(params, test)
@@ -802,10 +920,13 @@ def pooled_reproposal(
             if not ladder.families:
                 break
             setup = RuleSetup(ladder.stage1, (), params)
-            if test is not None:
+            if test is not None:  # a pooled test going on: resumed, no final look, no coin
                 gate = resumed_gate(params, test)
-            else:
-                gate = SequentialGate(params, horizon=len(ladder.families), singletons=True)
+            else:  # a fresh test over the whole ladder: the harness draws it a coin
+                coin = harness_coin(rng, params)
+                gate = SequentialGate(
+                    params, horizon=len(ladder.families), singletons=True, coin=coin
+                )
             decision = run_rule(SegmentRule(setup, gate), pairs).decision
             tests += 1
             if decision.action == "accept":
@@ -849,7 +970,8 @@ def bundle_with_decoy(
         g = np.where(useful & with_useful, np.where(u[:, 1] < win, 1, 0), 0)
         g = np.where(decoy & with_decoy, np.where(u[:, 1] < loss, -1, 0), g)
         fams = [(f"b{r}.{i}", [(f"b{r}.{i}", *_PAIR[int(x)])]) for i, x in enumerate(g)]
-        verdict = run_real(fams, params, horizon, stage1_of(horizon))  # type: ignore[arg-type]
+        coin = harness_coin(rng, params)
+        verdict = run_real(fams, params, horizon, stage1_of(horizon), coin)  # type: ignore[arg-type]
         kept += verdict[0] in ("accept", "keep")
     return kept / reps
 
@@ -868,7 +990,8 @@ def falsely_independent(
             for i, g in enumerate(row)
             for k in range(3)
         ]
-        verdict = run_real(fams, params, horizon, stage1_of(horizon))  # type: ignore[arg-type]
+        coin = harness_coin(rng, params)
+        verdict = run_real(fams, params, horizon, stage1_of(horizon), coin)  # type: ignore[arg-type]
         hits += verdict[0] in ("accept", "keep")
     return hits / reps
 
@@ -919,9 +1042,10 @@ def exact_sequence(
     params: GateParams, horizon: int, discordance: Sequence[float], p: float = 0.5
 ) -> tuple[float, float]:
     """(final, kept) exactly, as `exact_cell`'s DP but with family n's discordance
-    `discordance[n - 1]`: the gate's rate on one fixed, outcome-free order of families."""
+    `discordance[n - 1]`: the gate's rate on one fixed, outcome-free order of families (the
+    final look's coin averaged over, as there)."""
     H, s1 = horizon, stage1_of(horizon)
-    per_n, _ = _masks(params, H, s1)
+    per_n = _masks(params, H, s1).per_n
     P = np.zeros((H + 1, H + 1))
     P[0, 0] = 1.0
     Q = np.zeros_like(P)
@@ -929,10 +1053,12 @@ def exact_sequence(
     for n in range(1, H + 1):
         d = discordance[n - 1]
         P = _step(P, d * p, d * (1 - p), 1 - d)
-        acc, stop_rej, prov = per_n[n]
-        final += P[acc].sum()
+        rule = per_n[n]
+        acc, stop_rej, prov = rule.acc, rule.reject, rule.prov
+        on_coin, P = _accept_on_coin(P, rule)
+        final += P[acc].sum() + on_coin
         P[acc | stop_rej] = 0.0
-        if n > s1:
+        if n > s1:  # probation: a resumed test, no final look, no coin
             Q = _step(Q, d * p, d * (1 - p), 1 - d)
             kept += Q[acc].sum()
             Q[acc | stop_rej] = 0.0
@@ -984,8 +1110,10 @@ def mc_relevance(
                 i: int(np.where(x < d_i / 2, 1, np.where(x < d_i, -1, 0)))
                 for i, x, d_i in zip(ids, row, d, strict=True)
             }
+        coin = harness_coin(rng, params)
         rule = make_rule(
-            AcceptanceStrategy.EPROCESS, RuleSetup(ladder.stage1, ladder.stage2, params)
+            AcceptanceStrategy.EPROCESS,
+            RuleSetup(ladder.stage1, ladder.stage2, params, coin=coin),
         )
         gate_g = g["gate"]
         settled = run_rule(rule, lambda fam, gg=gate_g: [(i, *_PAIR[gg[i]]) for i in fam[1]])
@@ -1045,8 +1173,9 @@ def mc_consistency(
     s1 = stage1_of(horizon)
     for rep in range(reps):
         families = consistency_families(rng, rep, size, accuracy, horizon)
-        new.append(run_real(families, params, horizon, s1))
-        old.append(run_real(as_signs(families), params, horizon, s1))
+        coin = harness_coin(rng, params)  # one test's coin, for both rules on the same draws
+        new.append(run_real(families, params, horizon, s1, coin))
+        old.append(run_real(as_signs(families), params, horizon, s1, coin))
     return mc_summary(new, horizon), mc_summary(old, horizon)
 
 
@@ -1150,8 +1279,9 @@ def report_missingness(
             s1 = stage1_of(horizon)
             for rep in range(args.reps):
                 families = missing_verdict_families(rng, rep, horizon, share)
-                new.append(run_real(families, params, horizon, s1))  # type: ignore[arg-type]
-                old.append(run_real(left_out(families), params, horizon, s1))
+                coin = harness_coin(rng, params)  # both rules: the same test's coin
+                new.append(run_real(families, params, horizon, s1, coin))  # type: ignore[arg-type]
+                old.append(run_real(left_out(families), params, horizon, s1, coin))
             m, o = mc_summary(new, horizon), mc_summary(old, horizon)
             test = m.final + m.kept
             name = f"case 7 missing share {share:g} H {horizon} (MC)"
@@ -1335,6 +1465,7 @@ def report_family_evidence(args: argparse.Namespace, params: GateParams) -> None
                         kind_params,
                         horizon,
                         stage1_of(horizon),
+                        harness_coin(rng, kind_params),
                     )
                     for r in range(reps)
                 ]
@@ -1354,7 +1485,8 @@ def report_family_evidence(args: argparse.Namespace, params: GateParams) -> None
 # test taking the final look never makes) trade power for units at the power target's cell;
 # the others (bet mixture, harm level) were measured apart.
 POWER_OPTIONS = (
-    ("final look (default)", {"final_look": True}),
+    ("look + coin (default)", {"final_look": True, "final_look_coin": True}),
+    ("look, no coin", {"final_look": True, "final_look_coin": False}),
     ("no look, stop 1/3", {"final_look": False, "futility_share": 1 / 3}),
     ("no look, stop 1/2", {"final_look": False, "futility_share": 0.5}),
     ("no look, no stop", {"final_look": False, "futility_share": 0.0}),
@@ -1387,6 +1519,49 @@ def report_power_options(params: GateParams) -> None:
             f"{np.mean([e.test_units for e in null]):7.1f} {np.mean(power_units):8.1f} "
             f"{min(ratios):10.3f}"
         )
+
+
+# --------------------------------------------------------------------------- the coin
+
+COIN_POWER = ((20, 0.3, 0.7), (60, 0.3, 0.7), (200, 0.3, 0.7))  # (n_max, d, p)
+
+
+def report_coin(params: GateParams) -> float:
+    """The final look's coin (`GateParams.final_look_coin`): a test that ends one win short of
+    c(D) is accepted with probability γ(D), on a uniform coin drawn before any outcome, which
+    spends the α that c(D) alone leaves unspent. Exact DP with the coin averaged (`_masks`),
+    with and without it: the null grid of case 1 and the power at the power target and on small
+    ladders, against a fixed one-sided exact McNemar test on all n_max units. Returns the
+    largest null rate with the coin (P(accepted or kept) over the grid)."""
+    with_coin = replace(params, final_look_coin=True)
+    without = replace(params, final_look_coin=False)
+    print(
+        "\n== the final look's coin (exact DP, the coin averaged over): a test one win short of "
+        f"the final look's level c(D) is accepted with probability γ(D) (never below "
+        f"{with_coin.coin_min_wins} wins). test = accepted or kept; 'on coin' = the part of "
+        "'coin' accepted one win short; units = mean test units (with the coin an upper bound)"
+    )
+    print(
+        f"{'n_max':>5} {'d':>5} {'p':>4} {'no coin':>8} {'coin':>8} {'on coin':>8} "
+        f"{'units':>6} {'units':>6} {'McNemar n_max':>13}"
+    )
+    worst = 0.0
+    rows = [(n, d, 0.5) for n in N_MAX for d in DISCORDANCE] + list(COIN_POWER)
+    for n, d, p in rows:
+        off, on = exact_cell(without, n, d, p), exact_cell(with_coin, n, d, p)
+        # the coin only adds accepts at the end: what it adds is the mass it accepts
+        mcnemar = f"{mcnemar_power(n, d, p):13.4f}" if p != 0.5 else f"{'':>13}"
+        print(
+            f"{n:5d} {d:5.2f} {p:4.1f} {off.test:8.4f} {on.test:8.4f} {on.test - off.test:8.4f} "
+            f"{off.test_units:6.1f} {on.test_units:6.1f} {mcnemar}"
+        )
+        if p == 0.5:
+            worst = max(worst, on.test)
+    print(
+        f"  {verdict(worst <= TARGET_FA)} with the coin, null accepted or kept <= {TARGET_FA}: "
+        f"max {worst:.4f}"
+    )
+    return worst
 
 
 # --------------------------------------------------------------------------- report
@@ -1489,10 +1664,20 @@ def harness_cases(
             rng = np.random.default_rng([args.seed, 8, round(d * 100)])
             rate, tests = pooled_reproposal(rng, args.reps, params, d, pooled)
             print(f"{d:5.2f} {name:>7} {fmt_rate(rate)} {se(rate, args.reps):6.4f} {tests:6.2f}")
-            if pooled:
+            if not pooled:
+                continue
+            cell = f"case 5c pooled re-proposal d {d:g}"
+            mc_ses.append(se(rate, args.reps))
+            if tests == 1.0:
+                # Every rep ran one fresh test over the same-sized ladder of iid outcomes (the
+                # final look runs a test to its end, so none went on): its rate is the DP's.
+                exact = exact_cell(params, CONT_POOL - REPROPOSAL_SHOWN, d, 0.5).final
+                print(f"{'':>13} one test on every rep: exactly {fmt_rate(exact)}")
+                worst_pooled = max(worst_pooled, exact)
+                finals.append((exact, cell + " (exact, one fresh test on every rep)"))
+            else:
                 worst_pooled = max(worst_pooled, rate)
-                finals.append((rate, f"case 5c pooled re-proposal d {d:g} (MC)"))
-                mc_ses.append(se(rate, args.reps))
+                finals.append((rate, cell + " (MC)"))
     print(f"RESULT gate.validity.pooled_reproposal {worst_pooled:.4f} rate target <={TARGET_FA}")
     return worst_later, worst_cont
 
@@ -1675,7 +1860,9 @@ def main() -> None:
     # sanity: DP against the real gate
     print(
         "\n== DP check against the real SequentialGate + ProbationTest (singleton families), "
-        "Monte Carlo"
+        "Monte Carlo, each rep's test with its own coin. The DP averages the final look's coin; "
+        "its units are an upper bound (it curtails as a test at coin 0 does, the real one "
+        "once no reachable end has a chance above its coin)"
     )
     print(f"{'cell':>24} {'':>5} {'final':>7} {'prov':>7} {'kept':>7} {'gate u':>7} {'test u':>7}")
     for n, d, p in ((60, 0.3, 0.7),):
@@ -1729,6 +1916,8 @@ def main() -> None:
                 f"{e.gate_units:7.1f} {e.test_units:7.1f} {mc:8.4f} {ratio:6.2f}{note}"
             )
 
+    coin_null = report_coin(params)
+
     # 5. the harness's cases
     later_max, cont_max = harness_cases(args, params, finals, mc_ses)
     run_fdr = report_run_level(params, TINY_RUN_TESTS if args.tiny else RUN_TESTS)
@@ -1781,6 +1970,22 @@ def main() -> None:
         f"false-accept cells: max {max_se:.4f}"
     )
     print(f"RESULT gate.validity.max_final_false_accept {max_final:.4f} rate target <={TARGET_FA}")
+    # The coin spends α exactly, so a Monte Carlo cell at the worst case estimates 0.05 itself
+    # and lands above it about half the time: its check is that it is not significantly above
+    # (z of the estimate against α, its binomial s.e. at α), the exact cells' that they are <= α.
+    exact_max = max(rate for rate, where in finals if "(MC)" not in where)
+    mc_z = max(
+        (rate - TARGET_FA) / se(TARGET_FA, args.reps) for rate, where in finals if "(MC)" in where
+    )
+    print(
+        f"RESULT gate.validity.exact_max_final_false_accept {exact_max:.4f} rate target <={TARGET_FA}"
+    )
+    print(f"RESULT gate.validity.mc_max_excess_z {mc_z:.2f} sd target <=3")
+    print(
+        f"  (exact cells: worst {exact_max:.4f}; Monte Carlo cells: the largest excess over "
+        f"{TARGET_FA} is {mc_z:.2f} s.e., where a gate that spends α exactly lands above "
+        f"{TARGET_FA} half the time)"
+    )
     print(
         f"RESULT gate.validity.max_kept_provisional_false_accept {max_kept:.4f} rate "
         f"target <={TARGET_FA}"
@@ -1798,6 +2003,7 @@ def main() -> None:
     )
     print(f"RESULT gate.validity.continued_test {cont_max:.4f} rate target <={TARGET_FA}")
     print(f"RESULT gate.validity.run_fdr {run_fdr:.4f} rate target <={TARGET_FA}")
+    print(f"RESULT gate.validity.coin_null {coin_null:.4f} rate target <={TARGET_FA}")
     print(f"\n({time.perf_counter() - start:.1f} s)")
 
 

@@ -1,7 +1,10 @@
 """Checks of bench/gate_validity.py's exact computations against brute force and oracles.
 
 The bench's figures are only as good as its dynamic programme and its McNemar power, so both
-are checked against full enumeration of small cases, run through the real gate code.
+are checked against full enumeration of small cases, run through the real gate code. The
+gate's final look accepts one win short on the test's coin (`GateParams.final_look_coin`);
+the DP averages over that coin, so the enumeration does too: each path weighted by the
+probability over a uniform coin that the real gate accepts it.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import pytest
 from scipy.stats import binomtest
 from statsmodels.stats.contingency_tables import mcnemar
 
-from core.evolution.gate import GateParams
+from core.evolution.gate import GateParams, SequentialGate
 from core.stats import mcnemar_exact
 
 _PATH = Path(__file__).resolve().parents[2] / "bench" / "gate_validity.py"
@@ -32,8 +35,16 @@ def gv():
     return module
 
 
+COINS = (None, 0.0, 0.3, 0.7, 0.99)  # a gate given no coin, and coins low to high
+
+
 def _enumerate(gv, params: GateParams, horizon: int, d: float, p: float, outcomes, real: bool):
-    """Every path of family outcomes with its probability: the rates by brute force."""
+    """Every path of family outcomes with its probability: the rates by brute force, the coin
+    averaged over. A path's accept probability over a uniform coin u: 1 if the gate accepts it
+    with no coin (then at every coin), else γ of its end if the gate accepts it at u = 0 (an
+    accept one win short: u < γ), else 0. Units are those of the test at coin 0, the DP's (an
+    upper bound on a test at a higher coin, which may curtail sooner). With `real`, every
+    path also goes through the real gate at each of COINS and must match `replay` there."""
     probs = {1: d * p, -1: d * (1 - p), 0: 1 - d}
     rates = {"accept": 0.0, "prov": 0.0, "keep": 0.0, "gate_units": 0.0, "test_units": 0.0}
     s1 = gv.stage1_of(horizon)
@@ -44,11 +55,20 @@ def _enumerate(gv, params: GateParams, horizon: int, d: float, p: float, outcome
         row = list(path)
         if real:
             fams = [(f"f{i}", [(f"u{i}", *gv._PAIR[g])]) for i, g in enumerate(row)]
-            verdict, gate_n, test_n = gv.run_real(fams, params, horizon, s1)
-            assert (verdict, gate_n, test_n) == gv.replay(row, params, horizon)
+            runs = {c: gv.run_real(fams, params, horizon, s1, c) for c in COINS}
+            for coin, result in runs.items():
+                assert result == gv.replay(row, params, horizon, coin), (row, coin)
         else:
-            verdict, gate_n, test_n = gv.replay(row, params, horizon)
-        rates["accept"] += weight * (verdict == "accept")
+            runs = {c: gv.replay(row, params, horizon, c) for c in COINS}
+        verdict, gate_n, test_n = runs[0.0]
+        if verdict == "accept" and runs[None][0] != "accept":  # accepted on the coin only
+            wins, losses = row.count(1), row.count(-1)
+            gate = SequentialGate(params, horizon=horizon, singletons=True)
+            chance = gate.final_look_chance(wins, losses)
+            assert gate_n == horizon and 0.0 < chance < 1.0
+        else:
+            chance = float(verdict == "accept")
+        rates["accept"] += weight * chance
         rates["prov"] += weight * (verdict in ("keep", "rollback"))
         rates["keep"] += weight * (verdict == "keep")
         rates["gate_units"] += weight * float(gv.chunked(gate_n, horizon))
@@ -64,9 +84,11 @@ def _enumerate(gv, params: GateParams, horizon: int, d: float, p: float, outcome
         (9, 0.6, 0.65, (1, -1, 0), False),
     ],
 )
-@pytest.mark.parametrize("final_look", [True, False])
-def test_dp_equals_brute_force_through_the_real_gate(gv, horizon, d, p, outcomes, real, final_look):
-    params = GateParams(final_look=final_look)
+@pytest.mark.parametrize(("final_look", "coin"), [(True, True), (True, False), (False, True)])
+def test_dp_equals_brute_force_through_the_real_gate(
+    gv, horizon, d, p, outcomes, real, final_look, coin
+):
+    params = GateParams(final_look=final_look, final_look_coin=coin)
     exact = gv.exact_cell(params, horizon, d, p)
     brute = _enumerate(gv, params, horizon, d, p, outcomes, real)
     assert exact.final == pytest.approx(brute["accept"], abs=1e-12)
@@ -88,11 +110,36 @@ def test_the_brute_force_cases_reach_every_branch(gv):
     )
 
 
+def test_the_brute_force_cases_reach_the_coin(gv):
+    """The coin's branches occur in the enumerated cases: it adds accepts one win short, and
+    a test whose coin is above every chance still reachable curtails sooner than the DP."""
+    no_coin = GateParams(final_look_coin=False)
+    for horizon, d, p in ((12, 1.0, 0.7), (9, 0.6, 0.65)):
+        assert gv.exact_cell(GateParams(), horizon, d, p).final > (
+            gv.exact_cell(no_coin, horizon, d, p).final
+        )
+    paths = itertools.product((1, -1), repeat=12)
+    stops = {
+        (gv.replay(list(row), GateParams(), 12, 0.0)[1], gv.replay(list(row), GateParams(), 12)[1])
+        for row in paths
+    }
+    assert any(at_zero > with_none for at_zero, with_none in stops)
+
+
+def test_monte_carlo_agrees_with_replay_at_each_reps_coin(gv):
+    """`mc_families` draws each rep's coin (`harness_coin`) and checks the real gate against
+    the DP rule at that coin: every rep agrees, and the coin is drawn only when it is on."""
+    for horizon, d in ((20, 1.0), (60, 0.3)):
+        m, agree = gv.mc_families(np.random.default_rng(3), 400, GateParams(), horizon, d, 0.5, 1)
+        assert agree == m.reps == 400
+    assert gv.harness_coin(np.random.default_rng(1), GateParams(final_look_coin=False)) is None
+
+
 def test_null_test_rate_is_at_most_alpha(gv):
-    params = GateParams()
-    for horizon in (20, 60):
-        for d in (0.3, 1.0):
-            assert gv.exact_cell(params, horizon, d, 0.5).test <= params.alpha + 1e-12
+    for params in (GateParams(), GateParams(final_look_coin=False)):
+        for horizon in (20, 60):
+            for d in (0.3, 1.0):
+                assert gv.exact_cell(params, horizon, d, 0.5).test <= params.alpha + 1e-12
 
 
 @pytest.mark.parametrize(("w", "l"), [(0, 0), (3, 0), (7, 2), (12, 5), (4, 9), (30, 18)])
@@ -147,8 +194,9 @@ def test_the_run_level_dp_matches_runs_through_the_real_gate(gv) -> None:
             fams = [
                 (f"r{r}t{t}f{i}", [(f"r{r}t{t}u{i}", *gv._PAIR[int(g)])]) for i, g in enumerate(row)
             ]
+            coin = gv.harness_coin(rng, params)  # each fresh test its coin, as the harness
             verdict = gv.run_real(
-                fams, gv.replace(params, e_confirm=1 / level), horizon, gv.stage1_of(horizon)
+                fams, gv.replace(params, e_confirm=1 / level), horizon, gv.stage1_of(horizon), coin
             )
             found += verdict[0] in ("accept", "keep")
         counts.append(found)

@@ -396,7 +396,7 @@ def _worst_null_accept(strategy: AcceptanceStrategy, n: int) -> tuple[float, int
             signs = [1] * wins + [-1] * (d - wins) + [0] * (n - d)
             pairs = {f"f{i}": [(f"u{i}", *PAIR_OF[g])] for i, g in enumerate(signs)}
             rule = make_rule(strategy, RuleSetup(ladder))
-            verdict = run_rule(rule, lambda family: pairs[family[0]])
+            verdict = run_rule(rule, lambda family, pairs=pairs: pairs[family[0]])
             rate += binom.pmf(wins, d, 0.5) * (verdict.decision.action == GateAction.ACCEPT)
         worst = max(worst, (rate, d))
     return worst
