@@ -100,12 +100,13 @@ no guarantee by itself; it is an edit on probation. What is not guaranteed: that
 edit helps on questions unlike the benchmark's.
 
 Measured by bench/gate_validity.py with the defaults (exact DP where the decision depends on
-counts only, seeded Monte Carlo otherwise): false accepts at most 0.0495 (accepted or kept)
-over discordance 0.02-1 x n_max 20/60/200, 0.042 through the real ladders built from noisy
-baselines, at most 0.044 with families of 3 and 10 sharing outcomes (Ville's level, no final
-look), at most 0.031 for a consistency-only candidate (families of 3 and 5, accuracy 0.7 and
-0.5; the old sign rule: 0.63); kept provisional accepts at most 0.006; a slightly harmful edit
-(P(W | discordant) 0.45) at most 0.024. "rounded" against "mean" (power, d 0.3 and
+counts only, seeded Monte Carlo otherwise): false accepts at most 0.0500 (accepted or kept;
+exact, the coin averaged over: a worst-case test spends α exactly; 0.0495 without the coin)
+over discordance 0.02-1 x n_max 20/60/200, 0.045-0.054 through the real ladders built from
+noisy baselines (Monte Carlo, s.e. 0.0045), at most 0.044 with families of 3 and 10 sharing
+outcomes (Ville's level, no final look), at most 0.029 for a consistency-only candidate
+(families of 3 and 5, accuracy 0.7 and 0.5; the old sign rule: 0.66); kept provisional accepts
+at most 0.006; a slightly harmful edit (P(W | discordant) 0.45) at most 0.030. "rounded" against "mean" (power, d 0.3 and
 P(W | discordant) 0.7 per unit): with independent units in a family "mean" is stronger on long
 ladders (families of 3: 0.66 vs 0.51 at horizon 60, 0.99 vs 0.96 at 200) and weaker on short
 ones (0.05 vs 0.15 at 20); with units sharing their outcome "rounded" is stronger, and with
@@ -116,9 +117,10 @@ part is what confirms a small edit on a short ladder: 6 straight single-unit win
 families of 3 each won by all its units (14 each won by one unit, d = 1/3, where any valid test
 of the family null needs at least 11: P(d ≥ 1/3) can be 3/4 per family under it, and
 0.75^10 > 0.05). The price is power on long ladders whose wins and losses mix, which the
-final look buys back: at n_max 200, discordance 0.3, P(W | discordant) 0.7, 0.86 with it and
-0.77 without (a fixed McNemar test on all 200 units: 0.92), and at least 0.92x a fixed McNemar
-test's power at the gate's expected number of units (0.84x without).
+final look buys back: at n_max 200, discordance 0.3, P(W | discordant) 0.7, 0.88 with it and
+its coin, 0.86 without the coin and 0.77 without the final look (a fixed McNemar test on all
+200 units: 0.92), and at least 0.94x a fixed McNemar test's power at the gate's expected
+number of units (0.92x without the coin, 0.84x without the final look).
 
 Families or units. A benchmark that declares a family's units independent
 (`family_units = "independent"`, docs/benchmarks.md) has every unit counted as its own family
