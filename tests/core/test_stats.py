@@ -647,17 +647,18 @@ def test_wilson_z_precise_for_tiny_alpha(alpha: float) -> None:
 # --------------------------------------------------------------------------- final look
 
 
-def _joint_rate_by_enumeration(level: float, d: int, critical: int) -> float:
-    """P(a fair walk of d steps crosses `level` or ends with W >= critical), every path."""
-    hits = 0
+def _joint_rate_by_enumeration(level: float, d: int, critical: int, chance: float = 0.0) -> float:
+    """P(a fair walk of d steps crosses `level`, or ends with W >= critical, or ends with
+    W = critical - 1 without crossing and wins a coin of `chance`), every path."""
+    total = 0.0
     for path in itertools.product((1, -1), repeat=d):
         wins = losses = 0
         crossed = False
         for g in path:
             wins, losses = wins + (g == 1), losses + (g == -1)
             crossed = crossed or mixture_e(wins, losses) >= level * (1 - 1e-12)
-        hits += crossed or wins >= critical
-    return hits / 2**d
+        total += 1.0 if crossed or wins >= critical else chance * (wins == critical - 1)
+    return total / 2**d
 
 
 @pytest.mark.parametrize("horizon", [12, 48])
@@ -686,20 +687,6 @@ def test_final_look_levels_sit_within_one_win_of_the_exact_mcnemar_level() -> No
                 assert levels[d] <= mcnemar + 1
 
 
-def _rate_with_chance_by_enumeration(level: float, d: int, critical: int, chance: float) -> float:
-    """P(a fair walk of d steps crosses `level`, or ends with W >= critical, or ends with
-    W = critical - 1 without crossing and wins the coin), every path."""
-    total = 0.0
-    for path in itertools.product((1, -1), repeat=d):
-        wins = losses = 0
-        crossed = False
-        for g in path:
-            wins, losses = wins + (g == 1), losses + (g == -1)
-            crossed = crossed or mixture_e(wins, losses) >= level * (1 - 1e-12)
-        total += 1.0 if crossed or wins >= critical else chance * (wins == critical - 1)
-    return total / 2**d
-
-
 @pytest.mark.parametrize("horizon", [12, 48])
 def test_final_look_chances_spend_alpha_exactly_by_enumeration(horizon: int) -> None:
     """With γ(D) one win short of c(D), P(accept | D) is α to the float, every path: the
@@ -709,7 +696,7 @@ def test_final_look_chances_spend_alpha_exactly_by_enumeration(horizon: int) -> 
     chances = final_look_chances(level, 0.05, horizon)
     assert chances[0] == 0.0 and all(0.0 <= g <= 1.0 for g in chances)
     for d in range(1, 13):
-        rate = _rate_with_chance_by_enumeration(level, d, levels[d], chances[d])
+        rate = _joint_rate_by_enumeration(level, d, levels[d], chances[d])
         assert rate == pytest.approx(0.05, rel=1e-8) and rate <= 0.05
 
 
