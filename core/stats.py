@@ -753,7 +753,6 @@ def _first_crossings(grid: tuple[tuple[float, ...], ...], horizon: int, level: f
 CALIBRATION_MAX_HORIZON = 400
 
 
-@functools.lru_cache(maxsize=64)
 def final_look_levels(
     level: float, alpha: float, size: int, bets: tuple[tuple[float, float], ...] = MIXTURE_BETS
 ) -> tuple[int, ...]:
@@ -772,22 +771,9 @@ def final_look_levels(
     the one-sided exact McNemar level at α, or one win more, for every D ≤ 43 (two at D = 44;
     at 200 families the gap reaches 7 near D = 190, where the threshold itself accepts most).
     """
-    _check_alpha(alpha)
-    grid = _e_values(size, bets)
-    first = _first_crossings(grid, size, level * (1 - 1e-12))
-    levels = [1]  # D = 0: the empty walk ends on W = 0, which never accepts
-    for steps, (alive, crossed) in enumerate(_fair_walk(size, first), start=1):
-        tail, critical = crossed, steps + 1
-        for wins in range(steps, -1, -1):
-            if tail + alive[wins] > alpha * (1 + 1e-12):
-                break
-            tail += alive[wins]
-            critical = wins
-        levels.append(critical)
-    return tuple(levels)
+    return _final_look(level, alpha, size, bets)[0]
 
 
-@functools.lru_cache(maxsize=64)
 def final_look_chances(
     level: float, alpha: float, size: int, bets: tuple[tuple[float, float], ...] = MIXTURE_BETS
 ) -> tuple[float, ...]:
@@ -803,19 +789,34 @@ def final_look_chances(
     randomized form of McNemar's exact test, the most powerful test of its null for a given
     D (Neyman-Pearson). The acceptance probability still grows with W (0, γ, 1), so the fair
     coin stays the worst case, and P(accept | D) ≤ α holds as for c(D) alone."""
+    return _final_look(level, alpha, size, bets)[1]
+
+
+@functools.lru_cache(maxsize=64)
+def _final_look(
+    level: float, alpha: float, size: int, bets: tuple[tuple[float, float], ...]
+) -> tuple[tuple[int, ...], tuple[float, ...]]:
+    """(`final_look_levels`, `final_look_chances`): one pass of the dynamic programme over the
+    fair walks that have not crossed `level`."""
     _check_alpha(alpha)
-    levels = final_look_levels(level, alpha, size, bets)
     grid = _e_values(size, bets)
     first = _first_crossings(grid, size, level * (1 - 1e-12))
+    levels = [1]  # D = 0: the empty walk ends on W = 0, which never accepts
     chances = [0.0]
     for steps, (alive, crossed) in enumerate(_fair_walk(size, first), start=1):
-        critical = levels[steps]
+        tail, critical = crossed, steps + 1
+        for wins in range(steps, -1, -1):
+            if tail + alive[wins] > alpha * (1 + 1e-12):
+                break
+            tail += alive[wins]
+            critical = wins
+        levels.append(critical)
         spent = crossed + sum(alive[critical:])
         short = alive[critical - 1] if critical >= 1 else 0.0
         left = alpha - spent
         # a hair below the exact γ, so float rounding never spends more than α
         chances.append(min(1.0, left / short * (1 - 1e-9)) if short > 0 and left > 0 else 0.0)
-    return tuple(chances)
+    return tuple(levels), tuple(chances)
 
 
 @functools.lru_cache(maxsize=512)

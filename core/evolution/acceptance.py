@@ -121,7 +121,7 @@ class RuleSetup:
     # and the one-shot rules leave it out.
     redraws: Mapping[str, tuple[str, int]] = field(default_factory=lambda: MappingProxyType({}))
     # the eprocess rule's coin for its final look (`GateParams.final_look_coin`): a uniform
-    # number in [0, 1) drawn before any outcome (the harness: `test_coin`); None, no coin
+    # number in [0, 1) drawn before any outcome (the harness: `draw_coin`); None, no coin
     coin: float | None = None
 
     @property

@@ -821,15 +821,18 @@ class SequentialGate:
 
     def _looks_accept(self, wins: int, losses: int) -> bool:
         """Whether the final look accepts that end: for sure, or on this test's coin."""
-        chance = self.final_look_chance(wins, losses)
+        return self._takes(self.final_look_chance(wins, losses))
+
+    def _takes(self, chance: float) -> bool:
         return chance >= 1.0 or (self.coin is not None and self.coin < chance)
 
     def _final_look_passes(self) -> bool:
         """At the end of the whole ladder: W ≥ the joint level for the D = W + L discordant
         families (`core.stats.final_look_levels`), or one short on the coin."""
-        if not self._looks_accept(self.bet_W, self.bet_L):
+        chance = self.final_look_chance(self.bet_W, self.bet_L)
+        if not self._takes(chance):
             return False
-        self.chance = self.final_look_chance(self.bet_W, self.bet_L)
+        self.chance = chance
         return True
 
     def _evidence_row(
