@@ -37,7 +37,8 @@ Cases (d = discordance = P(a family is a W or an L); p = P(W | discordant)):
 1. independent null (p = 0.5), d x n_max grid: exact DP.
 2. null through the project's real ladder code (`GatePools.build` fed a noisy baseline run,
    whose outcomes are then the cached baseline the candidate is compared with; cold, and warm
-   after `GatePools.update` with another noisy round): seeded Monte Carlo of the real gate.
+   after `GatePools.update` with another noisy round): seeded Monte Carlo of the real gate;
+   warm, also its exact rate given each rep's ladder and p_u (`accept_given_discordant`).
 3. families of 3 and of 10 whose members share their outcomes, fed through `observe_family`:
    seeded Monte Carlo of the real gate (and ProbationTest for the continuation).
 2b. a null edit through a relevance-ordered ladder (`[gate] ladder_order = "relevance"`), the
@@ -592,9 +593,62 @@ def paired(base: dict[str, bool], cand: dict[str, bool]):
     return lambda family: [(u, base[u], cand[u]) for u in family[1]]
 
 
+@cache
+def accept_given_discordant(params: GateParams, horizon: int) -> np.ndarray | None:
+    """a[D] = P(a null test over a ladder of `horizon` singleton families is accepted, at the
+    gate or kept | exactly D of them discordant, each a fair coin), by `exact_sequence` on D
+    discordant families then H − D ties; None for a test that takes no final look.
+
+    With the final look the gate's decision depends only on the sequence of wins and losses:
+    its e-values are functions of (W, L), its level is fixed by the horizon, the harm stop too,
+    curtailment never changes a decision, and there is no provisional accept and no "no
+    signal" stop. So the order of the ties does not matter, and a null test over families of
+    discordances d_1..d_H is accepted with probability sum_D PB(D) a[D], PB the Poisson
+    binomial law of D (`mc_ladder` checks the identity on its first reps against
+    `exact_sequence` in the ladder's own order)."""
+    H = horizon
+    dp = _masks(params, H, stage1_of(H))
+    if dp.ends is None:
+        return None
+    last = dp.per_n[H]
+    # the share of a state at the end of the ladder the final look accepts, coin averaged
+    at_end = last.acc + (last.chance if last.chance is not None else 0.0)
+    # `exact_sequence` of D discordant families then ties, for every D in one walk: the first
+    # D steps are the same for every D' >= D, and over the ties that follow a state keeps its
+    # (W, L), so it is accepted only by the final look at the end (the threshold and the harm
+    # stop were checked at step D with the same (W, L); curtailment changes no decision)
+    P = np.zeros((H + 1, H + 1))
+    P[0, 0] = 1.0
+    accepted = 0.0
+    rates = np.zeros(H + 1)
+    rates[0] = float((P * at_end).sum())
+    for n in range(1, H + 1):
+        P = _step(P, 0.5, 0.5, 0.0)
+        rule = dp.per_n[n]
+        assert not rule.prov.any()  # the final look runs every test to the end of its ladder
+        on_coin, P = _accept_on_coin(P, rule)
+        accepted += float(P[rule.acc].sum()) + on_coin
+        P[rule.acc | rule.reject] = 0.0
+        rates[n] = accepted + (float((P * at_end).sum()) if n < H else 0.0)
+    return rates
+
+
+def poisson_binomial(probs: Sequence[float]) -> np.ndarray:
+    """P(D = k), k = 0..n, for D the number of successes of independent Bernoulli(probs)."""
+    pmf = np.zeros(len(probs) + 1)
+    pmf[0] = 1.0
+    for i, q in enumerate(probs, start=1):
+        pmf[1 : i + 1] = pmf[1 : i + 1] * (1 - q) + pmf[:i] * q
+        pmf[0] *= 1 - q
+    return pmf
+
+
+LADDER_IDENTITY_CHECKS = 3  # reps per cell whose conditional rate is also walked in order
+
+
 def mc_ladder(
     rng: np.random.Generator, reps: int, params: GateParams, world: LadderWorld, warm: bool
-) -> tuple[MC, float]:
+) -> tuple[MC, float, float | None]:
     """Null through the real ladder. Per rep: p_u ~ Beta(0.5, 0.5); the baseline run is one
     Bernoulli(p_u) draw per unit and is the cached baseline the gate compares with; the
     candidate is an independent Bernoulli(p_u) draw (null). Cold (epoch 1): the batch is chosen
@@ -604,9 +658,20 @@ def mc_ladder(
     `GatePools.ladder_for(...)` truncated to n_max; the gate is the acceptance rule
     app/harness/training/validate.py runs (core/evolution/acceptance.py, driven by `run_rule`), the
     probation runs as in slow_update.py (fresh anchor and candidate runs on the reserved stage-2
-    families). Returns the summary and the mean horizon."""
+    families). Returns the summary, the mean horizon, and for a warm ladder whose test takes
+    the final look the exact rate given each rep's ladder and p_u, averaged over the reps.
+
+    Why warm has an exact conditional rate: its ladder is chosen from a round independent of
+    the two runs compared, so given p_u and the ladder, unit u is a win or a loss with
+    probability p_u(1 − p_u) each, independently; `accept_given_discordant` turns those
+    discordances into the gate's exact acceptance probability. Each rep's term is <= alpha
+    exactly (a[D] <= alpha for every D, tests/core/test_stats.py), so their mean is too; the
+    real code's verdicts are the Monte Carlo column beside it. Cold ladders leave out units by
+    the compared baseline's own outcomes, so no such formula holds there: Monte Carlo only."""
     ids = [u.unit_id for u in world.units]
     out, horizons = [], []
+    conditional: list[float] = []
+    agree = 0
     for r in range(reps):
         p = rng.beta(0.5, 0.5, len(ids))
         # baseline run, candidate, another observation round, probation anchor and candidate
@@ -619,6 +684,15 @@ def mc_ladder(
         exclude = case_pack(world, seen, seen, seed=1000 * (2 if warm else 1) + r)
         ladder = world.pools.ladder_for("t", exclude, key=key).truncated(world.n_max)
         horizons.append(len(ladder.families))
+        a = accept_given_discordant(params, len(ladder.families)) if warm else None
+        if a is not None:
+            p_of = dict(zip(ids, p.tolist(), strict=True))
+            ds = [2 * p_of[us[0]] * (1 - p_of[us[0]]) for _, us in ladder.families]
+            rate = float(poisson_binomial(ds) @ a)
+            if r < LADDER_IDENTITY_CHECKS:
+                in_order = sum(exact_sequence(params, len(ds), ds))
+                assert abs(rate - in_order) < 1e-9, (rate, in_order)
+            conditional.append(rate)
         # The Validator's own rule, driven without the harness. Stage 2: the gate's own (if it
         # goes on) uses the cached baseline; a probation uses a fresh anchor run. Both are null
         # draws with the same p_u.
@@ -629,6 +703,9 @@ def mc_ladder(
         )
         settled = run_rule(rule, paired(base, cand))
         decision = settled.decision
+        if a is not None:  # the real rule decides as the DP behind the exact rate
+            row = [int(cand[us[0]]) - int(base[us[0]]) for _, us in ladder.families]
+            agree += replay(row, params, len(row), coin)[0] == decision.action
         if decision.action != "accept_provisional":
             out.append((decision.action, decision.n_used, decision.n_used))
             continue
@@ -639,7 +716,8 @@ def mc_ladder(
             probation.observe_family(f, [(u, anchor[u], cand2[u]) for u in us])
         verdict, final = probation.verdict()
         out.append((verdict, decision.n_used, final.n_used))
-    return mc_summary(out, world.n_max), float(np.mean(horizons))
+    exact = float(np.mean(conditional)) if conditional and agree == reps else None
+    return mc_summary(out, world.n_max), float(np.mean(horizons)), exact
 
 
 def mc_draws(
@@ -1782,22 +1860,31 @@ def main() -> None:
     print(
         "\n== 2. null through the real ladder (GatePools.build / ladder_for / truncated, "
         "real SequentialGate + ProbationTest), Monte Carlo; p_u ~ Beta(0.5, 0.5), singleton "
-        "families"
+        "families. 'exact' (warm): the gate's exact rate given each rep's ladder and p_u, "
+        "averaged over the reps (every term <= alpha; shown when the real rule decided as that "
+        "rate's DP on every rep)"
     )
     print(
         f"{'ladder':>6} {'n_max':>5} {'horizon':>7} {'final':>7} {'s.e.':>6} {'prov':>7} "
-        f"{'kept':>7} {'s.e.':>6}"
+        f"{'kept':>7} {'s.e.':>6} {'exact':>7}"
     )
     for n in N_MAX:
         world = ladder_world(n, seed=args.seed % 1000 + 1)
         for warm in (False, True):
             rng = np.random.default_rng([args.seed, 2, n, warm])
-            m, horizon = mc_ladder(rng, args.reps, params, world, warm)
+            m, horizon, exact = mc_ladder(rng, args.reps, params, world, warm)
             name = "warm" if warm else "cold"
             print(
                 f"{name:>6} {n:5d} {horizon:7.1f} {fmt_rate(m.final)} {m.se_final:6.4f} "
-                f"{fmt_rate(m.prov)} {fmt_rate(m.kept)} {m.se_kept:6.4f}"
+                f"{fmt_rate(m.prov)} {fmt_rate(m.kept)} {m.se_kept:6.4f} "
+                + (fmt_rate(exact) if exact is not None else f"{'—':>7}")
             )
+            if exact is not None:
+                cell = f"case 2 {name} n_max {n} (exact given each rep's ladder and p_u)"
+                finals.append((exact, cell))
+                kepts.append((m.kept, f"case 2 {name} n_max {n} (MC)"))
+                mc_ses += [m.se_final, m.se_kept]
+                continue
             finals.append((m.final, f"case 2 {name} n_max {n} (MC)"))
             kepts.append((m.kept, f"case 2 {name} n_max {n} (MC)"))
             mc_ses += [m.se_final, m.se_kept]

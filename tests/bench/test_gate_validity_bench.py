@@ -169,9 +169,49 @@ def test_ladder_case_runs_on_the_current_ladder_code(gv):
     params = GateParams()
     world = gv.ladder_world(20, seed=1)
     for warm in (False, True):
-        m, horizon = gv.mc_ladder(np.random.default_rng(1), 30, params, world, warm)
+        m, horizon, exact = gv.mc_ladder(np.random.default_rng(1), 30, params, world, warm)
         assert m.reps == 30 and 0 < horizon <= 20
         assert 0.0 <= m.kept <= m.prov <= 1.0
+        # warm ladders get the exact conditional rate (the real rule decided as its DP on
+        # every rep); cold ones, chosen by the compared baseline's outcomes, do not
+        assert (exact is not None) == warm
+        assert exact is None or 0.0 < exact <= params.alpha + 1e-12
+
+
+def test_poisson_binomial_against_enumeration(gv):
+    probs = [0.1, 0.5, 0.35, 0.9, 0.0, 1.0, 0.42]
+    brute = np.zeros(len(probs) + 1)
+    for bits in itertools.product((0, 1), repeat=len(probs)):
+        brute[sum(bits)] += np.prod([q if b else 1 - q for q, b in zip(probs, bits, strict=True)])
+    assert gv.poisson_binomial(probs) == pytest.approx(brute, abs=1e-15)
+
+
+@pytest.mark.parametrize("params", [GateParams(), GateParams(final_look_coin=False)])
+def test_a_null_tests_rate_depends_on_its_ladder_only_through_the_discordant_count(gv, params):
+    """The identity behind case 2's exact column: for families of any discordances, in any
+    order, the gate accepts a null edit with probability sum_D PB(D) a[D]. Checked against
+    every path of 9 families through the real gate at the coins of COINS (the coin averaged
+    as `_enumerate` does) and against the DP walked in the ladder's order."""
+    horizon = 9
+    ds = [0.9, 0.0, 0.3, 1.0, 0.55, 0.2, 1.0, 0.7, 0.05]
+    a = gv.accept_given_discordant(params, horizon)
+    assert a.max() <= params.alpha + 1e-12
+    by_count = float(gv.poisson_binomial(ds) @ a)
+    assert by_count == pytest.approx(sum(gv.exact_sequence(params, horizon, ds)), abs=1e-12)
+    brute = 0.0
+    for path in itertools.product((1, -1, 0), repeat=horizon):
+        weight = float(np.prod([d / 2 if g else 1 - d for d, g in zip(ds, path, strict=True)]))
+        if weight == 0.0:
+            continue
+        fams = [(f"f{i}", [(f"u{i}", *gv._PAIR[g])]) for i, g in enumerate(path)]
+        runs = {c: gv.run_real(fams, params, horizon, gv.stage1_of(horizon), c) for c in COINS}
+        if runs[None][0] == "accept":
+            brute += weight
+        elif runs[0.0][0] == "accept":  # accepted on the coin only: with probability γ
+            gate = SequentialGate(params, horizon=horizon, singletons=True)
+            brute += weight * gate.final_look_chance(path.count(1), path.count(-1))
+    assert by_count == pytest.approx(brute, abs=1e-12)
+    assert brute > 0  # the path sum reaches accepts, so the check can fail
 
 
 def test_the_run_level_dp_matches_runs_through_the_real_gate(gv) -> None:
