@@ -186,6 +186,20 @@ def test_poisson_binomial_against_enumeration(gv):
     assert gv.poisson_binomial(probs) == pytest.approx(brute, abs=1e-15)
 
 
+@pytest.mark.parametrize("horizon", [12, 20])
+@pytest.mark.parametrize(
+    "params", [GateParams(), GateParams(final_look_coin=False), GateParams(coin_min_wins=1)]
+)
+def test_the_one_walk_rates_equal_a_walk_per_count(gv, params, horizon):
+    """`accept_given_discordant` walks the D discordant families once for every D; each a[D]
+    equals `exact_sequence` over D discordant families then the ties."""
+    a = gv.accept_given_discordant(params, horizon)
+    for d in range(horizon + 1):
+        ds = [1.0] * d + [0.0] * (horizon - d)
+        assert a[d] == pytest.approx(sum(gv.exact_sequence(params, horizon, ds)), abs=1e-15)
+    assert a[horizon] > 0
+
+
 @pytest.mark.parametrize("params", [GateParams(), GateParams(final_look_coin=False)])
 def test_a_null_tests_rate_depends_on_its_ladder_only_through_the_discordant_count(gv, params):
     """The identity behind case 2's exact column: for families of any discordances, in any
