@@ -10,6 +10,8 @@ share setting S it trains one fresh workspace on the simulated model with `app/d
     useless0.6       harmful 0.2  useless 0.6   adversarial 0.0  noise 0.03
     noisy0.3         harmful 0.2  useless 0.15  adversarial 0.0  noise 0.3
     adversarial0.2   harmful 0.2  useless 0.15  adversarial 0.2  noise 0.03  (no targets)
+    decoys0.5        as default, and half the evolver's bundles of true rules also carry a
+                     decoy (`sim_bundled_decoy_share`; the harmful rule count is targeted)
 
 "noise" is `sim_noise_share`, the share of the simulated agent's answers re-drawn per request
 (app/providers/sim/provider.py): at 0.3 a candidate and its baseline disagree by chance on about
@@ -109,13 +111,20 @@ STRATEGIES = (
 )
 # `sim_<key>_share` of each setting; "noise" is the agent's re-draw share (its default is
 # app/providers/sim/provider.py NOISE_SHARE)
-DEFAULT_SHARES = {"harmful": 0.2, "useless": 0.15, "adversarial": 0.0, "noise": 0.03}
+DEFAULT_SHARES = {
+    "harmful": 0.2,
+    "useless": 0.15,
+    "adversarial": 0.0,
+    "noise": 0.03,
+    "bundled_decoy": 0.0,
+}
 SETTINGS = {
     "default": {},
     "harmful0.8": {"harmful": 0.8},
     "useless0.6": {"useless": 0.6},
     "noisy0.3": {"noise": 0.3},
     "adversarial0.2": {"adversarial": 0.2},
+    "decoys0.5": {"bundled_decoy": 0.5},
 }
 # Settings whose final_test and total_calls are targeted (the harmful rule count always is).
 TARGETED = ("default", "harmful0.8", "useless0.6", "noisy0.3")
@@ -559,6 +568,7 @@ def report_setting(outcomes: list[Outcome], setting: str, strategies: list[str])
     print(
         f"\n== setting {setting}: harmful {shares['harmful']}, useless {shares['useless']}, "
         f"adversarial {shares['adversarial']}, noise {shares['noise']}"
+        + (f", bundled decoys {shares['bundled_decoy']}" if shares["bundled_decoy"] else "")
         + ("" if setting in TARGETED else " (measured, not targeted)")
     )
     row = "{:<11} {:>5}  {:>15}  {:>16}  {:>7}  {:>8}  {:>15}  {:>14}  {:>17}  {:>17}  {:>5}"

@@ -78,6 +78,7 @@ def sim_settings(config: RunConfig) -> SimSettings:
             harmful=config.sim_harmful_share,
             useless=config.sim_useless_share,
             adversarial=config.sim_adversarial_share,
+            bundled_decoy=config.sim_bundled_decoy_share,
         ),
     )
 

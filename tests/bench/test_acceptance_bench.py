@@ -148,9 +148,21 @@ def test_rejected_counts_and_the_mcnemar_share(acc, tmp_path: Path, capsys) -> N
 
 def test_noisy_setting_sets_the_world_noise_share(acc) -> None:
     job = acc.Job("noisy0.3", "eprocess", 1, 72, "store", "q", "ws", 60.0, False)
-    assert job.shares() == {"harmful": 0.2, "useless": 0.15, "adversarial": 0.0, "noise": 0.3}
+    assert job.shares() == {
+        "harmful": 0.2,
+        "useless": 0.15,
+        "adversarial": 0.0,
+        "noise": 0.3,
+        "bundled_decoy": 0.0,
+    }
     default = acc.Job("default", "eprocess", 1, 72, "store", "q", "ws", 60.0, False)
     assert default.shares()["noise"] == NOISE_SHARE == RunConfig().sim_noise_share
+    # the bench's defaults are the config's: the settings that do not name a share keep it
+    config = RunConfig()
+    for key, value in acc.DEFAULT_SHARES.items():
+        assert getattr(config, f"sim_{key}_share") == value, key
+    decoys = acc.Job("decoys0.5", "eprocess", 1, 72, "store", "q", "ws", 60.0, False)
+    assert decoys.shares() == {**acc.DEFAULT_SHARES, "bundled_decoy": 0.5}
     for key in default.shares():  # every share the bench sets is a config key it can --set
         assert f"sim_{key}_share" in RunConfig.model_fields
 

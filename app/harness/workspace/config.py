@@ -197,6 +197,8 @@ class RunConfig(BaseModel):
     sim_fault_rate: float = _d(0.0, **SHARE)
     sim_harmful_share: float = _d(0.2, **SHARE)
     sim_useless_share: float = _d(0.15, **SHARE)
+    # of the simulated evolver's bundles of true rules, the share that also carries a decoy
+    sim_bundled_decoy_share: float = _d(0.0, **SHARE)
     sim_adversarial_share: float = _d(0.0, **SHARE)
     # share of the simulated agent's answers re-drawn per request (sampling noise; default
     # app/providers/sim/provider.py NOISE_SHARE): bench/acceptance.py's `noisy0.3` raises it

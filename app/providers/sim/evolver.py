@@ -31,6 +31,8 @@ class EvolverShares:
     harmful: float = 0.2
     useless: float = 0.15
     adversarial: float = 0.0
+    # of the bundles of true rules, the share that also carries a decoy (`_with_decoy`)
+    bundled_decoy: float = 0.0
 
 
 def reply_for_task(world: World, prompt: str, shares: EvolverShares) -> str:
@@ -134,6 +136,8 @@ def evolve_skill(world: World, prompt: str, shares: EvolverShares) -> str:
         edits = [] if normalise(line) in skill else [_add(line, 1, "General care.")]
     else:
         edits = _useful_edits(world, counts, skill, rejected)
+        if edits and draw(world.seed, "bundled-decoy", prompt) < shares.bundled_decoy:
+            edits = _with_decoy(world, top_rule.task_type, edits, skill, prompt)
     edits = [e for e in edits if not _already_rejected(e, rejected)]
     return json.dumps({"edits": edits[: _budget(prompt) + 1], "suggestions": []})
 
@@ -162,6 +166,36 @@ def _useful_edits(
         elif normalise(rule.statement) not in skill:
             edits.append(_add(f"- {rule.statement}", n, f"Explains {n} failure(s)."))
     return edits
+
+
+def _with_decoy(
+    world: World, task_type: str, edits: list[dict[str, Any]], skill: str, prompt: str
+) -> list[dict[str, Any]]:
+    """A bundle of true rules that also carries the decoy of another rule of its task type,
+    one the skill does not know and the bundle does not add, dressed as one more rule of the
+    bundle (what a real evolver's wrong generalisation looks like): it turns that rule's cases
+    from unknown to confused, a harm only the questions of that rule show. With no such rule,
+    the bundle as it was."""
+    added = normalise(" ".join(e.get("content") or "" for e in edits))
+    others = sorted(
+        (r for r in world.rules.values() if r.task_type == task_type),
+        key=lambda r: r.rule_id,
+    )
+    free = [
+        r
+        for r in others
+        if normalise(r.statement) not in skill
+        and normalise(r.statement) not in added
+        and normalise(r.decoy) not in skill
+    ]
+    if not free:
+        return edits
+    rule = free[pick(len(free), world.seed, "bundled-decoy-rule", prompt)]
+    priority = min(float(e.get("priority", 1)) for e in edits)
+    n = max(1, round(priority))
+    at = pick(len(edits) + 1, world.seed, "bundled-decoy-at", prompt)
+    decoy = _add(f"- {rule.decoy}", priority, f"Explains {n} failure(s).")
+    return [*edits[:at], decoy, *edits[at:]]
 
 
 def _add(content: str, priority: float, rationale: str) -> dict[str, Any]:

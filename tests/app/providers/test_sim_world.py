@@ -560,6 +560,38 @@ def test_harmful_edits_lower_accuracy_on_questions_needing_that_rule(
     assert min(drops) >= 0.3, drops
 
 
+def test_a_bundled_decoy_rides_with_true_rules_and_harms_only_its_rules_questions(
+    real_packs, starter, questions, sim
+) -> None:
+    """`sim_bundled_decoy_share`: a bundle of true rules that also carries the decoy of another
+    rule of its task type, one the skill does not know and the bundle does not add. The
+    bundle's own rules still help; the decoy's questions drop from unknown to confused."""
+    shares = EvolverShares(harmful=0.0, useless=0.0, bundled_decoy=1.0)
+    decoys = {normalise(f"- {r.decoy}"): r for r in WORLD.rules.values()}
+    mixed = 0
+    for task_type, _pack, reply in _evolve_all(real_packs, starter, shares):
+        edits = json.loads(reply)["edits"]
+        carried = [decoys[c] for e in edits if (c := normalise(e["content"])) in decoys]
+        if not carried:
+            continue
+        mixed += 1
+        (rule,) = carried
+        assert rule.task_type == task_type and len(edits) >= 2
+        added = normalise(" ".join(e["content"] for e in edits))
+        assert normalise(rule.statement) not in added  # the bundle does not add its own rule
+        if mixed > 3:
+            continue
+        of_type = [q for q in questions if q.task_type == task_type]
+        needs = [q for q in of_type if WORLD.case_for_text(q.question).rule_id == rule.rule_id]
+        before = correctness(sim, starter, needs)
+        after = correctness(sim, _applied(starter, task_type, reply), needs)
+        assert unit_acc(needs, after) < unit_acc(needs, before)
+    assert mixed >= 0.8 * len(real_packs)
+    # off by default: the same packs, the default shares, never a mixed bundle
+    for task_type, pack, reply in _evolve_all(real_packs, starter, EvolverShares()):
+        assert _classify(reply, pack, task_type) in ("useful", "harmful", "useless")
+
+
 def test_useless_edits_change_nothing(real_packs, starter, questions, sim) -> None:
     replies = _evolve_all(real_packs, starter, EvolverShares(harmful=0.0, useless=1.0))
     seen = set()
