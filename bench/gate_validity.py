@@ -1879,13 +1879,12 @@ def main() -> None:
                 f"{fmt_rate(m.prov)} {fmt_rate(m.kept)} {m.se_kept:6.4f} "
                 + (fmt_rate(exact) if exact is not None else f"{'—':>7}")
             )
-            if exact is not None:
-                cell = f"case 2 {name} n_max {n} (exact given each rep's ladder and p_u)"
-                finals.append((exact, cell))
-                kepts.append((m.kept, f"case 2 {name} n_max {n} (MC)"))
-                mc_ses += [m.se_final, m.se_kept]
-                continue
-            finals.append((m.final, f"case 2 {name} n_max {n} (MC)"))
+            final, how = (
+                (m.final, "MC")
+                if exact is None
+                else (exact, "exact given each rep's ladder and p_u")
+            )
+            finals.append((final, f"case 2 {name} n_max {n} ({how})"))
             kepts.append((m.kept, f"case 2 {name} n_max {n} (MC)"))
             mc_ses += [m.se_final, m.se_kept]
 
