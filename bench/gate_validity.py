@@ -1033,14 +1033,21 @@ def bundle_with_decoy(
     params: GateParams,
     horizon: int,
     parts: tuple[bool, bool] = (True, True),
-) -> float:
-    """P(the candidate is accepted at the gate or kept). `parts` says which of (useful rule,
-    decoy) the candidate carries: with both, the bundle as the evolver proposed it, whose
-    decoy is kept whenever the bundle is; with one, a candidate of that edit alone (an edit
-    budget of 1), the same units' outcomes."""
+) -> tuple[float, float]:
+    """(P(the candidate is accepted at the gate or kept), P(its decoy is also kept by the line
+    check)). `parts` says which of (useful rule, decoy) the candidate carries: with both, the
+    bundle as the evolver proposed it; with one, a candidate of that edit alone (an edit budget
+    of 1), the same units' outcomes.
+
+    The line check (app/harness/training/bundle_check.py) runs on the units the gate
+    observed, and on a final accept on the rest of its ladder too (a provisional accept leaves
+    them to its probation), with answers that repeat (temperature 0, as the simulated model):
+    every loss here is the decoy's, so leaving the decoy out turns it right and leaving the
+    useful rule out does not, and no win is the decoy's. So a decoy is dropped exactly when
+    one of its losses is among the units the check sees."""
     c_use, win, c_dec, loss = BUNDLE_SHARES
     with_useful, with_decoy = parts
-    kept = 0
+    kept = decoy_kept = 0
     for r in range(reps):
         u = rng.random((horizon, 2))
         useful = u[:, 0] < c_use
@@ -1049,9 +1056,14 @@ def bundle_with_decoy(
         g = np.where(decoy & with_decoy, np.where(u[:, 1] < loss, -1, 0), g)
         fams = [(f"b{r}.{i}", [(f"b{r}.{i}", *_PAIR[int(x)])]) for i, x in enumerate(g)]
         coin = harness_coin(rng, params)
-        verdict = run_real(fams, params, horizon, stage1_of(horizon), coin)  # type: ignore[arg-type]
-        kept += verdict[0] in ("accept", "keep")
-    return kept / reps
+        verdict, gate_n, _ = run_real(fams, params, horizon, stage1_of(horizon), coin)  # type: ignore[arg-type]
+        if verdict not in ("accept", "keep"):
+            continue
+        kept += 1
+        checked = with_useful and with_decoy  # a candidate of one edit is never checked
+        seen = g if verdict == "accept" else g[:gate_n]
+        decoy_kept += with_decoy and not (checked and bool((seen == -1).any()))
+    return kept / reps, decoy_kept / reps
 
 
 def falsely_independent(
@@ -1405,23 +1417,27 @@ def report_family_units(args: argparse.Namespace, params: GateParams, null_worst
     print(
         f"\n   a candidate bundling a useful rule (concerns {c_use:g} of the units, wins "
         f"{win:g} of them) with a decoy (concerns {c_dec:g}, loses {loss:g}): the gate decides "
-        "on the candidate as the evolver proposed it, so the decoy is kept whenever the bundle "
-        "is (real gate + probation, Monte Carlo)"
+        "on the candidate as the evolver proposed it; the line check of an accepted bundle then "
+        "drops the decoy when one of its losses is among the units the gate saw (the whole "
+        "ladder on a final accept; answers that repeat; real gate + probation, Monte Carlo)"
     )
-    worst_bundle = worst_alone = 0.0
+    worst_bundle = worst_gate = worst_alone = 0.0
     for horizon in BUNDLE_H:
         rates = []
         for k, parts in enumerate(((True, True), (False, True), (True, False))):
             rng = np.random.default_rng([args.seed, 10, horizon, k])
             rates.append(bundle_with_decoy(rng, args.reps, params, horizon, parts))
-        bundle, decoy_alone, useful_alone = rates
-        worst_bundle, worst_alone = max(worst_bundle, bundle), max(worst_alone, decoy_alone)
+        (bundle, decoy), (_, decoy_alone), (useful_alone, _) = rates
+        worst_bundle, worst_alone = max(worst_bundle, decoy), max(worst_alone, decoy_alone)
+        worst_gate = max(worst_gate, bundle)
         print(
-            f"   H {horizon:4d}: decoy kept {fmt_rate(bundle)} (s.e. {se(bundle, args.reps):.4f});"
-            f" one edit per candidate: decoy kept {fmt_rate(decoy_alone)}, useful rule kept"
-            f" {fmt_rate(useful_alone)}"
+            f"   H {horizon:4d}: bundle kept {fmt_rate(bundle)}, its decoy kept after the line "
+            f"check {fmt_rate(decoy)} (s.e. {se(decoy, args.reps):.4f}); one edit per candidate:"
+            f" decoy kept {fmt_rate(decoy_alone)}, useful rule kept {fmt_rate(useful_alone)}"
         )
     print(f"RESULT gate.validity.bundle_with_decoy {worst_bundle:.4f} rate target <={TARGET_FA}")
+    # without the line check (`[gate] bundle_check = false`) the decoy rides with the bundle
+    print(f"RESULT gate.validity.bundle_with_decoy_gate_alone {worst_gate:.4f} rate")
     # edit_budget_start = edit_budget_end = 1: every candidate is one edit, so every kept
     # line passed its own test
     print(

@@ -261,15 +261,22 @@ def test_the_run_level_dp_matches_runs_through_the_real_gate(gv) -> None:
 
 
 def test_bundle_with_decoy_parts_split_the_candidate(gv):
-    """The bundle keeps its decoy far more often than the decoy's own test accepts it, which
-    stays within the gate's level; a candidate with neither edit is all ties, never kept."""
+    """The gate keeps a bundle, decoy and all, far more often than the decoy's own test
+    accepts it, which stays within the gate's level; the line check drops the decoy of part of
+    those bundles; a candidate with neither edit is all ties, never kept."""
     params = GateParams()
     reps, horizon = 300, 48
 
     def rate(parts, seed):
         return gv.bundle_with_decoy(np.random.default_rng(seed), reps, params, horizon, parts)
 
-    bundle, decoy_alone = rate((True, True), 1), rate((False, True), 2)
-    assert rate((False, False), 3) == 0.0
-    assert decoy_alone <= 0.05
+    (bundle, checked), (decoy_alone, decoy_alone_kept) = (
+        rate((True, True), 1),
+        rate((False, True), 2),
+    )
+    assert rate((False, False), 3) == (0.0, 0.0)
+    assert decoy_alone <= 0.05 and decoy_alone_kept == decoy_alone  # one edit: never checked
     assert bundle > decoy_alone + 0.15
+    assert 0.0 < checked < bundle - 0.1
+    useful_alone, no_decoy = rate((True, False), 4)
+    assert useful_alone > 0.5 and no_decoy == 0.0

@@ -17,14 +17,21 @@ ROOT = Path(__file__).resolve().parents[2]
 def train_on_sim_basic(tmp_path: Path, config: str) -> Path:
     """Init `tmp_path/ws` from a copy of the built-in store (seed sim-starter, benchmark
     sim-basic) and train it with `config` (TOML text); returns the workspace."""
+    ws = init_sim_basic(tmp_path)
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(config)
+    assert main(["train", "-w", str(ws), "--config", str(cfg), "--no-progress"]) == 0
+    return ws
+
+
+def init_sim_basic(tmp_path: Path) -> Path:
+    """`tmp_path/ws`, initialised from a copy of the built-in store (seed sim-starter,
+    benchmark sim-basic)."""
     store = tmp_path / "store"
     shutil.copytree(ROOT / "store", store)
     ws = tmp_path / "ws"
     init = ["init", str(ws), "--seed", "sim-starter", "--questions", "sim-basic"]
     assert main([*init, "--store", str(store)]) == 0
-    cfg = tmp_path / "run.toml"
-    cfg.write_text(config)
-    assert main(["train", "-w", str(ws), "--config", str(cfg), "--no-progress"]) == 0
     return ws
 
 

@@ -17,6 +17,7 @@ from app.harness.rollouts.model_io import no_tool_calls, record_attempts
 from app.harness.rollouts.session import Session
 from app.harness.rollouts.telemetry import calls_logged_as
 from app.harness.skills.activation import run_activation
+from app.harness.training.bundle_check import BundleCheck, check_bundle
 from app.harness.training.continuation import carried_record, goes_on, pools_evidence
 from app.harness.training.observation import (
     current_step_activation,
@@ -433,9 +434,46 @@ async def gate_step(scope: StepScope, diagnosis: DiagnosisResult) -> None:
         ctx.log.finish_run(
             spec.gate_run_id, RunStatus.DONE, {"action": outcomes[spec.task_type].decision.action}
         )
+    ladders = {spec.task_type: spec.unit_ids for spec in specs}
+    checks = await line_check_phase(scope, validator, records, outcomes, ladders)
     ctx.session.recorder.flush()
     for task_type in sorted(outcomes):  # phase D: alphabetical, the only writer of state
-        settle(scope, records[task_type], outcomes[task_type], diagnosis.tally(task_type))
+        settle(
+            scope,
+            records[task_type],
+            outcomes[task_type],
+            diagnosis.tally(task_type),
+            checks[task_type],
+        )
+
+
+async def line_check_phase(
+    scope: StepScope,
+    validator: Validator,
+    records: Mapping[str, EvolutionRecord],
+    outcomes: Mapping[str, ValidationOutcome],
+    ladders: Mapping[str, Sequence[str]],
+) -> dict[str, BundleCheck]:
+    """Phase C': the line check of each accepted bundle (bundle_check.py); `[gate]
+    bundle_check = false` keeps every accepted bundle whole."""
+    ctx = scope.ctx
+
+    def register(run_id: str, prompts: AgentPrompts) -> None:
+        ctx.session.register(run_id, "gate", prompts, parent_run_id=scope.state.train_id)
+
+    async def check(task_type: str) -> BundleCheck:
+        record, outcome = records[task_type], outcomes[task_type]
+        if not ctx.config.gate.bundle_check:
+            return BundleCheck(record)
+        # a provisional accept's unreached families are its probation's
+        final = outcome.decision.action == GateAction.ACCEPT
+        further = ladders[task_type] if final else ()
+        return await check_bundle(
+            validator, record, outcome, outcome.gate_run_id, register, further
+        )
+
+    task_types = sorted(outcomes)
+    return dict(zip(task_types, await fan_out(check, task_types), strict=True))
 
 
 async def evolve_phase(scope: StepScope, diagnosis: DiagnosisResult) -> dict[str, EvolutionRecord]:
@@ -730,9 +768,14 @@ def pooled_test(state: TrainState, record: EvolutionRecord) -> PooledTest | None
 
 
 def settle(
-    scope: StepScope, record: EvolutionRecord, outcome: ValidationOutcome, tally: FailureTally
+    scope: StepScope,
+    record: EvolutionRecord,
+    outcome: ValidationOutcome,
+    tally: FailureTally,
+    check: BundleCheck,
 ) -> None:
-    """Phase D for one task type: evidence, report, then accept or reject."""
+    """Phase D for one task type: evidence, report, then accept (the bundle the line check
+    kept) or reject."""
     ctx, state, epoch, step = scope.ctx, scope.state, scope.epoch, scope.step
     d = outcome.decision
     ctx.log.add_gate_evidence(
@@ -748,10 +791,12 @@ def settle(
     origin = step_prefix(state.train_id, carried.epoch, carried.step) if carried else scope.prefix
     note = f"; went on from {pooled.segments} earlier test(s) of the same edits" if pooled else ""
     if d.accepted:
-        new_version = accept(scope, record, outcome)
+        new_version = accept(scope, check.record, outcome)
         state.final_accepts += d.action == GateAction.ACCEPT  # a provisional one: at its keep
         ctx.log.set_result_version(origin + "evolve", record.task_type, new_version)
-        remember_gated(scope, record, d.action)
+        remember_gated(scope, record, d.action)  # the bundle as proposed: never gated again
+        note += _drop_lines(scope, record, check)
+        record = check.record
     elif goes_on(d, outcome.test_state, carried.test.n if carried else 0):
         note = _continue_later(scope, record, outcome, carried)
     elif carried is None and pools_evidence(d, outcome.test_state):
@@ -784,6 +829,22 @@ def settle(
         new_version=new_version,
         tally=tally,
     )
+
+
+def _drop_lines(scope: StepScope, record: EvolutionRecord, check: BundleCheck) -> str:
+    """The edits the line check dropped join the blacklist (after the accept, which clears
+    it); returns the step report's note."""
+    if not check.dropped:
+        return ""
+    reason = "the line check: left out, it turned more lost questions right than won ones wrong"
+    scope.state.reject(
+        record.task_type,
+        [
+            RejectedEdit.from_edit(record.task_type, e, reason, scope.epoch, scope.step)
+            for e in check.dropped
+        ],
+    )
+    return check.note(len(record.applied()))
 
 
 def _coin_note(decision: GateDecision) -> str:

@@ -224,6 +224,17 @@ class Validator:
         view = unit_correctness_view(units, correct)
         self.cache.put_many(sv, pv, view, unit_outcome_view(units, correct, _scores(preds)))
 
+    async def units_right(
+        self, unit_ids: Sequence[str], prompts: AgentPrompts, run_id: str
+    ) -> dict[str, bool]:
+        """unit_id -> whether `prompts` answer the unit right (a unit without a verdict is
+        not right); for the line check of an accepted bundle (bundle_check.py)."""
+        questions = [q for u in unit_ids for q in self.units[u].questions]
+        preds = await self._answer(questions, prompts, run_id)
+        units = [self.units[u] for u in unit_ids]
+        view = unit_correctness_view(units, {k: p.correct for k, p in preds.items()})
+        return {u: bool(view.get(u)) for u in unit_ids}
+
     async def _evaluate(
         self, spec: GateSpec, families: Sequence[Family], tally: _Tally
     ) -> list[tuple[str, list[Pair]]]:
@@ -286,8 +297,12 @@ class Validator:
         )
 
     def _base_correct(self, unit_id: str) -> bool:
+        return bool(self.baseline_correct(unit_id))
+
+    def baseline_correct(self, unit_id: str) -> bool | None:
+        """The baseline's pass/fail on the unit (None: not answered, or no verdict)."""
         sv, pv = self.base_prompts.skills_version, self.base_prompts.prompts_version
-        return bool(self.cache.get(sv, pv, unit_id))
+        return self.cache.get(sv, pv, unit_id)
 
     async def validate(
         self, specs: Sequence[GateSpec], baseline_run_id: str

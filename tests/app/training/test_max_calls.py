@@ -19,7 +19,8 @@ from app.providers.litellm_provider import CostBudget
 from tests.support.snapshot import diff_states, workspace_state
 
 ROOT = Path(__file__).resolve().parents[3]
-CAP = 150  # the first step's two gate tests finish within it: an accept becomes best
+# the first step's two gate tests and line checks finish within it: an accept becomes best
+CAP = 200
 ARGS = [
     "--set",
     "epochs=1",
@@ -100,7 +101,9 @@ def test_a_spent_budget_closes_the_epoch_and_tests_the_best(tmp_path):
     learning = training_calls(paid, "train1") - closing
     # calls in flight when the cap was reached finish: at most concurrency - 1 over
     assert CAP <= learning <= CAP + 3, paid
-    assert 0 < closing <= 60, paid  # one validation run of the cut epoch
+    # one validation run of the cut epoch, at most; the line checks of the first step's accepts
+    # answered their ladders' validation families already (response cache)
+    assert closing <= 60, paid
     assert paid["train1-final-test"] > 0  # the test is a measurement: it ran past the cap
     final = json.loads((ws / "analyses" / "final_test_eval.json").read_text())
     assert final["best"]["run_id"] == "train1-e1-close-val"  # the gate's accept became best

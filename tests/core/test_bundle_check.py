@@ -1,0 +1,66 @@
+"""core/evolution/bundle_check.py: which lost units follow one edit alone, and when the bundle
+does better without it."""
+
+from __future__ import annotations
+
+import itertools
+
+from core.evolution.bundle_check import better_without, losses_following
+
+
+def test_a_loss_that_one_edit_alone_reverts_follows_that_edit() -> None:
+    reverts = {0: frozenset(), 1: frozenset({"u1"}), 2: frozenset()}
+    assert losses_following(reverts, ["u1"]) == {1: ("u1",)}
+
+
+def test_a_loss_that_any_change_reverts_follows_no_edit() -> None:
+    # leaving out either of two edits turns it right: it follows the text, not an edit
+    reverts = {0: frozenset({"u1"}), 1: frozenset({"u1"}), 2: frozenset()}
+    assert losses_following(reverts, ["u1"]) == {}
+
+
+def test_a_loss_no_left_out_edit_reverts_follows_no_edit() -> None:
+    assert losses_following({0: frozenset(), 1: frozenset()}, ["u1"]) == {}
+
+
+def test_each_lost_unit_is_judged_on_its_own() -> None:
+    reverts = {0: frozenset({"u1", "u3", "u4"}), 1: frozenset({"u2", "u3"}), 2: frozenset()}
+    # u1 and u4 follow edit 0 alone, u2 edit 1 alone, u3 either: it counts for neither
+    assert losses_following(reverts, ["u4", "u1", "u2", "u3"]) == {0: ("u4", "u1"), 1: ("u2",)}
+    assert losses_following(reverts, ["u3"]) == {}
+
+
+def test_a_bundle_of_one_edit_is_never_checked() -> None:
+    assert losses_following({0: frozenset({"u1"})}, ["u1"]) == {}
+    assert losses_following({}, ["u1"]) == {}
+
+
+def test_a_reverted_unit_that_was_not_lost_follows_no_edit() -> None:
+    assert losses_following({0: frozenset({"won"}), 1: frozenset()}, ["u1"]) == {}
+
+
+def test_exhaustively_a_loss_follows_an_edit_iff_only_that_edit_reverts_it() -> None:
+    """Every assignment of 3 lost units to the reverting subsets of 3 edits."""
+    lost = ["a", "b", "c"]
+    subsets = [frozenset(c) for r in range(4) for c in itertools.combinations(range(3), r)]
+    for followers in itertools.product(subsets, repeat=len(lost)):
+        reverts = {
+            i: frozenset(u for u, f in zip(lost, followers, strict=True) if i in f)
+            for i in range(3)
+        }
+        expected: dict[int, list[str]] = {}
+        for unit, f in zip(lost, followers, strict=True):
+            if len(f) == 1:
+                expected.setdefault(next(iter(f)), []).append(unit)
+        assert losses_following(reverts, lost) == {i: tuple(expected[i]) for i in sorted(expected)}
+
+
+def test_an_edit_is_dropped_only_if_its_losses_outnumber_the_wins_lost_without_it() -> None:
+    won, own = ["w1", "w2"], ["l1", "l2"]
+    assert better_without({"w1", "l1", "l2"}, won, own)  # two losses back, one win lost
+    assert not better_without({"w1", "l1"}, won, own)  # one for one: a tie keeps it
+    # a decoy's own question won by chance does not keep it
+    assert better_without({"w2", "l1", "l2"}, won, own)
+    assert not better_without({"w1", "w2"}, won, own)
+    assert better_without({"l1"}, [], own)
+    assert not better_without({"w1", "w2", "l9"}, won, own)  # only its own losses count
