@@ -434,7 +434,13 @@ async def gate_step(scope: StepScope, diagnosis: DiagnosisResult) -> None:
         ctx.log.finish_run(
             spec.gate_run_id, RunStatus.DONE, {"action": outcomes[spec.task_type].decision.action}
         )
-    ladders = {spec.task_type: spec.unit_ids for spec in specs}
+    # only a sequential test stops before its ladder's end; minibatch and accept_all observe
+    # what they observe by design, and checking further would price them as another rule
+    ladders = {
+        spec.task_type: spec.unit_ids
+        for spec in specs
+        if spec.strategy == AcceptanceStrategy.EPROCESS
+    }
     checks = await line_check_phase(scope, validator, records, outcomes, ladders)
     ctx.session.recorder.flush()
     for task_type in sorted(outcomes):  # phase D: alphabetical, the only writer of state
@@ -467,7 +473,7 @@ async def line_check_phase(
             return BundleCheck(record)
         # a provisional accept's unreached families are its probation's
         final = outcome.decision.action == GateAction.ACCEPT
-        further = ladders[task_type] if final else ()
+        further = ladders.get(task_type, ()) if final else ()
         return await check_bundle(
             validator, record, outcome, outcome.gate_run_id, register, further
         )

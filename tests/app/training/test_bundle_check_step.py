@@ -64,9 +64,12 @@ def test_the_line_check_drops_decoys_that_ride_in_accepted_bundles(tmp_path: Pat
         answered = conn.execute(
             "SELECT COUNT(*) FROM predictions WHERE run_id LIKE '%-without-%'"
         ).fetchone()[0]
+        further = conn.execute("SELECT COUNT(*) FROM _runs WHERE run_id LIKE '%-further'")
+        looked_further = further.fetchone()[0]
     assert any("-lost-without-" in r for r in variants)
     assert any("-changed-without-" in r for r in variants)
     assert answered > 0
+    assert looked_further > 0  # an e-process accept before its ladder's end looks at the rest
 
     # the same run without the check keeps more decoys (a decoy whose questions the gate's
     # ladder did not lose is out of the check's sight: docs/training.md)
@@ -85,3 +88,15 @@ def test_a_run_killed_after_a_checked_step_resumes_exactly(tmp_path: Path) -> No
     assert run_patched_cli("pass", train, kill_at="step_end:2") == -9
     assert run_patched_cli("pass", [*train, "--resume"]) == 0
     assert diff_states(workspace_state(reference), workspace_state(ws)) == []
+
+
+def test_only_a_sequential_test_has_its_bundle_look_past_where_it_stopped(tmp_path: Path) -> None:
+    """GEPA's minibatch rule observes 3 units by design: its line check looks at those alone,
+    so its cost stays its own (bench/acceptance.py compares calls against it)."""
+    config = CONFIG.replace('strategy = "eprocess"', 'strategy = "minibatch"')
+    assert 'strategy = "minibatch"' in config
+    ws = train_on_sim_basic(tmp_path, config)
+    with sqlite3.connect(ws / "harness.db") as conn:
+        runs = [r for (r,) in conn.execute("SELECT run_id FROM _runs WHERE kind = 'gate'")]
+    assert any(r.endswith(("-gate-dates", "-gate-ledger")) for r in runs)
+    assert not any(r.endswith("-further") for r in runs)
