@@ -20,8 +20,10 @@ a fifth of the units, so the null edits (the evolver's useless lines) really tes
 World W's benchmark is generated once (`python -m app.providers.sim.generate --seed W --units U`)
 into a temporary store that also holds a copy of the `sim-starter` seed; each run is
 `main.py init` then `main.py train --config app/demo.toml --set gate.strategy=R
---set sim_world_seed=W --set sim_units_per_type=U --set sim_*_share=...` (noise:
-`sim_noise_share`), as child processes
+--set gate.bundle_check=B --set sim_world_seed=W --set sim_units_per_type=U
+--set sim_*_share=...` (noise: `sim_noise_share`; B is true for eprocess only: a rival rule
+runs as its authors describe it, without skill-trainer's line check of accepted bundles), as
+child processes
 from the project root, at most `--jobs` (2) at a time. From each finished workspace it reads:
 
 - final test: `analyses/final_test_eval.json` `test_accuracy`;
@@ -301,6 +303,7 @@ def train_one(job: Job) -> Outcome:
             )
         sets = {
             "gate.strategy": f'"{gate_strategy(job)}"',
+            "gate.bundle_check": str(line_check(job)).lower(),
             "sim_world_seed": str(job.seed),
             "sim_units_per_type": str(job.units),
         }
@@ -497,6 +500,7 @@ def check_config(conn: sqlite3.Connection, job: Job) -> None:
     config = {**recorded, **{f"gate.{k}": v for k, v in recorded.get("gate", {}).items()}}
     want = {
         "gate.strategy": gate_strategy(job),
+        "gate.bundle_check": line_check(job),
         "sim_world_seed": job.seed,
         "sim_units_per_type": job.units,
         **{f"sim_{k}_share": v for k, v in job.shares().items()},
@@ -504,6 +508,17 @@ def check_config(conn: sqlite3.Connection, job: Job) -> None:
     wrong = {k: (config.get(k), v) for k, v in want.items() if config.get(k) != v}
     if wrong:
         raise ValueError(f"the train run recorded other settings (got, wanted): {wrong}")
+
+
+def line_check(job: Job) -> bool:
+    """Whether a job's accepted bundles get the line check (`[gate] bundle_check`,
+    app/harness/training/bundle_check.py): eprocess's, as by default. A rival rule runs as its
+    authors describe it, without one (`--set gate.bundle_check=true` gives it one)."""
+    for kv in job.extra_sets:
+        key, _, value = kv.partition("=")
+        if key.strip() == "gate.bundle_check":
+            return value.strip() == "true"
+    return job.strategy == "eprocess"
 
 
 def gate_strategy(job: Job) -> str:

@@ -51,3 +51,15 @@ def better_without(right: Set[str], won: Sequence[str], own_losses: Sequence[str
     text turns right is not counted for the edit: under a sampled model it would drop edits
     by chance."""
     return sum(u in right for u in own_losses) > sum(u not in right for u in won)
+
+
+def drop_decided(back: int, wrong: int, unasked: int) -> bool | None:
+    """The decision `better_without` will reach, once it is certain: True (drop) when the
+    edit's `back` losses turned right outnumber the won units turned wrong even if every one of
+    the `unasked` won units still to answer turns wrong, False (keep) once `wrong` reaches
+    `back`, else None (ask more). So won units are asked in chunks and no more than needed."""
+    if back > wrong + unasked:
+        return True
+    if wrong >= back:
+        return False
+    return None

@@ -14,6 +14,7 @@ import json
 import re
 import sqlite3
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -207,3 +208,12 @@ def test_run_all_gives_the_large_acceptance_bench_its_floor() -> None:
     assert run_all.timeout_for("acceptance_large", 3600, tiny=False) == 3600
     assert run_all.timeout_for("acceptance_large", 600, tiny=True) == 600  # --tiny: seconds
     assert run_all.timeout_for("log_write", 1200, tiny=False) == 1200
+
+
+def test_only_eprocess_gets_the_line_check_unless_asked(acc) -> None:
+    job = acc.Job("default", "mcnemar", 1, 72, "store", "q", "ws", 60.0, False)
+    assert acc.line_check(replace(job, strategy="eprocess")) is True
+    assert acc.line_check(job) is False
+    assert acc.line_check(replace(job, extra_sets=("gate.bundle_check=true",))) is True
+    off = replace(job, strategy="eprocess", extra_sets=("gate.bundle_check = false",))
+    assert acc.line_check(off) is False

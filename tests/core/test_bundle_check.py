@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 
-from core.evolution.bundle_check import better_without, losses_following
+from core.evolution.bundle_check import better_without, drop_decided, losses_following
 
 
 def test_a_loss_that_one_edit_alone_reverts_follows_that_edit() -> None:
@@ -64,3 +64,23 @@ def test_an_edit_is_dropped_only_if_its_losses_outnumber_the_wins_lost_without_i
     assert not better_without({"w1", "w2"}, won, own)
     assert better_without({"l1"}, [], own)
     assert not better_without({"w1", "w2", "l9"}, won, own)  # only its own losses count
+
+
+def test_asking_won_units_in_chunks_reaches_the_same_decision_as_asking_them_all() -> None:
+    """Every pattern of up to 7 won units turning wrong, every count of losses turned back,
+    every chunk size: stopping at the first certain decision agrees with `better_without`."""
+    for n in range(8):
+        won = [f"w{i}" for i in range(n)]
+        for pattern in itertools.product((True, False), repeat=n):  # True: still right
+            still_right = {u for u, ok in zip(won, pattern, strict=True) if ok}
+            for back in range(5):
+                own = [f"l{i}" for i in range(back)]
+                full = better_without({*still_right, *own}, won, own)
+                for chunk in (1, 2, 3, 8):
+                    wrong, asked, decision = 0, 0, drop_decided(back, 0, n)
+                    while decision is None:
+                        part = won[asked : asked + chunk]
+                        asked += len(part)
+                        wrong += sum(u not in still_right for u in part)
+                        decision = drop_decided(back, wrong, n - asked)
+                    assert decision is full, (pattern, back, chunk)

@@ -20,8 +20,7 @@ from dataclasses import dataclass, replace
 
 from app.harness.rollouts.agent_prompts import AgentPrompts
 from app.harness.training.validate import ValidationOutcome, Validator, with_skill
-from core.concurrency import fan_out
-from core.evolution.bundle_check import better_without, losses_following
+from core.evolution.bundle_check import drop_decided, losses_following
 from core.evolution.edits import Edit, applied_edits, apply_edits
 from core.evolution.evolve import EvolutionRecord
 
@@ -65,6 +64,10 @@ def without(record: EvolutionRecord, leave_out: set[int]) -> EvolutionRecord | N
     return replace(record, edits=kept, apply_report=reports, evolved=text)
 
 
+# won units asked at a time while an edit's fate is open (`drop_decided`)
+WON_CHUNK = 4
+
+
 async def check_bundle(
     validator: Validator,
     record: EvolutionRecord,
@@ -75,51 +78,92 @@ async def check_bundle(
 ) -> BundleCheck:
     """Leave each edit out on the lost units; drop each edit whose own losses outnumber the
     wins the bundle loses without it. `further`: units of the gate's ladder it did not reach
-    (a test that accepted early), answered by the bundle first so that losses there count."""
-    edits = record.applied()
-    if len(edits) < 2 or not outcome.decision.accepted:
+    (an e-process test that accepted early), answered by the bundle first so that losses there
+    count."""
+    if len(record.applied()) < 2 or not outcome.decision.accepted:
         return BundleCheck(record)
-    asked = 0
-
-    async def right(prompts_text: str, units: Sequence[str], name: str) -> frozenset[str]:
-        nonlocal asked
-        prompts = with_skill(validator.base_prompts, record.target_file, prompts_text)
-        register(name, prompts)
-        asked += len(units)
-        answers = await validator.units_right(units, prompts, name)
-        return frozenset(u for u in units if answers[u])
-
+    check = _LineCheck(validator, record, run_id, register)
     won, lost = list(outcome.quadrants.get("win", [])), list(outcome.quadrants.get("loss", []))
-    seen = set(outcome.observed_units)
-    if rest := [u for u in further if u not in seen]:
-        await validator.ensure_baseline(rest, validator.baseline_run_id)
-        right_now = await right(record.evolved, rest, f"{run_id}-further")
-        for unit in rest:
-            base = validator.baseline_correct(unit)
-            won += [unit] if base is False and unit in right_now else []
-            lost += [unit] if base is True and unit not in right_now else []
+    if rest := [u for u in further if u not in set(outcome.observed_units)]:
+        more_won, more_lost = await check.further(rest)
+        won, lost = won + more_won, lost + more_lost
     if not lost:
-        return BundleCheck(record, units_asked=asked)
-
-    async def right_without(
-        leave_out: set[int], units: Sequence[str], asks: str
-    ) -> frozenset[str] | None:
-        variant = without(record, leave_out)
-        if variant is None:
-            return None
-        left_out = "-".join(str(i) for i in sorted(leave_out))
-        return await right(variant.evolved, units, f"{run_id}-{asks}-without-{left_out}")
-
-    async def leave_out_one(index: int) -> frozenset[str] | None:
-        return await right_without({index}, lost, "lost")
-
-    answers = await fan_out(leave_out_one, range(len(edits)))
-    reverts = {i: units for i, units in enumerate(answers) if units is not None}
+        return BundleCheck(record, units_asked=check.asked)
     dropped: set[int] = set()
-    for index, own_losses in losses_following(reverts, lost).items():
-        answered = await right_without(dropped | {index}, [*won, *own_losses], "changed")
-        if answered is not None and better_without(answered, won, own_losses):
+    for index, own_losses in losses_following(await check.lost_reverts(lost), lost).items():
+        if await check.better_without(dropped, index, won, own_losses):
             dropped.add(index)
     kept = without(record, dropped) if dropped else record
     assert kept is not None  # every edit dropped was checked on exactly this bundle
-    return BundleCheck(kept, tuple(edits[i] for i in sorted(dropped)), asked)
+    edits = record.applied()
+    return BundleCheck(kept, tuple(edits[i] for i in sorted(dropped)), check.asked)
+
+
+@dataclass
+class _LineCheck:
+    """The answers one check asks for, each variant a run of its own; `asked` counts units."""
+
+    validator: Validator
+    record: EvolutionRecord
+    run_id: str
+    register: Register
+    asked: int = 0
+
+    def _open(self, text: str, name: str) -> AgentPrompts:
+        prompts = with_skill(self.validator.base_prompts, self.record.target_file, text)
+        self.register(name, prompts)
+        return prompts
+
+    async def _right(self, prompts: AgentPrompts, units: Sequence[str], name: str) -> set[str]:
+        self.asked += len(units)
+        answers = await self.validator.units_right(units, prompts, name)
+        return {u for u in units if answers[u]}
+
+    async def further(self, rest: Sequence[str]) -> tuple[list[str], list[str]]:
+        """(won, lost) among the ladder's units the gate did not reach."""
+        validator, name = self.validator, f"{self.run_id}-further"
+        await validator.ensure_baseline(rest, validator.baseline_run_id)
+        right = await self._right(self._open(self.record.evolved, name), rest, name)
+        base = {u: validator.baseline_correct(u) for u in rest}
+        won = [u for u in rest if base[u] is False and u in right]
+        return won, [u for u in rest if base[u] is True and u not in right]
+
+    async def lost_reverts(self, lost: Sequence[str]) -> dict[int, frozenset[str]]:
+        """Edit -> the lost units answered right with it left out. Edits in order, each asked
+        only the units no two earlier edits turned right: such a unit follows no edit alone
+        (`losses_following`), whatever the later edits do."""
+        reverts: dict[int, frozenset[str]] = {}
+        for index in range(len(self.record.applied())):
+            open_units = [u for u in lost if sum(u in r for r in reverts.values()) < 2]
+            variant = without(self.record, {index})
+            if variant is None:
+                continue
+            name = f"{self.run_id}-lost-without-{index}"
+            prompts = self._open(variant.evolved, name)
+            reverts[index] = frozenset(await self._right(prompts, open_units, name))
+        return reverts
+
+    async def better_without(
+        self, dropped: set[int], index: int, won: Sequence[str], own_losses: Sequence[str]
+    ) -> bool:
+        """Whether the bundle without edit `index` (and the edits already dropped) turns more
+        of its own losses right than won units wrong (core `better_without`), asking the won
+        units a chunk at a time until `drop_decided` is sure."""
+        leave_out = dropped | {index}
+        variant = without(self.record, leave_out)
+        if variant is None:
+            return False
+        name = f"{self.run_id}-changed-without-{'-'.join(str(i) for i in sorted(leave_out))}"
+        prompts = self._open(variant.evolved, name)
+        # left out alone, the edit turned each of its own losses right (that is what they are)
+        back = len(own_losses)
+        if dropped:
+            back = len(await self._right(prompts, own_losses, name))
+        wrong, asked = 0, 0
+        decision = drop_decided(back, wrong, len(won))
+        while decision is None:
+            chunk = won[asked : asked + WON_CHUNK]
+            asked += len(chunk)
+            wrong += len(chunk) - len(await self._right(prompts, chunk, name))
+            decision = drop_decided(back, wrong, len(won) - asked)
+        return decision
