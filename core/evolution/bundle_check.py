@@ -10,8 +10,8 @@ turn and the lost units are answered again. A lost unit *follows* an edit when l
 edit out turns the unit right and leaving out any other edit of the bundle keeps it wrong. The
 edits some loss follows are then tried one at a time, each on its own losses and every unit the
 bundle won: an edit is dropped only if the bundle without it (and without the edits dropped
-before it) turns more of its losses right than of the won units wrong. An edit the bundle's wins rest on is kept, losses and all: the gate already weighed
-them. A decoy's own questions can be won by chance (a confused agent still answers some
+before it) turns more of its losses right than of the won units wrong. An edit the bundle's
+wins rest on is kept, losses and all: the gate already weighed them. A decoy's own questions can be won by chance (a confused agent still answers some
 right), so "no won unit turns wrong" would keep it; the net count does not.
 
 So the check only ever removes edits, and each edit it dropped turned more of the gate's lost
@@ -21,7 +21,7 @@ units back to right, that no other edit's absence did, than it cost won units.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence, Set
+from collections.abc import Mapping, Sequence
 
 
 def losses_following(
@@ -44,20 +44,16 @@ def losses_following(
     return {i: tuple(found[i]) for i in sorted(found)}
 
 
-def better_without(right: Set[str], won: Sequence[str], own_losses: Sequence[str]) -> bool:
-    """Whether the bundle with an edit left out, answering right the units in `right`, does
-    better than the bundle: it turns more of the lost units that follow that edit alone
-    (`own_losses`) right than of the bundle's won units wrong. A lost unit that any change of
-    text turns right is not counted for the edit: under a sampled model it would drop edits
-    by chance."""
-    return sum(u in right for u in own_losses) > sum(u not in right for u in won)
-
-
 def drop_decided(back: int, wrong: int, unasked: int) -> bool | None:
-    """The decision `better_without` will reach, once it is certain: True (drop) when the
-    edit's `back` losses turned right outnumber the won units turned wrong even if every one of
-    the `unasked` won units still to answer turns wrong, False (keep) once `wrong` reaches
-    `back`, else None (ask more). So won units are asked in chunks and no more than needed."""
+    """Whether to drop an edit, once it is certain. The rule: drop when, with the edit left
+    out, more of its own losses (those that follow it alone) turn right, `back`, than won units
+    turn wrong. A lost unit that any change of text turns right is not counted for the edit:
+    under a sampled model it would drop edits by chance.
+
+    True (drop) when `back` outnumbers the won units turned wrong so far, `wrong`, even if
+    every one of the `unasked` won units still to answer turns wrong; False (keep) once `wrong`
+    reaches `back`; else None (ask more). So won units are asked in chunks, no more than
+    needed, and the decision is the one asking them all would give."""
     if back > wrong + unasked:
         return True
     if wrong >= back:

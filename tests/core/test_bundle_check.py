@@ -4,8 +4,15 @@ does better without it."""
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence, Set
 
-from core.evolution.bundle_check import better_without, drop_decided, losses_following
+from core.evolution.bundle_check import drop_decided, losses_following
+
+
+def better_without(right: Set[str], won: Sequence[str], own_losses: Sequence[str]) -> bool:
+    """The rule `drop_decided` decides, with every answer in: with the edit left out, more of
+    its own losses turn right (`right` holds the units answered right) than won units wrong."""
+    return sum(u in right for u in own_losses) > sum(u not in right for u in won)
 
 
 def test_a_loss_that_one_edit_alone_reverts_follows_that_edit() -> None:
@@ -55,7 +62,7 @@ def test_exhaustively_a_loss_follows_an_edit_iff_only_that_edit_reverts_it() -> 
         assert losses_following(reverts, lost) == {i: tuple(expected[i]) for i in sorted(expected)}
 
 
-def test_an_edit_is_dropped_only_if_its_losses_outnumber_the_wins_lost_without_it() -> None:
+def test_the_rule_drops_an_edit_only_if_its_losses_outnumber_the_wins_lost_without_it() -> None:
     won, own = ["w1", "w2"], ["l1", "l2"]
     assert better_without({"w1", "l1", "l2"}, won, own)  # two losses back, one win lost
     assert not better_without({"w1", "l1"}, won, own)  # one for one: a tie keeps it

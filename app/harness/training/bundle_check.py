@@ -4,8 +4,8 @@ core/evolution/bundle_check.py says what the check decides and why; this module 
 questions it needs. It runs between the gate and `settle` (step.py), for a candidate the gate
 accepted that carries two or more edits. An e-process test that accepted before its ladder's
 end did not see the ladder's last units, where a decoy's losses may be: on a final accept the
-bundle answers those too (run `<gate run>-further`; their baseline is mostly cached) and their wins and losses
-join the gate's. Only a bundle with a lost unit is checked further, so a clean one costs those
+bundle answers those too (run `<gate run>-further`; their baseline is mostly cached), and their
+wins and losses join the gate's. Only a bundle with a lost unit is checked further, so a clean one costs those
 answers alone. Each variant (the bundle with some edits left out) is its own run in the harness
 log, named after the gate run: `<gate run>-lost-without-1`, the lost units answered with edit 1
 left out; `-changed-without-1`, the won units and the losses that follow edit 1. So every answer
@@ -30,11 +30,10 @@ Register = Callable[[str, AgentPrompts], None]
 
 @dataclass(frozen=True)
 class BundleCheck:
-    """The bundle to keep (`record`: the accepted one less `dropped`) and what it cost."""
+    """The bundle to keep (`record`: the accepted one less `dropped`)."""
 
     record: EvolutionRecord
     dropped: tuple[Edit, ...] = ()
-    units_asked: int = 0
 
     def note(self, total: int) -> str:
         """The step report's note; empty when the check dropped nothing."""
@@ -88,7 +87,7 @@ async def check_bundle(
         more_won, more_lost = await check.further(rest)
         won, lost = won + more_won, lost + more_lost
     if not lost:
-        return BundleCheck(record, units_asked=check.asked)
+        return BundleCheck(record)
     dropped: set[int] = set()
     for index, own_losses in losses_following(await check.lost_reverts(lost), lost).items():
         if await check.better_without(dropped, index, won, own_losses):
@@ -96,18 +95,17 @@ async def check_bundle(
     kept = without(record, dropped) if dropped else record
     assert kept is not None  # every edit dropped was checked on exactly this bundle
     edits = record.applied()
-    return BundleCheck(kept, tuple(edits[i] for i in sorted(dropped)), check.asked)
+    return BundleCheck(kept, tuple(edits[i] for i in sorted(dropped)))
 
 
-@dataclass
+@dataclass(frozen=True)
 class _LineCheck:
-    """The answers one check asks for, each variant a run of its own; `asked` counts units."""
+    """The answers one check asks for, each variant a run of its own."""
 
     validator: Validator
     record: EvolutionRecord
     run_id: str
     register: Register
-    asked: int = 0
 
     def _open(self, text: str, name: str) -> AgentPrompts:
         prompts = with_skill(self.validator.base_prompts, self.record.target_file, text)
@@ -115,7 +113,6 @@ class _LineCheck:
         return prompts
 
     async def _right(self, prompts: AgentPrompts, units: Sequence[str], name: str) -> set[str]:
-        self.asked += len(units)
         answers = await self.validator.units_right(units, prompts, name)
         return {u for u in units if answers[u]}
 
@@ -147,8 +144,8 @@ class _LineCheck:
         self, dropped: set[int], index: int, won: Sequence[str], own_losses: Sequence[str]
     ) -> bool:
         """Whether the bundle without edit `index` (and the edits already dropped) turns more
-        of its own losses right than won units wrong (core `better_without`), asking the won
-        units a chunk at a time until `drop_decided` is sure."""
+        of its own losses right than won units wrong, asking the won units a chunk at a time until
+        `drop_decided` is sure."""
         leave_out = dropped | {index}
         variant = without(self.record, leave_out)
         if variant is None:

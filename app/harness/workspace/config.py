@@ -91,9 +91,9 @@ class GateConfig(GateParams):
     # which questions get those draws: only those whose baseline and candidate answers differed
     # in an earlier draw ("changed": about the calls of one draw), or "every" one
     draws_for: Literal["changed", "every"] = "changed"
-    # the line check of an accepted bundle that lost a unit (app/harness/training/
-    # bundle_check.py): an edit that, left out, turns a lost unit right and no won unit wrong
-    # is dropped before the bundle is kept
+    # the line check of an accepted bundle (app/harness/training/bundle_check.py): an edit
+    # that, left out, turns more of the lost units that follow it alone right than won units
+    # wrong is dropped before the bundle is kept
     bundle_check: bool = True
 
     def __post_init__(self) -> None:
