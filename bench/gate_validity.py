@@ -1587,17 +1587,20 @@ POWER_OPTIONS = (
 )
 
 
-def report_power_options(params: GateParams) -> None:
+def report_power_options(
+    params: GateParams, options: tuple[tuple[str, dict], ...] = POWER_OPTIONS
+) -> None:
     """What the final look, or switching the "no net win" stop later or off, buys at the power
     target and what it costs: exact DP, mean test units over the null grid and over the power
     grid, and the min power ratio against McNemar at equal units (the
-    `gate.power_vs_mcnemar...` figure)."""
+    `gate.power_vs_mcnemar...` figure). `options`: rows of POWER_OPTIONS (--tiny: the
+    default's alone)."""
     print(
         "\n== power options (exact DP): the final look and the no-net-win stop. power = n_max "
         "200 d 0.3 p 0.7; units = mean test units over the null / power grids"
     )
     print(f"{'option':>20} {'power':>7} {'null u':>7} {'power u':>8} {'min ratio':>10}")
-    for name, changes in POWER_OPTIONS:
+    for name, changes in options:
         option = replace(params, **changes)
         null = exact_grid(option, 0.5).values()
         cells = {p: exact_grid(option, p) for p in POWER_P}
@@ -1835,8 +1838,9 @@ def main() -> None:
     parser.add_argument(
         "--tiny",
         action="store_true",
-        help=f"{TINY_REPS} Monte Carlo repetitions per cell: checks the bench runs "
-        "(the exact parts are unchanged; the Monte Carlo figures are then noise)",
+        help=f"{TINY_REPS} Monte Carlo repetitions per cell and the default's row alone of the "
+        "power options: checks the bench runs (the other exact parts are unchanged; the Monte "
+        "Carlo figures are then noise)",
     )
     args = parser.parse_args()
     if args.tiny:
@@ -2024,7 +2028,7 @@ def main() -> None:
     later_max, cont_max = harness_cases(args, params, finals, mc_ses)
     run_fdr = report_run_level(params, TINY_RUN_TESTS if args.tiny else RUN_TESTS)
 
-    report_power_options(params)
+    report_power_options(params, POWER_OPTIONS[:1] if args.tiny else POWER_OPTIONS)
 
     # summary
     max_final, where_final = max(finals)

@@ -35,7 +35,7 @@ SLOW = {
     "resume_cost": "four trainings as CLI processes, one killed and resumed",
     "skills_progressive": "three trainings",
     "tui_load": "builds a workspace, then paints every TUI screen",
-    "gate_validity": "its exact dynamic programmes do not shrink with --tiny",
+    "gate_validity": "most of its exact dynamic programmes do not shrink with --tiny",
     "ingest_train": "three ingests, inits and trainings as CLI processes",
     "skillopt_compare": "three trainings as CLI processes and three SkillOpt runs",
     "external_agents": "two trainings, one with a process per rollout, and an eval",
