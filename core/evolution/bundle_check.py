@@ -11,8 +11,9 @@ edit out turns the unit right and leaving out any other edit of the bundle keeps
 edits some loss follows are then tried one at a time, each on its own losses and every unit the
 bundle won: an edit is dropped only if the bundle without it (and without the edits dropped
 before it) turns more of its losses right than of the won units wrong. An edit the bundle's
-wins rest on is kept, losses and all: the gate already weighed them. A decoy's own questions can be won by chance (a confused agent still answers some
-right), so "no won unit turns wrong" would keep it; the net count does not.
+wins rest on is kept, losses and all: the gate already weighed them. A decoy's own questions
+can be won by chance (a confused agent still answers some right), so "no won unit turns wrong"
+would keep it; the net count does not.
 
 So the check only ever removes edits, and each edit it dropped turned more of the gate's lost
 units back to right, that no other edit's absence did, than it cost won units.

@@ -5,12 +5,12 @@ questions it needs. It runs between the gate and `settle` (step.py), for a candi
 accepted that carries two or more edits. An e-process test that accepted before its ladder's
 end did not see the ladder's last units, where a decoy's losses may be: on a final accept the
 bundle answers those too (run `<gate run>-further`; their baseline is mostly cached), and their
-wins and losses join the gate's. Only a bundle with a lost unit is checked further, so a clean one costs those
-answers alone. Each variant (the bundle with some edits left out) is its own run in the harness
-log, named after the gate run: `<gate run>-lost-without-1`, the lost units answered with edit 1
-left out; `-changed-without-1`, the won units and the losses that follow edit 1. So every answer
-behind a dropped edit can be read back. A killed step is replayed whole from its checkpoint,
-the check with it, as the gate is.
+wins and losses join the gate's. Only a bundle with a lost unit is checked further, so a clean
+one costs those answers alone. Each variant (the bundle with some edits left out) is its own
+run in the harness log, named after the gate run: `<gate run>-lost-without-1`, the lost units
+answered with edit 1 left out; `-changed-without-1`, the won units and the losses that follow
+edit 1. So every answer behind a dropped edit can be read back. A killed step is replayed
+whole from its checkpoint, the check with it, as the gate is.
 """
 
 from __future__ import annotations
