@@ -463,9 +463,11 @@ async def line_check_phase(
     """Phase C': the line check of each accepted bundle (bundle_check.py); `[gate]
     bundle_check = false` keeps every accepted bundle whole."""
     ctx = scope.ctx
+    variants: list[str] = []
 
     def register(run_id: str, prompts: AgentPrompts) -> None:
         ctx.session.register(run_id, "gate", prompts, parent_run_id=scope.state.train_id)
+        variants.append(run_id)
 
     async def check(task_type: str) -> BundleCheck:
         record, outcome = records[task_type], outcomes[task_type]
@@ -479,7 +481,10 @@ async def line_check_phase(
         )
 
     task_types = sorted(outcomes)
-    return dict(zip(task_types, await fan_out(check, task_types), strict=True))
+    checks = dict(zip(task_types, await fan_out(check, task_types), strict=True))
+    for run_id in variants:  # each variant's answers are all in: the run is over
+        ctx.log.finish_run(run_id, RunStatus.DONE, {"line_check": True})
+    return checks
 
 
 async def evolve_phase(scope: StepScope, diagnosis: DiagnosisResult) -> dict[str, EvolutionRecord]:

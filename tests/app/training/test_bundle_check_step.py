@@ -66,6 +66,10 @@ def test_the_line_check_drops_decoys_that_ride_in_accepted_bundles(tmp_path: Pat
         ).fetchone()[0]
         further = conn.execute("SELECT COUNT(*) FROM _runs WHERE run_id LIKE '%-further'")
         looked_further = further.fetchone()[0]
+        # every variant's run is closed once its answers are in: nothing of a finished
+        # training is left `running` for the TUI and `report` to show as going on
+        open_runs = [r for (r,) in conn.execute("SELECT run_id FROM _runs WHERE status != 'done'")]
+    assert open_runs == []
     assert any("-lost-without-" in r for r in variants)
     assert any("-changed-without-" in r for r in variants)
     assert answered > 0
