@@ -7,7 +7,9 @@ reported (phase 9).
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import asdict, replace
+from functools import partial
 from typing import Any
 
 from loguru import logger
@@ -23,6 +25,7 @@ from app.harness.rollouts.telemetry import calls_logged_as
 from app.harness.training.contamination_guard import refused_as_contamination
 from app.harness.training.momentum import run_slow_momentum
 from app.harness.training.observation import evidence_rows, write_epoch_report
+from app.harness.training.screen import proposal_prompts, screen
 from app.harness.training.train_state import (
     Best,
     CurvePoint,
@@ -35,10 +38,11 @@ from app.harness.training.vocabulary import Count
 from app.harness.workspace import killpoints
 from app.harness.workspace.harness_log.gates import DualMetricRecord, HoldoutRecord
 from app.harness.workspace.workspace import update_best, update_manifest
+from core.concurrency import fan_out
 from core.evolution.budget import edit_budget_at
 from core.evolution.diagnose import CasePack, merge_packs
 from core.evolution.edits import RejectedEdit
-from core.evolution.evolve import TargetKind, evolve, prompt_file_prompt
+from core.evolution.evolve import EvolutionRecord, TargetKind, evolve, prompt_file_prompt
 from core.evolution.gate import (
     GateDecision,
     GateParams,
@@ -286,6 +290,21 @@ def consider_best(
         )
 
 
+def with_prompt_file(prompts: AgentPrompts, tool: str, record: EvolutionRecord) -> AgentPrompts:
+    """The prompts with the system prompt (`tool` empty) or a tool's description replaced by
+    the record's text: a slow-update proposal as the agent would see it."""
+    version = f"{prompts.prompts_version}+cand"
+    if tool:
+        docs = {**prompts.tool_docs, tool: record.evolved}
+        return replace(prompts, tool_docs=docs, prompts_version=version)
+    return replace(prompts, system=record.evolved, prompts_version=version)
+
+
+def screen_run_ids(prefix: str, file: str) -> Callable[[int], str]:
+    """Proposal index -> the run id of its screening answers (screen.py)."""
+    return lambda index: f"{prefix}screen-{file}-{index}"
+
+
 async def evolve_prompts(ctx: TrainContext, state: TrainState, epoch: int, prefix: str) -> bool:
     session = ctx.session
     files = session.version_files("prompts", session.paths.prompts_version)
@@ -317,14 +336,25 @@ async def evolve_prompts(ctx: TrainContext, state: TrainState, epoch: int, prefi
                 budget=budget,
                 tool=tool,
             )
-            record = await evolve(
-                session.providers["evolver"],
-                prompt,
-                original=files[file],
-                target_file=file,
-                budget=budget,
-                target_kind=TargetKind.TOOL if tool else TargetKind.SYSTEM,
-                source_version=session.paths.prompts_version,
+            records = await fan_out(
+                partial(
+                    evolve,
+                    session.providers["evolver"],
+                    original=files[file],
+                    target_file=file,
+                    budget=budget,
+                    target_kind=TargetKind.TOOL if tool else TargetKind.SYSTEM,
+                    source_version=session.paths.prompts_version,
+                ),
+                proposal_prompts(prompt, ctx.config.evolve_proposals),
+            )
+            record = await screen(
+                ctx,
+                records,
+                sorted(pack.unit_ids),
+                partial(with_prompt_file, session.agent_prompts(), tool),
+                screen_run_ids(prefix, file),
+                state.train_id,
             )
             if record.changed and not refused_as_contamination(
                 ctx, state, file, added_text(record.original, record.evolved)

@@ -27,6 +27,7 @@ from app.harness.training.observation import (
     step_report,
     write_step_report,
 )
+from app.harness.training.screen import proposal_prompts, screen, training_validator
 from app.harness.training.train_state import (
     Continuation,
     GatedCandidate,
@@ -418,17 +419,7 @@ async def gate_step(scope: StepScope, diagnosis: DiagnosisResult) -> None:
     ]
     for spec in specs:
         ctx.session.register(spec.gate_run_id, "gate", spec.candidate, parent_run_id=state.train_id)
-    validator = Validator(
-        provider=ctx.session.providers["agent"],
-        base_prompts=scope.prompts,
-        units=ctx.units,
-        log=ctx.log,
-        settings=ctx.session.agent_settings,
-        params=ctx.gate_params,
-        baseline_cache=ctx.baseline_cache,
-        guard_err=ctx.config.gate.guard_err,
-        draw_samples=ctx.draw_samples,
-    )
+    validator = training_validator(ctx, scope.prompts, ctx.draw_samples)
     outcomes = await validator.validate(specs, scope.run_id("gatebase"))
     for spec in specs:
         ctx.log.finish_run(
@@ -603,25 +594,39 @@ async def evolve_skill(scope: StepScope, task_type: str, pack: CasePack) -> Evol
         rejected=scope.state.rejected_edits(task_type),
     )
     raw = sum(f.note == RAW_NOTE for f in pack.failures)
-    record = await evolve(
-        ctx.session.providers["evolver"],
-        prompt,
-        original=original,
-        target_file=target,
-        budget=budget,
-        target_kind=TargetKind.SKILL,
-        task_type=task_type,
-        source_version=prompts.skills_version,
-        request_summary=f"{len(pack.failures)} failures"
+    summary = (
+        f"{len(pack.failures)} failures"
         + (f" ({raw} raw, undiagnosed)" if raw else "")
-        + f", {len(pack.successes)} successes, budget {budget}",
-        ladder=ctx.session.model_io.ladder("evolver"),
+        + f", {len(pack.successes)} successes, budget {budget}"
     )
-    if record.changed:
+
+    async def proposal(request: str) -> EvolutionRecord:
+        record = await evolve(
+            ctx.session.providers["evolver"],
+            request,
+            original=original,
+            target_file=target,
+            budget=budget,
+            target_kind=TargetKind.SKILL,
+            task_type=task_type,
+            source_version=prompts.skills_version,
+            request_summary=summary,
+            ladder=ctx.session.model_io.ladder("evolver"),
+        )
+        if not record.changed:
+            return record
         consolidated, _ = consolidate_appendix(record.evolved, ctx.config.appendix_max_lines)
-        if consolidated != record.evolved:
-            record = replace(record, evolved=consolidated)
-    return record
+        return replace(record, evolved=consolidated)
+
+    records = await fan_out(proposal, proposal_prompts(prompt, ctx.config.evolve_proposals))
+    return await screen(
+        ctx,
+        records,
+        sorted(pack.unit_ids),
+        lambda r: with_skill(prompts, r.target_file, r.evolved),
+        lambda index: scope.run_id(f"screen-{task_type}-{index}"),
+        scope.state.train_id,
+    )
 
 
 def refuse_contaminated(

@@ -183,6 +183,10 @@ class RunConfig(BaseModel):
     # benchmark, a bundle is (docs/training.md, "How many edits a candidate carries")
     edit_budget_start: int = _d(5, **NON_NEGATIVE)
     edit_budget_end: int = _d(5, **NON_NEGATIVE)
+    # proposals the evolver makes per skill file and step (and per prompt file at the slow
+    # update); above 1, the one answering the most shown questions right goes on to the gate
+    # (app/harness/training/screen.py)
+    evolve_proposals: int = _d(1, ge=1, le=5)
     # a task type's evolver is also shown its earlier packs' failures that still fail, up to
     # 12 per pack (core/evolution/diagnose.py `with_earlier_failures`): more rules per edit
     carry_failures: bool = _d(True)
