@@ -6,8 +6,7 @@ ends with one more line (`ALTERNATIVE`), so a model that does not sample still a
 differently. Each proposal that changes its file then answers the questions of the pack the
 evolver was shown (its failures, carried failures and contrasting successes), and the one that
 answers the most of them right goes on to the gate; a tie goes to the earliest, so with one
-changed proposal nothing is asked and k = 1 is the run it always was. A skill proposal that
-repeats a candidate whose test ended is left out first (step.py): it would not be gated.
+changed proposal nothing is asked and k = 1 is the run it always was.
 
 Why the gate's bound still holds: the proposals answer shown questions only, and no test ever
 looks at a shown question (gate_ladder.py leaves them out of every ladder). So which candidate
@@ -72,9 +71,8 @@ class Screened:
             return ""
         right = " / ".join(str(s) for s in self.scores)
         return (
-            f"; of {self.proposals} proposals, {len(self.scores)} new ones that changed the file "
-            f"answered {right} of the {self.asked} shown questions right: the first with the most "
-            f"went on"
+            f"; of {self.proposals} proposals, {len(self.scores)} changed the file and answered "
+            f"{right} of the {self.asked} shown questions right: the first with the most went on"
         )
 
 
@@ -85,11 +83,10 @@ async def screen(
     prompts_of: Callable[[EvolutionRecord], AgentPrompts],
     run_id: Callable[[int], str],
     parent_run_id: str,
-    made: int = 0,
 ) -> EvolutionRecord:
     """The changed proposal that answers the most of `unit_ids` (shown questions) right under
     `prompts_of(record)`, its request summary saying so; the first one when fewer than two
-    changed their file. `made`: the proposals asked for, when `records` leaves some out."""
+    changed their file."""
     changed = [r for r in records if r.changed]
     units = [u for u in dict.fromkeys(unit_ids) if u in ctx.units]
     if len(changed) < 2 or not units:
@@ -104,5 +101,5 @@ async def screen(
         scores.append(right)
         killpoints.reached("screen")  # a proposal screened, the next not yet
     chosen = changed[scores.index(max(scores))]
-    note = Screened(chosen, made or len(records), tuple(scores), len(units)).note()
+    note = Screened(chosen, len(records), tuple(scores), len(units)).note()
     return replace(chosen, request_summary=chosen.request_summary + note)

@@ -619,16 +619,13 @@ async def evolve_skill(scope: StepScope, task_type: str, pack: CasePack) -> Evol
         return replace(record, evolved=consolidated)
 
     records = await fan_out(proposal, proposal_prompts(prompt, ctx.config.evolve_proposals))
-    # a repeat of a candidate whose test ended is never gated again: choose among the others
-    fresh = [r for r in records if r.changed and repeat_of(scope.state, r) is None]
     return await screen(
         ctx,
-        fresh or records,
+        records,
         sorted(pack.unit_ids),
         lambda r: with_skill(prompts, r.target_file, r.evolved),
         lambda index: scope.run_id(f"screen-{task_type}-{index}"),
         scope.state.train_id,
-        made=len(records),
     )
 
 

@@ -33,7 +33,7 @@ def test_the_note_names_every_score_and_is_empty_without_a_choice() -> None:
     record = object()
     assert Screened(record, 3, (4,), 9).note() == ""  # type: ignore[arg-type]
     note = Screened(record, 3, (4, 6), 9).note()  # type: ignore[arg-type]
-    assert "of 3 proposals, 2 new ones that changed the file answered 4 / 6 of the 9 shown" in note
+    assert "of 3 proposals, 2 changed the file and answered 4 / 6 of the 9 shown" in note
 
 
 def _step(run_id: str) -> tuple[int, int]:
