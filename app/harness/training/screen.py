@@ -8,11 +8,12 @@ evolver was shown (its failures, carried failures and contrasting successes), an
 answers the most of them right goes on to the gate; a tie goes to the earliest, so with one
 changed proposal nothing is asked and k = 1 is the run it always was.
 
-Why the gate's bound still holds: the proposals answer shown questions only, and no test ever
-looks at a shown question (gate_ladder.py leaves them out of every ladder). So which candidate
-is tested depends on no answer the test reads, and it is fixed before the test starts, as one
-proposal is. Choosing on the batch the evolver reflected on is GEPA's minibatch check, used here
-to choose, never to accept.
+Why the gate's bound still holds: the proposals answer shown questions only. No skill test ever
+looks at a question its evolver was shown (gate_ladder.py leaves them out of every ladder), and a
+prompt file's pack holds diagnosis questions while its test reads the validation pool. So which
+candidate is tested depends on no answer the test reads, and it is fixed before the test starts,
+as one proposal is. Choosing on the batch the evolver reflected on is GEPA's minibatch check,
+used here to choose, never to accept.
 
 Each proposal's answers are a run of their own in the harness log (`<step>screen-<file>-<i>`).
 """
