@@ -15,7 +15,8 @@ candidate is tested depends on no answer the test reads, and it is fixed before 
 as one proposal is. Choosing on the batch the evolver reflected on is GEPA's minibatch check,
 used here to choose, never to accept.
 
-Each proposal's answers are a run of their own in the harness log (`<step>screen-<file>-<i>`).
+Each proposal's answers are a run of their own in the harness log, named after its step:
+`…-s<S>-screen-<task type>-<i>` for a skill file, `…-slow-screen-<prompt file>-<i>` for a prompt file.
 """
 
 from __future__ import annotations
