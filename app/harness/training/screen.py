@@ -16,7 +16,8 @@ as one proposal is. Choosing on the batch the evolver reflected on is GEPA's min
 used here to choose, never to accept.
 
 Each proposal's answers are a run of their own in the harness log, named after its step:
-`…-s<S>-screen-<task type>-<i>` for a skill file, `…-slow-screen-<prompt file>-<i>` for a prompt file.
+`…-s<S>-screen-<task type>-<i>` for a skill file, `…-slow-screen-<prompt file>-<i>` for a
+prompt file.
 """
 
 from __future__ import annotations
