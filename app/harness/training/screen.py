@@ -61,9 +61,8 @@ def training_validator(
 
 @dataclass(frozen=True)
 class Screened:
-    """The proposal that goes on, and each changed proposal's shown questions answered right."""
+    """What a screen found: each changed proposal's shown questions answered right."""
 
-    record: EvolutionRecord
     proposals: int
     scores: tuple[int, ...] = ()
     asked: int = 0
@@ -104,5 +103,5 @@ async def screen(
         scores.append(right)
         killpoints.reached("screen")  # a proposal screened, the next not yet
     chosen = changed[scores.index(max(scores))]
-    note = Screened(chosen, len(records), tuple(scores), len(units)).note()
+    note = Screened(len(records), tuple(scores), len(units)).note()
     return replace(chosen, request_summary=chosen.request_summary + note)

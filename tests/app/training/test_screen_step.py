@@ -30,9 +30,8 @@ def test_the_first_request_is_the_prompt_itself_and_the_others_differ() -> None:
 
 
 def test_the_note_names_every_score_and_is_empty_without_a_choice() -> None:
-    record = object()
-    assert Screened(record, 3, (4,), 9).note() == ""  # type: ignore[arg-type]
-    note = Screened(record, 3, (4, 6), 9).note()  # type: ignore[arg-type]
+    assert Screened(3, (4,), 9).note() == ""
+    note = Screened(3, (4, 6), 9).note()
     assert "of 3 proposals, 2 changed the file and answered 4 / 6 of the 9 shown" in note
 
 
