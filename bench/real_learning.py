@@ -464,7 +464,7 @@ def plan(python: Path, threads: str, strategies: tuple[str, ...] = STRATEGIES) -
     return 0
 
 
-def tiny(strategies: tuple[str, ...] = STRATEGIES) -> int:
+def tiny(strategies: tuple[str, ...] = STRATEGIES, sets: tuple[str, ...] = ()) -> int:
     """Steps 4 and 5 with every role on sim/oracle (a learning stand-in), in a temporary folder."""
     with tempfile.TemporaryDirectory(prefix="bench-real-learning-tiny-") as tmp:
         config = Path(tmp) / "tiny.toml"
@@ -472,7 +472,7 @@ def tiny(strategies: tuple[str, ...] = STRATEGIES) -> int:
         text = text.replace("[gate]", "sim_oracle_rules = 3\nsim_oracle_accuracy = 0.3\n\n[gate]")
         config.write_text(text)
         log("--tiny: every role on sim/oracle (a stand-in that learns); no model, no server")
-        run_both(Path(tmp), config, [], strategies)
+        run_both(Path(tmp), config, [arg for s in sets for arg in ("--set", s)], strategies)
     return 0
 
 
@@ -483,6 +483,14 @@ def main() -> int:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--epochs", type=int, default=0, help="override the config's epochs")
     parser.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a config override passed to every `train` (repeatable), e.g. evolve_proposals=3",
+    )
+    parser.add_argument(
         "--strategies",
         type=strategies_arg,
         default=STRATEGIES,
@@ -491,7 +499,7 @@ def main() -> int:
     )
     args = parser.parse_args()
     if args.tiny:
-        return tiny(args.strategies)
+        return tiny(args.strategies, tuple(args.sets))
     import real_model  # bench/real_model.py: the venv, the server
 
     if args.dry_run:
@@ -507,6 +515,8 @@ def main() -> int:
     extra = ["--set", f'api_base="http://{real_model.HOST}:{port}/v1"']
     if args.epochs:
         extra += ["--set", f"epochs={args.epochs}"]
+    for assignment in args.sets:
+        extra += ["--set", assignment]
     # threads from the machine (real_model.server_threads); stopped on SIGTERM/SIGHUP too
     with real_model.serving(python, model, port):
         started = time.monotonic()
