@@ -436,6 +436,11 @@ def strategies_arg(value: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
+def set_args(assignments: tuple[str, ...]) -> list[str]:
+    """`train`'s arguments for the `--set KEY=VALUE` overrides given to this script."""
+    return [arg for assignment in assignments for arg in ("--set", assignment)]
+
+
 def plan(
     python: Path, threads: str, strategies: tuple[str, ...] = STRATEGIES, sets: tuple[str, ...] = ()
 ) -> int:
@@ -461,7 +466,7 @@ def plan(
         print(
             f"  init {ws} --seed {SEED} --questions {QUESTIONS}; train --config "
             f'{CONFIG.relative_to(ROOT)} --set gate.strategy="{strategy}"'
-            + "".join(f" --set {assignment}" for assignment in sets)
+            + "".join(f" {arg}" for arg in set_args(sets))
             + "; report"
         )
     print(f"  write the RESULT lines to {OUT / 'results.txt'}")
@@ -476,7 +481,7 @@ def tiny(strategies: tuple[str, ...] = STRATEGIES, sets: tuple[str, ...] = ()) -
         text = text.replace("[gate]", "sim_oracle_rules = 3\nsim_oracle_accuracy = 0.3\n\n[gate]")
         config.write_text(text)
         log("--tiny: every role on sim/oracle (a stand-in that learns); no model, no server")
-        run_both(Path(tmp), config, [arg for s in sets for arg in ("--set", s)], strategies)
+        run_both(Path(tmp), config, set_args(sets), strategies)
     return 0
 
 
@@ -522,8 +527,7 @@ def main() -> int:
     extra = ["--set", f'api_base="http://{real_model.HOST}:{port}/v1"']
     if args.epochs:
         extra += ["--set", f"epochs={args.epochs}"]
-    for assignment in args.sets:
-        extra += ["--set", assignment]
+    extra += set_args(tuple(args.sets))
     # threads from the machine (real_model.server_threads); stopped on SIGTERM/SIGHUP too
     with real_model.serving(python, model, port):
         started = time.monotonic()
