@@ -186,7 +186,7 @@ class RunConfig(BaseModel):
     # proposals the evolver makes per skill file and step (and per prompt file at the slow
     # update); above 1, the one answering the most shown questions right goes on to the gate
     # (app/harness/training/screen.py)
-    evolve_proposals: int = _d(1, ge=1, le=5)
+    evolve_proposals: int = _d(3, ge=1, le=5)
     # a task type's evolver is also shown its earlier packs' failures that still fail, up to
     # 12 per pack (core/evolution/diagnose.py `with_earlier_failures`): more rules per edit
     carry_failures: bool = _d(True)
