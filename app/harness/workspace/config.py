@@ -185,7 +185,8 @@ class RunConfig(BaseModel):
     edit_budget_end: int = _d(5, **NON_NEGATIVE)
     # proposals the evolver makes per skill file and step (and per prompt file at the slow
     # update); above 1, the one answering the most shown questions right goes on to the gate
-    # (app/harness/training/screen.py)
+    # (app/harness/training/screen.py). 3: a weak evolver's decoys and generic lines rarely
+    # reach a test (docs/training.md, "Several proposals a step"); 1 asks once, as before
     evolve_proposals: int = _d(3, ge=1, le=5)
     # a task type's evolver is also shown its earlier packs' failures that still fail, up to
     # 12 per pack (core/evolution/diagnose.py `with_earlier_failures`): more rules per edit

@@ -16,6 +16,7 @@ from app.providers.sim import evolver
 
 FAILURE_ID = re.compile(r'<failure id="([^"]+)">')
 TASK_TYPE = re.compile(r'solves "([\w-]+)" cases')
+ALTERNATIVE = re.compile(r"^Proposal \d+ of \d+: ", re.MULTILINE)  # app/harness/training/screen.py
 SETS = ["--set", "epochs=1", "--set", "batch_size=24", "--set", "concurrency=4"]
 
 
@@ -26,7 +27,8 @@ def _train(tmp_path: Path, monkeypatch, carry: bool) -> list[tuple[str, list[str
 
     def recording(world, prompt, shares):  # noqa: ANN001, ANN202 - the simulated evolver's
         found = TASK_TYPE.search(prompt)
-        prompts.append((found.group(1) if found else "", FAILURE_ID.findall(prompt)))
+        if not ALTERNATIVE.search(prompt):  # a step's other proposals repeat its first pack
+            prompts.append((found.group(1) if found else "", FAILURE_ID.findall(prompt)))
         return real(world, prompt, shares)
 
     monkeypatch.setattr(evolver, "evolve_skill", recording)

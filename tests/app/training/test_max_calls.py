@@ -20,7 +20,7 @@ from tests.support.snapshot import diff_states, workspace_state
 
 ROOT = Path(__file__).resolve().parents[3]
 # the first step's two gate tests and line checks finish within it: an accept becomes best
-CAP = 200
+CAP = 300
 ARGS = [
     "--set",
     "epochs=1",
