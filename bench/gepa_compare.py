@@ -733,8 +733,15 @@ def gepa_at(job: SeedJob, base: Path, trainer_ws: Path, name: str, budget: int) 
     return Point(True, g.final_test, g.test_units, g.opt_calls - g.seed_calls)
 
 
+def seed_folder(job: SeedJob) -> Path:
+    """Where one world's runs go: a folder per world size too, since the sizes run side by
+    side with the same seeds (a shared folder let one size's cleanup delete the other's
+    trainer workspace mid-run)."""
+    return Path(job.tmp) / "ws" / f"u{job.units}"
+
+
 def run_seed(job: SeedJob) -> SeedOutcome:
-    base = Path(job.tmp) / "ws"
+    base = seed_folder(job)
     trainer_ws = base / f"trainer-w{job.seed}"
     try:
         t = train_one(train_job(job, trainer_ws))

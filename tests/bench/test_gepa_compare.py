@@ -151,6 +151,14 @@ def _outcome(seed: int, points: dict[str, tuple[float, bool]]) -> object:
     return out
 
 
+def test_the_two_world_sizes_of_a_seed_never_share_a_workspace_folder() -> None:
+    # the sizes run side by side: one size's cleanup once deleted the other's trainer mid-run
+    jobs = [gc.SeedJob(2, units, "store", "sim-w2", "/tmp/b", 60, False, ()) for units in (216, 72)]
+    folders = [gc.seed_folder(job) for job in jobs]
+    assert folders[0] != folders[1]
+    assert all(folder.parent == Path("/tmp/b/ws") for folder in folders)
+
+
 def test_the_sweep_prints_a_result_only_when_every_seed_reached_the_budget(capsys) -> None:
     both = {"trainer": (0.5, True), "gepa": (0.4, True), "gepa_tuned": (0.3, True)}
     one_failed = {**both, "gepa": (0.0, False)}
