@@ -122,7 +122,7 @@ def _acc(value: float | None) -> str:
 
 
 def headline_text(h: dict[str, Any]) -> str:
-    """`test accuracy: baseline 0.216 -> final 0.926 (324 held-out units)`, as `demo` ends."""
+    """`test accuracy: baseline 0.216 -> final 0.923 (324 held-out units)`, as `demo` ends."""
     if h["test_accuracy"] is None and h["baseline_test_accuracy"] is None:
         return "test accuracy: no final test yet (`train` writes it after its last epoch)"
     units = f" ({h['units']} held-out units)" if isinstance(h.get("units"), int) else ""
