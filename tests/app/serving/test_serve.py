@@ -446,7 +446,9 @@ def test_the_spend_cap_ends_in_a_clean_402_and_the_server_stays_up(tmp_path):
 
 def test_sigterm_drains_requests_in_flight_then_stops(tmp_path):
     ws = init_ws(tmp_path / "ws")
-    server = start(ws, "--set", "sim_latency_ms=700")
+    # each request lasts 4 s, so on a loaded machine all three are still in flight together
+    # (at 0.7 s the first could finish before the third started, and the wait never ended)
+    server = start(ws, "--set", "sim_latency_ms=4000")
     replies: list[str] = []
 
     def call(q: dict) -> None:
@@ -456,7 +458,7 @@ def test_sigterm_drains_requests_in_flight_then_stops(tmp_path):
     threads = [threading.Thread(target=call, args=(q,)) for q in questions(ws)[:3]]
     for t in threads:
         t.start()
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60
     while httpx.get(f"{server.url}/healthz").json()["in_flight"] < 3:  # all inside the loop
         assert time.monotonic() < deadline
         time.sleep(0.05)
