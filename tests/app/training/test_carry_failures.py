@@ -12,11 +12,15 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
+from app.harness.training import screen
 from app.providers.sim import evolver
 
 FAILURE_ID = re.compile(r'<failure id="([^"]+)">')
 TASK_TYPE = re.compile(r'solves "([\w-]+)" cases')
-ALTERNATIVE = re.compile(r"^Proposal \d+ of \d+: ", re.MULTILINE)  # app/harness/training/screen.py
+# the line screen.py adds to a step's second and later proposals, any index and total
+ALTERNATIVE = re.compile(
+    re.escape(screen.ALTERNATIVE).replace(r"\{index\}", r"\d+").replace(r"\{total\}", r"\d+")
+)
 SETS = ["--set", "epochs=1", "--set", "batch_size=24", "--set", "concurrency=4"]
 
 
