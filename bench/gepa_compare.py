@@ -916,6 +916,14 @@ def parse_args() -> argparse.Namespace:
         "listed, the first of --seeds; GEPA's Pareto bookkeeping grows steeply with its "
         "candidate pool, so this run is slow)",
     )
+    parser.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="one more config setting for every trainer run (repeatable)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary workspaces")
     parser.add_argument(
         "--tiny", action="store_true", help="one small world, one epoch: checks the bench runs"
@@ -928,10 +936,10 @@ def main() -> int:
     if (why := gepa_missing()) is not None:
         print(why, file=sys.stderr)
         return 2
-    extra_sets: tuple[str, ...] = ()
+    extra_sets: tuple[str, ...] = tuple(args.sets)
     budgets = BUDGETS if args.budgets is None else tuple(args.budgets)
     if args.tiny:
-        args.seeds, args.double_seeds, extra_sets = [1], None, ("epochs=1",)
+        args.seeds, args.double_seeds, extra_sets = [1], None, ("epochs=1", *extra_sets)
         budgets = (150,) if args.budgets is None else budgets
     sizes = args.units or ([TINY_UNITS] if args.tiny else list(DEFAULT_UNITS))
     double = set(() if args.double_seeds is None else args.double_seeds or args.seeds[:1])
@@ -963,7 +971,8 @@ def main() -> int:
         f"{args.seeds}, {sizes} units per task type; at the trainer's model calls: "
         f"{', '.join(VARIANTS[v].label for v in variants)}; budget sweep {list(budgets)} "
         f"(trainer with max_calls, GEPA, GEPA tuned); {args.jobs} seeds at a time; "
-        f"simulated model (figures show the methods, not a real LLM)",
+        f"simulated model (figures show the methods, not a real LLM)"
+        + (f"; the trainer with --set {' '.join(args.sets)}" if args.sets else ""),
         flush=True,
     )
     outcomes = run_jobs(jobs, args.jobs)

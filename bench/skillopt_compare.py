@@ -1112,14 +1112,22 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=2, help="tasks run at once")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per training")
     parser.add_argument("--keep", action="store_true", help="keep the temporary workspaces")
+    parser.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="one more config setting for every trainer run (repeatable)",
+    )
     parser.add_argument("--tiny", action="store_true", help="one small run: checks the bench runs")
     args = parser.parse_args()
     if (why := skillopt_missing()) is not None:
         print(why, file=sys.stderr)
         return 2
-    extra: tuple[str, ...] = ()
+    extra: tuple[str, ...] = tuple(args.sets)
     if args.tiny:
-        args.seeds, extra = [1], ("epochs=1",)
+        args.seeds, extra = [1], ("epochs=1", *extra)
     sizes = args.units or ([TINY_UNITS] if args.tiny else list(DEFAULT_UNITS))
     budgets = tuple(sorted(args.budgets or (TINY_BUDGETS if args.tiny else BUDGETS)))
 
@@ -1147,7 +1155,8 @@ def main() -> int:
         f"skillopt_compare: SkillOpt 0.2.0's ReflACTTrainer (its v0.2.0 defaults) vs the trainer "
         f"(app/demo.toml) on world seeds {args.seeds} at {sizes} units per task type, budgets "
         f"{list(budgets)} model calls; {args.jobs} seeds at a time; simulated model (figures "
-        f"show the methods, not a real LLM)",
+        f"show the methods, not a real LLM)"
+        + (f"; the trainer with --set {' '.join(args.sets)}" if args.sets else ""),
         flush=True,
     )
     merged = {(job.units, job.seed): SeedOutcome(job) for job in jobs}

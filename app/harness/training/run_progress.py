@@ -61,6 +61,12 @@ def ending_text(progress: Mapping[str, Any]) -> str:
             f"finished after epoch {epoch} of {planned}: early stop, no new best validation "
             f"accuracy for {n} epoch{'' if n == 1 else 's'}"
         )
+    if end == EndReason.MAX_CALLS and not progress.get("global_step"):
+        # a step cut short goes back to its checkpoint: with none closed, no edit was kept
+        return (
+            f"finished in epoch {epoch} of {planned}: max_calls spent before the first step "
+            "closed, so nothing was learned"
+        )
     if end == EndReason.MAX_CALLS:
         return (
             f"finished in epoch {epoch} of {planned}: max_calls spent, the best version "

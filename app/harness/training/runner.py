@@ -121,6 +121,13 @@ class Runner:
             if setup is None:
                 return
             ctx, state, plan = setup
+            if state.global_step == 0:
+                logger.warning(
+                    "max_calls = {} was spent before the first step closed, so nothing was "
+                    "learned (a step cut short goes back to its checkpoint): raise max_calls "
+                    "(docs/training.md, what a call budget buys)",
+                    self.config.max_calls,
+                )
             if plan.resume_epoch is not None:  # mid-epoch: validate it, settle probations
                 await self._close_epoch(ctx, state, plan.resume_epoch)
             last_epoch = plan.resume_epoch or plan.first_epoch - 1

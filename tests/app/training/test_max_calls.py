@@ -14,6 +14,7 @@ import pytest
 
 from app.cli import main
 from app.harness.training.call_budget import is_measurement, training_calls
+from app.harness.training.run_progress import progress_view
 from app.providers.errors import CallBudgetSpent
 from app.providers.litellm_provider import CostBudget
 from tests.support.snapshot import diff_states, workspace_state
@@ -113,6 +114,18 @@ def test_a_spent_budget_closes_the_epoch_and_tests_the_best(tmp_path):
     init(ref)
     assert main(["train", "-w", str(ref), *ARGS]) == 0
     assert training_calls(spend_by_run(ref), "train1") > learning + closing
+
+
+def test_a_budget_spent_before_the_first_step_closed_says_so(tmp_path, capfd):
+    ws = tmp_path / "ws"
+    init(ws)
+    assert main(["train", "-w", str(ws), *ARGS, "--set", "max_calls=40"]) == 0
+    progress = json.loads((ws / "checkpoint.json").read_text())["progress"]
+    assert progress["end"] == "max_calls" and progress["global_step"] == 0
+    assert "before the first step closed, so nothing was learned" in progress_view(progress).text
+    assert "max_calls = 40 was spent before the first step closed" in capfd.readouterr().err
+    final = json.loads((ws / "analyses" / "final_test_eval.json").read_text())
+    assert final["test_accuracy"] == final["baseline_test_accuracy"]
 
 
 def run_cli(ws: Path, *extra: str, env: dict | None = None) -> subprocess.CompletedProcess:

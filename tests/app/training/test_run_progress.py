@@ -54,3 +54,14 @@ def test_a_finished_run_says_its_last_epoch_and_why_it_stopped() -> None:
     )
     full = {**base, "epoch": 6, "end": "all_epochs", "epochs_since_best": 1}
     assert progress_view(full).text == "finished after epoch 6 of 6: all epochs run (11 steps)"
+
+
+def test_a_budget_spent_before_any_step_closed_says_nothing_was_learned() -> None:
+    base = {"phase": "finished", "epoch": 1, "epochs_planned": 4, "end": "max_calls"}
+    assert progress_view({**base, "global_step": 0}).text == (
+        "finished in epoch 1 of 4: max_calls spent before the first step closed, so nothing "
+        "was learned (0 steps)"
+    )
+    assert progress_view({**base, "global_step": 3}).text == (
+        "finished in epoch 1 of 4: max_calls spent, the best version so far tested (3 steps)"
+    )
