@@ -1,6 +1,6 @@
 """`estimate`: model calls per role, tokens, cost and wall time of a `train`, before it runs.
 
-How (docs/estimate.md says it for users):
+How (docs/offline.md says it for users):
 1. the call counts come from the training loop itself: `train` runs on a throw-away copy of the
    workspace (in its `.staging/`, removed after) with every role on `sim/oracle`
    (app/providers/sim/oracle.py) as a stand-in that learns the way the built-in simulated world
@@ -77,6 +77,9 @@ class Estimate:
     assumptions: tuple[str, ...]
     warnings: tuple[str, ...] = field(default=())
     simulated: bool = False
+    # the stand-in's counted calls up to its first step's close; None when `max_calls` ended its
+    # run before that (a budget that small keeps nothing)
+    first_step_calls: int | None = None
 
 
 async def estimate_async(root: Path, config: RunConfig) -> Estimate:
@@ -109,7 +112,7 @@ async def estimate_async(root: Path, config: RunConfig) -> Estimate:
                     sample_seconds = time.perf_counter() - started
                 session.recorder.flush()
             sampled[name] = _agent_calls(copy / "harness.db", run_id)
-        runs = []
+        runs: list[DryRun] = []
         # the estimate first, then the range's other end; sim/oracle itself is known not to
         # learn (unless sim_oracle_rules says it does), so for it the order turns round
         order = (STAND_IN_RULES, 0)
@@ -123,8 +126,16 @@ async def estimate_async(root: Path, config: RunConfig) -> Estimate:
         warnings = tuple(f.message for f in power_findings(bench, gate=config.gate))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    result = _combine(config, runs, sampled["model"], sampled["stand-in"], sample_seconds)
-    result = replace(result, warnings=warnings)
+    by_role = [run.calls for run in runs]
+    result = _combine(config, by_role, sampled["model"], sampled["stand-in"], sample_seconds)
+    first = runs[0].first_step_calls
+    if first is None and config.max_calls is not None:
+        warnings += (
+            f"max_calls = {config.max_calls} ran out before the stand-in's first step closed; a "
+            "step cut short goes back to its checkpoint, so a run with this budget would likely "
+            "learn nothing: raise max_calls",
+        )
+    result = replace(result, warnings=warnings, first_step_calls=first)
     stored = {**asdict(result), "config": fingerprint(config, "")}
     write_json_atomic(paths.root / "analyses" / ESTIMATE_FILE, stored)
     return result
@@ -175,9 +186,21 @@ def _stand_in(config: RunConfig, rules: int) -> RunConfig:
     )
 
 
-async def _dry_run(copy: Path, config: RunConfig, rules: int) -> dict[str, RoleCalls]:
+@dataclass(frozen=True)
+class DryRun:
+    """One stand-in training: its calls by role, and its first step's counted calls (None when
+    `max_calls` ended the run before that step closed)."""
+
+    calls: dict[str, RoleCalls]
+    first_step_calls: int | None
+
+
+async def _dry_run(copy: Path, config: RunConfig, rules: int) -> DryRun:
     from app.harness.rollouts.session import Session
+    from app.harness.training.call_budget import first_step_calls
+    from app.harness.training.checkpoint import load_checkpoint
     from app.harness.training.runner import Runner
+    from app.providers.cache import ResponseCache
 
     logger.disable("app")  # the dry run's own progress lines would read as a real run's
     try:
@@ -186,7 +209,16 @@ async def _dry_run(copy: Path, config: RunConfig, rules: int) -> dict[str, RoleC
     finally:
         logger.enable("app")
     with open_reader(copy / "harness.db") as log:
-        return {str(c.role): c for c in log.calls.by_role()}
+        calls = {str(c.role): c for c in log.calls.by_role()}
+    progress = load_checkpoint(copy)["progress"]
+    if not progress.get("global_step"):
+        return DryRun(calls, None)
+    cache = ResponseCache(copy / "response_cache.db")
+    try:
+        train_id = str(progress["train_id"])
+        return DryRun(calls, first_step_calls(cache.paid_calls_by_run(train_id), train_id))
+    finally:
+        cache.close()
 
 
 def _paid(c: RoleCalls | None) -> int:
@@ -336,6 +368,11 @@ def estimate_lines(e: Estimate) -> list[str]:
         f"  measured on {e.sampled_calls} sampled agent call(s), one rollout per task type"
         + (f"; {e.sampled_real_calls} of them real, paid calls" if e.sampled_real_calls else "")
     )
+    if e.first_step_calls is not None:
+        lines.append(
+            f"  first step: {e.first_step_calls} calls before it closes (a run keeps nothing "
+            "before its first step closes, so a smaller max_calls learns nothing)"
+        )
     lines += [f"  assumes: {a}" for a in e.assumptions]
     lines += [f"warning: {w}" for w in e.warnings]
     return lines

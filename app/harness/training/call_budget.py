@@ -37,6 +37,13 @@ def training_calls(paid_by_run: Mapping[str, int], train_id: str) -> int:
     return sum(n for run_id, n in paid_by_run.items() if not is_measurement(run_id, train_id))
 
 
+def first_step_calls(paid_by_run: Mapping[str, int], train_id: str) -> int:
+    """The counted calls of `train_id`'s first step (epoch 1, step 0): what a budget must cover
+    before the run can keep anything, since a step cut short goes back to its checkpoint."""
+    prefix = f"{train_id}-e1-s0-"  # step.py `step_prefix`
+    return sum(n for run_id, n in paid_by_run.items() if run_id.startswith(prefix))
+
+
 def arm(budget: CostBudget, max_calls: int | None, train_id: str, already: int) -> None:
     """Count `train_id`'s training calls against `max_calls` (None: count nothing)."""
     if max_calls is None:

@@ -9,7 +9,9 @@ from pathlib import Path
 
 from app.cli import main
 from app.estimate import ESTIMATE_FILE, _cost
+from app.harness.training.call_budget import first_step_calls
 from app.harness.workspace.config import RunConfig
+from app.providers.cache import ResponseCache
 from app.providers.sim.provider import SIM_PRICE_IN_PER_MTOK
 from tests.app.oracle_bench import NAME, SEED, write_store
 from tests.fakes.fixtures import fake_openai  # noqa: F401 - the fixture
@@ -45,6 +47,35 @@ def test_estimate_then_train_then_report_estimate_vs_actual(tmp_path: Path, caps
     assert "another config" not in report  # estimated with the config the run used
     pinned = json.loads((ws / "analyses" / ESTIMATE_FILE).read_text())
     assert pinned["train_id"] == "train1" and pinned["same_config"]
+    # every role on sim/oracle: the dry run is the run, so its first step cost the same
+    cache = ResponseCache(ws / "response_cache.db")
+    try:
+        actual_first = first_step_calls(cache.paid_calls_by_run("train1"), "train1")
+    finally:
+        cache.close()
+    assert est["first_step_calls"] == actual_first > 0
+
+
+def test_a_budget_the_first_step_cannot_close_in_is_warned(tmp_path: Path, capsys) -> None:
+    store = write_store(tmp_path / "store")
+    ws = tmp_path / "ws"
+    assert (
+        main(["init", "-w", str(ws), "--seed", SEED, "--questions", NAME, "--store", str(store)])
+        == 0
+    )
+    sets = [a for s in [*ORACLE, "epochs=1"] for a in ("--set", s)]
+    assert main(["estimate", "-w", str(ws), "--no-progress", *sets]) == 0
+    out = capsys.readouterr().out
+    first = int(out.split("first step: ")[1].split()[0])
+    assert "ran out before the stand-in's first step closed" not in out
+    small = [*sets, "--set", f"max_calls={first - 1}"]
+    assert main(["estimate", "-w", str(ws), "--json", "--no-progress", *small]) == 0
+    est = json.loads(capsys.readouterr().out)
+    assert est["first_step_calls"] is None
+    assert any(f"max_calls = {first - 1} ran out before" in w for w in est["warnings"])
+    enough = [*sets, "--set", f"max_calls={first}"]
+    assert main(["estimate", "-w", str(ws), "--json", "--no-progress", *enough]) == 0
+    assert json.loads(capsys.readouterr().out)["first_step_calls"] == first
 
 
 def test_cost_sim_configured_litellm_and_unknown() -> None:

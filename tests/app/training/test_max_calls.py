@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
-from app.harness.training.call_budget import is_measurement, training_calls
+from app.harness.training.call_budget import first_step_calls, is_measurement, training_calls
 from app.harness.training.run_progress import progress_view
 from app.providers.errors import CallBudgetSpent
 from app.providers.litellm_provider import CostBudget
@@ -54,6 +54,19 @@ def test_only_the_test_pool_measurements_are_free(run_id, measured):
 def test_training_calls_of_a_ledger():
     paid = {"baseline": 600, "train1-e1-s0-diag": 30, "train1-final-test": 25, "x": 2}
     assert training_calls(paid, "train1") == 32
+
+
+def test_the_first_step_calls_of_a_ledger():
+    paid = {
+        "baseline": 600,
+        "train1-e1-s0-diag": 30,
+        "train1-e1-s0-gate-units-further": 7,
+        "train1-e1-s1-diag": 5,
+        "train1-e1-s10-diag": 4,
+        "train1-e2-s0-diag": 3,
+        "train11-e1-s0-diag": 2,
+    }
+    assert first_step_calls(paid, "train1") == 37
 
 
 def test_the_call_cap_counts_only_what_counts_and_stops_at_the_cap():
