@@ -5,8 +5,9 @@ batch_size=96; and a gate/fork variation (gate.n_max=30, one edit per candidate)
 workspace, `estimate` (app/estimate.py), then the real training on the simulated model, and
 the ratios of the estimate to what the log records (new calls, cache hits excluded; cost at the
 simulated model's notional prices, app/providers/sim/provider.py, so cost is non-zero and
-counts tokens). Target: each ratio within 0.8-1.25 (printed as two RESULT lines, >= 0.8 and
-<= 1.25). `--tiny`: one config on sim-basic, one epoch (figures that measure nothing).
+counts tokens), and of its first step's calls to the run's first step (the least `max_calls`
+that can keep anything; app/harness/training/call_budget.py `first_step_calls`). Target: each
+ratio within 0.8-1.25 (printed as two RESULT lines, >= 0.8 and <= 1.25). `--tiny`: one config on sim-basic, one epoch (figures that measure nothing).
 
     PYTHONPATH=. .venv/bin/python bench/estimate.py [--tiny]
 """
@@ -36,6 +37,18 @@ def actual(workspace: Path) -> tuple[int, float]:
     return calls, cost
 
 
+def actual_first_step(workspace: Path) -> int:
+    """The counted calls of the run's first step (app/harness/training/call_budget.py)."""
+    from app.harness.training.call_budget import first_step_calls
+    from app.providers.cache import ResponseCache
+
+    cache = ResponseCache(workspace / "response_cache.db")
+    try:
+        return first_step_calls(cache.paid_calls_by_run("train1"), "train1")
+    finally:
+        cache.close()
+
+
 def one(root: Path, name: str, overrides: dict, questions: str, units: int) -> tuple[float, float]:
     ws = root / name
     api.init_workspace(ws, seed="sim-starter", questions=questions)
@@ -43,13 +56,18 @@ def one(root: Path, name: str, overrides: dict, questions: str, units: int) -> t
     est = api.estimate(ws, DEMO, overrides=settings)
     api.train(ws, DEMO, overrides=settings)
     calls, cost = actual(ws)
+    first = actual_first_step(ws)
     calls_ratio = est.calls / calls
     cost_ratio = (est.cost_usd or 0.0) / cost
     print(
         f"# {name}: estimated {est.calls} calls (range {est.calls_low}-{est.calls_high}), "
-        f"actual {calls}; estimated ${est.cost_usd:.4f}, actual ${cost:.4f}"
+        f"actual {calls}; estimated ${est.cost_usd:.4f}, actual ${cost:.4f}; first step "
+        f"estimated {est.first_step_calls} calls, actual {first}"
     )
-    for figure, value in (("calls_ratio", calls_ratio), ("cost_ratio", cost_ratio)):
+    figures = [("calls_ratio", calls_ratio), ("cost_ratio", cost_ratio)]
+    if est.first_step_calls is not None and first:
+        figures.append(("first_step_ratio", est.first_step_calls / first))
+    for figure, value in figures:
         print(f"RESULT estimate.{figure}.{name} {value:.3f} ratio target >=0.8")
         print(f"RESULT estimate.{figure}_upper.{name} {value:.3f} ratio target <=1.25")
     return calls_ratio, cost_ratio
