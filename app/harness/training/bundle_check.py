@@ -3,14 +3,17 @@
 core/evolution/bundle_check.py says what the check decides and why; this module answers the
 questions it needs. It runs between the gate and `settle` (step.py), for a candidate the gate
 accepted that carries two or more edits. An e-process test that accepted before its ladder's
-end did not see the ladder's last units, where a decoy's losses may be: on a final accept the
-bundle answers those too (run `<gate run>-further`; their baseline is mostly cached), and their
-wins and losses join the gate's. Only a bundle with a lost unit is checked further, so a clean
-one costs those answers alone. Each variant (the bundle with some edits left out) is its own
-run in the harness log, named after the gate run: `<gate run>-lost-without-1`, the lost units
-answered with edit 1 left out; `-changed-without-1`, the won units and the losses that follow
-edit 1. So every answer behind a dropped edit can be read back. A killed step is replayed
-whole from its checkpoint, the check with it, as the gate is.
+end did not see the ladder's last units, where a decoy's losses may be. On a final accept the
+bundle answers those units (run `<gate run>-further`; their baseline is mostly cached), and
+their wins and losses join the gate's. It answers first the units the base answered right, the
+only ones it can lose; the base's failures, which it can only win, only when it lost a unit,
+since wins are weighed only against losses. So the check decides exactly as if every unit had
+been asked, and a clean bundle costs only the answers where it could have lost. Only a bundle
+with a lost unit is checked further. Each variant (the bundle with some edits left out) is its
+own run in the harness log, named after the gate run: `<gate run>-lost-without-1`, the lost
+units answered with edit 1 left out; `-changed-without-1`, the won units and the losses that
+follow edit 1. So every answer behind a dropped edit can be read back. A killed step is
+replayed whole from its checkpoint, the check with it, as the gate is.
 """
 
 from __future__ import annotations
@@ -84,7 +87,7 @@ async def check_bundle(
     check = _LineCheck(validator, record, run_id, register)
     won, lost = list(outcome.quadrants.get("win", [])), list(outcome.quadrants.get("loss", []))
     if rest := [u for u in further if u not in set(outcome.observed_units)]:
-        more_won, more_lost = await check.further(rest)
+        more_won, more_lost = await check.further(rest, weigh_wins=bool(lost))
         won, lost = won + more_won, lost + more_lost
     if not lost:
         return BundleCheck(record)
@@ -113,17 +116,29 @@ class _LineCheck:
         return prompts
 
     async def _right(self, prompts: AgentPrompts, units: Sequence[str], name: str) -> set[str]:
+        if not units:
+            return set()
         answers = await self.validator.units_right(units, prompts, name)
         return {u for u in units if answers[u]}
 
-    async def further(self, rest: Sequence[str]) -> tuple[list[str], list[str]]:
-        """(won, lost) among the ladder's units the gate did not reach."""
+    async def further(self, rest: Sequence[str], weigh_wins: bool) -> tuple[list[str], list[str]]:
+        """(won, lost) among the ladder's units the gate did not reach. Only a unit the base
+        answered right can be lost, so those are asked first. The base's failures can only be
+        won, and wins matter only when the check weighs an edit's losses against them: they are
+        asked when the bundle lost a unit (`weigh_wins`: already on the gate's units; or here),
+        and otherwise the check ends with nothing to drop, as it would have after asking them."""
         validator, name = self.validator, f"{self.run_id}-further"
         await validator.ensure_baseline(rest, validator.baseline_run_id)
-        right = await self._right(self._open(self.record.evolved, name), rest, name)
         base = {u: validator.baseline_correct(u) for u in rest}
-        won = [u for u in rest if base[u] is False and u in right]
-        return won, [u for u in rest if base[u] is True and u not in right]
+        at_risk = [u for u in rest if base[u] is True]
+        prompts = self._open(self.record.evolved, name)
+        kept_right = await self._right(prompts, at_risk, name)
+        lost = [u for u in at_risk if u not in kept_right]
+        if not (lost or weigh_wins):
+            return [], []
+        winnable = [u for u in rest if base[u] is False]
+        turned_right = await self._right(prompts, winnable, name)
+        return [u for u in winnable if u in turned_right], lost
 
     async def lost_reverts(self, lost: Sequence[str]) -> dict[int, frozenset[str]]:
         """Edit -> the lost units answered right with it left out. Edits in order, each asked
