@@ -46,7 +46,7 @@ from app.harness.training.checkpoint import (
 from app.harness.training.gate_ladder import BaselineCache, GatePools
 from app.harness.training.run_progress import calls_eta, ending_text
 from app.harness.training.slow_update import run_slow_update, validate_epoch
-from app.harness.training.step import diagnose_batch, run_step
+from app.harness.training.step import diagnose_batch, run_step, step_prefix
 from app.harness.training.train_state import Best, ResumePlan, TrainContext, TrainState
 from app.harness.training.vocabulary import (
     BASELINE_RUN,
@@ -121,6 +121,7 @@ class Runner:
             if setup is None:
                 return
             ctx, state, plan = setup
+            self._forget_cut_short(ctx, state, plan)
             if state.global_step == 0:
                 logger.warning(
                     "max_calls = {} was spent before the first step closed, so nothing was "
@@ -132,6 +133,20 @@ class Runner:
                 await self._close_epoch(ctx, state, plan.resume_epoch)
             last_epoch = plan.resume_epoch or plan.first_epoch - 1
             await self._finish(ctx, state, last_epoch, EndReason.MAX_CALLS)
+
+    def _forget_cut_short(self, ctx: TrainContext, state: TrainState, plan: ResumePlan) -> None:
+        """Delete the rows of the step (or the slow update) `max_calls` cut short. Which of its
+        calls were in flight at the cap is a matter of timing, so its rows are too; they go, as
+        a `--resume` that redid the step would replace them, and the run's log ends the same
+        whether or not it was killed on the way. Their paid calls stay in the spend ledger."""
+        if plan.resume_epoch is None:
+            return
+        epoch = plan.resume_epoch
+        step = plan.first_step_of(epoch)
+        if step < len(plan.batches or ()):
+            ctx.log.clear_runs_with_prefix(step_prefix(state.train_id, epoch, step))
+        else:  # every step closed: the epoch's slow update was cut
+            ctx.log.clear_runs_with_prefix(f"{state.train_id}-e{epoch}-slow-")
 
     async def _close_epoch(self, ctx: TrainContext, state: TrainState, epoch: int) -> None:
         """The slow update's validation and best tracking for an epoch cut short, so the

@@ -119,6 +119,11 @@ def test_a_spent_budget_closes_the_epoch_and_tests_the_best(tmp_path):
     # answered their ladders' validation families already (response cache)
     assert closing <= 60, paid
     assert paid["train1-final-test"] > 0  # the test is a measurement: it ran past the cap
+    # the step the cap cut short (step 1) left no rows, only its paid calls in the ledger
+    with sqlite3.connect(ws / "harness.db") as conn:
+        cut = conn.execute("SELECT COUNT(*) FROM _runs WHERE run_id LIKE 'train1-e1-s1-%'")
+        assert cut.fetchone()[0] == 0
+    assert any(r.startswith("train1-e1-s1-") for r in paid), paid
     final = json.loads((ws / "analyses" / "final_test_eval.json").read_text())
     assert final["best"]["run_id"] == "train1-e1-close-val"  # the gate's accept became best
     assert final["test_accuracy"] > final["baseline_test_accuracy"]
