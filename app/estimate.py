@@ -370,8 +370,9 @@ def estimate_lines(e: Estimate) -> list[str]:
     )
     if e.first_step_calls is not None:
         lines.append(
-            f"  first step: {e.first_step_calls} calls before it closes (a run keeps nothing "
-            "before its first step closes, so a smaller max_calls learns nothing)"
+            f"  first step: {e.first_step_calls} calls before it closes in the stand-in's run, "
+            "where a bundle rarely loses a question; a real run's can take about twice that "
+            "(a run keeps nothing before its first step closes: a smaller max_calls learns nothing)"
         )
     lines += [f"  assumes: {a}" for a in e.assumptions]
     lines += [f"warning: {w}" for w in e.warnings]
