@@ -775,6 +775,19 @@ def targets(
 
 
 # -- main ------------------------------------------------------------------------------------
+def add_set_option(parser: argparse.ArgumentParser, runs: str) -> None:
+    """`--set KEY=VALUE`, repeatable, into `args.sets`: one more config setting for every
+    `runs` (gepa_compare.py and skillopt_compare.py take it for their trainer runs)."""
+    parser.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help=f"one more config setting for every {runs} (repeatable)",
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -798,14 +811,7 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=2, help="trainings run at once")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per training")
     parser.add_argument("--keep", action="store_true", help="keep the temporary workspaces")
-    parser.add_argument(
-        "--set",
-        dest="sets",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="one more config setting for every training (repeatable)",
-    )
+    add_set_option(parser, "training")
     parser.add_argument(
         "--tiny",
         action="store_true",

@@ -106,6 +106,7 @@ from bench.acceptance import (  # noqa: E402
     SEED_NAME,
     TINY_UNITS,
     Job,
+    add_set_option,
     fmt,
     generate_world,
     mean,
@@ -916,14 +917,7 @@ def parse_args() -> argparse.Namespace:
         "listed, the first of --seeds; GEPA's Pareto bookkeeping grows steeply with its "
         "candidate pool, so this run is slow)",
     )
-    parser.add_argument(
-        "--set",
-        dest="sets",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="one more config setting for every trainer run (repeatable)",
-    )
+    add_set_option(parser, "trainer run")
     parser.add_argument("--keep", action="store_true", help="keep the temporary workspaces")
     parser.add_argument(
         "--tiny", action="store_true", help="one small world, one epoch: checks the bench runs"

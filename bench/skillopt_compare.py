@@ -1112,14 +1112,7 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=2, help="tasks run at once")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per training")
     parser.add_argument("--keep", action="store_true", help="keep the temporary workspaces")
-    parser.add_argument(
-        "--set",
-        dest="sets",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="one more config setting for every trainer run (repeatable)",
-    )
+    acceptance.add_set_option(parser, "trainer run")
     parser.add_argument("--tiny", action="store_true", help="one small run: checks the bench runs")
     args = parser.parse_args()
     if (why := skillopt_missing()) is not None:

@@ -20,13 +20,18 @@ from tests.fakes.openai_server import Reply
 ORACLE = ['agent_model="sim/oracle"', 'evolver_model="sim/oracle"', 'judge_model="sim/oracle"']
 
 
-def test_estimate_then_train_then_report_estimate_vs_actual(tmp_path: Path, capsys) -> None:
+def _oracle_workspace(tmp_path: Path) -> Path:
     store = write_store(tmp_path / "store")
     ws = tmp_path / "ws"
     assert (
         main(["init", "-w", str(ws), "--seed", SEED, "--questions", NAME, "--store", str(store)])
         == 0
     )
+    return ws
+
+
+def test_estimate_then_train_then_report_estimate_vs_actual(tmp_path: Path, capsys) -> None:
+    ws = _oracle_workspace(tmp_path)
     sets = [a for s in [*ORACLE, "epochs=1"] for a in ("--set", s)]
     assert main(["train", "-w", str(ws), "--dry-run", "--no-progress", *sets]) == 0
     out = capsys.readouterr().out
@@ -57,12 +62,7 @@ def test_estimate_then_train_then_report_estimate_vs_actual(tmp_path: Path, caps
 
 
 def test_a_budget_the_first_step_cannot_close_in_is_warned(tmp_path: Path, capsys) -> None:
-    store = write_store(tmp_path / "store")
-    ws = tmp_path / "ws"
-    assert (
-        main(["init", "-w", str(ws), "--seed", SEED, "--questions", NAME, "--store", str(store)])
-        == 0
-    )
+    ws = _oracle_workspace(tmp_path)
     sets = [a for s in [*ORACLE, "epochs=1"] for a in ("--set", s)]
     assert main(["estimate", "-w", str(ws), "--no-progress", *sets]) == 0
     out = capsys.readouterr().out
