@@ -197,10 +197,9 @@ class DryRun:
 
 async def _dry_run(copy: Path, config: RunConfig, rules: int) -> DryRun:
     from app.harness.rollouts.session import Session
-    from app.harness.training.call_budget import first_step_calls
+    from app.harness.training.call_budget import first_step_calls, ledger_paid_calls
     from app.harness.training.checkpoint import load_checkpoint
     from app.harness.training.runner import Runner
-    from app.providers.cache import ResponseCache
 
     logger.disable("app")  # the dry run's own progress lines would read as a real run's
     try:
@@ -213,12 +212,9 @@ async def _dry_run(copy: Path, config: RunConfig, rules: int) -> DryRun:
     progress = load_checkpoint(copy)["progress"]
     if not progress.get("global_step"):
         return DryRun(calls, None)
-    cache = ResponseCache(copy / "response_cache.db")
-    try:
-        train_id = str(progress["train_id"])
-        return DryRun(calls, first_step_calls(cache.paid_calls_by_run(train_id), train_id))
-    finally:
-        cache.close()
+    train_id = str(progress["train_id"])
+    paid = ledger_paid_calls(copy / "response_cache.db", train_id)
+    return DryRun(calls, first_step_calls(paid, train_id))
 
 
 def _paid(c: RoleCalls | None) -> int:

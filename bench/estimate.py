@@ -7,7 +7,8 @@ the ratios of the estimate to what the log records (new calls, cache hits exclud
 simulated model's notional prices, app/providers/sim/provider.py, so cost is non-zero and
 counts tokens), and of its first step's calls to the run's first step (the least `max_calls`
 that can keep anything; app/harness/training/call_budget.py `first_step_calls`). Target: each
-ratio within 0.8-1.25 (printed as two RESULT lines, >= 0.8 and <= 1.25). `--tiny`: one config on sim-basic, one epoch (figures that measure nothing).
+ratio within 0.8-1.25 (printed as two RESULT lines, >= 0.8 and <= 1.25). `--tiny`: one config
+on sim-basic, one epoch (figures that measure nothing).
 
     PYTHONPATH=. .venv/bin/python bench/estimate.py [--tiny]
 """
@@ -39,14 +40,9 @@ def actual(workspace: Path) -> tuple[int, float]:
 
 def actual_first_step(workspace: Path) -> int:
     """The counted calls of the run's first step (app/harness/training/call_budget.py)."""
-    from app.harness.training.call_budget import first_step_calls
-    from app.providers.cache import ResponseCache
+    from app.harness.training.call_budget import first_step_calls, ledger_paid_calls
 
-    cache = ResponseCache(workspace / "response_cache.db")
-    try:
-        return first_step_calls(cache.paid_calls_by_run("train1"), "train1")
-    finally:
-        cache.close()
+    return first_step_calls(ledger_paid_calls(workspace / "response_cache.db", "train1"), "train1")
 
 
 def one(root: Path, name: str, overrides: dict, questions: str, units: int) -> tuple[float, float]:

@@ -700,14 +700,9 @@ def train_job(job: SeedJob, ws: Path, *sets: str) -> Job:
 
 def ledger_training_calls(ws: Path) -> int:
     """The train run's counted calls in the spend ledger (call_budget.py `training_calls`)."""
-    from app.harness.training.call_budget import training_calls
-    from app.providers.cache import ResponseCache
+    from app.harness.training.call_budget import ledger_paid_calls, training_calls
 
-    cache = ResponseCache(ws / "response_cache.db")
-    try:
-        return training_calls(cache.paid_calls_by_run("train1"), "train1")
-    finally:
-        cache.close()
+    return training_calls(ledger_paid_calls(ws / "response_cache.db", "train1"), "train1")
 
 
 def trainer_at(job: SeedJob, base: Path, budget: int) -> Point:

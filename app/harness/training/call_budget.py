@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from pathlib import Path
 
 from app.harness.rollouts.telemetry import current_run_id
-from app.harness.training.vocabulary import BASELINE_RUN, final_test_run_id
+from app.harness.training.vocabulary import BASELINE_RUN, final_test_run_id, step_prefix
+from app.providers.cache import ResponseCache
 from app.providers.litellm_provider import CostBudget
 
 
@@ -37,10 +39,20 @@ def training_calls(paid_by_run: Mapping[str, int], train_id: str) -> int:
     return sum(n for run_id, n in paid_by_run.items() if not is_measurement(run_id, train_id))
 
 
+def ledger_paid_calls(cache_db: Path, train_id: str) -> dict[str, int]:
+    """The paid calls charged to `train_id`, by calling run, read from a workspace's spend
+    ledger (its response cache, `WorkspacePaths.cache_db`)."""
+    cache = ResponseCache(cache_db)
+    try:
+        return cache.paid_calls_by_run(train_id)
+    finally:
+        cache.close()
+
+
 def first_step_calls(paid_by_run: Mapping[str, int], train_id: str) -> int:
     """The counted calls of `train_id`'s first step (epoch 1, step 0): what a budget must cover
     before the run can keep anything, since a step cut short goes back to its checkpoint."""
-    prefix = f"{train_id}-e1-s0-"  # step.py `step_prefix`
+    prefix = step_prefix(train_id, 1, 0)
     return sum(n for run_id, n in paid_by_run.items() if run_id.startswith(prefix))
 
 

@@ -45,14 +45,15 @@ from app.harness.training.checkpoint import (
 )
 from app.harness.training.gate_ladder import BaselineCache, GatePools
 from app.harness.training.run_progress import calls_eta, ending_text
-from app.harness.training.slow_update import run_slow_update, validate_epoch
-from app.harness.training.step import diagnose_batch, run_step, step_prefix
+from app.harness.training.slow_update import run_slow_update, slow_prefix, validate_epoch
+from app.harness.training.step import diagnose_batch, run_step
 from app.harness.training.train_state import Best, ResumePlan, TrainContext, TrainState
 from app.harness.training.vocabulary import (
     BASELINE_RUN,
     EndReason,
     TrainPhase,
     final_test_run_id,
+    step_prefix,
 )
 from app.harness.workspace import killpoints
 from app.harness.workspace.atomic import read_json, write_json_atomic
@@ -146,7 +147,7 @@ class Runner:
         if step < len(plan.batches or ()):
             ctx.log.clear_runs_with_prefix(step_prefix(state.train_id, epoch, step))
         else:  # every step closed: the epoch's slow update was cut
-            ctx.log.clear_runs_with_prefix(f"{state.train_id}-e{epoch}-slow-")
+            ctx.log.clear_runs_with_prefix(slow_prefix(state.train_id, epoch))
 
     async def _close_epoch(self, ctx: TrainContext, state: TrainState, epoch: int) -> None:
         """The slow update's validation and best tracking for an epoch cut short, so the

@@ -39,7 +39,7 @@ from app.harness.training.train_state import (
 )
 from app.harness.training.triage_probe import probe_skill_gaps
 from app.harness.training.validate import GateSpec, ValidationOutcome, Validator, with_skill
-from app.harness.training.vocabulary import Count, SkipAction, StepAction
+from app.harness.training.vocabulary import Count, SkipAction, StepAction, step_prefix
 from app.harness.workspace import killpoints
 from app.harness.workspace.config import RunConfig
 from app.harness.workspace.harness_log import HarnessLog, RunStatus
@@ -109,10 +109,6 @@ DECISION_COUNTS = {
     GateAction.ACCEPT_PROVISIONAL: Count.PROVISIONAL,
     GateAction.REJECT: Count.GATE_REJECTED,
 }
-
-
-def step_prefix(train_id: str, epoch: int, step: int) -> str:
-    return f"{train_id}-e{epoch}-s{step}-"
 
 
 @dataclass(frozen=True)

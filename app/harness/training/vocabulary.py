@@ -94,3 +94,8 @@ BASELINE_RUN = "baseline"
 
 def final_test_run_id(train_id: str) -> str:
     return f"{train_id}-final-test"
+
+
+def step_prefix(train_id: str, epoch: int, step: int) -> str:
+    """The prefix of every run of one step (app/harness/training/step.py)."""
+    return f"{train_id}-e{epoch}-s{step}-"

@@ -9,9 +9,8 @@ from pathlib import Path
 
 from app.cli import main
 from app.estimate import ESTIMATE_FILE, _cost
-from app.harness.training.call_budget import first_step_calls
+from app.harness.training.call_budget import first_step_calls, ledger_paid_calls
 from app.harness.workspace.config import RunConfig
-from app.providers.cache import ResponseCache
 from app.providers.sim.provider import SIM_PRICE_IN_PER_MTOK
 from tests.app.oracle_bench import NAME, SEED, write_store
 from tests.fakes.fixtures import fake_openai  # noqa: F401 - the fixture
@@ -53,11 +52,8 @@ def test_estimate_then_train_then_report_estimate_vs_actual(tmp_path: Path, caps
     pinned = json.loads((ws / "analyses" / ESTIMATE_FILE).read_text())
     assert pinned["train_id"] == "train1" and pinned["same_config"]
     # every role on sim/oracle: the dry run is the run, so its first step cost the same
-    cache = ResponseCache(ws / "response_cache.db")
-    try:
-        actual_first = first_step_calls(cache.paid_calls_by_run("train1"), "train1")
-    finally:
-        cache.close()
+    paid = ledger_paid_calls(ws / "response_cache.db", "train1")
+    actual_first = first_step_calls(paid, "train1")
     assert est["first_step_calls"] == actual_first > 0
 
 
